@@ -1,0 +1,282 @@
+/*
+ * libbuddyhint: the Linux zoned buddy page allocator in userspace, as an instrument for free
+ * page hinting research.
+ *
+ * An arena is one contiguous region of "physical" pages, split into nodes and zones exactly as
+ * a Linux machine's memory is.  Pages are handed out by a faithful reimplementation of
+ * mm/page_alloc.c (Linux 6.x): free_area lists per order and migratetype, __rmqueue_smallest +
+ * expand, __free_one_page with buddy_merge_likely, mobility grouping with the fallback table and
+ * the half-pageblock claim rule, watermarks and lowmem_reserve, per-CPU page (pcp) lists.
+ *
+ * Page frame numbers (pfn) count 4 KiB pages from the start of the arena.  In the `mmap`
+ * backing every pfn is backed by a real page of an anonymous mapping; in the `sim` backing only
+ * the metadata exists and addresses are never handed out (use the pfn calls).
+ *
+ * Every call that can fail returns 0 or a negative BH_E* code (the pointer calls return NULL
+ * and say why through an optional out-parameter).  Misuse (a double free, a foreign or
+ * misaligned address, a wrong order) is reported and leaves the arena unchanged.
+ */
+#ifndef BUDDYHINT_H
+#define BUDDYHINT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <buddyhint/stats.h>
+#include <buddyhint/version.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(BH_BUILDING_LIBRARY)
+#define BH_API __attribute__((visibility("default")))
+#else
+#define BH_API
+#endif
+
+/* ---------------------------------------------------------------------------------------- */
+/* Errors                                                                                    */
+/* ---------------------------------------------------------------------------------------- */
+
+/* X(NAME, value, message): one list generates the enum, bh_strerror() and bh_err_name(). */
+#define BH_ERRNO_MAP(X)                                                        \
+  X(EINVAL, -1, "invalid argument")                                           \
+  X(ENOMEM, -2, "out of memory")                                              \
+  X(ENOSPC, -3, "no free block satisfies the request")                        \
+  X(EFAULT, -4, "address or pfn outside the arena")                           \
+  X(EALIGN, -5, "address or pfn not aligned to the order")                    \
+  X(ENOTALLOC, -6, "not the head of an allocated block (double free?)")       \
+  X(EORDER, -7, "order does not match the allocated block")                   \
+  X(ESYS, -8, "a system call failed (see errno)")                             \
+  X(ENOTSUP, -9, "not supported in this configuration")                       \
+  X(ENOENT, -10, "no such name")                                              \
+  X(EBUSY, -11, "resource busy")                                              \
+  X(EFORMAT, -12, "malformed input")                                          \
+  X(EIO, -13, "input/output error")
+
+#define BH__ERR_ENUM(name, value, msg) BH_##name = (value),
+enum bh_error { BH_OK = 0, BH_ERRNO_MAP(BH__ERR_ENUM) };
+#undef BH__ERR_ENUM
+
+/* Returns a static message for a BH_E* code (or "success" for 0, "unknown error" otherwise). */
+BH_API const char *bh_strerror(int err);
+/* Returns the code's name without the BH_ prefix, e.g. "ENOMEM"; "OK" for 0; "?" if unknown. */
+BH_API const char *bh_err_name(int err);
+/* Returns the library version as "MAJOR.MINOR.PATCH". */
+BH_API const char *bh_version(void);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Topology, migratetypes, gfp flags                                                         */
+/* ---------------------------------------------------------------------------------------- */
+
+#define BH_PAGE_SHIFT 12
+#define BH_PAGE_SIZE (1UL << BH_PAGE_SHIFT)
+#define BH_MAX_NODES 8
+#define BH_ORDER_LIMIT 18 /* largest configurable MAX_PAGE_ORDER */
+
+enum bh_zone_type {
+  BH_ZONE_DMA,
+  BH_ZONE_DMA32,
+  BH_ZONE_NORMAL,
+  BH_ZONE_MOVABLE,
+  BH_NR_ZONE_TYPES
+};
+
+/* Same order as Linux's enum migratetype (without CMA). */
+enum bh_migratetype {
+  BH_MT_UNMOVABLE,
+  BH_MT_MOVABLE,
+  BH_MT_RECLAIMABLE,
+  BH_MT_HIGHATOMIC, /* == MIGRATE_PCPTYPES */
+  BH_MT_ISOLATE,
+  BH_MT_TYPES
+};
+#define BH_MT_PCPTYPES BH_MT_HIGHATOMIC
+
+/* Names as /proc prints them: "DMA", "Normal", "Unmovable", "HighAtomic", ... */
+BH_API const char *bh_zone_name(int zone_type);
+BH_API const char *bh_migratetype_name(int mt);
+
+/*
+ * GFP-style request flags.  Zone selection follows Linux's gfp_zone(): DMA, DMA32, or
+ * (default) Normal; MOVABLE together with HIGHMEM may use the Movable zone.  Mobility:
+ * MOVABLE → Movable, RECLAIMABLE → Reclaimable, neither → Unmovable.
+ */
+#define BH_GFP_DMA 0x01u
+#define BH_GFP_HIGHMEM 0x02u
+#define BH_GFP_DMA32 0x04u
+#define BH_GFP_MOVABLE 0x08u
+#define BH_GFP_RECLAIMABLE 0x10u
+#define BH_GFP_HIGH 0x20u     /* __GFP_HIGH: may dip into the min reserve (ALLOC_MIN_RESERVE) */
+#define BH_GFP_ATOMIC 0x40u   /* cannot block: ALLOC_NON_BLOCK, high-order atomic reserve */
+#define BH_GFP_ZERO 0x80u     /* zero the pages (mmap backing) */
+#define BH_GFP_THISNODE 0x100u /* only the local node's zones */
+#define BH_GFP_NOFALLBACK_WMARK 0x200u /* use the min watermark as the first attempt (slowpath) */
+
+#define BH_GFP_KERNEL 0u
+#define BH_GFP_USER_MOVABLE (BH_GFP_MOVABLE | BH_GFP_HIGHMEM) /* GFP_HIGHUSER_MOVABLE */
+#define BH_GFP_TRANSHUGE (BH_GFP_MOVABLE | BH_GFP_HIGHMEM)
+
+/* gfp_zone() and gfp_migratetype() as Linux computes them. */
+BH_API int bh_gfp_zone(unsigned gfp);
+BH_API int bh_gfp_migratetype(unsigned gfp);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Configuration                                                                             */
+/* ---------------------------------------------------------------------------------------- */
+
+enum bh_backing {
+  BH_BACKING_MMAP, /* real anonymous private mapping (MAP_NORESERVE); data pages are memory */
+  BH_BACKING_MEMFD, /* a memfd mapped shared: reports may punch holes, as QEMU does for files */
+  BH_BACKING_SIM   /* metadata only; addresses are not handed out */
+};
+
+enum bh_pcp_key {
+  BH_PCP_PER_THREAD, /* each thread gets a pcp slot round-robin on first use (default) */
+  BH_PCP_PER_CPU     /* the slot of the CPU the thread runs on (sched_getcpu) */
+};
+
+/*
+ * Arena configuration.  bh_config_init() fills the defaults given on each field; the library
+ * reads no environment.  Sizes are in bytes and must be multiples of the largest block
+ * (4 KiB << max_order, 4 MiB by default); a zone size of 0 means the zone is absent.
+ */
+typedef struct bh_config {
+  enum bh_backing backing;  /* default BH_BACKING_MMAP */
+  unsigned nr_nodes;        /* 1..BH_MAX_NODES, default 1; every node gets zone_bytes */
+  /* Per-node zone sizes.  Default 1 GiB: DMA 16 MiB, DMA32 496 MiB, Normal 512 MiB, Movable 0. */
+  uint64_t zone_bytes[BH_NR_ZONE_TYPES];
+  unsigned max_order;       /* MAX_PAGE_ORDER (inclusive), default 10, bounds 1..BH_ORDER_LIMIT */
+  unsigned pageblock_order; /* default 9, bounds 1..max_order */
+  bool mobility_grouping;   /* page_group_by_mobility_disabled == !this; default true */
+  bool shuffle;             /* shuffle_pick_tail for orders >= max_order; default false */
+  uint64_t seed;            /* seeds the shuffle bits; default 1 */
+  /* min_free_kbytes; 0 = Linux's default int_sqrt(lowmem_kbytes*16) clamped to [128, 262144]. */
+  uint64_t min_free_kbytes;
+  unsigned watermark_scale_factor; /* 1/10000 of managed pages, default 10, bounds 1..3000 */
+  unsigned watermark_boost_factor; /* default 15000 (150 % of high), 0 disables boosting */
+  unsigned lowmem_reserve_ratio[BH_NR_ZONE_TYPES]; /* default {256, 256, 32, 0} */
+  bool pcp;                 /* per-CPU page lists; default true */
+  unsigned nr_cpus;         /* pcp slots (CPUs of the modelled machine), default 2, 1..1024 */
+  enum bh_pcp_key pcp_key;  /* default BH_PCP_PER_THREAD */
+  unsigned pcp_batch;       /* 0 = Linux's zone_batchsize(); else pages, 1..65535 */
+  unsigned pcp_high;        /* 0 = Linux's zone_highsize(); else pages, >= 4*batch */
+  bool pcp_thp;             /* pcp lists for pageblock_order too (NR_PCP_THP), default true */
+  bool numa_bind;           /* mbind each node's range to a host node (libnuma), default false */
+  bool debug_checks;        /* extra consistency checks on every call; default false */
+} bh_config_t;
+
+/* Fills *cfg with the defaults documented above. */
+BH_API void bh_config_init(bh_config_t *cfg);
+/* Returns 0 if *cfg is usable, else BH_EINVAL and, if msg is given, why (static string). */
+BH_API int bh_config_validate(const bh_config_t *cfg, const char **msg);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Arena                                                                                     */
+/* ---------------------------------------------------------------------------------------- */
+
+typedef struct bh_arena bh_arena_t;
+
+/*
+ * Creates an arena from *cfg (NULL = defaults).  Returns 0 and sets *out, or a negative BH_E*
+ * code (BH_EINVAL for a bad config, BH_ENOMEM / BH_ESYS if memory could not be mapped).
+ */
+BH_API int bh_arena_create(const bh_config_t *cfg, bh_arena_t **out);
+/* Destroys the arena and unmaps its memory; NULL is accepted. */
+BH_API void bh_arena_destroy(bh_arena_t *arena);
+/* The configuration the arena was created with (defaults resolved). */
+BH_API const bh_config_t *bh_arena_config(const bh_arena_t *arena);
+
+/* Total pages of the arena; base address (NULL in sim backing); size in bytes. */
+BH_API uint64_t bh_arena_pages(const bh_arena_t *arena);
+BH_API void *bh_arena_base(const bh_arena_t *arena);
+
+/*
+ * Allocates a block of 2^order pages as alloc_pages(gfp, order) does.  cpu selects the pcp
+ * slot (and so the local node): a value >= 0 is taken modulo nr_cpus, -1 uses the calling
+ * thread's slot.  Returns 0 and the block's first pfn in *pfn, BH_ENOSPC if no zone could serve
+ * it (counted in alloc_fail), BH_EINVAL for an order above max_order or bad flags.
+ */
+BH_API int bh_alloc_pfn(bh_arena_t *arena, unsigned gfp, unsigned order, int cpu,
+                        uint64_t *pfn);
+/*
+ * Frees the block of 2^order pages at pfn.  Returns 0, or BH_EFAULT (outside the arena),
+ * BH_EALIGN, BH_ENOTALLOC (not an allocated block head: double free, interior page), BH_EORDER
+ * (allocated with another order); on error nothing changes.
+ */
+BH_API int bh_free_pfn(bh_arena_t *arena, uint64_t pfn, unsigned order, int cpu);
+
+/*
+ * Pointer interface (mmap/memfd backing).  bh_alloc_pages returns the block's address or NULL,
+ * with the reason in *err if err is not NULL.  bh_free_pages returns 0 or an error as
+ * bh_free_pfn, and BH_EFAULT for an address that is not in the arena.
+ */
+BH_API void *bh_alloc_pages(bh_arena_t *arena, unsigned gfp, unsigned order, int *err);
+BH_API int bh_free_pages(bh_arena_t *arena, void *addr, unsigned order);
+
+/* Address of a pfn (NULL in sim backing or outside the arena) and the reverse (-1 if foreign). */
+BH_API void *bh_pfn_to_addr(const bh_arena_t *arena, uint64_t pfn);
+BH_API int64_t bh_addr_to_pfn(const bh_arena_t *arena, const void *addr);
+
+/* Returns every pcp list's pages to the buddy lists (drain_all_pages). */
+BH_API void bh_drain_pcp(bh_arena_t *arena);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Observation                                                                               */
+/* ---------------------------------------------------------------------------------------- */
+
+/* Counters: fills out[BH_NR_STATS] with the sums over the arena. */
+BH_API void bh_stats_read(const bh_arena_t *arena, uint64_t out[BH_NR_STATS]);
+/* Name ("pgalloc_normal") and help text of a counter; NULL if out of range. */
+BH_API const char *bh_stat_name(int stat);
+BH_API const char *bh_stat_help(int stat);
+
+/* One zone's state, read under its lock. */
+typedef struct bh_zone_info {
+  int node, type;            /* type is enum bh_zone_type */
+  uint64_t start_pfn, spanned_pages, managed_pages;
+  uint64_t free_pages;       /* NR_FREE_PAGES: free pages on buddy lists, Isolate excluded */
+  uint64_t pcp_pages;        /* pages sitting on pcp lists */
+  uint64_t isolated_pages;   /* pages taken off the lists by isolation (hinting) */
+  uint64_t wmark_min, wmark_low, wmark_high, wmark_boost;
+  uint64_t lowmem_reserve[BH_NR_ZONE_TYPES];
+  uint64_t nr_reserved_highatomic;
+  unsigned pcp_batch, pcp_high;
+  uint64_t nr_free[BH_ORDER_LIMIT + 1];              /* blocks per order */
+  uint64_t nr_free_mt[BH_ORDER_LIMIT + 1][BH_MT_TYPES]; /* blocks per order and type */
+  uint64_t pageblocks[BH_MT_TYPES];                   /* pageblocks per type */
+} bh_zone_info_t;
+
+/* Number of populated zones, and the info of zone i (0..n-1, node-major, low to high). */
+BH_API int bh_zone_count(const bh_arena_t *arena);
+BH_API int bh_zone_info(bh_arena_t *arena, int i, bh_zone_info_t *out);
+
+/*
+ * Dumps in the kernel's formats, so they can be diffed against a real machine:
+ * /proc/buddyinfo, /proc/pagetypeinfo, the watermark part of /proc/zoneinfo.
+ * Each returns 0 or BH_EIO if writing failed.
+ */
+BH_API int bh_dump_buddyinfo(bh_arena_t *arena, FILE *out);
+BH_API int bh_dump_pagetypeinfo(bh_arena_t *arena, FILE *out);
+BH_API int bh_dump_zoneinfo(bh_arena_t *arena, FILE *out);
+/* Counters as vmstat-style "name value" lines, or as one JSON object. */
+BH_API int bh_dump_vmstat(const bh_arena_t *arena, FILE *out);
+BH_API int bh_dump_stats_json(const bh_arena_t *arena, FILE *out);
+
+/*
+ * Invariant checker.  Walks every page and list: every page is in exactly one state (free
+ * block head on the right list, inside a free block, allocated, on a pcp list, isolated), no
+ * two free buddies are left unmerged, nr_free and the zone free counters agree with the lists,
+ * pageblock types are valid.  Takes every lock.  Returns the number of violations; if report is
+ * not NULL, each is described on its own line (at most max_reports lines, 0 = no limit).
+ */
+BH_API long bh_arena_check(bh_arena_t *arena, FILE *report, unsigned max_reports);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,225 @@
+/*
+ * Internal structures of the allocator core.  Names follow include/linux/mmzone.h so that a
+ * kernel developer finds their way: zone, free_area, pageblock, per_cpu_pages (pcp).
+ */
+#ifndef BH_BUDDY_INTERNAL_H
+#define BH_BUDDY_INTERNAL_H
+
+#define BH_BUILDING_LIBRARY 1
+#include <buddyhint.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#define bh__likely(x) __builtin_expect(!!(x), 1)
+#define bh__unlikely(x) __builtin_expect(!!(x), 0)
+#define BH__INTERNAL __attribute__((visibility("hidden")))
+
+/* Debug code that still compiles in release builds. */
+#ifdef NDEBUG
+static const bool bh_debug = false;
+#else
+static const bool bh_debug = true;
+#endif
+
+#define BH__NIL UINT32_MAX /* "no page" in a 32-bit link */
+
+/*
+ * Page descriptor: 16 bytes, kept apart from the data pages.  A page is in exactly one of
+ * these states, told by the flags of the head of the block it belongs to:
+ *   PG_BUDDY    head of a free block on free_area[order].free_list[list mt]
+ *   PG_PCP      head of a block on a pcp list (order in `order`)
+ *   PG_ALLOC    head of an allocated block (order in `order`, request type in `mt`)
+ *   PG_ISOLATED head of a free block taken off the lists by isolation (hinting)
+ *   none        a page inside one of the above blocks
+ * PG_REPORTED is meaningful on PG_BUDDY heads only (Linux's PageReported).
+ */
+enum {
+  BH__PG_BUDDY = 1u << 0,
+  BH__PG_PCP = 1u << 1,
+  BH__PG_ALLOC = 1u << 2,
+  BH__PG_ISOLATED = 1u << 3,
+  BH__PG_REPORTED = 1u << 4,
+  BH__PG_STATE = BH__PG_BUDDY | BH__PG_PCP | BH__PG_ALLOC | BH__PG_ISOLATED,
+};
+
+typedef struct bh__page {
+  uint32_t next, prev; /* list links as page indices (list heads live past the last page) */
+  uint8_t flags;
+  uint8_t order;
+  uint8_t mt;        /* PG_ALLOC: migratetype of the request (for the claim rule) */
+  uint8_t spare;
+  uint32_t priv;     /* free for strategies; PG_PCP: the list index */
+} bh__page_t;
+
+_Static_assert(sizeof(bh__page_t) == 16, "page descriptor must stay 16 bytes");
+
+/* Linux's ALLOC_* flags (mm/internal.h). */
+enum {
+  BH__ALLOC_WMARK_MIN = 0,
+  BH__ALLOC_WMARK_LOW = 1,
+  BH__ALLOC_WMARK_HIGH = 2,
+  BH__ALLOC_WMARK_MASK = 3,
+  BH__ALLOC_NO_WATERMARKS = 0x04,
+  BH__ALLOC_OOM = 0x08,
+  BH__ALLOC_NON_BLOCK = 0x10,
+  BH__ALLOC_MIN_RESERVE = 0x20,
+  BH__ALLOC_NOFRAGMENT = 0x100,
+  BH__ALLOC_HIGHATOMIC = 0x200,
+  BH__ALLOC_KSWAPD = 0x800,
+  BH__ALLOC_RESERVES =
+      BH__ALLOC_NON_BLOCK | BH__ALLOC_MIN_RESERVE | BH__ALLOC_HIGHATOMIC | BH__ALLOC_OOM,
+};
+
+/* FPI flags of __free_one_page. */
+enum { BH__FPI_NONE = 0, BH__FPI_SKIP_REPORT_NOTIFY = 1, BH__FPI_TO_TAIL = 2 };
+
+/* Why a block leaves a free list (del_page_from_free_list). */
+enum bh__del_reason { BH__DEL_ALLOC, BH__DEL_MERGE, BH__DEL_ISOLATE };
+
+enum { BH__WMARK_MIN, BH__WMARK_LOW, BH__WMARK_HIGH, BH__NR_WMARK };
+
+/* Zone flags. */
+enum { BH__ZONE_BOOSTED_WATERMARK = 1u << 0, BH__ZONE_BELOW_HIGH = 1u << 1 };
+
+#define BH__NR_LOWORDER_PCP_LISTS (BH_MT_PCPTYPES * 4) /* orders 0..PAGE_ALLOC_COSTLY_ORDER */
+#define BH__NR_PCP_LISTS (BH__NR_LOWORDER_PCP_LISTS + 2) /* + NR_PCP_THP */
+#define BH__PAGE_ALLOC_COSTLY_ORDER 3
+#define BH__PCP_BATCH_SCALE_MAX 5
+
+/* struct per_cpu_pages (6.12): one per zone and CPU slot. */
+typedef struct bh__pcp {
+  atomic_int locked; /* pcp_spin_trylock: a failed trylock falls back to the buddy lists */
+  int count;         /* pages on all lists */
+  int high, high_min, high_max, batch;
+  int free_count;
+  uint8_t alloc_factor;
+  uint8_t flags; /* PCPF_PREV_FREE_HIGH_ORDER, PCPF_FREE_HIGH_BATCH */
+  uint32_t head;  /* first list head index: lists are head + pindex */
+  uint64_t ev[BH_NR_STATS]; /* event counters updated under this pcp's lock */
+  char pad[64];
+} bh__pcp_t;
+
+enum { BH__PCPF_PREV_FREE_HIGH_ORDER = 1, BH__PCPF_FREE_HIGH_BATCH = 2 };
+
+typedef struct bh__zone {
+  pthread_mutex_t lock;
+  struct bh_arena *arena;
+  int node, type, id;
+  uint64_t start_pfn, spanned_pages, managed_pages;
+  /* free_area[order]: list heads are at index free_head + order*BH_MT_TYPES + mt */
+  uint32_t free_head;
+  uint64_t nr_free[BH_ORDER_LIMIT + 1];
+  _Atomic int64_t free_pages;   /* NR_FREE_PAGES (Isolate excluded), read without the lock */
+  int64_t nr_free_highatomic;
+  int64_t isolated_pages;       /* held by hinting isolation */
+  uint64_t watermark[BH__NR_WMARK];
+  _Atomic uint64_t watermark_boost;
+  uint64_t lowmem_reserve[BH_NR_ZONE_TYPES];
+  uint64_t nr_reserved_highatomic;
+  _Atomic unsigned flags;
+  unsigned pcp_batch, pcp_high_min, pcp_high_max;
+  bh__pcp_t *pcp;               /* [nr_cpus] */
+  uint64_t ev[BH_NR_STATS];     /* event counters updated under the zone lock */
+  /*
+   * Hinting hooks.  notify_order is the order at or above which a final merge calls
+   * hint_notify (UINT8_MAX: never), del_order the order at or above which a block leaving
+   * a free list calls hint_del.  With hinting off both checks are one predictable branch.
+   */
+  uint8_t notify_order, del_order;
+  void *hint_zone; /* strategy's per-zone state */
+} bh__zone_t;
+
+typedef struct bh__hint_hooks {
+  void (*notify)(void *ctx, bh__zone_t *z, uint64_t pfn, unsigned order);
+  void (*del)(void *ctx, bh__zone_t *z, uint64_t pfn, unsigned order, int reason);
+  void *ctx;
+} bh__hint_hooks_t;
+
+struct bh_arena {
+  bh_config_t cfg;
+  uint64_t nr_pages;
+  uint8_t *base;          /* data pages (NULL in sim backing) */
+  size_t map_bytes;       /* size of the data mapping */
+  int memfd;              /* BH_BACKING_MEMFD, else -1 */
+  bh__page_t *pages;      /* nr_pages descriptors, then list heads */
+  size_t pages_bytes;
+  uint64_t nr_links;      /* descriptors + heads */
+  uint8_t *pageblock;     /* one byte per pageblock: migratetype in the low 3 bits */
+  uint8_t *block_zone;    /* zone id of each max-order block (zones are aligned to them) */
+  unsigned max_order, pb_order;
+  int nr_zones;           /* populated zones, node-major, low to high */
+  bh__zone_t *zones;
+  /* zonelist per node: zone ids highest to lowest, local node first, then other nodes */
+  int zonelist[BH_MAX_NODES][BH_MAX_NODES * BH_NR_ZONE_TYPES];
+  int zonelist_len[BH_MAX_NODES];
+  int node_zone[BH_MAX_NODES][BH_NR_ZONE_TYPES]; /* zone id or -1 */
+  atomic_uint next_thread_slot;
+  _Atomic uint64_t shuffle_state;
+  bh__hint_hooks_t hint;
+  /* Pages discarded by a report and not touched since: set by the reporter, cleared (and
+   * counted as refaults) when allocated.  NULL until a reporter is attached. */
+  _Atomic uint64_t *discarded;
+  _Atomic uint64_t refault_pages, refault_blocks;
+};
+
+/* ---- helpers shared by the core files ---- */
+
+static inline bh__page_t *bh__pg(const bh_arena_t *a, uint64_t idx) { return &a->pages[idx]; }
+
+static inline int bh__pb_mt(const bh_arena_t *a, uint64_t pfn) {
+  return a->pageblock[pfn >> a->pb_order] & 7;
+}
+
+static inline uint32_t bh__free_list(const bh__zone_t *z, unsigned order, int mt) {
+  return z->free_head + order * BH_MT_TYPES + (unsigned)mt;
+}
+
+static inline bool bh__mt_mergeable(int mt) { return mt < BH_MT_PCPTYPES; }
+
+static inline bh__zone_t *bh__pfn_zone(const bh_arena_t *a, uint64_t pfn) {
+  return &a->zones[a->block_zone[pfn >> a->max_order]];
+}
+
+/* Circular lists of 32-bit indices. */
+static inline bool bh__list_empty(const bh_arena_t *a, uint32_t head) {
+  return a->pages[head].next == head;
+}
+static inline void bh__list_init(bh_arena_t *a, uint32_t head) {
+  a->pages[head].next = a->pages[head].prev = head;
+}
+static inline void bh__list_insert(bh_arena_t *a, uint32_t n, uint32_t prev, uint32_t next) {
+  a->pages[n].prev = prev;
+  a->pages[n].next = next;
+  a->pages[prev].next = n;
+  a->pages[next].prev = n;
+}
+static inline void bh__list_add(bh_arena_t *a, uint32_t n, uint32_t head) {
+  bh__list_insert(a, n, head, a->pages[head].next);
+}
+static inline void bh__list_add_tail(bh_arena_t *a, uint32_t n, uint32_t head) {
+  bh__list_insert(a, n, a->pages[head].prev, head);
+}
+static inline void bh__list_del(bh_arena_t *a, uint32_t n) {
+  uint32_t p = a->pages[n].prev, x = a->pages[n].next;
+  a->pages[p].next = x;
+  a->pages[x].prev = p;
+  a->pages[n].next = a->pages[n].prev = BH__NIL;
+}
+
+/* page_alloc.c */
+BH__INTERNAL void bh__set_pageblock_range(bh_arena_t *a, uint64_t pfn, unsigned order, int mt);
+BH__INTERNAL void bh__free_one_page(bh__zone_t *z, uint64_t pfn, unsigned order, int mt,
+                                    int fpi);
+BH__INTERNAL void bh__del_from_free_list(bh__zone_t *z, uint64_t pfn, unsigned order, int mt,
+                                         int reason);
+BH__INTERNAL bool bh__zone_watermark_ok(bh__zone_t *z, unsigned order, uint64_t mark,
+                                        int highest_zoneidx, unsigned alloc_flags,
+                                        int64_t free_pages);
+BH__INTERNAL void bh__drain_zone_pcp(bh__zone_t *z);
+BH__INTERNAL int bh__pcp_slot(bh_arena_t *a, int cpu);
+
+/* arena.c */
+BH__INTERNAL void bh__setup_watermarks(bh_arena_t *a);
+
+#endif

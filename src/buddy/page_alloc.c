@@ -1,0 +1,1138 @@
+/*
+ * The buddy allocator proper: free lists, allocation (__rmqueue_smallest + expand, the
+ * migratetype fallbacks), freeing (__free_one_page), per-CPU page lists and the zonelist walk
+ * with its watermark checks.  Behaviour follows Linux 6.12's mm/page_alloc.c (which carries
+ * the 6.15 "claim, then steal" fallback rework); the code is our own.
+ */
+#include "buddy/internal.h"
+
+#include <sched.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------------------------------- */
+/* Pageblocks and free lists                                                                 */
+/* ---------------------------------------------------------------------------------------- */
+
+static inline void set_pageblock_mt(bh_arena_t *a, uint64_t pfn, int mt) {
+  uint8_t *b = &a->pageblock[pfn >> a->pb_order];
+  *b = (uint8_t)((*b & ~7u) | (unsigned)mt);
+}
+
+/* change_pageblock_range: every pageblock covered by a block of 2^order pages gets type mt. */
+void bh__set_pageblock_range(bh_arena_t *a, uint64_t pfn, unsigned order, int mt) {
+  if (order < a->pb_order) {
+    set_pageblock_mt(a, pfn, mt);
+    return;
+  }
+  uint64_t n = 1ull << (order - a->pb_order);
+  for (uint64_t i = 0; i < n; i++)
+    set_pageblock_mt(a, pfn + (i << a->pb_order), mt);
+}
+
+/* account_freepages: NR_FREE_PAGES leaves out Isolate blocks. */
+static inline void account_freepages(bh__zone_t *z, int64_t nr, int mt) {
+  if (mt == BH_MT_ISOLATE)
+    return;
+  atomic_store_explicit(&z->free_pages,
+                        atomic_load_explicit(&z->free_pages, memory_order_relaxed) + nr,
+                        memory_order_relaxed);
+  if (mt == BH_MT_HIGHATOMIC)
+    z->nr_free_highatomic += nr;
+}
+
+static inline void add_to_free_list(bh__zone_t *z, uint64_t pfn, unsigned order, int mt,
+                                    bool tail) {
+  bh_arena_t *a = z->arena;
+  bh__page_t *p = bh__pg(a, pfn);
+  p->flags = BH__PG_BUDDY;
+  p->order = (uint8_t)order;
+  uint32_t head = bh__free_list(z, order, mt);
+  if (tail)
+    bh__list_add_tail(a, (uint32_t)pfn, head);
+  else
+    bh__list_add(a, (uint32_t)pfn, head);
+  z->nr_free[order]++;
+}
+
+/*
+ * __del_page_from_free_list: unlink a free block, clearing PageReported (which Linux does for
+ * every reason a block leaves a list: allocation, merging as a buddy, isolation).
+ */
+static inline void del_from_free_list(bh__zone_t *z, uint64_t pfn, unsigned order, int reason) {
+  bh_arena_t *a = z->arena;
+  bh__page_t *p = bh__pg(a, pfn);
+  if (bh__unlikely(p->flags & BH__PG_REPORTED)) {
+    if (reason == BH__DEL_ALLOC)
+      z->ev[BH_STAT_reported_alloc]++;
+    else if (reason == BH__DEL_MERGE)
+      z->ev[BH_STAT_reported_merge]++;
+  }
+  if (bh__unlikely(order >= z->del_order))
+    a->hint.del(a->hint.ctx, z, pfn, order, reason);
+  bh__list_del(a, (uint32_t)pfn);
+  p->flags = 0;
+  z->nr_free[order]--;
+}
+
+void bh__del_from_free_list(bh__zone_t *z, uint64_t pfn, unsigned order, int mt, int reason) {
+  del_from_free_list(z, pfn, order, reason);
+  account_freepages(z, -(int64_t)(1ull << order), mt);
+}
+
+/* move_to_free_list: to the tail of another type's list; PageReported is kept. */
+static void move_to_free_list(bh__zone_t *z, uint64_t pfn, unsigned order, int old_mt,
+                              int new_mt) {
+  bh_arena_t *a = z->arena;
+  bh__list_del(a, (uint32_t)pfn);
+  bh__list_add_tail(a, (uint32_t)pfn, bh__free_list(z, order, new_mt));
+  account_freepages(z, -(int64_t)(1ull << order), old_mt);
+  account_freepages(z, (int64_t)(1ull << order), new_mt);
+}
+
+static inline uint64_t list_first(const bh_arena_t *a, uint32_t head) {
+  uint32_t n = a->pages[head].next;
+  return n == head ? UINT64_MAX : n;
+}
+
+/*
+ * find_buddy_page_pfn + page_is_buddy: the buddy of the block at pfn is at pfn ^ (1 << order);
+ * it may be merged if it is the head of a free block of the same order in the same zone.
+ * Zones are aligned to the largest block, so a buddy below the top order is always in the
+ * same zone: Linux's page_zone_id() test holds by construction and costs nothing here.
+ */
+static inline bool page_is_buddy(const bh_arena_t *a, const bh__zone_t *z, uint64_t buddy,
+                                 unsigned order) {
+  const bh__page_t *b = &a->pages[buddy];
+  (void)z;
+  return (b->flags & BH__PG_BUDDY) && b->order == order;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Freeing                                                                                   */
+/* ---------------------------------------------------------------------------------------- */
+
+/*
+ * buddy_merge_likely: a block that did not merge is put at the tail of its list when the
+ * block one order up (it and its buddy together) has a free buddy of its own: the missing
+ * buddy is probably about to be freed, and keeping this block from being allocated lets the
+ * two merge two levels up.
+ */
+static bool buddy_merge_likely(const bh_arena_t *a, const bh__zone_t *z, uint64_t pfn,
+                               unsigned order) {
+  if (order + 1 >= a->max_order)
+    return false;
+  uint64_t higher = pfn & ~(1ull << order);
+  uint64_t higher_buddy = higher ^ (1ull << (order + 1));
+  return page_is_buddy(a, z, higher_buddy, order + 1);
+}
+
+static bool shuffle_pick_tail(bh_arena_t *a) {
+  /* one bit of a xorshift64 stream per call (shuffle_pick_tail uses one random bit) */
+  uint64_t x = atomic_load_explicit(&a->shuffle_state, memory_order_relaxed);
+  x ^= x << 13;
+  x ^= x >> 7;
+  x ^= x << 17;
+  atomic_store_explicit(&a->shuffle_state, x, memory_order_relaxed);
+  return x & 1;
+}
+
+/*
+ * __free_one_page.  The block at pfn (2^order pages, pageblock type mt) is free.  While its
+ * buddy (pfn ^ 2^order) is also a free block of the same order in the same zone, take the
+ * buddy off its list and continue one order up with the combined block (pfn & buddy_pfn).
+ * At and above pageblock order two blocks merge only if their types are equal or both
+ * mergeable (Unmovable/Movable/Reclaimable), so Isolate and HighAtomic accounting stays
+ * exact; when mergeable types differ the buddy's pageblocks take the freeing type, so that
+ * every block on a list matches its pageblock type.  The final block goes to the tail if
+ * asked (FPI_TO_TAIL: put back from hinting), by a random bit at the top order when
+ * shuffling, or when buddy_merge_likely(); else to the head.  Then, unless
+ * FPI_SKIP_REPORT_NOTIFY, the hinting strategy is notified of the final order.
+ * Called with the zone lock held.
+ */
+void bh__free_one_page(bh__zone_t *z, uint64_t pfn, unsigned order, int mt, int fpi) {
+  bh_arena_t *a = z->arena;
+  const unsigned max_order = a->max_order;
+  account_freepages(z, (int64_t)(1ull << order), mt);
+
+  while (order < max_order) {
+    uint64_t buddy = pfn ^ (1ull << order);
+    if (!page_is_buddy(a, z, buddy, order))
+      break;
+    int buddy_mt = mt;
+    if (bh__unlikely(order >= a->pb_order)) {
+      buddy_mt = bh__pb_mt(a, buddy);
+      if (buddy_mt != mt && (!bh__mt_mergeable(mt) || !bh__mt_mergeable(buddy_mt)))
+        break;
+    }
+    del_from_free_list(z, buddy, order, BH__DEL_MERGE);
+    account_freepages(z, -(int64_t)(1ull << order), buddy_mt);
+    account_freepages(z, (int64_t)(1ull << order), mt);
+    if (bh__unlikely(buddy_mt != mt))
+      bh__set_pageblock_range(a, buddy, order, mt);
+    z->ev[BH_STAT_merges]++;
+    pfn &= buddy;
+    order++;
+  }
+
+  bool to_tail;
+  if (fpi & BH__FPI_TO_TAIL)
+    to_tail = true;
+  else if (a->cfg.shuffle && order >= max_order)
+    to_tail = shuffle_pick_tail(a);
+  else
+    to_tail = buddy_merge_likely(a, z, pfn, order);
+  if (to_tail)
+    z->ev[BH_STAT_to_tail]++;
+  add_to_free_list(z, pfn, order, mt, to_tail);
+
+  if (bh__unlikely(order >= z->notify_order) && !(fpi & BH__FPI_SKIP_REPORT_NOTIFY)) {
+    z->ev[BH_STAT_hint_notify]++;
+    a->hint.notify(a->hint.ctx, z, pfn, order);
+  }
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Allocation from the buddy lists                                                           */
+/* ---------------------------------------------------------------------------------------- */
+
+/*
+ * expand: the block at pfn of order `high` was taken for a request of order `low`.  Halve it
+ * repeatedly, putting each upper half on the head of its order's list; the caller keeps the
+ * lowest-addressed block.  Returns the pages put back.
+ */
+static uint64_t expand(bh__zone_t *z, uint64_t pfn, unsigned low, unsigned high, int mt) {
+  uint64_t added = 0;
+  while (high > low) {
+    high--;
+    uint64_t size = 1ull << high;
+    add_to_free_list(z, pfn + size, high, mt, false);
+    added += size;
+    z->ev[BH_STAT_splits]++;
+  }
+  return added;
+}
+
+static void page_del_and_expand(bh__zone_t *z, uint64_t pfn, unsigned low, unsigned high,
+                                int mt) {
+  del_from_free_list(z, pfn, high, BH__DEL_ALLOC);
+  uint64_t nr = (1ull << high) - expand(z, pfn, low, high, mt);
+  account_freepages(z, -(int64_t)nr, mt);
+}
+
+/* __rmqueue_smallest: first fit from the lowest sufficient order, head of the list. */
+static uint64_t rmqueue_smallest(bh__zone_t *z, unsigned order, int mt) {
+  bh_arena_t *a = z->arena;
+  for (unsigned o = order; o <= a->max_order; o++) {
+    uint64_t pfn = list_first(a, bh__free_list(z, o, mt));
+    if (pfn == UINT64_MAX)
+      continue;
+    page_del_and_expand(z, pfn, order, o, mt);
+    return pfn;
+  }
+  return UINT64_MAX;
+}
+
+/* The fallback table: which other types' lists a request may take from, in order. */
+static const int fallbacks[BH_MT_PCPTYPES][BH_MT_PCPTYPES - 1] = {
+    [BH_MT_UNMOVABLE] = {BH_MT_RECLAIMABLE, BH_MT_MOVABLE},
+    [BH_MT_MOVABLE] = {BH_MT_RECLAIMABLE, BH_MT_UNMOVABLE},
+    [BH_MT_RECLAIMABLE] = {BH_MT_UNMOVABLE, BH_MT_MOVABLE},
+};
+
+/*
+ * can_steal_fallback: large blocks are worth claiming whole; unmovable and reclaimable
+ * requests claim regardless of size, since their pollution of movable blocks is the worse
+ * kind of fragmentation.
+ */
+static bool can_steal_fallback(const bh_arena_t *a, unsigned order, int start_mt) {
+  if (order >= a->pb_order)
+    return true;
+  return order >= a->pb_order / 2 || start_mt == BH_MT_RECLAIMABLE ||
+         start_mt == BH_MT_UNMOVABLE || !a->cfg.mobility_grouping;
+}
+
+/* find_suitable_fallback: the first non-empty fallback list at this order, or -1. */
+static int find_suitable_fallback(const bh__zone_t *z, unsigned order, int mt,
+                                  bool only_stealable, bool *can_steal) {
+  const bh_arena_t *a = z->arena;
+  if (z->nr_free[order] == 0)
+    return -1;
+  *can_steal = false;
+  for (int i = 0; i < BH_MT_PCPTYPES - 1; i++) {
+    int fmt = fallbacks[mt][i];
+    if (bh__list_empty(a, bh__free_list(z, order, fmt)))
+      continue;
+    if (can_steal_fallback(a, order, mt))
+      *can_steal = true;
+    if (!only_stealable || *can_steal)
+      return fmt;
+  }
+  return -1;
+}
+
+/* Exposed for the checker and tests (fallback table as data). */
+int bh__fallback_type(int mt, int i) {
+  return (mt >= 0 && mt < BH_MT_PCPTYPES && i >= 0 && i < BH_MT_PCPTYPES - 1)
+             ? fallbacks[mt][i]
+             : -1;
+}
+
+/*
+ * boost_watermark: a fragmenting fallback raises the zone's watermarks by a pageblock (up to
+ * watermark_boost_factor of the high mark) so that kswapd reclaims, and so frees, earlier.
+ */
+static bool boost_watermark(bh__zone_t *z) {
+  bh_arena_t *a = z->arena;
+  unsigned factor = a->cfg.watermark_boost_factor;
+  uint64_t pb = 1ull << a->pb_order;
+  if (!factor || pb * 4 > z->managed_pages)
+    return false;
+  uint64_t max_boost = z->watermark[BH__WMARK_HIGH] * factor / 10000;
+  if (!max_boost)
+    return false;
+  if (max_boost < pb)
+    max_boost = pb;
+  uint64_t boost = atomic_load_explicit(&z->watermark_boost, memory_order_relaxed) + pb;
+  atomic_store_explicit(&z->watermark_boost, boost < max_boost ? boost : max_boost,
+                        memory_order_relaxed);
+  z->ev[BH_STAT_watermark_boost]++;
+  return true;
+}
+
+/*
+ * Walks the pageblock holding pfn: counts free pages and in-use movable pages (allocated
+ * blocks requested as Movable: Linux counts PageLRU/__PageMovable pages).  Blocks tile the
+ * pageblock, so stepping from head to head visits every page's block.
+ */
+static void count_pageblock(const bh_arena_t *a, uint64_t start, uint64_t *free_pages,
+                            uint64_t *movable_pages) {
+  uint64_t end = start + (1ull << a->pb_order);
+  *free_pages = *movable_pages = 0;
+  for (uint64_t pfn = start; pfn < end;) {
+    const bh__page_t *p = &a->pages[pfn];
+    if (p->flags & BH__PG_BUDDY) {
+      *free_pages += 1ull << p->order;
+      pfn += 1ull << p->order;
+    } else if (p->flags & (BH__PG_ALLOC | BH__PG_PCP | BH__PG_ISOLATED)) {
+      if ((p->flags & BH__PG_ALLOC) && p->mt == BH_MT_MOVABLE)
+        *movable_pages += 1ull << p->order;
+      pfn += 1ull << p->order;
+    } else {
+      pfn++;
+    }
+  }
+}
+
+/* __move_freepages_block: every free block of the pageblock to new_mt's list, retype it. */
+static uint64_t move_freepages_block(bh__zone_t *z, uint64_t start, int old_mt, int new_mt) {
+  bh_arena_t *a = z->arena;
+  uint64_t end = start + (1ull << a->pb_order), moved = 0;
+  for (uint64_t pfn = start; pfn < end;) {
+    const bh__page_t *p = &a->pages[pfn];
+    if (!(p->flags & BH__PG_BUDDY)) {
+      pfn++;
+      continue;
+    }
+    unsigned o = p->order;
+    move_to_free_list(z, pfn, o, old_mt, new_mt);
+    pfn += 1ull << o;
+    moved += 1ull << o;
+  }
+  set_pageblock_mt(a, start, new_mt);
+  return moved;
+}
+
+static void count_extfrag(bh__zone_t *z, unsigned order, unsigned cur_order, int start_mt,
+                          uint64_t pfn) {
+  z->ev[BH_STAT_extfrag_fallback]++;
+  if (cur_order < z->arena->pb_order)
+    z->ev[BH_STAT_extfrag_fragmenting]++;
+  if (bh__pb_mt(z->arena, pfn) == start_mt)
+    z->ev[BH_STAT_extfrag_claim]++;
+}
+
+/*
+ * try_to_claim_block: a block of a foreign type was found at cur_order.  At or above
+ * pageblock order take the whole range.  Below it, boost the watermark, then claim the
+ * pageblock if at least half of it is free or holds pages of a compatible kind (the
+ * half-pageblock rule), moving its free blocks to the requester's lists.
+ */
+static uint64_t try_to_claim_block(bh__zone_t *z, uint64_t pfn, unsigned cur_order,
+                                   unsigned order, int start_mt, unsigned alloc_flags) {
+  bh_arena_t *a = z->arena;
+  int block_mt = bh__pb_mt(a, pfn);
+  if (block_mt == BH_MT_HIGHATOMIC)
+    return UINT64_MAX;
+  if (cur_order >= a->pb_order) {
+    bh__del_from_free_list(z, pfn, cur_order, block_mt, BH__DEL_ALLOC);
+    bh__set_pageblock_range(a, pfn, cur_order, start_mt);
+    uint64_t added = expand(z, pfn, order, cur_order, start_mt);
+    account_freepages(z, (int64_t)added, start_mt);
+    return pfn;
+  }
+  if (boost_watermark(z) && (alloc_flags & BH__ALLOC_KSWAPD))
+    atomic_fetch_or_explicit(&z->flags, BH__ZONE_BOOSTED_WATERMARK, memory_order_relaxed);
+
+  uint64_t start = pfn & ~((1ull << a->pb_order) - 1), free_pages, movable_pages, alike;
+  count_pageblock(a, start, &free_pages, &movable_pages);
+  if (start_mt == BH_MT_MOVABLE)
+    alike = movable_pages;
+  else if (block_mt == BH_MT_MOVABLE)
+    alike = (1ull << a->pb_order) - (free_pages + movable_pages);
+  else
+    alike = 0;
+  if (free_pages + alike >= (1ull << (a->pb_order - 1)) || !a->cfg.mobility_grouping) {
+    move_freepages_block(z, start, block_mt, start_mt);
+    return rmqueue_smallest(z, order, start_mt);
+  }
+  return UINT64_MAX;
+}
+
+/* __rmqueue_claim: largest foreign block first, stop at the first one not worth claiming. */
+static uint64_t rmqueue_claim(bh__zone_t *z, unsigned order, int start_mt,
+                              unsigned alloc_flags) {
+  bh_arena_t *a = z->arena;
+  int min_order = (int)order;
+  if (order < a->pb_order && (alloc_flags & BH__ALLOC_NOFRAGMENT))
+    min_order = (int)a->pb_order;
+  for (int o = (int)a->max_order; o >= min_order; o--) {
+    bool can_steal;
+    int fmt = find_suitable_fallback(z, (unsigned)o, start_mt, false, &can_steal);
+    if (fmt == -1)
+      continue;
+    if (!can_steal)
+      break;
+    uint64_t pfn = list_first(a, bh__free_list(z, (unsigned)o, fmt));
+    uint64_t got = try_to_claim_block(z, pfn, (unsigned)o, order, start_mt, alloc_flags);
+    if (got != UINT64_MAX) {
+      count_extfrag(z, order, (unsigned)o, start_mt, got);
+      return got;
+    }
+  }
+  return UINT64_MAX;
+}
+
+/* __rmqueue_steal: the smallest foreign block; its remainder stays on its own type's lists. */
+static uint64_t rmqueue_steal(bh__zone_t *z, unsigned order, int start_mt) {
+  bh_arena_t *a = z->arena;
+  for (unsigned o = order; o <= a->max_order; o++) {
+    bool can_steal;
+    int fmt = find_suitable_fallback(z, o, start_mt, false, &can_steal);
+    if (fmt == -1)
+      continue;
+    uint64_t pfn = list_first(a, bh__free_list(z, o, fmt));
+    page_del_and_expand(z, pfn, order, o, fmt);
+    count_extfrag(z, order, o, start_mt, pfn);
+    return pfn;
+  }
+  return UINT64_MAX;
+}
+
+enum rmqueue_mode { RMQUEUE_NORMAL, RMQUEUE_CLAIM, RMQUEUE_STEAL };
+
+/* __rmqueue: own type, then claim a block, then (not under NOFRAGMENT) steal a block. */
+static uint64_t rmqueue(bh__zone_t *z, unsigned order, int mt, unsigned alloc_flags,
+                        enum rmqueue_mode *mode) {
+  uint64_t pfn;
+  switch (*mode) {
+  case RMQUEUE_NORMAL:
+    pfn = rmqueue_smallest(z, order, mt);
+    if (pfn != UINT64_MAX)
+      return pfn;
+    /* fall through */
+  case RMQUEUE_CLAIM:
+    pfn = rmqueue_claim(z, order, mt, alloc_flags);
+    if (pfn != UINT64_MAX) {
+      *mode = RMQUEUE_NORMAL;
+      return pfn;
+    }
+    /* fall through */
+  case RMQUEUE_STEAL:
+    if (!(alloc_flags & BH__ALLOC_NOFRAGMENT)) {
+      pfn = rmqueue_steal(z, order, mt);
+      if (pfn != UINT64_MAX) {
+        *mode = RMQUEUE_STEAL;
+        return pfn;
+      }
+    }
+  }
+  return UINT64_MAX;
+}
+
+struct alloc_ctx {
+  int node, highest, mt, slot;
+  unsigned gfp;
+  int preferred; /* first zone of the zonelist usable for highest */
+};
+
+static const uint8_t pgalloc_stat[BH_NR_ZONE_TYPES] = {
+    BH_STAT_pgalloc_dma, BH_STAT_pgalloc_dma32, BH_STAT_pgalloc_normal,
+    BH_STAT_pgalloc_movable};
+
+/*
+ * Marks the block allocated and counts it in ev; the caller holds the lock ev belongs to
+ * (zone or pcp), so the block is never seen off a list without an owner.
+ */
+static inline void account_alloc(uint64_t *ev, const bh__zone_t *z, uint64_t pfn,
+                                 unsigned order, const struct alloc_ctx *ac) {
+  bh__page_t *p = &z->arena->pages[pfn];
+  p->flags = BH__PG_ALLOC;
+  p->order = (uint8_t)order;
+  p->mt = (uint8_t)ac->mt;
+  ev[pgalloc_stat[z->type]] += 1ull << order;
+  ev[BH_STAT_alloc_calls]++;
+  ev[z->node == ac->node ? BH_STAT_numa_hit : BH_STAT_numa_miss]++;
+  if (z->id != ac->preferred)
+    ev[BH_STAT_alloc_zone_fallback]++;
+}
+
+static inline void zone_lock(bh__zone_t *z) { pthread_mutex_lock(&z->lock); }
+static inline void zone_unlock(bh__zone_t *z) { pthread_mutex_unlock(&z->lock); }
+
+/* rmqueue_buddy: one block straight from the buddy lists under the zone lock. */
+static uint64_t rmqueue_buddy(bh__zone_t *z, unsigned order, const struct alloc_ctx *ac,
+                              unsigned alloc_flags) {
+  uint64_t pfn = UINT64_MAX;
+  int mt = ac->mt;
+  zone_lock(z);
+  if (alloc_flags & BH__ALLOC_HIGHATOMIC)
+    pfn = rmqueue_smallest(z, order, BH_MT_HIGHATOMIC);
+  if (pfn == UINT64_MAX) {
+    enum rmqueue_mode mode = RMQUEUE_NORMAL;
+    pfn = rmqueue(z, order, mt, alloc_flags, &mode);
+    if (pfn == UINT64_MAX && (alloc_flags & (BH__ALLOC_OOM | BH__ALLOC_NON_BLOCK)))
+      pfn = rmqueue_smallest(z, order, BH_MT_HIGHATOMIC);
+  }
+  if (pfn != UINT64_MAX)
+    account_alloc(z->ev, z, pfn, order, ac);
+  zone_unlock(z);
+  return pfn;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Per-CPU page lists                                                                        */
+/* ---------------------------------------------------------------------------------------- */
+
+static inline bool pcp_allowed_order(const bh_arena_t *a, unsigned order) {
+  if (!a->cfg.pcp)
+    return false;
+  return order <= BH__PAGE_ALLOC_COSTLY_ORDER || (a->cfg.pcp_thp && order == a->pb_order);
+}
+
+static inline unsigned order_to_pindex(const bh_arena_t *a, int mt, unsigned order) {
+  if (order > BH__PAGE_ALLOC_COSTLY_ORDER)
+    return BH__NR_LOWORDER_PCP_LISTS + (mt == BH_MT_MOVABLE);
+  return BH_MT_PCPTYPES * order + (unsigned)mt;
+}
+
+static inline unsigned pindex_to_order(const bh_arena_t *a, unsigned pindex) {
+  return pindex >= BH__NR_LOWORDER_PCP_LISTS ? a->pb_order : pindex / BH_MT_PCPTYPES;
+}
+
+static inline bool pcp_trylock(bh__pcp_t *pcp) {
+  int expected = 0;
+  return atomic_compare_exchange_strong_explicit(&pcp->locked, &expected, 1,
+                                                 memory_order_acquire, memory_order_relaxed);
+}
+static inline void pcp_unlock(bh__pcp_t *pcp) {
+  atomic_store_explicit(&pcp->locked, 0, memory_order_release);
+}
+
+static _Thread_local int tls_slot = -1;
+
+int bh__pcp_slot(bh_arena_t *a, int cpu) {
+  unsigned n = a->cfg.nr_cpus;
+  if (cpu >= 0)
+    return (int)((unsigned)cpu % n);
+  if (a->cfg.pcp_key == BH_PCP_PER_CPU) {
+    int c = sched_getcpu();
+    return c < 0 ? 0 : (int)((unsigned)c % n);
+  }
+  if (bh__unlikely(tls_slot < 0))
+    tls_slot = (int)atomic_fetch_add_explicit(&a->next_thread_slot, 1, memory_order_relaxed);
+  return (int)((unsigned)tls_slot % n);
+}
+
+/*
+ * free_pcppages_bulk: return `count` pages to the buddy lists, round-robin over the lists
+ * starting with the one just freed to, taking the coldest pages (list tails) first.
+ */
+static void free_pcppages_bulk(bh__zone_t *z, bh__pcp_t *pcp, int count, unsigned pindex) {
+  bh_arena_t *a = z->arena;
+  if (count > pcp->count)
+    count = pcp->count;
+  if (count <= 0)
+    return;
+  pindex = pindex == 0 ? BH__NR_PCP_LISTS - 1 : pindex - 1;
+  zone_lock(z);
+  z->ev[BH_STAT_pcp_drain]++;
+  while (count > 0) {
+    uint32_t head;
+    do {
+      if (++pindex > BH__NR_PCP_LISTS - 1)
+        pindex = 0;
+      head = pcp->head + pindex;
+    } while (bh__list_empty(a, head));
+    unsigned order = pindex_to_order(a, pindex);
+    int nr = 1 << order;
+    do {
+      uint32_t pfn = a->pages[head].prev;
+      bh__list_del(a, pfn);
+      a->pages[pfn].flags = 0;
+      count -= nr;
+      pcp->count -= nr;
+      z->ev[BH_STAT_pcp_drain_pages] += (uint64_t)nr;
+      bh__free_one_page(z, pfn, order, bh__pb_mt(a, pfn), BH__FPI_NONE);
+    } while (count > 0 && !bh__list_empty(a, head));
+  }
+  zone_unlock(z);
+}
+
+/* nr_pcp_alloc (6.12): how many blocks a refill takes; grows while allocations continue. */
+static int nr_pcp_alloc(bh__pcp_t *pcp, bh__zone_t *z, unsigned order) {
+  int base = pcp->batch, high_min = pcp->high_min, high_max = pcp->high_max;
+  int high = pcp->high = pcp->high < high_min ? high_min
+                         : pcp->high > high_max ? high_max
+                                                : pcp->high;
+  if (high < base)
+    return 1;
+  int batch = order ? base : base << pcp->alloc_factor;
+  unsigned zflags = atomic_load_explicit(&z->flags, memory_order_relaxed);
+  if (high_min != high_max && !(zflags & BH__ZONE_BELOW_HIGH))
+    high = pcp->high = high + batch < high_max ? high + batch : high_max;
+  if (!order) {
+    int max_nr = high - pcp->count - base;
+    if (max_nr < base)
+      max_nr = base;
+    if (batch <= max_nr && pcp->alloc_factor < BH__PCP_BATCH_SCALE_MAX)
+      pcp->alloc_factor++;
+    if (batch > max_nr)
+      batch = max_nr;
+  }
+  if (batch > 1) {
+    batch >>= order;
+    if (batch < 2)
+      batch = 2;
+  }
+  return batch;
+}
+
+/* rmqueue_bulk: `count` blocks under one zone lock, appended so the list is in address order. */
+static int rmqueue_bulk(bh__zone_t *z, bh__pcp_t *pcp, unsigned order, int count, uint32_t head,
+                        int mt, unsigned alloc_flags) {
+  bh_arena_t *a = z->arena;
+  enum rmqueue_mode mode = RMQUEUE_NORMAL;
+  int i;
+  zone_lock(z);
+  for (i = 0; i < count; i++) {
+    uint64_t pfn = rmqueue(z, order, mt, alloc_flags, &mode);
+    if (pfn == UINT64_MAX)
+      break;
+    bh__page_t *p = &a->pages[pfn];
+    p->flags = BH__PG_PCP;
+    p->order = (uint8_t)order;
+    bh__list_add_tail(a, (uint32_t)pfn, head);
+  }
+  z->ev[BH_STAT_pcp_refill]++;
+  z->ev[BH_STAT_pcp_refill_pages] += (uint64_t)i << order;
+  zone_unlock(z);
+  return i;
+}
+
+/* rmqueue_pcplist: the hot path; a failed trylock falls back to the buddy lists. */
+static uint64_t rmqueue_pcplist(bh__zone_t *z, unsigned order, const struct alloc_ctx *ac,
+                                unsigned alloc_flags) {
+  bh_arena_t *a = z->arena;
+  bh__pcp_t *pcp = &z->pcp[ac->slot];
+  int mt = ac->mt;
+  if (!pcp_trylock(pcp))
+    return UINT64_MAX;
+  uint32_t head = pcp->head + order_to_pindex(a, mt, order);
+  if (bh__list_empty(a, head)) {
+    int n = rmqueue_bulk(z, pcp, order, nr_pcp_alloc(pcp, z, order), head, mt, alloc_flags);
+    pcp->count += n << order;
+    if (!n) {
+      pcp_unlock(pcp);
+      return UINT64_MAX;
+    }
+  }
+  uint32_t pfn = a->pages[head].next;
+  bh__list_del(a, pfn);
+  pcp->count -= 1 << order;
+  pcp->ev[BH_STAT_pcp_alloc]++;
+  account_alloc(pcp->ev, z, pfn, order, ac);
+  pcp_unlock(pcp);
+  return pfn;
+}
+
+/* nr_pcp_high (6.12, without reclaim): the current high mark; 0 means free everything. */
+static int nr_pcp_high(bh__pcp_t *pcp, bh__zone_t *z, int batch, bool free_high) {
+  int high_min = pcp->high_min, high_max = pcp->high_max;
+  int high = pcp->high = pcp->high < high_min ? high_min
+                         : pcp->high > high_max ? high_max
+                                                : pcp->high;
+  if (!high)
+    return 0;
+  if (free_high) {
+    int h = high - (batch << BH__PCP_BATCH_SCALE_MAX);
+    pcp->high = h > high_min ? h : high_min;
+    return 0;
+  }
+  if (high_min == high_max)
+    return high;
+  if (atomic_load_explicit(&z->flags, memory_order_relaxed) & BH__ZONE_BELOW_HIGH) {
+    int fc = pcp->free_count > batch ? pcp->free_count : batch;
+    pcp->high = high - fc > high_min ? high - fc : high_min;
+    high = pcp->count > high_min ? pcp->count : high_min;
+  } else if (pcp->count >= high) {
+    int need = pcp->free_count + batch;
+    if (pcp->high < need)
+      pcp->high = need < high_min ? high_min : need > high_max ? high_max : need;
+  }
+  return high;
+}
+
+/* nr_pcp_free: how many pages a drain returns; at least batch stay on the list. */
+static int nr_pcp_free(bh__pcp_t *pcp, int batch, int high, bool free_high) {
+  if (free_high) {
+    int n = batch << BH__PCP_BATCH_SCALE_MAX;
+    return pcp->count < n ? pcp->count : n;
+  }
+  if (high < batch)
+    return 1;
+  int lo = batch, hi = high - batch, n = pcp->free_count;
+  if (n > hi)
+    n = hi;
+  if (n < lo)
+    n = lo;
+  return n;
+}
+
+/* free_unref_page_commit: onto the head of the pcp list; drain when over the high mark. */
+static void free_to_pcp(bh__zone_t *z, bh__pcp_t *pcp, uint64_t pfn, unsigned order, int mt) {
+  bh_arena_t *a = z->arena;
+  pcp->alloc_factor >>= 1;
+  unsigned pindex = order_to_pindex(a, mt, order);
+  bh__page_t *p = &a->pages[pfn];
+  p->flags = BH__PG_PCP;
+  p->order = (uint8_t)order;
+  bh__list_add(a, (uint32_t)pfn, pcp->head + pindex);
+  pcp->count += 1 << order;
+  pcp->ev[BH_STAT_pcp_free]++;
+  pcp->ev[BH_STAT_pgfree] += 1ull << order;
+
+  int batch = pcp->batch;
+  bool free_high = false;
+  if (order && order <= BH__PAGE_ALLOC_COSTLY_ORDER) {
+    free_high = pcp->free_count >= batch && (pcp->flags & BH__PCPF_PREV_FREE_HIGH_ORDER) &&
+                (!(pcp->flags & BH__PCPF_FREE_HIGH_BATCH) || pcp->count >= batch);
+    pcp->flags |= BH__PCPF_PREV_FREE_HIGH_ORDER;
+  } else if (pcp->flags & BH__PCPF_PREV_FREE_HIGH_ORDER) {
+    pcp->flags &= (uint8_t)~BH__PCPF_PREV_FREE_HIGH_ORDER;
+  }
+  if (pcp->free_count < (batch << BH__PCP_BATCH_SCALE_MAX))
+    pcp->free_count += 1 << order;
+  int high = nr_pcp_high(pcp, z, batch, free_high);
+  if (pcp->count >= high) {
+    free_pcppages_bulk(z, pcp, nr_pcp_free(pcp, batch, high, free_high), pindex);
+    if ((atomic_load_explicit(&z->flags, memory_order_relaxed) & BH__ZONE_BELOW_HIGH) &&
+        bh__zone_watermark_ok(z, 0, z->watermark[BH__WMARK_HIGH], BH_ZONE_MOVABLE, 0,
+                              atomic_load_explicit(&z->free_pages, memory_order_relaxed)))
+      atomic_fetch_and_explicit(&z->flags, ~(unsigned)BH__ZONE_BELOW_HIGH,
+                                memory_order_relaxed);
+  }
+}
+
+static void drain_pcp(bh__zone_t *z, bh__pcp_t *pcp) {
+  while (!pcp_trylock(pcp))
+    sched_yield();
+  if (pcp->count)
+    free_pcppages_bulk(z, pcp, pcp->count, 0);
+  pcp_unlock(pcp);
+}
+
+void bh__drain_zone_pcp(bh__zone_t *z) {
+  if (!z->pcp)
+    return;
+  for (unsigned c = 0; c < z->arena->cfg.nr_cpus; c++)
+    drain_pcp(z, &z->pcp[c]);
+}
+
+void bh_drain_pcp(bh_arena_t *a) {
+  for (int i = 0; i < a->nr_zones; i++)
+    bh__drain_zone_pcp(&a->zones[i]);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Watermarks and the zonelist walk                                                          */
+/* ---------------------------------------------------------------------------------------- */
+
+/*
+ * __zone_watermark_ok: enough free pages above the mark (lowered for reserves-using requests)
+ * plus the lowmem reserve that protects this zone from requests that could have used a
+ * higher zone; for order > 0, also some free block of at least that order on a usable list.
+ */
+bool bh__zone_watermark_ok(bh__zone_t *z, unsigned order, uint64_t mark, int highest_zoneidx,
+                           unsigned alloc_flags, int64_t free_pages) {
+  bh_arena_t *a = z->arena;
+  int64_t min = (int64_t)mark;
+  free_pages -= (int64_t)(1ull << order) - 1;
+  if (!(alloc_flags & BH__ALLOC_RESERVES))
+    free_pages -= (int64_t)z->nr_free_highatomic;
+  if (alloc_flags & BH__ALLOC_RESERVES) {
+    if (alloc_flags & BH__ALLOC_MIN_RESERVE) {
+      min -= min / 2;
+      if (alloc_flags & BH__ALLOC_NON_BLOCK)
+        min -= min / 4;
+    }
+    if (alloc_flags & BH__ALLOC_OOM)
+      min -= min / 2;
+  }
+  if (free_pages <= min + (int64_t)z->lowmem_reserve[highest_zoneidx])
+    return false;
+  if (!order)
+    return true;
+  for (unsigned o = order; o <= a->max_order; o++) {
+    if (!z->nr_free[o])
+      continue;
+    for (int mt = 0; mt < BH_MT_PCPTYPES; mt++)
+      if (!bh__list_empty(a, bh__free_list(z, o, mt)))
+        return true;
+    if ((alloc_flags & (BH__ALLOC_HIGHATOMIC | BH__ALLOC_OOM)) &&
+        !bh__list_empty(a, bh__free_list(z, o, BH_MT_HIGHATOMIC)))
+      return true;
+  }
+  return false;
+}
+
+static inline uint64_t wmark_pages(const bh__zone_t *z, unsigned alloc_flags) {
+  return z->watermark[alloc_flags & BH__ALLOC_WMARK_MASK] +
+         atomic_load_explicit(&z->watermark_boost, memory_order_relaxed);
+}
+
+/* zone_watermark_fast: the order-0 shortcut, then the full check. */
+static bool zone_watermark_fast(bh__zone_t *z, unsigned order, uint64_t mark, int highest,
+                                unsigned alloc_flags) {
+  int64_t free_pages = atomic_load_explicit(&z->free_pages, memory_order_relaxed);
+  if (!order) {
+    int64_t reserved = (alloc_flags & BH__ALLOC_RESERVES) ? 0 : (int64_t)z->nr_free_highatomic;
+    int64_t usable = free_pages - (reserved < free_pages ? reserved : free_pages);
+    if (usable > (int64_t)(mark + z->lowmem_reserve[highest]))
+      return true;
+  }
+  if (bh__zone_watermark_ok(z, order, mark, highest, alloc_flags, free_pages))
+    return true;
+  if (!order && (alloc_flags & BH__ALLOC_MIN_RESERVE) &&
+      atomic_load_explicit(&z->watermark_boost, memory_order_relaxed) &&
+      (alloc_flags & BH__ALLOC_WMARK_MASK) == BH__ALLOC_WMARK_MIN)
+    return bh__zone_watermark_ok(z, order, z->watermark[BH__WMARK_MIN], highest, alloc_flags,
+                                 free_pages);
+  return false;
+}
+
+/*
+ * reserve_highatomic_pageblock: a successful high-order atomic request reserves its pageblock
+ * for such requests, up to about 1 % of the zone.
+ */
+static void reserve_highatomic_pageblock(bh__zone_t *z, uint64_t pfn, unsigned order) {
+  bh_arena_t *a = z->arena;
+  uint64_t pb = 1ull << a->pb_order;
+  if (z->managed_pages / 100 < pb)
+    return;
+  uint64_t max_managed = (z->managed_pages / 100 + pb - 1) & ~(pb - 1);
+  if (z->nr_reserved_highatomic >= max_managed)
+    return;
+  zone_lock(z);
+  int mt = bh__pb_mt(a, pfn);
+  if (z->nr_reserved_highatomic < max_managed && bh__mt_mergeable(mt)) {
+    if (order < a->pb_order) {
+      move_freepages_block(z, pfn & ~(pb - 1), mt, BH_MT_HIGHATOMIC);
+      z->nr_reserved_highatomic += pb;
+    } else {
+      bh__set_pageblock_range(a, pfn, order, BH_MT_HIGHATOMIC);
+      z->nr_reserved_highatomic += 1ull << order;
+    }
+    z->ev[BH_STAT_highatomic_reserve]++;
+  }
+  zone_unlock(z);
+}
+
+/* The kswapd part we model: a woken kswapd finding the zone balanced drops the boost. */
+static void wakeup_kswapd(bh__zone_t *z) {
+  int64_t free_pages = atomic_load_explicit(&z->free_pages, memory_order_relaxed);
+  if (bh__zone_watermark_ok(z, 0, wmark_pages(z, BH__ALLOC_WMARK_HIGH), z->type, 0,
+                            free_pages))
+    atomic_store_explicit(&z->watermark_boost, 0, memory_order_relaxed);
+}
+
+/* rmqueue: pcp for small orders, else (or if the pcp is busy/empty) the buddy lists. */
+static uint64_t rmqueue_zone(bh__zone_t *z, const struct alloc_ctx *ac, unsigned order,
+                             unsigned alloc_flags) {
+  uint64_t pfn = UINT64_MAX;
+  if (bh__likely(pcp_allowed_order(z->arena, order))) {
+    pfn = rmqueue_pcplist(z, order, ac, alloc_flags);
+    if (pfn != UINT64_MAX)
+      goto out;
+  }
+  pfn = rmqueue_buddy(z, order, ac, alloc_flags);
+out:
+  if (bh__unlikely(atomic_load_explicit(&z->flags, memory_order_relaxed) &
+                   BH__ZONE_BOOSTED_WATERMARK) &&
+      (alloc_flags & BH__ALLOC_KSWAPD)) {
+    atomic_fetch_and_explicit(&z->flags, ~(unsigned)BH__ZONE_BOOSTED_WATERMARK,
+                              memory_order_relaxed);
+    wakeup_kswapd(z);
+  }
+  return pfn;
+}
+
+/*
+ * get_page_from_freelist: walk the zonelist (higher zones first, local node first) for the
+ * first zone that passes its watermark and has a block.  Under ALLOC_NOFRAGMENT, reaching a
+ * remote node or failing everywhere drops the flag and walks again, so that locality and then
+ * avoiding fragmentation win, in that order.
+ */
+static uint64_t get_page_from_freelist(bh_arena_t *a, const struct alloc_ctx *ac,
+                                       unsigned order, unsigned alloc_flags, int *zone_out) {
+  const int *zl = a->zonelist[ac->node];
+  int n = (ac->gfp & BH_GFP_THISNODE) ? 0 : a->zonelist_len[ac->node];
+  if (ac->gfp & BH_GFP_THISNODE) {
+    for (int t = BH_NR_ZONE_TYPES - 1; t >= 0; t--)
+      n += a->node_zone[ac->node][t] >= 0;
+  }
+retry:;
+  bool no_fallback = alloc_flags & BH__ALLOC_NOFRAGMENT;
+  for (int i = 0; i < n; i++) {
+    bh__zone_t *z = &a->zones[zl[i]];
+    if (z->type > ac->highest)
+      continue;
+    if (no_fallback && a->cfg.nr_nodes > 1 && z->node != ac->node) {
+      alloc_flags &= ~(unsigned)BH__ALLOC_NOFRAGMENT;
+      goto retry;
+    }
+    unsigned zflags = atomic_load_explicit(&z->flags, memory_order_relaxed);
+    if (!(zflags & BH__ZONE_BELOW_HIGH)) {
+      if (zone_watermark_fast(z, order, wmark_pages(z, BH__ALLOC_WMARK_HIGH), ac->highest,
+                              alloc_flags))
+        goto try_this_zone;
+      atomic_fetch_or_explicit(&z->flags, BH__ZONE_BELOW_HIGH, memory_order_relaxed);
+    }
+    if (!zone_watermark_fast(z, order, wmark_pages(z, alloc_flags), ac->highest,
+                             alloc_flags)) {
+      z->ev[BH_STAT_wmark_fail]++; /* racy by design: a statistic, not an invariant */
+      continue;
+    }
+  try_this_zone:;
+    uint64_t pfn = rmqueue_zone(z, ac, order, alloc_flags);
+    if (pfn != UINT64_MAX) {
+      if (bh__unlikely(alloc_flags & BH__ALLOC_HIGHATOMIC))
+        reserve_highatomic_pageblock(z, pfn, order);
+      *zone_out = zl[i];
+      return pfn;
+    }
+  }
+  if (no_fallback) {
+    alloc_flags &= ~(unsigned)BH__ALLOC_NOFRAGMENT;
+    goto retry;
+  }
+  return UINT64_MAX;
+}
+
+int bh_gfp_zone(unsigned gfp) {
+  if (gfp & BH_GFP_DMA)
+    return BH_ZONE_DMA;
+  if (gfp & BH_GFP_DMA32)
+    return BH_ZONE_DMA32;
+  if ((gfp & BH_GFP_MOVABLE) && (gfp & BH_GFP_HIGHMEM))
+    return BH_ZONE_MOVABLE;
+  return BH_ZONE_NORMAL;
+}
+
+int bh_gfp_migratetype(unsigned gfp) {
+  if (gfp & BH_GFP_MOVABLE)
+    return BH_MT_MOVABLE;
+  if (gfp & BH_GFP_RECLAIMABLE)
+    return BH_MT_RECLAIMABLE;
+  return BH_MT_UNMOVABLE;
+}
+
+/* Called on every block handed out: the reporter's refault accounting, zeroing. */
+void bh__discard_on_alloc(bh_arena_t *a, uint64_t pfn, unsigned order);
+
+static inline bool discarded_any(const bh_arena_t *a, uint64_t pfn, unsigned order) {
+  if (bh__likely(!a->discarded))
+    return false;
+  if (order < 6) {
+    uint64_t w = atomic_load_explicit(&a->discarded[pfn >> 6], memory_order_relaxed);
+    uint64_t mask = ((1ull << (1u << order)) - 1) << (pfn & 63);
+    return w & mask;
+  }
+  return true; /* the reporter scans whole words */
+}
+
+static void prep_new_page(bh_arena_t *a, uint64_t pfn, unsigned order, unsigned gfp) {
+  if (bh__unlikely(discarded_any(a, pfn, order)))
+    bh__discard_on_alloc(a, pfn, order);
+  if ((gfp & BH_GFP_ZERO) && a->base)
+    memset(a->base + (pfn << BH_PAGE_SHIFT), 0, BH_PAGE_SIZE << order);
+}
+
+static int preferred_zone(const bh_arena_t *a, int node, int highest) {
+  for (int i = 0; i < a->zonelist_len[node]; i++)
+    if (a->zones[a->zonelist[node][i]].type <= highest)
+      return a->zonelist[node][i];
+  return -1;
+}
+
+/*
+ * __alloc_pages: the fast path at the low watermark (with ALLOC_NOFRAGMENT when the preferred
+ * zone is Normal and a DMA32 zone exists below it), then the slow path we model: the min
+ * watermark with the reserves __GFP_HIGH and atomic requests may use, then a pcp drain and a
+ * last try.  There is no reclaim, compaction or OOM killer: a guest without swap fails.
+ */
+int bh_alloc_pfn(bh_arena_t *a, unsigned gfp, unsigned order, int cpu, uint64_t *pfn_out) {
+  if (!a || !pfn_out || order > a->max_order)
+    return BH_EINVAL;
+  struct alloc_ctx ac;
+  ac.slot = bh__pcp_slot(a, cpu);
+  ac.node = ac.slot % (int)a->cfg.nr_nodes;
+  ac.highest = bh_gfp_zone(gfp);
+  ac.mt = a->cfg.mobility_grouping ? bh_gfp_migratetype(gfp) : BH_MT_UNMOVABLE;
+  ac.gfp = gfp;
+  ac.preferred = preferred_zone(a, ac.node, ac.highest);
+  if (ac.preferred < 0)
+    return BH_ENOSPC;
+
+  unsigned alloc_flags = BH__ALLOC_WMARK_LOW | BH__ALLOC_KSWAPD;
+  const bh__zone_t *pz = &a->zones[ac.preferred];
+  if (pz->type == BH_ZONE_NORMAL && a->node_zone[pz->node][BH_ZONE_DMA32] >= 0)
+    alloc_flags |= BH__ALLOC_NOFRAGMENT;
+  if (gfp & BH_GFP_NOFALLBACK_WMARK)
+    alloc_flags = (alloc_flags & ~(unsigned)BH__ALLOC_WMARK_MASK) | BH__ALLOC_WMARK_MIN;
+
+  int zid = -1;
+  uint64_t pfn = get_page_from_freelist(a, &ac, order, alloc_flags, &zid);
+  if (pfn == UINT64_MAX) {
+    /* gfp_to_alloc_flags */
+    alloc_flags = BH__ALLOC_WMARK_MIN | BH__ALLOC_KSWAPD;
+    if (gfp & BH_GFP_HIGH)
+      alloc_flags |= BH__ALLOC_MIN_RESERVE;
+    if (gfp & BH_GFP_ATOMIC) {
+      alloc_flags |= BH__ALLOC_NON_BLOCK;
+      if (order > 0 && (gfp & BH_GFP_HIGH))
+        alloc_flags |= BH__ALLOC_HIGHATOMIC;
+    }
+    pfn = get_page_from_freelist(a, &ac, order, alloc_flags, &zid);
+    if (pfn == UINT64_MAX) {
+      bh_drain_pcp(a); /* drain_all_pages before the retry */
+      pfn = get_page_from_freelist(a, &ac, order, alloc_flags, &zid);
+    }
+  }
+  if (pfn == UINT64_MAX) {
+    bh__zone_t *z = &a->zones[ac.preferred];
+    zone_lock(z);
+    z->ev[BH_STAT_alloc_fail]++;
+    z->ev[BH_STAT_alloc_fail_pages] += 1ull << order;
+    zone_unlock(z);
+    return BH_ENOSPC;
+  }
+  prep_new_page(a, pfn, order, gfp);
+  *pfn_out = pfn;
+  return BH_OK;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Freeing: validation, pcp or zone                                                          */
+/* ---------------------------------------------------------------------------------------- */
+
+static int check_free(const bh_arena_t *a, uint64_t pfn, unsigned order) {
+  if (pfn >= a->nr_pages)
+    return BH_EFAULT;
+  if (order > a->max_order)
+    return BH_EINVAL;
+  if (pfn & ((1ull << order) - 1))
+    return BH_EALIGN;
+  const bh__page_t *p = &a->pages[pfn];
+  if (!(p->flags & BH__PG_ALLOC))
+    return BH_ENOTALLOC;
+  if (p->order != order)
+    return BH_EORDER;
+  return BH_OK;
+}
+
+/* free_one_page: straight to the buddy lists under the zone lock. */
+static void free_one_page(bh__zone_t *z, uint64_t pfn, unsigned order) {
+  bh_arena_t *a = z->arena;
+  zone_lock(z);
+  z->ev[BH_STAT_pgfree] += 1ull << order;
+  z->ev[BH_STAT_free_calls]++;
+  bh__free_one_page(z, pfn, order, bh__pb_mt(a, pfn), BH__FPI_NONE);
+  zone_unlock(z);
+}
+
+int bh_free_pfn(bh_arena_t *a, uint64_t pfn, unsigned order, int cpu) {
+  if (!a)
+    return BH_EINVAL;
+  /*
+   * The check and the state change are not one atomic step: two threads freeing the same
+   * block at once is a caller bug we detect only on a best-effort basis, as Linux does with
+   * its refcount.  A single thread's double free is always caught.
+   */
+  int err = check_free(a, pfn, order);
+  if (err)
+    return err;
+  bh__zone_t *z = bh__pfn_zone(a, pfn);
+  bh__page_t *p = &a->pages[pfn];
+  p->flags = 0;
+  if (bh__likely(pcp_allowed_order(a, order))) {
+    int mt = bh__pb_mt(a, pfn);
+    if (bh__unlikely(mt > BH_MT_RECLAIMABLE)) {
+      if (mt == BH_MT_ISOLATE) {
+        free_one_page(z, pfn, order);
+        return BH_OK;
+      }
+      mt = BH_MT_MOVABLE;
+    }
+    bh__pcp_t *pcp = &z->pcp[bh__pcp_slot(a, cpu)];
+    if (pcp_trylock(pcp)) {
+      pcp->ev[BH_STAT_free_calls]++;
+      free_to_pcp(z, pcp, pfn, order, mt);
+      pcp_unlock(pcp);
+      return BH_OK;
+    }
+  }
+  free_one_page(z, pfn, order);
+  return BH_OK;
+}
+
+void *bh_alloc_pages(bh_arena_t *a, unsigned gfp, unsigned order, int *err) {
+  uint64_t pfn;
+  int e = a && a->base ? bh_alloc_pfn(a, gfp, order, -1, &pfn) : BH_ENOTSUP;
+  if (err)
+    *err = e;
+  return e ? NULL : a->base + (pfn << BH_PAGE_SHIFT);
+}
+
+int bh_free_pages(bh_arena_t *a, void *addr, unsigned order) {
+  int64_t pfn = bh_addr_to_pfn(a, addr);
+  if (pfn < 0)
+    return BH_EFAULT;
+  if ((uintptr_t)addr & (BH_PAGE_SIZE - 1))
+    return BH_EALIGN;
+  return bh_free_pfn(a, (uint64_t)pfn, order, -1);
+}
+
+void *bh_pfn_to_addr(const bh_arena_t *a, uint64_t pfn) {
+  if (!a || !a->base || pfn >= a->nr_pages)
+    return NULL;
+  return a->base + (pfn << BH_PAGE_SHIFT);
+}
+
+int64_t bh_addr_to_pfn(const bh_arena_t *a, const void *addr) {
+  if (!a || !a->base || !addr)
+    return -1;
+  uintptr_t off = (uintptr_t)addr - (uintptr_t)a->base;
+  if ((uintptr_t)addr < (uintptr_t)a->base || off >= a->map_bytes)
+    return -1;
+  return (int64_t)(off >> BH_PAGE_SHIFT);
+}
