@@ -102,7 +102,7 @@ typedef struct bh__pcp {
 
 enum { BH__PCPF_PREV_FREE_HIGH_ORDER = 1, BH__PCPF_FREE_HIGH_BATCH = 2 };
 
-typedef struct bh__zone {
+typedef struct bh_zone {
   pthread_mutex_t lock;
   struct bh_arena *arena;
   int node, type, id;
@@ -217,6 +217,8 @@ BH__INTERNAL bool bh__zone_watermark_ok(bh__zone_t *z, unsigned order, uint64_t 
                                         int highest_zoneidx, unsigned alloc_flags,
                                         int64_t free_pages);
 BH__INTERNAL void bh__drain_zone_pcp(bh__zone_t *z);
+BH__INTERNAL uint64_t bh__move_freepages_block(bh__zone_t *z, uint64_t start, int old_mt,
+                                              int new_mt);
 BH__INTERNAL int bh__pcp_slot(bh_arena_t *a, int cpu);
 
 /* arena.c */

@@ -271,6 +271,7 @@ static int find_suitable_fallback(const bh__zone_t *z, unsigned order, int mt,
 }
 
 /* Exposed for the checker and tests (fallback table as data). */
+BH__INTERNAL int bh__fallback_type(int mt, int i);
 int bh__fallback_type(int mt, int i) {
   return (mt >= 0 && mt < BH_MT_PCPTYPES && i >= 0 && i < BH_MT_PCPTYPES - 1)
              ? fallbacks[mt][i]
@@ -324,7 +325,7 @@ static void count_pageblock(const bh_arena_t *a, uint64_t start, uint64_t *free_
 }
 
 /* __move_freepages_block: every free block of the pageblock to new_mt's list, retype it. */
-static uint64_t move_freepages_block(bh__zone_t *z, uint64_t start, int old_mt, int new_mt) {
+uint64_t bh__move_freepages_block(bh__zone_t *z, uint64_t start, int old_mt, int new_mt) {
   bh_arena_t *a = z->arena;
   uint64_t end = start + (1ull << a->pb_order), moved = 0;
   for (uint64_t pfn = start; pfn < end;) {
@@ -382,7 +383,7 @@ static uint64_t try_to_claim_block(bh__zone_t *z, uint64_t pfn, unsigned cur_ord
   else
     alike = 0;
   if (free_pages + alike >= (1ull << (a->pb_order - 1)) || !a->cfg.mobility_grouping) {
-    move_freepages_block(z, start, block_mt, start_mt);
+    bh__move_freepages_block(z, start, block_mt, start_mt);
     return rmqueue_smallest(z, order, start_mt);
   }
   return UINT64_MAX;
@@ -846,7 +847,7 @@ static void reserve_highatomic_pageblock(bh__zone_t *z, uint64_t pfn, unsigned o
   int mt = bh__pb_mt(a, pfn);
   if (z->nr_reserved_highatomic < max_managed && bh__mt_mergeable(mt)) {
     if (order < a->pb_order) {
-      move_freepages_block(z, pfn & ~(pb - 1), mt, BH_MT_HIGHATOMIC);
+      bh__move_freepages_block(z, pfn & ~(pb - 1), mt, BH_MT_HIGHATOMIC);
       z->nr_reserved_highatomic += pb;
     } else {
       bh__set_pageblock_range(a, pfn, order, BH_MT_HIGHATOMIC);

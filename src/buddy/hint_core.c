@@ -1,0 +1,130 @@
+/*
+ * What the allocator offers hinting strategies: the kernel's own helpers for free page
+ * reporting (__isolate_free_page, __putback_isolated_page, PageReported, list rotation) and
+ * read access to the free lists.  Everything but the lock calls expects the zone lock held.
+ */
+#include "buddy/internal.h"
+
+#include <buddyhint/strategy.h>
+
+int bh_arena_zone_count(const bh_arena_t *a) { return a->nr_zones; }
+bh_zone_t *bh_arena_zone(bh_arena_t *a, int i) {
+  return i >= 0 && i < a->nr_zones ? &a->zones[i] : NULL;
+}
+int bh_zone_index(const bh_zone_t *z) { return z->id; }
+uint64_t bh_zone_start_pfn(const bh_zone_t *z) { return z->start_pfn; }
+uint64_t bh_zone_pages(const bh_zone_t *z) { return z->spanned_pages; }
+unsigned bh_arena_max_order(const bh_arena_t *a) { return a->max_order; }
+unsigned bh_arena_pageblock_order(const bh_arena_t *a) { return a->pb_order; }
+void bh_zone_lock(bh_zone_t *z) { pthread_mutex_lock(&z->lock); }
+void bh_zone_unlock(bh_zone_t *z) { pthread_mutex_unlock(&z->lock); }
+
+uint64_t bh_zone_nr_free(const bh_zone_t *z, unsigned order) {
+  return order <= z->arena->max_order ? z->nr_free[order] : 0;
+}
+
+static bool in_zone(const bh_zone_t *z, uint64_t pfn) {
+  return pfn >= z->start_pfn && pfn < z->start_pfn + z->spanned_pages;
+}
+
+bool bh_zone_free_block(const bh_zone_t *z, uint64_t pfn, unsigned *order, int *mt) {
+  if (!in_zone(z, pfn))
+    return false;
+  const bh__page_t *p = &z->arena->pages[pfn];
+  if (!(p->flags & BH__PG_BUDDY))
+    return false;
+  if (order)
+    *order = p->order;
+  if (mt)
+    *mt = bh__pb_mt(z->arena, pfn);
+  return true;
+}
+
+uint64_t bh_free_list_first(const bh_zone_t *z, unsigned order, int mt) {
+  if (order > z->arena->max_order || mt < 0 || mt >= BH_MT_TYPES)
+    return BH_PFN_NONE;
+  uint32_t head = bh__free_list(z, order, mt), n = z->arena->pages[head].next;
+  return n == head ? BH_PFN_NONE : n;
+}
+
+uint64_t bh_free_list_next(const bh_zone_t *z, unsigned order, int mt, uint64_t pfn) {
+  if (!in_zone(z, pfn))
+    return BH_PFN_NONE;
+  uint32_t head = bh__free_list(z, order, mt), n = z->arena->pages[pfn].next;
+  return n == head ? BH_PFN_NONE : n;
+}
+
+/* list_rotate_to_front: the head moves to just before pfn, so pfn becomes the first entry. */
+void bh_free_list_rotate(bh_zone_t *z, unsigned order, int mt, uint64_t pfn) {
+  bh_arena_t *a = z->arena;
+  if (!in_zone(z, pfn) || !(a->pages[pfn].flags & BH__PG_BUDDY) || a->pages[pfn].order != order)
+    return;
+  uint32_t head = bh__free_list(z, order, mt);
+  if (a->pages[head].next == pfn)
+    return;
+  bh__list_del(a, head);
+  bh__list_insert(a, head, a->pages[pfn].prev, (uint32_t)pfn);
+}
+
+bool bh_block_reported(const bh_zone_t *z, uint64_t pfn) {
+  return in_zone(z, pfn) && (z->arena->pages[pfn].flags & BH__PG_REPORTED);
+}
+
+void bh_block_set_reported(bh_zone_t *z, uint64_t pfn) {
+  if (in_zone(z, pfn) && (z->arena->pages[pfn].flags & BH__PG_BUDDY))
+    z->arena->pages[pfn].flags |= BH__PG_REPORTED;
+}
+
+bool bh_zone_low_wmark_ok(const bh_zone_t *z, uint64_t extra) {
+  return bh__zone_watermark_ok((bh_zone_t *)z, 0, z->watermark[BH__WMARK_LOW] + extra, 0, 0,
+                               atomic_load_explicit(&z->free_pages, memory_order_relaxed));
+}
+
+int bh_zone_isolate(bh_zone_t *z, uint64_t pfn, unsigned order) {
+  bh_arena_t *a = z->arena;
+  if (!in_zone(z, pfn) || order > a->max_order)
+    return BH_EINVAL;
+  bh__page_t *p = &a->pages[pfn];
+  if (!(p->flags & BH__PG_BUDDY) || p->order != order)
+    return BH_EINVAL;
+  int mt = bh__pb_mt(a, pfn);
+  if (mt != BH_MT_ISOLATE) {
+    uint64_t mark = z->watermark[BH__WMARK_MIN] + (1ull << order);
+    if (!bh__zone_watermark_ok(z, 0, mark, 0, 0,
+                               atomic_load_explicit(&z->free_pages, memory_order_relaxed))) {
+      z->ev[BH_STAT_isolate_fail]++;
+      return BH_ENOSPC;
+    }
+  }
+  bh__del_from_free_list(z, pfn, order, mt, BH__DEL_ISOLATE);
+  p->flags = BH__PG_ISOLATED;
+  p->order = (uint8_t)order;
+  z->isolated_pages += 1ll << order;
+  z->ev[BH_STAT_isolate_calls]++;
+  z->ev[BH_STAT_isolate_pages] += 1ull << order;
+  /* at least half a pageblock: its mergeable pageblocks become Movable */
+  if (order + 1 >= a->pb_order) {
+    uint64_t step = 1ull << a->pb_order, end = pfn + (1ull << order);
+    for (uint64_t b = pfn & ~(step - 1); b < end; b += step)
+      if (bh__mt_mergeable(bh__pb_mt(a, b)) && bh__pb_mt(a, b) != BH_MT_MOVABLE)
+        bh__move_freepages_block(z, b, bh__pb_mt(a, b), BH_MT_MOVABLE);
+  }
+  return BH_OK;
+}
+
+int bh_zone_putback(bh_zone_t *z, uint64_t pfn, unsigned order, bool *still_head) {
+  bh_arena_t *a = z->arena;
+  if (!in_zone(z, pfn))
+    return BH_EINVAL;
+  bh__page_t *p = &a->pages[pfn];
+  if (!(p->flags & BH__PG_ISOLATED) || p->order != order)
+    return BH_EINVAL;
+  p->flags = 0;
+  z->isolated_pages -= 1ll << order;
+  z->ev[BH_STAT_putback_pages] += 1ull << order;
+  bh__free_one_page(z, pfn, order, bh__pb_mt(a, pfn),
+                    BH__FPI_SKIP_REPORT_NOTIFY | BH__FPI_TO_TAIL);
+  if (still_head)
+    *still_head = (p->flags & BH__PG_BUDDY) && p->order == order;
+  return BH_OK;
+}
