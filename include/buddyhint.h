@@ -217,12 +217,25 @@ BH_API int bh_free_pfn(bh_arena_t *arena, uint64_t pfn, unsigned order, int cpu)
 BH_API void *bh_alloc_pages(bh_arena_t *arena, unsigned gfp, unsigned order, int *err);
 BH_API int bh_free_pages(bh_arena_t *arena, void *addr, unsigned order);
 
+/*
+ * split_page: turns the allocated block of 2^order pages at pfn into 2^order allocated
+ * order-0 pages that are freed one by one.  Returns 0 or an error as bh_free_pfn.
+ */
+BH_API int bh_split_pages(bh_arena_t *arena, uint64_t pfn, unsigned order);
+
 /* Address of a pfn (NULL in sim backing or outside the arena) and the reverse (-1 if foreign). */
 BH_API void *bh_pfn_to_addr(const bh_arena_t *arena, uint64_t pfn);
 BH_API int64_t bh_addr_to_pfn(const bh_arena_t *arena, const void *addr);
 
 /* Returns every pcp list's pages to the buddy lists (drain_all_pages). */
 BH_API void bh_drain_pcp(bh_arena_t *arena);
+/*
+ * The kernel's once-a-second vmstat work for pcp lists (decay_pcp_high): lowers each pcp's
+ * high mark by an eighth towards its minimum and drains what lies above it.  Replays call it
+ * every virtual second; a library user calls it from their own timer if they want idle pcp
+ * lists to shrink as they do in Linux.
+ */
+BH_API void bh_vmstat_tick(bh_arena_t *arena);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Observation                                                                               */

@@ -119,6 +119,8 @@ BH_API void bh_hint_stats(const bh_hint_t *h, bh_hint_stats_t *out);
 /* Emits the strategy's own counters through emit. */
 BH_API void bh_hint_strategy_stats(const bh_hint_t *h, bh_stat_emit_fn emit, void *ctx);
 BH_API const bh_strategy_ops_t *bh_hint_strategy(const bh_hint_t *h);
+/* The report mode in force (sim arenas always use BH_REPORT_NONE). */
+BH_API bh_report_mode_t bh_hint_report_mode(const bh_hint_t *h);
 
 /* ---- helpers for strategies ---- */
 

@@ -23,6 +23,7 @@ static const bool bh_debug = true;
 #endif
 
 #define BH__NIL UINT32_MAX /* "no page" in a 32-bit link */
+#define BH__GFP_VALID 0x3ffu /* BH_GFP_DMA .. BH_GFP_NOFALLBACK_WMARK */
 
 /*
  * Page descriptor: 16 bytes, kept apart from the data pages.  A page is in exactly one of
@@ -164,6 +165,25 @@ struct bh_arena {
 };
 
 /* ---- helpers shared by the core files ---- */
+
+/*
+ * A page's flags and order are written under the lock that owns the block (zone or pcp) but
+ * read by the merge loop under the zone lock for neighbouring blocks that a pcp or a freeing
+ * thread may own: those accesses are relaxed atomics (plain moves on x86), so they are defined.
+ */
+static inline uint8_t bh__pg_flags(const bh__page_t *p) {
+  return __atomic_load_n(&p->flags, __ATOMIC_RELAXED);
+}
+static inline uint8_t bh__pg_order(const bh__page_t *p) {
+  return __atomic_load_n(&p->order, __ATOMIC_RELAXED);
+}
+static inline void bh__pg_set(bh__page_t *p, uint8_t flags, uint8_t order) {
+  __atomic_store_n(&p->order, order, __ATOMIC_RELAXED);
+  __atomic_store_n(&p->flags, flags, __ATOMIC_RELAXED);
+}
+static inline void bh__pg_set_flags(bh__page_t *p, uint8_t flags) {
+  __atomic_store_n(&p->flags, flags, __ATOMIC_RELAXED);
+}
 
 static inline bh__page_t *bh__pg(const bh_arena_t *a, uint64_t idx) { return &a->pages[idx]; }
 

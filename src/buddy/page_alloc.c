@@ -44,8 +44,7 @@ static inline void add_to_free_list(bh__zone_t *z, uint64_t pfn, unsigned order,
                                     bool tail) {
   bh_arena_t *a = z->arena;
   bh__page_t *p = bh__pg(a, pfn);
-  p->flags = BH__PG_BUDDY;
-  p->order = (uint8_t)order;
+  bh__pg_set(p, BH__PG_BUDDY, (uint8_t)order);
   uint32_t head = bh__free_list(z, order, mt);
   if (tail)
     bh__list_add_tail(a, (uint32_t)pfn, head);
@@ -70,7 +69,7 @@ static inline void del_from_free_list(bh__zone_t *z, uint64_t pfn, unsigned orde
   if (bh__unlikely(order >= z->del_order))
     a->hint.del(a->hint.ctx, z, pfn, order, reason);
   bh__list_del(a, (uint32_t)pfn);
-  p->flags = 0;
+  bh__pg_set_flags(p, 0);
   z->nr_free[order]--;
 }
 
@@ -104,7 +103,7 @@ static inline bool page_is_buddy(const bh_arena_t *a, const bh__zone_t *z, uint6
                                  unsigned order) {
   const bh__page_t *b = &a->pages[buddy];
   (void)z;
-  return (b->flags & BH__PG_BUDDY) && b->order == order;
+  return (bh__pg_flags(b) & BH__PG_BUDDY) && bh__pg_order(b) == order;
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -477,9 +476,8 @@ static const uint8_t pgalloc_stat[BH_NR_ZONE_TYPES] = {
 static inline void account_alloc(uint64_t *ev, const bh__zone_t *z, uint64_t pfn,
                                  unsigned order, const struct alloc_ctx *ac) {
   bh__page_t *p = &z->arena->pages[pfn];
-  p->flags = BH__PG_ALLOC;
-  p->order = (uint8_t)order;
   p->mt = (uint8_t)ac->mt;
+  bh__pg_set(p, BH__PG_ALLOC, (uint8_t)order);
   ev[pgalloc_stat[z->type]] += 1ull << order;
   ev[BH_STAT_alloc_calls]++;
   ev[z->node == ac->node ? BH_STAT_numa_hit : BH_STAT_numa_miss]++;
@@ -579,7 +577,7 @@ static void free_pcppages_bulk(bh__zone_t *z, bh__pcp_t *pcp, int count, unsigne
     do {
       uint32_t pfn = a->pages[head].prev;
       bh__list_del(a, pfn);
-      a->pages[pfn].flags = 0;
+      bh__pg_set_flags(&a->pages[pfn], 0);
       count -= nr;
       pcp->count -= nr;
       z->ev[BH_STAT_pcp_drain_pages] += (uint64_t)nr;
@@ -629,9 +627,7 @@ static int rmqueue_bulk(bh__zone_t *z, bh__pcp_t *pcp, unsigned order, int count
     uint64_t pfn = rmqueue(z, order, mt, alloc_flags, &mode);
     if (pfn == UINT64_MAX)
       break;
-    bh__page_t *p = &a->pages[pfn];
-    p->flags = BH__PG_PCP;
-    p->order = (uint8_t)order;
+    bh__pg_set(&a->pages[pfn], BH__PG_PCP, (uint8_t)order);
     bh__list_add_tail(a, (uint32_t)pfn, head);
   }
   z->ev[BH_STAT_pcp_refill]++;
@@ -660,6 +656,7 @@ static uint64_t rmqueue_pcplist(bh__zone_t *z, unsigned order, const struct allo
   uint32_t pfn = a->pages[head].next;
   bh__list_del(a, pfn);
   pcp->count -= 1 << order;
+  pcp->free_count >>= 1; /* allocations shrink the next free batch */
   pcp->ev[BH_STAT_pcp_alloc]++;
   account_alloc(pcp->ev, z, pfn, order, ac);
   pcp_unlock(pcp);
@@ -714,9 +711,7 @@ static void free_to_pcp(bh__zone_t *z, bh__pcp_t *pcp, uint64_t pfn, unsigned or
   bh_arena_t *a = z->arena;
   pcp->alloc_factor >>= 1;
   unsigned pindex = order_to_pindex(a, mt, order);
-  bh__page_t *p = &a->pages[pfn];
-  p->flags = BH__PG_PCP;
-  p->order = (uint8_t)order;
+  bh__pg_set(&a->pages[pfn], BH__PG_PCP, (uint8_t)order);
   bh__list_add(a, (uint32_t)pfn, pcp->head + pindex);
   pcp->count += 1 << order;
   pcp->ev[BH_STAT_pcp_free]++;
@@ -933,6 +928,10 @@ retry:;
     }
   }
   if (no_fallback) {
+    bh__zone_t *pz = &a->zones[ac->preferred];
+    zone_lock(pz);
+    pz->ev[BH_STAT_nofragment_retry]++;
+    zone_unlock(pz);
     alloc_flags &= ~(unsigned)BH__ALLOC_NOFRAGMENT;
     goto retry;
   }
@@ -991,8 +990,14 @@ static int preferred_zone(const bh_arena_t *a, int node, int highest) {
  * watermark with the reserves __GFP_HIGH and atomic requests may use, then a pcp drain and a
  * last try.  There is no reclaim, compaction or OOM killer: a guest without swap fails.
  */
+/* Flags Linux's gfp_zone() treats as GFP_ZONE_BAD: two zone modifiers at once. */
+static bool gfp_zone_bad(unsigned gfp) {
+  unsigned z = gfp & (BH_GFP_DMA | BH_GFP_DMA32 | BH_GFP_HIGHMEM);
+  return z & (z - 1);
+}
+
 int bh_alloc_pfn(bh_arena_t *a, unsigned gfp, unsigned order, int cpu, uint64_t *pfn_out) {
-  if (!a || !pfn_out || order > a->max_order)
+  if (!a || !pfn_out || order > a->max_order || (gfp & ~BH__GFP_VALID) || gfp_zone_bad(gfp))
     return BH_EINVAL;
   struct alloc_ctx ac;
   ac.slot = bh__pcp_slot(a, cpu);
@@ -1054,9 +1059,9 @@ static int check_free(const bh_arena_t *a, uint64_t pfn, unsigned order) {
   if (pfn & ((1ull << order) - 1))
     return BH_EALIGN;
   const bh__page_t *p = &a->pages[pfn];
-  if (!(p->flags & BH__PG_ALLOC))
+  if (!(bh__pg_flags(p) & BH__PG_ALLOC))
     return BH_ENOTALLOC;
-  if (p->order != order)
+  if (bh__pg_order(p) != order)
     return BH_EORDER;
   return BH_OK;
 }
@@ -1083,8 +1088,7 @@ int bh_free_pfn(bh_arena_t *a, uint64_t pfn, unsigned order, int cpu) {
   if (err)
     return err;
   bh__zone_t *z = bh__pfn_zone(a, pfn);
-  bh__page_t *p = &a->pages[pfn];
-  p->flags = 0;
+  bh__pg_set_flags(&a->pages[pfn], 0);
   if (bh__likely(pcp_allowed_order(a, order))) {
     int mt = bh__pb_mt(a, pfn);
     if (bh__unlikely(mt > BH_MT_RECLAIMABLE)) {
@@ -1136,4 +1140,53 @@ int64_t bh_addr_to_pfn(const bh_arena_t *a, const void *addr) {
   if ((uintptr_t)addr < (uintptr_t)a->base || off >= a->map_bytes)
     return -1;
   return (int64_t)(off >> BH_PAGE_SHIFT);
+}
+
+/*
+ * split_page: an allocated block of 2^order pages becomes 2^order allocated order-0 pages,
+ * each freed on its own later (as the kernel does for non-compound high-order pages).
+ */
+int bh_split_pages(bh_arena_t *a, uint64_t pfn, unsigned order) {
+  if (!a)
+    return BH_EINVAL;
+  int err = check_free(a, pfn, order);
+  if (err)
+    return err;
+  bh__zone_t *z = bh__pfn_zone(a, pfn);
+  zone_lock(z);
+  uint8_t mt = a->pages[pfn].mt;
+  for (uint64_t i = 0; i < (1ull << order); i++) {
+    bh__page_t *p = &a->pages[pfn + i];
+    p->flags = BH__PG_ALLOC;
+    p->order = 0;
+    p->mt = mt;
+  }
+  zone_unlock(z);
+  return BH_OK;
+}
+
+/*
+ * decay_pcp_high (6.12), run by the vmstat worker every second: lower each pcp's high mark by
+ * an eighth (not below high_min, nor more than a scaled batch below the count) and return what
+ * is above it, so idle pcp lists give their pages back to the buddy lists.
+ */
+void bh_vmstat_tick(bh_arena_t *a) {
+  for (int i = 0; i < a->nr_zones; i++) {
+    bh__zone_t *z = &a->zones[i];
+    for (unsigned c = 0; z->pcp && c < a->cfg.nr_cpus; c++) {
+      bh__pcp_t *pcp = &z->pcp[c];
+      while (!pcp_trylock(pcp))
+        sched_yield();
+      if (pcp->high > pcp->high_min) {
+        int h = pcp->high - (pcp->high >> 3), k = pcp->count - (pcp->batch << BH__PCP_BATCH_SCALE_MAX);
+        if (h < k)
+          h = k;
+        pcp->high = h > pcp->high_min ? h : pcp->high_min;
+      }
+      int to_drain = pcp->count - pcp->high;
+      if (to_drain > 0)
+        free_pcppages_bulk(z, pcp, to_drain, 0);
+      pcp_unlock(pcp);
+    }
+  }
 }

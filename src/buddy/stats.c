@@ -128,7 +128,8 @@ static int pagetypeinfo_node(bh_arena_t *a, int node, FILE *out) {
           bh_migratetype_name(mt));
       for (unsigned o = 0; o <= a->max_order; o++) {
         uint64_t n = zi.nr_free_mt[o][mt];
-        OUT("%s%6lu ", n > 100000 ? ">" : "", (unsigned long)(n > 100000 ? 100000 : n));
+        /* the kernel stops counting at 100000 and then prints ">100000" */
+        OUT("%s%6lu ", n >= 100000 ? ">" : "", (unsigned long)(n > 100000 ? 100000 : n));
       }
       OUT("\n");
     }

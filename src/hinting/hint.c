@@ -98,8 +98,10 @@ int bh_opt_u64(const bh_opt_t *o, uint64_t min, uint64_t max, uint64_t *out) {
     return BH_EINVAL;
   char *end;
   errno = 0;
+  if (o->value[0] < '0' || o->value[0] > '9' || strchr(o->value, '-'))
+    return BH_EINVAL;
   unsigned long long v = strtoull(o->value, &end, 0);
-  if (errno || *end || o->value[0] == '-' || v < min || v > max)
+  if (errno || *end || v < min || v > max)
     return BH_EINVAL;
   *out = v;
   return BH_OK;
@@ -118,11 +120,13 @@ int bh_opt_bool(const bh_opt_t *o, bool *out) {
 }
 
 int bh_opt_duration(const bh_opt_t *o, uint64_t *ns) {
-  if (!o || !o->value || !o->value[0] || o->value[0] == '-')
+  if (!o || !o->value || ((o->value[0] < '0' || o->value[0] > '9') && o->value[0] != '.'))
     return BH_EINVAL;
   char *end;
   errno = 0;
   double v = strtod(o->value, &end);
+  if (end == o->value || v != v)
+    return BH_EINVAL;
   double scale;
   if (!*end || !strcmp(end, "s"))
     scale = 1e9;
@@ -356,6 +360,7 @@ void bh_hint_detach(bh_hint_t *h) {
 
 bh_arena_t *bh_hint_arena(const bh_hint_t *h) { return h->arena; }
 const bh_strategy_ops_t *bh_hint_strategy(const bh_hint_t *h) { return h->ops; }
+bh_report_mode_t bh_hint_report_mode(const bh_hint_t *h) { return bh__reporter_mode(h->reporter); }
 
 int bh_hint_report(bh_hint_t *h, const bh_report_range_t *ranges, size_t n) {
   return n ? bh__reporter_report(h->reporter, ranges, n) : BH_OK;

@@ -1,0 +1,209 @@
+/*
+ * Per-CPU page lists (kernel.md 1.7, 6.12): refills of nr_pcp_alloc() blocks taken under one
+ * zone lock and appended in address order, allocation from the list head (LIFO with frees,
+ * which go to the head), drains of nr_pcp_free() pages from the list tails when count reaches
+ * high, drain_all_pages.  Sizes for the default 1 GiB arena's Normal zone (2 CPU slots):
+ * batch = 31, high_min = low 643 / 2 = 321, high_max = 131072 / 8 / 2 = 8192.
+ */
+#include "buddy_test.h"
+
+#define NORMAL_START 131072 /* DMA 4096 + DMA32 126976 pages */
+
+static bh_arena_t *default_sim(void) {
+  bh_config_t c;
+  bh_config_init(&c);
+  c.backing = BH_BACKING_SIM;
+  return bt_create(&c);
+}
+
+/*
+ * nr_pcp_alloc on an empty list: high = clamp(high, 321, 8192) = 321; batch = 31 <<
+ * alloc_factor; high grows by batch (zone not below high); max_nr = high - count - batch;
+ * alloc_factor++ while batch <= max_nr.  First refill: batch 31 (high 352, max_nr 321,
+ * factor 1); the 32nd allocation refills 62 (high 414, max_nr 383, factor 2).  __rmqueue
+ * splits the first Normal top block page by page, so the lists hold NORMAL_START + 0.. in
+ * order and the allocations return consecutive pfns.
+ */
+static void test_pcp_refill_sizes_and_order(void **state) {
+  (void)state;
+  bh_arena_t *a = default_sim();
+  for (uint64_t i = 0; i < 32; i++)
+    EXPECT_U64(bt_alloc(a, BH_GFP_MOVABLE, 0, 0), NORMAL_START + i);
+  EXPECT_U64(bt_stat(a, BH_STAT_pcp_alloc), 32);
+  EXPECT_U64(bt_stat(a, BH_STAT_pcp_refill), 2);
+  EXPECT_U64(bt_stat(a, BH_STAT_pcp_refill_pages), 31 + 62);
+  bh_zone_info_t zi = bt_zone(a, 2);
+  EXPECT_U64(zi.pcp_pages, 93 - 32);
+  EXPECT_U64(zi.free_pages, 131072 - 93);
+  /* another CPU slot has its own list: it refills 31 from the buddy, starting at +93 */
+  EXPECT_U64(bt_alloc(a, BH_GFP_MOVABLE, 0, 1), NORMAL_START + 93);
+  EXPECT_U64(bt_stat(a, BH_STAT_pcp_refill_pages), 93 + 31);
+  EXPECT_U64(bt_zone(a, 2).pcp_pages, 61 + 30);
+  EXPECT_U64(bt_alloc(a, BH_GFP_MOVABLE, 0, 0), NORMAL_START + 32);
+  bt_expect_clean(a);
+  bh_arena_destroy(a);
+}
+
+/* Frees go to the head of the list and allocation takes the head: LIFO per CPU slot. */
+static void test_pcp_lifo(void **state) {
+  (void)state;
+  bh_arena_t *a = default_sim();
+  uint64_t p[4];
+  for (int i = 0; i < 4; i++)
+    p[i] = bt_alloc(a, BH_GFP_MOVABLE, 0, 0);
+  bt_free(a, p[2], 0, 0);
+  EXPECT_U64(bt_alloc(a, BH_GFP_MOVABLE, 0, 0), p[2]);
+  bt_free(a, p[0], 0, 0);
+  bt_free(a, p[3], 0, 0);
+  EXPECT_U64(bt_alloc(a, BH_GFP_MOVABLE, 0, 0), p[3]);
+  EXPECT_U64(bt_alloc(a, BH_GFP_MOVABLE, 0, 0), p[0]);
+  /* a page freed on slot 1 is not seen by slot 0 */
+  bt_free(a, p[1], 0, 1);
+  EXPECT_U64(bt_alloc(a, BH_GFP_MOVABLE, 0, 0), NORMAL_START + 4);
+  EXPECT_U64(bt_alloc(a, BH_GFP_MOVABLE, 0, 1), p[1]);
+  /* order 2 uses its own list, refilled with max(31 >> 2, 2) = 7 blocks */
+  uint64_t q = bt_alloc(a, BH_GFP_MOVABLE, 2, 0);
+  EXPECT_U64(q % 4, 0);
+  bt_free(a, q, 2, 0);
+  EXPECT_U64(bt_alloc(a, BH_GFP_MOVABLE, 2, 0), q);
+  EXPECT_U64(bt_stat(a, BH_STAT_pcp_free), 5);
+  bt_expect_clean(a);
+  bh_arena_destroy(a);
+}
+
+/*
+ * Freeing everything then draining: every refilled page comes back; the zone is whole again.
+ * Slot 0 refilled 31 + 62, slot 1 31, both stay below high while freeing (no drains), so
+ * drain_all_pages drains two lists and 124 pages.
+ */
+static void test_pcp_drain_returns_everything(void **state) {
+  (void)state;
+  bh_arena_t *a = default_sim();
+  uint64_t p[40];
+  for (int i = 0; i < 32; i++)
+    p[i] = bt_alloc(a, BH_GFP_MOVABLE, 0, 0);
+  for (int i = 32; i < 40; i++)
+    p[i] = bt_alloc(a, BH_GFP_MOVABLE, 0, 1);
+  for (int i = 0; i < 40; i++)
+    bt_free(a, p[i], 0, i & 1);
+  EXPECT_U64(bt_stat(a, BH_STAT_pcp_drain), 0);
+  bh_zone_info_t zi = bt_zone(a, 2);
+  EXPECT_U64(zi.pcp_pages, 124);
+  EXPECT_U64(zi.free_pages + zi.pcp_pages, zi.managed_pages);
+  bh_drain_pcp(a);
+  EXPECT_U64(bt_stat(a, BH_STAT_pcp_drain), 2);
+  EXPECT_U64(bt_stat(a, BH_STAT_pcp_drain_pages), 124);
+  EXPECT_U64(bt_stat(a, BH_STAT_pgfree), 40);
+  EXPECT_U64(bt_stat(a, BH_STAT_free_calls), 40);
+  bt_expect_all_free(a);
+  bt_expect_clean(a);
+  bh_drain_pcp(a); /* nothing left: no drain counted */
+  EXPECT_U64(bt_stat(a, BH_STAT_pcp_drain), 2);
+  bh_arena_destroy(a);
+}
+
+/*
+ * Fixed pcp sizes (pcp_batch 4, pcp_high 16 = high_min = high_max), one CPU slot, Normal
+ * 16 MiB, watermarks 0.  16 allocations refill 4, 8 (factor 1 -> 2), then min(16, max_nr
+ * 16 - 0 - 4 = 12) = 12: 24 pages, 8 left.  Then 16 frees: count reaches 16 at the 8th free
+ * with free_count 8 -> drain clamp(8, batch 4, high - batch 12) = 8 pages (count 8); at the
+ * 16th free count is 16 again, free_count 16 -> drain 12 (count 4).
+ */
+static bh_arena_t *fixed_pcp_arena(void) {
+  bh_config_t c = bt_cfg_one_zone(BH_ZONE_NORMAL, 16 * MiB);
+  c.backing = BH_BACKING_SIM;
+  c.pcp = true;
+  c.nr_cpus = 1;
+  c.pcp_batch = 4;
+  c.pcp_high = 16;
+  bt_cfg_no_wmarks(&c);
+  bh_arena_t *a = bt_create(&c);
+  bh_zone_info_t zi = bt_zone(a, 0);
+  EXPECT_U64(zi.pcp_batch, 4);
+  EXPECT_U64(zi.pcp_high, 16);
+  return a;
+}
+
+static void test_pcp_drain_at_high(void **state) {
+  (void)state;
+  bh_arena_t *a = fixed_pcp_arena();
+  uint64_t p[16];
+  for (int i = 0; i < 16; i++)
+    p[i] = bt_alloc(a, BH_GFP_MOVABLE, 0, 0);
+  EXPECT_U64(bt_stat(a, BH_STAT_pcp_refill), 3);
+  EXPECT_U64(bt_stat(a, BH_STAT_pcp_refill_pages), 24);
+  EXPECT_U64(bt_zone(a, 0).pcp_pages, 8);
+  for (int i = 0; i < 8; i++)
+    bt_free(a, p[i], 0, 0);
+  EXPECT_U64(bt_stat(a, BH_STAT_pcp_drain), 1);
+  EXPECT_U64(bt_stat(a, BH_STAT_pcp_drain_pages), 8);
+  for (int i = 8; i < 16; i++)
+    bt_free(a, p[i], 0, 0);
+  EXPECT_U64(bt_stat(a, BH_STAT_pcp_drain), 2);
+  EXPECT_U64(bt_stat(a, BH_STAT_pcp_drain_pages), 20);
+  EXPECT_U64(bt_zone(a, 0).pcp_pages, 4);
+  bh_drain_pcp(a);
+  EXPECT_U64(bt_stat(a, BH_STAT_pcp_drain_pages), 24);
+  bt_expect_all_free(a);
+  bh_arena_destroy(a);
+}
+
+/*
+ * rmqueue_pcplist() in 6.12 halves pcp->free_count on every allocation ("On allocation,
+ * reduce the number of pages that are batch freed"); without it free_count only grows and
+ * drains get larger than the kernel's after mixed traffic.
+ * With fixed_pcp_arena: 16 allocations (8 left on the list), then 10 rounds of free + alloc
+ * (kernel: free_count 1 after the free, 0 after the alloc), then 8 frees: count reaches 16
+ * with free_count 8 -> the kernel drains clamp(8, 4, 12) = 8 pages (without the halving:
+ * free_count 18, 12 pages).
+ */
+static void test_pcp_free_count_halved_on_alloc(void **state) {
+  (void)state;
+  bh_arena_t *a = fixed_pcp_arena();
+  uint64_t p[16];
+  for (int i = 0; i < 16; i++)
+    p[i] = bt_alloc(a, BH_GFP_MOVABLE, 0, 0);
+  for (int r = 0; r < 10; r++) {
+    bt_free(a, p[0], 0, 0);
+    EXPECT_U64(bt_alloc(a, BH_GFP_MOVABLE, 0, 0), p[0]);
+  }
+  EXPECT_U64(bt_stat(a, BH_STAT_pcp_drain), 0);
+  for (int i = 0; i < 8; i++)
+    bt_free(a, p[i], 0, 0);
+  uint64_t drains = bt_stat(a, BH_STAT_pcp_drain), drained = bt_stat(a, BH_STAT_pcp_drain_pages);
+  bh_arena_destroy(a); /* before failing, so that sanitizers report no leak */
+  EXPECT_U64(drains, 1);
+  EXPECT_U64(drained, 8);
+}
+
+/* pcp_thp: pageblock-order (9) blocks use the THP list; order 4 never uses a pcp list. */
+static void test_pcp_orders(void **state) {
+  (void)state;
+  bh_arena_t *a = default_sim();
+  uint64_t big = bt_alloc(a, BH_GFP_MOVABLE, 9, 0);
+  EXPECT_U64(bt_stat(a, BH_STAT_pcp_alloc), 1);
+  EXPECT_U64(bt_stat(a, BH_STAT_pcp_refill_pages), 2 * 512); /* max(31 >> 9, 2) blocks */
+  uint64_t mid = bt_alloc(a, BH_GFP_MOVABLE, 4, 0);
+  EXPECT_U64(bt_stat(a, BH_STAT_pcp_alloc), 1);
+  bt_free(a, mid, 4, 0);
+  EXPECT_U64(bt_stat(a, BH_STAT_pcp_free), 0);
+  bt_free(a, big, 9, 0);
+  EXPECT_U64(bt_stat(a, BH_STAT_pcp_free), 1);
+  EXPECT_U64(bt_alloc(a, BH_GFP_MOVABLE, 9, 0), big);
+  bt_free(a, big, 9, 0);
+  bh_drain_pcp(a);
+  bt_expect_all_free(a);
+  bh_arena_destroy(a);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_pcp_refill_sizes_and_order),
+      cmocka_unit_test(test_pcp_lifo),
+      cmocka_unit_test(test_pcp_drain_returns_everything),
+      cmocka_unit_test(test_pcp_drain_at_high),
+      cmocka_unit_test(test_pcp_free_count_halved_on_alloc),
+      cmocka_unit_test(test_pcp_orders),
+  };
+  return cmocka_run_group_tests_name("buddy_pcp", tests, NULL, NULL);
+}
