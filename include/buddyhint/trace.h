@@ -1,0 +1,193 @@
+/*
+ * libbuddyhint: page allocator traces.
+ *
+ * A trace is a sequence of page allocator events (allocations, frees, batched frees) as the
+ * kernel's kmem tracepoints record them (mm_page_alloc, mm_page_free, mm_page_free_batched).
+ * The reader accepts four formats and finds out which one a file is by its content, never by
+ * its name:
+ *
+ *   "ftrace"         the text of /sys/kernel/tracing/trace or trace_pipe
+ *   "perf-script"    the text `perf script` prints for the kmem: tracepoints
+ *   "native-text"    buddyhint's own line format, easy to write by hand or from a script
+ *   "native-binary"  buddyhint's own fixed-size records, for fast replay
+ *
+ * Any of them may be compressed with gzip or zstd (recognised by the magic bytes).  The native
+ * formats are described in traces/FORMAT.md and at the top of src/trace/reader.c.  The writer
+ * produces the native formats, so that a kernel trace can be converted once and replayed fast.
+ *
+ * Every call that can fail returns a negative BH_E* code; the reader also keeps a message
+ * "FILE:LINE: what is wrong" (bh_trace_error) for the last problem it met.
+ */
+#ifndef BUDDYHINT_TRACE_H
+#define BUDDYHINT_TRACE_H
+
+#include <buddyhint.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------------------------- */
+/* Events                                                                                    */
+/* ---------------------------------------------------------------------------------------- */
+
+enum bh_ev_op {
+  BH_EV_ALLOC = 1,       /* mm_page_alloc */
+  BH_EV_FREE = 2,        /* mm_page_free */
+  BH_EV_FREE_BATCHED = 3 /* mm_page_free_batched */
+};
+
+/* Orders above this are malformed in every format (the replay decides what an arena takes). */
+#define BH_TRACE_MAX_ORDER 63
+/* Text lines longer than this (bytes, without the newline) are malformed. */
+#define BH_TRACE_MAX_LINE 65536
+
+typedef struct bh_event {
+  uint64_t time_ns;   /* trace timestamp in ns */
+  uint64_t seq;       /* 0-based sequence number of the event in the file */
+  uint64_t pfn;       /* page frame number as recorded */
+  uint32_t gfp;       /* BH_GFP_* flags parsed from gfp_flags (alloc only, else 0) */
+  int32_t pid;        /* -1 unknown */
+  int32_t cpu;        /* -1 unknown */
+  uint8_t op;         /* enum bh_ev_op */
+  uint8_t order;      /* 0..BH_TRACE_MAX_ORDER */
+  int8_t migratetype; /* as recorded, -1 unknown */
+  uint8_t zone;       /* enum bh_zone_type, bh_gfp_zone(gfp) for allocs; 0 for frees */
+  uint8_t failed;     /* 1 for an alloc the kernel failed (page=(null), pfn 0) */
+} bh_event_t;
+
+/* ---------------------------------------------------------------------------------------- */
+/* GFP flag names                                                                            */
+/* ---------------------------------------------------------------------------------------- */
+
+/*
+ * Parses the kernel's show_gfp_flags() text (len bytes at s, not necessarily NUL-terminated),
+ * e.g. "GFP_HIGHUSER_MOVABLE|__GFP_ZERO", into BH_GFP_* bits stored in *gfp.  Composite names
+ * (GFP_KERNEL, GFP_ATOMIC, GFP_HIGHUSER_MOVABLE, ...) and single flags (__GFP_DMA32, ...) are
+ * known; "none" is 0; a "0x..." part is decoded with Linux 6.12's x86-64 bit values.  Names
+ * that do not map to a BH_GFP_* bit (__GFP_COMP, __GFP_NOWARN, ...) give 0.
+ * Returns the number of names that were not recognised at all (they are ignored, >= 0),
+ * BH_EFORMAT for an empty string or an empty name ("A||B"), BH_EINVAL for NULL arguments.
+ */
+BH_API int bh_gfp_parse(const char *s, size_t len, uint32_t *gfp);
+
+/*
+ * Writes gfp as names that bh_gfp_parse() reads back to the same bits, e.g.
+ * "__GFP_HIGHMEM|__GFP_MOVABLE", or "none" for 0, NUL-terminated into buf (size bytes).
+ * Returns the length of the text (without the NUL), BH_ENOSPC if it does not fit, BH_EINVAL
+ * if gfp has a bit without a kernel name (only BH_GFP_DMA .. BH_GFP_THISNODE have one).
+ */
+BH_API int bh_gfp_format(uint32_t gfp, char *buf, size_t size);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Reader                                                                                    */
+/* ---------------------------------------------------------------------------------------- */
+
+enum bh_trace_format {
+  BH_TRACE_FTRACE = 1,
+  BH_TRACE_PERF_SCRIPT = 2,
+  BH_TRACE_NATIVE_TEXT = 3,
+  BH_TRACE_NATIVE_BINARY = 4
+};
+
+enum bh_trace_compression {
+  BH_TRACE_COMP_NONE = 0,
+  BH_TRACE_COMP_GZIP = 1,
+  BH_TRACE_COMP_ZSTD = 2
+};
+
+/* Reader options; a zero-initialised struct (or NULL) gives the defaults. */
+typedef struct bh_trace_opts {
+  bool lenient; /* skip and count malformed lines/records instead of failing (default false) */
+} bh_trace_opts_t;
+
+/* What the reader has seen so far. */
+typedef struct bh_trace_counts {
+  uint64_t lines;       /* text lines read (binary: records read) */
+  uint64_t events;      /* events returned */
+  uint64_t other_lines; /* comments, blank lines, lines of other events: ignored */
+  uint64_t malformed;   /* malformed lines/records skipped (lenient mode) */
+  uint64_t allocs;      /* events with op BH_EV_ALLOC (failed ones included) */
+  uint64_t frees;       /* events with op BH_EV_FREE or BH_EV_FREE_BATCHED */
+  uint64_t gfp_unknown; /* gfp flag names that were not recognised (ignored) */
+} bh_trace_counts_t;
+
+typedef struct bh_trace bh_trace_t;
+
+/*
+ * Opens the trace at path ("-" = standard input), decompresses it if it starts with the gzip
+ * or zstd magic and recognises the format from the first lines/bytes.  opts may be NULL.
+ * Returns 0 and sets *out; or BH_EINVAL (NULL argument), BH_ENOMEM, BH_ESYS (the file could
+ * not be opened, errno is kept), BH_EIO (read or decompression error), BH_EFORMAT (empty file,
+ * unknown format, bad header).  On failure *out is set to NULL and bh_trace_error(NULL) tells
+ * why ("FILE: empty trace").
+ */
+BH_API int bh_trace_open(const char *path, const bh_trace_opts_t *opts, bh_trace_t **out);
+
+/*
+ * Reads the next event into *ev.  Returns 1 for an event, 0 at the end of the trace, or
+ * BH_EFORMAT (a malformed line or record, unless lenient), BH_EIO (read error, corrupt or
+ * truncated compressed data, even in lenient mode).  Errors are final: later calls return the
+ * same code.  bh_trace_error() tells what went wrong.
+ */
+BH_API int bh_trace_next(bh_trace_t *t, bh_event_t *ev);
+
+/*
+ * The last error message of t, "FILE:LINE: what is wrong" for text ("FILE: record N: ..." for
+ * binary, N counted from 0; "FILE: ..." for problems of the whole file); in lenient mode the
+ * last skipped line's.  "" if there was none.  With t == NULL, the message of the calling
+ * thread's last failed bh_trace_open() or writer call.  Valid until the next call on t.
+ */
+BH_API const char *bh_trace_error(const bh_trace_t *t);
+
+/* The detected format: enum bh_trace_format, and its name ("ftrace", "perf-script",
+ * "native-text", "native-binary"). */
+BH_API int bh_trace_format(const bh_trace_t *t);
+BH_API const char *bh_trace_format_name(const bh_trace_t *t);
+/* The detected compression: "none", "gzip" or "zstd". */
+BH_API const char *bh_trace_compression(const bh_trace_t *t);
+/* Copies the counters (see bh_trace_counts_t) into *out. */
+BH_API void bh_trace_counts(const bh_trace_t *t, bh_trace_counts_t *out);
+/* Closes the trace and frees it; NULL is accepted. */
+BH_API void bh_trace_close(bh_trace_t *t);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Writer                                                                                    */
+/* ---------------------------------------------------------------------------------------- */
+
+typedef struct bh_trace_writer bh_trace_writer_t;
+
+/*
+ * Creates (truncates) path ("-" = standard output) for writing events in format
+ * BH_TRACE_NATIVE_TEXT or BH_TRACE_NATIVE_BINARY, compressed with compression (enum
+ * bh_trace_compression).  Returns 0 and sets *out; or BH_EINVAL (bad format or compression),
+ * BH_ENOMEM, BH_ESYS (open failed, errno kept); the message is in bh_trace_error(NULL).
+ */
+BH_API int bh_trace_writer_open(const char *path, int format, int compression,
+                                bh_trace_writer_t **out);
+
+/*
+ * Appends one event (seq and zone are not stored: the reader derives them).  Returns 0;
+ * BH_EINVAL for an event that the format cannot hold (op not in enum bh_ev_op, order above
+ * BH_TRACE_MAX_ORDER, pid/cpu/migratetype below -1, cpu above 32767 in binary, in text a gfp
+ * bit without a kernel name, failed on a free); BH_EIO if writing or compressing failed.
+ * Output is buffered; errors may surface only at a later call or at close.
+ */
+BH_API int bh_trace_write(bh_trace_writer_t *w, const bh_event_t *ev);
+
+/*
+ * Flushes, finishes the compressed stream, closes the file and frees w (NULL is accepted and
+ * returns 0).  Returns 0, or BH_EIO if any write since open failed (the file is then
+ * incomplete); the message is in bh_trace_error(NULL).
+ */
+BH_API int bh_trace_writer_close(bh_trace_writer_t *w);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,538 @@
+/*
+ * Trace reader: format detection, line splitting, the native binary decoder, counters.
+ *
+ * Native text format (traces/FORMAT.md has the same with examples)
+ * -------------------------------------------------------------------
+ *   # buddyhint-trace 1
+ *   1000 A 0x10a2b3 0 cpu=1 pid=4242 mt=1 gfp=GFP_HIGHUSER_MOVABLE
+ *   2500 F 0x10a2b3 0
+ *
+ * The first line is exactly "# buddyhint-trace 1" (the version).  Then one event per line,
+ * fields separated by blanks:  TIME_NS OP PFN ORDER [KEY=VALUE...]
+ *   TIME_NS  decimal nanoseconds
+ *   OP       A (alloc), F (free), B (free batched)
+ *   PFN      hex with 0x, or decimal
+ *   ORDER    0..63
+ *   keys     cpu=N pid=N mt=N (-1 or absent = unknown); gfp=FLAGS (as the kernel prints them,
+ *            see bh_gfp_parse; allocations only, absent = none); failed=1 (allocations only)
+ * Lines starting with '#' and blank lines may appear anywhere; a '#' word ends a line.  Any
+ * other deviation (unknown key, missing field, order > 63) makes the line malformed.
+ *
+ * Native binary format
+ * --------------------
+ * A 16-byte header, then fixed-size records; everything little-endian.
+ *   header:  char magic[8] = "BHTRACE1"; u32 version = 1; u32 record_size = 32
+ *   record:  off  0 u64 time_ns      off 24 i16 cpu (-1 unknown)
+ *            off  8 u64 pfn          off 26 u8  op (1 alloc, 2 free, 3 free batched)
+ *            off 16 u32 gfp (BH_GFP) off 27 u8  order (0..63)
+ *            off 20 i32 pid (-1)     off 28 i8  migratetype (-1 unknown)
+ *                                    off 29 u8  flags (bit 0: failed; other bits zero)
+ *                                    off 30 u8  reserved[2] = 0
+ * A record that breaks these rules (or a free with gfp or failed set) is malformed; a file
+ * that ends inside a record has a truncated last record.  Records are numbered from 0.
+ *
+ * ftrace and perf script lines are described in parse.c, the compressed inputs in source.c.
+ *
+ * Detection looks at content only: the decompressed data starts with the binary magic, or
+ * its first line is the native text header, or else one of the first lines (within 64 KiB)
+ * has the shape of an ftrace or perf script event line.  A file of comments alone (an empty
+ * ftrace buffer) is an ftrace trace without events.
+ */
+#include "trace/trace_internal.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct bh_trace {
+  char *name;
+  bool lenient;
+  int format;            /* enum bh_trace_format */
+  bh__src_t src;
+  unsigned char *buf;    /* decoded data window: unread bytes are buf[pos, len) */
+  size_t pos, len, cap;
+  bool eof;              /* the source has no more data */
+  bool skipping;         /* dropping the rest of an over-long line */
+  int src_err;           /* source error met while detecting, reported once the data is used */
+  int err;               /* sticky error */
+  bh__tparse_t tp;
+  bh_trace_counts_t counts;
+  char msg[BH__TRACE_MSG_SIZE];     /* last error */
+  char src_msg[BH__TRACE_MSG_SIZE]; /* the source's error, copied to msg when it is reported */
+};
+
+static _Thread_local char tls_msg[BH__TRACE_MSG_SIZE];
+
+char *bh__trace_tls_msg(void) { return tls_msg; }
+
+static int trace_fail(bh_trace_t *t, int err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* A problem of the whole file: "FILE: what". */
+static int trace_fail(bh_trace_t *t, int err, const char *fmt, ...) {
+  int n = snprintf(t->msg, sizeof(t->msg), "%s: ", t->name);
+  va_list ap;
+  va_start(ap, fmt);
+  if (n > 0 && (size_t)n < sizeof(t->msg))
+    vsnprintf(t->msg + n, sizeof(t->msg) - (size_t)n, fmt, ap);
+  va_end(ap);
+  return err;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Buffer                                                                                    */
+/* ---------------------------------------------------------------------------------------- */
+
+/*
+ * Moves the unread bytes to the front and reads more.  Returns 0 or a source error (with its
+ * message copied to t->msg).  Callers make sure there is room: a text line in the window is at
+ * most BH_TRACE_MAX_LINE bytes, a partial record less than 32.
+ */
+static int fill(bh_trace_t *t) {
+  if (t->src_err) {
+    memcpy(t->msg, t->src_msg, sizeof(t->msg));
+    return t->src_err;
+  }
+  if (t->pos > 0) {
+    memmove(t->buf, t->buf + t->pos, t->len - t->pos);
+    t->len -= t->pos;
+    t->pos = 0;
+  }
+  long r = bh__src_read(&t->src, t->buf + t->len, t->cap - t->len);
+  if (r < 0) {
+    memcpy(t->msg, t->src_msg, sizeof(t->msg));
+    return t->src_err = (int)r;
+  }
+  if (r == 0)
+    t->eof = true;
+  t->len += (size_t)r;
+  return 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Detection                                                                                 */
+/* ---------------------------------------------------------------------------------------- */
+
+enum { DETECT_MORE = 1 };
+
+static uint32_t load32(const unsigned char *p) {
+  uint32_t v;
+  memcpy(&v, p, 4);
+  return le32toh(v);
+}
+
+static int detect_binary(bh_trace_t *t, bool complete) {
+  if (t->len < BH__TRACE_BIN_HEADER)
+    return complete ? trace_fail(t, BH_EFORMAT, "truncated binary header") : DETECT_MORE;
+  uint32_t version = load32(t->buf + 8), rsize = load32(t->buf + 12);
+  if (version != BH__TRACE_BIN_VERSION)
+    return trace_fail(t, BH_EFORMAT, "unsupported binary trace version %u", version);
+  if (rsize != BH__TRACE_BIN_RECORD)
+    return trace_fail(t, BH_EFORMAT, "bad record size %u (version 1 has %u)", rsize,
+                      BH__TRACE_BIN_RECORD);
+  t->format = BH_TRACE_NATIVE_BINARY;
+  t->pos = BH__TRACE_BIN_HEADER;
+  return 0;
+}
+
+static int detect_native_text(bh_trace_t *t, const char *s, size_t n) {
+  size_t m = sizeof(BH__TRACE_TEXT_MAGIC) - 1, i = m;
+  while (i < n && (s[i] == ' ' || s[i] == '\t'))
+    i++;
+  size_t d = i;
+  while (d < n && s[d] >= '0' && s[d] <= '9')
+    d++;
+  size_t e = d;
+  while (e < n && (s[e] == ' ' || s[e] == '\t' || s[e] == '\r'))
+    e++;
+  if (d == i || d - i > 9 || e != n || i == m)
+    return trace_fail(t, BH_EFORMAT, "bad native text header (expected '%s %d')",
+                      BH__TRACE_TEXT_MAGIC, BH__TRACE_TEXT_VERSION);
+  long v = strtol(s + i, NULL, 10);
+  if (v != BH__TRACE_TEXT_VERSION)
+    return trace_fail(t, BH_EFORMAT, "unsupported native text version %ld", v);
+  t->format = BH_TRACE_NATIVE_TEXT;
+  return 0;
+}
+
+static bool is_comment_or_blank(const char *s, size_t n) {
+  size_t i = 0;
+  while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r'))
+    i++;
+  return i == n || s[i] == '#';
+}
+
+/* Looks at the complete lines for an ftrace or perf script event line. */
+static int detect_kernel_text(bh_trace_t *t, bool complete) {
+  bh__tparse_t scratch;
+  bh_event_t ev;
+  bool only_comments = true;
+  size_t i = 0;
+  while (i < t->len) {
+    const char *s = (const char *)t->buf + i;
+    const char *nl = memchr(s, '\n', t->len - i);
+    if (!nl && !complete)
+      return DETECT_MORE;
+    size_t n = nl ? (size_t)(nl - s) : t->len - i;
+    i += n + 1;
+    if (n > BH_TRACE_MAX_LINE) {
+      only_comments = false;
+      continue;
+    }
+    if (is_comment_or_blank(s, n))
+      continue;
+    only_comments = false;
+    bh__kline_shape_t shape = {false, false};
+    memset(&scratch, 0, sizeof(scratch));
+    bh__parse_kernel_line(&scratch, s, n, &ev, &shape);
+    if (shape.event_line) {
+      t->format = shape.perf ? BH_TRACE_PERF_SCRIPT : BH_TRACE_FTRACE;
+      return 0;
+    }
+  }
+  if (!complete)
+    return DETECT_MORE;
+  if (only_comments && !memchr(t->buf, '\0', t->len)) { /* the header of an empty buffer */
+    t->format = BH_TRACE_FTRACE;
+    return 0;
+  }
+  return trace_fail(t, BH_EFORMAT,
+                    "unrecognised trace format (not ftrace, perf script or a buddyhint trace)");
+}
+
+/* Returns 0 with t->format set, DETECT_MORE, or an error. */
+static int detect(bh_trace_t *t, bool complete) {
+  static const char magic[] = BH__TRACE_BIN_MAGIC;
+  if (t->len == 0)
+    return complete ? trace_fail(t, BH_EFORMAT, "empty trace") : DETECT_MORE;
+  size_t m = t->len < 8 ? t->len : 8;
+  if (memcmp(t->buf, magic, m) == 0) {
+    if (m == 8)
+      return detect_binary(t, complete);
+    if (!complete)
+      return DETECT_MORE;
+  }
+  const char *s = (const char *)t->buf;
+  size_t hm = sizeof(BH__TRACE_TEXT_MAGIC) - 1;
+  const char *nl = memchr(s, '\n', t->len);
+  size_t n = nl ? (size_t)(nl - s) : t->len;
+  if (!nl && !complete && n < hm)
+    return DETECT_MORE;
+  if (n >= hm && memcmp(s, BH__TRACE_TEXT_MAGIC, hm) == 0) {
+    if (!nl && !complete)
+      return DETECT_MORE;
+    return detect_native_text(t, s, n);
+  }
+  return detect_kernel_text(t, complete);
+}
+
+static int sniff(bh_trace_t *t) {
+  for (;;) {
+    bool complete = t->eof || t->src_err || t->len >= BH__TRACE_SNIFF_BYTES;
+    int r = detect(t, complete);
+    if (r != DETECT_MORE) {
+      if (r < 0 && t->src_err) { /* the data was cut short by a read error: say that */
+        memcpy(t->msg, t->src_msg, sizeof(t->msg));
+        return t->src_err;
+      }
+      return r;
+    }
+    fill(t); /* an error is kept in t->src_err */
+  }
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Open / close                                                                              */
+/* ---------------------------------------------------------------------------------------- */
+
+void bh_trace_close(bh_trace_t *t) {
+  if (!t)
+    return;
+  bh__src_close(&t->src);
+  free(t->buf);
+  free(t->name);
+  free(t);
+}
+
+int bh_trace_open(const char *path, const bh_trace_opts_t *opts, bh_trace_t **out) {
+  if (out)
+    *out = NULL;
+  if (!path || !out) {
+    snprintf(tls_msg, sizeof(tls_msg), "bh_trace_open: NULL argument");
+    return BH_EINVAL;
+  }
+  bh_trace_t *t = calloc(1, sizeof(*t));
+  if (!t) {
+    snprintf(tls_msg, sizeof(tls_msg), "%s: out of memory", path);
+    return BH_ENOMEM;
+  }
+  t->src.fd = -1;
+  t->lenient = opts && opts->lenient;
+  t->name = strdup(strcmp(path, "-") == 0 ? "<stdin>" : path);
+  t->cap = BH__TRACE_BUF_SIZE;
+  t->buf = malloc(t->cap);
+  int err = BH_ENOMEM;
+  if (!t->name || !t->buf) {
+    snprintf(tls_msg, sizeof(tls_msg), "%s: out of memory", path);
+    bh_trace_close(t);
+    return err;
+  }
+  err = bh__src_open(&t->src, path, t->name, t->src_msg);
+  if (err)
+    memcpy(t->msg, t->src_msg, sizeof(t->msg));
+  else
+    err = sniff(t);
+  if (err) {
+    int e = errno;
+    memcpy(tls_msg, t->msg, sizeof(tls_msg));
+    bh_trace_close(t);
+    errno = e;
+    return err;
+  }
+  t->msg[0] = '\0';
+  *out = t;
+  return 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Text                                                                                      */
+/* ---------------------------------------------------------------------------------------- */
+
+enum { LINE_OK = 1, LINE_TOO_LONG = 2 };
+
+/*
+ * The next line without its '\n' (the last one may lack it).  Returns LINE_OK, LINE_TOO_LONG
+ * (its bytes are dropped), 0 at the end, or a source error.
+ */
+static int next_line(bh_trace_t *t, const char **line, size_t *n) {
+  for (;;) {
+    const char *b = (const char *)t->buf + t->pos;
+    size_t avail = t->len - t->pos;
+    const char *nl = memchr(b, '\n', avail);
+    if (t->skipping) {
+      if (nl || t->eof) {
+        t->pos = nl ? t->pos + (size_t)(nl - b) + 1 : t->len;
+        t->skipping = false;
+        return LINE_TOO_LONG;
+      }
+      t->pos = t->len;
+    } else if (nl) {
+      *line = b;
+      *n = (size_t)(nl - b);
+      t->pos += *n + 1;
+      return *n > BH_TRACE_MAX_LINE ? LINE_TOO_LONG : LINE_OK;
+    } else if (avail > BH_TRACE_MAX_LINE) {
+      t->skipping = true;
+      t->pos = t->len;
+      continue;
+    } else if (t->eof) {
+      if (avail == 0)
+        return 0;
+      *line = b;
+      *n = avail;
+      t->pos = t->len;
+      return LINE_OK;
+    }
+    int err = fill(t);
+    if (err)
+      return err;
+  }
+}
+
+/* Skips (lenient) or fails on a malformed line; why is in t->tp.why.  Returns 0 or error. */
+static int line_malformed(bh_trace_t *t) {
+  snprintf(t->msg, sizeof(t->msg), "%s:%llu: %s", t->name, (unsigned long long)t->counts.lines,
+           t->tp.why);
+  if (t->lenient) {
+    t->counts.malformed++;
+    return 0;
+  }
+  return BH_EFORMAT;
+}
+
+static inline int event_out(bh_trace_t *t, bh_event_t *ev) {
+  ev->seq = t->counts.events++;
+  if (ev->op == BH_EV_ALLOC)
+    t->counts.allocs++;
+  else
+    t->counts.frees++;
+  return 1;
+}
+
+static int next_text(bh_trace_t *t, bh_event_t *ev) {
+  for (;;) {
+    const char *s = NULL;
+    size_t n = 0;
+    int r = next_line(t, &s, &n);
+    if (r <= 0)
+      return r;
+    t->counts.lines++;
+    int kind;
+    if (r == LINE_TOO_LONG) {
+      snprintf(t->tp.why, sizeof(t->tp.why), "line longer than %d bytes", BH_TRACE_MAX_LINE);
+      kind = BH__LINE_MALFORMED;
+    } else if (t->format == BH_TRACE_NATIVE_TEXT) {
+      kind = bh__parse_native_line(&t->tp, s, n, ev);
+    } else {
+      kind = bh__parse_kernel_line(&t->tp, s, n, ev, NULL);
+    }
+    if (bh__trace_likely(kind == BH__LINE_EVENT))
+      return event_out(t, ev);
+    if (kind == BH__LINE_OTHER) {
+      t->counts.other_lines++;
+      continue;
+    }
+    int err = line_malformed(t);
+    if (err)
+      return err;
+  }
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Binary                                                                                    */
+/* ---------------------------------------------------------------------------------------- */
+
+static int record_malformed(bh_trace_t *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static int record_malformed(bh_trace_t *t, const char *fmt, ...) {
+  int n = snprintf(t->msg, sizeof(t->msg), "%s: record %llu: ", t->name,
+                   (unsigned long long)(t->counts.lines - 1));
+  va_list ap;
+  va_start(ap, fmt);
+  if (n > 0 && (size_t)n < sizeof(t->msg))
+    vsnprintf(t->msg + n, sizeof(t->msg) - (size_t)n, fmt, ap);
+  va_end(ap);
+  if (t->lenient) {
+    t->counts.malformed++;
+    return 0;
+  }
+  return BH_EFORMAT;
+}
+
+/* Decodes and checks one record.  Returns true, or false with what is wrong in *why. */
+static inline bool decode_record(const unsigned char *r, bh_event_t *ev, const char **why) {
+  uint64_t t64, pfn;
+  uint32_t gfp, pid;
+  uint16_t cpu;
+  memcpy(&t64, r, 8);
+  memcpy(&pfn, r + 8, 8);
+  memcpy(&gfp, r + 16, 4);
+  memcpy(&pid, r + 20, 4);
+  memcpy(&cpu, r + 24, 2);
+  ev->time_ns = le64toh(t64);
+  ev->pfn = le64toh(pfn);
+  ev->gfp = le32toh(gfp);
+  ev->pid = (int32_t)le32toh(pid);
+  ev->cpu = (int16_t)le16toh(cpu);
+  ev->op = r[26];
+  ev->order = r[27];
+  ev->migratetype = (int8_t)r[28];
+  ev->failed = r[29] & BH__TRACE_BIN_FAILED;
+  if (bh__trace_unlikely(ev->op < BH_EV_ALLOC || ev->op > BH_EV_FREE_BATCHED))
+    *why = "bad op";
+  else if (bh__trace_unlikely(ev->order > BH_TRACE_MAX_ORDER))
+    *why = "order above 63";
+  else if (bh__trace_unlikely((r[29] & ~BH__TRACE_BIN_FAILED) || r[30] || r[31]))
+    *why = "reserved bits set";
+  else if (bh__trace_unlikely(ev->pid < -1 || ev->cpu < -1 || ev->migratetype < -1))
+    *why = "pid, cpu or migratetype below -1";
+  else if (bh__trace_unlikely(ev->op != BH_EV_ALLOC && (ev->gfp || ev->failed)))
+    *why = "gfp or failed set on a free";
+  else
+    return true;
+  return false;
+}
+
+static int next_binary(bh_trace_t *t, bh_event_t *ev) {
+  for (;;) {
+    size_t avail = t->len - t->pos;
+    if (bh__trace_unlikely(avail < BH__TRACE_BIN_RECORD)) {
+      if (!t->eof) {
+        int err = fill(t);
+        if (err)
+          return err;
+        continue;
+      }
+      if (avail == 0)
+        return 0;
+      t->pos = t->len;
+      t->counts.lines++;
+      int err = record_malformed(t, "truncated record (%zu of %d bytes)", avail,
+                                 BH__TRACE_BIN_RECORD);
+      return err ? err : 0;
+    }
+    const unsigned char *r = t->buf + t->pos;
+    t->pos += BH__TRACE_BIN_RECORD;
+    t->counts.lines++;
+    const char *why = NULL;
+    if (bh__trace_likely(decode_record(r, ev, &why))) {
+      bh__trace_set_zone(ev);
+      return event_out(t, ev);
+    }
+    int err = record_malformed(t, "%s (op %u, order %u)", why, r[26], r[27]);
+    if (err)
+      return err;
+  }
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Public calls                                                                              */
+/* ---------------------------------------------------------------------------------------- */
+
+int bh_trace_next(bh_trace_t *t, bh_event_t *ev) {
+  if (!t || !ev)
+    return BH_EINVAL;
+  if (bh__trace_unlikely(t->err))
+    return t->err;
+  int r = t->format == BH_TRACE_NATIVE_BINARY ? next_binary(t, ev) : next_text(t, ev);
+  if (bh__trace_unlikely(r < 0))
+    t->err = r;
+  return r;
+}
+
+const char *bh_trace_error(const bh_trace_t *t) { return t ? t->msg : tls_msg; }
+
+int bh_trace_format(const bh_trace_t *t) { return t ? t->format : 0; }
+
+const char *bh_trace_format_name(const bh_trace_t *t) {
+  switch (t ? t->format : 0) {
+  case BH_TRACE_FTRACE:
+    return "ftrace";
+  case BH_TRACE_PERF_SCRIPT:
+    return "perf-script";
+  case BH_TRACE_NATIVE_TEXT:
+    return "native-text";
+  case BH_TRACE_NATIVE_BINARY:
+    return "native-binary";
+  default:
+    return "unknown";
+  }
+}
+
+const char *bh_trace_compression(const bh_trace_t *t) {
+  switch (t ? t->src.comp : -1) {
+  case BH_TRACE_COMP_NONE:
+    return "none";
+  case BH_TRACE_COMP_GZIP:
+    return "gzip";
+  case BH_TRACE_COMP_ZSTD:
+    return "zstd";
+  default:
+    return "unknown";
+  }
+}
+
+void bh_trace_counts(const bh_trace_t *t, bh_trace_counts_t *out) {
+  if (!out)
+    return;
+  if (!t) {
+    memset(out, 0, sizeof(*out));
+    return;
+  }
+  *out = t->counts;
+  out->gfp_unknown = t->tp.gfp_unknown;
+}

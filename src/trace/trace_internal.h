@@ -1,0 +1,108 @@
+/*
+ * Trace module internals: the decompressing byte source, the line parsers and the shared
+ * helpers of reader.c and writer.c.  Nothing here is exported (prefix bh__).
+ */
+#ifndef BH_TRACE_INTERNAL_H
+#define BH_TRACE_INTERNAL_H
+
+#include <buddyhint/trace.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <zlib.h>
+#include <zstd.h>
+
+#define bh__trace_likely(x) __builtin_expect(!!(x), 1)
+#define bh__trace_unlikely(x) __builtin_expect(!!(x), 0)
+
+/* Size of a formatted error message, and of the decoded-data window of a reader. */
+#define BH__TRACE_MSG_SIZE 512
+#define BH__TRACE_RAW_CHUNK (256u << 10)
+#define BH__TRACE_BUF_SIZE (1u << 20)
+/* How much text the format detection looks at before giving up. */
+#define BH__TRACE_SNIFF_BYTES (64u << 10)
+
+/* Native binary layout (see reader.c). */
+#define BH__TRACE_BIN_MAGIC "BHTRACE1"
+#define BH__TRACE_BIN_HEADER 16
+#define BH__TRACE_BIN_RECORD 32
+#define BH__TRACE_BIN_VERSION 1
+#define BH__TRACE_BIN_FAILED 0x01u
+/* Native text header line (without version). */
+#define BH__TRACE_TEXT_MAGIC "# buddyhint-trace"
+#define BH__TRACE_TEXT_VERSION 1
+
+/* ---------------------------------------------------------------------------------------- */
+/* Byte source: a file descriptor, decompressed on the fly (source.c)                        */
+/* ---------------------------------------------------------------------------------------- */
+
+typedef struct bh__src {
+  int fd;
+  bool close_fd;
+  int comp;               /* enum bh_trace_compression */
+  const char *name;       /* for messages */
+  char *msg;              /* where errors are formatted (BH__TRACE_MSG_SIZE bytes) */
+  unsigned char *in;      /* raw (compressed) bytes */
+  size_t in_pos, in_len;  /* unread raw bytes are in[in_pos, in_len) */
+  bool in_eof;
+  int err;                /* sticky error of the source */
+  z_stream z;
+  bool z_ready, z_member_end;
+  ZSTD_DStream *zd;
+  size_t zd_hint;         /* last ZSTD_decompressStream result: 0 = at a frame boundary */
+} bh__src_t;
+
+/* Opens path ("-" = stdin) and looks at the first bytes for a compression magic.  Returns 0 or
+ * BH_ESYS/BH_EIO/BH_ENOMEM with the message in src->msg. */
+int bh__src_open(bh__src_t *src, const char *path, const char *name, char *msg);
+/* Reads up to cap decompressed bytes into dst.  Returns the number of bytes (0 = end of data)
+ * or a negative BH_E* code with the message in src->msg (sticky). */
+long bh__src_read(bh__src_t *src, unsigned char *dst, size_t cap);
+void bh__src_close(bh__src_t *src);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Parsing (parse.c, gfp.c)                                                                  */
+/* ---------------------------------------------------------------------------------------- */
+
+enum bh__line_kind {
+  BH__LINE_OTHER,     /* comment, blank line, another event */
+  BH__LINE_EVENT,     /* one of our events, *ev filled */
+  BH__LINE_MALFORMED  /* names one of our events (or, native text, any line) but is bad */
+};
+
+/* State shared by the line parsers of one reader. */
+typedef struct bh__tparse {
+  uint64_t gfp_unknown;   /* names bh_gfp_parse did not know */
+  /* one-entry cache of the last gfp_flags text: traces repeat a handful of masks */
+  char gfp_text[64];
+  size_t gfp_len;
+  uint32_t gfp_bits;
+  int gfp_unknown_last;
+  char why[192];          /* what is wrong with a malformed line */
+} bh__tparse_t;
+
+/* What the format sniffing learns from a kernel text line. */
+typedef struct bh__kline_shape {
+  bool event_line;        /* the line has the task/pid/cpu/timestamp/event prefix */
+  bool perf;              /* it looks like perf script (sys:event, "comm pid") */
+} bh__kline_shape_t;
+
+/* ftrace and perf script lines (one parser: the shapes differ only in the prefix). */
+int bh__parse_kernel_line(bh__tparse_t *p, const char *s, size_t n, bh_event_t *ev,
+                          bh__kline_shape_t *shape);
+/* Native text lines. */
+int bh__parse_native_line(bh__tparse_t *p, const char *s, size_t n, bh_event_t *ev);
+/* gfp_flags text through the parser's cache; returns bh_gfp_parse's result. */
+int bh__gfp_parse_cached(bh__tparse_t *p, const char *s, size_t n, uint32_t *gfp);
+
+/* Fills ev->zone from ev->gfp for an alloc (bh_gfp_zone), 0 otherwise. */
+static inline void bh__trace_set_zone(bh_event_t *ev) {
+  ev->zone = ev->op == BH_EV_ALLOC ? (uint8_t)bh_gfp_zone(ev->gfp) : 0;
+}
+
+/* Calling thread's message for failures that have no handle to keep them (open, writer). */
+char *bh__trace_tls_msg(void);
+
+#endif

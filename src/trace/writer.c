@@ -1,0 +1,366 @@
+/*
+ * Trace writer: native text or native binary (formats described in reader.c and
+ * traces/FORMAT.md), optionally through gzip (zlib deflate, level 6) or zstd (level 3, with
+ * the frame checksum so that damaged files are noticed, as gzip's CRC-32 does).
+ *
+ * Events are formatted into a 1 MiB buffer which is compressed and written when full and at
+ * close.  Text lines carry only what is known: cpu, pid and mt are left out when -1, gfp when
+ * 0, failed when 0; gfp is written with bh_gfp_format() names, which read back to the same
+ * bits.
+ */
+#include "trace/trace_internal.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define W_BUF_SIZE (1u << 20)
+#define W_LINE_MAX 512 /* room kept free for one event */
+
+struct bh_trace_writer {
+  int fd;
+  bool close_fd;
+  int format, comp;
+  int err;               /* sticky */
+  uint64_t nr;           /* events written */
+  char *name;
+  unsigned char *buf;    /* uncompressed bytes not yet handed on */
+  size_t len;
+  unsigned char *cbuf;   /* compressed output */
+  z_stream z;
+  bool z_ready;
+  ZSTD_CStream *zc;
+};
+
+static int w_fail(bh_trace_writer_t *w, int err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int w_fail(bh_trace_writer_t *w, int err, const char *fmt, ...) {
+  char *msg = bh__trace_tls_msg();
+  int n = snprintf(msg, BH__TRACE_MSG_SIZE, "%s: ", w->name ? w->name : "?");
+  va_list ap;
+  va_start(ap, fmt);
+  if (n > 0 && n < BH__TRACE_MSG_SIZE)
+    vsnprintf(msg + n, BH__TRACE_MSG_SIZE - (size_t)n, fmt, ap);
+  va_end(ap);
+  return err;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Output                                                                                    */
+/* ---------------------------------------------------------------------------------------- */
+
+static int write_all(bh_trace_writer_t *w, const unsigned char *p, size_t n) {
+  while (n > 0) {
+    ssize_t r = write(w->fd, p, n);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      return w->err = w_fail(w, BH_EIO, "write error: %s", r < 0 ? strerror(errno) : "no progress");
+    p += r;
+    n -= (size_t)r;
+  }
+  return 0;
+}
+
+static int flush_gzip(bh_trace_writer_t *w, bool finish) {
+  z_stream *z = &w->z;
+  z->next_in = w->buf;
+  z->avail_in = (uInt)w->len;
+  for (;;) {
+    z->next_out = w->cbuf;
+    z->avail_out = W_BUF_SIZE;
+    int ret = deflate(z, finish ? Z_FINISH : Z_NO_FLUSH);
+    if (ret == Z_STREAM_ERROR)
+      return w->err = w_fail(w, BH_EIO, "gzip compression failed");
+    int err = write_all(w, w->cbuf, W_BUF_SIZE - z->avail_out);
+    if (err)
+      return err;
+    if (finish ? ret == Z_STREAM_END : z->avail_in == 0 && z->avail_out != 0)
+      return 0;
+  }
+}
+
+static int flush_zstd(bh_trace_writer_t *w, bool finish) {
+  ZSTD_inBuffer in = {w->buf, w->len, 0};
+  for (;;) {
+    ZSTD_outBuffer out = {w->cbuf, W_BUF_SIZE, 0};
+    size_t ret = ZSTD_compressStream2(w->zc, &out, &in, finish ? ZSTD_e_end : ZSTD_e_continue);
+    if (ZSTD_isError(ret))
+      return w->err = w_fail(w, BH_EIO, "zstd compression failed: %s", ZSTD_getErrorName(ret));
+    int err = write_all(w, w->cbuf, out.pos);
+    if (err)
+      return err;
+    if (finish ? ret == 0 : in.pos == in.size)
+      return 0;
+  }
+}
+
+/* Hands the buffered bytes on; finish also ends the compressed stream. */
+static int flush_buf(bh_trace_writer_t *w, bool finish) {
+  int err;
+  if (w->err)
+    return w->err;
+  if (w->comp == BH_TRACE_COMP_GZIP)
+    err = flush_gzip(w, finish);
+  else if (w->comp == BH_TRACE_COMP_ZSTD)
+    err = flush_zstd(w, finish);
+  else
+    err = write_all(w, w->buf, w->len);
+  w->len = 0;
+  return err;
+}
+
+static inline int reserve(bh_trace_writer_t *w) {
+  if (bh__trace_unlikely(W_BUF_SIZE - w->len < W_LINE_MAX))
+    return flush_buf(w, false);
+  return 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Encoding                                                                                  */
+/* ---------------------------------------------------------------------------------------- */
+
+static char *put_str(char *p, const char *s) {
+  size_t n = strlen(s);
+  memcpy(p, s, n);
+  return p + n;
+}
+
+static char *put_u64(char *p, uint64_t v) {
+  char tmp[20];
+  int n = 0;
+  do {
+    tmp[n++] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v);
+  while (n)
+    *p++ = tmp[--n];
+  return p;
+}
+
+static char *put_i64(char *p, int64_t v) {
+  if (v < 0) {
+    *p++ = '-';
+    return put_u64(p, (uint64_t)0 - (uint64_t)v);
+  }
+  return put_u64(p, (uint64_t)v);
+}
+
+static char *put_hex(char *p, uint64_t v) {
+  static const char digits[] = "0123456789abcdef";
+  char tmp[16];
+  int n = 0;
+  do {
+    tmp[n++] = digits[v & 15];
+    v >>= 4;
+  } while (v);
+  *p++ = '0';
+  *p++ = 'x';
+  while (n)
+    *p++ = tmp[--n];
+  return p;
+}
+
+static int encode_text(bh_trace_writer_t *w, const bh_event_t *ev) {
+  static const char ops[] = {'?', 'A', 'F', 'B'};
+  char *p = (char *)w->buf + w->len;
+  p = put_u64(p, ev->time_ns);
+  *p++ = ' ';
+  *p++ = ops[ev->op];
+  *p++ = ' ';
+  p = put_hex(p, ev->pfn);
+  *p++ = ' ';
+  p = put_u64(p, ev->order);
+  if (ev->cpu >= 0)
+    p = put_i64(put_str(p, " cpu="), ev->cpu);
+  if (ev->pid >= 0)
+    p = put_i64(put_str(p, " pid="), ev->pid);
+  if (ev->migratetype >= 0)
+    p = put_i64(put_str(p, " mt="), ev->migratetype);
+  if (ev->gfp) {
+    p = put_str(p, " gfp=");
+    int n = bh_gfp_format(ev->gfp, p, 256);
+    if (n < 0)
+      return n; /* checked by the caller already */
+    p += n;
+  }
+  if (ev->failed)
+    p = put_str(p, " failed=1");
+  *p++ = '\n';
+  w->len = (size_t)(p - (char *)w->buf);
+  return 0;
+}
+
+static void encode_binary(bh_trace_writer_t *w, const bh_event_t *ev) {
+  unsigned char *r = w->buf + w->len;
+  uint64_t t64 = htole64(ev->time_ns), pfn = htole64(ev->pfn);
+  uint32_t gfp = htole32(ev->gfp), pid = htole32((uint32_t)ev->pid);
+  uint16_t cpu = htole16((uint16_t)(int16_t)ev->cpu);
+  memcpy(r, &t64, 8);
+  memcpy(r + 8, &pfn, 8);
+  memcpy(r + 16, &gfp, 4);
+  memcpy(r + 20, &pid, 4);
+  memcpy(r + 24, &cpu, 2);
+  r[26] = ev->op;
+  r[27] = ev->order;
+  r[28] = (uint8_t)ev->migratetype;
+  r[29] = ev->failed ? BH__TRACE_BIN_FAILED : 0;
+  r[30] = 0;
+  r[31] = 0;
+  w->len += BH__TRACE_BIN_RECORD;
+}
+
+/* Returns NULL if the format can hold ev, else what is wrong. */
+static const char *check_event(const bh_trace_writer_t *w, const bh_event_t *ev) {
+  if (ev->op < BH_EV_ALLOC || ev->op > BH_EV_FREE_BATCHED)
+    return "bad op";
+  if (ev->order > BH_TRACE_MAX_ORDER)
+    return "order above 63";
+  if (ev->pid < -1 || ev->cpu < -1 || ev->migratetype < -1)
+    return "pid, cpu or migratetype below -1";
+  if (ev->failed > 1)
+    return "failed is not 0 or 1";
+  if (ev->op != BH_EV_ALLOC && (ev->gfp || ev->failed))
+    return "gfp or failed set on a free";
+  if (w->format == BH_TRACE_NATIVE_BINARY && ev->cpu > INT16_MAX)
+    return "cpu above 32767";
+  if (w->format == BH_TRACE_NATIVE_TEXT && ev->gfp) {
+    char tmp[256];
+    if (bh_gfp_format(ev->gfp, tmp, sizeof(tmp)) < 0)
+      return "gfp has a bit without a kernel name";
+  }
+  return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Public calls                                                                              */
+/* ---------------------------------------------------------------------------------------- */
+
+static void writer_free(bh_trace_writer_t *w) {
+  if (w->z_ready)
+    deflateEnd(&w->z);
+  ZSTD_freeCStream(w->zc);
+  if (w->close_fd && w->fd >= 0)
+    close(w->fd);
+  free(w->buf);
+  free(w->cbuf);
+  free(w->name);
+  free(w);
+}
+
+static int start_encoder(bh_trace_writer_t *w) {
+  if (w->comp == BH_TRACE_COMP_NONE)
+    return 0;
+  w->cbuf = malloc(W_BUF_SIZE);
+  if (!w->cbuf)
+    return w_fail(w, BH_ENOMEM, "out of memory");
+  if (w->comp == BH_TRACE_COMP_GZIP) {
+    if (deflateInit2(&w->z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+      return w_fail(w, BH_ENOMEM, "cannot start the gzip encoder");
+    w->z_ready = true;
+  } else {
+    w->zc = ZSTD_createCStream();
+    if (!w->zc || ZSTD_isError(ZSTD_CCtx_setParameter(w->zc, ZSTD_c_compressionLevel, 3)) ||
+        ZSTD_isError(ZSTD_CCtx_setParameter(w->zc, ZSTD_c_checksumFlag, 1)))
+      return w_fail(w, BH_ENOMEM, "cannot start the zstd encoder");
+  }
+  return 0;
+}
+
+static void put_header(bh_trace_writer_t *w) {
+  if (w->format == BH_TRACE_NATIVE_BINARY) {
+    uint32_t version = htole32(BH__TRACE_BIN_VERSION), rsize = htole32(BH__TRACE_BIN_RECORD);
+    memcpy(w->buf, BH__TRACE_BIN_MAGIC, 8);
+    memcpy(w->buf + 8, &version, 4);
+    memcpy(w->buf + 12, &rsize, 4);
+    w->len = BH__TRACE_BIN_HEADER;
+  } else {
+    int n = snprintf((char *)w->buf, W_LINE_MAX,
+                     "%s %d\n# TIME_NS OP(A/F/B) PFN ORDER [cpu= pid= mt= gfp= failed=]\n",
+                     BH__TRACE_TEXT_MAGIC, BH__TRACE_TEXT_VERSION);
+    w->len = (size_t)n;
+  }
+}
+
+int bh_trace_writer_open(const char *path, int format, int compression,
+                         bh_trace_writer_t **out) {
+  char *msg = bh__trace_tls_msg();
+  if (out)
+    *out = NULL;
+  if (!path || !out || (format != BH_TRACE_NATIVE_TEXT && format != BH_TRACE_NATIVE_BINARY) ||
+      compression < BH_TRACE_COMP_NONE || compression > BH_TRACE_COMP_ZSTD) {
+    snprintf(msg, BH__TRACE_MSG_SIZE, "%s: bad writer arguments", path ? path : "(null)");
+    return BH_EINVAL;
+  }
+  bh_trace_writer_t *w = calloc(1, sizeof(*w));
+  if (!w) {
+    snprintf(msg, BH__TRACE_MSG_SIZE, "%s: out of memory", path);
+    return BH_ENOMEM;
+  }
+  w->fd = -1;
+  w->format = format;
+  w->comp = compression;
+  w->name = strdup(strcmp(path, "-") == 0 ? "<stdout>" : path);
+  w->buf = malloc(W_BUF_SIZE);
+  int err = 0;
+  if (!w->name || !w->buf)
+    err = w_fail(w, BH_ENOMEM, "out of memory");
+  if (!err)
+    err = start_encoder(w);
+  if (!err && strcmp(path, "-") == 0) {
+    w->fd = STDOUT_FILENO;
+  } else if (!err) {
+    w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (w->fd < 0)
+      err = w_fail(w, BH_ESYS, "cannot create: %s", strerror(errno));
+    w->close_fd = true;
+  }
+  if (err) {
+    int e = errno;
+    writer_free(w);
+    errno = e;
+    return err;
+  }
+  put_header(w);
+  *out = w;
+  return 0;
+}
+
+int bh_trace_write(bh_trace_writer_t *w, const bh_event_t *ev) {
+  if (!w || !ev)
+    return BH_EINVAL;
+  if (bh__trace_unlikely(w->err))
+    return w->err;
+  const char *why = check_event(w, ev);
+  if (bh__trace_unlikely(why != NULL))
+    return w_fail(w, BH_EINVAL, "event %llu: %s", (unsigned long long)w->nr, why);
+  int err = reserve(w);
+  if (err)
+    return err;
+  if (w->format == BH_TRACE_NATIVE_BINARY)
+    encode_binary(w, ev);
+  else
+    encode_text(w, ev);
+  w->nr++;
+  return 0;
+}
+
+int bh_trace_writer_close(bh_trace_writer_t *w) {
+  if (!w)
+    return 0;
+  int err = flush_buf(w, true);
+  if (w->close_fd && w->fd >= 0) {
+    int r = close(w->fd);
+    w->fd = -1;
+    if (r != 0 && !err)
+      err = w_fail(w, BH_EIO, "close failed: %s", strerror(errno));
+  }
+  writer_free(w);
+  return err;
+}
