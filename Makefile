@@ -1,0 +1,127 @@
+# A thin front end to CMake for the README's two commands and a few chores.
+#
+#   make demo      build, then `buddyhint compare` on a sample trace from traces/ (DEMO_TRACE=...);
+#                  without the command or a trace, examples/demo.c
+#   make test      build and run every test twice: a RelWithDebInfo build in build/, then an
+#                  AddressSanitizer + UndefinedBehaviorSanitizer build in build-asan/
+#
+# Both install the Debian packages they need first (make deps).  Other targets: build, install
+# (PREFIX=..., DESTDIR is honoured), bench (BENCH_ARGS=--quick), plots, format, format-check,
+# deps, clean.
+
+SHELL          := /bin/bash
+.SHELLFLAGS    := -o pipefail -c
+
+BUILD          ?= build
+ASAN_BUILD     ?= build-asan
+BUILD_TYPE     ?= RelWithDebInfo
+# Debug for the sanitizer build: assertions on, and -O0 sees other bugs than -O2 does.
+ASAN_BUILD_TYPE ?= Debug
+PREFIX         ?= /usr/local
+JOBS           ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE          ?= cmake
+CTEST          ?= ctest
+CMAKE_FLAGS    ?=
+CLANG_FORMAT   ?= clang-format
+ASAN_OPTIONS   ?= detect_leaks=1
+UBSAN_OPTIONS  ?= print_stacktrace=1
+
+DEB_PACKAGES := build-essential cmake pkg-config libcmocka-dev libjemalloc-dev libnuma-dev \
+                zlib1g-dev libzstd-dev gnuplot-nox
+
+# The trace `make demo` compares the strategies on: a recorded memhog run (a guest without swap
+# that allocates, touches and frees 300 MiB), else the first sample trace there is.
+DEMO_TRACE ?= $(firstword $(wildcard traces/real-memhog-300M.bht.zst) \
+                          $(sort $(wildcard traces/*.bht traces/*.bht.*)))
+
+SOURCES = $(shell find src include tests examples bench -name '*.[ch]' 2>/dev/null)
+
+.PHONY: all deps configure build demo test test-release test-asan install bench plots \
+        format format-check clean
+
+all: build
+
+# Installs the missing packages only: apt-get runs when something is missing, and never as a
+# matter of course.  Not on Debian (no dpkg-query), it says what is needed and goes on.
+deps:
+	@if ! command -v dpkg-query >/dev/null 2>&1; then \
+	  echo "deps: not a Debian system; make sure these (or their equivalents) are installed:"; \
+	  echo "      $(DEB_PACKAGES)"; \
+	  exit 0; \
+	fi; \
+	missing=; \
+	for p in $(DEB_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -z "$$missing" ]; then echo "deps: all packages installed"; exit 0; fi; \
+	echo "deps: installing$$missing"; \
+	sudo=; [ "$$(id -u)" -eq 0 ] || sudo=sudo; \
+	$$sudo apt-get update && \
+	$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing
+
+configure: deps
+	$(CMAKE) -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS)
+
+build: configure
+	$(CMAKE) --build $(BUILD) -j $(JOBS)
+
+demo: build
+	@if [ -x $(BUILD)/buddyhint ] && [ -n "$(DEMO_TRACE)" ]; then \
+	  echo "$(BUILD)/buddyhint compare $(DEMO_TRACE)"; \
+	  $(BUILD)/buddyhint compare $(DEMO_TRACE); \
+	else \
+	  echo "$(BUILD)/examples/demo"; \
+	  $(BUILD)/examples/demo; \
+	fi
+
+# Runs both builds' tests even if the first fails, then fails if either did, and closes with the
+# count over both builds.
+test: deps
+	@rc=0; rm -f $(BUILD)/ctest.log $(ASAN_BUILD)/ctest.log; \
+	$(MAKE) --no-print-directory test-release || rc=1; \
+	$(MAKE) --no-print-directory test-asan || rc=1; \
+	echo; passed=0; failed=0; \
+	for d in $(BUILD) $(ASAN_BUILD); do \
+	  counts=$$(awk '/tests passed, [0-9]+ tests? failed out of/ { print $$NF - $$4, $$4 }' \
+	            $$d/ctest.log 2>/dev/null | tail -n 1); \
+	  if [ -z "$$counts" ]; then echo "$$d: no tests ran (see above)"; rc=1; continue; fi; \
+	  read -r p f <<<"$$counts"; echo "$$d: $$p passed, $$f failed"; \
+	  passed=$$((passed + p)); failed=$$((failed + f)); \
+	done; \
+	[ $$rc -eq 0 ] || echo "make test: FAILED"; \
+	echo "summary: $$passed passed, $$failed failed"; \
+	exit $$rc
+
+test-release:
+	@echo "==== $(BUILD): $(BUILD_TYPE) build and tests"
+	$(CMAKE) -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DBH_BUILD_TESTS=ON $(CMAKE_FLAGS)
+	$(CMAKE) --build $(BUILD) -j $(JOBS)
+	cd $(BUILD) && $(CTEST) -V -j $(JOBS) 2>&1 | tee ctest.log
+
+test-asan:
+	@echo "==== $(ASAN_BUILD): AddressSanitizer + UndefinedBehaviorSanitizer build and tests"
+	$(CMAKE) -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=$(ASAN_BUILD_TYPE) -DBH_ASAN=ON \
+	  -DBH_UBSAN=ON -DBH_BUILD_BENCH=OFF -DBH_BUILD_TESTS=ON $(CMAKE_FLAGS)
+	$(CMAKE) --build $(ASAN_BUILD) -j $(JOBS)
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=$(ASAN_OPTIONS) UBSAN_OPTIONS=$(UBSAN_OPTIONS) \
+	  $(CTEST) -V -j $(JOBS) 2>&1 | tee ctest.log
+
+install: build
+	$(CMAKE) --install $(BUILD) --prefix $(PREFIX)
+
+bench: build
+	@if [ -x bench/run-all ]; then BH_BUILD_DIR=$(BUILD) bench/run-all $(BENCH_ARGS); \
+	else echo "bench: no bench/run-all yet"; fi
+
+plots:
+	@if [ -x plots/run-all ]; then BH_BUILD_DIR=$(BUILD) plots/run-all $(PLOTS_ARGS); \
+	else echo "plots: no plots/run-all yet"; fi
+
+format:
+	$(CLANG_FORMAT) -i $(SOURCES)
+
+format-check:
+	$(CLANG_FORMAT) --dry-run -Werror $(SOURCES)
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

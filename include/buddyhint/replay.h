@@ -1,0 +1,80 @@
+/*
+ * Trace replay: a recorded (or synthetic) page allocation trace is played through an arena
+ * with a hinting strategy attached.  The trace's pfns only identify allocations: the arena
+ * allocates on its own and keeps a map from recorded blocks to its blocks.  Time is virtual,
+ * taken from the trace timestamps, so a replay is deterministic: the same trace, configuration
+ * and seed give the same summary (wall-clock figures aside).
+ */
+#ifndef BUDDYHINT_REPLAY_H
+#define BUDDYHINT_REPLAY_H
+
+#include <buddyhint.h>
+#include <buddyhint/strategy.h>
+#include <buddyhint/trace.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum bh_touch {
+  BH_TOUCH_PAGE, /* write one byte in every allocated page (default): resident memory is real */
+  BH_TOUCH_NONE, /* write nothing */
+  BH_TOUCH_FULL  /* fill every allocated page */
+};
+
+typedef struct bh_replay_config {
+  const char *trace;        /* path ("-" = stdin is refused: a replay reads the trace twice) */
+  bh_config_t arena;        /* arena settings; its zone sizes are ignored, see memory_bytes */
+  uint64_t memory_bytes;    /* 0 = peak live memory of the trace + 25 % + 64 MiB, 4 MiB aligned */
+  bh_hint_config_t hint;    /* strategy, options, report mode */
+  uint64_t idle_ns;         /* virtual idle time after the last event (default 60 s) */
+  enum bh_touch touch;      /* default BH_TOUCH_PAGE */
+  double speed;             /* 0 = virtual clock (default); > 0 = wall clock at this speed */
+  bool lenient;             /* skip malformed lines (counted) instead of failing */
+  uint64_t check_every;     /* run bh_arena_check every N events (0 = never) and at the end */
+  bool check_after_steps;   /* also after every worker step */
+  uint64_t sample_ns;       /* timeline sample interval in virtual time (default 1 s) */
+  FILE *timeline;           /* CSV timeline output, or NULL */
+  FILE *check_report;       /* where check violations are described, or NULL */
+  bool progress;            /* progress line on stderr */
+} bh_replay_config_t;
+
+/* Fills the defaults documented above (the arena defaults of bh_config_init). */
+BH_API void bh_replay_config_init(bh_replay_config_t *cfg);
+
+#define BH_REPLAY_MAX_STATS 48
+
+typedef struct bh_replay_summary {
+  char trace[512], strategy[64], backing[16], report_mode[16], trace_format[32];
+  uint64_t events, allocs, frees, alloc_failures, unknown_frees, skipped_lines;
+  uint64_t malformed_lines, trace_failed_allocs, split_frees, orders_too_large;
+  uint64_t lost_frees; /* a recorded pfn allocated again while still live: freed for it */
+  uint64_t batched_dups; /* mm_page_free_batched events repeating an mm_page_free */
+  uint64_t memory_bytes, nr_cpus;
+  double virtual_seconds, wall_seconds, cpu_seconds;
+  uint64_t rss_peak_bytes, rss_final_bytes, live_peak_bytes, live_final_bytes;
+  uint64_t reported_bytes, madvise_calls, refaults, refault_blocks, minflt;
+  long check_violations;
+  uint64_t arena_stats[BH_NR_STATS];
+  int nr_strategy_stats;
+  char strategy_stat_names[BH_REPLAY_MAX_STATS][32];
+  double strategy_stats[BH_REPLAY_MAX_STATS];
+} bh_replay_summary_t;
+
+/*
+ * Runs a replay.  Returns 0 with *out filled; BH_EFORMAT for a malformed trace (err says
+ * "FILE:LINE: what"), BH_EIO for a file that cannot be read, BH_EINVAL/BH_ENOENT for a bad
+ * configuration or strategy, BH_ENOMEM if the arena cannot be created.  err (errlen bytes) gets
+ * a message on failure.
+ */
+BH_API int bh_replay_run(const bh_replay_config_t *cfg, bh_replay_summary_t *out, char *err,
+                         size_t errlen);
+
+/* Writes the summary as one JSON object (keys documented in the README). */
+BH_API int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *out, int indent);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

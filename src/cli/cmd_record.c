@@ -1,0 +1,529 @@
+/*
+ * buddyhint record: a real trace of a command, from the running kernel's kmem tracepoints.
+ *
+ * The events are recorded in a tracefs instance of our own (instances/buddyhint-PID): its
+ * ring buffer, event switches and tracing_on are separate from the top-level ones, so nobody
+ * else's tracing is disturbed and nothing has to be restored; the instance is removed at the
+ * end.  If instances cannot be made, the top-level buffer is used and everything we change in
+ * it (buffer_size_kb, options/overwrite, the three events' enable, tracing_on) is saved first
+ * and restored afterwards.
+ *
+ * Sequence: mount tracefs if needed; set the per-cpu buffer size, overwrite=0 (a full buffer
+ * drops the newest events, counted as "dropped events", rather than overwriting the oldest);
+ * clear the buffer; enable kmem:mm_page_alloc, mm_page_free and mm_page_free_batched;
+ * tracing_on=1; fork and exec the command and wait for it; tracing_on=0; read the `trace` file
+ * through the ftrace reader and write the native trace.
+ */
+#include "cli/cli.h"
+
+#include <buddyhint/trace.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define VERB "record"
+#define TRACEFS "/sys/kernel/tracing"
+#define DEBUGFS_TRACING "/sys/kernel/debug/tracing"
+#define DEFAULT_BUFFER_KB 65536u
+#define MIN_BUFFER_KB 1024u
+
+static const char *const kmem_events[] = {"mm_page_alloc", "mm_page_free", "mm_page_free_batched"};
+#define NR_EVENTS 3
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: buddyhint record -o FILE [--buffer-kb N] [--format text|binary]\n"
+          "                        [--compress none|gzip|zstd] [--] CMD [ARGS]...\n"
+          "\n"
+          "Records the page allocator events of the running kernel (kmem:mm_page_alloc,\n"
+          "mm_page_free, mm_page_free_batched) while CMD runs, and writes them as a native\n"
+          "trace.  The kernel's allocator is global, so the trace holds the whole system's\n"
+          "events during that time, not only CMD's.  Needs root: tracefs is mounted at\n" TRACEFS
+          " if it is not, and the events go to a tracefs instance of\n"
+          "our own (removed afterwards), so other tracing users are not disturbed.\n"
+          "\n"
+          "options:\n"
+          "  -o, --output FILE      the trace to write ('-' = standard output; CMD's own\n"
+          "                         standard output then goes to standard error)\n"
+          "  --buffer-kb N          ring buffer per cpu in KiB (default %u, less if memory is\n"
+          "                         short: at most 1/8 of MemAvailable over all cpus); a full\n"
+          "                         buffer drops the newest events, with a warning\n"
+          "  --format text|binary   default: binary if FILE ends in .bht or .bin (before any\n"
+          "                         .gz/.zst), else text\n"
+          "  --compress none|gzip|zstd\n"
+          "                         default: gzip for .gz, zstd for .zst, else none\n"
+          "  -h, --help             this help\n"
+          "\n"
+          "The event count, the duration and CMD's exit status go to standard error; CMD's\n"
+          "own exit status does not change ours.\n"
+          "exit status: 0 recorded, 1 not root, tracefs unusable, CMD could not be started,\n"
+          "or the trace could not be written; 2 bad usage.\n",
+          DEFAULT_BUFFER_KB);
+}
+
+/* ---- tracefs ---- */
+
+typedef struct tracer {
+  char root[64]; /* the tracefs mount */
+  char dir[128]; /* where we work: our instance, or root */
+  bool mounted;  /* we mounted tracefs (and unmount it at the end) */
+  bool instance; /* dir is an instance we made (and remove at the end) */
+  bool saved;    /* top-level fallback: the values below are to be restored */
+  char on[16], kb[32], overwrite[16], ev[NR_EVENTS][16];
+} tracer_t;
+
+static int tf_write(const tracer_t *tr, const char *rel, const char *val) {
+  char p[512];
+  snprintf(p, sizeof(p), "%s/%s", tr->dir, rel);
+  int fd = open(p, O_WRONLY | O_TRUNC | O_CLOEXEC);
+  if (fd < 0)
+    return -errno;
+  size_t n = strlen(val);
+  ssize_t w = n ? write(fd, val, n) : 0;
+  int e = w < 0 ? errno : 0;
+  close(fd);
+  return e ? -e : 0;
+}
+
+/* Reads a small file, trailing newline dropped.  Returns 0 or -errno. */
+static int tf_read(const tracer_t *tr, const char *rel, char *buf, size_t cap) {
+  char p[512];
+  snprintf(p, sizeof(p), "%s/%s", tr->dir, rel);
+  int fd = open(p, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -errno;
+  ssize_t n = read(fd, buf, cap - 1);
+  int e = n < 0 ? errno : 0;
+  close(fd);
+  if (n < 0)
+    return -e;
+  buf[n] = '\0';
+  while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+    buf[--n] = '\0';
+  return 0;
+}
+
+/* Finds or mounts tracefs and makes our instance (or saves the top-level state). */
+static int tracer_open(tracer_t *tr) {
+  memset(tr, 0, sizeof(*tr));
+  if (!access(TRACEFS "/trace", F_OK)) {
+    snprintf(tr->root, sizeof(tr->root), "%s", TRACEFS);
+  } else if (!access(DEBUGFS_TRACING "/trace", F_OK)) {
+    snprintf(tr->root, sizeof(tr->root), "%s", DEBUGFS_TRACING);
+  } else {
+    if (mount("nodev", TRACEFS, "tracefs", 0, NULL)) {
+      fprintf(stderr, "buddyhint record: cannot mount tracefs at " TRACEFS ": %s\n",
+              strerror(errno));
+      return -1;
+    }
+    tr->mounted = true;
+    snprintf(tr->root, sizeof(tr->root), "%s", TRACEFS);
+  }
+  snprintf(tr->dir, sizeof(tr->dir), "%s/instances/buddyhint-%d", tr->root, (int)getpid());
+  if (!mkdir(tr->dir, 0750)) {
+    tr->instance = true;
+    return 0;
+  }
+  fprintf(stderr,
+          "buddyhint record: cannot make a tracefs instance (%s): %s; using the "
+          "top-level buffer and restoring it afterwards\n",
+          tr->dir, strerror(errno));
+  snprintf(tr->dir, sizeof(tr->dir), "%s", tr->root);
+  char kb[64];
+  if (tf_read(tr, "tracing_on", tr->on, sizeof(tr->on)) ||
+      tf_read(tr, "buffer_size_kb", kb, sizeof(kb)) ||
+      tf_read(tr, "options/overwrite", tr->overwrite, sizeof(tr->overwrite))) {
+    fprintf(stderr, "buddyhint record: cannot read the tracing state in %s\n", tr->dir);
+    return -1;
+  }
+  /* "7 (expanded: 1408)" means the buffer was never used: restore the expanded size.
+   * "X" means the cpus differ: leave the size alone. */
+  const char *ex = strstr(kb, "expanded: ");
+  if (ex)
+    snprintf(tr->kb, sizeof(tr->kb), "%ld", strtol(ex + 10, NULL, 10));
+  else if (kb[0] != 'X')
+    snprintf(tr->kb, sizeof(tr->kb), "%ld", strtol(kb, NULL, 10));
+  for (int i = 0; i < NR_EVENTS; i++) {
+    char rel[96];
+    snprintf(rel, sizeof(rel), "events/kmem/%s/enable", kmem_events[i]);
+    if (tf_read(tr, rel, tr->ev[i], sizeof(tr->ev[i])))
+      snprintf(tr->ev[i], sizeof(tr->ev[i]), "0");
+  }
+  tr->saved = true;
+  return 0;
+}
+
+/* Undoes tracer_open and whatever was changed since. */
+static void tracer_close(tracer_t *tr) {
+  tf_write(tr, "tracing_on", "0");
+  for (int i = 0; i < NR_EVENTS; i++) {
+    char rel[96];
+    snprintf(rel, sizeof(rel), "events/kmem/%s/enable", kmem_events[i]);
+    tf_write(tr, rel, tr->saved ? tr->ev[i] : "0");
+  }
+  if (tr->instance) {
+    if (rmdir(tr->dir))
+      fprintf(stderr, "buddyhint record: warning: cannot remove the tracefs instance %s: %s\n",
+              tr->dir, strerror(errno));
+  } else if (tr->saved) {
+    tf_write(tr, "trace", "");
+    if (tr->kb[0])
+      tf_write(tr, "buffer_size_kb", tr->kb);
+    tf_write(tr, "options/overwrite", tr->overwrite);
+    tf_write(tr, "tracing_on", tr->on);
+  }
+  if (tr->mounted && umount(tr->root))
+    fprintf(stderr, "buddyhint record: warning: cannot unmount %s: %s\n", tr->root,
+            strerror(errno));
+}
+
+static int tracer_setup(tracer_t *tr, unsigned buffer_kb) {
+  char kb[32];
+  int e;
+  snprintf(kb, sizeof(kb), "%u", buffer_kb);
+  if ((e = tf_write(tr, "tracing_on", "0")) || (e = tf_write(tr, "buffer_size_kb", kb))) {
+    fprintf(stderr, "buddyhint record: cannot set a %u KiB buffer per cpu in %s: %s\n", buffer_kb,
+            tr->dir, strerror(-e));
+    return -1;
+  }
+  if ((e = tf_write(tr, "options/overwrite", "0")))
+    fprintf(stderr, "buddyhint record: warning: cannot set options/overwrite: %s\n", strerror(-e));
+  if ((e = tf_write(tr, "trace", ""))) {
+    fprintf(stderr, "buddyhint record: cannot clear %s/trace: %s\n", tr->dir, strerror(-e));
+    return -1;
+  }
+  for (int i = 0; i < NR_EVENTS; i++) {
+    char rel[96];
+    snprintf(rel, sizeof(rel), "events/kmem/%s/enable", kmem_events[i]);
+    if ((e = tf_write(tr, rel, "1"))) {
+      fprintf(stderr, "buddyhint record: cannot enable kmem:%s: %s\n", kmem_events[i],
+              strerror(-e));
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* Sums "overrun" and "dropped events" over per_cpu/cpu*\/stats; false if none were readable. */
+static bool lost_events(const tracer_t *tr, unsigned long long *overrun,
+                        unsigned long long *dropped) {
+  char p[256];
+  snprintf(p, sizeof(p), "%s/per_cpu", tr->dir);
+  DIR *d = opendir(p);
+  bool any = false;
+  *overrun = *dropped = 0;
+  if (!d)
+    return false;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (strncmp(e->d_name, "cpu", 3))
+      continue;
+    char rel[300], buf[1024];
+    snprintf(rel, sizeof(rel), "per_cpu/%s/stats", e->d_name);
+    if (tf_read(tr, rel, buf, sizeof(buf)))
+      continue;
+    any = true;
+    for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+      if (!strncmp(line, "overrun:", 8))
+        *overrun += strtoull(line + 8, NULL, 10);
+      else if (!strncmp(line, "dropped events:", 15))
+        *dropped += strtoull(line + 15, NULL, 10);
+    }
+  }
+  closedir(d);
+  return any;
+}
+
+/* The header line "# entries-in-buffer/entries-written: A/B" of the trace file. */
+static void header_counts(const tracer_t *tr, unsigned long long *in_buf,
+                          unsigned long long *written) {
+  char buf[2048];
+  *in_buf = *written = 0;
+  if (tf_read(tr, "trace", buf, sizeof(buf)))
+    return;
+  const char *s = strstr(buf, "entries-in-buffer/entries-written:");
+  if (s)
+    sscanf(s, "entries-in-buffer/entries-written: %llu/%llu", in_buf, written);
+}
+
+/* ---- the command ---- */
+
+static volatile sig_atomic_t got_signal;
+
+static void on_signal(int sig) { got_signal = sig; }
+
+/* Starts argv with tracing on; returns the child's pid, or -1 with errno of the failed
+ * fork/exec.  With stdout_to_stderr (the trace goes to standard output) the command's
+ * standard output is sent to standard error instead, so that it cannot mix with the trace. */
+static pid_t start_command(char **cmd, bool stdout_to_stderr) {
+  int pfd[2];
+  if (pipe2(pfd, O_CLOEXEC))
+    return -1;
+  pid_t pid = fork();
+  if (pid < 0) {
+    int e = errno;
+    close(pfd[0]);
+    close(pfd[1]);
+    errno = e;
+    return -1;
+  }
+  if (pid == 0) {
+    signal(SIGINT, SIG_DFL);
+    signal(SIGQUIT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    close(pfd[0]);
+    if (stdout_to_stderr)
+      dup2(STDERR_FILENO, STDOUT_FILENO);
+    execvp(cmd[0], cmd);
+    int e = errno;
+    if (write(pfd[1], &e, sizeof(e)) < 0)
+      _exit(127);
+    _exit(127);
+  }
+  close(pfd[1]);
+  int e = 0;
+  ssize_t n;
+  while ((n = read(pfd[0], &e, sizeof(e))) < 0 && errno == EINTR)
+    ;
+  close(pfd[0]);
+  if (n == (ssize_t)sizeof(e)) { /* exec failed: reap the child */
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+      ;
+    errno = e;
+    return -1;
+  }
+  return pid;
+}
+
+/* Waits for the child; SIGTERM/SIGHUP to us are passed on to it.  Returns the wait status. */
+static int wait_command(pid_t pid) {
+  int status = 0;
+  bool forwarded = false;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR)
+      return -1;
+    if (got_signal && !forwarded) {
+      kill(pid, got_signal);
+      forwarded = true;
+    }
+  }
+  return status;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Per-cpu buffer size when --buffer-kb is not given. */
+static unsigned default_buffer_kb(void) {
+  unsigned kb = DEFAULT_BUFFER_KB;
+  FILE *f = fopen("/proc/meminfo", "re");
+  long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+  if (!f)
+    return kb;
+  char line[256];
+  unsigned long long avail = 0;
+  while (fgets(line, sizeof(line), f))
+    if (sscanf(line, "MemAvailable: %llu kB", &avail) == 1)
+      break;
+  fclose(f);
+  if (avail && ncpu > 0) {
+    unsigned long long cap = avail / 8 / (unsigned long long)ncpu;
+    if (cap < kb)
+      kb = cap < MIN_BUFFER_KB ? MIN_BUFFER_KB : (unsigned)cap;
+  }
+  return kb;
+}
+
+/* Reads the recorded trace and writes it through w.  Returns 0 or -1 after a message. */
+static int copy_trace(const tracer_t *tr, bh_trace_writer_t *w, bh_trace_counts_t *c) {
+  char p[256];
+  snprintf(p, sizeof(p), "%s/trace", tr->dir);
+  bh_trace_opts_t opts = {.lenient = true}; /* a strange line must not lose the recording */
+  bh_trace_t *t;
+  if (bh_trace_open(p, &opts, &t)) {
+    fprintf(stderr, "buddyhint record: %s\n", bh_trace_error(NULL));
+    return -1;
+  }
+  bh_event_t ev;
+  int r, err = 0;
+  while ((r = bh_trace_next(t, &ev)) == 1)
+    if ((err = bh_trace_write(w, &ev)) != 0)
+      break;
+  bh_trace_counts(t, c);
+  if (r < 0)
+    fprintf(stderr, "buddyhint record: %s\n", bh_trace_error(t));
+  else if (err)
+    fprintf(stderr, "buddyhint record: %s\n", bh_trace_error(NULL));
+  if (!r && !err && c->malformed)
+    fprintf(stderr, "buddyhint record: warning: %llu malformed lines skipped, the last: %s\n",
+            (unsigned long long)c->malformed, bh_trace_error(t));
+  bh_trace_close(t);
+  return r < 0 || err ? -1 : 0;
+}
+
+int cmd_record(int argc, char **argv) {
+  const char *out = NULL, *fmt = NULL, *comp = NULL, *kbs = NULL;
+  int i = 1, r;
+  while (i < argc) {
+    const char *a = argv[i];
+    if (bh_cli_is_help(a)) {
+      usage(stdout);
+      return BH_EXIT_OK;
+    }
+    if (!strcmp(a, "--")) {
+      i++;
+      break;
+    }
+    if ((r = bh_cli_opt(argc, argv, &i, "output", &out)) != 0 ||
+        (r = bh_cli_short_opt(VERB, argc, argv, &i, "-o", &out)) != 0 ||
+        (r = bh_cli_opt(argc, argv, &i, "buffer-kb", &kbs)) != 0 ||
+        (r = bh_cli_opt(argc, argv, &i, "format", &fmt)) != 0 ||
+        (r = bh_cli_opt(argc, argv, &i, "compress", &comp)) != 0) {
+      if (r < 0)
+        return BH_EXIT_USAGE;
+    } else if (a[0] == '-') {
+      return bh_cli_usage_error(VERB, "unknown option '%s'", a);
+    } else {
+      break; /* the command starts here */
+    }
+  }
+  if (i >= argc)
+    return bh_cli_usage_error(VERB, "which command? (record -o FILE -- CMD [ARGS])");
+  if (!out)
+    return bh_cli_usage_error(VERB, "-o FILE is required");
+  char **cmd = argv + i;
+  unsigned buffer_kb = 0;
+  if (kbs) {
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(kbs, &end, 10);
+    if (errno || *end || kbs[0] == '-' || v < 1 || v > (1ul << 24))
+      return bh_cli_usage_error(VERB, "--buffer-kb wants a number of KiB from 1 to %lu, not '%s'",
+                                1ul << 24, kbs);
+    buffer_kb = (unsigned)v;
+  } else {
+    buffer_kb = default_buffer_kb();
+  }
+  int format, compression, rc;
+  if ((rc = bh_cli_output_kind(VERB, out, fmt, comp, &format, &compression)) != 0)
+    return rc;
+  if (geteuid() != 0) {
+    fprintf(stderr,
+            "buddyhint record: record needs root: the kernel's tracepoints are "
+            "only reachable through tracefs as root (euid %d)\n",
+            (int)geteuid());
+    return BH_EXIT_FAIL;
+  }
+
+  bh_trace_writer_t *w;
+  if (bh_trace_writer_open(out, format, compression, &w)) {
+    fprintf(stderr, "buddyhint record: %s\n", bh_trace_error(NULL));
+    return BH_EXIT_FAIL;
+  }
+  tracer_t tr;
+  rc = BH_EXIT_FAIL;
+  if (tracer_open(&tr)) {
+    bh_trace_writer_close(w);
+    if (strcmp(out, "-"))
+      unlink(out);
+    return BH_EXIT_FAIL;
+  }
+  struct sigaction ign = {.sa_handler = SIG_IGN}, fwd = {.sa_handler = on_signal}, old[4];
+  sigemptyset(&ign.sa_mask);
+  sigemptyset(&fwd.sa_mask); /* no SA_RESTART: waitpid returns EINTR */
+  bool ok = false;
+  int status = 0;
+  double t0 = 0, t1 = 0;
+  pid_t pid = -1;
+  bh_trace_counts_t c = {0};
+  if (tracer_setup(&tr, buffer_kb))
+    goto cleanup;
+  fprintf(stderr,
+          "buddyhint record: tracing kmem page events system-wide in %s (%u KiB per "
+          "cpu) while '%s' runs\n",
+          tr.dir, buffer_kb, cmd[0]);
+  sigaction(SIGINT, &ign, &old[0]); /* like system(): ^C goes to the command */
+  sigaction(SIGQUIT, &ign, &old[1]);
+  sigaction(SIGTERM, &fwd, &old[2]);
+  sigaction(SIGHUP, &fwd, &old[3]);
+  fflush(NULL);
+  t0 = now_s();
+  if (tf_write(&tr, "tracing_on", "1")) {
+    fprintf(stderr, "buddyhint record: cannot turn tracing on in %s\n", tr.dir);
+    goto restore_signals;
+  }
+  pid = start_command(cmd, !strcmp(out, "-"));
+  if (pid < 0) {
+    fprintf(stderr, "buddyhint record: cannot run '%s': %s\n", cmd[0], strerror(errno));
+    tf_write(&tr, "tracing_on", "0");
+    goto restore_signals;
+  }
+  status = wait_command(pid);
+  tf_write(&tr, "tracing_on", "0");
+  t1 = now_s();
+  ok = true;
+restore_signals:
+  sigaction(SIGINT, &old[0], NULL);
+  sigaction(SIGQUIT, &old[1], NULL);
+  sigaction(SIGTERM, &old[2], NULL);
+  sigaction(SIGHUP, &old[3], NULL);
+  if (!ok)
+    goto cleanup;
+
+  unsigned long long overrun, dropped, in_buf, written;
+  header_counts(&tr, &in_buf, &written);
+  if (lost_events(&tr, &overrun, &dropped) && (overrun || dropped))
+    fprintf(stderr,
+            "buddyhint record: warning: events were lost (overrun %llu, dropped %llu): "
+            "the trace is incomplete; try a larger --buffer-kb\n",
+            overrun, dropped);
+  else if (written > in_buf)
+    fprintf(stderr,
+            "buddyhint record: warning: %llu of %llu events were lost: the trace is "
+            "incomplete; try a larger --buffer-kb\n",
+            written - in_buf, written);
+  if (copy_trace(&tr, w, &c))
+    goto cleanup;
+  rc = BH_EXIT_OK;
+cleanup:
+  tracer_close(&tr);
+  if (bh_trace_writer_close(w) && rc == BH_EXIT_OK) {
+    fprintf(stderr, "buddyhint record: %s\n", bh_trace_error(NULL));
+    rc = BH_EXIT_FAIL;
+  }
+  if (rc != BH_EXIT_OK) {
+    if (strcmp(out, "-"))
+      unlink(out);
+    return rc;
+  }
+  char how[64];
+  if (status < 0)
+    snprintf(how, sizeof(how), "could not be waited for");
+  else if (WIFEXITED(status))
+    snprintf(how, sizeof(how), "exited with status %d", WEXITSTATUS(status));
+  else if (WIFSIGNALED(status))
+    snprintf(how, sizeof(how), "was killed by signal %d (%s)", WTERMSIG(status),
+             strsignal(WTERMSIG(status)));
+  else
+    snprintf(how, sizeof(how), "ended with wait status %d", status);
+  fprintf(stderr,
+          "buddyhint record: '%s' (pid %d) %s after %.3f s; %llu events (%llu allocs, %llu "
+          "frees) written to %s (%s, %s)\n",
+          cmd[0], (int)pid, how, t1 - t0, (unsigned long long)c.events,
+          (unsigned long long)c.allocs, (unsigned long long)c.frees, out, bh_cli_format_name(format),
+          bh_cli_compression_name(compression));
+  return BH_EXIT_OK;
+}

@@ -1,0 +1,42 @@
+/* buddyhint: dispatches to one verb per file. */
+#include "cli/cli.h"
+
+#include <string.h>
+
+static const bh_cli_verb_t verbs[] = {
+    {"replay", "replay a trace through the allocator under one hinting strategy", cmd_replay},
+    {"compare", "replay a trace once per strategy and print one table", cmd_compare},
+    {"check", "replay a trace with the invariant checker after every batch", cmd_check},
+    {"gen", "write a synthetic trace (memhog, page-fault1, guests, frag-stress)", cmd_gen},
+    {"convert", "convert any readable trace to a native format", cmd_convert},
+    {"record", "record a real trace of a command from the running kernel (root)", cmd_record},
+    {"info", "print the version, build options, strategies and defaults", cmd_info},
+};
+
+static void usage(FILE *out) {
+  fprintf(out, "usage: buddyhint VERB [OPTIONS]...\n\nverbs:\n");
+  for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+    fprintf(out, "  %-9s %s\n", verbs[i].name, verbs[i].summary);
+  fprintf(out, "\n'buddyhint VERB --help' describes a verb.\n");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return BH_EXIT_USAGE;
+  }
+  if (bh_cli_is_help(argv[1])) {
+    usage(stdout);
+    return BH_EXIT_OK;
+  }
+  if (!strcmp(argv[1], "--version")) {
+    printf("buddyhint %s\n", bh_version());
+    return BH_EXIT_OK;
+  }
+  for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+    if (!strcmp(argv[1], verbs[i].name))
+      return verbs[i].run(argc - 1, argv + 1);
+  fprintf(stderr, "buddyhint: unknown verb '%s'\n", argv[1]);
+  usage(stderr);
+  return BH_EXIT_USAGE;
+}

@@ -1,0 +1,288 @@
+/* The options that replay, compare and check share, mapped onto bh_replay_config_t. */
+#include "cli/replay_opts.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char bh_cli_replay_help[] =
+    "  --strategy NAME       hinting strategy: none, bitmap, bubble or a registered one\n"
+    "  --opt KEY=VALUE       strategy option (repeatable); 'buddyhint info' lists them\n"
+    "  --backing KIND        mmap (real memory, default), memfd, or sim (metadata only)\n"
+    "  --madvise KIND        how reports discard: dontneed (default), free, punch, none\n"
+    "  --memory SIZE         arena size, e.g. 2G (default: peak live memory + 25% + 64M)\n"
+    "  --cpus N              pcp slots (default: the CPUs seen in the trace)\n"
+    "  --idle SECONDS        virtual idle time after the last event (default 60)\n"
+    "  --touch KIND          page (default), none or full: how allocated pages are written\n"
+    "  --speed X             replay against the wall clock, X times faster than recorded\n"
+    "  --realtime            the same as --speed 1\n"
+    "  --sample SECONDS      timeline sample interval in virtual time (default 1)\n"
+    "  --timeline FILE       write CSV samples over virtual time\n"
+    "  --json FILE           write the summary as JSON ('-' for stdout)\n"
+    "  --lenient             skip malformed trace lines (counted) instead of failing\n"
+    "  --no-pcp              disable per-CPU page lists\n"
+    "  --no-grouping         disable grouping pages by mobility\n"
+    "  --shuffle             shuffle top-order frees (page_alloc.shuffle)\n"
+    "  --seed N              seed for the shuffle (default 1)\n"
+    "  --min-free-kbytes N   as vm.min_free_kbytes (default: Linux's formula)\n"
+    "  --max-order N         MAX_PAGE_ORDER (default 10)\n"
+    "  --check-every N       run the invariant checker every N events\n"
+    "  --quiet               no progress line\n";
+
+static int set_enum(const char *verb, const char *opt, const char *v, const char *const *names,
+                    int n, int *out) {
+  for (int i = 0; i < n; i++)
+    if (!strcmp(v, names[i]))
+      return *out = i, 0;
+  bh_cli_usage_error(verb, "--%s: unknown value '%s'", opt, v);
+  return -1;
+}
+
+static int num(const char *verb, const char *opt, const char *v, uint64_t max, uint64_t *out) {
+  char *end;
+  unsigned long long x = strtoull(v, &end, 10);
+  if (!*v || *end || *v == '-' || x > max) {
+    bh_cli_usage_error(verb, "--%s: '%s' is not a number in 0..%lu", opt, v, (unsigned long)max);
+    return -1;
+  }
+  *out = x;
+  return 0;
+}
+
+void bh_cli_replay_init(bh_cli_replay_t *c) {
+  memset(c, 0, sizeof(*c));
+  bh_replay_config_init(&c->cfg);
+  c->cfg.progress = true;
+}
+
+static int add_opt(const char *verb, bh_cli_replay_t *c, const char *kv) {
+  const char *eq = strchr(kv, '=');
+  if (!eq || eq == kv || c->nopts == BH_CLI_MAX_OPTS) {
+    bh_cli_usage_error(verb, "--opt wants KEY=VALUE, got '%s'", kv);
+    return -1;
+  }
+  size_t k = (size_t)(eq - kv);
+  char *key = malloc(k + 1);
+  if (!key)
+    return -1;
+  memcpy(key, kv, k);
+  key[k] = 0;
+  c->opts[c->nopts].key = key;
+  c->opts[c->nopts].value = eq + 1;
+  c->nopts++;
+  return 0;
+}
+
+/* One option at argv[*i]: 1 consumed, 0 not ours, -1 usage error. */
+int bh_cli_replay_opt(int argc, char **argv, int *i, bh_cli_replay_t *c) {
+  static const char *const backings[] = {"mmap", "memfd", "sim"};
+  static const char *const touches[] = {"page", "none", "full"};
+  const char *verb = argv[0], *v, *a = argv[*i];
+  bh_replay_config_t *cfg = &c->cfg;
+  uint64_t x;
+  int r, e;
+#define OPT(name) ((r = bh_cli_opt(argc, argv, i, name, &v)) != 0)
+  if (!strcmp(a, "--realtime")) {
+    cfg->speed = 1;
+  } else if (!strcmp(a, "--lenient")) {
+    cfg->lenient = true;
+  } else if (!strcmp(a, "--no-pcp")) {
+    cfg->arena.pcp = false;
+  } else if (!strcmp(a, "--no-grouping")) {
+    cfg->arena.mobility_grouping = false;
+  } else if (!strcmp(a, "--shuffle")) {
+    cfg->arena.shuffle = true;
+  } else if (!strcmp(a, "--quiet")) {
+    cfg->progress = false;
+  } else if (OPT("strategy")) {
+    if (r < 0)
+      return -1;
+    cfg->hint.strategy = v;
+    return 1;
+  } else if (OPT("opt")) {
+    return r < 0 || add_opt(verb, c, v) ? -1 : 1;
+  } else if (OPT("backing")) {
+    if (r < 0 || set_enum(verb, "backing", v, backings, 3, &e))
+      return -1;
+    cfg->arena.backing = (enum bh_backing)e;
+    c->backing_set = true;
+    return 1;
+  } else if (OPT("madvise")) {
+    bh_report_mode_t m;
+    if (r < 0)
+      return -1;
+    if (bh_report_mode_parse(v, &m)) {
+      bh_cli_usage_error(verb, "--madvise: unknown value '%s'", v);
+      return -1;
+    }
+    cfg->hint.report = m;
+    return 1;
+  } else if (OPT("memory")) {
+    if (r < 0 || bh_cli_parse_size(v, &cfg->memory_bytes) || !cfg->memory_bytes) {
+      if (r >= 0)
+        bh_cli_usage_error(verb, "--memory: bad size '%s'", v);
+      return -1;
+    }
+    return 1;
+  } else if (OPT("cpus")) {
+    if (r < 0 || num(verb, "cpus", v, 1024, &x) || !x)
+      return -1;
+    cfg->arena.nr_cpus = (unsigned)x;
+    return 1;
+  } else if (OPT("idle")) {
+    if (r < 0 || bh_cli_parse_seconds(v, &cfg->idle_ns)) {
+      if (r >= 0)
+        bh_cli_usage_error(verb, "--idle: bad duration '%s'", v);
+      return -1;
+    }
+    return 1;
+  } else if (OPT("sample")) {
+    if (r < 0 || bh_cli_parse_seconds(v, &cfg->sample_ns) || !cfg->sample_ns) {
+      if (r >= 0)
+        bh_cli_usage_error(verb, "--sample: bad duration '%s'", v);
+      return -1;
+    }
+    return 1;
+  } else if (OPT("touch")) {
+    if (r < 0 || set_enum(verb, "touch", v, touches, 3, &e))
+      return -1;
+    cfg->touch = (enum bh_touch)e;
+    return 1;
+  } else if (OPT("speed")) {
+    char *end;
+    if (r < 0)
+      return -1;
+    cfg->speed = strtod(v, &end);
+    if (*end || !(cfg->speed > 0)) {
+      bh_cli_usage_error(verb, "--speed: bad factor '%s'", v);
+      return -1;
+    }
+    return 1;
+  } else if (OPT("timeline")) {
+    if (r < 0)
+      return -1;
+    c->timeline_path = v;
+    return 1;
+  } else if (OPT("json")) {
+    if (r < 0)
+      return -1;
+    c->json_path = v;
+    return 1;
+  } else if (OPT("seed")) {
+    if (r < 0 || num(verb, "seed", v, UINT64_MAX, &cfg->arena.seed))
+      return -1;
+    return 1;
+  } else if (OPT("min-free-kbytes")) {
+    if (r < 0 || num(verb, "min-free-kbytes", v, 64ull << 20, &cfg->arena.min_free_kbytes))
+      return -1;
+    return 1;
+  } else if (OPT("max-order")) {
+    if (r < 0 || num(verb, "max-order", v, BH_ORDER_LIMIT, &x) || x < 1)
+      return -1;
+    cfg->arena.max_order = (unsigned)x;
+    if (cfg->arena.pageblock_order > x)
+      cfg->arena.pageblock_order = (unsigned)x;
+    return 1;
+  } else if (OPT("check-every")) {
+    if (r < 0 || num(verb, "check-every", v, UINT64_MAX, &cfg->check_every))
+      return -1;
+    return 1;
+  } else {
+    return 0;
+  }
+#undef OPT
+  (*i)++;
+  return 1;
+}
+
+void bh_cli_replay_free(bh_cli_replay_t *c) {
+  for (size_t i = 0; i < c->nopts; i++)
+    free((void *)c->opts[i].key);
+  c->nopts = 0;
+}
+
+/* Finishes the config: strategy options, sim's report mode. */
+void bh_cli_replay_finish(bh_cli_replay_t *c) {
+  c->cfg.hint.opts = c->opts;
+  c->cfg.hint.nopts = c->nopts;
+  if (c->cfg.arena.backing == BH_BACKING_SIM)
+    c->cfg.hint.report = BH_REPORT_NONE;
+}
+
+static double mib(uint64_t b) { return (double)b / (1024.0 * 1024.0); }
+
+void bh_cli_print_summary(FILE *f, const bh_replay_summary_t *s) {
+  fprintf(f, "trace        %s (%s)\n", s->trace, s->trace_format);
+  fprintf(f, "strategy     %s, %s backing, reports by %s\n", s->strategy, s->backing,
+          s->report_mode);
+  fprintf(f, "arena        %.0f MiB, %lu cpus\n", mib(s->memory_bytes), (unsigned long)s->nr_cpus);
+  fprintf(f, "events       %lu: %lu allocs, %lu frees, %lu alloc failures, %lu unknown frees\n",
+          (unsigned long)s->events, (unsigned long)s->allocs, (unsigned long)s->frees,
+          (unsigned long)s->alloc_failures, (unsigned long)s->unknown_frees);
+  fprintf(f, "             %lu other lines, %lu malformed, %lu failed in the trace, %lu split, "
+             "%lu too large, %lu lost frees, %lu batched repeats\n",
+          (unsigned long)s->skipped_lines, (unsigned long)s->malformed_lines,
+          (unsigned long)s->trace_failed_allocs, (unsigned long)s->split_frees,
+          (unsigned long)s->orders_too_large, (unsigned long)s->lost_frees,
+          (unsigned long)s->batched_dups);
+  fprintf(f, "time         %.3f s virtual, %.3f s wall, %.3f s cpu\n", s->virtual_seconds,
+          s->wall_seconds, s->cpu_seconds);
+  fprintf(f, "live         %.1f MiB peak, %.1f MiB at the end\n", mib(s->live_peak_bytes),
+          mib(s->live_final_bytes));
+  fprintf(f, "resident     %.1f MiB peak, %.1f MiB at the end\n", mib(s->rss_peak_bytes),
+          mib(s->rss_final_bytes));
+  fprintf(f, "reported     %.1f MiB in %lu calls, %lu pages refaulted\n", mib(s->reported_bytes),
+          (unsigned long)s->madvise_calls, (unsigned long)s->refaults);
+  fprintf(f, "check        %ld violations\n", s->check_violations);
+}
+
+int bh_cli_open_out(const char *verb, const char *path, FILE **f) {
+  if (!path) {
+    *f = NULL;
+    return 0;
+  }
+  *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
+  if (!*f) {
+    fprintf(stderr, "buddyhint %s: cannot write %s\n", verb, path);
+    return -1;
+  }
+  return 0;
+}
+
+void bh_cli_close_out(FILE *f) {
+  if (f && f != stdout)
+    fclose(f);
+}
+
+int bh_cli_replay_args(int argc, char **argv, bh_cli_replay_t *c, const char **trace,
+                       int (*extra)(int argc, char **argv, int *i, void *ctx), void *ctx,
+                       void (*help)(FILE *)) {
+  const char *verb = argv[0];
+  *trace = NULL;
+  for (int i = 1; i < argc;) {
+    if (bh_cli_is_help(argv[i])) {
+      help(stdout);
+      return 1;
+    }
+    int r = extra ? extra(argc, argv, &i, ctx) : 0;
+    if (!r)
+      r = bh_cli_replay_opt(argc, argv, &i, c);
+    if (r < 0)
+      return -1;
+    if (r)
+      continue;
+    if (argv[i][0] == '-' && argv[i][1]) {
+      bh_cli_usage_error(verb, "unknown option '%s'", argv[i]);
+      return -1;
+    }
+    if (*trace) {
+      bh_cli_usage_error(verb, "one trace at a time (got '%s' and '%s')", *trace, argv[i]);
+      return -1;
+    }
+    *trace = argv[i++];
+  }
+  if (!*trace) {
+    bh_cli_usage_error(verb, "no trace given");
+    return -1;
+  }
+  return 0;
+}

@@ -1,0 +1,772 @@
+/*
+ * The replay engine.  A first pass over the trace finds its span, its CPUs and its peak live
+ * memory (to size the arena); the second pass plays every event through the arena with the
+ * hinting strategy attached, on a virtual clock taken from the trace timestamps.
+ *
+ * Recorded pfns only name allocations.  A map from recorded block to arena block handles what
+ * real traces contain: frees of pages allocated before recording started (unknown frees,
+ * counted and skipped), high-order non-compound allocations freed piece by piece as order-0
+ * pages (the arena block is split like split_page() and freed piece by piece), a recorded pfn
+ * allocated again while still live (its free was lost: the old block is freed first), orders
+ * above the arena's maximum and allocations the kernel failed (counted and skipped), and
+ * allocations the arena cannot serve (counted; the replay goes on).
+ */
+#include "buddy/internal.h"
+#include "hinting/reporter.h"
+
+#include <buddyhint/replay.h>
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- a map from recorded pfn to arena block: open addressing, backward-shift delete ---- */
+
+enum { ENT_LIVE = 1, ENT_DEAD = 2 /* skipped or failed: its free is dropped silently */ };
+
+typedef struct entry {
+  uint64_t key; /* recorded pfn + 1 (0 = empty slot) */
+  uint32_t sim; /* arena pfn */
+  uint8_t order, kind;
+} entry_t;
+
+typedef struct pmap {
+  entry_t *slots;
+  uint64_t mask, used;
+} pmap_t;
+
+static uint64_t hash64(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  return x;
+}
+
+static int pmap_init(pmap_t *m, uint64_t cap) {
+  uint64_t n = 1024;
+  while (n < cap * 2)
+    n <<= 1;
+  m->slots = calloc(n, sizeof(entry_t));
+  m->mask = n - 1;
+  m->used = 0;
+  return m->slots ? 0 : BH_ENOMEM;
+}
+
+static entry_t *pmap_find(const pmap_t *m, uint64_t pfn) {
+  uint64_t key = pfn + 1;
+  for (uint64_t i = hash64(key) & m->mask;; i = (i + 1) & m->mask) {
+    entry_t *e = &m->slots[i];
+    if (e->key == key)
+      return e;
+    if (!e->key)
+      return NULL;
+  }
+}
+
+static int pmap_grow(pmap_t *m);
+
+static entry_t *pmap_insert(pmap_t *m, uint64_t pfn) {
+  if ((m->used + 1) * 4 > (m->mask + 1) * 3 && pmap_grow(m))
+    return NULL;
+  uint64_t key = pfn + 1;
+  for (uint64_t i = hash64(key) & m->mask;; i = (i + 1) & m->mask) {
+    entry_t *e = &m->slots[i];
+    if (e->key == key)
+      return e;
+    if (!e->key) {
+      *e = (entry_t){.key = key};
+      m->used++;
+      return e;
+    }
+  }
+}
+
+static int pmap_grow(pmap_t *m) {
+  pmap_t bigger;
+  if (pmap_init(&bigger, (m->mask + 1)))
+    return BH_ENOMEM;
+  for (uint64_t i = 0; i <= m->mask; i++)
+    if (m->slots[i].key) {
+      entry_t *e = pmap_insert(&bigger, m->slots[i].key - 1);
+      *e = m->slots[i];
+    }
+  free(m->slots);
+  *m = bigger;
+  return 0;
+}
+
+static void pmap_delete(pmap_t *m, entry_t *e) {
+  uint64_t i = (uint64_t)(e - m->slots), j = i;
+  for (;;) {
+    j = (j + 1) & m->mask;
+    entry_t *x = &m->slots[j];
+    if (!x->key)
+      break;
+    uint64_t home = hash64(x->key) & m->mask;
+    /* move x back to i if its home is not in (i, j] cyclically */
+    if ((j > i && (home <= i || home > j)) || (j < i && (home <= i && home > j))) {
+      m->slots[i] = *x;
+      i = j;
+    }
+  }
+  m->slots[i].key = 0;
+  m->used--;
+}
+
+/* ---- defaults ---- */
+
+void bh_replay_config_init(bh_replay_config_t *cfg) {
+  memset(cfg, 0, sizeof(*cfg));
+  bh_config_init(&cfg->arena);
+  bh_hint_config_init(&cfg->hint);
+  cfg->idle_ns = 60ull * BH_NS_PER_SEC;
+  cfg->touch = BH_TOUCH_PAGE;
+  cfg->sample_ns = BH_NS_PER_SEC;
+  cfg->arena.nr_cpus = 0; /* from the trace */
+}
+
+/* ---- state ---- */
+
+struct replay {
+  const bh_replay_config_t *cfg;
+  bh_replay_summary_t *s;
+  char *err;
+  size_t errlen;
+  bh_arena_t *arena;
+  bh_hint_t *hint;
+  pmap_t map;
+  uint64_t t0, vnow, next_sample, next_tick;
+  uint64_t live_pages;
+  uint64_t *touched; /* sim backing: pages ever written, for the resident model */
+  struct timespec wall0;
+  struct rusage ru0;
+  unsigned max_cpu;
+  /* pfns freed by mm_page_free lately: Linux emits mm_page_free_batched for the same folios
+   * right after, and those second events must not free anything */
+  uint64_t recent[64];
+  unsigned recent_pos;
+};
+
+static void set_err(struct replay *r, const char *fmt, ...) {
+  if (!r->err || !r->errlen)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(r->err, r->errlen, fmt, ap);
+  va_end(ap);
+}
+
+static double secs_since(const struct timespec *t0) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/* ---- first pass: span, CPUs, peak live memory ---- */
+
+struct scan {
+  uint64_t first, last, peak, events;
+  unsigned max_cpu;
+};
+
+static int open_trace(struct replay *r, bh_trace_t **t) {
+  bh_trace_opts_t o = {.lenient = r->cfg->lenient};
+  int err = bh_trace_open(r->cfg->trace, &o, t);
+  if (err)
+    set_err(r, "%s", bh_trace_error(NULL));
+  return err;
+}
+
+static int first_pass(struct replay *r, struct scan *sc) {
+  bh_trace_t *t;
+  int err = open_trace(r, &t);
+  if (err)
+    return err;
+  pmap_t live;
+  if (pmap_init(&live, 1 << 16)) {
+    bh_trace_close(t);
+    return BH_ENOMEM;
+  }
+  memset(sc, 0, sizeof(*sc));
+  uint64_t cur = 0;
+  bh_event_t ev;
+  while ((err = bh_trace_next(t, &ev)) == 1) {
+    if (!sc->events++)
+      sc->first = ev.time_ns;
+    sc->last = ev.time_ns;
+    if (ev.cpu >= 0 && (unsigned)ev.cpu > sc->max_cpu)
+      sc->max_cpu = (unsigned)ev.cpu;
+    if (ev.op == BH_EV_ALLOC) {
+      if (ev.failed)
+        continue;
+      entry_t *e = pmap_insert(&live, ev.pfn);
+      if (!e) {
+        err = BH_ENOMEM;
+        break;
+      }
+      if (e->kind == ENT_LIVE)
+        cur -= 1ull << e->order;
+      e->kind = ENT_LIVE;
+      e->order = ev.order;
+      cur += 1ull << ev.order;
+      if (cur > sc->peak)
+        sc->peak = cur;
+    } else {
+      entry_t *e = pmap_find(&live, ev.pfn);
+      uint64_t n = 1ull << ev.order;
+      if (ev.op == BH_EV_FREE_BATCHED)
+        continue; /* follows an mm_page_free of the same folio (an upper bound is fine) */
+      /* pieces of larger blocks and unknown frees are not subtracted: the peak found is an
+       * upper bound, which is what sizing needs */
+      if (e && ev.order >= e->order) {
+        cur -= 1ull << e->order;
+        pmap_delete(&live, e);
+      } else if (e) {
+        cur -= n;
+        e->order = 0;
+      }
+    }
+  }
+  if (err < 0)
+    set_err(r, "%s", bh_trace_error(t));
+  free(live.slots);
+  bh_trace_close(t);
+  return err < 0 ? err : 0;
+}
+
+/* x86 layout: DMA the first 16 MiB, DMA32 up to 4 GiB, Normal above. */
+static void size_zones(bh_config_t *c, uint64_t total) {
+  uint64_t block = BH_PAGE_SIZE << c->max_order;
+  total = (total + block - 1) / block * block;
+  uint64_t dma = 16ull << 20;
+  if (dma % block || total < 4 * block)
+    dma = 0;
+  uint64_t dma32 = total < (4ull << 30) ? total - dma : (4ull << 30) - dma;
+  dma32 = dma32 / block * block;
+  memset(c->zone_bytes, 0, sizeof(c->zone_bytes));
+  c->zone_bytes[BH_ZONE_DMA] = dma;
+  c->zone_bytes[BH_ZONE_DMA32] = dma32;
+  c->zone_bytes[BH_ZONE_NORMAL] = total - dma - dma32;
+}
+
+/* ---- resident memory and the timeline ---- */
+
+static uint64_t resident_bytes(struct replay *r) {
+  bh_arena_t *a = r->arena;
+  if (a->cfg.backing != BH_BACKING_SIM) {
+    uint64_t b = 0;
+    bh_arena_resident(a, &b);
+    return b;
+  }
+  uint64_t pages = 0, words = (a->nr_pages + 63) / 64;
+  for (uint64_t w = 0; w < words; w++) {
+    uint64_t d = a->discarded ? atomic_load_explicit(&a->discarded[w], memory_order_relaxed) : 0;
+    pages += (uint64_t)__builtin_popcountll(r->touched[w] & ~d);
+  }
+  return pages << BH_PAGE_SHIFT;
+}
+
+static void timeline_header(struct replay *r) {
+  FILE *f = r->cfg->timeline;
+  if (!f)
+    return;
+  fprintf(f, "time_s,live_bytes,resident_bytes,discarded_bytes,free_pages");
+  for (unsigned o = 0; o <= r->arena->max_order; o++)
+    fprintf(f, ",free_o%u", o);
+  fprintf(f, "\n");
+}
+
+static void sample(struct replay *r, uint64_t t) {
+  uint64_t res = resident_bytes(r);
+  if (res > r->s->rss_peak_bytes)
+    r->s->rss_peak_bytes = res;
+  FILE *f = r->cfg->timeline;
+  if (!f)
+    return;
+  bh_arena_t *a = r->arena;
+  uint64_t nr_free[BH_ORDER_LIMIT + 1] = {0}, free_pages = 0;
+  for (int i = 0; i < a->nr_zones; i++) {
+    bh__zone_t *z = &a->zones[i];
+    pthread_mutex_lock(&z->lock);
+    for (unsigned o = 0; o <= a->max_order; o++)
+      nr_free[o] += z->nr_free[o];
+    free_pages += (uint64_t)atomic_load(&z->free_pages);
+    pthread_mutex_unlock(&z->lock);
+  }
+  fprintf(f, "%.3f,%lu,%lu,%lu,%lu", (double)t / 1e9,
+          (unsigned long)(r->live_pages << BH_PAGE_SHIFT), (unsigned long)res,
+          (unsigned long)(bh__discarded_pages(a) << BH_PAGE_SHIFT), (unsigned long)free_pages);
+  for (unsigned o = 0; o <= a->max_order; o++)
+    fprintf(f, ",%lu", (unsigned long)nr_free[o]);
+  fprintf(f, "\n");
+}
+
+static void check(struct replay *r) {
+  long v = bh_arena_check(r->arena, r->cfg->check_report, 20);
+  if (v > 0)
+    r->s->check_violations += v;
+}
+
+/* Moves virtual time to t: worker steps, vmstat ticks and samples due before it, in order. */
+static void advance_to(struct replay *r, uint64_t t) {
+  if (t < r->next_tick && (!r->cfg->sample_ns || t < r->next_sample) &&
+      (!r->hint || t < bh_hint_next_due(r->hint))) {
+    r->vnow = t; /* nothing due: the common case */
+    return;
+  }
+  while (r->next_tick <= t) {
+    uint64_t tick = r->next_tick;
+    while (r->cfg->sample_ns && r->next_sample < tick) {
+      if (r->hint && r->cfg->speed <= 0 && bh_hint_advance(r->hint, r->next_sample) > 0 &&
+          r->cfg->check_after_steps)
+        check(r);
+      sample(r, r->next_sample);
+      r->next_sample += r->cfg->sample_ns;
+    }
+    if (r->hint && r->cfg->speed <= 0 && bh_hint_advance(r->hint, tick) > 0 &&
+        r->cfg->check_after_steps)
+      check(r);
+    bh_vmstat_tick(r->arena); /* the vmstat worker, once a second */
+    r->next_tick += BH_NS_PER_SEC;
+  }
+  while (r->cfg->sample_ns && r->next_sample <= t) {
+    if (r->hint && r->cfg->speed <= 0 && bh_hint_advance(r->hint, r->next_sample) > 0 &&
+        r->cfg->check_after_steps)
+      check(r);
+    sample(r, r->next_sample);
+    r->next_sample += r->cfg->sample_ns;
+  }
+  if (r->hint && r->cfg->speed <= 0 && bh_hint_advance(r->hint, t) > 0 &&
+      r->cfg->check_after_steps)
+    check(r);
+  r->vnow = t;
+}
+
+static void wait_wall(struct replay *r, uint64_t t) {
+  double target = (double)t / 1e9 / r->cfg->speed, now = secs_since(&r->wall0);
+  if (target > now) {
+    double d = target - now;
+    struct timespec ts = {(time_t)d, (long)((d - (double)(time_t)d) * 1e9)};
+    while (nanosleep(&ts, &ts) && errno == EINTR)
+      ;
+  }
+}
+
+/* ---- events ---- */
+
+static void touch(struct replay *r, uint64_t pfn, unsigned order) {
+  bh_arena_t *a = r->arena;
+  uint64_t n = 1ull << order;
+  if (a->cfg.backing == BH_BACKING_SIM) {
+    if (r->cfg->touch != BH_TOUCH_NONE)
+      for (uint64_t i = pfn; i < pfn + n; i++)
+        r->touched[i >> 6] |= 1ull << (i & 63);
+    return;
+  }
+  uint8_t *p = a->base + (pfn << BH_PAGE_SHIFT);
+  if (r->cfg->touch == BH_TOUCH_FULL)
+    memset(p, 0x5a, n << BH_PAGE_SHIFT);
+  else if (r->cfg->touch == BH_TOUCH_PAGE)
+    for (uint64_t i = 0; i < n; i++)
+      p[i << BH_PAGE_SHIFT] = (uint8_t)(pfn + i);
+}
+
+static void free_entry(struct replay *r, entry_t *e, int cpu) {
+  if (e->kind == ENT_LIVE) {
+    bh_free_pfn(r->arena, e->sim, e->order, cpu);
+    r->live_pages -= 1ull << e->order;
+  }
+  pmap_delete(&r->map, e);
+}
+
+static int do_alloc(struct replay *r, const bh_event_t *ev) {
+  bh_replay_summary_t *s = r->s;
+  if (ev->failed) {
+    s->trace_failed_allocs++;
+    return 0;
+  }
+  entry_t *old = pmap_find(&r->map, ev->pfn);
+  if (old) {
+    if (old->kind == ENT_LIVE)
+      s->lost_frees++;
+    free_entry(r, old, ev->cpu);
+  }
+  entry_t *e = pmap_insert(&r->map, ev->pfn);
+  if (!e)
+    return BH_ENOMEM;
+  e->order = ev->order;
+  e->kind = ENT_DEAD;
+  if (ev->order > r->arena->max_order) {
+    s->orders_too_large++;
+    return 0;
+  }
+  uint64_t pfn;
+  if (bh_alloc_pfn(r->arena, ev->gfp, ev->order, ev->cpu, &pfn) != BH_OK) {
+    s->alloc_failures++;
+    return 0;
+  }
+  e->sim = (uint32_t)pfn;
+  e->kind = ENT_LIVE;
+  s->allocs++;
+  r->live_pages += 1ull << ev->order;
+  if (r->live_pages > s->live_peak_bytes >> BH_PAGE_SHIFT)
+    s->live_peak_bytes = r->live_pages << BH_PAGE_SHIFT;
+  touch(r, pfn, ev->order);
+  return 0;
+}
+
+/* A free inside a larger recorded block: split that block into order-0 pieces. */
+static entry_t *split_containing(struct replay *r, uint64_t pfn, unsigned order) {
+  for (unsigned k = order + 1; k <= BH_TRACE_MAX_ORDER && k < 40; k++) {
+    uint64_t base = pfn & ~((1ull << k) - 1);
+    entry_t *e = pmap_find(&r->map, base);
+    if (!e)
+      continue;
+    if (e->order != k)
+      return NULL;
+    uint32_t sim = e->sim;
+    uint8_t kind = e->kind;
+    if (kind == ENT_LIVE)
+      bh_split_pages(r->arena, sim, k);
+    pmap_delete(&r->map, e);
+    for (uint64_t i = 0; i < (1ull << k); i++) {
+      entry_t *p = pmap_insert(&r->map, base + i);
+      if (!p)
+        return NULL;
+      p->sim = sim + (uint32_t)i;
+      p->order = 0;
+      p->kind = kind;
+    }
+    r->s->split_frees++;
+    return pmap_find(&r->map, pfn);
+  }
+  return NULL;
+}
+
+static bool take_recent(struct replay *r, uint64_t pfn) {
+  for (unsigned i = 0; i < 64; i++)
+    if (r->recent[i] == pfn + 1) {
+      r->recent[i] = 0;
+      return true;
+    }
+  return false;
+}
+
+static void do_free(struct replay *r, const bh_event_t *ev) {
+  bh_replay_summary_t *s = r->s;
+  if (ev->op == BH_EV_FREE_BATCHED && take_recent(r, ev->pfn)) {
+    s->batched_dups++;
+    return;
+  }
+  if (ev->op == BH_EV_FREE) {
+    r->recent[r->recent_pos++ & 63] = ev->pfn + 1;
+  }
+  entry_t *e = pmap_find(&r->map, ev->pfn);
+  if (!e || e->order > ev->order) {
+    if (e && e->order > ev->order) /* a piece of a block recorded at this pfn */
+      e = split_containing(r, ev->pfn, ev->order) ? pmap_find(&r->map, ev->pfn) : NULL;
+    else
+      e = split_containing(r, ev->pfn, ev->order);
+  }
+  if (!e) {
+    s->unknown_frees++;
+    return;
+  }
+  s->frees++;
+  /* free every recorded block inside [pfn, pfn + 2^order) */
+  uint64_t end = ev->pfn + (1ull << ev->order);
+  for (uint64_t q = ev->pfn; q < end;) {
+    entry_t *x = pmap_find(&r->map, q);
+    if (!x) {
+      q++;
+      continue;
+    }
+    uint64_t next = q + (1ull << x->order);
+    free_entry(r, x, ev->cpu);
+    q = next;
+  }
+}
+
+/* ---- the run ---- */
+
+static int setup(struct replay *r, const struct scan *sc) {
+  const bh_replay_config_t *cfg = r->cfg;
+  bh_config_t ac = cfg->arena;
+  uint64_t mem = cfg->memory_bytes;
+  if (!mem)
+    mem = (sc->peak << BH_PAGE_SHIFT) + (sc->peak << BH_PAGE_SHIFT) / 4 + (64ull << 20);
+  size_zones(&ac, mem);
+  if (!ac.nr_cpus) /* one pcp slot per CPU seen in the trace */
+    ac.nr_cpus = sc->max_cpu + 1 > 1024 ? 1024 : sc->max_cpu + 1;
+  const char *why;
+  if (bh_config_validate(&ac, &why)) {
+    set_err(r, "arena: %s", why);
+    return BH_EINVAL;
+  }
+  int err = bh_arena_create(&ac, &r->arena);
+  if (err) {
+    set_err(r, "cannot create a %lu MiB arena: %s", (unsigned long)(mem >> 20), bh_strerror(err));
+    return err;
+  }
+  bh_hint_config_t hc = cfg->hint;
+  if (cfg->speed > 0)
+    hc.clock = BH_CLOCK_THREAD;
+  err = bh_hint_attach(r->arena, &hc, &r->hint);
+  if (err) {
+    set_err(r, "strategy '%s': %s", hc.strategy ? hc.strategy : "none",
+            bh_hint_last_error()[0] ? bh_hint_last_error() : bh_strerror(err));
+    return err;
+  }
+  if (ac.backing == BH_BACKING_SIM) {
+    r->touched = calloc((size_t)(r->arena->nr_pages + 63) / 64, sizeof(uint64_t));
+    if (!r->touched)
+      return BH_ENOMEM;
+  }
+  r->s->memory_bytes = r->arena->nr_pages << BH_PAGE_SHIFT;
+  r->s->nr_cpus = ac.nr_cpus;
+  return pmap_init(&r->map, 1 << 16);
+}
+
+static void progress(struct replay *r, uint64_t done, uint64_t total) {
+  double el = secs_since(&r->wall0), rate = el > 0 ? (double)done / el : 0;
+  fprintf(stderr, "\rreplay: %lu/%lu events (%.0f%%), %.2f M events/s, ETA %.0f s   ",
+          (unsigned long)done, (unsigned long)total, total ? 100.0 * (double)done / (double)total : 0,
+          rate / 1e6, rate > 0 ? (double)(total - done) / rate : 0);
+}
+
+static int play(struct replay *r, const struct scan *sc) {
+  bh_trace_t *t;
+  int err = open_trace(r, &t);
+  if (err)
+    return err;
+  bh_replay_summary_t *s = r->s;
+  snprintf(s->trace_format, sizeof(s->trace_format), "%s%s%s", bh_trace_format_name(t),
+           strcmp(bh_trace_compression(t), "none") ? "+" : "",
+           strcmp(bh_trace_compression(t), "none") ? bh_trace_compression(t) : "");
+  timeline_header(r);
+  r->t0 = sc->first;
+  r->next_sample = 0;
+  r->next_tick = BH_NS_PER_SEC;
+  bool prog = r->cfg->progress && isatty(STDERR_FILENO);
+  bh_event_t ev;
+  while ((err = bh_trace_next(t, &ev)) == 1) {
+    uint64_t vt = ev.time_ns > r->t0 ? ev.time_ns - r->t0 : 0;
+    if (vt < r->vnow)
+      vt = r->vnow; /* timestamps of different CPUs may interleave slightly out of order */
+    if (r->cfg->speed > 0)
+      wait_wall(r, vt);
+    advance_to(r, vt);
+    s->events++;
+    if (ev.op == BH_EV_ALLOC && (err = do_alloc(r, &ev)) != 0)
+      break;
+    if (ev.op != BH_EV_ALLOC)
+      do_free(r, &ev);
+    if (r->cfg->check_every && s->events % r->cfg->check_every == 0)
+      check(r);
+    if ((s->events & 0xffff) == 0) {
+      uint64_t res = resident_bytes(r);
+      if (res > s->rss_peak_bytes)
+        s->rss_peak_bytes = res;
+      if (prog)
+        progress(r, s->events, sc->events);
+    }
+  }
+  if (prog)
+    fprintf(stderr, "\n");
+  if (err < 0) {
+    set_err(r, "%s", err == BH_ENOMEM ? "out of memory" : bh_trace_error(t));
+  } else {
+    err = 0;
+    bh_trace_counts_t c;
+    bh_trace_counts(t, &c);
+    s->skipped_lines = c.other_lines;
+    s->malformed_lines = c.malformed;
+  }
+  bh_trace_close(t);
+  return err;
+}
+
+static void idle(struct replay *r) {
+  uint64_t end = r->vnow + r->cfg->idle_ns;
+  if (r->cfg->speed > 0) {
+    wait_wall(r, end);
+    r->vnow = end;
+    sample(r, end);
+    return;
+  }
+  advance_to(r, end);
+  sample(r, end);
+}
+
+static void emit_stat(void *ctx, const char *name, double v) {
+  bh_replay_summary_t *s = ctx;
+  if (s->nr_strategy_stats >= BH_REPLAY_MAX_STATS)
+    return;
+  snprintf(s->strategy_stat_names[s->nr_strategy_stats], 32, "%s", name);
+  s->strategy_stats[s->nr_strategy_stats++] = v;
+}
+
+static double tv_secs(const struct timeval *tv) {
+  return (double)tv->tv_sec + (double)tv->tv_usec / 1e6;
+}
+
+static void finish(struct replay *r) {
+  bh_replay_summary_t *s = r->s;
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  s->cpu_seconds = tv_secs(&ru.ru_utime) + tv_secs(&ru.ru_stime) - tv_secs(&r->ru0.ru_utime) -
+                   tv_secs(&r->ru0.ru_stime);
+  s->minflt = (uint64_t)(ru.ru_minflt - r->ru0.ru_minflt);
+  s->virtual_seconds = (double)r->vnow / 1e9;
+  s->wall_seconds = secs_since(&r->wall0);
+  s->rss_final_bytes = resident_bytes(r);
+  if (s->rss_final_bytes > s->rss_peak_bytes)
+    s->rss_peak_bytes = s->rss_final_bytes;
+  s->live_final_bytes = r->live_pages << BH_PAGE_SHIFT;
+  if (r->hint) {
+    bh_hint_stats_t hs;
+    bh_hint_stats(r->hint, &hs);
+    s->reported_bytes = hs.report.bytes;
+    s->madvise_calls = hs.report.calls;
+    s->refaults = hs.refault_pages;
+    s->refault_blocks = hs.refault_blocks;
+    bh_hint_strategy_stats(r->hint, emit_stat, s);
+    snprintf(s->report_mode, sizeof(s->report_mode), "%s",
+             bh_report_mode_name(bh_hint_report_mode(r->hint)));
+  }
+  bh_stats_read(r->arena, s->arena_stats);
+  if (r->cfg->check_every || r->cfg->check_after_steps)
+    check(r);
+}
+
+int bh_replay_run(const bh_replay_config_t *cfg, bh_replay_summary_t *out, char *err,
+                  size_t errlen) {
+  if (!cfg || !out || !cfg->trace)
+    return BH_EINVAL;
+  struct replay r = {.cfg = cfg, .s = out, .err = err, .errlen = errlen};
+  memset(out, 0, sizeof(*out));
+  if (err && errlen)
+    err[0] = 0;
+  snprintf(out->trace, sizeof(out->trace), "%s", cfg->trace);
+  snprintf(out->strategy, sizeof(out->strategy), "%s",
+           cfg->hint.strategy ? cfg->hint.strategy : "none");
+  static const char *const backings[] = {"mmap", "memfd", "sim"};
+  snprintf(out->backing, sizeof(out->backing), "%s",
+           cfg->arena.backing <= BH_BACKING_SIM ? backings[cfg->arena.backing] : "?");
+  if (!strcmp(cfg->trace, "-")) {
+    set_err(&r, "%s", "a replay reads its trace twice: give a file, not standard input");
+    return BH_EINVAL;
+  }
+  clock_gettime(CLOCK_MONOTONIC, &r.wall0);
+  getrusage(RUSAGE_SELF, &r.ru0);
+  struct scan sc;
+  int rc = first_pass(&r, &sc);
+  if (!rc)
+    rc = setup(&r, &sc);
+  if (!rc)
+    rc = play(&r, &sc);
+  if (!rc) {
+    idle(&r);
+    finish(&r);
+  }
+  bh_hint_detach(r.hint);
+  bh_arena_destroy(r.arena);
+  free(r.map.slots);
+  free(r.touched);
+  return rc;
+}
+
+/* ---- JSON ---- */
+
+static void json_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\')
+      fprintf(f, "\\%c", c);
+    else if (c < 0x20)
+      fprintf(f, "\\u%04x", c);
+    else
+      fputc(c, f);
+  }
+  fputc('"', f);
+}
+
+struct jw {
+  FILE *f;
+  int indent, n;
+};
+
+static void key(struct jw *w, const char *k) {
+  int n = w->n++;
+  fprintf(w->f, "%s%s%*s\"%s\": ", n ? "," : "", w->indent ? "\n" : (n ? " " : ""), w->indent,
+          "", k);
+}
+static void jstr(struct jw *w, const char *k, const char *v) {
+  key(w, k);
+  json_str(w->f, v);
+}
+static void ju64(struct jw *w, const char *k, uint64_t v) {
+  key(w, k);
+  fprintf(w->f, "%lu", (unsigned long)v);
+}
+static void jdbl(struct jw *w, const char *k, double v) {
+  key(w, k);
+  fprintf(w->f, "%.6f", v);
+}
+
+int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *f, int indent) {
+  struct jw w = {f, indent < 0 ? 0 : indent > 8 ? 8 : indent, 0};
+  fputc('{', f);
+  jstr(&w, "trace", s->trace);
+  jstr(&w, "trace_format", s->trace_format);
+  jstr(&w, "strategy", s->strategy);
+  jstr(&w, "backing", s->backing);
+  jstr(&w, "report_mode", s->report_mode);
+  ju64(&w, "memory_bytes", s->memory_bytes);
+  ju64(&w, "nr_cpus", s->nr_cpus);
+  ju64(&w, "events", s->events);
+  ju64(&w, "allocs", s->allocs);
+  ju64(&w, "frees", s->frees);
+  ju64(&w, "alloc_failures", s->alloc_failures);
+  ju64(&w, "unknown_frees", s->unknown_frees);
+  ju64(&w, "skipped_lines", s->skipped_lines);
+  ju64(&w, "malformed_lines", s->malformed_lines);
+  ju64(&w, "trace_failed_allocs", s->trace_failed_allocs);
+  ju64(&w, "split_frees", s->split_frees);
+  ju64(&w, "orders_too_large", s->orders_too_large);
+  ju64(&w, "lost_frees", s->lost_frees);
+  ju64(&w, "batched_dups", s->batched_dups);
+  jdbl(&w, "virtual_seconds", s->virtual_seconds);
+  jdbl(&w, "wall_seconds", s->wall_seconds);
+  jdbl(&w, "cpu_seconds", s->cpu_seconds);
+  ju64(&w, "rss_peak_bytes", s->rss_peak_bytes);
+  ju64(&w, "rss_final_bytes", s->rss_final_bytes);
+  ju64(&w, "live_peak_bytes", s->live_peak_bytes);
+  ju64(&w, "live_final_bytes", s->live_final_bytes);
+  ju64(&w, "reported_bytes", s->reported_bytes);
+  ju64(&w, "madvise_calls", s->madvise_calls);
+  ju64(&w, "refaults", s->refaults);
+  ju64(&w, "refault_blocks", s->refault_blocks);
+  ju64(&w, "minflt", s->minflt);
+  key(&w, "check_violations");
+  fprintf(f, "%ld", s->check_violations);
+  key(&w, "strategy_stats");
+  fputc('{', f);
+  for (int i = 0; i < s->nr_strategy_stats; i++) {
+    fprintf(f, "%s", i ? ", " : "");
+    json_str(f, s->strategy_stat_names[i]);
+    fprintf(f, ": %.0f", s->strategy_stats[i]);
+  }
+  fputc('}', f);
+  key(&w, "arena_stats");
+  fputc('{', f);
+  for (int i = 0; i < BH_NR_STATS; i++)
+    fprintf(f, "%s\"%s\": %lu", i ? ", " : "", bh_stat_name(i), (unsigned long)s->arena_stats[i]);
+  fprintf(f, "}%s}", indent ? "\n" : "");
+  return ferror(f) ? BH_EIO : BH_OK;
+}
