@@ -3,7 +3,8 @@
 #   make demo      build, then `buddyhint compare` on a sample trace from traces/ (DEMO_TRACE=...);
 #                  without the command or a trace, examples/demo.c
 #   make test      build and run every test twice: a RelWithDebInfo build in build/, then an
-#                  AddressSanitizer + UndefinedBehaviorSanitizer build in build-asan/
+#                  AddressSanitizer + UndefinedBehaviorSanitizer build in build-asan/; then the
+#                  threaded tests once more under ThreadSanitizer in build-tsan/
 #
 # Both install the Debian packages they need first (make deps).  Other targets: build, install
 # (PREFIX=..., DESTDIR is honoured), bench (BENCH_ARGS=--quick), plots, format, format-check,
@@ -14,6 +15,7 @@ SHELL          := /bin/bash
 
 BUILD          ?= build
 ASAN_BUILD     ?= build-asan
+TSAN_BUILD     ?= build-tsan
 BUILD_TYPE     ?= RelWithDebInfo
 # Debug for the sanitizer build: assertions on, and -O0 sees other bugs than -O2 does.
 ASAN_BUILD_TYPE ?= Debug
@@ -36,7 +38,7 @@ DEMO_TRACE ?= $(firstword $(wildcard traces/real-memhog-300M.bht.zst) \
 
 SOURCES = $(shell find src include tests examples bench -name '*.[ch]' 2>/dev/null)
 
-.PHONY: all deps configure build demo test test-release test-asan install bench plots \
+.PHONY: all deps configure build demo test test-release test-asan test-tsan install bench plots \
         format format-check clean
 
 all: build
@@ -77,11 +79,12 @@ demo: build
 # Runs both builds' tests even if the first fails, then fails if either did, and closes with the
 # count over both builds.
 test: deps
-	@rc=0; rm -f $(BUILD)/ctest.log $(ASAN_BUILD)/ctest.log; \
+	@rc=0; rm -f $(BUILD)/ctest.log $(ASAN_BUILD)/ctest.log $(TSAN_BUILD)/ctest.log; \
 	$(MAKE) --no-print-directory test-release || rc=1; \
 	$(MAKE) --no-print-directory test-asan || rc=1; \
+	$(MAKE) --no-print-directory test-tsan || rc=1; \
 	echo; passed=0; failed=0; \
-	for d in $(BUILD) $(ASAN_BUILD); do \
+	for d in $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD); do \
 	  counts=$$(awk '/tests passed, [0-9]+ tests? failed out of/ { print $$NF - $$4, $$4 }' \
 	            $$d/ctest.log 2>/dev/null | tail -n 1); \
 	  if [ -z "$$counts" ]; then echo "$$d: no tests ran (see above)"; rc=1; continue; fi; \
@@ -106,6 +109,14 @@ test-asan:
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=$(ASAN_OPTIONS) UBSAN_OPTIONS=$(UBSAN_OPTIONS) \
 	  $(CTEST) -V -j $(JOBS) 2>&1 | tee ctest.log
 
+# ThreadSanitizer over the tests that race threads against each other (names with "thread").
+test-tsan:
+	@echo "==== $(TSAN_BUILD): ThreadSanitizer build, threaded tests"
+	$(CMAKE) -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBH_TSAN=ON \
+	  -DBH_BUILD_BENCH=OFF -DBH_BUILD_TESTS=ON $(CMAKE_FLAGS)
+	$(CMAKE) --build $(TSAN_BUILD) -j $(JOBS)
+	cd $(TSAN_BUILD) && TSAN_OPTIONS=halt_on_error=1 $(CTEST) -V -R thread 2>&1 | tee ctest.log
+
 install: build
 	$(CMAKE) --install $(BUILD) --prefix $(PREFIX)
 
@@ -124,4 +135,4 @@ format-check:
 	$(CLANG_FORMAT) --dry-run -Werror $(SOURCES)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)

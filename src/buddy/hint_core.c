@@ -31,10 +31,10 @@ bool bh_zone_free_block(const bh_zone_t *z, uint64_t pfn, unsigned *order, int *
   if (!in_zone(z, pfn))
     return false;
   const bh__page_t *p = &z->arena->pages[pfn];
-  if (!(p->flags & BH__PG_BUDDY))
+  if (!(bh__pg_flags(p) & BH__PG_BUDDY))
     return false;
   if (order)
-    *order = p->order;
+    *order = bh__pg_order(p);
   if (mt)
     *mt = bh__pb_mt(z->arena, pfn);
   return true;
@@ -57,7 +57,8 @@ uint64_t bh_free_list_next(const bh_zone_t *z, unsigned order, int mt, uint64_t 
 /* list_rotate_to_front: the head moves to just before pfn, so pfn becomes the first entry. */
 void bh_free_list_rotate(bh_zone_t *z, unsigned order, int mt, uint64_t pfn) {
   bh_arena_t *a = z->arena;
-  if (!in_zone(z, pfn) || !(a->pages[pfn].flags & BH__PG_BUDDY) || a->pages[pfn].order != order)
+  if (!in_zone(z, pfn) || !(bh__pg_flags(&a->pages[pfn]) & BH__PG_BUDDY) ||
+      bh__pg_order(&a->pages[pfn]) != order)
     return;
   uint32_t head = bh__free_list(z, order, mt);
   if (a->pages[head].next == pfn)
@@ -67,12 +68,13 @@ void bh_free_list_rotate(bh_zone_t *z, unsigned order, int mt, uint64_t pfn) {
 }
 
 bool bh_block_reported(const bh_zone_t *z, uint64_t pfn) {
-  return in_zone(z, pfn) && (z->arena->pages[pfn].flags & BH__PG_REPORTED);
+  return in_zone(z, pfn) && (bh__pg_flags(&z->arena->pages[pfn]) & BH__PG_REPORTED);
 }
 
 void bh_block_set_reported(bh_zone_t *z, uint64_t pfn) {
-  if (in_zone(z, pfn) && (z->arena->pages[pfn].flags & BH__PG_BUDDY))
-    z->arena->pages[pfn].flags |= BH__PG_REPORTED;
+  bh__page_t *p = &z->arena->pages[pfn];
+  if (in_zone(z, pfn) && (bh__pg_flags(p) & BH__PG_BUDDY))
+    bh__pg_set_flags(p, bh__pg_flags(p) | BH__PG_REPORTED);
 }
 
 bool bh_zone_low_wmark_ok(const bh_zone_t *z, uint64_t extra) {
@@ -85,7 +87,7 @@ int bh_zone_isolate(bh_zone_t *z, uint64_t pfn, unsigned order) {
   if (!in_zone(z, pfn) || order > a->max_order)
     return BH_EINVAL;
   bh__page_t *p = &a->pages[pfn];
-  if (!(p->flags & BH__PG_BUDDY) || p->order != order)
+  if (!(bh__pg_flags(p) & BH__PG_BUDDY) || bh__pg_order(p) != order)
     return BH_EINVAL;
   int mt = bh__pb_mt(a, pfn);
   if (mt != BH_MT_ISOLATE) {
@@ -97,8 +99,7 @@ int bh_zone_isolate(bh_zone_t *z, uint64_t pfn, unsigned order) {
     }
   }
   bh__del_from_free_list(z, pfn, order, mt, BH__DEL_ISOLATE);
-  p->flags = BH__PG_ISOLATED;
-  p->order = (uint8_t)order;
+  bh__pg_set(p, BH__PG_ISOLATED, (uint8_t)order);
   z->isolated_pages += 1ll << order;
   z->ev[BH_STAT_isolate_calls]++;
   z->ev[BH_STAT_isolate_pages] += 1ull << order;
@@ -117,14 +118,14 @@ int bh_zone_putback(bh_zone_t *z, uint64_t pfn, unsigned order, bool *still_head
   if (!in_zone(z, pfn))
     return BH_EINVAL;
   bh__page_t *p = &a->pages[pfn];
-  if (!(p->flags & BH__PG_ISOLATED) || p->order != order)
+  if (!(bh__pg_flags(p) & BH__PG_ISOLATED) || bh__pg_order(p) != order)
     return BH_EINVAL;
-  p->flags = 0;
+  bh__pg_set_flags(p, 0);
   z->isolated_pages -= 1ll << order;
   z->ev[BH_STAT_putback_pages] += 1ull << order;
   bh__free_one_page(z, pfn, order, bh__pb_mt(a, pfn),
                     BH__FPI_SKIP_REPORT_NOTIFY | BH__FPI_TO_TAIL);
   if (still_head)
-    *still_head = (p->flags & BH__PG_BUDDY) && p->order == order;
+    *still_head = (bh__pg_flags(p) & BH__PG_BUDDY) && bh__pg_order(p) == order;
   return BH_OK;
 }

@@ -122,6 +122,7 @@ typedef struct bh_zone {
   unsigned pcp_batch, pcp_high_min, pcp_high_max;
   bh__pcp_t *pcp;               /* [nr_cpus] */
   uint64_t ev[BH_NR_STATS];     /* event counters updated under the zone lock */
+  _Atomic uint64_t wmark_fail;  /* counted without the lock, on the allocation path */
   /*
    * Hinting hooks.  notify_order is the order at or above which a final merge calls
    * hint_notify (UINT8_MAX: never), del_order the order at or above which a block leaving
@@ -154,8 +155,11 @@ struct bh_arena {
   /* zonelist per node: zone ids highest to lowest, local node first, then other nodes */
   int zonelist[BH_MAX_NODES][BH_MAX_NODES * BH_NR_ZONE_TYPES];
   int zonelist_len[BH_MAX_NODES];
+  /* per (node, highest zone type): the first usable zone of the zonelist (-1: none), and
+   * whether a request starting there gets ALLOC_NOFRAGMENT (Normal with a DMA32 below it) */
+  int8_t preferred_zone[BH_MAX_NODES][BH_NR_ZONE_TYPES];
+  bool preferred_nofrag[BH_MAX_NODES][BH_NR_ZONE_TYPES];
   int node_zone[BH_MAX_NODES][BH_NR_ZONE_TYPES]; /* zone id or -1 */
-  atomic_uint next_thread_slot;
   _Atomic uint64_t shuffle_state;
   bh__hint_hooks_t hint;
   /* Pages discarded by a report and not touched since: set by the reporter, cleared (and
@@ -201,17 +205,25 @@ static inline bh__zone_t *bh__pfn_zone(const bh_arena_t *a, uint64_t pfn) {
   return &a->zones[a->block_zone[pfn >> a->max_order]];
 }
 
-/* Circular lists of 32-bit indices. */
+/*
+ * Circular lists of 32-bit indices.  The `next` links are relaxed atomics because the
+ * watermark check peeks at free list heads without the zone lock, as Linux does; on x86 they
+ * are plain moves.
+ */
+static inline void bh__set_next(bh_arena_t *a, uint32_t n, uint32_t next) {
+  __atomic_store_n(&a->pages[n].next, next, __ATOMIC_RELAXED);
+}
 static inline bool bh__list_empty(const bh_arena_t *a, uint32_t head) {
-  return a->pages[head].next == head;
+  return __atomic_load_n(&a->pages[head].next, __ATOMIC_RELAXED) == head;
 }
 static inline void bh__list_init(bh_arena_t *a, uint32_t head) {
-  a->pages[head].next = a->pages[head].prev = head;
+  bh__set_next(a, head, head);
+  a->pages[head].prev = head;
 }
 static inline void bh__list_insert(bh_arena_t *a, uint32_t n, uint32_t prev, uint32_t next) {
   a->pages[n].prev = prev;
-  a->pages[n].next = next;
-  a->pages[prev].next = n;
+  bh__set_next(a, n, next);
+  bh__set_next(a, prev, n);
   a->pages[next].prev = n;
 }
 static inline void bh__list_add(bh_arena_t *a, uint32_t n, uint32_t head) {
@@ -222,9 +234,10 @@ static inline void bh__list_add_tail(bh_arena_t *a, uint32_t n, uint32_t head) {
 }
 static inline void bh__list_del(bh_arena_t *a, uint32_t n) {
   uint32_t p = a->pages[n].prev, x = a->pages[n].next;
-  a->pages[p].next = x;
+  bh__set_next(a, p, x);
   a->pages[x].prev = p;
-  a->pages[n].next = a->pages[n].prev = BH__NIL;
+  bh__set_next(a, n, BH__NIL);
+  a->pages[n].prev = BH__NIL;
 }
 
 /* page_alloc.c */
@@ -240,6 +253,7 @@ BH__INTERNAL void bh__drain_zone_pcp(bh__zone_t *z);
 BH__INTERNAL uint64_t bh__move_freepages_block(bh__zone_t *z, uint64_t start, int old_mt,
                                               int new_mt);
 BH__INTERNAL int bh__pcp_slot(bh_arena_t *a, int cpu);
+BH__INTERNAL int bh__preferred_zone(const bh_arena_t *a, int node, int highest);
 
 /* arena.c */
 BH__INTERNAL void bh__setup_watermarks(bh_arena_t *a);

@@ -50,7 +50,7 @@ static inline void add_to_free_list(bh__zone_t *z, uint64_t pfn, unsigned order,
     bh__list_add_tail(a, (uint32_t)pfn, head);
   else
     bh__list_add(a, (uint32_t)pfn, head);
-  z->nr_free[order]++;
+  __atomic_store_n(&z->nr_free[order], z->nr_free[order] + 1, __ATOMIC_RELAXED);
 }
 
 /*
@@ -60,7 +60,7 @@ static inline void add_to_free_list(bh__zone_t *z, uint64_t pfn, unsigned order,
 static inline void del_from_free_list(bh__zone_t *z, uint64_t pfn, unsigned order, int reason) {
   bh_arena_t *a = z->arena;
   bh__page_t *p = bh__pg(a, pfn);
-  if (bh__unlikely(p->flags & BH__PG_REPORTED)) {
+  if (bh__unlikely(bh__pg_flags(p) & BH__PG_REPORTED)) {
     if (reason == BH__DEL_ALLOC)
       z->ev[BH_STAT_reported_alloc]++;
     else if (reason == BH__DEL_MERGE)
@@ -70,7 +70,7 @@ static inline void del_from_free_list(bh__zone_t *z, uint64_t pfn, unsigned orde
     a->hint.del(a->hint.ctx, z, pfn, order, reason);
   bh__list_del(a, (uint32_t)pfn);
   bh__pg_set_flags(p, 0);
-  z->nr_free[order]--;
+  __atomic_store_n(&z->nr_free[order], z->nr_free[order] - 1, __ATOMIC_RELAXED);
 }
 
 void bh__del_from_free_list(bh__zone_t *z, uint64_t pfn, unsigned order, int mt, int reason) {
@@ -537,19 +537,23 @@ static inline void pcp_unlock(bh__pcp_t *pcp) {
   atomic_store_explicit(&pcp->locked, 0, memory_order_release);
 }
 
-static _Thread_local int tls_slot = -1;
+/* Thread numbers, handed out in order of first use; a thread's pcp slot in any arena is its
+ * number modulo that arena's nr_cpus. */
+static atomic_uint next_thread_number;
+static _Thread_local __attribute__((tls_model("initial-exec"))) int tls_slot = -1;
 
 int bh__pcp_slot(bh_arena_t *a, int cpu) {
   unsigned n = a->cfg.nr_cpus;
   if (cpu >= 0)
-    return (int)((unsigned)cpu % n);
+    return bh__likely((unsigned)cpu < n) ? cpu : (int)((unsigned)cpu % n);
   if (a->cfg.pcp_key == BH_PCP_PER_CPU) {
     int c = sched_getcpu();
     return c < 0 ? 0 : (int)((unsigned)c % n);
   }
   if (bh__unlikely(tls_slot < 0))
-    tls_slot = (int)atomic_fetch_add_explicit(&a->next_thread_slot, 1, memory_order_relaxed);
-  return (int)((unsigned)tls_slot % n);
+    tls_slot = (int)atomic_fetch_add_explicit(&next_thread_number, 1, memory_order_relaxed);
+  unsigned s = (unsigned)tls_slot; /* no division while threads <= slots */
+  return (int)(bh__likely(s < n) ? s : s % n);
 }
 
 /*
@@ -636,6 +640,19 @@ static int rmqueue_bulk(bh__zone_t *z, bh__pcp_t *pcp, unsigned order, int count
   return i;
 }
 
+/* Takes the first block of a non-empty pcp list; the caller holds the pcp lock. */
+static inline uint32_t pcp_take(bh__zone_t *z, bh__pcp_t *pcp, uint32_t head, unsigned order,
+                                const struct alloc_ctx *ac) {
+  bh_arena_t *a = z->arena;
+  uint32_t pfn = a->pages[head].next;
+  bh__list_del(a, pfn);
+  pcp->count -= 1 << order;
+  pcp->free_count >>= 1; /* allocations shrink the next free batch */
+  pcp->ev[BH_STAT_pcp_alloc]++;
+  account_alloc(pcp->ev, z, pfn, order, ac);
+  return pfn;
+}
+
 /* rmqueue_pcplist: the hot path; a failed trylock falls back to the buddy lists. */
 static uint64_t rmqueue_pcplist(bh__zone_t *z, unsigned order, const struct alloc_ctx *ac,
                                 unsigned alloc_flags) {
@@ -653,12 +670,7 @@ static uint64_t rmqueue_pcplist(bh__zone_t *z, unsigned order, const struct allo
       return UINT64_MAX;
     }
   }
-  uint32_t pfn = a->pages[head].next;
-  bh__list_del(a, pfn);
-  pcp->count -= 1 << order;
-  pcp->free_count >>= 1; /* allocations shrink the next free batch */
-  pcp->ev[BH_STAT_pcp_alloc]++;
-  account_alloc(pcp->ev, z, pfn, order, ac);
+  uint32_t pfn = pcp_take(z, pcp, head, order, ac);
   pcp_unlock(pcp);
   return pfn;
 }
@@ -789,7 +801,7 @@ bool bh__zone_watermark_ok(bh__zone_t *z, unsigned order, uint64_t mark, int hig
   if (!order)
     return true;
   for (unsigned o = order; o <= a->max_order; o++) {
-    if (!z->nr_free[o])
+    if (!__atomic_load_n(&z->nr_free[o], __ATOMIC_RELAXED))
       continue;
     for (int mt = 0; mt < BH_MT_PCPTYPES; mt++)
       if (!bh__list_empty(a, bh__free_list(z, o, mt)))
@@ -807,8 +819,9 @@ static inline uint64_t wmark_pages(const bh__zone_t *z, unsigned alloc_flags) {
 }
 
 /* zone_watermark_fast: the order-0 shortcut, then the full check. */
-static bool zone_watermark_fast(bh__zone_t *z, unsigned order, uint64_t mark, int highest,
-                                unsigned alloc_flags) {
+__attribute__((always_inline)) static inline bool zone_watermark_fast(bh__zone_t *z, unsigned order,
+                                                                      uint64_t mark, int highest,
+                                                                      unsigned alloc_flags) {
   int64_t free_pages = atomic_load_explicit(&z->free_pages, memory_order_relaxed);
   if (!order) {
     int64_t reserved = (alloc_flags & BH__ALLOC_RESERVES) ? 0 : (int64_t)z->nr_free_highatomic;
@@ -861,6 +874,17 @@ static void wakeup_kswapd(bh__zone_t *z) {
     atomic_store_explicit(&z->watermark_boost, 0, memory_order_relaxed);
 }
 
+/* The end of rmqueue: a boosted zone wakes kswapd, which may drop the boost. */
+static inline void boosted_wakeup(bh__zone_t *z, unsigned alloc_flags) {
+  if (bh__unlikely(atomic_load_explicit(&z->flags, memory_order_relaxed) &
+                   BH__ZONE_BOOSTED_WATERMARK) &&
+      (alloc_flags & BH__ALLOC_KSWAPD)) {
+    atomic_fetch_and_explicit(&z->flags, ~(unsigned)BH__ZONE_BOOSTED_WATERMARK,
+                              memory_order_relaxed);
+    wakeup_kswapd(z);
+  }
+}
+
 /* rmqueue: pcp for small orders, else (or if the pcp is busy/empty) the buddy lists. */
 static uint64_t rmqueue_zone(bh__zone_t *z, const struct alloc_ctx *ac, unsigned order,
                              unsigned alloc_flags) {
@@ -872,13 +896,7 @@ static uint64_t rmqueue_zone(bh__zone_t *z, const struct alloc_ctx *ac, unsigned
   }
   pfn = rmqueue_buddy(z, order, ac, alloc_flags);
 out:
-  if (bh__unlikely(atomic_load_explicit(&z->flags, memory_order_relaxed) &
-                   BH__ZONE_BOOSTED_WATERMARK) &&
-      (alloc_flags & BH__ALLOC_KSWAPD)) {
-    atomic_fetch_and_explicit(&z->flags, ~(unsigned)BH__ZONE_BOOSTED_WATERMARK,
-                              memory_order_relaxed);
-    wakeup_kswapd(z);
-  }
+  boosted_wakeup(z, alloc_flags);
   return pfn;
 }
 
@@ -915,7 +933,7 @@ retry:;
     }
     if (!zone_watermark_fast(z, order, wmark_pages(z, alloc_flags), ac->highest,
                              alloc_flags)) {
-      z->ev[BH_STAT_wmark_fail]++; /* racy by design: a statistic, not an invariant */
+      atomic_fetch_add_explicit(&z->wmark_fail, 1, memory_order_relaxed);
       continue;
     }
   try_this_zone:;
@@ -938,7 +956,7 @@ retry:;
   return UINT64_MAX;
 }
 
-int bh_gfp_zone(unsigned gfp) {
+static inline int gfp_zone(unsigned gfp) {
   if (gfp & BH_GFP_DMA)
     return BH_ZONE_DMA;
   if (gfp & BH_GFP_DMA32)
@@ -948,12 +966,44 @@ int bh_gfp_zone(unsigned gfp) {
   return BH_ZONE_NORMAL;
 }
 
-int bh_gfp_migratetype(unsigned gfp) {
+static inline int gfp_migratetype(unsigned gfp) {
   if (gfp & BH_GFP_MOVABLE)
     return BH_MT_MOVABLE;
   if (gfp & BH_GFP_RECLAIMABLE)
     return BH_MT_RECLAIMABLE;
   return BH_MT_UNMOVABLE;
+}
+
+int bh_gfp_zone(unsigned gfp) { return gfp_zone(gfp); }
+int bh_gfp_migratetype(unsigned gfp) { return gfp_migratetype(gfp); }
+
+/*
+ * The fast path of get_page_from_freelist: the preferred zone (the first of the zonelist)
+ * passes its watermark and the pcp list of the request's type has a block.  It does what the
+ * zonelist walk does for its first zone, without the walk.  Anything else (a failed check,
+ * the first time BELOW_HIGH must be set, a busy pcp, an empty list to refill) returns
+ * UINT64_MAX before any side effect, and the caller takes the full path.
+ */
+static inline uint64_t alloc_fast(bh_arena_t *a, const struct alloc_ctx *ac, unsigned order,
+                                  unsigned alloc_flags) {
+  bh__zone_t *z = &a->zones[ac->preferred];
+  unsigned zflags = atomic_load_explicit(&z->flags, memory_order_relaxed);
+  uint64_t mark =
+      wmark_pages(z, (zflags & BH__ZONE_BELOW_HIGH) ? alloc_flags : BH__ALLOC_WMARK_HIGH);
+  if (bh__unlikely(!zone_watermark_fast(z, order, mark, ac->highest, alloc_flags)))
+    return UINT64_MAX;
+  bh__pcp_t *pcp = &z->pcp[ac->slot];
+  if (bh__unlikely(!pcp_trylock(pcp)))
+    return UINT64_MAX;
+  uint32_t head = pcp->head + order_to_pindex(a, ac->mt, order);
+  if (bh__unlikely(bh__list_empty(a, head))) {
+    pcp_unlock(pcp);
+    return UINT64_MAX;
+  }
+  uint32_t pfn = pcp_take(z, pcp, head, order, ac);
+  pcp_unlock(pcp);
+  boosted_wakeup(z, alloc_flags);
+  return pfn;
 }
 
 /* Called on every block handed out: the reporter's refault accounting, zeroing. */
@@ -977,7 +1027,7 @@ static void prep_new_page(bh_arena_t *a, uint64_t pfn, unsigned order, unsigned 
     memset(a->base + (pfn << BH_PAGE_SHIFT), 0, BH_PAGE_SIZE << order);
 }
 
-static int preferred_zone(const bh_arena_t *a, int node, int highest) {
+int bh__preferred_zone(const bh_arena_t *a, int node, int highest) {
   for (int i = 0; i < a->zonelist_len[node]; i++)
     if (a->zones[a->zonelist[node][i]].type <= highest)
       return a->zonelist[node][i];
@@ -1001,23 +1051,28 @@ int bh_alloc_pfn(bh_arena_t *a, unsigned gfp, unsigned order, int cpu, uint64_t 
     return BH_EINVAL;
   struct alloc_ctx ac;
   ac.slot = bh__pcp_slot(a, cpu);
-  ac.node = ac.slot % (int)a->cfg.nr_nodes;
-  ac.highest = bh_gfp_zone(gfp);
-  ac.mt = a->cfg.mobility_grouping ? bh_gfp_migratetype(gfp) : BH_MT_UNMOVABLE;
+  ac.node = a->cfg.nr_nodes == 1 ? 0 : ac.slot % (int)a->cfg.nr_nodes;
+  ac.highest = gfp_zone(gfp);
+  ac.mt = a->cfg.mobility_grouping ? gfp_migratetype(gfp) : BH_MT_UNMOVABLE;
   ac.gfp = gfp;
-  ac.preferred = preferred_zone(a, ac.node, ac.highest);
+  ac.preferred = a->preferred_zone[ac.node][ac.highest];
   if (ac.preferred < 0)
     return BH_ENOSPC;
 
   unsigned alloc_flags = BH__ALLOC_WMARK_LOW | BH__ALLOC_KSWAPD;
-  const bh__zone_t *pz = &a->zones[ac.preferred];
-  if (pz->type == BH_ZONE_NORMAL && a->node_zone[pz->node][BH_ZONE_DMA32] >= 0)
+  if (a->preferred_nofrag[ac.node][ac.highest])
     alloc_flags |= BH__ALLOC_NOFRAGMENT;
   if (gfp & BH_GFP_NOFALLBACK_WMARK)
     alloc_flags = (alloc_flags & ~(unsigned)BH__ALLOC_WMARK_MASK) | BH__ALLOC_WMARK_MIN;
 
   int zid = -1;
-  uint64_t pfn = get_page_from_freelist(a, &ac, order, alloc_flags, &zid);
+  uint64_t pfn = UINT64_MAX;
+  if (bh__likely(pcp_allowed_order(a, order) && !(gfp & BH_GFP_NOFALLBACK_WMARK)))
+    pfn = alloc_fast(a, &ac, order, alloc_flags);
+  if (pfn == UINT64_MAX)
+    pfn = get_page_from_freelist(a, &ac, order, alloc_flags, &zid);
+  else
+    zid = ac.preferred;
   if (pfn == UINT64_MAX) {
     /* gfp_to_alloc_flags */
     alloc_flags = BH__ALLOC_WMARK_MIN | BH__ALLOC_KSWAPD;

@@ -37,6 +37,7 @@ void bh_stats_read(const bh_arena_t *ca, uint64_t out[BH_NR_STATS]) {
     for (int s = 0; s < BH_NR_STATS; s++)
       out[s] += z->ev[s];
     pthread_mutex_unlock(&z->lock);
+    out[BH_STAT_wmark_fail] += atomic_load_explicit(&z->wmark_fail, memory_order_relaxed);
     for (unsigned c = 0; z->pcp && c < a->cfg.nr_cpus; c++) {
       bh__pcp_t *pcp = &z->pcp[c];
       pcp_lock_spin(pcp);

@@ -41,8 +41,8 @@ struct bm {
   bool clear_on_alloc, recheck;
   int nzones;
   struct bm_zone *zones;
-  /* worker-only counters */
-  uint64_t passes, scanned_bits, reported_blocks, reported_pages, putback, report_calls;
+  /* written by the worker, read by bm_stats from any thread */
+  _Atomic uint64_t passes, scanned_bits, reported_blocks, reported_pages, putback, report_calls;
 };
 
 static struct bm_zone *bm_zone_of(struct bm *bm, bh_zone_t *z) {
@@ -53,10 +53,9 @@ static void bm_notify(void *state, bh_zone_t *z, uint64_t pfn, unsigned order) {
   struct bm *bm = state;
   struct bm_zone *bz = bm_zone_of(bm, z);
   uint64_t bit = (pfn - bz->base_pfn) >> bm->chunk_order;
-  uint64_t mask = 1ull << (bit & 63), *w = &bz->bits[bit >> 6];
-  if (*w & mask)
+  uint64_t mask = 1ull << (bit & 63);
+  if (__atomic_fetch_or(&bz->bits[bit >> 6], mask, __ATOMIC_RELAXED) & mask)
     return;
-  *w |= mask;
   bz->bits_set++;
   if (++bz->count == bm->threshold)
     bh_hint_request(bm->h, 0);
@@ -68,9 +67,8 @@ static void bm_del(void *state, bh_zone_t *z, uint64_t pfn, unsigned order, int 
     return;
   struct bm_zone *bz = bm_zone_of(bm, z);
   uint64_t bit = (pfn - bz->base_pfn) >> bm->chunk_order;
-  uint64_t mask = 1ull << (bit & 63), *w = &bz->bits[bit >> 6];
-  if (*w & mask) {
-    *w &= ~mask;
+  uint64_t mask = 1ull << (bit & 63);
+  if (__atomic_fetch_and(&bz->bits[bit >> 6], ~mask, __ATOMIC_RELAXED) & mask) {
     bz->count--;
     bz->cleared_on_alloc++;
   }
@@ -86,7 +84,7 @@ static void flush_batch(struct bm *bm, bh_zone_t *z, bh_report_range_t *r, size_
   for (size_t i = 0; i < *n; i++) {
     bh_zone_putback(z, r[i].pfn, r[i].order, NULL);
     bm->reported_blocks++;
-    bm->reported_pages += 1ull << r[i].order;
+    bm->reported_pages += (uint64_t)1 << r[i].order;
     bm->putback++;
   }
   bh_zone_unlock(z);
@@ -100,9 +98,8 @@ static bool take_bit(struct bm *bm, struct bm_zone *bz, uint64_t bit, bh_report_
   unsigned order;
   bool taken = false;
   bh_zone_lock(z);
-  uint64_t mask = 1ull << (bit & 63), *w = &bz->bits[bit >> 6];
-  if (*w & mask) {
-    *w &= ~mask;
+  uint64_t mask = 1ull << (bit & 63);
+  if (__atomic_fetch_and(&bz->bits[bit >> 6], ~mask, __ATOMIC_RELAXED) & mask) {
     bz->count--;
     if (bh_zone_free_block(z, pfn, &order, NULL) && order >= bm->chunk_order) {
       if (bh_zone_isolate(z, pfn, order) == BH_OK) {

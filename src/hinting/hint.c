@@ -23,7 +23,7 @@ struct bh_hint {
   bh_clock_mode_t clock;
   _Atomic uint64_t now;     /* virtual time (virtual mode) */
   _Atomic uint64_t wake_at; /* earliest requested step (BH_HINT_IDLE: none) */
-  uint64_t step_next;       /* the strategy's own next due time */
+  _Atomic uint64_t step_next; /* the strategy's own next due time */
   _Atomic uint64_t steps;
   char error[256];
   /* thread mode */

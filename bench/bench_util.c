@@ -1,0 +1,266 @@
+/* Timing, statistics, machine description and output helpers for bench/ programs. */
+#include "bench_util.h"
+
+#include <buddyhint.h>
+
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef BH_BENCH_BUILD_TYPE
+#define BH_BENCH_BUILD_TYPE "unknown"
+#endif
+#ifndef BH_BENCH_C_FLAGS
+#define BH_BENCH_C_FLAGS ""
+#endif
+
+uint64_t bu_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+double bu_quantile_sorted(const double *s, int n, double q) {
+  if (n <= 0)
+    return NAN;
+  double pos = q * (n - 1);
+  int i = (int)pos;
+  if (i >= n - 1)
+    return s[n - 1];
+  return s[i] + (pos - i) * (s[i + 1] - s[i]);
+}
+
+void bu_stats(const double *v, int n, bu_stats_t *out) {
+  memset(out, 0, sizeof(*out));
+  out->n = n;
+  if (n <= 0) {
+    out->median = out->p10 = out->p90 = out->min = out->max = out->mean = NAN;
+    return;
+  }
+  double *s = malloc(sizeof(double) * (size_t)n);
+  if (!s) {
+    out->median = out->p10 = out->p90 = out->min = out->max = out->mean = NAN;
+    return;
+  }
+  memcpy(s, v, sizeof(double) * (size_t)n);
+  qsort(s, (size_t)n, sizeof(double), cmp_double);
+  double sum = 0;
+  for (int i = 0; i < n; i++)
+    sum += s[i];
+  out->mean = sum / n;
+  out->min = s[0];
+  out->max = s[n - 1];
+  out->median = bu_quantile_sorted(s, n, 0.5);
+  out->p10 = bu_quantile_sorted(s, n, 0.1);
+  out->p90 = bu_quantile_sorted(s, n, 0.9);
+  free(s);
+}
+
+static long status_kib(const char *key) {
+  FILE *f = fopen("/proc/self/status", "r");
+  if (!f)
+    return -1;
+  char line[256];
+  size_t kl = strlen(key);
+  long v = -1;
+  while (fgets(line, sizeof(line), f)) {
+    if (strncmp(line, key, kl) == 0 && line[kl] == ':') {
+      v = strtol(line + kl + 1, NULL, 10);
+      break;
+    }
+  }
+  fclose(f);
+  return v;
+}
+
+long bu_rss_kib(void) { return status_kib("VmRSS"); }
+long bu_vmsize_kib(void) { return status_kib("VmSize"); }
+
+static void copy_trim(char *dst, size_t cap, const char *src) {
+  while (*src == ' ' || *src == '\t')
+    src++;
+  snprintf(dst, cap, "%s", src);
+  size_t n = strlen(dst);
+  while (n && (dst[n - 1] == '\n' || dst[n - 1] == ' ' || dst[n - 1] == '\t'))
+    dst[--n] = 0;
+}
+
+/* "model name" of the first processor, with family/model/stepping, MHz and "hypervisor". */
+static void read_cpu_model(char *dst, size_t cap) {
+  char name[128] = "unknown", family[16] = "?", model[16] = "?", stepping[16] = "?", mhz[32] = "?";
+  bool hv = false;
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (f) {
+    static char line[8192];
+    while (fgets(line, sizeof(line), f)) {
+      char *c = strchr(line, ':');
+      if (!c)
+        continue;
+      if (line[0] == '\n' || strncmp(line, "processor", 9) == 0) {
+        if (strcmp(name, "unknown") != 0 && strncmp(line, "processor", 9) == 0)
+          break; /* the second processor: done */
+        continue;
+      }
+      if (strncmp(line, "model name", 10) == 0)
+        copy_trim(name, sizeof(name), c + 1);
+      else if (strncmp(line, "cpu family", 10) == 0)
+        copy_trim(family, sizeof(family), c + 1);
+      else if (strncmp(line, "model\t", 6) == 0)
+        copy_trim(model, sizeof(model), c + 1);
+      else if (strncmp(line, "stepping", 8) == 0)
+        copy_trim(stepping, sizeof(stepping), c + 1);
+      else if (strncmp(line, "cpu MHz", 7) == 0)
+        copy_trim(mhz, sizeof(mhz), c + 1);
+      else if (strncmp(line, "flags", 5) == 0)
+        hv = strstr(c, " hypervisor") != NULL;
+    }
+    fclose(f);
+  }
+  snprintf(dst, cap, "%s [family %s model %s stepping %s, %s MHz%s]", name, family, model, stepping,
+           mhz, hv ? ", hypervisor" : "");
+}
+
+static void read_thp(char *dst, size_t cap) {
+  snprintf(dst, cap, "unknown");
+  FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+  if (!f)
+    return;
+  char line[128];
+  if (fgets(line, sizeof(line), f)) {
+    char *l = strchr(line, '['), *r = l ? strchr(l, ']') : NULL;
+    if (l && r) {
+      *r = 0;
+      snprintf(dst, cap, "%s", l + 1);
+    }
+  }
+  fclose(f);
+}
+
+void bu_machine_info(bu_machine_t *m) {
+  memset(m, 0, sizeof(*m));
+  struct utsname u;
+  if (uname(&u) == 0)
+    snprintf(m->kernel, sizeof(m->kernel), "%s", u.release);
+  else
+    snprintf(m->kernel, sizeof(m->kernel), "unknown");
+  if (gethostname(m->hostname, sizeof(m->hostname) - 1) != 0)
+    snprintf(m->hostname, sizeof(m->hostname), "unknown");
+  read_cpu_model(m->cpu, sizeof(m->cpu));
+  read_thp(m->thp, sizeof(m->thp));
+#if defined(__clang__)
+  snprintf(m->compiler, sizeof(m->compiler), "clang %s", __clang_version__);
+#elif defined(__GNUC__)
+  snprintf(m->compiler, sizeof(m->compiler), "gcc %s", __VERSION__);
+#else
+  snprintf(m->compiler, sizeof(m->compiler), "%s", __VERSION__);
+#endif
+  snprintf(m->build_type, sizeof(m->build_type), "%s", BH_BENCH_BUILD_TYPE);
+  copy_trim(m->cflags, sizeof(m->cflags), BH_BENCH_C_FLAGS);
+  snprintf(m->lib_version, sizeof(m->lib_version), "%s", bh_version());
+  time_t t = time(NULL);
+  struct tm tm;
+  gmtime_r(&t, &tm);
+  strftime(m->date, sizeof(m->date), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  m->online_cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+}
+
+int bu_build_is_optimized(const bu_machine_t *m) {
+  return strcmp(m->build_type, "Release") == 0 || strcmp(m->build_type, "RelWithDebInfo") == 0 ||
+         strcmp(m->build_type, "MinSizeRel") == 0;
+}
+
+int bu_mkdir_p(const char *dir) {
+  char path[4096];
+  if (snprintf(path, sizeof(path), "%s", dir) >= (int)sizeof(path)) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  for (char *p = path + 1; *p; p++) {
+    if (*p != '/')
+      continue;
+    *p = 0;
+    if (mkdir(path, 0777) != 0 && errno != EEXIST)
+      return -1;
+    *p = '/';
+  }
+  if (mkdir(path, 0777) != 0 && errno != EEXIST)
+    return -1;
+  return 0;
+}
+
+FILE *bu_open_out(const char *dir, const char *name) {
+  if (bu_mkdir_p(dir) != 0) {
+    fprintf(stderr, "cannot create %s: %s\n", dir, strerror(errno));
+    return NULL;
+  }
+  char path[4096];
+  snprintf(path, sizeof(path), "%s/%s", dir, name);
+  FILE *f = fopen(path, "w");
+  if (!f)
+    fprintf(stderr, "cannot write %s: %s\n", path, strerror(errno));
+  return f;
+}
+
+void bu_csv_machine(FILE *f, const bu_machine_t *m, const char *program, const char *args) {
+  fprintf(f, "# program: %s%s%s\n", program, args && *args ? " " : "", args ? args : "");
+  fprintf(f, "# date: %s\n", m->date);
+  fprintf(f, "# host: %s\n", m->hostname);
+  fprintf(f, "# kernel: %s\n", m->kernel);
+  fprintf(f, "# cpu: %s (%d online)\n", m->cpu, m->online_cpus);
+  fprintf(f, "# thp: %s\n", m->thp);
+  fprintf(f, "# compiler: %s\n", m->compiler);
+  fprintf(f, "# build_type: %s\n", m->build_type);
+  fprintf(f, "# cflags: %s\n", m->cflags);
+  fprintf(f, "# libbuddyhint: %s\n", m->lib_version);
+}
+
+void bu_json_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; s && *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\')
+      fprintf(f, "\\%c", c);
+    else if (c == '\n')
+      fputs("\\n", f);
+    else if (c == '\t')
+      fputs("\\t", f);
+    else if (c < 0x20)
+      fprintf(f, "\\u%04x", c);
+    else
+      fputc(c, f);
+  }
+  fputc('"', f);
+}
+
+void bu_json_num(FILE *f, double v) {
+  if (isnan(v) || isinf(v))
+    fputs("null", f);
+  else
+    fprintf(f, "%.6g", v);
+}
+
+void bu_json_machine(FILE *f, const bu_machine_t *m, int indent) {
+  const char *keys[] = {"date",     "host",       "kernel", "cpu",         "thp",
+                        "compiler", "build_type", "cflags", "libbuddyhint"};
+  const char *vals[] = {m->date,     m->hostname,   m->kernel, m->cpu,        m->thp,
+                        m->compiler, m->build_type, m->cflags, m->lib_version};
+  fprintf(f, "%*s\"machine\": {\n", indent, "");
+  for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+    fprintf(f, "%*s\"%s\": ", indent + 2, "", keys[i]);
+    bu_json_str(f, vals[i]);
+    fputs(",\n", f);
+  }
+  fprintf(f, "%*s\"online_cpus\": %d\n", indent + 2, "", m->online_cpus);
+  fprintf(f, "%*s}", indent, "");
+}

@@ -1,0 +1,69 @@
+/*
+ * Helpers shared by the benchmark programs: a monotonic clock, order statistics over
+ * repetitions, process RSS, the machine description every result carries, and small CSV/JSON
+ * writers.  Not part of the library.
+ *
+ * Conventions every bench/ program follows (bench/run-all relies on them):
+ *   --out DIR   write DIR/<name>.csv and DIR/<name>.json (default: results/, created if missing)
+ *   --quick     fewer and shorter repetitions
+ *   --reps N    repetitions per measurement
+ * CSV files start with '#' lines describing the machine (gnuplot skips them; pandas needs
+ * comment='#'), then one header line and one row per measurement.
+ */
+#ifndef BH_BENCH_UTIL_H
+#define BH_BENCH_UTIL_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+/* Nanoseconds from CLOCK_MONOTONIC. */
+uint64_t bu_now_ns(void);
+
+/* Order statistics of n samples (n >= 1); the input is not modified. */
+typedef struct bu_stats {
+  int n;
+  double median, p10, p90, min, max, mean;
+} bu_stats_t;
+void bu_stats(const double *v, int n, bu_stats_t *out);
+/* Linear-interpolated quantile q in [0,1] of sorted[0..n-1]. */
+double bu_quantile_sorted(const double *sorted, int n, double q);
+
+/* VmRSS and VmSize of this process in KiB, from /proc/self/status (-1 if unreadable). */
+long bu_rss_kib(void);
+long bu_vmsize_kib(void);
+
+/* Where and how a result was produced. */
+typedef struct bu_machine {
+  char kernel[128];    /* uname -r */
+  char cpu[256];       /* "model name" of /proc/cpuinfo [family/model/stepping, MHz] */
+  char compiler[96];   /* __VERSION__ */
+  char build_type[32]; /* CMAKE_BUILD_TYPE */
+  char cflags[256];    /* compile flags of the build type */
+  char date[40];       /* UTC, ISO 8601 */
+  char hostname[64];
+  char thp[32];         /* transparent_hugepage/enabled, the selected value */
+  char lib_version[32]; /* bh_version() */
+  int online_cpus;
+} bu_machine_t;
+void bu_machine_info(bu_machine_t *m);
+/* True for build types meant for measuring (Release, RelWithDebInfo, MinSizeRel). */
+int bu_build_is_optimized(const bu_machine_t *m);
+
+/* mkdir -p; returns 0 or -1 (errno set). */
+int bu_mkdir_p(const char *dir);
+/* Opens DIR/NAME for writing, creating DIR; prints why and returns NULL on failure. */
+FILE *bu_open_out(const char *dir, const char *name);
+
+/* '#'-comment header lines describing the machine and the program's arguments. */
+void bu_csv_machine(FILE *f, const bu_machine_t *m, const char *program, const char *args);
+/* A JSON string literal with escapes. */
+void bu_json_str(FILE *f, const char *s);
+/* A JSON number; NaN and infinities become null. */
+void bu_json_num(FILE *f, double v);
+/* "machine": {...} (no trailing comma), indented by `indent` spaces. */
+void bu_json_machine(FILE *f, const bu_machine_t *m, int indent);
+
+/* Keeps the compiler from discarding a value or reordering memory around it. */
+#define BU_SINK(x) __asm__ volatile("" : : "r"(x) : "memory")
+
+#endif
