@@ -23,9 +23,11 @@ enum bh_touch {
 };
 
 typedef struct bh_replay_config {
-  const char *trace;        /* path ("-" = stdin is refused: a replay reads the trace twice) */
+  const char *trace;        /* path; "-" = stdin, which needs memory_bytes and arena.nr_cpus */
   bh_config_t arena;        /* arena settings; its zone sizes are ignored, see memory_bytes */
-  uint64_t memory_bytes;    /* 0 = peak live memory of the trace + 25 % + 64 MiB, 4 MiB aligned */
+  /* 0 = peak live memory of the trace + 25 % + 64 MiB, 4 MiB aligned.  With memory_bytes and
+   * arena.nr_cpus both given the trace is read once, else a first pass finds them. */
+  uint64_t memory_bytes;
   bh_hint_config_t hint;    /* strategy, options, report mode */
   uint64_t idle_ns;         /* virtual idle time after the last event (default 60 s) */
   enum bh_touch touch;      /* default BH_TOUCH_PAGE */

@@ -554,6 +554,8 @@ static int play(struct replay *r, const struct scan *sc) {
   bool prog = r->cfg->progress && isatty(STDERR_FILENO);
   bh_event_t ev;
   while ((err = bh_trace_next(t, &ev)) == 1) {
+    if (bh__unlikely(r->t0 == UINT64_MAX))
+      r->t0 = ev.time_ns; /* one pass: time starts at the first event */
     uint64_t vt = ev.time_ns > r->t0 ? ev.time_ns - r->t0 : 0;
     if (vt < r->vnow)
       vt = r->vnow; /* timestamps of different CPUs may interleave slightly out of order */
@@ -657,14 +659,17 @@ int bh_replay_run(const bh_replay_config_t *cfg, bh_replay_summary_t *out, char 
   static const char *const backings[] = {"mmap", "memfd", "sim"};
   snprintf(out->backing, sizeof(out->backing), "%s",
            cfg->arena.backing <= BH_BACKING_SIM ? backings[cfg->arena.backing] : "?");
-  if (!strcmp(cfg->trace, "-")) {
-    set_err(&r, "%s", "a replay reads its trace twice: give a file, not standard input");
+  /* The first pass only sizes the arena and counts CPUs: with both given, one pass does. */
+  bool one_pass = cfg->memory_bytes && cfg->arena.nr_cpus;
+  if (!one_pass && !strcmp(cfg->trace, "-")) {
+    set_err(&r, "%s", "reading a trace from standard input needs --memory and --cpus "
+                      "(otherwise the trace is read twice)");
     return BH_EINVAL;
   }
   clock_gettime(CLOCK_MONOTONIC, &r.wall0);
   getrusage(RUSAGE_SELF, &r.ru0);
-  struct scan sc;
-  int rc = first_pass(&r, &sc);
+  struct scan sc = {.first = UINT64_MAX};
+  int rc = one_pass ? 0 : first_pass(&r, &sc);
   if (!rc)
     rc = setup(&r, &sc);
   if (!rc)
