@@ -1,4 +1,5 @@
 /* buddyhint compare: the same trace once per strategy, one table. */
+#include "cli/baseline.h"
 #include "cli/replay_opts.h"
 
 #include <stdlib.h>
@@ -19,14 +20,14 @@ static void help(FILE *f) {
 static double mib(uint64_t b) { return (double)b / (1024.0 * 1024.0); }
 
 static void table(FILE *f, const bh_replay_summary_t *runs, int n) {
-  fprintf(f, "%-10s %10s %10s %10s %10s %9s %9s %8s %8s %8s %6s\n", "strategy", "rss_peak",
+  fprintf(f, "%-21s %10s %10s %10s %10s %9s %9s %8s %8s %8s %6s\n", "strategy", "rss_peak",
           "rss_final", "live_end", "reported", "madvises", "refaults", "failed", "wall_s",
           "cpu_s", "check");
-  fprintf(f, "%-10s %10s %10s %10s %10s %9s %9s %8s %8s %8s %6s\n", "", "MiB", "MiB", "MiB",
+  fprintf(f, "%-21s %10s %10s %10s %10s %9s %9s %8s %8s %8s %6s\n", "", "MiB", "MiB", "MiB",
           "MiB", "calls", "pages", "allocs", "", "", "errors");
   for (int i = 0; i < n; i++) {
     const bh_replay_summary_t *s = &runs[i];
-    fprintf(f, "%-10s %10.1f %10.1f %10.1f %10.1f %9lu %9lu %8lu %8.2f %8.2f %6ld\n",
+    fprintf(f, "%-21s %10.1f %10.1f %10.1f %10.1f %9lu %9lu %8lu %8.2f %8.2f %6ld\n",
             s->strategy, mib(s->rss_peak_bytes), mib(s->rss_final_bytes),
             mib(s->live_final_bytes), mib(s->reported_bytes), (unsigned long)s->madvise_calls,
             (unsigned long)s->refaults, (unsigned long)s->alloc_failures, s->wall_seconds,
@@ -67,7 +68,9 @@ static int run_all(bh_cli_replay_t *c, const char *trace, char *list) {
     char err[1024];
     if (c->cfg.progress)
       fprintf(stderr, "compare: %s\n", name);
-    int e = bh_replay_run(&c->cfg, &runs[n], err, sizeof(err));
+    int e = bh_cli_is_baseline(name) /* jemalloc, in a process of its own */
+                ? bh_cli_baseline_run(&c->cfg, name, &runs[n], err, sizeof(err))
+                : bh_replay_run(&c->cfg, &runs[n], err, sizeof(err));
     if (e) {
       fprintf(stderr, "%s\n", err[0] ? err : bh_strerror(e));
       rc = e == BH_ENOMEM || e == BH_ESYS ? BH_EXIT_FAIL : BH_EXIT_USAGE;

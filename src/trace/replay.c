@@ -419,21 +419,29 @@ static int do_alloc(struct replay *r, const bh_event_t *ev) {
   return 0;
 }
 
-/* A free inside a larger recorded block: split that block into order-0 pieces. */
+/*
+ * A free of part of a larger recorded block (a non-compound high-order page freed piece by
+ * piece): split that block into order-0 pieces, as split_page() does, and return the piece at
+ * pfn.  Blocks the arena never held (too large, failed) and larger than 2^16 pages are dropped
+ * whole instead of being split.
+ */
 static entry_t *split_containing(struct replay *r, uint64_t pfn, unsigned order) {
-  for (unsigned k = order + 1; k <= BH_TRACE_MAX_ORDER && k < 40; k++) {
+  for (unsigned k = order + 1; k <= BH_TRACE_MAX_ORDER; k++) {
     uint64_t base = pfn & ~((1ull << k) - 1);
     entry_t *e = pmap_find(&r->map, base);
-    if (!e)
+    if (!e || e->order <= order || pfn - base >= (1ull << e->order))
       continue;
-    if (e->order != k)
-      return NULL;
+    unsigned big = e->order;
     uint32_t sim = e->sim;
     uint8_t kind = e->kind;
+    if (kind != ENT_LIVE && big > 16) {
+      pmap_delete(&r->map, e);
+      return NULL;
+    }
     if (kind == ENT_LIVE)
-      bh_split_pages(r->arena, sim, k);
+      bh_split_pages(r->arena, sim, big);
     pmap_delete(&r->map, e);
-    for (uint64_t i = 0; i < (1ull << k); i++) {
+    for (uint64_t i = 0; i < (1ull << big); i++) {
       entry_t *p = pmap_insert(&r->map, base + i);
       if (!p)
         return NULL;
@@ -466,12 +474,8 @@ static void do_free(struct replay *r, const bh_event_t *ev) {
     r->recent[r->recent_pos++ & 63] = ev->pfn + 1;
   }
   entry_t *e = pmap_find(&r->map, ev->pfn);
-  if (!e || e->order > ev->order) {
-    if (e && e->order > ev->order) /* a piece of a block recorded at this pfn */
-      e = split_containing(r, ev->pfn, ev->order) ? pmap_find(&r->map, ev->pfn) : NULL;
-    else
-      e = split_containing(r, ev->pfn, ev->order);
-  }
+  if (!e || e->order > ev->order)
+    e = split_containing(r, ev->pfn, ev->order);
   if (!e) {
     s->unknown_frees++;
     return;
