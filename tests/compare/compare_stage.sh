@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The strategy comparison stage of `make test`: every sample trace is replayed under every
+# strategy, in sim and in mmap backing, with the invariant checker on, and the tables go to
+# the log.  It fails when a replay crashes or reports a check violation, or when a hinting
+# strategy does not give back memory that `none` keeps: on every trace its final resident
+# memory must not exceed none's, and on the synthetic memhog sample (a guest that allocates,
+# touches and frees everything, then idles) it must be at most half of none's.  The recorded
+# memhog run is not held to the half: the machine's other allocations stayed live in it and
+# leave about 110 MiB free only in blocks below the reporting order.
+#
+# usage: compare_stage.sh BUDDYHINT TRACES_DIR WORK_DIR
+set -u
+bh=$1 traces=$2 work=$3
+mkdir -p "$work"
+fail=0
+strategies=none,bitmap,bubble
+
+# value KEY JSON STRATEGY: the number after "KEY": in STRATEGY's run of a compare JSON file
+value() {
+  awk -v key="\"$1\":" -v strat="\"$3\"" '
+    $1 == "\"strategy\":" { cur = $2; sub(/,$/, "", cur) }
+    $1 == key && cur == strat { v = $2; sub(/,$/, "", v); print v; exit }' "$2"
+}
+
+for trace in "$traces"/*.bht*; do
+  name=$(basename "$trace")
+  for backing in sim mmap; do
+    json="$work/$name.$backing.json"
+    echo "== $name, $backing backing"
+    if ! "$bh" compare "$trace" --strategies "$strategies" --backing "$backing" \
+         --check-every 5000 --quiet --json "$json"; then
+      echo "FAIL: compare exited $? on $name ($backing)"
+      fail=1
+      continue
+    fi
+    for s in ${strategies//,/ }; do
+      v=$(value check_violations "$json" "$s")
+      if [ "${v:-x}" != 0 ]; then
+        echo "FAIL: $s on $name ($backing): check_violations=${v:-missing}"
+        fail=1
+      fi
+    done
+    none=$(value rss_final_bytes "$json" none)
+    for s in bitmap bubble; do
+      v=$(value rss_final_bytes "$json" "$s")
+      limit=$none what="more than none"
+      case $name in gen-memhog*) limit=$((none / 2)) what="not at least 50 % lower than none" ;; esac
+      if [ -z "$none" ] || [ -z "$v" ] || [ "$v" -gt "$limit" ]; then
+        echo "FAIL: $s keeps ${v:-?} bytes resident on $name ($backing), $what (${none:-?})"
+        fail=1
+      else
+        echo "ok: $s final resident $((v >> 20)) MiB, none $((none >> 20)) MiB"
+      fi
+    done
+  done
+done
+if [ $fail -ne 0 ]; then
+  echo "compare stage: FAILED"
+  exit 1
+fi
+echo "compare stage: every trace, strategy and backing replayed with 0 violations"

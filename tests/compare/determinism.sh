@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Determinism: the same trace, options and seed give the same JSON summary, byte for byte,
+# apart from the wall-clock keys (wall_seconds, cpu_seconds, minflt, and strategy counters of
+# time, whose names end in _ns, such as bubble's lock_ns).  Every strategy, sim and
+# mmap backing, on a recorded and a synthetic trace.
+#
+# usage: determinism.sh BUDDYHINT TRACES_DIR WORK_DIR
+set -u
+bh=$1 traces=$2 work=$3
+mkdir -p "$work"
+fail=0
+strip() { grep -v -E '"(wall_seconds|cpu_seconds|minflt)":' "$1" | sed -E 's/"[a-z_]+_ns": [0-9]+/"_ns": -/g'; }
+for trace in "$traces/real-thp-256M.bht.zst" "$traces/gen-frag-stress-256M.bht.zst"; do
+  for strategy in none bitmap bubble; do
+    for backing in sim mmap; do
+      for run in 1 2; do
+        if ! "$bh" replay "$trace" --strategy "$strategy" --backing "$backing" --quiet \
+             --shuffle --seed 42 --json "$work/run$run.json" >/dev/null; then
+          echo "FAIL: replay $trace $strategy $backing exited $?"
+          fail=1
+        fi
+      done
+      if ! diff <(strip "$work/run1.json") <(strip "$work/run2.json"); then
+        echo "FAIL: $(basename "$trace") $strategy $backing: the two summaries differ"
+        fail=1
+      else
+        echo "ok: $(basename "$trace") $strategy $backing: identical summaries"
+      fi
+    done
+  done
+done
+exit $fail
