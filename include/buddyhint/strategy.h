@@ -50,7 +50,8 @@ typedef struct bh_strategy_ops {
    * BH_EINVAL for a bad option (say why with bh_hint_set_error), BH_ENOMEM. */
   int (*create)(bh_hint_t *h, const bh_opt_t *opts, size_t nopts, void **state);
   void (*destroy)(void *state); /* NULL state never passed */
-  /* Hooks, under the zone lock.  Either may be NULL. */
+  /* Hooks, under the zone lock.  Either may be NULL.  del runs before the core clears the
+   * block's PageReported, so bh_block_reported() still tells inside it. */
   void (*notify)(void *state, bh_zone_t *zone, uint64_t pfn, unsigned order);
   void (*del)(void *state, bh_zone_t *zone, uint64_t pfn, unsigned order, int reason);
   /* Worker step at time now_ns.  Returns when it wants to run next (absolute ns), or
@@ -179,7 +180,8 @@ BH_API int bh_zone_isolate(bh_zone_t *z, uint64_t pfn, unsigned order);
  * a free block of the same order afterwards (it did not merge).  Returns 0 or BH_EINVAL.
  */
 BH_API int bh_zone_putback(bh_zone_t *z, uint64_t pfn, unsigned order, bool *still_head);
-/* zone_watermark_ok at order 0 for the low watermark + extra_pages (the reporting check). */
+/* zone_watermark_ok at order 0 for the low watermark (with its boost) + extra_pages: the
+ * check free page reporting makes before it works on a zone. */
 BH_API bool bh_zone_low_wmark_ok(const bh_zone_t *z, uint64_t extra_pages);
 
 #ifdef __cplusplus

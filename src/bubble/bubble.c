@@ -90,9 +90,11 @@ struct bubble {
   bool budget, rotate;
   int nzones;
   struct bub_zone *zones; /* hwm > 0 only */
-  atomic_int state;
+  /* read by every notification: kept off the lines the worker's counters dirty */
+  _Alignas(64) atomic_int state;
   /* counters: the worker's (one writer) and the hooks' (any thread) */
-  bub_counter_t passes, cycles, blocks_reported, pages_reported, report_calls, report_errors;
+  _Alignas(64) bub_counter_t passes, cycles, blocks_reported, pages_reported, report_calls,
+      report_errors;
   bub_counter_t skipped_reported, zone_skipped_wmark, isolate_fail, budget_exhausted, requeues;
   bub_counter_t putback_merged, lock_ns;
   bub_counter_t requests, hwm_deferred;
@@ -356,9 +358,10 @@ static void bub_destroy(void *state) {
 
 static int bub_create(bh_hint_t *h, const bh_opt_t *opts, size_t nopts, void **state) {
   bh_arena_t *a = bh_hint_arena(h);
-  struct bubble *b = calloc(1, sizeof(*b));
+  struct bubble *b = aligned_alloc(64, sizeof(*b)); /* sizeof is a multiple of 64 */
   if (!b)
     return BH_ENOMEM;
+  memset(b, 0, sizeof(*b));
   b->h = h;
   b->a = a;
   b->max_order = bh_arena_max_order(a);

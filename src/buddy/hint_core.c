@@ -78,7 +78,9 @@ void bh_block_set_reported(bh_zone_t *z, uint64_t pfn) {
 }
 
 bool bh_zone_low_wmark_ok(const bh_zone_t *z, uint64_t extra) {
-  return bh__zone_watermark_ok((bh_zone_t *)z, 0, z->watermark[BH__WMARK_LOW] + extra, 0, 0,
+  uint64_t low = z->watermark[BH__WMARK_LOW] +
+                 atomic_load_explicit(&((bh_zone_t *)z)->watermark_boost, memory_order_relaxed);
+  return bh__zone_watermark_ok((bh_zone_t *)z, 0, low + extra, 0, 0,
                                atomic_load_explicit(&z->free_pages, memory_order_relaxed));
 }
 
