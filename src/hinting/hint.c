@@ -15,24 +15,6 @@
 #include <string.h>
 #include <time.h>
 
-struct bh_hint {
-  bh_arena_t *arena;
-  const bh_strategy_ops_t *ops;
-  void *state;
-  bh__reporter_t *reporter;
-  bh_clock_mode_t clock;
-  _Atomic uint64_t now;     /* virtual time (virtual mode) */
-  _Atomic uint64_t wake_at; /* earliest requested step (BH_HINT_IDLE: none) */
-  _Atomic uint64_t step_next; /* the strategy's own next due time */
-  _Atomic uint64_t steps;
-  char error[256];
-  /* thread mode */
-  pthread_t thread;
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  bool stop, thread_started;
-  uint64_t sleeping_until;
-};
 
 static _Thread_local char last_error[256];
 
@@ -190,10 +172,8 @@ uint64_t bh_hint_now(const bh_hint_t *h) {
   return h->clock == BH_CLOCK_THREAD ? mono_ns() : atomic_load(&((bh_hint_t *)h)->now);
 }
 
-static uint64_t min_u64(uint64_t x, uint64_t y) { return x < y ? x : y; }
-
 uint64_t bh_hint_next_due(const bh_hint_t *h) {
-  return min_u64(atomic_load(&((bh_hint_t *)h)->wake_at), h->step_next);
+  return bh__hint_next_due(h);
 }
 
 void bh_hint_request(bh_hint_t *h, uint64_t delay_ns) {

@@ -4,6 +4,38 @@
 
 #include <buddyhint/strategy.h>
 
+#include <pthread.h>
+#include <stdatomic.h>
+
+typedef struct bh__reporter bh__reporter_t;
+
+/* Hinting attached to an arena (internal so the replay can read the due time inline). */
+struct bh_hint {
+  bh_arena_t *arena;
+  const bh_strategy_ops_t *ops;
+  void *state;
+  bh__reporter_t *reporter;
+  bh_clock_mode_t clock;
+  _Atomic uint64_t now;     /* virtual time (virtual mode) */
+  _Atomic uint64_t wake_at; /* earliest requested step (BH_HINT_IDLE: none) */
+  _Atomic uint64_t step_next; /* the strategy's own next due time */
+  _Atomic uint64_t steps;
+  char error[256];
+  /* thread mode */
+  pthread_t thread;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  bool stop, thread_started;
+  uint64_t sleeping_until;
+};
+
+/* When the worker is next due, without a call: the replay checks it before every event. */
+static inline uint64_t bh__hint_next_due(const struct bh_hint *h) {
+  uint64_t w = atomic_load_explicit(&((struct bh_hint *)h)->wake_at, memory_order_relaxed);
+  uint64_t s = atomic_load_explicit(&((struct bh_hint *)h)->step_next, memory_order_relaxed);
+  return w < s ? w : s;
+}
+
 BH__INTERNAL extern const bh_strategy_ops_t bh__strategy_none;
 BH__INTERNAL extern const bh_strategy_ops_t bh__strategy_bitmap;
 BH__INTERNAL extern const bh_strategy_ops_t bh__strategy_bubble;

@@ -12,6 +12,7 @@
  * allocations the arena cannot serve (counted; the replay goes on).
  */
 #include "buddy/internal.h"
+#include "hinting/hint.h"
 #include "hinting/reporter.h"
 
 #include <buddyhint/replay.h>
@@ -312,12 +313,12 @@ static void check(struct replay *r) {
 }
 
 /* Moves virtual time to t: worker steps, vmstat ticks and samples due before it, in order. */
-static void advance_to(struct replay *r, uint64_t t) {
-  if (t < r->next_tick && (!r->cfg->sample_ns || t < r->next_sample) &&
-      (!r->hint || t < bh_hint_next_due(r->hint))) {
-    r->vnow = t; /* nothing due: the common case */
-    return;
-  }
+static inline bool nothing_due(const struct replay *r, uint64_t t) {
+  return t < r->next_tick && (!r->cfg->sample_ns || t < r->next_sample) &&
+         (!r->hint || t < bh__hint_next_due(r->hint));
+}
+
+static void advance_slow(struct replay *r, uint64_t t) {
   while (r->next_tick <= t) {
     uint64_t tick = r->next_tick;
     while (r->cfg->sample_ns && r->next_sample < tick) {
@@ -344,6 +345,13 @@ static void advance_to(struct replay *r, uint64_t t) {
       r->cfg->check_after_steps)
     check(r);
   r->vnow = t;
+}
+
+static inline void advance_to(struct replay *r, uint64_t t) {
+  if (bh__likely(nothing_due(r, t)))
+    r->vnow = t; /* the common case */
+  else
+    advance_slow(r, t);
 }
 
 static void wait_wall(struct replay *r, uint64_t t) {
@@ -389,15 +397,17 @@ static int do_alloc(struct replay *r, const bh_event_t *ev) {
     s->trace_failed_allocs++;
     return 0;
   }
-  entry_t *old = pmap_find(&r->map, ev->pfn);
-  if (old) {
-    if (old->kind == ENT_LIVE)
-      s->lost_frees++;
-    free_entry(r, old, ev->cpu);
-  }
+  uint64_t used = r->map.used;
   entry_t *e = pmap_insert(&r->map, ev->pfn);
   if (!e)
     return BH_ENOMEM;
+  if (bh__unlikely(r->map.used == used)) { /* already there: its free was lost */
+    if (e->kind == ENT_LIVE) {
+      s->lost_frees++;
+      bh_free_pfn(r->arena, e->sim, e->order, ev->cpu);
+      r->live_pages -= 1ull << e->order;
+    }
+  }
   e->order = ev->order;
   e->kind = ENT_DEAD;
   if (ev->order > r->arena->max_order) {
