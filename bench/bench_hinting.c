@@ -861,6 +861,8 @@ static void usage(FILE *f) {
           "  --out DIR      write DIR/hinting.csv and DIR/hinting.json (default results)\n"
           "  --only LIST    run only these targets (a and b share one workload)\n"
           "  --seed S       workload seed (default 1)\n"
+          "  --free-frac F  fraction of the live blocks freed before idling in (a)/(b), in\n"
+          "                 random order (default 0.75; 1 frees everything, memhog-like)\n"
           "  --no-callgrind skip the callgrind instruction counts of (c)\n"
           "  --strict       exit 3 if a target is missed\n");
 }
@@ -902,6 +904,12 @@ static int parse(int argc, char **argv, opts_t *o) {
       o->idle_reps = atoi(argv[++i]);
     } else if (!strcmp(a, "--rep-ms") && more) {
       o->rep_ms = atof(argv[++i]);
+    } else if (!strcmp(a, "--free-frac") && more) {
+      o->free_frac = atof(argv[++i]);
+      if (!(o->free_frac > 0 && o->free_frac <= 1)) {
+        usage(stderr);
+        return -1;
+      }
     } else if (!strcmp(a, "--iters") && more) {
       o->fixed_iters = strtoull(argv[++i], NULL, 10);
     } else if (!strcmp(a, "--out") && more) {
