@@ -232,8 +232,8 @@ BH_API void bh_drain_pcp(bh_arena_t *arena);
 /*
  * The kernel's once-a-second vmstat work for pcp lists (decay_pcp_high): lowers each pcp's
  * high mark by an eighth towards its minimum and drains what lies above it.  Replays call it
- * every virtual second; a library user calls it from their own timer if they want idle pcp
- * lists to shrink as they do in Linux.
+ * every virtual second, and a hinting worker thread (BH_CLOCK_THREAD) every second; without
+ * either, call it from your own timer if idle pcp lists should shrink as they do in Linux.
  */
 BH_API void bh_vmstat_tick(bh_arena_t *arena);
 

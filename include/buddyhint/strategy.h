@@ -73,7 +73,8 @@ BH_API const bh_strategy_ops_t *bh_strategy_at(int i);
 
 typedef enum bh_clock_mode {
   BH_CLOCK_VIRTUAL, /* the caller advances time with bh_hint_advance (replay) */
-  BH_CLOCK_THREAD   /* a background thread runs the worker on CLOCK_MONOTONIC */
+  BH_CLOCK_THREAD   /* a background thread runs the worker on CLOCK_MONOTONIC, and the
+                     * once-a-second pcp decay (bh_vmstat_tick) as the kernel's vmstat work */
 } bh_clock_mode_t;
 
 typedef struct bh_hint_config {

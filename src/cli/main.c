@@ -11,6 +11,7 @@ static const bh_cli_verb_t verbs[] = {
     {"convert", "convert any readable trace to a native format", cmd_convert},
     {"record", "record a real trace of a command from the running kernel (root)", cmd_record},
     {"info", "print the version, build options, strategies and defaults", cmd_info},
+    {"plot", "draw a result file (bench/ CSV, replay timeline) with gnuplot", cmd_plot},
 };
 
 static void usage(FILE *out) {

@@ -216,24 +216,32 @@ long bh_hint_advance(bh_hint_t *h, uint64_t now_ns) {
   return n;
 }
 
+/*
+ * The background worker: runs the strategy's steps when due and, like the kernel's vmstat
+ * work, the once-a-second pcp decay (bh_vmstat_tick), so that idle pcp lists give their pages
+ * back to the buddy lists where the strategy can see them.
+ */
 static void *worker_main(void *arg) {
   bh_hint_t *h = arg;
+  uint64_t next_tick = mono_ns() + BH_NS_PER_SEC;
   pthread_mutex_lock(&h->mu);
   while (!h->stop) {
     uint64_t due = bh_hint_next_due(h), now = mono_ns();
-    if (due > now) {
-      h->sleeping_until = due;
-      if (due == BH_HINT_IDLE) {
-        pthread_cond_wait(&h->cv, &h->mu);
-      } else {
-        struct timespec ts = {(time_t)(due / BH_NS_PER_SEC), (long)(due % BH_NS_PER_SEC)};
-        pthread_cond_timedwait(&h->cv, &h->mu, &ts);
-      }
+    uint64_t wake = due < next_tick ? due : next_tick;
+    if (wake > now) {
+      h->sleeping_until = wake;
+      struct timespec ts = {(time_t)(wake / BH_NS_PER_SEC), (long)(wake % BH_NS_PER_SEC)};
+      pthread_cond_timedwait(&h->cv, &h->mu, &ts);
       h->sleeping_until = 0;
       continue;
     }
     pthread_mutex_unlock(&h->mu);
-    run_step(h, now);
+    if (now >= next_tick) {
+      bh_vmstat_tick(h->arena);
+      next_tick = now + BH_NS_PER_SEC;
+    }
+    if (due <= now)
+      run_step(h, now);
     pthread_mutex_lock(&h->mu);
   }
   pthread_mutex_unlock(&h->mu);

@@ -1,0 +1,43 @@
+# common.gp: terminal, data format and colours shared by every plot script here.
+#
+# The caller (plots/run-all, `buddyhint plot`) sets, with gnuplot -e:
+#   output  the file to write
+#   fmt     "png" (pngcairo if this gnuplot has it, else the libgd png terminal) or "svg"
+#   scripts the folder of these scripts (to load this file)
+# and the script's own inputs (input, or n_inputs/input1../label1..).
+if (!exists("fmt")) fmt = "png"
+if (!exists("width")) width = 1000
+if (!exists("height")) height = 600
+if (fmt eq "svg") {
+  set terminal svg size width,height dynamic enhanced font "Sans,12" background rgb "white"
+} else {
+  if (strstrt(GPVAL_TERMINALS, " pngcairo ") > 0) {
+    set terminal pngcairo size width,height enhanced font "Sans,11" background rgb "white"
+  } else {
+    set terminal png size width,height enhanced font "Sans,11" background rgb "white"
+  }
+}
+set output output
+
+# bench/ CSV files: '#' lines describe the machine, then a header line, then rows.
+set datafile separator comma
+set datafile commentschars "#"
+set key noenhanced
+set grid xtics ytics lc rgb "#e0e0e0" lw 1
+set border 3 lc rgb "#404040"
+set tics nomirror
+
+# One colour per strategy, the same in every plot.
+kcol(k) = k eq "none" ? "#d62728" : k eq "bitmap" ? "#1f77b4" : k eq "bubble" ? "#2ca02c" : \
+          k eq "jemalloc" ? "#9467bd" : k eq "none2" ? "#ff9896" : "#7f7f7f"
+
+# The same as integers, for "lc rgb variable".
+kcoli(k) = k eq "none" ? 0xd62728 : k eq "bitmap" ? 0x1f77b4 : k eq "bubble" ? 0x2ca02c : \
+           k eq "jemalloc" ? 0x9467bd : k eq "none2" ? 0xff9896 : 0x7f7f7f
+
+# The distinct values of CSV column `col` of file f, in order of appearance, space separated.
+distinct(f, col) = system(sprintf("grep -v '^#' '%s' | tail -n +2 | cut -d, -f%d | awk '!s[$0]++' | tr '\\n' ' '", f, col))
+# The first line of f that is not a comment, split by the caller with words() after subst.
+ncols(f) = int(system(sprintf("grep -v '^#' '%s' | head -n 1 | awk -F, '{print NF}'", f)))
+# A '# key: value' comment of f (the machine description bench_util writes), or "".
+meta(f, key) = system(sprintf("sed -n 's/^# %s: //p' '%s' | head -n 1", key, f))

@@ -1,0 +1,24 @@
+# Free memory per order over time, as a heat map, from a replay timeline
+# (`buddyhint replay TRACE --timeline FILE`: time_s,live_bytes,resident_bytes,
+# discarded_bytes,free_pages,free_o0..free_oN, where free_oK counts free blocks of order K).
+# Colour: MiB of free memory held in blocks of that order (log scale; white = none).
+load scripts."/common.gp"
+nc = ncols(input)
+maxo = nc - 6
+stats input using 1 nooutput
+dt = STATS_records > 1 ? (STATS_max - STATS_min) / (STATS_records - 1) : 1
+if (!exists("label")) label = input
+set title sprintf("Free memory per order over time\n%s", label) noenhanced
+set xlabel "time (s, the replay's virtual clock)"
+set ylabel "order (block = 2^{order} pages of 4 KiB)"
+set cblabel "free memory in blocks of this order (MiB)"
+set yrange [-0.5:maxo + 0.5]
+set ytics 1
+set xrange [STATS_min - dt/2:STATS_max + dt/2]
+set logscale cb
+set palette defined (0 "#fff7bc", 1 "#fec44f", 2 "#d95f0e", 3 "#993404", 4 "#3f007d")
+set grid noxtics noytics
+unset key
+mib(k) = column(6 + k) * 2**k / 256.0
+plot for [k=0:maxo] input using 1:(k):(dt/2):(0.5):(mib(k) > 0 ? mib(k) : NaN) \
+     with boxxyerror fs solid 1.0 noborder lc palette

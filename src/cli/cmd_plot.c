@@ -1,0 +1,349 @@
+/* buddyhint plot: draws a result file with the gnuplot scripts of plots/. */
+#include "cli/cli.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define VERB "plot"
+#define MAX_INPUTS 16
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: buddyhint plot RESULT... -o FILE [--kind heatmap|resident] [--label TEXT]...\n"
+          "                      [--rep N] [--scripts DIR]\n"
+          "\n"
+          "Draws a result file with gnuplot.  The plot is chosen by the file's header line:\n"
+          "  memhog_timeline.csv   (bench/exp_memhog)      host resident memory over time,\n"
+          "                                                 one line per strategy\n"
+          "  pagefault1.csv        (bench/exp_pagefault1)  throughput against threads (median,\n"
+          "                                                 p10..p90 error bars)\n"
+          "  guests.csv            (bench/exp_guests)      guests that fit, per strategy\n"
+          "  core.csv              (bench/bench_core)      the micro table as bars\n"
+          "  a replay timeline     (replay --timeline)     free memory per order over time (a\n"
+          "                                                 heat map); several timelines, or\n"
+          "                                                 --kind resident: resident memory\n"
+          "                                                 over time, one line per file\n"
+          "The format follows the suffix of -o: .png (pngcairo, else png) or .svg.\n"
+          "\n"
+          "options:\n"
+          "  -o FILE          the picture to write (.png or .svg)\n"
+          "  --kind KIND      for replay timelines: heatmap (one file) or resident\n"
+          "  --label TEXT     a name for each input in the legend, in order (default: the\n"
+          "                   file name without .csv)\n"
+          "  --rep N          memhog_timeline: the repetition to draw (default 1)\n"
+          "  --scripts DIR    the gnuplot scripts; default <dir of this program>/../plots (the\n"
+          "                   source tree, from a build folder inside it), then\n"
+          "                   <dir of this program>/../share/buddyhint/plots (installed)\n"
+          "  -h, --help       this help\n"
+          "\n"
+          "exit status: 0 drawn; 1 gnuplot missing or failed, or no scripts found; 2 bad\n"
+          "usage, or an input that cannot be read or is not a known result.\n");
+}
+
+typedef enum {
+  IN_UNKNOWN,
+  IN_MEMHOG_TIMELINE,
+  IN_PAGEFAULT1,
+  IN_GUESTS,
+  IN_CORE,
+  IN_REPLAY_TIMELINE
+} input_kind_t;
+
+static const struct {
+  input_kind_t kind;
+  const char *header; /* prefix of the header line */
+  const char *script;
+} known[] = {
+    {IN_MEMHOG_TIMELINE, "rep,kind,time_s,host_rss_mib", "memhog_timeline.gp"},
+    {IN_PAGEFAULT1, "variant,order,threads,strategy", "pagefault1.gp"},
+    {IN_GUESTS, "kind,options,guest_size_mib,budget_mib", "guests.gp"},
+    {IN_CORE, "group,case,impl,", "core.gp"},
+    {IN_REPLAY_TIMELINE, "time_s,live_bytes,resident_bytes", "replay_heatmap.gp"},
+};
+
+/* Reads the first line that is not a '#' comment; -1 if the file cannot be read. */
+static int read_header(const char *path, char *buf, size_t len) {
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return -1;
+  buf[0] = 0;
+  while (fgets(buf, (int)len, f)) {
+    if (buf[0] == '#') {
+      /* a long comment line: skip the rest of it */
+      while (!strchr(buf, '\n') && fgets(buf, (int)len, f))
+        ;
+      buf[0] = 0;
+      continue;
+    }
+    break;
+  }
+  fclose(f);
+  buf[strcspn(buf, "\r\n")] = 0;
+  return 0;
+}
+
+static input_kind_t classify(const char *header) {
+  for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+    if (!strncmp(header, known[i].header, strlen(known[i].header)))
+      return known[i].kind;
+  return IN_UNKNOWN;
+}
+
+static const char *script_of(input_kind_t k) {
+  for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+    if (known[i].kind == k)
+      return known[i].script;
+  return NULL;
+}
+
+static bool is_file(const char *dir, const char *name) {
+  char p[PATH_MAX];
+  struct stat st;
+  if (snprintf(p, sizeof(p), "%s/%s", dir, name) >= (int)sizeof(p))
+    return false;
+  return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* The scripts folder: --scripts, else next to the binary (source tree, then installed). */
+static int find_scripts(const char *given, const char *script, char *dir, size_t len) {
+  if (given) {
+    if (!is_file(given, script) || !is_file(given, "common.gp")) {
+      fprintf(stderr, "buddyhint plot: %s has no %s and common.gp\n", given, script);
+      return -1;
+    }
+    snprintf(dir, len, "%s", given);
+    return 0;
+  }
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (n <= 0) {
+    fprintf(stderr, "buddyhint plot: cannot find this program's folder; use --scripts DIR\n");
+    return -1;
+  }
+  exe[n] = 0;
+  char *slash = strrchr(exe, '/');
+  if (slash)
+    *slash = 0;
+  static const char *const rel[] = {"../plots", "../share/buddyhint/plots"};
+  for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+    char cand[PATH_MAX], real[PATH_MAX];
+    if (snprintf(cand, sizeof(cand), "%s/%s", exe, rel[i]) >= (int)sizeof(cand))
+      continue;
+    if (is_file(cand, script) && is_file(cand, "common.gp")) {
+      snprintf(dir, len, "%s", realpath(cand, real) ? real : cand);
+      return 0;
+    }
+  }
+  fprintf(stderr,
+          "buddyhint plot: no gnuplot scripts in %s/../plots or %s/../share/buddyhint/plots; "
+          "use --scripts DIR\n",
+          exe, exe);
+  return -1;
+}
+
+/* True if an executable gnuplot is on PATH. */
+static bool have_gnuplot(void) {
+  const char *path = getenv("PATH");
+  if (!path || !*path)
+    return false;
+  char buf[PATH_MAX];
+  for (const char *p = path; *p;) {
+    const char *e = strchr(p, ':');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    if (n && n + sizeof("/gnuplot") < sizeof(buf)) {
+      memcpy(buf, p, n);
+      strcpy(buf + n, "/gnuplot");
+      if (access(buf, X_OK) == 0)
+        return true;
+    }
+    p += n;
+    if (*p == ':')
+      p++;
+  }
+  return false;
+}
+
+/* Appends `name='value'; ` to buf (gnuplot string: a quote inside is doubled). */
+static int add_var(char *buf, size_t len, const char *name, const char *value) {
+  size_t l = strlen(buf);
+  int n = snprintf(buf + l, len - l, "%s='", name);
+  if (n < 0 || (size_t)n >= len - l)
+    return -1;
+  l += (size_t)n;
+  for (const char *c = value; *c; c++) {
+    if (l + 3 >= len)
+      return -1;
+    if (*c == '\'')
+      buf[l++] = '\'';
+    buf[l++] = *c;
+  }
+  if (l + 4 >= len)
+    return -1;
+  memcpy(buf + l, "'; ", 4);
+  return 0;
+}
+
+/* "results/x.csv" -> "x" */
+static void stem(const char *path, char *out, size_t len) {
+  const char *b = strrchr(path, '/');
+  b = b ? b + 1 : path;
+  snprintf(out, len, "%s", b);
+  size_t n = strlen(out);
+  if (n > 4 && !strcmp(out + n - 4, ".csv"))
+    out[n - 4] = 0;
+}
+
+int cmd_plot(int argc, char **argv) {
+  const char *inputs[MAX_INPUTS], *labels[MAX_INPUTS];
+  int nin = 0, nlab = 0;
+  const char *out = NULL, *kind = NULL, *scripts = NULL, *rep = NULL;
+  for (int i = 1; i < argc;) {
+    const char *a = argv[i], *v = NULL;
+    int r;
+    if (bh_cli_is_help(a)) {
+      usage(stdout);
+      return BH_EXIT_OK;
+    }
+    if ((r = bh_cli_short_opt(VERB, argc, argv, &i, "-o", &out)) != 0 ||
+        (r = bh_cli_opt(argc, argv, &i, "output", &out)) != 0 ||
+        (r = bh_cli_opt(argc, argv, &i, "kind", &kind)) != 0 ||
+        (r = bh_cli_opt(argc, argv, &i, "scripts", &scripts)) != 0 ||
+        (r = bh_cli_opt(argc, argv, &i, "rep", &rep)) != 0) {
+      if (r < 0)
+        return BH_EXIT_USAGE;
+    } else if ((r = bh_cli_opt(argc, argv, &i, "label", &v)) != 0) {
+      if (r < 0)
+        return BH_EXIT_USAGE;
+      if (nlab == MAX_INPUTS)
+        return bh_cli_usage_error(VERB, "at most %d labels", MAX_INPUTS);
+      labels[nlab++] = v;
+    } else if (a[0] == '-' && a[1]) {
+      return bh_cli_usage_error(VERB, "unknown option '%s'", a);
+    } else {
+      if (nin == MAX_INPUTS)
+        return bh_cli_usage_error(VERB, "at most %d inputs", MAX_INPUTS);
+      inputs[nin++] = a;
+      i++;
+    }
+  }
+  if (!nin)
+    return bh_cli_usage_error(VERB, "no result file given (buddyhint plot --help)");
+  if (!out)
+    return bh_cli_usage_error(VERB, "no output given: -o FILE.png or -o FILE.svg");
+  size_t ol = strlen(out);
+  const char *fmt = ol > 4 && !strcmp(out + ol - 4, ".png")   ? "png"
+                    : ol > 4 && !strcmp(out + ol - 4, ".svg") ? "svg"
+                                                              : NULL;
+  if (!fmt)
+    return bh_cli_usage_error(VERB, "-o '%s': the name must end in .png or .svg", out);
+  if (kind && strcmp(kind, "heatmap") && strcmp(kind, "resident"))
+    return bh_cli_usage_error(VERB, "--kind must be heatmap or resident, not '%s'", kind);
+  if (rep && (atoi(rep) < 1 || strspn(rep, "0123456789") != strlen(rep)))
+    return bh_cli_usage_error(VERB, "--rep wants a repetition number >= 1, not '%s'", rep);
+  if (nlab > nin)
+    return bh_cli_usage_error(VERB, "%d labels for %d inputs", nlab, nin);
+
+  input_kind_t k = IN_UNKNOWN;
+  for (int i = 0; i < nin; i++) {
+    char header[4096];
+    if (strchr(inputs[i], '\''))
+      return bh_cli_usage_error(VERB, "'%s': file names with a single quote are not supported",
+                                inputs[i]);
+    if (read_header(inputs[i], header, sizeof(header)) != 0)
+      return bh_cli_usage_error(VERB, "cannot read '%s': %s", inputs[i], strerror(errno));
+    input_kind_t ki = classify(header);
+    if (ki == IN_UNKNOWN)
+      return bh_cli_usage_error(
+          VERB, "'%s' is not a result this verb knows (header '%.60s'); see buddyhint plot --help",
+          inputs[i], header);
+    if (i && ki != k)
+      return bh_cli_usage_error(VERB, "several inputs must all be replay timelines");
+    k = ki;
+  }
+  if (nin > 1 && k != IN_REPLAY_TIMELINE)
+    return bh_cli_usage_error(VERB, "several inputs are only for replay timelines");
+  if (kind && k != IN_REPLAY_TIMELINE)
+    return bh_cli_usage_error(VERB, "--kind is for replay timelines");
+  if (kind && !strcmp(kind, "heatmap") && nin > 1)
+    return bh_cli_usage_error(VERB, "--kind heatmap draws one timeline");
+  const char *script = script_of(k);
+  bool resident = k == IN_REPLAY_TIMELINE && (nin > 1 || (kind && !strcmp(kind, "resident")));
+  if (resident)
+    script = "replay_resident.gp";
+
+  if (!have_gnuplot()) {
+    fprintf(stderr, "buddyhint plot: gnuplot is not installed (on Debian: apt-get install "
+                    "gnuplot-nox)\n");
+    return BH_EXIT_FAIL;
+  }
+  char dir[PATH_MAX];
+  if (find_scripts(scripts, script, dir, sizeof(dir)) != 0)
+    return BH_EXIT_FAIL;
+
+  char vars[16384] = "";
+  int bad = 0;
+  if (resident) {
+    char n[32], name[32], lab[PATH_MAX];
+    snprintf(n, sizeof(n), "%d", nin);
+    size_t l = strlen(vars);
+    snprintf(vars + l, sizeof(vars) - l, "n_inputs=%s; ", n);
+    for (int i = 0; i < nin; i++) {
+      snprintf(name, sizeof(name), "input%d", i + 1);
+      bad |= add_var(vars, sizeof(vars), name, inputs[i]);
+      if (i < nlab)
+        snprintf(lab, sizeof(lab), "%s", labels[i]);
+      else
+        stem(inputs[i], lab, sizeof(lab));
+      snprintf(name, sizeof(name), "label%d", i + 1);
+      bad |= add_var(vars, sizeof(vars), name, lab);
+    }
+  } else {
+    bad |= add_var(vars, sizeof(vars), "input", inputs[0]);
+    if (k == IN_REPLAY_TIMELINE)
+      bad |= add_var(vars, sizeof(vars), "label", nlab ? labels[0] : inputs[0]);
+  }
+  if (rep && k == IN_MEMHOG_TIMELINE) {
+    size_t l = strlen(vars);
+    snprintf(vars + l, sizeof(vars) - l, "rep=%d; ", atoi(rep));
+  }
+  bad |= add_var(vars, sizeof(vars), "output", out);
+  bad |= add_var(vars, sizeof(vars), "fmt", fmt);
+  bad |= add_var(vars, sizeof(vars), "scripts", dir);
+  if (bad)
+    return bh_cli_usage_error(VERB, "file names too long");
+  char path[PATH_MAX + 64];
+  snprintf(path, sizeof(path), "%s/%s", dir, script);
+
+  unlink(out); /* so that a picture left from before does not pass for this one */
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid < 0) {
+    fprintf(stderr, "buddyhint plot: fork: %s\n", strerror(errno));
+    return BH_EXIT_FAIL;
+  }
+  if (pid == 0) {
+    execlp("gnuplot", "gnuplot", "-e", vars, path, (char *)NULL);
+    fprintf(stderr, "buddyhint plot: cannot run gnuplot: %s\n", strerror(errno));
+    _exit(127);
+  }
+  int st;
+  while (waitpid(pid, &st, 0) < 0)
+    if (errno != EINTR) {
+      fprintf(stderr, "buddyhint plot: waitpid: %s\n", strerror(errno));
+      return BH_EXIT_FAIL;
+    }
+  struct stat sb;
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || stat(out, &sb) != 0 || sb.st_size == 0) {
+    fprintf(stderr, "buddyhint plot: gnuplot failed on %s with %s (see its messages above)\n",
+            inputs[0], path);
+    return BH_EXIT_FAIL;
+  }
+  printf("%s\n", out);
+  return BH_EXIT_OK;
+}
