@@ -6,7 +6,8 @@
  *   2. 1,000 order-0 allocations, then 1,000 frees, vs the same with 4 KiB mallocx/dallocx.
  *      Target: at most half of jemalloc's time per pair.
  *   3. order-9 pair vs mallocx(2 MiB) + dallocx.  Target: at most a fifth of jemalloc's time.
- *   4. 1-3 with the pcp lists disabled, for information.
+ *   4. for information: 1-3 with the pcp lists disabled, and order 3 (with and without pcp)
+ *      and order 10 against mallocx of the same size (experiment 4's other sizes).
  *   5. metadata of a 64 GiB sim arena: process RSS before/after create, after a short workload
  *      and with every page descriptor touched; bytes of metadata per page.  Target < 300 MiB.
  *
@@ -176,6 +177,18 @@ static bcase_t cases[] = {
          0),
     CASE("nopcp_o9_pair_pfn", 4, "buddy", "order-9 alloc+free, pfn API, no pcp", K_BUDDY_PFN, false,
          9, 0, "je_2m_pair", 0),
+    /* experiment 4's other sizes, for information: order 3 (32 KiB, the largest pcp order
+     * below the THP one) and order 10 (4 MiB, never on a pcp list) */
+    CASE("buddy_o3_pair_pfn", 4, "buddy", "order-3 alloc+free, pfn API, pcp", K_BUDDY_PFN, true, 3,
+         0, "je_32k_pair", 0),
+    CASE("je_32k_pair", 4, "jemalloc", "mallocx(32 KiB)+dallocx", K_JE_PAIR, false, 0, 32 * 1024,
+         NULL, 0),
+    CASE("nopcp_o3_pair_pfn", 4, "buddy", "order-3 alloc+free, pfn API, no pcp", K_BUDDY_PFN, false,
+         3, 0, "je_32k_pair", 0),
+    CASE("buddy_o10_pair_pfn", 4, "buddy", "order-10 alloc+free, pfn API (no pcp list exists)",
+         K_BUDDY_PFN, true, 10, 0, "je_4m_pair", 0),
+    CASE("je_4m_pair", 4, "jemalloc", "mallocx(4 MiB)+dallocx", K_JE_PAIR, false, 0, 4 * MiB, NULL,
+         0),
 };
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
 
