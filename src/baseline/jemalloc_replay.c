@@ -32,6 +32,8 @@
 #include <buddyhint/report.h>
 #include <buddyhint/trace.h>
 
+#include "trace/pfnmap.h"
+
 #include <jemalloc/jemalloc.h>
 
 #include <errno.h>
@@ -327,22 +329,7 @@ static long setup_jemalloc(const opts_t *o) {
   return (long)ind;
 }
 
-/* ---- a map from recorded pfn to allocation: open addressing, backward-shift delete ---- */
-/* Its memory is mmap'ed, so that jemalloc's statistics hold the replayed blocks only. */
-
-enum { ENT_LIVE = 1, ENT_DEAD = 2 /* skipped or failed: its free is dropped silently */ };
-
-typedef struct entry {
-  uint64_t key;    /* recorded pfn + 1 (0 = empty slot) */
-  char *p;         /* first byte of the block (of the piece); NULL if dead */
-  uint32_t parent; /* a piece of a split block: 1 + its index in the parents table; else 0 */
-  uint8_t order, kind;
-} entry_t;
-
-typedef struct pmap {
-  entry_t *slots;
-  uint64_t mask, used;
-} pmap_t;
+/* ---- split allocations ---- */
 
 /* A split allocation: freed with dallocx when its last live piece is freed. */
 typedef struct parent {
@@ -350,93 +337,15 @@ typedef struct parent {
   uint64_t live; /* pieces not yet freed; on the free list, the next free index + 1 */
 } parent_t;
 
+/* Memory outside jemalloc, so that its statistics hold the replayed blocks only. */
 static void *map_pages(size_t bytes) {
   void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   return p == MAP_FAILED ? NULL : p;
 }
 
-static uint64_t hash64(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  return x;
-}
-
-static int pmap_init(pmap_t *m, uint64_t cap) {
-  uint64_t n = 1024;
-  while (n < cap * 2)
-    n <<= 1;
-  m->slots = map_pages(n * sizeof(entry_t));
-  m->mask = n - 1;
-  m->used = 0;
-  return m->slots ? 0 : BH_ENOMEM;
-}
-
-static void pmap_destroy(pmap_t *m) {
-  if (m->slots)
-    munmap(m->slots, (m->mask + 1) * sizeof(entry_t));
-  m->slots = NULL;
-}
-
-static entry_t *pmap_find(const pmap_t *m, uint64_t pfn) {
-  uint64_t key = pfn + 1;
-  for (uint64_t i = hash64(key) & m->mask;; i = (i + 1) & m->mask) {
-    entry_t *e = &m->slots[i];
-    if (e->key == key)
-      return e;
-    if (!e->key)
-      return NULL;
-  }
-}
-
-static int pmap_grow(pmap_t *m);
-
-static entry_t *pmap_insert(pmap_t *m, uint64_t pfn) {
-  if ((m->used + 1) * 4 > (m->mask + 1) * 3 && pmap_grow(m))
-    return NULL;
-  uint64_t key = pfn + 1;
-  for (uint64_t i = hash64(key) & m->mask;; i = (i + 1) & m->mask) {
-    entry_t *e = &m->slots[i];
-    if (e->key == key)
-      return e;
-    if (!e->key) {
-      *e = (entry_t){.key = key};
-      m->used++;
-      return e;
-    }
-  }
-}
-
-static int pmap_grow(pmap_t *m) {
-  pmap_t bigger;
-  if (pmap_init(&bigger, m->mask + 1))
-    return BH_ENOMEM;
-  for (uint64_t i = 0; i <= m->mask; i++)
-    if (m->slots[i].key) {
-      entry_t *e = pmap_insert(&bigger, m->slots[i].key - 1);
-      *e = m->slots[i];
-    }
-  pmap_destroy(m);
-  *m = bigger;
-  return 0;
-}
-
-static void pmap_delete(pmap_t *m, entry_t *e) {
-  uint64_t i = (uint64_t)(e - m->slots), j = i;
-  for (;;) {
-    j = (j + 1) & m->mask;
-    entry_t *x = &m->slots[j];
-    if (!x->key)
-      break;
-    uint64_t home = hash64(x->key) & m->mask;
-    if ((j > i && (home <= i || home > j)) || (j < i && (home <= i && home > j))) {
-      m->slots[i] = *x;
-      i = j;
-    }
-  }
-  m->slots[i].key = 0;
-  m->used--;
-}
+/* The pfn map (trace/pfnmap.h, shared with the buddy replay): val holds the block's address,
+ * aux 1 + the index of its split parent (0: not split). */
+#define E_PTR(e) ((char *)(uintptr_t)(e)->val)
 
 /* ---- state ---- */
 
@@ -455,7 +364,7 @@ typedef struct summary {
 typedef struct run {
   const opts_t *o;
   unsigned arena;
-  pmap_t map;
+  bh__pfnmap_t map;
   parent_t *parents;
   uint64_t nparents, cap_parents, free_parent; /* free_parent: index + 1 of a free slot */
   uint64_t live_pages;
@@ -521,22 +430,22 @@ static void touch(const run_t *r, char *p, uint64_t pfn, unsigned order) {
       p[i << PAGE_SHIFT] = (char)(uint8_t)(pfn + i); /* as the buddy replay writes */
 }
 
-static void free_entry(run_t *r, entry_t *e) {
-  if (e->kind == ENT_LIVE) {
-    if (e->parent) {
-      parent_t *par = &r->parents[e->parent - 1];
+static void free_entry(run_t *r, bh__pfn_entry_t *e) {
+  if (e->kind == BH__PFN_LIVE) {
+    if (e->aux) {
+      parent_t *par = &r->parents[e->aux - 1];
       if (--par->live == 0) {
         dallocx(par->base, 0);
         par->base = NULL;
         par->live = r->free_parent;
-        r->free_parent = e->parent;
+        r->free_parent = e->aux;
       }
     } else {
-      dallocx(e->p, 0);
+      dallocx(E_PTR(e), 0);
     }
     r->live_pages -= 1ull << e->order;
   }
-  pmap_delete(&r->map, e);
+  bh__pfnmap_delete(&r->map, e);
 }
 
 static int do_alloc(run_t *r, const bh_event_t *ev) {
@@ -545,19 +454,19 @@ static int do_alloc(run_t *r, const bh_event_t *ev) {
     s->trace_failed_allocs++;
     return 0;
   }
-  entry_t *old = pmap_find(&r->map, ev->pfn);
+  bh__pfn_entry_t *old = bh__pfnmap_find(&r->map, ev->pfn);
   if (old) {
-    if (old->kind == ENT_LIVE)
+    if (old->kind == BH__PFN_LIVE)
       s->lost_frees++;
     free_entry(r, old);
   }
-  entry_t *e = pmap_insert(&r->map, ev->pfn);
+  bh__pfn_entry_t *e = bh__pfnmap_insert(&r->map, ev->pfn);
   if (!e)
     return BH_ENOMEM;
   e->order = ev->order;
-  e->kind = ENT_DEAD;
-  e->p = NULL;
-  e->parent = 0;
+  e->kind = BH__PFN_DEAD;
+  e->val = 0;
+  e->aux = 0;
   if (ev->order > r->o->max_order) {
     s->orders_too_large++;
     return 0;
@@ -578,8 +487,8 @@ static int do_alloc(run_t *r, const bh_event_t *ev) {
     s->alloc_failures++;
     return 0;
   }
-  e->p = p;
-  e->kind = ENT_LIVE;
+  e->val = (uintptr_t)p;
+  e->kind = BH__PFN_LIVE;
   s->allocs++;
   r->live_pages += 1ull << ev->order;
   if (r->live_pages << PAGE_SHIFT > s->live_peak_bytes)
@@ -619,25 +528,25 @@ static int new_parent(run_t *r, char *base, uint64_t pieces, uint32_t *idx) {
  * Splits the recorded block at base (entry e, order > 0) into order-0 pieces, as split_page()
  * does: the pieces share the parent allocation.  Returns 0, or BH_ENOMEM.
  */
-static int split_block(run_t *r, entry_t *e, uint64_t base) {
+static int split_block(run_t *r, bh__pfn_entry_t *e, uint64_t base) {
   unsigned k = e->order;
   uint8_t kind = e->kind;
-  char *p = e->p;
-  uint32_t par = e->parent, idx = 0;
-  if (kind == ENT_LIVE) {
+  char *p = E_PTR(e);
+  uint32_t par = e->aux, idx = 0;
+  if (kind == BH__PFN_LIVE) {
     /* only whole blocks get here: pieces are order 0 and are never split */
     if (par || new_parent(r, p, 1ull << k, &idx))
       return BH_ENOMEM;
   }
-  pmap_delete(&r->map, e);
+  bh__pfnmap_delete(&r->map, e);
   for (uint64_t i = 0; i < (1ull << k); i++) {
-    entry_t *x = pmap_insert(&r->map, base + i);
+    bh__pfn_entry_t *x = bh__pfnmap_insert(&r->map, base + i);
     if (!x)
       return BH_ENOMEM;
     x->order = 0;
     x->kind = kind;
-    x->p = kind == ENT_LIVE ? p + (i << PAGE_SHIFT) : NULL;
-    x->parent = kind == ENT_LIVE ? idx : 0;
+    x->val = kind == BH__PFN_LIVE ? (uintptr_t)(p + (i << PAGE_SHIFT)) : 0;
+    x->aux = kind == BH__PFN_LIVE ? idx : 0;
   }
   r->s.split_frees++;
   return 0;
@@ -648,17 +557,17 @@ static int split_block(run_t *r, entry_t *e, uint64_t base) {
  * order): that block is split into order-0 pieces.  Returns the entry now at pfn, or NULL if
  * no recorded block contains pfn.  *err is set to BH_ENOMEM if the map could not grow.
  */
-static entry_t *split_containing(run_t *r, uint64_t pfn, unsigned order, int *err) {
+static bh__pfn_entry_t *split_containing(run_t *r, uint64_t pfn, unsigned order, int *err) {
   for (unsigned k = order + 1; k <= SPLIT_MAX_ORDER; k++) {
     uint64_t base = pfn & ~((1ull << k) - 1);
-    entry_t *e = pmap_find(&r->map, base);
+    bh__pfn_entry_t *e = bh__pfnmap_find(&r->map, base);
     if (!e)
       continue;
     if (e->order < k || e->order > SPLIT_MAX_ORDER)
       return NULL; /* the block recorded at base ends before pfn (or is too large to split) */
     if ((*err = split_block(r, e, base)) != 0)
       return NULL;
-    return pmap_find(&r->map, pfn);
+    return bh__pfnmap_find(&r->map, pfn);
   }
   return NULL;
 }
@@ -677,7 +586,7 @@ static void free_range(run_t *r, uint64_t pfn, unsigned order) {
   uint64_t n = 1ull << order;
   if (order < 24 || n <= r->map.mask + 1) {
     for (uint64_t i = 0; i < n;) {
-      entry_t *x = pmap_find(&r->map, pfn + i);
+      bh__pfn_entry_t *x = bh__pfnmap_find(&r->map, pfn + i);
       if (!x) {
         i++;
         continue;
@@ -692,7 +601,7 @@ static void free_range(run_t *r, uint64_t pfn, unsigned order) {
   for (bool again = true; again;) {
     again = false;
     for (uint64_t i = 0; i <= r->map.mask; i++) {
-      entry_t *x = &r->map.slots[i];
+      bh__pfn_entry_t *x = &r->map.slots[i];
       if (x->key && x->key - 1 - pfn < n) {
         free_entry(r, x);
         again = true;
@@ -711,12 +620,12 @@ static int do_free(run_t *r, const bh_event_t *ev) {
   if (ev->op == BH_EV_FREE)
     r->recent[r->recent_pos++ & 63] = ev->pfn + 1;
   int err = 0;
-  entry_t *e = pmap_find(&r->map, ev->pfn);
+  bh__pfn_entry_t *e = bh__pfnmap_find(&r->map, ev->pfn);
   if (e && e->order > ev->order) { /* a piece of a block recorded at this pfn */
     if (e->order > SPLIT_MAX_ORDER)
       e = NULL;
     else if ((err = split_block(r, e, ev->pfn)) == 0)
-      e = pmap_find(&r->map, ev->pfn);
+      e = bh__pfnmap_find(&r->map, ev->pfn);
   } else if (!e) {
     e = split_containing(r, ev->pfn, ev->order, &err);
   }
@@ -948,7 +857,7 @@ int main(int argc, char **argv) {
     return EXIT_FAIL;
   }
   r.arena = (unsigned)ind;
-  if (pmap_init(&r.map, 1 << 16)) {
+  if (bh__pfnmap_init(&r.map, 1 << 16)) {
     fprintf(stderr, PROG ": out of memory\n");
     bh_trace_close(t);
     return EXIT_FAIL;
@@ -992,6 +901,6 @@ int main(int argc, char **argv) {
     fprintf(stderr, PROG ": cannot write %s\n", o.timeline);
     err = BH_EIO;
   }
-  pmap_destroy(&r.map);
+  bh__pfnmap_destroy(&r.map);
   return err ? EXIT_FAIL : EXIT_OK;
 }

@@ -14,6 +14,7 @@
 #include "buddy/internal.h"
 #include "hinting/hint.h"
 #include "hinting/reporter.h"
+#include "trace/pfnmap.h"
 
 #include <buddyhint/replay.h>
 
@@ -24,99 +25,6 @@
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
-
-/* ---- a map from recorded pfn to arena block: open addressing, backward-shift delete ---- */
-
-enum { ENT_LIVE = 1, ENT_DEAD = 2 /* skipped or failed: its free is dropped silently */ };
-
-typedef struct entry {
-  uint64_t key; /* recorded pfn + 1 (0 = empty slot) */
-  uint32_t sim; /* arena pfn */
-  uint8_t order, kind;
-} entry_t;
-
-typedef struct pmap {
-  entry_t *slots;
-  uint64_t mask, used;
-} pmap_t;
-
-static uint64_t hash64(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  return x;
-}
-
-static int pmap_init(pmap_t *m, uint64_t cap) {
-  uint64_t n = 1024;
-  while (n < cap * 2)
-    n <<= 1;
-  m->slots = calloc(n, sizeof(entry_t));
-  m->mask = n - 1;
-  m->used = 0;
-  return m->slots ? 0 : BH_ENOMEM;
-}
-
-static entry_t *pmap_find(const pmap_t *m, uint64_t pfn) {
-  uint64_t key = pfn + 1;
-  for (uint64_t i = hash64(key) & m->mask;; i = (i + 1) & m->mask) {
-    entry_t *e = &m->slots[i];
-    if (e->key == key)
-      return e;
-    if (!e->key)
-      return NULL;
-  }
-}
-
-static int pmap_grow(pmap_t *m);
-
-static entry_t *pmap_insert(pmap_t *m, uint64_t pfn) {
-  if ((m->used + 1) * 4 > (m->mask + 1) * 3 && pmap_grow(m))
-    return NULL;
-  uint64_t key = pfn + 1;
-  for (uint64_t i = hash64(key) & m->mask;; i = (i + 1) & m->mask) {
-    entry_t *e = &m->slots[i];
-    if (e->key == key)
-      return e;
-    if (!e->key) {
-      *e = (entry_t){.key = key};
-      m->used++;
-      return e;
-    }
-  }
-}
-
-static int pmap_grow(pmap_t *m) {
-  pmap_t bigger;
-  if (pmap_init(&bigger, (m->mask + 1)))
-    return BH_ENOMEM;
-  for (uint64_t i = 0; i <= m->mask; i++)
-    if (m->slots[i].key) {
-      entry_t *e = pmap_insert(&bigger, m->slots[i].key - 1);
-      *e = m->slots[i];
-    }
-  free(m->slots);
-  *m = bigger;
-  return 0;
-}
-
-static void pmap_delete(pmap_t *m, entry_t *e) {
-  uint64_t i = (uint64_t)(e - m->slots), j = i;
-  for (;;) {
-    j = (j + 1) & m->mask;
-    entry_t *x = &m->slots[j];
-    if (!x->key)
-      break;
-    uint64_t home = hash64(x->key) & m->mask;
-    /* move x back to i if its home is not in (i, j] cyclically */
-    if ((j > i && (home <= i || home > j)) || (j < i && (home <= i && home > j))) {
-      m->slots[i] = *x;
-      i = j;
-    }
-  }
-  m->slots[i].key = 0;
-  m->used--;
-}
 
 /* ---- defaults ---- */
 
@@ -139,7 +47,7 @@ struct replay {
   size_t errlen;
   bh_arena_t *arena;
   bh_hint_t *hint;
-  pmap_t map;
+  bh__pfnmap_t map;
   uint64_t t0, vnow, next_sample, next_tick;
   uint64_t live_pages;
   uint64_t *touched; /* sim backing: pages ever written, for the resident model */
@@ -187,8 +95,8 @@ static int first_pass(struct replay *r, struct scan *sc) {
   int err = open_trace(r, &t);
   if (err)
     return err;
-  pmap_t live;
-  if (pmap_init(&live, 1 << 16)) {
+  bh__pfnmap_t live;
+  if (bh__pfnmap_init(&live, 1 << 16)) {
     bh_trace_close(t);
     return BH_ENOMEM;
   }
@@ -204,20 +112,20 @@ static int first_pass(struct replay *r, struct scan *sc) {
     if (ev.op == BH_EV_ALLOC) {
       if (ev.failed)
         continue;
-      entry_t *e = pmap_insert(&live, ev.pfn);
+      bh__pfn_entry_t *e = bh__pfnmap_insert(&live, ev.pfn);
       if (!e) {
         err = BH_ENOMEM;
         break;
       }
-      if (e->kind == ENT_LIVE)
+      if (e->kind == BH__PFN_LIVE)
         cur -= 1ull << e->order;
-      e->kind = ENT_LIVE;
+      e->kind = BH__PFN_LIVE;
       e->order = ev.order;
       cur += 1ull << ev.order;
       if (cur > sc->peak)
         sc->peak = cur;
     } else {
-      entry_t *e = pmap_find(&live, ev.pfn);
+      bh__pfn_entry_t *e = bh__pfnmap_find(&live, ev.pfn);
       uint64_t n = 1ull << ev.order;
       if (ev.op == BH_EV_FREE_BATCHED)
         continue; /* follows an mm_page_free of the same folio (an upper bound is fine) */
@@ -225,7 +133,7 @@ static int first_pass(struct replay *r, struct scan *sc) {
        * upper bound, which is what sizing needs */
       if (e && ev.order >= e->order) {
         cur -= 1ull << e->order;
-        pmap_delete(&live, e);
+        bh__pfnmap_delete(&live, e);
       } else if (e) {
         cur -= n;
         e->order = 0;
@@ -234,7 +142,7 @@ static int first_pass(struct replay *r, struct scan *sc) {
   }
   if (err < 0)
     set_err(r, "%s", bh_trace_error(t));
-  free(live.slots);
+  bh__pfnmap_destroy(&live);
   bh_trace_close(t);
   return err < 0 ? err : 0;
 }
@@ -383,12 +291,12 @@ static void touch(struct replay *r, uint64_t pfn, unsigned order) {
       p[i << BH_PAGE_SHIFT] = (uint8_t)(pfn + i);
 }
 
-static void free_entry(struct replay *r, entry_t *e, int cpu) {
-  if (e->kind == ENT_LIVE) {
-    bh_free_pfn(r->arena, e->sim, e->order, cpu);
+static void free_entry(struct replay *r, bh__pfn_entry_t *e, int cpu) {
+  if (e->kind == BH__PFN_LIVE) {
+    bh_free_pfn(r->arena, e->val, e->order, cpu);
     r->live_pages -= 1ull << e->order;
   }
-  pmap_delete(&r->map, e);
+  bh__pfnmap_delete(&r->map, e);
 }
 
 static int do_alloc(struct replay *r, const bh_event_t *ev) {
@@ -398,18 +306,18 @@ static int do_alloc(struct replay *r, const bh_event_t *ev) {
     return 0;
   }
   uint64_t used = r->map.used;
-  entry_t *e = pmap_insert(&r->map, ev->pfn);
+  bh__pfn_entry_t *e = bh__pfnmap_insert(&r->map, ev->pfn);
   if (!e)
     return BH_ENOMEM;
   if (bh__unlikely(r->map.used == used)) { /* already there: its free was lost */
-    if (e->kind == ENT_LIVE) {
+    if (e->kind == BH__PFN_LIVE) {
       s->lost_frees++;
-      bh_free_pfn(r->arena, e->sim, e->order, ev->cpu);
+      bh_free_pfn(r->arena, e->val, e->order, ev->cpu);
       r->live_pages -= 1ull << e->order;
     }
   }
   e->order = ev->order;
-  e->kind = ENT_DEAD;
+  e->kind = BH__PFN_DEAD;
   if (ev->order > r->arena->max_order) {
     s->orders_too_large++;
     return 0;
@@ -419,8 +327,8 @@ static int do_alloc(struct replay *r, const bh_event_t *ev) {
     s->alloc_failures++;
     return 0;
   }
-  e->sim = (uint32_t)pfn;
-  e->kind = ENT_LIVE;
+  e->val = pfn;
+  e->kind = BH__PFN_LIVE;
   s->allocs++;
   r->live_pages += 1ull << ev->order;
   if (r->live_pages > s->live_peak_bytes >> BH_PAGE_SHIFT)
@@ -435,32 +343,32 @@ static int do_alloc(struct replay *r, const bh_event_t *ev) {
  * pfn.  Blocks the arena never held (too large, failed) and larger than 2^16 pages are dropped
  * whole instead of being split.
  */
-static entry_t *split_containing(struct replay *r, uint64_t pfn, unsigned order) {
+static bh__pfn_entry_t *split_containing(struct replay *r, uint64_t pfn, unsigned order) {
   for (unsigned k = order + 1; k <= BH_TRACE_MAX_ORDER; k++) {
     uint64_t base = pfn & ~((1ull << k) - 1);
-    entry_t *e = pmap_find(&r->map, base);
+    bh__pfn_entry_t *e = bh__pfnmap_find(&r->map, base);
     if (!e || e->order <= order || pfn - base >= (1ull << e->order))
       continue;
     unsigned big = e->order;
-    uint32_t sim = e->sim;
+    uint64_t sim = e->val;
     uint8_t kind = e->kind;
-    if (kind != ENT_LIVE && big > 16) {
-      pmap_delete(&r->map, e);
+    if (kind != BH__PFN_LIVE && big > 16) {
+      bh__pfnmap_delete(&r->map, e);
       return NULL;
     }
-    if (kind == ENT_LIVE)
+    if (kind == BH__PFN_LIVE)
       bh_split_pages(r->arena, sim, big);
-    pmap_delete(&r->map, e);
+    bh__pfnmap_delete(&r->map, e);
     for (uint64_t i = 0; i < (1ull << big); i++) {
-      entry_t *p = pmap_insert(&r->map, base + i);
+      bh__pfn_entry_t *p = bh__pfnmap_insert(&r->map, base + i);
       if (!p)
         return NULL;
-      p->sim = sim + (uint32_t)i;
+      p->val = sim + i;
       p->order = 0;
       p->kind = kind;
     }
     r->s->split_frees++;
-    return pmap_find(&r->map, pfn);
+    return bh__pfnmap_find(&r->map, pfn);
   }
   return NULL;
 }
@@ -483,7 +391,7 @@ static void do_free(struct replay *r, const bh_event_t *ev) {
   if (ev->op == BH_EV_FREE) {
     r->recent[r->recent_pos++ & 63] = ev->pfn + 1;
   }
-  entry_t *e = pmap_find(&r->map, ev->pfn);
+  bh__pfn_entry_t *e = bh__pfnmap_find(&r->map, ev->pfn);
   if (!e || e->order > ev->order)
     e = split_containing(r, ev->pfn, ev->order);
   if (!e) {
@@ -494,7 +402,7 @@ static void do_free(struct replay *r, const bh_event_t *ev) {
   /* free every recorded block inside [pfn, pfn + 2^order) */
   uint64_t end = ev->pfn + (1ull << ev->order);
   for (uint64_t q = ev->pfn; q < end;) {
-    entry_t *x = pmap_find(&r->map, q);
+    bh__pfn_entry_t *x = bh__pfnmap_find(&r->map, q);
     if (!x) {
       q++;
       continue;
@@ -542,7 +450,7 @@ static int setup(struct replay *r, const struct scan *sc) {
   }
   r->s->memory_bytes = r->arena->nr_pages << BH_PAGE_SHIFT;
   r->s->nr_cpus = ac.nr_cpus;
-  return pmap_init(&r->map, 1 << 16);
+  return bh__pfnmap_init(&r->map, 1 << 16) ? BH_ENOMEM : BH_OK;
 }
 
 static void progress(struct replay *r, uint64_t done, uint64_t total) {
@@ -694,7 +602,7 @@ int bh_replay_run(const bh_replay_config_t *cfg, bh_replay_summary_t *out, char 
   }
   bh_hint_detach(r.hint);
   bh_arena_destroy(r.arena);
-  free(r.map.slots);
+  bh__pfnmap_destroy(&r.map);
   free(r.touched);
   return rc;
 }

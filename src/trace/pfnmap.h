@@ -1,0 +1,118 @@
+/*
+ * A map from recorded pfn to the replay's own block, shared by the buddy replay
+ * (src/trace/replay.c) and the jemalloc baseline (src/baseline/jemalloc_replay.c), so that
+ * both treat a trace's pfns by the same rules.  Open addressing with linear probing and
+ * backward-shift deletion (no tombstones: replays delete as often as they insert).  The slots
+ * are mmap'ed rather than malloc'ed so that, in the jemalloc baseline, jemalloc's statistics
+ * hold the replayed blocks only.
+ */
+#ifndef BH_TRACE_PFNMAP_H
+#define BH_TRACE_PFNMAP_H
+
+#include <stdint.h>
+#include <sys/mman.h>
+
+enum { BH__PFN_LIVE = 1, BH__PFN_DEAD = 2 /* skipped or failed: its free is dropped */ };
+
+typedef struct bh__pfn_entry {
+  uint64_t key;  /* recorded pfn + 1 (0 = empty slot) */
+  uint64_t val;  /* the replay's block: an arena pfn, or an address */
+  uint32_t aux;  /* free for the user (the baseline: 1 + its split parent's index) */
+  uint8_t order; /* order of the recorded block */
+  uint8_t kind;  /* BH__PFN_LIVE or BH__PFN_DEAD */
+} bh__pfn_entry_t;
+
+typedef struct bh__pfnmap {
+  bh__pfn_entry_t *slots;
+  uint64_t mask, used;
+} bh__pfnmap_t;
+
+static inline uint64_t bh__pfn_hash(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  return x;
+}
+
+/* Room for about cap entries; 0 or -1 when the memory cannot be mapped. */
+static inline int bh__pfnmap_init(bh__pfnmap_t *m, uint64_t cap) {
+  uint64_t n = 1024;
+  while (n < cap * 2)
+    n <<= 1;
+  void *p = mmap(NULL, n * sizeof(bh__pfn_entry_t), PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  m->slots = p == MAP_FAILED ? NULL : p;
+  m->mask = n - 1;
+  m->used = 0;
+  return m->slots ? 0 : -1;
+}
+
+static inline void bh__pfnmap_destroy(bh__pfnmap_t *m) {
+  if (m->slots)
+    munmap(m->slots, (m->mask + 1) * sizeof(bh__pfn_entry_t));
+  m->slots = NULL;
+}
+
+static inline bh__pfn_entry_t *bh__pfnmap_find(const bh__pfnmap_t *m, uint64_t pfn) {
+  uint64_t key = pfn + 1;
+  for (uint64_t i = bh__pfn_hash(key) & m->mask;; i = (i + 1) & m->mask) {
+    bh__pfn_entry_t *e = &m->slots[i];
+    if (e->key == key)
+      return e;
+    if (!e->key)
+      return NULL;
+  }
+}
+
+static inline int bh__pfnmap_grow(bh__pfnmap_t *m);
+
+/* The entry of pfn: the existing one, or a new zeroed one (m->used grows); NULL if full and
+ * the map cannot grow. */
+static inline bh__pfn_entry_t *bh__pfnmap_insert(bh__pfnmap_t *m, uint64_t pfn) {
+  if ((m->used + 1) * 4 > (m->mask + 1) * 3 && bh__pfnmap_grow(m))
+    return NULL;
+  uint64_t key = pfn + 1;
+  for (uint64_t i = bh__pfn_hash(key) & m->mask;; i = (i + 1) & m->mask) {
+    bh__pfn_entry_t *e = &m->slots[i];
+    if (e->key == key)
+      return e;
+    if (!e->key) {
+      *e = (bh__pfn_entry_t){.key = key};
+      m->used++;
+      return e;
+    }
+  }
+}
+
+static inline int bh__pfnmap_grow(bh__pfnmap_t *m) {
+  bh__pfnmap_t bigger;
+  if (bh__pfnmap_init(&bigger, m->mask + 1))
+    return -1;
+  for (uint64_t i = 0; i <= m->mask; i++)
+    if (m->slots[i].key)
+      *bh__pfnmap_insert(&bigger, m->slots[i].key - 1) = m->slots[i];
+  bh__pfnmap_destroy(m);
+  *m = bigger;
+  return 0;
+}
+
+/* Removes e, moving later entries of its probe run back so that no tombstone is left. */
+static inline void bh__pfnmap_delete(bh__pfnmap_t *m, bh__pfn_entry_t *e) {
+  uint64_t i = (uint64_t)(e - m->slots), j = i;
+  for (;;) {
+    j = (j + 1) & m->mask;
+    bh__pfn_entry_t *x = &m->slots[j];
+    if (!x->key)
+      break;
+    uint64_t home = bh__pfn_hash(x->key) & m->mask;
+    /* x may move back to i unless its home lies cyclically in (i, j] */
+    if ((j > i && (home <= i || home > j)) || (j < i && (home <= i && home > j))) {
+      m->slots[i] = *x;
+      i = j;
+    }
+  }
+  m->slots[i].key = 0;
+  m->used--;
+}
+
+#endif
