@@ -399,15 +399,16 @@ static void do_free(struct replay *r, const bh_event_t *ev) {
     return;
   }
   s->frees++;
-  /* free every recorded block inside [pfn, pfn + 2^order) */
-  uint64_t end = ev->pfn + (1ull << ev->order);
-  for (uint64_t q = ev->pfn; q < end;) {
+  uint64_t next = ev->pfn + (1ull << e->order), end = ev->pfn + (1ull << ev->order);
+  free_entry(r, e, ev->cpu);
+  /* a free larger than the recorded block: every other recorded block inside the range */
+  for (uint64_t q = next; q < end;) {
     bh__pfn_entry_t *x = bh__pfnmap_find(&r->map, q);
     if (!x) {
       q++;
       continue;
     }
-    uint64_t next = q + (1ull << x->order);
+    next = q + (1ull << x->order);
     free_entry(r, x, ev->cpu);
     q = next;
   }
