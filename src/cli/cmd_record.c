@@ -11,8 +11,14 @@
  * Sequence: mount tracefs if needed; set the per-cpu buffer size, overwrite=0 (a full buffer
  * drops the newest events, counted as "dropped events", rather than overwriting the oldest);
  * clear the buffer; enable kmem:mm_page_alloc, mm_page_free and mm_page_free_batched;
- * tracing_on=1; fork and exec the command and wait for it; tracing_on=0; read the `trace` file
- * through the ftrace reader and write the native trace.
+ * tracing_on=1; fork and exec the command and wait for it; tracing_on=0; then the events go
+ * through the ftrace reader into the native trace.
+ *
+ * While the command runs, a thread drains the instance's `trace_pipe` (a consuming read) into
+ * a temporary file, so the ring buffer only has to hold what arrives between two reads rather
+ * than the whole run: a busy machine makes millions of page events a minute.  Lost events are
+ * still counted from per_cpu/cpuN/stats and reported.  If trace_pipe cannot be opened, the
+ * `trace` file is read after the run instead, and the buffer must hold everything.
  */
 #include "cli/cli.h"
 
@@ -21,6 +27,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -348,9 +357,84 @@ static unsigned default_buffer_kb(void) {
 }
 
 /* Reads the recorded trace and writes it through w.  Returns 0 or -1 after a message. */
-static int copy_trace(const tracer_t *tr, bh_trace_writer_t *w, bh_trace_counts_t *c) {
+/* ---- draining trace_pipe while the command runs ---- */
+
+typedef struct drain {
+  int pipe_fd;         /* the instance's trace_pipe, non-blocking */
+  FILE *spool;         /* temporary file holding the text read so far */
+  char spool_path[64];
+  atomic_bool stop;    /* set once tracing is off: drain what is left, then end */
+  int err;             /* errno of a failed write to the spool */
+  pthread_t thread;
+} drain_t;
+
+static void *drain_main(void *arg) {
+  drain_t *d = arg;
+  static char buf[1 << 20];
+  for (;;) {
+    struct pollfd pfd = {.fd = d->pipe_fd, .events = POLLIN};
+    poll(&pfd, 1, 100); /* trace_pipe may wake only at buffer_percent: read on timeout too */
+    bool stopping = atomic_load(&d->stop);
+    for (;;) {
+      ssize_t n = read(d->pipe_fd, buf, sizeof(buf));
+      if (n > 0) {
+        if (fwrite(buf, 1, (size_t)n, d->spool) != (size_t)n && !d->err)
+          d->err = errno ? errno : EIO;
+        continue;
+      }
+      if (n < 0 && errno == EINTR)
+        continue;
+      break; /* EAGAIN: empty for now */
+    }
+    if (stopping)
+      return NULL; /* tracing was off before this last read: nothing more can come */
+  }
+}
+
+/* Starts the drain thread; false (and nothing to undo) if trace_pipe or the spool fails. */
+static bool drain_start(const tracer_t *tr, drain_t *d) {
   char p[256];
-  snprintf(p, sizeof(p), "%s/trace", tr->dir);
+  snprintf(p, sizeof(p), "%s/trace_pipe", tr->dir);
+  d->pipe_fd = open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (d->pipe_fd < 0)
+    return false;
+  const char *tmp = getenv("TMPDIR");
+  snprintf(d->spool_path, sizeof(d->spool_path), "%s/buddyhint-record-XXXXXX",
+           tmp && strlen(tmp) < 32 ? tmp : "/tmp");
+  int fd = mkstemp(d->spool_path);
+  d->spool = fd >= 0 ? fdopen(fd, "w+") : NULL;
+  atomic_init(&d->stop, false);
+  d->err = 0;
+  if (!d->spool || pthread_create(&d->thread, NULL, drain_main, d) != 0) {
+    if (d->spool)
+      fclose(d->spool);
+    else if (fd >= 0)
+      close(fd);
+    if (fd >= 0)
+      unlink(d->spool_path);
+    close(d->pipe_fd);
+    return false;
+  }
+  return true;
+}
+
+/* Stops the thread after it has read what tracing left; 0, or -1 if the spool failed. */
+static int drain_finish(drain_t *d) {
+  atomic_store(&d->stop, true);
+  pthread_join(d->thread, NULL);
+  close(d->pipe_fd);
+  if (fflush(d->spool) && !d->err)
+    d->err = errno;
+  fclose(d->spool);
+  if (d->err) {
+    fprintf(stderr, "buddyhint record: cannot write %s: %s\n", d->spool_path, strerror(d->err));
+    return -1;
+  }
+  return 0;
+}
+
+/* Reads the ftrace text at p (the spool, or the instance's `trace`) into the native trace. */
+static int copy_trace(const char *p, bh_trace_writer_t *w, bh_trace_counts_t *c) {
   bh_trace_opts_t opts = {.lenient = true}; /* a strange line must not lose the recording */
   bh_trace_t *t;
   if (bh_trace_open(p, &opts, &t)) {
@@ -449,6 +533,8 @@ int cmd_record(int argc, char **argv) {
   double t0 = 0, t1 = 0;
   pid_t pid = -1;
   bh_trace_counts_t c = {0};
+  drain_t drain;
+  bool streaming = false;
   if (tracer_setup(&tr, buffer_kb))
     goto cleanup;
   fprintf(stderr,
@@ -465,16 +551,21 @@ int cmd_record(int argc, char **argv) {
     fprintf(stderr, "buddyhint record: cannot turn tracing on in %s\n", tr.dir);
     goto restore_signals;
   }
+  streaming = drain_start(&tr, &drain);
   pid = start_command(cmd, !strcmp(out, "-"));
   if (pid < 0) {
     fprintf(stderr, "buddyhint record: cannot run '%s': %s\n", cmd[0], strerror(errno));
     tf_write(&tr, "tracing_on", "0");
+    if (streaming) {
+      drain_finish(&drain);
+      unlink(drain.spool_path);
+    }
     goto restore_signals;
   }
   status = wait_command(pid);
   tf_write(&tr, "tracing_on", "0");
   t1 = now_s();
-  ok = true;
+  ok = !streaming || drain_finish(&drain) == 0;
 restore_signals:
   sigaction(SIGINT, &old[0], NULL);
   sigaction(SIGQUIT, &old[1], NULL);
@@ -483,8 +574,9 @@ restore_signals:
   if (!ok)
     goto cleanup;
 
-  unsigned long long overrun, dropped, in_buf, written;
-  header_counts(&tr, &in_buf, &written);
+  unsigned long long overrun, dropped, in_buf = 0, written = 0;
+  if (!streaming) /* the buffer still holds everything: its header says what was lost */
+    header_counts(&tr, &in_buf, &written);
   if (lost_events(&tr, &overrun, &dropped) && (overrun || dropped))
     fprintf(stderr,
             "buddyhint record: warning: events were lost (overrun %llu, dropped %llu): "
@@ -495,7 +587,12 @@ restore_signals:
             "buddyhint record: warning: %llu of %llu events were lost: the trace is "
             "incomplete; try a larger --buffer-kb\n",
             written - in_buf, written);
-  if (copy_trace(&tr, w, &c))
+  char trace_path[256];
+  snprintf(trace_path, sizeof(trace_path), "%s/trace", tr.dir);
+  int copied = copy_trace(streaming ? drain.spool_path : trace_path, w, &c);
+  if (streaming)
+    unlink(drain.spool_path);
+  if (copied)
     goto cleanup;
   rc = BH_EXIT_OK;
 cleanup:
