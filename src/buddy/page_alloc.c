@@ -1212,9 +1212,8 @@ int bh_split_pages(bh_arena_t *a, uint64_t pfn, unsigned order) {
   uint8_t mt = a->pages[pfn].mt;
   for (uint64_t i = 0; i < (1ull << order); i++) {
     bh__page_t *p = &a->pages[pfn + i];
-    p->flags = BH__PG_ALLOC;
-    p->order = 0;
     p->mt = mt;
+    bh__pg_set(p, BH__PG_ALLOC, 0);
   }
   zone_unlock(z);
   return BH_OK;
