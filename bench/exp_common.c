@@ -1,8 +1,7 @@
 /*
  * exp_common.c: what exp_guests and exp_memhog share -- guests as child processes, the host's
  * view of their memory, option parsing.  Not a program and not compiled on its own: the two
- * experiments #include it (so that this work item adds only bench/exp_*.c files), which is why
- * everything here is static.
+ * experiments #include it, which is why everything here is static.
  *
  * A guest is a child process (fork) that owns one arena of --guest-size bytes with a hinting
  * strategy attached in thread-clock mode (a background worker on CLOCK_MONOTONIC reporting with
