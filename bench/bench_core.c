@@ -412,22 +412,6 @@ static void write_csv(FILE *f, const bu_machine_t *m, const opts_t *o) {
   }
 }
 
-static void json_stats(FILE *f, const char *key, const bu_stats_t *s) {
-  fprintf(f, "      \"%s\": {\"median\": ", key);
-  bu_json_num(f, s->median);
-  fputs(", \"p10\": ", f);
-  bu_json_num(f, s->p10);
-  fputs(", \"p90\": ", f);
-  bu_json_num(f, s->p90);
-  fputs(", \"min\": ", f);
-  bu_json_num(f, s->min);
-  fputs(", \"max\": ", f);
-  bu_json_num(f, s->max);
-  fputs(", \"mean\": ", f);
-  bu_json_num(f, s->mean);
-  fputs("}", f);
-}
-
 static void write_json(FILE *f, const bu_machine_t *m, const opts_t *o,
                        const bh_zone_info_t *zi_pcp) {
   fputs("{\n  \"benchmark\": \"core\",\n  \"program\": \"bench_core\",\n  \"args\": ", f);
@@ -461,14 +445,16 @@ static void write_json(FILE *f, const bu_machine_t *m, const opts_t *o,
             "\"pairs_per_rep\": %llu,\n",
             c->st.n, (unsigned long long)c->iters,
             (unsigned long long)c->iters * (unsigned long long)c->pairs_per_iter);
-    json_stats(f, "ns", &c->st);
+    fputs("      ", f);
+    bu_json_stats(f, "ns", &c->st, 1);
     if (c->base && c->base->enabled) {
       fputs(",\n      \"baseline\": ", f);
       bu_json_str(f, c->base->name);
       fputs(", \"ratio\": ", f);
       bu_json_num(f, c->st.median / c->base->st.median);
       fputs(",\n", f);
-      json_stats(f, "ratio_per_rep", &c->ratio);
+      fputs("      ", f);
+      bu_json_stats(f, "ratio_per_rep", &c->ratio, 1);
       if (c->target > 0) {
         fputs(",\n      \"target_ratio\": ", f);
         bu_json_num(f, c->target);
@@ -583,18 +569,6 @@ static void usage(FILE *f) {
              "  --list       print the case names\n");
 }
 
-static bool in_list(const char *list, const char *name) {
-  size_t n = strlen(name);
-  for (const char *p = list; p && *p;) {
-    const char *e = strchr(p, ',');
-    size_t len = e ? (size_t)(e - p) : strlen(p);
-    if (len == n && strncmp(p, name, n) == 0)
-      return true;
-    p = e ? e + 1 : NULL;
-  }
-  return false;
-}
-
 static int parse(int argc, char **argv, opts_t *o) {
   memset(o, 0, sizeof(*o));
   o->reps = -1;
@@ -654,7 +628,7 @@ static int parse(int argc, char **argv, opts_t *o) {
     o->reps = o->quick ? 15 : 31;
   if (o->rep_ms < 0)
     o->rep_ms = o->quick ? 20 : 50;
-  if (o->only && !in_list(o->only, "meta"))
+  if (o->only && !bu_in_list(o->only, "meta"))
     o->meta = false;
   return 0;
 }
@@ -691,7 +665,7 @@ int main(int argc, char **argv) {
   int ncase = 0;
   for (int i = 0; i < NCASES; i++) {
     bcase_t *c = &cases[i];
-    c->enabled = !o.only || in_list(o.only, c->name);
+    c->enabled = !o.only || bu_in_list(o.only, c->name);
     c->pairs_per_iter = (c->kind == K_BUDDY_BATCH || c->kind == K_JE_BATCH) ? BATCH : 1;
     ncase += c->enabled;
     c->base = NULL;

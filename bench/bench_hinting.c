@@ -719,20 +719,6 @@ static void write_csv(FILE *f, const bu_machine_t *m, const opts_t *o, const idl
   }
 }
 
-static void json_stats(FILE *f, const char *key, const bu_stats_t *s, double scale) {
-  fprintf(f, "\"%s\": {\"n\": %d, \"median\": ", key, s->n);
-  bu_json_num(f, s->median / scale);
-  fputs(", \"p10\": ", f);
-  bu_json_num(f, s->p10 / scale);
-  fputs(", \"p90\": ", f);
-  bu_json_num(f, s->p90 / scale);
-  fputs(", \"min\": ", f);
-  bu_json_num(f, s->min / scale);
-  fputs(", \"max\": ", f);
-  bu_json_num(f, s->max / scale);
-  fputs("}", f);
-}
-
 static void write_json(FILE *f, const bu_machine_t *m, const opts_t *o, const idle_result_t *ir,
                        const pair_result_t *pr, const target_t *t, int nt) {
   fputs("{\n  \"benchmark\": \"hinting\",\n  \"program\": \"bench_hinting\",\n  \"args\": ", f);
@@ -760,17 +746,17 @@ static void write_json(FILE *f, const bu_machine_t *m, const opts_t *o, const id
       continue;
     }
     fputs("\"skipped\": false,\n      ", f);
-    json_stats(f, "excess_resident_pct", &r->excess, 1);
+    bu_json_stats(f, "excess_resident_pct", &r->excess, 1);
     fputs(",\n      ", f);
-    json_stats(f, "excess_before_idle_pct", &r->excess_before, 1);
+    bu_json_stats(f, "excess_before_idle_pct", &r->excess_before, 1);
     fputs(",\n      ", f);
-    json_stats(f, "live_pct", &r->live, 1);
+    bu_json_stats(f, "live_pct", &r->live, 1);
     fputs(",\n      ", f);
-    json_stats(f, "resident_pct", &r->resident, 1);
+    bu_json_stats(f, "resident_pct", &r->resident, 1);
     fputs(",\n      ", f);
-    json_stats(f, "reported_mib", &r->reported, 1);
+    bu_json_stats(f, "reported_mib", &r->reported, 1);
     fputs(",\n      ", f);
-    json_stats(f, "bytes_per_call_mib", &r->bpc, MiB);
+    bu_json_stats(f, "bytes_per_call_mib", &r->bpc, MiB);
     fputs(",\n      \"runs\": [", f);
     for (int i = 0; i < r->n; i++) {
       const idle_run_t *x = &r->runs[i];
@@ -795,15 +781,15 @@ static void write_json(FILE *f, const bu_machine_t *m, const opts_t *o, const id
     fprintf(f, "{\"iters_per_segment\": %llu, \"reps\": %d, \"order\": \"none, bitmap, "
                "control, control, bitmap, none (mirrored on odd repetitions)\",\n    ",
             (unsigned long long)pr->iters, pr->reps);
-    json_stats(f, "none_ns", &pr->st[0], 1);
+    bu_json_stats(f, "none_ns", &pr->st[0], 1);
     fputs(",\n    ", f);
-    json_stats(f, "bitmap_ns", &pr->st[1], 1);
+    bu_json_stats(f, "bitmap_ns", &pr->st[1], 1);
     fputs(",\n    ", f);
-    json_stats(f, "ratio", &pr->ratio, 1);
+    bu_json_stats(f, "ratio", &pr->ratio, 1);
     fputs(",\n    \"ratio_of_minima\": ", f);
     bu_json_num(f, pr->min_ratio);
     fputs(",\n    ", f);
-    json_stats(f, "aa_control_ratio", &pr->control, 1);
+    bu_json_stats(f, "aa_control_ratio", &pr->control, 1);
     fprintf(f, ",\n    \"hook_calls\": {\"none\": %llu, \"bitmap\": %llu},\n    \"callgrind\": ",
             (unsigned long long)pr->notify[0], (unsigned long long)pr->notify[1]);
     if (pr->cg_done)
@@ -865,18 +851,6 @@ static void usage(FILE *f) {
           "                 random order (default 0.75; 1 frees everything, memhog-like)\n"
           "  --no-callgrind skip the callgrind instruction counts of (c)\n"
           "  --strict       exit 3 if a target is missed\n");
-}
-
-static bool in_list(const char *list, const char *name) {
-  size_t n = strlen(name);
-  for (const char *p = list; p && *p;) {
-    const char *e = strchr(p, ',');
-    size_t len = e ? (size_t)(e - p) : strlen(p);
-    if (len == n && strncmp(p, name, n) == 0)
-      return true;
-    p = e ? e + 1 : NULL;
-  }
-  return false;
 }
 
 static int parse(int argc, char **argv, opts_t *o) {
@@ -943,8 +917,8 @@ static int parse(int argc, char **argv, opts_t *o) {
     fprintf(stderr, "bench_hinting: --reps, --idle-reps and --rep-ms must be positive\n");
     return 1;
   }
-  o->run_a = !o->only || in_list(o->only, "a") || in_list(o->only, "b");
-  o->run_c = !o->only || in_list(o->only, "c");
+  o->run_a = !o->only || bu_in_list(o->only, "a") || bu_in_list(o->only, "b");
+  o->run_c = !o->only || bu_in_list(o->only, "c");
   return 0;
 }
 

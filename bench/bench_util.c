@@ -264,3 +264,26 @@ void bu_json_machine(FILE *f, const bu_machine_t *m, int indent) {
   fprintf(f, "%*s\"online_cpus\": %d\n", indent + 2, "", m->online_cpus);
   fprintf(f, "%*s}", indent, "");
 }
+
+void bu_json_stats(FILE *f, const char *key, const bu_stats_t *s, double scale) {
+  const double v[] = {s->median, s->p10, s->p90, s->min, s->max, s->mean};
+  static const char *const names[] = {"median", "p10", "p90", "min", "max", "mean"};
+  fprintf(f, "\"%s\": {\"n\": %d", key, s->n);
+  for (int i = 0; i < 6; i++) {
+    fprintf(f, ", \"%s\": ", names[i]);
+    bu_json_num(f, v[i] / scale);
+  }
+  fputc('}', f);
+}
+
+int bu_in_list(const char *list, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = list; p && *p;) {
+    const char *e = strchr(p, ',');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    if (len == n && strncmp(p, name, n) == 0)
+      return 1;
+    p = e ? e + 1 : NULL;
+  }
+  return 0;
+}

@@ -60,6 +60,11 @@ void bu_csv_machine(FILE *f, const bu_machine_t *m, const char *program, const c
 void bu_json_str(FILE *f, const char *s);
 /* A JSON number; NaN and infinities become null. */
 void bu_json_num(FILE *f, double v);
+/* "key": {"n": N, "median": .., "p10": .., "p90": .., "min": .., "max": .., "mean": ..}, every
+ * statistic divided by scale (1 for none). */
+void bu_json_stats(FILE *f, const char *key, const bu_stats_t *s, double scale);
+/* True if name is one of the comma-separated names of list. */
+int bu_in_list(const char *list, const char *name);
 /* "machine": {...} (no trailing comma), indented by `indent` spaces. */
 void bu_json_machine(FILE *f, const bu_machine_t *m, int indent);
 

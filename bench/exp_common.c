@@ -771,16 +771,3 @@ static const char *exp_csv_opts(const char *opts, char *buf, size_t len) {
   return buf;
 }
 
-static void exp_json_stats(FILE *f, const char *key, const bu_stats_t *s) {
-  fprintf(f, "\"%s\": {\"median\": ", key);
-  bu_json_num(f, s->median);
-  fputs(", \"p10\": ", f);
-  bu_json_num(f, s->p10);
-  fputs(", \"p90\": ", f);
-  bu_json_num(f, s->p90);
-  fputs(", \"min\": ", f);
-  bu_json_num(f, s->min);
-  fputs(", \"max\": ", f);
-  bu_json_num(f, s->max);
-  fprintf(f, ", \"n\": %d}", s->n);
-}

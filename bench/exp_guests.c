@@ -423,13 +423,13 @@ int main(int argc, char **argv) {
             "], \"cap_reached_reps\": %d, \"settle_timeouts\": %d, "
             "\"fit_uncapped_estimate\": %.0f,\n      ",
             ks[ki].caps, ks[ki].timeouts, ks[ki].est);
-    exp_json_stats(f, "fit", &ks[ki].fit);
+    bu_json_stats(f, "fit", &ks[ki].fit, 1);
     fprintf(f, ",\n      ");
-    exp_json_stats(f, "peak_rss_mib", &ks[ki].peak);
+    bu_json_stats(f, "peak_rss_mib", &ks[ki].peak, 1);
     fprintf(f, ",\n      ");
-    exp_json_stats(f, "idle_rss_mib", &ks[ki].idle);
+    bu_json_stats(f, "idle_rss_mib", &ks[ki].idle, 1);
     fprintf(f, ",\n      ");
-    exp_json_stats(f, "settle_s", &ks[ki].settle);
+    bu_json_stats(f, "settle_s", &ks[ki].settle, 1);
     fprintf(f, "}%s\n", ki + 1 < nk ? "," : "");
   }
   fprintf(f, "  ],\n  \"guests\": [\n");

@@ -452,12 +452,12 @@ int main(int argc, char **argv) {
     fprintf(f, ",\n      \"points\": {");
     for (int p = 0; p < NPOINTS; p++) {
       fprintf(f, "%s\n        ", p ? "," : "");
-      exp_json_stats(f, point_names[p], &pt[ki][p]);
+      bu_json_stats(f, point_names[p], &pt[ki][p], 1);
     }
     fprintf(f, "},\n      \"run_s\": [");
     for (int k = 0; k < NG; k++) {
       fprintf(f, "%s{", k ? ", " : "");
-      exp_json_stats(f, "g", &rs[ki][k]);
+      bu_json_stats(f, "g", &rs[ki][k], 1);
       fprintf(f, "}");
     }
     fprintf(f, "],\n      \"runs\": [");

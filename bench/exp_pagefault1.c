@@ -98,20 +98,6 @@ static void sleep_s(double s) {
     ;
 }
 
-static void exp_json_stats_pf(FILE *f, const char *key, const bu_stats_t *s) {
-  fprintf(f, "\"%s\": {\"median\": ", key);
-  bu_json_num(f, s->median);
-  fputs(", \"p10\": ", f);
-  bu_json_num(f, s->p10);
-  fputs(", \"p90\": ", f);
-  bu_json_num(f, s->p90);
-  fputs(", \"min\": ", f);
-  bu_json_num(f, s->min);
-  fputs(", \"max\": ", f);
-  bu_json_num(f, s->max);
-  fprintf(f, ", \"n\": %d}", s->n);
-}
-
 /* ---------------------------------------------------------------------------------------- */
 /* Arenas                                                                                    */
 /* ---------------------------------------------------------------------------------------- */
@@ -591,9 +577,9 @@ int main(int argc, char **argv) {
                 first ? "" : ",\n", var_name[v], t + 1, o.strat[s]);
         bu_json_str(f, o.sopts[s]);
         fprintf(f, ",\n      ");
-        exp_json_stats_pf(f, "pages_per_s", &p->thr);
+        bu_json_stats(f, "pages_per_s", &p->thr, 1);
         fprintf(f, ",\n      ");
-        exp_json_stats_pf(f, "cost_pct", &p->cost);
+        bu_json_stats(f, "cost_pct", &p->cost, 1);
         fprintf(f, ",\n      \"samples_pages_per_s\": [");
         for (int r = 0; r < o.reps; r++)
           fprintf(f, "%s%.0f", r ? ", " : "", SMP(v, t, s, r).pages_per_s);
