@@ -7,13 +7,13 @@
  * cache (the first read warms it), so the figures are parsing/decompression speed, not disk
  * speed.  A first line calibrates the machine: the cost of a plain byte loop.
  *
- * Not built by CMake yet.  Build by hand against the static library, e.g.:
+ *   trace_read_bench [--quick] [--events N] [--only LABEL] [--out DIR]
  *
- *   cmake -S . -B build -DBH_BUILD_BENCH=OFF -DBH_BUILD_CLI=OFF && cmake --build build -j
- *   gcc -O2 -std=gnu11 -Iinclude bench/trace_read_bench.c build/libbuddyhint.a \
- *       -lzstd -lz -lpthread -lnuma -o trace_read_bench      # drop -lnuma if not installed
- *   ./trace_read_bench [N_EVENTS [FORMAT-LABEL]]     # default 5000000 events, every format
+ * Default 5,000,000 events per file (--quick: 500,000); writes DIR/trace_read.csv and .json
+ * (bench_util.h conventions).
  */
+#include "bench_util.h"
+
 #include <buddyhint/trace.h>
 
 #include <inttypes.h>
@@ -192,7 +192,12 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-static void bench(const char *label, const char *path, uint64_t n) {
+struct result {
+  const char *label;
+  double mib, wall_eps, wall_lo, wall_hi, cpu_eps;
+};
+
+static void bench(const char *label, const char *path, uint64_t n, struct result *out) {
   double runs[RUNS], cpus[RUNS];
   uint64_t sum;
   read_once(path, n, &sum, &cpus[0]); /* warm the page cache */
@@ -203,13 +208,64 @@ static void bench(const char *label, const char *path, uint64_t n) {
   struct stat st;
   stat(path, &st);
   double med = runs[RUNS / 2], cmed = cpus[RUNS / 2];
+  *out = (struct result){label, (double)st.st_size / (1 << 20), (double)n / med,
+                         (double)n / runs[RUNS - 1], (double)n / runs[0], (double)n / cmed};
   printf("%-20s %7.1f MiB  wall %7.3f s %7.2f M ev/s (%.2f..%.2f)  cpu %7.2f M ev/s\n", label,
-         (double)st.st_size / (1 << 20), med, (double)n / med / 1e6,
-         (double)n / runs[RUNS - 1] / 1e6, (double)n / runs[0] / 1e6, (double)n / cmed / 1e6);
+         out->mib, med, out->wall_eps / 1e6, out->wall_lo / 1e6, out->wall_hi / 1e6,
+         out->cpu_eps / 1e6);
+}
+
+static void write_results(const char *dir, const char *args, uint64_t n, const struct result *r,
+                          int nr) {
+  bu_machine_t m;
+  bu_machine_info(&m);
+  FILE *csv = bu_open_out(dir, "trace_read.csv"), *json = bu_open_out(dir, "trace_read.json");
+  if (!csv || !json)
+    exit(1);
+  bu_csv_machine(csv, &m, "trace_read_bench", args);
+  fprintf(csv, "format,events,file_mib,median_wall_eps,min_wall_eps,max_wall_eps,median_cpu_eps\n");
+  fprintf(json, "{\n");
+  bu_json_machine(json, &m, 2);
+  fprintf(json, ",\n  \"events\": %" PRIu64 ",\n  \"formats\": [\n", n);
+  for (int i = 0; i < nr; i++) {
+    fprintf(csv, "%s,%" PRIu64 ",%.2f,%.0f,%.0f,%.0f,%.0f\n", r[i].label, n, r[i].mib,
+            r[i].wall_eps, r[i].wall_lo, r[i].wall_hi, r[i].cpu_eps);
+    fprintf(json,
+            "    {\"format\": \"%s\", \"file_mib\": %.2f, \"median_wall_eps\": %.0f, "
+            "\"min_wall_eps\": %.0f, \"max_wall_eps\": %.0f, \"median_cpu_eps\": %.0f}%s\n",
+            r[i].label, r[i].mib, r[i].wall_eps, r[i].wall_lo, r[i].wall_hi, r[i].cpu_eps,
+            i + 1 < nr ? "," : "");
+  }
+  fprintf(json, "  ]\n}\n");
+  fclose(csv);
+  fclose(json);
 }
 
 int main(int argc, char **argv) {
-  uint64_t n = argc > 1 ? strtoull(argv[1], NULL, 0) : 5000000;
+  uint64_t n = 5000000;
+  const char *only = NULL, *out = "results";
+  char args[256] = "";
+  for (int i = 1; i < argc; i++) {
+    size_t l = strlen(args);
+    snprintf(args + l, sizeof(args) - l, "%s%s", i > 1 ? " " : "", argv[i]);
+    if (!strcmp(argv[i], "--quick")) {
+      n = 500000;
+    } else if (!strcmp(argv[i], "--events") && i + 1 < argc) {
+      n = strtoull(argv[++i], NULL, 0);
+    } else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
+      only = argv[++i];
+    } else if (!strcmp(argv[i], "--out") && i + 1 < argc) {
+      out = argv[++i];
+    } else if (strcmp(argv[i], "--reps") || i + 1 >= argc || !++i) { /* --reps: fixed at 5 */
+      fprintf(stderr, "usage: trace_read_bench [--quick] [--events N] [--only LABEL] "
+                      "[--out DIR]\n");
+      return 2;
+    }
+  }
+  if (n < 1000) {
+    fprintf(stderr, "trace_read_bench: --events must be at least 1000\n");
+    return 2;
+  }
   char dir[] = "/tmp/bh-trace-bench-XXXXXX";
   if (!mkdtemp(dir)) {
     perror("mkdtemp");
@@ -231,8 +287,10 @@ int main(int argc, char **argv) {
   };
   printf("%" PRIu64 " events per file, median of %d reads; byte loop %.2f ns/byte\n", n, RUNS,
          byte_loop_ns());
+  struct result results[sizeof(cases) / sizeof(cases[0])];
+  int nr = 0;
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-    if (argc > 2 && strcmp(argv[2], cases[i].label) != 0)
+    if (only && !bu_in_list(only, cases[i].label))
       continue;
     char path[256];
     snprintf(path, sizeof(path), "%s/%s", dir, cases[i].file);
@@ -240,9 +298,10 @@ int main(int argc, char **argv) {
       write_kernel_text(path, n, cases[i].kind);
     else
       write_native(path, n, cases[i].kind, cases[i].comp);
-    bench(cases[i].label, path, n);
+    bench(cases[i].label, path, n, &results[nr++]);
     unlink(path);
   }
   rmdir(dir);
+  write_results(out, args, n, results, nr);
   return 0;
 }
