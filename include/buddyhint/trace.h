@@ -137,6 +137,14 @@ BH_API int bh_trace_open(const char *path, const bh_trace_opts_t *opts, bh_trace
 BH_API int bh_trace_next(bh_trace_t *t, bh_event_t *ev);
 
 /*
+ * Reads up to max events into evs[] (the same events bh_trace_next would return one by one,
+ * much cheaper per event for the binary format).  Returns the number read (>= 1), 0 at the
+ * end, or a negative error as bh_trace_next; events read before an error are returned first
+ * and the error on the next call.  BH_EINVAL for a NULL argument or max < 1.
+ */
+BH_API int bh_trace_next_batch(bh_trace_t *t, bh_event_t *evs, int max);
+
+/*
  * The last error message of t, "FILE:LINE: what is wrong" for text ("FILE: record N: ..." for
  * binary, N counted from 0; "FILE: ..." for problems of the whole file); in lenient mode the
  * last skipped line's.  "" if there was none.  With t == NULL, the message of the calling

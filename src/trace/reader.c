@@ -483,6 +483,54 @@ static int next_binary(bh_trace_t *t, bh_event_t *ev) {
 /* Public calls                                                                              */
 /* ---------------------------------------------------------------------------------------- */
 
+/*
+ * Binary records that sit whole in the buffer, decoded in one loop: the common case of a
+ * batch read.  Stops at the first record that needs the general path (a buffer refill, a
+ * malformed record) and returns how many it decoded.
+ */
+static int binary_run(bh_trace_t *t, bh_event_t *evs, int max) {
+  int k = 0;
+  while (k < max && t->len - t->pos >= BH__TRACE_BIN_RECORD) {
+    const unsigned char *r = t->buf + t->pos;
+    const char *why = NULL;
+    bh_event_t *ev = &evs[k];
+    if (bh__trace_unlikely(!decode_record(r, ev, &why)))
+      break; /* next_binary reports it */
+    t->pos += BH__TRACE_BIN_RECORD;
+    t->counts.lines++;
+    bh__trace_set_zone(ev);
+    event_out(t, ev);
+    k++;
+  }
+  return k;
+}
+
+int bh_trace_next_batch(bh_trace_t *t, bh_event_t *evs, int max) {
+  if (!t || !evs || max < 1)
+    return BH_EINVAL;
+  if (bh__trace_unlikely(t->err))
+    return t->err;
+  int k = 0;
+  while (k < max) {
+    if (t->format == BH_TRACE_NATIVE_BINARY) {
+      k += binary_run(t, evs + k, max - k);
+      if (k == max)
+        break;
+    }
+    int r = t->format == BH_TRACE_NATIVE_BINARY ? next_binary(t, &evs[k]) : next_text(t, &evs[k]);
+    if (r == 1) {
+      k++;
+      continue;
+    }
+    if (r < 0) {
+      t->err = r;
+      return k ? k : r; /* the events before the error first; the error on the next call */
+    }
+    break; /* the end */
+  }
+  return k;
+}
+
 int bh_trace_next(bh_trace_t *t, bh_event_t *ev) {
   if (!t || !ev)
     return BH_EINVAL;

@@ -461,6 +461,37 @@ static void progress(struct replay *r, uint64_t done, uint64_t total) {
           rate / 1e6, rate > 0 ? (double)(total - done) / rate : 0);
 }
 
+/* One event: the clock first (worker steps, ticks, samples due before it), then the event. */
+static int play_event(struct replay *r, const struct scan *sc, const bh_event_t *ev, bool prog) {
+  bh_replay_summary_t *s = r->s;
+  if (bh__unlikely(r->t0 == UINT64_MAX))
+    r->t0 = ev->time_ns; /* one pass: time starts at the first event */
+  uint64_t vt = ev->time_ns > r->t0 ? ev->time_ns - r->t0 : 0;
+  if (vt < r->vnow)
+    vt = r->vnow; /* timestamps of different CPUs may interleave slightly out of order */
+  if (r->cfg->speed > 0)
+    wait_wall(r, vt);
+  advance_to(r, vt);
+  s->events++;
+  if (ev->op == BH_EV_ALLOC) {
+    int err = do_alloc(r, ev);
+    if (err)
+      return err;
+  } else {
+    do_free(r, ev);
+  }
+  if (r->cfg->check_every && s->events % r->cfg->check_every == 0)
+    check(r);
+  if ((s->events & 0xffff) == 0) {
+    uint64_t res = resident_bytes(r);
+    if (res > s->rss_peak_bytes)
+      s->rss_peak_bytes = res;
+    if (prog)
+      progress(r, s->events, sc->events);
+  }
+  return 0;
+}
+
 static int play(struct replay *r, const struct scan *sc) {
   bh_trace_t *t;
   int err = open_trace(r, &t);
@@ -475,37 +506,20 @@ static int play(struct replay *r, const struct scan *sc) {
   r->next_sample = 0;
   r->next_tick = BH_NS_PER_SEC;
   bool prog = r->cfg->progress && isatty(STDERR_FILENO);
-  bh_event_t ev;
-  while ((err = bh_trace_next(t, &ev)) == 1) {
-    if (bh__unlikely(r->t0 == UINT64_MAX))
-      r->t0 = ev.time_ns; /* one pass: time starts at the first event */
-    uint64_t vt = ev.time_ns > r->t0 ? ev.time_ns - r->t0 : 0;
-    if (vt < r->vnow)
-      vt = r->vnow; /* timestamps of different CPUs may interleave slightly out of order */
-    if (r->cfg->speed > 0)
-      wait_wall(r, vt);
-    advance_to(r, vt);
-    s->events++;
-    if (ev.op == BH_EV_ALLOC && (err = do_alloc(r, &ev)) != 0)
-      break;
-    if (ev.op != BH_EV_ALLOC)
-      do_free(r, &ev);
-    if (r->cfg->check_every && s->events % r->cfg->check_every == 0)
-      check(r);
-    if ((s->events & 0xffff) == 0) {
-      uint64_t res = resident_bytes(r);
-      if (res > s->rss_peak_bytes)
-        s->rss_peak_bytes = res;
-      if (prog)
-        progress(r, s->events, sc->events);
-    }
-  }
+  enum { BATCH = 256 };
+  bh_event_t evs[BATCH];
+  int n;
+  err = 0;
+  while (!err && (n = bh_trace_next_batch(t, evs, BATCH)) > 0)
+    for (int i = 0; i < n && !err; i++)
+      err = play_event(r, sc, &evs[i], prog);
+  if (!err && n < 0)
+    err = n;
   if (prog)
     fprintf(stderr, "\n");
   if (err < 0) {
     set_err(r, "%s", err == BH_ENOMEM ? "out of memory" : bh_trace_error(t));
   } else {
-    err = 0;
     bh_trace_counts_t c;
     bh_trace_counts(t, &c);
     s->skipped_lines = c.other_lines;
