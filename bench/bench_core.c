@@ -575,10 +575,7 @@ static int parse(int argc, char **argv, opts_t *o) {
   o->rep_ms = -1;
   o->meta = true;
   o->out = "results";
-  size_t used = 0;
-  for (int i = 1; i < argc; i++)
-    used += (size_t)snprintf(o->args + used, used < sizeof(o->args) ? sizeof(o->args) - used : 0,
-                             "%s%s", i > 1 ? " " : "", argv[i]);
+  bu_join_args(o->args, sizeof(o->args), argc, argv);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     bool more = i + 1 < argc;

@@ -287,3 +287,26 @@ int bu_in_list(const char *list, const char *name) {
   }
   return 0;
 }
+
+void bu_join_args(char *buf, size_t size, int argc, char **argv) {
+  size_t used = 0;
+  if (size)
+    buf[0] = 0;
+  for (int i = 1; i < argc && used < size; i++)
+    used += (size_t)snprintf(buf + used, size - used, "%s%s", i > 1 ? " " : "", argv[i]);
+}
+
+void bu_json_head(FILE *f, const char *program, const char *args, const bu_machine_t *m,
+                  const char *load0, const char *load1, double elapsed_s) {
+  fprintf(f, "{\n  \"program\": ");
+  bu_json_str(f, program);
+  fprintf(f, ",\n  \"args\": ");
+  bu_json_str(f, args);
+  fprintf(f, ",\n");
+  bu_json_machine(f, m, 2);
+  fprintf(f, ",\n  \"loadavg_start\": ");
+  bu_json_str(f, load0);
+  fprintf(f, ",\n  \"loadavg_end\": ");
+  bu_json_str(f, load1);
+  fprintf(f, ",\n  \"elapsed_s\": %.1f,\n", elapsed_s);
+}

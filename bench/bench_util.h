@@ -14,6 +14,7 @@
 #define BH_BENCH_UTIL_H
 
 #include <stdint.h>
+#include <stddef.h>
 #include <stdio.h>
 
 /* Nanoseconds from CLOCK_MONOTONIC. */
@@ -63,6 +64,12 @@ void bu_json_num(FILE *f, double v);
 /* "key": {"n": N, "median": .., "p10": .., "p90": .., "min": .., "max": .., "mean": ..}, every
  * statistic divided by scale (1 for none). */
 void bu_json_stats(FILE *f, const char *key, const bu_stats_t *s, double scale);
+/* The program's arguments (argv[1..]) joined by spaces into buf, cut to size bytes. */
+void bu_join_args(char *buf, size_t size, int argc, char **argv);
+/* Opens a result object: {"program", "args", "machine", "loadavg_start", "loadavg_end",
+ * "elapsed_s", ending with ",\n" so the caller's keys follow. */
+void bu_json_head(FILE *f, const char *program, const char *args, const bu_machine_t *m,
+                  const char *load0, const char *load1, double elapsed_s);
 /* True if name is one of the comma-separated names of list. */
 int bu_in_list(const char *list, const char *name);
 /* "machine": {...} (no trailing comma), indented by `indent` spaces. */

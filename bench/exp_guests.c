@@ -99,10 +99,7 @@ static int parse(int argc, char **argv, opts_t *o) {
   o->settle_max_s = 30;
   o->settle_min_s = 0.05;
   o->kinds = exp_have_jemalloc() ? "none,bitmap,bubble,jemalloc" : "none,bitmap,bubble";
-  for (int i = 1; i < argc; i++) {
-    size_t l = strlen(o->args);
-    snprintf(o->args + l, sizeof(o->args) - l, "%s%s", i > 1 ? " " : "", argv[i]);
-  }
+  bu_join_args(o->args, sizeof(o->args), argc, argv);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     bool more = i + 1 < argc;
@@ -340,7 +337,7 @@ int main(int argc, char **argv) {
   printf("elapsed %.0f s; load average %s at the start, %s at the end\n", elapsed, load0, load1);
 
   /* ---- guests.csv ---- */
-  char a2[640];
+  char a2[1024];
   snprintf(a2, sizeof(a2),
            "%s [guest_size_mib=%.0f budget_mib=%.0f fill=%.2f max_guests=%d "
            "reps=%d load_start=%s load_end=%s]",
@@ -393,15 +390,7 @@ int main(int argc, char **argv) {
   f = bu_open_out(o.out, "guests.json");
   if (!f)
     return 2;
-  fprintf(f, "{\n  \"program\": \"exp_guests\",\n  \"args\": ");
-  bu_json_str(f, o.args);
-  fprintf(f, ",\n");
-  bu_json_machine(f, &mach, 2);
-  fprintf(f, ",\n  \"loadavg_start\": ");
-  bu_json_str(f, load0);
-  fprintf(f, ",\n  \"loadavg_end\": ");
-  bu_json_str(f, load1);
-  fprintf(f, ",\n  \"elapsed_s\": %.1f,\n", elapsed);
+  bu_json_head(f, "exp_guests", o.args, &mach, load0, load1, elapsed);
   fprintf(f,
           "  \"options\": {\"guest_size_bytes\": %lu, \"budget_bytes\": %lu, \"fill\": %.3f, "
           "\"max_guests\": %d, \"reps\": %d, \"settle_max_s\": %.1f, \"quick\": %s, "

@@ -100,10 +100,7 @@ static int parse(int argc, char **argv, opts_t *o) {
   o->sample_s = 0.25;
   o->lead_s = 1.0;
   o->kinds = "none,bitmap,bubble";
-  for (int i = 1; i < argc; i++) {
-    size_t l = strlen(o->args);
-    snprintf(o->args + l, sizeof(o->args) - l, "%s%s", i > 1 ? " " : "", argv[i]);
-  }
+  bu_join_args(o->args, sizeof(o->args), argc, argv);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     bool more = i + 1 < argc;
@@ -367,7 +364,7 @@ int main(int argc, char **argv) {
          budget_mib);
   printf("elapsed %.0f s; load average %s at the start, %s at the end\n", elapsed, load0, load1);
 
-  char a2[700];
+  char a2[1024];
   snprintf(a2, sizeof(a2),
            "%s [guest_size_mib=%.0f hog_mib=%.0f budget_mib=%.0f gap_s=%.2f "
            "idle_s=%.1f sample_s=%.2f reps=%d load_start=%s load_end=%s]",
@@ -424,15 +421,7 @@ int main(int argc, char **argv) {
   f = bu_open_out(o.out, "memhog.json");
   if (!f)
     return 2;
-  fprintf(f, "{\n  \"program\": \"exp_memhog\",\n  \"args\": ");
-  bu_json_str(f, o.args);
-  fprintf(f, ",\n");
-  bu_json_machine(f, &mach, 2);
-  fprintf(f, ",\n  \"loadavg_start\": ");
-  bu_json_str(f, load0);
-  fprintf(f, ",\n  \"loadavg_end\": ");
-  bu_json_str(f, load1);
-  fprintf(f, ",\n  \"elapsed_s\": %.1f,\n", elapsed);
+  bu_json_head(f, "exp_memhog", o.args, &mach, load0, load1, elapsed);
   fprintf(
       f,
       "  \"options\": {\"guest_size_bytes\": %lu, \"hog_bytes\": %lu, \"budget_bytes\": "

@@ -309,10 +309,7 @@ static int parse(int argc, char **argv, opts_t *o) {
   const char *strats = "none,bitmap,bubble,none2";
   const char *specs[16];
   int nspecs = 0;
-  for (int i = 1; i < argc; i++) {
-    size_t l = strlen(o->args);
-    snprintf(o->args + l, sizeof(o->args) - l, "%s%s", i > 1 ? " " : "", argv[i]);
-  }
+  bu_join_args(o->args, sizeof(o->args), argc, argv);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     bool more = i + 1 < argc;
@@ -507,7 +504,7 @@ int main(int argc, char **argv) {
          "shows the noise floor\n");
   printf("elapsed %.0f s; load average %s at the start, %s at the end\n", elapsed, load0, load1);
 
-  char a2[700];
+  char a2[1024];
   snprintf(a2, sizeof(a2),
            "%s [pages=%lu max_threads=%d reps=%d measure_ms=%.0f warmup_ms=%.0f "
            "arena_mib=%.0f load_start=%s load_end=%s]",
@@ -546,15 +543,7 @@ int main(int argc, char **argv) {
   f = bu_open_out(o.out, "pagefault1.json");
   if (!f)
     return 2;
-  fprintf(f, "{\n  \"program\": \"exp_pagefault1\",\n  \"args\": ");
-  bu_json_str(f, o.args);
-  fprintf(f, ",\n");
-  bu_json_machine(f, &mach, 2);
-  fprintf(f, ",\n  \"loadavg_start\": ");
-  bu_json_str(f, load0);
-  fprintf(f, ",\n  \"loadavg_end\": ");
-  bu_json_str(f, load1);
-  fprintf(f, ",\n  \"elapsed_s\": %.1f,\n", elapsed);
+  bu_json_head(f, "exp_pagefault1", o.args, &mach, load0, load1, elapsed);
   fprintf(f,
           "  \"options\": {\"pages\": %lu, \"max_threads\": %d, \"reps\": %d, \"measure_ms\": "
           "%.0f, \"warmup_ms\": %.0f, \"arena_bytes\": %lu, \"quick\": %s, \"clock\": "

@@ -244,10 +244,9 @@ static void write_results(const char *dir, const char *args, uint64_t n, const s
 int main(int argc, char **argv) {
   uint64_t n = 5000000;
   const char *only = NULL, *out = "results";
-  char args[256] = "";
+  char args[256];
+  bu_join_args(args, sizeof(args), argc, argv);
   for (int i = 1; i < argc; i++) {
-    size_t l = strlen(args);
-    snprintf(args + l, sizeof(args) - l, "%s%s", i > 1 ? " " : "", argv[i]);
     if (!strcmp(argv[i], "--quick")) {
       n = 500000;
     } else if (!strcmp(argv[i], "--events") && i + 1 < argc) {
