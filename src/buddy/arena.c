@@ -211,7 +211,7 @@ static void setup_lowmem_reserve(bh_arena_t *a) {
  * proportion to their size; low and high are min plus one and two times the larger of a
  * quarter of min and watermark_scale_factor/10000 of the zone.
  */
-void bh__setup_watermarks(bh_arena_t *a) {
+static void setup_watermarks(bh_arena_t *a) {
   uint64_t lowmem_pages = 0;
   for (int i = 0; i < a->nr_zones; i++)
     if (a->zones[i].type != BH_ZONE_MOVABLE)
@@ -383,7 +383,7 @@ static int layout(bh_arena_t *a) {
                                   a->node_zone[a->zones[pz].node][BH_ZONE_DMA32] >= 0;
     }
   }
-  bh__setup_watermarks(a);
+  setup_watermarks(a);
   for (int i = 0; i < a->nr_zones; i++) {
     int err = setup_pcp(a, &a->zones[i], &next_head);
     if (err)

@@ -241,7 +241,6 @@ static inline void bh__list_del(bh_arena_t *a, uint32_t n) {
 }
 
 /* page_alloc.c */
-BH__INTERNAL void bh__set_pageblock_range(bh_arena_t *a, uint64_t pfn, unsigned order, int mt);
 BH__INTERNAL void bh__free_one_page(bh__zone_t *z, uint64_t pfn, unsigned order, int mt,
                                     int fpi);
 BH__INTERNAL void bh__del_from_free_list(bh__zone_t *z, uint64_t pfn, unsigned order, int mt,
@@ -249,13 +248,9 @@ BH__INTERNAL void bh__del_from_free_list(bh__zone_t *z, uint64_t pfn, unsigned o
 BH__INTERNAL bool bh__zone_watermark_ok(bh__zone_t *z, unsigned order, uint64_t mark,
                                         int highest_zoneidx, unsigned alloc_flags,
                                         int64_t free_pages);
-BH__INTERNAL void bh__drain_zone_pcp(bh__zone_t *z);
 BH__INTERNAL uint64_t bh__move_freepages_block(bh__zone_t *z, uint64_t start, int old_mt,
                                               int new_mt);
-BH__INTERNAL int bh__pcp_slot(bh_arena_t *a, int cpu);
 BH__INTERNAL int bh__preferred_zone(const bh_arena_t *a, int node, int highest);
 
-/* arena.c */
-BH__INTERNAL void bh__setup_watermarks(bh_arena_t *a);
 
 #endif

@@ -19,7 +19,7 @@ static inline void set_pageblock_mt(bh_arena_t *a, uint64_t pfn, int mt) {
 }
 
 /* change_pageblock_range: every pageblock covered by a block of 2^order pages gets type mt. */
-void bh__set_pageblock_range(bh_arena_t *a, uint64_t pfn, unsigned order, int mt) {
+static void set_pageblock_range(bh_arena_t *a, uint64_t pfn, unsigned order, int mt) {
   if (order < a->pb_order) {
     set_pageblock_mt(a, pfn, mt);
     return;
@@ -167,7 +167,7 @@ void bh__free_one_page(bh__zone_t *z, uint64_t pfn, unsigned order, int mt, int 
     account_freepages(z, -(int64_t)(1ull << order), buddy_mt);
     account_freepages(z, (int64_t)(1ull << order), mt);
     if (bh__unlikely(buddy_mt != mt))
-      bh__set_pageblock_range(a, buddy, order, mt);
+      set_pageblock_range(a, buddy, order, mt);
     z->ev[BH_STAT_merges]++;
     pfn &= buddy;
     order++;
@@ -269,14 +269,6 @@ static int find_suitable_fallback(const bh__zone_t *z, unsigned order, int mt,
   return -1;
 }
 
-/* Exposed for the checker and tests (fallback table as data). */
-BH__INTERNAL int bh__fallback_type(int mt, int i);
-int bh__fallback_type(int mt, int i) {
-  return (mt >= 0 && mt < BH_MT_PCPTYPES && i >= 0 && i < BH_MT_PCPTYPES - 1)
-             ? fallbacks[mt][i]
-             : -1;
-}
-
 /*
  * boost_watermark: a fragmenting fallback raises the zone's watermarks by a pageblock (up to
  * watermark_boost_factor of the high mark) so that kswapd reclaims, and so frees, earlier.
@@ -365,7 +357,7 @@ static uint64_t try_to_claim_block(bh__zone_t *z, uint64_t pfn, unsigned cur_ord
     return UINT64_MAX;
   if (cur_order >= a->pb_order) {
     bh__del_from_free_list(z, pfn, cur_order, block_mt, BH__DEL_ALLOC);
-    bh__set_pageblock_range(a, pfn, cur_order, start_mt);
+    set_pageblock_range(a, pfn, cur_order, start_mt);
     uint64_t added = expand(z, pfn, order, cur_order, start_mt);
     account_freepages(z, (int64_t)added, start_mt);
     return pfn;
@@ -542,7 +534,7 @@ static inline void pcp_unlock(bh__pcp_t *pcp) {
 static atomic_uint next_thread_number;
 static _Thread_local __attribute__((tls_model("initial-exec"))) int tls_slot = -1;
 
-int bh__pcp_slot(bh_arena_t *a, int cpu) {
+static int pcp_slot(bh_arena_t *a, int cpu) {
   unsigned n = a->cfg.nr_cpus;
   if (cpu >= 0)
     return bh__likely((unsigned)cpu < n) ? cpu : (int)((unsigned)cpu % n);
@@ -759,7 +751,7 @@ static void drain_pcp(bh__zone_t *z, bh__pcp_t *pcp) {
   pcp_unlock(pcp);
 }
 
-void bh__drain_zone_pcp(bh__zone_t *z) {
+static void drain_zone_pcp(bh__zone_t *z) {
   if (!z->pcp)
     return;
   for (unsigned c = 0; c < z->arena->cfg.nr_cpus; c++)
@@ -768,7 +760,7 @@ void bh__drain_zone_pcp(bh__zone_t *z) {
 
 void bh_drain_pcp(bh_arena_t *a) {
   for (int i = 0; i < a->nr_zones; i++)
-    bh__drain_zone_pcp(&a->zones[i]);
+    drain_zone_pcp(&a->zones[i]);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -858,7 +850,7 @@ static void reserve_highatomic_pageblock(bh__zone_t *z, uint64_t pfn, unsigned o
       bh__move_freepages_block(z, pfn & ~(pb - 1), mt, BH_MT_HIGHATOMIC);
       z->nr_reserved_highatomic += pb;
     } else {
-      bh__set_pageblock_range(a, pfn, order, BH_MT_HIGHATOMIC);
+      set_pageblock_range(a, pfn, order, BH_MT_HIGHATOMIC);
       z->nr_reserved_highatomic += 1ull << order;
     }
     z->ev[BH_STAT_highatomic_reserve]++;
@@ -1050,7 +1042,7 @@ int bh_alloc_pfn(bh_arena_t *a, unsigned gfp, unsigned order, int cpu, uint64_t 
   if (!a || !pfn_out || order > a->max_order || (gfp & ~BH__GFP_VALID) || gfp_zone_bad(gfp))
     return BH_EINVAL;
   struct alloc_ctx ac;
-  ac.slot = bh__pcp_slot(a, cpu);
+  ac.slot = pcp_slot(a, cpu);
   ac.node = a->cfg.nr_nodes == 1 ? 0 : ac.slot % (int)a->cfg.nr_nodes;
   ac.highest = gfp_zone(gfp);
   ac.mt = a->cfg.mobility_grouping ? gfp_migratetype(gfp) : BH_MT_UNMOVABLE;
@@ -1153,7 +1145,7 @@ int bh_free_pfn(bh_arena_t *a, uint64_t pfn, unsigned order, int cpu) {
       }
       mt = BH_MT_MOVABLE;
     }
-    bh__pcp_t *pcp = &z->pcp[bh__pcp_slot(a, cpu)];
+    bh__pcp_t *pcp = &z->pcp[pcp_slot(a, cpu)];
     if (pcp_trylock(pcp)) {
       pcp->ev[BH_STAT_free_calls]++;
       free_to_pcp(z, pcp, pfn, order, mt);
