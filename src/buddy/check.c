@@ -13,7 +13,6 @@
  */
 #include "buddy/internal.h"
 
-#include <sched.h>
 #include <stdarg.h>
 #include <stdlib.h>
 
@@ -224,15 +223,10 @@ static void lock_all(bh_arena_t *a, bool lock) {
   for (int i = 0; i < a->nr_zones; i++) {
     bh__zone_t *z = &a->zones[i];
     for (unsigned c = 0; z->pcp && c < a->cfg.nr_cpus; c++) {
-      if (!lock) {
-        atomic_store_explicit(&z->pcp[c].locked, 0, memory_order_release);
-        continue;
-      }
-      int expected = 0;
-      while (!atomic_compare_exchange_weak(&z->pcp[c].locked, &expected, 1)) {
-        expected = 0;
-        sched_yield();
-      }
+      if (lock)
+        bh__pcp_lock(&z->pcp[c]);
+      else
+        bh__pcp_unlock(&z->pcp[c]);
     }
     if (lock)
       pthread_mutex_lock(&z->lock);

@@ -9,6 +9,7 @@
 #include <buddyhint.h>
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 
 #define bh__likely(x) __builtin_expect(!!(x), 1)
@@ -169,6 +170,24 @@ struct bh_arena {
 };
 
 /* ---- helpers shared by the core files ---- */
+
+/*
+ * pcp_spin_trylock: the allocation and free paths only try, and fall back to the buddy lists
+ * (a contended pcp is like the kernel's pcp held by an interrupt); drains, statistics and the
+ * checker wait for it.
+ */
+static inline bool bh__pcp_trylock(bh__pcp_t *pcp) {
+  int expected = 0;
+  return atomic_compare_exchange_strong_explicit(&pcp->locked, &expected, 1,
+                                                 memory_order_acquire, memory_order_relaxed);
+}
+static inline void bh__pcp_lock(bh__pcp_t *pcp) {
+  while (!bh__pcp_trylock(pcp))
+    sched_yield();
+}
+static inline void bh__pcp_unlock(bh__pcp_t *pcp) {
+  atomic_store_explicit(&pcp->locked, 0, memory_order_release);
+}
 
 /*
  * A page's flags and order are written under the lock that owns the block (zone or pcp) but

@@ -520,15 +520,6 @@ static inline unsigned pindex_to_order(const bh_arena_t *a, unsigned pindex) {
   return pindex >= BH__NR_LOWORDER_PCP_LISTS ? a->pb_order : pindex / BH_MT_PCPTYPES;
 }
 
-static inline bool pcp_trylock(bh__pcp_t *pcp) {
-  int expected = 0;
-  return atomic_compare_exchange_strong_explicit(&pcp->locked, &expected, 1,
-                                                 memory_order_acquire, memory_order_relaxed);
-}
-static inline void pcp_unlock(bh__pcp_t *pcp) {
-  atomic_store_explicit(&pcp->locked, 0, memory_order_release);
-}
-
 /* Thread numbers, handed out in order of first use; a thread's pcp slot in any arena is its
  * number modulo that arena's nr_cpus. */
 static atomic_uint next_thread_number;
@@ -651,19 +642,19 @@ static uint64_t rmqueue_pcplist(bh__zone_t *z, unsigned order, const struct allo
   bh_arena_t *a = z->arena;
   bh__pcp_t *pcp = &z->pcp[ac->slot];
   int mt = ac->mt;
-  if (!pcp_trylock(pcp))
+  if (!bh__pcp_trylock(pcp))
     return UINT64_MAX;
   uint32_t head = pcp->head + order_to_pindex(a, mt, order);
   if (bh__list_empty(a, head)) {
     int n = rmqueue_bulk(z, pcp, order, nr_pcp_alloc(pcp, z, order), head, mt, alloc_flags);
     pcp->count += n << order;
     if (!n) {
-      pcp_unlock(pcp);
+      bh__pcp_unlock(pcp);
       return UINT64_MAX;
     }
   }
   uint32_t pfn = pcp_take(z, pcp, head, order, ac);
-  pcp_unlock(pcp);
+  bh__pcp_unlock(pcp);
   return pfn;
 }
 
@@ -744,11 +735,10 @@ static void free_to_pcp(bh__zone_t *z, bh__pcp_t *pcp, uint64_t pfn, unsigned or
 }
 
 static void drain_pcp(bh__zone_t *z, bh__pcp_t *pcp) {
-  while (!pcp_trylock(pcp))
-    sched_yield();
+  bh__pcp_lock(pcp);
   if (pcp->count)
     free_pcppages_bulk(z, pcp, pcp->count, 0);
-  pcp_unlock(pcp);
+  bh__pcp_unlock(pcp);
 }
 
 static void drain_zone_pcp(bh__zone_t *z) {
@@ -985,15 +975,15 @@ static inline uint64_t alloc_fast(bh_arena_t *a, const struct alloc_ctx *ac, uns
   if (bh__unlikely(!zone_watermark_fast(z, order, mark, ac->highest, alloc_flags)))
     return UINT64_MAX;
   bh__pcp_t *pcp = &z->pcp[ac->slot];
-  if (bh__unlikely(!pcp_trylock(pcp)))
+  if (bh__unlikely(!bh__pcp_trylock(pcp)))
     return UINT64_MAX;
   uint32_t head = pcp->head + order_to_pindex(a, ac->mt, order);
   if (bh__unlikely(bh__list_empty(a, head))) {
-    pcp_unlock(pcp);
+    bh__pcp_unlock(pcp);
     return UINT64_MAX;
   }
   uint32_t pfn = pcp_take(z, pcp, head, order, ac);
-  pcp_unlock(pcp);
+  bh__pcp_unlock(pcp);
   boosted_wakeup(z, alloc_flags);
   return pfn;
 }
@@ -1146,10 +1136,10 @@ int bh_free_pfn(bh_arena_t *a, uint64_t pfn, unsigned order, int cpu) {
       mt = BH_MT_MOVABLE;
     }
     bh__pcp_t *pcp = &z->pcp[pcp_slot(a, cpu)];
-    if (pcp_trylock(pcp)) {
+    if (bh__pcp_trylock(pcp)) {
       pcp->ev[BH_STAT_free_calls]++;
       free_to_pcp(z, pcp, pfn, order, mt);
-      pcp_unlock(pcp);
+      bh__pcp_unlock(pcp);
       return BH_OK;
     }
   }
@@ -1221,8 +1211,7 @@ void bh_vmstat_tick(bh_arena_t *a) {
     bh__zone_t *z = &a->zones[i];
     for (unsigned c = 0; z->pcp && c < a->cfg.nr_cpus; c++) {
       bh__pcp_t *pcp = &z->pcp[c];
-      while (!pcp_trylock(pcp))
-        sched_yield();
+      bh__pcp_lock(pcp);
       if (pcp->high > pcp->high_min) {
         int h = pcp->high - (pcp->high >> 3), k = pcp->count - (pcp->batch << BH__PCP_BATCH_SCALE_MAX);
         if (h < k)
@@ -1232,7 +1221,7 @@ void bh_vmstat_tick(bh_arena_t *a) {
       int to_drain = pcp->count - pcp->high;
       if (to_drain > 0)
         free_pcppages_bulk(z, pcp, to_drain, 0);
-      pcp_unlock(pcp);
+      bh__pcp_unlock(pcp);
     }
   }
 }

@@ -6,7 +6,6 @@
  */
 #include "buddy/internal.h"
 
-#include <sched.h>
 #include <string.h>
 
 #define X(name, help) #name,
@@ -18,15 +17,6 @@ static const char *const stat_helps[BH_NR_STATS] = {BH_STAT_FIELDS(X)};
 
 const char *bh_stat_name(int s) { return s >= 0 && s < BH_NR_STATS ? stat_names[s] : NULL; }
 const char *bh_stat_help(int s) { return s >= 0 && s < BH_NR_STATS ? stat_helps[s] : NULL; }
-
-static void pcp_lock_spin(bh__pcp_t *pcp) {
-  int expected = 0;
-  while (!atomic_compare_exchange_weak_explicit(&pcp->locked, &expected, 1, memory_order_acquire,
-                                                memory_order_relaxed)) {
-    expected = 0;
-    sched_yield();
-  }
-}
 
 void bh_stats_read(const bh_arena_t *ca, uint64_t out[BH_NR_STATS]) {
   bh_arena_t *a = (bh_arena_t *)ca; /* locks are taken; the counters are not changed */
@@ -40,10 +30,10 @@ void bh_stats_read(const bh_arena_t *ca, uint64_t out[BH_NR_STATS]) {
     out[BH_STAT_wmark_fail] += atomic_load_explicit(&z->wmark_fail, memory_order_relaxed);
     for (unsigned c = 0; z->pcp && c < a->cfg.nr_cpus; c++) {
       bh__pcp_t *pcp = &z->pcp[c];
-      pcp_lock_spin(pcp);
+      bh__pcp_lock(pcp);
       for (int s = 0; s < BH_NR_STATS; s++)
         out[s] += pcp->ev[s];
-      atomic_store_explicit(&pcp->locked, 0, memory_order_release);
+      bh__pcp_unlock(pcp);
     }
   }
 }
@@ -86,9 +76,9 @@ int bh_zone_info(bh_arena_t *a, int i, bh_zone_info_t *o) {
     o->pageblocks[bh__pb_mt(a, pfn)]++;
   pthread_mutex_unlock(&z->lock);
   for (unsigned c = 0; z->pcp && c < a->cfg.nr_cpus; c++) {
-    pcp_lock_spin(&z->pcp[c]);
+    bh__pcp_lock(&z->pcp[c]);
     o->pcp_pages += (uint64_t)z->pcp[c].count;
-    atomic_store_explicit(&z->pcp[c].locked, 0, memory_order_release);
+    bh__pcp_unlock(&z->pcp[c]);
   }
   return BH_OK;
 }
@@ -184,9 +174,9 @@ int bh_dump_zoneinfo(bh_arena_t *a, FILE *out) {
     OUT("\n  pagesets");
     for (unsigned c = 0; a->zones[i].pcp && c < a->cfg.nr_cpus; c++) {
       bh__pcp_t *pcp = &a->zones[i].pcp[c];
-      pcp_lock_spin(pcp);
+      bh__pcp_lock(pcp);
       int count = pcp->count, high = pcp->high, batch = pcp->batch;
-      atomic_store_explicit(&pcp->locked, 0, memory_order_release);
+      bh__pcp_unlock(pcp);
       OUT("\n    cpu: %u", c);
       OUT("\n              count: %d", count);
       OUT("\n              high:  %d", high);
