@@ -1,5 +1,6 @@
 /* buddyhint info: version, build, strategies, configuration defaults, trace formats. */
 #include "cli/cli.h"
+#include "trace/json.h"
 
 #include <buddyhint/gen.h>
 #include <buddyhint/strategy.h>
@@ -58,24 +59,6 @@ static void usage(FILE *out) {
 }
 
 /* ---- JSON ---- */
-
-static void json_str(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; s && *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\')
-      fprintf(f, "\\%c", c);
-    else if (c == '\n')
-      fputs("\\n", f);
-    else if (c == '\t')
-      fputs("\\t", f);
-    else if (c < 0x20)
-      fprintf(f, "\\u%04x", c);
-    else
-      fputc(c, f);
-  }
-  fputc('"', f);
-}
 
 /* ---- the resolved defaults of a default arena (sim backing: metadata only) ---- */
 
@@ -170,22 +153,22 @@ static void print_text(const bh_config_t *c, resolved_t *r) {
 
 static void print_json(const bh_config_t *c, resolved_t *r) {
   printf("{\n  \"version\": ");
-  json_str(stdout, bh_version());
+  bh__json_str(stdout, bh_version());
   printf(",\n  \"build\": {\"type\": ");
-  json_str(stdout, build_type());
+  bh__json_str(stdout, build_type());
   printf(", \"sanitizers\": ");
-  json_str(stdout, sanitizers());
+  bh__json_str(stdout, sanitizers());
   printf(", \"compiler\": ");
-  json_str(stdout, __VERSION__);
+  bh__json_str(stdout, __VERSION__);
   printf("},\n  \"strategies\": [");
   for (int i = 0; bh_strategy_at(i); i++) {
     const bh_strategy_ops_t *s = bh_strategy_at(i);
     printf("%s\n    {\"name\": ", i ? "," : "");
-    json_str(stdout, s->name);
+    bh__json_str(stdout, s->name);
     printf(", \"summary\": ");
-    json_str(stdout, s->summary);
+    bh__json_str(stdout, s->summary);
     printf(", \"options\": ");
-    json_str(stdout, s->options);
+    bh__json_str(stdout, s->options);
     printf("}");
   }
   printf("\n  ],\n  \"config_defaults\": {\n");
@@ -226,7 +209,7 @@ static void print_json(const bh_config_t *c, resolved_t *r) {
   printf("\n  ],\n  \"workloads\": [");
   for (int i = 0; bh_gen_workload_at(i); i++) {
     printf("%s", i ? ", " : "");
-    json_str(stdout, bh_gen_workload_at(i));
+    bh__json_str(stdout, bh_gen_workload_at(i));
   }
   printf("],\n  \"trace_read_formats\": [\"ftrace\", \"perf-script\", \"native-text\", "
          "\"native-binary\"],\n");

@@ -15,6 +15,7 @@
 #include "hinting/hint.h"
 #include "hinting/reporter.h"
 #include "trace/pfnmap.h"
+#include "trace/json.h"
 
 #include <buddyhint/replay.h>
 
@@ -624,20 +625,6 @@ int bh_replay_run(const bh_replay_config_t *cfg, bh_replay_summary_t *out, char 
 
 /* ---- JSON ---- */
 
-static void json_str(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\')
-      fprintf(f, "\\%c", c);
-    else if (c < 0x20)
-      fprintf(f, "\\u%04x", c);
-    else
-      fputc(c, f);
-  }
-  fputc('"', f);
-}
-
 struct jw {
   FILE *f;
   int indent, n;
@@ -650,7 +637,7 @@ static void key(struct jw *w, const char *k) {
 }
 static void jstr(struct jw *w, const char *k, const char *v) {
   key(w, k);
-  json_str(w->f, v);
+  bh__json_str(w->f, v);
 }
 static void ju64(struct jw *w, const char *k, uint64_t v) {
   key(w, k);
@@ -701,7 +688,7 @@ int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *f, int indent) {
   fputc('{', f);
   for (int i = 0; i < s->nr_strategy_stats; i++) {
     fprintf(f, "%s", i ? ", " : "");
-    json_str(f, s->strategy_stat_names[i]);
+    bh__json_str(f, s->strategy_stat_names[i]);
     fprintf(f, ": %.0f", s->strategy_stats[i]);
   }
   fputc('}', f);
