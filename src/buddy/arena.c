@@ -103,8 +103,8 @@ void *bh_arena_base(const bh_arena_t *a) { return a ? a->base : NULL; }
 /* ---- memory ---- */
 
 static void *map_anon(size_t bytes) {
-  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                 -1, 0);
+  void *p =
+      mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   return p == MAP_FAILED ? NULL : p;
 }
 
@@ -117,8 +117,8 @@ static int map_data(bh_arena_t *a) {
   if (a->cfg.backing == BH_BACKING_SIM)
     return BH_OK;
   /* reserve address space, then place the mapping at an aligned address inside it */
-  uint8_t *raw = mmap(NULL, bytes + align, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                      -1, 0);
+  uint8_t *raw =
+      mmap(NULL, bytes + align, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (raw == MAP_FAILED)
     return BH_ENOMEM;
   uint8_t *aligned = (uint8_t *)(((uintptr_t)raw + align - 1) & ~(uintptr_t)(align - 1));
@@ -336,7 +336,7 @@ static int layout(bh_arena_t *a) {
   if (!a->zones)
     return BH_ENOMEM;
   uint64_t heads = (uint64_t)a->nr_zones * ((a->max_order + 1) * BH_MT_TYPES +
-                                           (c->pcp ? (uint64_t)c->nr_cpus * BH__NR_PCP_LISTS : 0));
+                                            (c->pcp ? (uint64_t)c->nr_cpus * BH__NR_PCP_LISTS : 0));
   a->nr_links = a->nr_pages + heads;
   a->pages_bytes = a->nr_links * sizeof(bh__page_t);
   a->pages = map_anon(a->pages_bytes); /* zero-filled on first touch */
@@ -383,6 +383,9 @@ static int layout(bh_arena_t *a) {
                                   a->node_zone[a->zones[pz].node][BH_ZONE_DMA32] >= 0;
     }
   }
+  int gerr = bh__build_gfp_ctx(a);
+  if (gerr)
+    return gerr;
   setup_watermarks(a);
   for (int i = 0; i < a->nr_zones; i++) {
     int err = setup_pcp(a, &a->zones[i], &next_head);
@@ -456,6 +459,7 @@ void bh_arena_destroy(bh_arena_t *a) {
   free(a->zones);
   free(a->pageblock);
   free(a->block_zone);
+  free(a->gfp_ctx);
   free((void *)a->discarded);
   free(a);
 }

@@ -23,7 +23,7 @@ static const bool bh_debug = false;
 static const bool bh_debug = true;
 #endif
 
-#define BH__NIL UINT32_MAX /* "no page" in a 32-bit link */
+#define BH__NIL UINT32_MAX   /* "no page" in a 32-bit link */
 #define BH__GFP_VALID 0x3ffu /* BH_GFP_DMA .. BH_GFP_NOFALLBACK_WMARK */
 
 /*
@@ -49,9 +49,9 @@ typedef struct bh__page {
   uint32_t next, prev; /* list links as page indices (list heads live past the last page) */
   uint8_t flags;
   uint8_t order;
-  uint8_t mt;        /* PG_ALLOC: migratetype of the request (for the claim rule) */
+  uint8_t mt; /* PG_ALLOC: migratetype of the request (for the claim rule) */
   uint8_t spare;
-  uint32_t priv;     /* free for strategies; PG_PCP: the list index */
+  uint32_t priv; /* free for strategies; PG_PCP: the list index */
 } bh__page_t;
 
 _Static_assert(sizeof(bh__page_t) == 16, "page descriptor must stay 16 bytes");
@@ -84,7 +84,7 @@ enum { BH__WMARK_MIN, BH__WMARK_LOW, BH__WMARK_HIGH, BH__NR_WMARK };
 /* Zone flags. */
 enum { BH__ZONE_BOOSTED_WATERMARK = 1u << 0, BH__ZONE_BELOW_HIGH = 1u << 1 };
 
-#define BH__NR_LOWORDER_PCP_LISTS (BH_MT_PCPTYPES * 4) /* orders 0..PAGE_ALLOC_COSTLY_ORDER */
+#define BH__NR_LOWORDER_PCP_LISTS (BH_MT_PCPTYPES * 4)   /* orders 0..PAGE_ALLOC_COSTLY_ORDER */
 #define BH__NR_PCP_LISTS (BH__NR_LOWORDER_PCP_LISTS + 2) /* + NR_PCP_THP */
 #define BH__PAGE_ALLOC_COSTLY_ORDER 3
 #define BH__PCP_BATCH_SCALE_MAX 5
@@ -96,8 +96,8 @@ typedef struct bh__pcp {
   int high, high_min, high_max, batch;
   int free_count;
   uint8_t alloc_factor;
-  uint8_t flags; /* PCPF_PREV_FREE_HIGH_ORDER, PCPF_FREE_HIGH_BATCH */
-  uint32_t head;  /* first list head index: lists are head + pindex */
+  uint8_t flags;            /* PCPF_PREV_FREE_HIGH_ORDER, PCPF_FREE_HIGH_BATCH */
+  uint32_t head;            /* first list head index: lists are head + pindex */
   uint64_t ev[BH_NR_STATS]; /* event counters updated under this pcp's lock */
   char pad[64];
 } bh__pcp_t;
@@ -112,18 +112,18 @@ typedef struct bh_zone {
   /* free_area[order]: list heads are at index free_head + order*BH_MT_TYPES + mt */
   uint32_t free_head;
   uint64_t nr_free[BH_ORDER_LIMIT + 1];
-  _Atomic int64_t free_pages;   /* NR_FREE_PAGES (Isolate excluded), read without the lock */
+  _Atomic int64_t free_pages; /* NR_FREE_PAGES (Isolate excluded), read without the lock */
   int64_t nr_free_highatomic;
-  int64_t isolated_pages;       /* held by hinting isolation */
+  int64_t isolated_pages; /* held by hinting isolation */
   uint64_t watermark[BH__NR_WMARK];
   _Atomic uint64_t watermark_boost;
   uint64_t lowmem_reserve[BH_NR_ZONE_TYPES];
   uint64_t nr_reserved_highatomic;
   _Atomic unsigned flags;
   unsigned pcp_batch, pcp_high_min, pcp_high_max;
-  bh__pcp_t *pcp;               /* [nr_cpus] */
-  uint64_t ev[BH_NR_STATS];     /* event counters updated under the zone lock */
-  _Atomic uint64_t wmark_fail;  /* counted without the lock, on the allocation path */
+  bh__pcp_t *pcp;              /* [nr_cpus] */
+  uint64_t ev[BH_NR_STATS];    /* event counters updated under the zone lock */
+  _Atomic uint64_t wmark_fail; /* counted without the lock, on the allocation path */
   /*
    * Hinting hooks.  notify_order is the order at or above which a final merge calls
    * hint_notify (UINT8_MAX: never), del_order the order at or above which a block leaving
@@ -142,16 +142,16 @@ typedef struct bh__hint_hooks {
 struct bh_arena {
   bh_config_t cfg;
   uint64_t nr_pages;
-  uint8_t *base;          /* data pages (NULL in sim backing) */
-  size_t map_bytes;       /* size of the data mapping */
-  int memfd;              /* BH_BACKING_MEMFD, else -1 */
-  bh__page_t *pages;      /* nr_pages descriptors, then list heads */
+  uint8_t *base;     /* data pages (NULL in sim backing) */
+  size_t map_bytes;  /* size of the data mapping */
+  int memfd;         /* BH_BACKING_MEMFD, else -1 */
+  bh__page_t *pages; /* nr_pages descriptors, then list heads */
   size_t pages_bytes;
-  uint64_t nr_links;      /* descriptors + heads */
-  uint8_t *pageblock;     /* one byte per pageblock: migratetype in the low 3 bits */
-  uint8_t *block_zone;    /* zone id of each max-order block (zones are aligned to them) */
+  uint64_t nr_links;   /* descriptors + heads */
+  uint8_t *pageblock;  /* one byte per pageblock: migratetype in the low 3 bits */
+  uint8_t *block_zone; /* zone id of each max-order block (zones are aligned to them) */
   unsigned max_order, pb_order;
-  int nr_zones;           /* populated zones, node-major, low to high */
+  int nr_zones; /* populated zones, node-major, low to high */
   bh__zone_t *zones;
   /* zonelist per node: zone ids highest to lowest, local node first, then other nodes */
   int zonelist[BH_MAX_NODES][BH_MAX_NODES * BH_NR_ZONE_TYPES];
@@ -160,6 +160,10 @@ struct bh_arena {
    * whether a request starting there gets ALLOC_NOFRAGMENT (Normal with a DMA32 below it) */
   int8_t preferred_zone[BH_MAX_NODES][BH_NR_ZONE_TYPES];
   bool preferred_nofrag[BH_MAX_NODES][BH_NR_ZONE_TYPES];
+  /* per (node, gfp): the above and the request's zone and migratetype, decoded once
+   * (BH__GC_*; index node << 10 | gfp) so that an allocation does one load for them */
+  uint32_t *gfp_ctx;
+  unsigned pcp_orders; /* bit per order that has pcp lists (0 without pcp) */
   int node_zone[BH_MAX_NODES][BH_NR_ZONE_TYPES]; /* zone id or -1 */
   _Atomic uint64_t shuffle_state;
   bh__hint_hooks_t hint;
@@ -178,8 +182,8 @@ struct bh_arena {
  */
 static inline bool bh__pcp_trylock(bh__pcp_t *pcp) {
   int expected = 0;
-  return atomic_compare_exchange_strong_explicit(&pcp->locked, &expected, 1,
-                                                 memory_order_acquire, memory_order_relaxed);
+  return atomic_compare_exchange_strong_explicit(&pcp->locked, &expected, 1, memory_order_acquire,
+                                                 memory_order_relaxed);
 }
 static inline void bh__pcp_lock(bh__pcp_t *pcp) {
   while (!bh__pcp_trylock(pcp))
@@ -259,17 +263,25 @@ static inline void bh__list_del(bh_arena_t *a, uint32_t n) {
   a->pages[n].prev = BH__NIL;
 }
 
+/* gfp_ctx entries (see struct bh_arena). */
+enum {
+  BH__GC_ZONE_MASK = 0xff,  /* preferred zone id + 1; 0: no usable zone */
+  BH__GC_HIGHEST_SHIFT = 8, /* 3 bits: gfp_zone() */
+  BH__GC_MT_SHIFT = 11,     /* 3 bits: migratetype of the request */
+  BH__GC_NOFRAG = 1u << 14, /* ALLOC_NOFRAGMENT (Normal with a DMA32 below it) */
+  BH__GC_BAD = 1u << 15,    /* GFP_ZONE_BAD: two zone modifiers */
+};
+
 /* page_alloc.c */
-BH__INTERNAL void bh__free_one_page(bh__zone_t *z, uint64_t pfn, unsigned order, int mt,
-                                    int fpi);
+BH__INTERNAL int bh__build_gfp_ctx(bh_arena_t *a);
+BH__INTERNAL void bh__free_one_page(bh__zone_t *z, uint64_t pfn, unsigned order, int mt, int fpi);
 BH__INTERNAL void bh__del_from_free_list(bh__zone_t *z, uint64_t pfn, unsigned order, int mt,
                                          int reason);
 BH__INTERNAL bool bh__zone_watermark_ok(bh__zone_t *z, unsigned order, uint64_t mark,
                                         int highest_zoneidx, unsigned alloc_flags,
                                         int64_t free_pages);
 BH__INTERNAL uint64_t bh__move_freepages_block(bh__zone_t *z, uint64_t start, int old_mt,
-                                              int new_mt);
+                                               int new_mt);
 BH__INTERNAL int bh__preferred_zone(const bh_arena_t *a, int node, int highest);
-
 
 #endif

@@ -6,6 +6,8 @@
  */
 #include "buddy/internal.h"
 
+#include <stdlib.h>
+
 #include <sched.h>
 #include <string.h>
 
@@ -79,8 +81,7 @@ void bh__del_from_free_list(bh__zone_t *z, uint64_t pfn, unsigned order, int mt,
 }
 
 /* move_to_free_list: to the tail of another type's list; PageReported is kept. */
-static void move_to_free_list(bh__zone_t *z, uint64_t pfn, unsigned order, int old_mt,
-                              int new_mt) {
+static void move_to_free_list(bh__zone_t *z, uint64_t pfn, unsigned order, int old_mt, int new_mt) {
   bh_arena_t *a = z->arena;
   bh__list_del(a, (uint32_t)pfn);
   bh__list_add_tail(a, (uint32_t)pfn, bh__free_list(z, order, new_mt));
@@ -211,8 +212,7 @@ static uint64_t expand(bh__zone_t *z, uint64_t pfn, unsigned low, unsigned high,
   return added;
 }
 
-static void page_del_and_expand(bh__zone_t *z, uint64_t pfn, unsigned low, unsigned high,
-                                int mt) {
+static void page_del_and_expand(bh__zone_t *z, uint64_t pfn, unsigned low, unsigned high, int mt) {
   del_from_free_list(z, pfn, high, BH__DEL_ALLOC);
   uint64_t nr = (1ull << high) - expand(z, pfn, low, high, mt);
   account_freepages(z, -(int64_t)nr, mt);
@@ -246,13 +246,13 @@ static const int fallbacks[BH_MT_PCPTYPES][BH_MT_PCPTYPES - 1] = {
 static bool can_steal_fallback(const bh_arena_t *a, unsigned order, int start_mt) {
   if (order >= a->pb_order)
     return true;
-  return order >= a->pb_order / 2 || start_mt == BH_MT_RECLAIMABLE ||
-         start_mt == BH_MT_UNMOVABLE || !a->cfg.mobility_grouping;
+  return order >= a->pb_order / 2 || start_mt == BH_MT_RECLAIMABLE || start_mt == BH_MT_UNMOVABLE ||
+         !a->cfg.mobility_grouping;
 }
 
 /* find_suitable_fallback: the first non-empty fallback list at this order, or -1. */
-static int find_suitable_fallback(const bh__zone_t *z, unsigned order, int mt,
-                                  bool only_stealable, bool *can_steal) {
+static int find_suitable_fallback(const bh__zone_t *z, unsigned order, int mt, bool only_stealable,
+                                  bool *can_steal) {
   const bh_arena_t *a = z->arena;
   if (z->nr_free[order] == 0)
     return -1;
@@ -349,8 +349,8 @@ static void count_extfrag(bh__zone_t *z, unsigned order, unsigned cur_order, int
  * pageblock if at least half of it is free or holds pages of a compatible kind (the
  * half-pageblock rule), moving its free blocks to the requester's lists.
  */
-static uint64_t try_to_claim_block(bh__zone_t *z, uint64_t pfn, unsigned cur_order,
-                                   unsigned order, int start_mt, unsigned alloc_flags) {
+static uint64_t try_to_claim_block(bh__zone_t *z, uint64_t pfn, unsigned cur_order, unsigned order,
+                                   int start_mt, unsigned alloc_flags) {
   bh_arena_t *a = z->arena;
   int block_mt = bh__pb_mt(a, pfn);
   if (block_mt == BH_MT_HIGHATOMIC)
@@ -381,8 +381,7 @@ static uint64_t try_to_claim_block(bh__zone_t *z, uint64_t pfn, unsigned cur_ord
 }
 
 /* __rmqueue_claim: largest foreign block first, stop at the first one not worth claiming. */
-static uint64_t rmqueue_claim(bh__zone_t *z, unsigned order, int start_mt,
-                              unsigned alloc_flags) {
+static uint64_t rmqueue_claim(bh__zone_t *z, unsigned order, int start_mt, unsigned alloc_flags) {
   bh_arena_t *a = z->arena;
   int min_order = (int)order;
   if (order < a->pb_order && (alloc_flags & BH__ALLOC_NOFRAGMENT))
@@ -458,15 +457,14 @@ struct alloc_ctx {
 };
 
 static const uint8_t pgalloc_stat[BH_NR_ZONE_TYPES] = {
-    BH_STAT_pgalloc_dma, BH_STAT_pgalloc_dma32, BH_STAT_pgalloc_normal,
-    BH_STAT_pgalloc_movable};
+    BH_STAT_pgalloc_dma, BH_STAT_pgalloc_dma32, BH_STAT_pgalloc_normal, BH_STAT_pgalloc_movable};
 
 /*
  * Marks the block allocated and counts it in ev; the caller holds the lock ev belongs to
  * (zone or pcp), so the block is never seen off a list without an owner.
  */
-static inline void account_alloc(uint64_t *ev, const bh__zone_t *z, uint64_t pfn,
-                                 unsigned order, const struct alloc_ctx *ac) {
+static inline void account_alloc(uint64_t *ev, const bh__zone_t *z, uint64_t pfn, unsigned order,
+                                 const struct alloc_ctx *ac) {
   bh__page_t *p = &z->arena->pages[pfn];
   p->mt = (uint8_t)ac->mt;
   bh__pg_set(p, BH__PG_ALLOC, (uint8_t)order);
@@ -504,10 +502,9 @@ static uint64_t rmqueue_buddy(bh__zone_t *z, unsigned order, const struct alloc_
 /* Per-CPU page lists                                                                        */
 /* ---------------------------------------------------------------------------------------- */
 
+/* Orders 0..PAGE_ALLOC_COSTLY_ORDER and, with pcp_thp, the pageblock order: a->pcp_orders. */
 static inline bool pcp_allowed_order(const bh_arena_t *a, unsigned order) {
-  if (!a->cfg.pcp)
-    return false;
-  return order <= BH__PAGE_ALLOC_COSTLY_ORDER || (a->cfg.pcp_thp && order == a->pb_order);
+  return (a->pcp_orders >> order) & 1;
 }
 
 static inline unsigned order_to_pindex(const bh_arena_t *a, int mt, unsigned order) {
@@ -529,14 +526,16 @@ static int pcp_slot(bh_arena_t *a, int cpu) {
   unsigned n = a->cfg.nr_cpus;
   if (cpu >= 0)
     return bh__likely((unsigned)cpu < n) ? cpu : (int)((unsigned)cpu % n);
-  if (a->cfg.pcp_key == BH_PCP_PER_CPU) {
-    int c = sched_getcpu();
-    return c < 0 ? 0 : (int)((unsigned)c % n);
+  if (bh__likely(a->cfg.pcp_key == BH_PCP_PER_THREAD)) {
+    unsigned s = (unsigned)tls_slot; /* -1 (no number yet) is never below n */
+    if (bh__likely(s < n))
+      return (int)s; /* no division while threads <= slots */
+    if ((int)s < 0)
+      tls_slot = (int)atomic_fetch_add_explicit(&next_thread_number, 1, memory_order_relaxed);
+    return (int)((unsigned)tls_slot % n);
   }
-  if (bh__unlikely(tls_slot < 0))
-    tls_slot = (int)atomic_fetch_add_explicit(&next_thread_number, 1, memory_order_relaxed);
-  unsigned s = (unsigned)tls_slot; /* no division while threads <= slots */
-  return (int)(bh__likely(s < n) ? s : s % n);
+  int c = sched_getcpu();
+  return c < 0 ? 0 : (int)((unsigned)c % n);
 }
 
 /*
@@ -577,7 +576,7 @@ static void free_pcppages_bulk(bh__zone_t *z, bh__pcp_t *pcp, int count, unsigne
 /* nr_pcp_alloc (6.12): how many blocks a refill takes; grows while allocations continue. */
 static int nr_pcp_alloc(bh__pcp_t *pcp, bh__zone_t *z, unsigned order) {
   int base = pcp->batch, high_min = pcp->high_min, high_max = pcp->high_max;
-  int high = pcp->high = pcp->high < high_min ? high_min
+  int high = pcp->high = pcp->high < high_min   ? high_min
                          : pcp->high > high_max ? high_max
                                                 : pcp->high;
   if (high < base)
@@ -661,7 +660,7 @@ static uint64_t rmqueue_pcplist(bh__zone_t *z, unsigned order, const struct allo
 /* nr_pcp_high (6.12, without reclaim): the current high mark; 0 means free everything. */
 static int nr_pcp_high(bh__pcp_t *pcp, bh__zone_t *z, int batch, bool free_high) {
   int high_min = pcp->high_min, high_max = pcp->high_max;
-  int high = pcp->high = pcp->high < high_min ? high_min
+  int high = pcp->high = pcp->high < high_min   ? high_min
                          : pcp->high > high_max ? high_max
                                                 : pcp->high;
   if (!high)
@@ -729,8 +728,7 @@ static void free_to_pcp(bh__zone_t *z, bh__pcp_t *pcp, uint64_t pfn, unsigned or
     if ((atomic_load_explicit(&z->flags, memory_order_relaxed) & BH__ZONE_BELOW_HIGH) &&
         bh__zone_watermark_ok(z, 0, z->watermark[BH__WMARK_HIGH], BH_ZONE_MOVABLE, 0,
                               atomic_load_explicit(&z->free_pages, memory_order_relaxed)))
-      atomic_fetch_and_explicit(&z->flags, ~(unsigned)BH__ZONE_BELOW_HIGH,
-                                memory_order_relaxed);
+      atomic_fetch_and_explicit(&z->flags, ~(unsigned)BH__ZONE_BELOW_HIGH, memory_order_relaxed);
   }
 }
 
@@ -851,8 +849,7 @@ static void reserve_highatomic_pageblock(bh__zone_t *z, uint64_t pfn, unsigned o
 /* The kswapd part we model: a woken kswapd finding the zone balanced drops the boost. */
 static void wakeup_kswapd(bh__zone_t *z) {
   int64_t free_pages = atomic_load_explicit(&z->free_pages, memory_order_relaxed);
-  if (bh__zone_watermark_ok(z, 0, wmark_pages(z, BH__ALLOC_WMARK_HIGH), z->type, 0,
-                            free_pages))
+  if (bh__zone_watermark_ok(z, 0, wmark_pages(z, BH__ALLOC_WMARK_HIGH), z->type, 0, free_pages))
     atomic_store_explicit(&z->watermark_boost, 0, memory_order_relaxed);
 }
 
@@ -888,8 +885,8 @@ out:
  * remote node or failing everywhere drops the flag and walks again, so that locality and then
  * avoiding fragmentation win, in that order.
  */
-static uint64_t get_page_from_freelist(bh_arena_t *a, const struct alloc_ctx *ac,
-                                       unsigned order, unsigned alloc_flags, int *zone_out) {
+static uint64_t get_page_from_freelist(bh_arena_t *a, const struct alloc_ctx *ac, unsigned order,
+                                       unsigned alloc_flags, int *zone_out) {
   const int *zl = a->zonelist[ac->node];
   int n = (ac->gfp & BH_GFP_THISNODE) ? 0 : a->zonelist_len[ac->node];
   if (ac->gfp & BH_GFP_THISNODE) {
@@ -913,8 +910,7 @@ retry:;
         goto try_this_zone;
       atomic_fetch_or_explicit(&z->flags, BH__ZONE_BELOW_HIGH, memory_order_relaxed);
     }
-    if (!zone_watermark_fast(z, order, wmark_pages(z, alloc_flags), ac->highest,
-                             alloc_flags)) {
+    if (!zone_watermark_fast(z, order, wmark_pages(z, alloc_flags), ac->highest, alloc_flags)) {
       atomic_fetch_add_explicit(&z->wmark_fail, 1, memory_order_relaxed);
       continue;
     }
@@ -1028,21 +1024,54 @@ static bool gfp_zone_bad(unsigned gfp) {
   return z & (z - 1);
 }
 
+/*
+ * Decodes every valid gfp once per node: the zone and migratetype of the request, its
+ * preferred zone and ALLOC_NOFRAGMENT, GFP_ZONE_BAD.  Also the orders with pcp lists.
+ */
+int bh__build_gfp_ctx(bh_arena_t *a) {
+  unsigned nr = BH__GFP_VALID + 1;
+  a->gfp_ctx = malloc(sizeof(*a->gfp_ctx) * nr * a->cfg.nr_nodes);
+  if (!a->gfp_ctx)
+    return BH_ENOMEM;
+  for (unsigned n = 0; n < a->cfg.nr_nodes; n++)
+    for (unsigned gfp = 0; gfp < nr; gfp++) {
+      int highest = gfp_zone(gfp);
+      int mt = a->cfg.mobility_grouping ? gfp_migratetype(gfp) : BH_MT_UNMOVABLE;
+      uint32_t e = (uint32_t)(a->preferred_zone[n][highest] + 1) |
+                   (uint32_t)highest << BH__GC_HIGHEST_SHIFT | (uint32_t)mt << BH__GC_MT_SHIFT;
+      if (a->preferred_nofrag[n][highest])
+        e |= BH__GC_NOFRAG;
+      if (gfp_zone_bad(gfp))
+        e |= BH__GC_BAD;
+      a->gfp_ctx[n * nr + gfp] = e;
+    }
+  a->pcp_orders = 0;
+  if (a->cfg.pcp) {
+    a->pcp_orders = (1u << (BH__PAGE_ALLOC_COSTLY_ORDER + 1)) - 1;
+    if (a->cfg.pcp_thp)
+      a->pcp_orders |= 1u << a->pb_order;
+  }
+  return BH_OK;
+}
+
 int bh_alloc_pfn(bh_arena_t *a, unsigned gfp, unsigned order, int cpu, uint64_t *pfn_out) {
-  if (!a || !pfn_out || order > a->max_order || (gfp & ~BH__GFP_VALID) || gfp_zone_bad(gfp))
+  if (!a || !pfn_out || order > a->max_order || (gfp & ~BH__GFP_VALID))
     return BH_EINVAL;
   struct alloc_ctx ac;
   ac.slot = pcp_slot(a, cpu);
   ac.node = a->cfg.nr_nodes == 1 ? 0 : ac.slot % (int)a->cfg.nr_nodes;
-  ac.highest = gfp_zone(gfp);
-  ac.mt = a->cfg.mobility_grouping ? gfp_migratetype(gfp) : BH_MT_UNMOVABLE;
+  uint32_t gc = a->gfp_ctx[(unsigned)ac.node * (BH__GFP_VALID + 1) + gfp];
+  if (bh__unlikely(gc & BH__GC_BAD))
+    return BH_EINVAL;
+  ac.highest = (int)(gc >> BH__GC_HIGHEST_SHIFT) & 7;
+  ac.mt = (int)(gc >> BH__GC_MT_SHIFT) & 7;
   ac.gfp = gfp;
-  ac.preferred = a->preferred_zone[ac.node][ac.highest];
-  if (ac.preferred < 0)
+  ac.preferred = (int)(gc & BH__GC_ZONE_MASK) - 1;
+  if (bh__unlikely(ac.preferred < 0))
     return BH_ENOSPC;
 
   unsigned alloc_flags = BH__ALLOC_WMARK_LOW | BH__ALLOC_KSWAPD;
-  if (a->preferred_nofrag[ac.node][ac.highest])
+  if (gc & BH__GC_NOFRAG)
     alloc_flags |= BH__ALLOC_NOFRAGMENT;
   if (gfp & BH_GFP_NOFALLBACK_WMARK)
     alloc_flags = (alloc_flags & ~(unsigned)BH__ALLOC_WMARK_MASK) | BH__ALLOC_WMARK_MIN;
@@ -1213,7 +1242,8 @@ void bh_vmstat_tick(bh_arena_t *a) {
       bh__pcp_t *pcp = &z->pcp[c];
       bh__pcp_lock(pcp);
       if (pcp->high > pcp->high_min) {
-        int h = pcp->high - (pcp->high >> 3), k = pcp->count - (pcp->batch << BH__PCP_BATCH_SCALE_MAX);
+        int h = pcp->high - (pcp->high >> 3),
+            k = pcp->count - (pcp->batch << BH__PCP_BATCH_SCALE_MAX);
         if (h < k)
           h = k;
         pcp->high = h > pcp->high_min ? h : pcp->high_min;
