@@ -8,12 +8,16 @@
 #define MAX_RUNS 16
 
 static void help(FILE *f) {
-  fprintf(f, "usage: buddyhint compare TRACE [--strategies LIST] [OPTIONS]\n\n"
-             "Replays TRACE once per strategy (default none,bitmap,bubble) with the same\n"
-             "configuration and prints one table; --json FILE writes {\"runs\": [...]}.\n"
-             "Strategy options are given as --opt NAME.KEY=VALUE, e.g. --opt bubble.delay=1s.\n\n"
-             "options:\n"
-             "  --strategies LIST     comma-separated strategy names\n%s",
+  fprintf(f,
+          "usage: buddyhint compare TRACE [--strategies LIST] [OPTIONS]\n\n"
+          "Replays TRACE once per strategy (default none,bitmap,bubble) with the same\n"
+          "configuration and prints one table; --json FILE writes {\"runs\": [...]}.\n"
+          "Strategy options are given as --opt NAME.KEY=VALUE, e.g. --opt bubble.delay=1s,\n"
+          "or in the list as NAME:KEY=VALUE[:KEY=VALUE...], which also lets one strategy\n"
+          "run more than once: --strategies none,bubble,bubble:order=3.  jemalloc takes\n"
+          "jemalloc[:decay=MS][:muzzy=MS][:bg=0|1].\n\n"
+          "options:\n"
+          "  --strategies LIST     comma-separated strategy names (with options, see above)\n%s",
           bh_cli_replay_help);
 }
 
@@ -21,61 +25,106 @@ static double mib(uint64_t b) { return (double)b / (1024.0 * 1024.0); }
 
 static void table(FILE *f, const bh_replay_summary_t *runs, int n) {
   fprintf(f, "%-21s %10s %10s %10s %10s %9s %9s %8s %8s %8s %6s\n", "strategy", "rss_peak",
-          "rss_final", "live_end", "reported", "madvises", "refaults", "failed", "wall_s",
-          "cpu_s", "check");
-  fprintf(f, "%-21s %10s %10s %10s %10s %9s %9s %8s %8s %8s %6s\n", "", "MiB", "MiB", "MiB",
-          "MiB", "calls", "pages", "allocs", "", "", "errors");
+          "rss_final", "live_end", "reported", "madvises", "refaults", "failed", "wall_s", "cpu_s",
+          "check");
+  fprintf(f, "%-21s %10s %10s %10s %10s %9s %9s %8s %8s %8s %6s\n", "", "MiB", "MiB", "MiB", "MiB",
+          "calls", "pages", "allocs", "", "", "errors");
   for (int i = 0; i < n; i++) {
     const bh_replay_summary_t *s = &runs[i];
-    fprintf(f, "%-21s %10.1f %10.1f %10.1f %10.1f %9lu %9lu %8lu %8.2f %8.2f %6ld\n",
-            s->strategy, mib(s->rss_peak_bytes), mib(s->rss_final_bytes),
-            mib(s->live_final_bytes), mib(s->reported_bytes), (unsigned long)s->madvise_calls,
-            (unsigned long)s->refaults, (unsigned long)s->alloc_failures, s->wall_seconds,
-            s->cpu_seconds, s->check_violations);
+    fprintf(f, "%-21s %10.1f %10.1f %10.1f %10.1f %9lu %9lu %8lu %8.2f %8.2f %6ld\n", s->strategy,
+            mib(s->rss_peak_bytes), mib(s->rss_final_bytes), mib(s->live_final_bytes),
+            mib(s->reported_bytes), (unsigned long)s->madvise_calls, (unsigned long)s->refaults,
+            (unsigned long)s->alloc_failures, s->wall_seconds, s->cpu_seconds, s->check_violations);
   }
 }
 
-/* The options NAME.KEY=VALUE meant for strategy NAME, as KEY=VALUE. */
-static size_t opts_for(const bh_cli_replay_t *c, const char *name, bh_opt_t *out) {
-  size_t n = 0, len = strlen(name);
+/*
+ * One entry of --strategies: "NAME[:KEY=VALUE...]".  The strategy gets the options
+ * --opt NAME.KEY=VALUE first, then those of the entry, so an entry's own options win (a
+ * strategy's parser takes the last value of a key).  The entry is split in place.
+ */
+struct run_spec {
+  const char *label, *name;
+  bh_opt_t opts[BH_CLI_MAX_OPTS];
+  size_t nopts;
+};
+
+static int spec_parse(const bh_cli_replay_t *c, char *entry, char *label, size_t labellen,
+                      struct run_spec *sp) {
+  snprintf(label, labellen, "%s", entry);
+  sp->label = label;
+  sp->nopts = 0;
+  char *save = NULL, *name = entry[0] == ':' ? NULL : strtok_r(entry, ":", &save);
+  if (!name)
+    return bh_cli_usage_error("compare", "--strategies: empty name in '%s'", label);
+  sp->name = name;
+  size_t len = strlen(name);
   for (size_t i = 0; i < c->nopts; i++) {
     const char *k = c->opts[i].key, *dot = strchr(k, '.');
     if (dot && (size_t)(dot - k) == len && !strncmp(k, name, len))
-      out[n++] = (bh_opt_t){dot + 1, c->opts[i].value};
+      sp->opts[sp->nopts++] = (bh_opt_t){dot + 1, c->opts[i].value};
   }
-  return n;
+  for (char *kv = strtok_r(NULL, ":", &save); kv; kv = strtok_r(NULL, ":", &save)) {
+    char *eq = strchr(kv, '=');
+    if (!eq || eq == kv)
+      return bh_cli_usage_error("compare", "--strategies: '%s' in '%s' is not KEY=VALUE", kv,
+                                label);
+    if (sp->nopts == BH_CLI_MAX_OPTS)
+      return bh_cli_usage_error("compare", "--strategies: too many options in '%s'", label);
+    *eq = '\0';
+    sp->opts[sp->nopts++] = (bh_opt_t){kv, eq + 1};
+  }
+  if (!bh_strategy_find(name))
+    return bh_cli_usage_error("compare",
+                              "--strategies: unknown strategy '%s' ('buddyhint info' "
+                              "lists them)",
+                              name);
+  return 0;
 }
 
 static int run_all(bh_cli_replay_t *c, const char *trace, char *list) {
   bh_replay_summary_t *runs = calloc(MAX_RUNS, sizeof(*runs));
+  struct run_spec *specs = calloc(MAX_RUNS, sizeof(*specs));
+  char(*labels)[sizeof(runs->strategy)] = calloc(MAX_RUNS, sizeof(*labels));
   FILE *json = NULL;
-  int n = 0, rc = BH_EXIT_OK;
-  if (!runs || bh_cli_open_out("compare", c->json_path, &json)) {
+  int n = 0, nspecs = 0, rc = BH_EXIT_OK;
+  if (!runs || !specs || !labels || bh_cli_open_out("compare", c->json_path, &json)) {
     free(runs);
+    free(specs);
+    free(labels);
     return BH_EXIT_FAIL;
   }
+  /* every entry is checked before the first replay starts */
   char *save = NULL;
-  for (char *name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
-    if (n == MAX_RUNS) {
+  for (char *e = strtok_r(list, ",", &save); e && rc == BH_EXIT_OK;
+       e = strtok_r(NULL, ",", &save)) {
+    if (nspecs == MAX_RUNS)
       rc = bh_cli_usage_error("compare", "at most %d strategies", MAX_RUNS);
-      break;
-    }
-    bh_opt_t opts[BH_CLI_MAX_OPTS];
-    c->cfg.hint.strategy = name;
-    c->cfg.hint.opts = opts;
-    c->cfg.hint.nopts = opts_for(c, name, opts);
+    else if (bh_cli_is_baseline(e))
+      specs[nspecs++] = (struct run_spec){.label = e, .name = e};
+    else if (spec_parse(c, e, labels[nspecs], sizeof(labels[nspecs]), &specs[nspecs]))
+      rc = BH_EXIT_USAGE;
+    else
+      nspecs++;
+  }
+  for (int i = 0; i < nspecs && rc == BH_EXIT_OK; i++) {
+    struct run_spec *sp = &specs[i];
+    c->cfg.hint.strategy = sp->name;
+    c->cfg.hint.opts = sp->opts;
+    c->cfg.hint.nopts = sp->nopts;
     c->cfg.trace = trace;
     char err[1024];
     if (c->cfg.progress)
-      fprintf(stderr, "compare: %s\n", name);
-    int e = bh_cli_is_baseline(name) /* jemalloc, in a process of its own */
-                ? bh_cli_baseline_run(&c->cfg, name, &runs[n], err, sizeof(err))
+      fprintf(stderr, "compare: %s\n", sp->label);
+    int e = bh_cli_is_baseline(sp->name) /* jemalloc, in a process of its own */
+                ? bh_cli_baseline_run(&c->cfg, sp->name, &runs[n], err, sizeof(err))
                 : bh_replay_run(&c->cfg, &runs[n], err, sizeof(err));
     if (e) {
       fprintf(stderr, "%s\n", err[0] ? err : bh_strerror(e));
       rc = e == BH_ENOMEM || e == BH_ESYS ? BH_EXIT_FAIL : BH_EXIT_USAGE;
       break;
     }
+    snprintf(runs[n].strategy, sizeof(runs[n].strategy), "%s", sp->label);
     if (runs[n].check_violations)
       rc = BH_EXIT_FAIL;
     n++;
@@ -96,6 +145,8 @@ static int run_all(bh_cli_replay_t *c, const char *trace, char *list) {
   }
   bh_cli_close_out(json);
   free(runs);
+  free(specs);
+  free(labels);
   return rc;
 }
 

@@ -187,5 +187,10 @@ check "info --json exits 0" rc_is 0 "$BH" info --json
 check "info --json is one object" has_line info.json '^  "compressions": \["none", "gzip", "zstd"\]$'
 golden info-bad-arg "$BH" info --yaml
 
+# ---- compare: every entry of --strategies is checked before the first replay ----
+golden compare-unknown-strategy "$BH" compare ftrace.txt --strategies none,bogus --quiet
+golden compare-bad-variant "$BH" compare ftrace.txt --strategies none,bubble:order --quiet
+golden compare-empty-name "$BH" compare ftrace.txt --strategies none,:order=3 --quiet
+
 echo "$count cases, $fails failed"
 [ "$UPDATE" = --update ] || [ "$fails" -eq 0 ]
