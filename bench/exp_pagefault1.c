@@ -216,6 +216,7 @@ static void *worker_main(void *arg) {
 
 typedef struct sample {
   double pages_per_s;
+  double cpu_ns_per_page; /* the process's CPU time (all threads, user + system) per page */
   double refault_pages, reported_mib, minflt, seconds;
 } sample_t;
 
@@ -226,9 +227,16 @@ static uint64_t progress_sum(worker_t *w, int n) {
   return s;
 }
 
-static long minflt_now(void) {
+/*
+ * The process's minor faults and CPU time.  CPU time (the loop threads, the hinting worker,
+ * their page faults and madvise calls) does not grow while a vCPU waits for the host or a
+ * thread waits for a CPU, which is most of the noise in throughput on a shared machine.
+ */
+static long usage_now(double *cpu_ns) {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
+  *cpu_ns = ((double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec) * 1e9 +
+            ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) * 1e3;
   return ru.ru_minflt;
 }
 
@@ -255,11 +263,12 @@ static void measure(const opts_t *o, sarena_t *sa, unsigned order, int nthreads,
   sleep_s(warm_ms / 1000.0);
   bh_hint_stats_t h0, h1;
   bh_hint_stats(sa->h, &h0);
-  long f0 = minflt_now();
+  double c0, c1;
+  long f0 = usage_now(&c0);
   uint64_t t0 = bu_now_ns(), p0 = progress_sum(w, nthreads);
   sleep_s(meas_ms / 1000.0);
   uint64_t p1 = progress_sum(w, nthreads), t1 = bu_now_ns();
-  long f1 = minflt_now();
+  long f1 = usage_now(&c1);
   bh_hint_stats(sa->h, &h1);
   atomic_store(&stop, true);
   for (int i = 0; i < nthreads; i++) {
@@ -269,6 +278,7 @@ static void measure(const opts_t *o, sarena_t *sa, unsigned order, int nthreads,
   double sec = (double)(t1 - t0) / 1e9;
   out->seconds = sec;
   out->pages_per_s = (double)(p1 - p0) / 3.0 / sec;
+  out->cpu_ns_per_page = p1 > p0 ? (c1 - c0) / ((double)(p1 - p0) / 3.0) : 0;
   out->refault_pages = (double)(h1.refault_pages - h0.refault_pages) / sec;
   out->reported_mib = (double)(h1.report.bytes - h0.report.bytes) / MiB / sec;
   out->minflt = (double)(f1 - f0) / sec;
@@ -452,7 +462,7 @@ int main(int argc, char **argv) {
 
   /* statistics */
   typedef struct point {
-    bu_stats_t thr, cost, refault, reported, minflt;
+    bu_stats_t thr, cost, cpu, cpu_cost, refault, reported, minflt;
   } point_t;
   point_t *pt = calloc((size_t)NVAR * nt * ns, sizeof(*pt));
   double *x = malloc(sizeof(double) * (size_t)o.reps);
@@ -470,6 +480,9 @@ int main(int argc, char **argv) {
   } while (0)
         STAT(SMP(v, t, s, r).pages_per_s, thr);
         STAT(100.0 * (1.0 - SMP(v, t, s, r).pages_per_s / SMP(v, t, 0, r).pages_per_s), cost);
+        STAT(SMP(v, t, s, r).cpu_ns_per_page, cpu);
+        STAT(100.0 * (SMP(v, t, s, r).cpu_ns_per_page / SMP(v, t, 0, r).cpu_ns_per_page - 1.0),
+             cpu_cost);
         STAT(SMP(v, t, s, r).refault_pages, refault);
         STAT(SMP(v, t, s, r).reported_mib, reported);
         STAT(SMP(v, t, s, r).minflt, minflt);
@@ -479,9 +492,9 @@ int main(int argc, char **argv) {
 #define PT(v, t, s) pt[((size_t)(v)*nt + (t)) * ns + (s)]
 
   printf("\npages/s (millions): median [p10, p90]; cost of hinting vs none in %%: median of the "
-         "per-repetition ratios [p10, p90]\n");
-  printf("%-11s %3s %-8s %24s %26s %9s %10s %13s\n", "variant", "T", "strategy", "Mpages/s",
-         "cost %", "best %", "minflt/s", "reported/s");
+         "per-repetition ratios [p10, p90], in throughput and in CPU time per page\n");
+  printf("%-11s %3s %-8s %24s %26s %9s %26s %10s %13s\n", "variant", "T", "strategy", "Mpages/s",
+         "cost %", "best %", "cpu cost %", "minflt/s", "reported/s");
   for (int v = 0; v < NVAR; v++)
     for (int t = 0; t < nt && (o.variants >> v & 1); t++)
       for (int s = 0; s < ns; s++) {
@@ -493,13 +506,17 @@ int main(int argc, char **argv) {
         else
           printf("%+8.2f [%+7.2f, %+7.2f]", p->cost.median, p->cost.p10, p->cost.p90);
         if (s == 0)
-          printf(" %9s", "");
+          printf(" %9s %26s", "", "");
         else
-          printf(" %+8.2f", 100.0 * (1.0 - p->thr.max / PT(v, t, 0).thr.max));
+          printf(" %+8.2f %+8.2f [%+7.2f, %+7.2f]",
+                 100.0 * (1.0 - p->thr.max / PT(v, t, 0).thr.max), p->cpu_cost.median,
+                 p->cpu_cost.p10, p->cpu_cost.p90);
         printf(" %10.0f %9.1f MiB\n", p->minflt.median, p->reported.median);
       }
   printf("best %%: 100 * (1 - best strategy / best none), interference from other processes only "
          "lowers throughput\n");
+  printf("cpu cost %%: 100 * (CPU time per page / none's - 1), the process's user + system time "
+         "(all threads, the hinting worker too)\n");
   printf("published: hinting costs about 1-3 %% (reporting on: -3.05 %% average); A/A (none2) "
          "shows the noise floor\n");
   printf("elapsed %.0f s; load average %s at the start, %s at the end\n", elapsed, load0, load1);
@@ -516,11 +533,13 @@ int main(int argc, char **argv) {
   bu_csv_machine(f, &mach, "exp_pagefault1", a2);
   fprintf(f, "# loadavg: start %s, end %s\n", load0, load1);
   fprintf(f, "# cost_pct = 100 * (1 - pages_per_s / none's pages_per_s of the same repetition); "
-             "none2 is a second arena without hinting (A/A control)\n");
+             "none2 is a second arena without hinting (A/A control); cpu_cost_pct = 100 * "
+             "(cpu_ns_per_page / none's - 1), process CPU time (user + system, all threads)\n");
   fprintf(f, "variant,order,threads,strategy,options,reps,pages_per_s_median,pages_per_s_p10,"
              "pages_per_s_p90,pages_per_s_min,pages_per_s_max,cost_pct_median,cost_pct_p10,"
              "cost_pct_p90,cost_best_pct,refault_pages_per_s_median,reported_mib_per_s_median,"
-             "minflt_per_s_median\n");
+             "minflt_per_s_median,cpu_ns_per_page_median,cpu_cost_pct_median,cpu_cost_pct_p10,"
+             "cpu_cost_pct_p90\n");
   for (int v = 0; v < NVAR; v++)
     for (int t = 0; t < nt && (o.variants >> v & 1); t++)
       for (int s = 0; s < ns; s++) {
@@ -532,11 +551,12 @@ int main(int argc, char **argv) {
             *c = ';';
         fprintf(f,
                 "%s,%u,%d,%s,%s,%d,%.0f,%.0f,%.0f,%.0f,%.0f,%.3f,%.3f,%.3f,%.3f,%.1f,%.2f,"
-                "%.1f\n",
+                "%.1f,%.1f,%.3f,%.3f,%.3f\n",
                 var_name[v], var_order[v], t + 1, o.strat[s], ob, o.reps, p->thr.median, p->thr.p10,
                 p->thr.p90, p->thr.min, p->thr.max, p->cost.median, p->cost.p10, p->cost.p90,
                 100.0 * (1.0 - p->thr.max / PT(v, t, 0).thr.max), p->refault.median,
-                p->reported.median, p->minflt.median);
+                p->reported.median, p->minflt.median, p->cpu.median, p->cpu_cost.median,
+                p->cpu_cost.p10, p->cpu_cost.p90);
       }
   fclose(f);
 
@@ -569,6 +589,10 @@ int main(int argc, char **argv) {
         bu_json_stats(f, "pages_per_s", &p->thr, 1);
         fprintf(f, ",\n      ");
         bu_json_stats(f, "cost_pct", &p->cost, 1);
+        fprintf(f, ",\n      ");
+        bu_json_stats(f, "cpu_ns_per_page", &p->cpu, 1);
+        fprintf(f, ",\n      ");
+        bu_json_stats(f, "cpu_cost_pct", &p->cpu_cost, 1);
         fprintf(f, ",\n      \"samples_pages_per_s\": [");
         for (int r = 0; r < o.reps; r++)
           fprintf(f, "%s%.0f", r ? ", " : "", SMP(v, t, s, r).pages_per_s);
