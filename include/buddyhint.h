@@ -42,19 +42,19 @@ extern "C" {
 /* ---------------------------------------------------------------------------------------- */
 
 /* X(NAME, value, message): one list generates the enum, bh_strerror() and bh_err_name(). */
-#define BH_ERRNO_MAP(X)                                                        \
-  X(EINVAL, -1, "invalid argument")                                           \
-  X(ENOMEM, -2, "out of memory")                                              \
-  X(ENOSPC, -3, "no free block satisfies the request")                        \
-  X(EFAULT, -4, "address or pfn outside the arena")                           \
-  X(EALIGN, -5, "address or pfn not aligned to the order")                    \
-  X(ENOTALLOC, -6, "not the head of an allocated block (double free?)")       \
-  X(EORDER, -7, "order does not match the allocated block")                   \
-  X(ESYS, -8, "a system call failed (see errno)")                             \
-  X(ENOTSUP, -9, "not supported in this configuration")                       \
-  X(ENOENT, -10, "no such name")                                              \
-  X(EBUSY, -11, "resource busy")                                              \
-  X(EFORMAT, -12, "malformed input")                                          \
+#define BH_ERRNO_MAP(X)                                                                            \
+  X(EINVAL, -1, "invalid argument")                                                                \
+  X(ENOMEM, -2, "out of memory")                                                                   \
+  X(ENOSPC, -3, "no free block satisfies the request")                                             \
+  X(EFAULT, -4, "address or pfn outside the arena")                                                \
+  X(EALIGN, -5, "address or pfn not aligned to the order")                                         \
+  X(ENOTALLOC, -6, "not the head of an allocated block (double free?)")                            \
+  X(EORDER, -7, "order does not match the allocated block")                                        \
+  X(ESYS, -8, "a system call failed (see errno)")                                                  \
+  X(ENOTSUP, -9, "not supported in this configuration")                                            \
+  X(ENOENT, -10, "no such name")                                                                   \
+  X(EBUSY, -11, "resource busy")                                                                   \
+  X(EFORMAT, -12, "malformed input")                                                               \
   X(EIO, -13, "input/output error")
 
 #define BH__ERR_ENUM(name, value, msg) BH_##name = (value),
@@ -77,13 +77,7 @@ BH_API const char *bh_version(void);
 #define BH_MAX_NODES 8
 #define BH_ORDER_LIMIT 18 /* largest configurable MAX_PAGE_ORDER */
 
-enum bh_zone_type {
-  BH_ZONE_DMA,
-  BH_ZONE_DMA32,
-  BH_ZONE_NORMAL,
-  BH_ZONE_MOVABLE,
-  BH_NR_ZONE_TYPES
-};
+enum bh_zone_type { BH_ZONE_DMA, BH_ZONE_DMA32, BH_ZONE_NORMAL, BH_ZONE_MOVABLE, BH_NR_ZONE_TYPES };
 
 /* Same order as Linux's enum migratetype (without CMA). */
 enum bh_migratetype {
@@ -110,9 +104,9 @@ BH_API const char *bh_migratetype_name(int mt);
 #define BH_GFP_DMA32 0x04u
 #define BH_GFP_MOVABLE 0x08u
 #define BH_GFP_RECLAIMABLE 0x10u
-#define BH_GFP_HIGH 0x20u     /* __GFP_HIGH: may dip into the min reserve (ALLOC_MIN_RESERVE) */
-#define BH_GFP_ATOMIC 0x40u   /* cannot block: ALLOC_NON_BLOCK, high-order atomic reserve */
-#define BH_GFP_ZERO 0x80u     /* zero the pages (mmap backing) */
+#define BH_GFP_HIGH 0x20u      /* __GFP_HIGH: may dip into the min reserve (ALLOC_MIN_RESERVE) */
+#define BH_GFP_ATOMIC 0x40u    /* cannot block: ALLOC_NON_BLOCK, high-order atomic reserve */
+#define BH_GFP_ZERO 0x80u      /* zero the pages (mmap backing) */
 #define BH_GFP_THISNODE 0x100u /* only the local node's zones */
 #define BH_GFP_NOFALLBACK_WMARK 0x200u /* use the min watermark as the first attempt (slowpath) */
 
@@ -129,9 +123,9 @@ BH_API int bh_gfp_migratetype(unsigned gfp);
 /* ---------------------------------------------------------------------------------------- */
 
 enum bh_backing {
-  BH_BACKING_MMAP, /* real anonymous private mapping (MAP_NORESERVE); data pages are memory */
+  BH_BACKING_MMAP,  /* real anonymous private mapping (MAP_NORESERVE); data pages are memory */
   BH_BACKING_MEMFD, /* a memfd mapped shared: reports may punch holes, as QEMU does for files */
-  BH_BACKING_SIM   /* metadata only; addresses are not handed out */
+  BH_BACKING_SIM    /* metadata only; addresses are not handed out */
 };
 
 enum bh_pcp_key {
@@ -145,8 +139,8 @@ enum bh_pcp_key {
  * (4 KiB << max_order, 4 MiB by default); a zone size of 0 means the zone is absent.
  */
 typedef struct bh_config {
-  enum bh_backing backing;  /* default BH_BACKING_MMAP */
-  unsigned nr_nodes;        /* 1..BH_MAX_NODES, default 1; every node gets zone_bytes */
+  enum bh_backing backing; /* default BH_BACKING_MMAP */
+  unsigned nr_nodes;       /* 1..BH_MAX_NODES, default 1; every node gets zone_bytes */
   /* Per-node zone sizes.  Default 1 GiB: DMA 16 MiB, DMA32 496 MiB, Normal 512 MiB, Movable 0. */
   uint64_t zone_bytes[BH_NR_ZONE_TYPES];
   unsigned max_order;       /* MAX_PAGE_ORDER (inclusive), default 10, bounds 1..BH_ORDER_LIMIT */
@@ -159,14 +153,14 @@ typedef struct bh_config {
   unsigned watermark_scale_factor; /* 1/10000 of managed pages, default 10, bounds 1..3000 */
   unsigned watermark_boost_factor; /* default 15000 (150 % of high), 0 disables boosting */
   unsigned lowmem_reserve_ratio[BH_NR_ZONE_TYPES]; /* default {256, 256, 32, 0} */
-  bool pcp;                 /* per-CPU page lists; default true */
-  unsigned nr_cpus;         /* pcp slots (CPUs of the modelled machine), default 2, 1..1024 */
-  enum bh_pcp_key pcp_key;  /* default BH_PCP_PER_THREAD */
-  unsigned pcp_batch;       /* 0 = Linux's zone_batchsize(); else pages, 1..65535 */
-  unsigned pcp_high;        /* 0 = Linux's zone_highsize(); else pages, >= 4*batch */
-  bool pcp_thp;             /* pcp lists for pageblock_order too (NR_PCP_THP), default true */
-  bool numa_bind;           /* mbind each node's range to a host node (libnuma), default false */
-  bool debug_checks;        /* extra consistency checks on every call; default false */
+  bool pcp;                                        /* per-CPU page lists; default true */
+  unsigned nr_cpus;        /* pcp slots (CPUs of the modelled machine), default 2, 1..1024 */
+  enum bh_pcp_key pcp_key; /* default BH_PCP_PER_THREAD */
+  unsigned pcp_batch;      /* 0 = Linux's zone_batchsize(); else pages, 1..65535 */
+  unsigned pcp_high;       /* 0 = Linux's zone_highsize(); else pages, >= 4*batch */
+  bool pcp_thp;            /* pcp lists for pageblock_order too (NR_PCP_THP), default true */
+  bool numa_bind;          /* mbind each node's range to a host node (libnuma), default false */
+  bool debug_checks;       /* extra consistency checks on every call; default false */
 } bh_config_t;
 
 /* Fills *cfg with the defaults documented above. */
@@ -200,8 +194,7 @@ BH_API void *bh_arena_base(const bh_arena_t *arena);
  * thread's slot.  Returns 0 and the block's first pfn in *pfn, BH_ENOSPC if no zone could serve
  * it (counted in alloc_fail), BH_EINVAL for an order above max_order or bad flags.
  */
-BH_API int bh_alloc_pfn(bh_arena_t *arena, unsigned gfp, unsigned order, int cpu,
-                        uint64_t *pfn);
+BH_API int bh_alloc_pfn(bh_arena_t *arena, unsigned gfp, unsigned order, int cpu, uint64_t *pfn);
 /*
  * Frees the block of 2^order pages at pfn.  Returns 0, or BH_EFAULT (outside the arena),
  * BH_EALIGN, BH_ENOTALLOC (not an allocated block head: double free, interior page), BH_EORDER
@@ -237,6 +230,54 @@ BH_API void bh_drain_pcp(bh_arena_t *arena);
  */
 BH_API void bh_vmstat_tick(bh_arena_t *arena);
 
+/* ---- Compaction (mm/compaction.c) ---- */
+
+/*
+ * Moves one allocated block for compaction: its 2^order pages at old_pfn have been copied to
+ * new_pfn (mmap and memfd backing; sim has no data).  The owner of the block updates its
+ * references and returns 0, or returns nonzero to keep the block where it is (a pinned page:
+ * the copy is dropped).  Called with the zone lock held: it must not call into the arena.
+ */
+typedef int (*bh_migrate_fn)(void *ctx, uint64_t old_pfn, uint64_t new_pfn, unsigned order);
+
+typedef struct bh_compact_result {
+  uint64_t zones;           /* zones compacted */
+  uint64_t migrate_scanned; /* pages the migrate scanner looked at (compact_migrate_scanned) */
+  uint64_t free_scanned;    /* pages the free scanner looked at (compact_free_scanned) */
+  uint64_t isolated;        /* free pages taken as migration targets (compact_isolated) */
+  uint64_t migrated;        /* pages moved (pgmigrate_success) */
+  uint64_t migrate_failed;  /* pages the callback kept in place (pgmigrate_fail) */
+  unsigned score_before, score_after; /* highest node fragmentation score, 0..100 */
+} bh_compact_result_t;
+
+/*
+ * The kernel's fragmentation score of a node (fragmentation_score_node): per zone the percent
+ * of its free pages in blocks below the pageblock order (extfrag_for_order), weighted by the
+ * zone's share of the node's pages; 0..100.
+ */
+BH_API unsigned bh_fragmentation_score(bh_arena_t *arena, int node);
+
+/*
+ * /proc/sys/vm/compact_memory: compacts every zone of the arena completely.  Only blocks
+ * allocated as movable (BH_GFP_MOVABLE) and below the pageblock order are moved, each through
+ * `migrate`, from the low end of a zone to free pages taken from its high end (the kernel's
+ * migrate and free scanners) until the scanners meet; the pcp lists are drained after each
+ * zone, as kcompactd does after a complete run.  Blocks split with bh_split_pages are moved
+ * page by page.  Returns 0 (res may be NULL) or BH_EINVAL.
+ */
+BH_API int bh_compact_memory(bh_arena_t *arena, bh_migrate_fn migrate, void *ctx,
+                             bh_compact_result_t *res);
+
+/*
+ * One proactive compaction check of kcompactd (vm.compaction_proactiveness, Linux 5.9+; the
+ * kernel checks every 500 ms): for each node whose fragmentation score is above
+ * min(max(100 - proactiveness, 5) + 10, 100), compacts its zones until each zone's score is
+ * at most max(100 - proactiveness, 5).  proactiveness 0 does nothing.  Returns the number of
+ * nodes compacted (0: none needed it), or BH_EINVAL.
+ */
+BH_API int bh_compact_proactive(bh_arena_t *arena, unsigned proactiveness, bh_migrate_fn migrate,
+                                void *ctx, bh_compact_result_t *res);
+
 /* ---------------------------------------------------------------------------------------- */
 /* Observation                                                                               */
 /* ---------------------------------------------------------------------------------------- */
@@ -249,18 +290,18 @@ BH_API const char *bh_stat_help(int stat);
 
 /* One zone's state, read under its lock. */
 typedef struct bh_zone_info {
-  int node, type;            /* type is enum bh_zone_type */
+  int node, type; /* type is enum bh_zone_type */
   uint64_t start_pfn, spanned_pages, managed_pages;
-  uint64_t free_pages;       /* NR_FREE_PAGES: free pages on buddy lists, Isolate excluded */
-  uint64_t pcp_pages;        /* pages sitting on pcp lists */
-  uint64_t isolated_pages;   /* pages taken off the lists by isolation (hinting) */
+  uint64_t free_pages;     /* NR_FREE_PAGES: free pages on buddy lists, Isolate excluded */
+  uint64_t pcp_pages;      /* pages sitting on pcp lists */
+  uint64_t isolated_pages; /* pages taken off the lists by isolation (hinting) */
   uint64_t wmark_min, wmark_low, wmark_high, wmark_boost;
   uint64_t lowmem_reserve[BH_NR_ZONE_TYPES];
   uint64_t nr_reserved_highatomic;
   unsigned pcp_batch, pcp_high;
-  uint64_t nr_free[BH_ORDER_LIMIT + 1];              /* blocks per order */
+  uint64_t nr_free[BH_ORDER_LIMIT + 1];                 /* blocks per order */
   uint64_t nr_free_mt[BH_ORDER_LIMIT + 1][BH_MT_TYPES]; /* blocks per order and type */
-  uint64_t pageblocks[BH_MT_TYPES];                   /* pageblocks per type */
+  uint64_t pageblocks[BH_MT_TYPES];                     /* pageblocks per type */
 } bh_zone_info_t;
 
 /* Number of populated zones, and the info of zone i (0..n-1, node-major, low to high). */

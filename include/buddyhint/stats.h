@@ -42,7 +42,13 @@
   X(putback_pages, "isolated pages returned to the free lists")               \
   X(reported_alloc, "reported blocks taken off a free list by allocation")    \
   X(reported_merge, "reported blocks taken off a free list by a merge")       \
-  X(hint_notify, "post-merge notifications passed to the strategy")
+  X(hint_notify, "post-merge notifications passed to the strategy")          \
+  X(compact_runs, "zones compacted (whole-zone or proactive runs)")           \
+  X(compact_migrate_scanned, "pages looked at by the migrate scanner")        \
+  X(compact_free_scanned, "pages looked at by the free scanner")              \
+  X(compact_isolated, "free pages isolated as migration targets")             \
+  X(pgmigrate_success, "pages moved by compaction")                           \
+  X(pgmigrate_fail, "pages compaction could not move (kept by their owner)")
 
 #define BH__STAT_ENUM(name, help) BH_STAT_##name,
 enum bh_stat { BH_STAT_FIELDS(BH__STAT_ENUM) BH_NR_STATS };
