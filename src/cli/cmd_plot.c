@@ -25,6 +25,8 @@ static void usage(FILE *out) {
           "                                                 p10..p90 error bars)\n"
           "  guests.csv            (bench/exp_guests)      guests that fit, per strategy\n"
           "  core.csv              (bench/bench_core)      the micro table as bars\n"
+          "  frag.csv              (bench/exp_frag)        huge pages after a fragmentation\n"
+          "                                                 stress, grouping on and off\n"
           "  a replay timeline     (replay --timeline)     free memory per order over time (a\n"
           "                                                 heat map); several timelines, or\n"
           "                                                 --kind resident: resident memory\n"
@@ -52,6 +54,7 @@ typedef enum {
   IN_PAGEFAULT1,
   IN_GUESTS,
   IN_CORE,
+  IN_FRAG,
   IN_REPLAY_TIMELINE
 } input_kind_t;
 
@@ -64,6 +67,7 @@ static const struct {
     {IN_PAGEFAULT1, "variant,order,threads,strategy", "pagefault1.gp"},
     {IN_GUESTS, "kind,options,guest_size_mib,budget_mib", "guests.gp"},
     {IN_CORE, "group,case,impl,", "core.gp"},
+    {IN_FRAG, "kernel,grouping,reps,arena_mib", "frag.gp"},
     {IN_REPLAY_TIMELINE, "time_s,live_bytes,resident_bytes", "replay_heatmap.gp"},
 };
 
