@@ -7,7 +7,8 @@
  * The trace is synthetic and generated here: a seeded mix of order-0..3 allocations and frees
  * over up to 16384 live blocks on 4 CPUs, the shape of a busy kernel's page traffic.
  * Targets (issue "Traces and the buddyhint command"): >= 3 M events/s from ftrace text and
- * >= 20 M events/s from native binary.  Results: results/replay.csv and results/replay.json.
+ * >= 20 M events/s from native binary.  Results: results/replay.csv and results/replay.json;
+ * --keep DIR leaves the traces in DIR (trace.bht, trace.txt), to count instructions on them.
  */
 #include "bench_util.h"
 
@@ -19,6 +20,7 @@
 
 struct opts {
   const char *out;
+  const char *keep; /* directory to write the traces to and leave them in (for callgrind) */
   int reps;
   long events;
 };
@@ -124,11 +126,12 @@ struct row {
 };
 
 static void usage(void) {
-  fprintf(stderr, "usage: bench_replay [--quick] [--reps N] [--events N] [--out DIR]\n");
+  fprintf(stderr,
+          "usage: bench_replay [--quick] [--reps N] [--events N] [--out DIR] [--keep DIR]\n");
 }
 
 int main(int argc, char **argv) {
-  struct opts o = {"results", 7, 4000000};
+  struct opts o = {"results", NULL, 7, 4000000};
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--quick")) {
       o.reps = 3;
@@ -139,6 +142,8 @@ int main(int argc, char **argv) {
       o.events = atol(argv[++i]);
     } else if (!strcmp(argv[i], "--out") && i + 1 < argc) {
       o.out = argv[++i];
+    } else if (!strcmp(argv[i], "--keep") && i + 1 < argc) {
+      o.keep = argv[++i];
     } else {
       usage();
       return 2;
@@ -148,8 +153,9 @@ int main(int argc, char **argv) {
     usage();
     return 2;
   }
-  char dir[] = "/tmp/bh-bench-replay-XXXXXX", bin[64], ftr[64];
-  if (!mkdtemp(dir))
+  char tmp[] = "/tmp/bh-bench-replay-XXXXXX", bin[4096], ftr[4096];
+  const char *dir = o.keep ? o.keep : mkdtemp(tmp);
+  if (!dir || (o.keep && bu_mkdir_p(o.keep)))
     return 1;
   snprintf(bin, sizeof(bin), "%s/trace.bht", dir);
   snprintf(ftr, sizeof(ftr), "%s/trace.txt", dir);
@@ -206,9 +212,11 @@ int main(int argc, char **argv) {
   fprintf(json, "  ]\n}\n");
   fclose(csv);
   fclose(json);
-  unlink(bin);
-  unlink(ftr);
-  rmdir(dir);
+  if (!o.keep) {
+    unlink(bin);
+    unlink(ftr);
+    rmdir(dir);
+  }
   free(v);
   return 0;
 }

@@ -482,7 +482,7 @@ int bh__parse_kernel_line(bh__tparse_t *p, const char *s, size_t n, bh_event_t *
   }
   int r = parse_kernel_args(p, s + k.args, s + n, ev);
   if (r == BH__LINE_EVENT)
-    bh__trace_set_zone(ev);
+    bh__trace_set_zone(p, ev);
   return r;
 }
 
@@ -574,6 +574,6 @@ int bh__parse_native_line(bh__tparse_t *p, const char *s, size_t n, bh_event_t *
   }
   if (ev->op != BH_EV_ALLOC && (ev->gfp || ev->failed))
     return malformed(p, "gfp= and failed= belong to allocations only");
-  bh__trace_set_zone(ev);
+  bh__trace_set_zone(p, ev);
   return BH__LINE_EVENT;
 }

@@ -25,25 +25,35 @@ typedef struct bh__pfn_entry {
 typedef struct bh__pfnmap {
   bh__pfn_entry_t *slots;
   uint64_t mask, used;
+  uint64_t limit; /* the map grows when used reaches it (3/4 of the slots) */
+  unsigned shift; /* 64 - log2(slots) */
 } bh__pfnmap_t;
 
-static inline uint64_t bh__pfn_hash(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  return x;
+/*
+ * The home slot of a key: Fibonacci hashing, the top bits of key * 2^64/phi.  Two
+ * instructions, and it spreads what traces hold (runs of consecutive pfns, pfns of one
+ * alignment) evenly over the slots.  Every insert, find and delete hashes, the deletes once
+ * per entry they look at.
+ */
+static inline uint64_t bh__pfn_home(const bh__pfnmap_t *m, uint64_t key) {
+  return (key * 0x9e3779b97f4a7c15ull) >> m->shift;
 }
 
 /* Room for about cap entries; 0 or -1 when the memory cannot be mapped. */
 static inline int bh__pfnmap_init(bh__pfnmap_t *m, uint64_t cap) {
   uint64_t n = 1024;
-  while (n < cap * 2)
+  unsigned bits = 10;
+  while (n < cap * 2) {
     n <<= 1;
+    bits++;
+  }
   void *p = mmap(NULL, n * sizeof(bh__pfn_entry_t), PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   m->slots = p == MAP_FAILED ? NULL : p;
   m->mask = n - 1;
   m->used = 0;
+  m->limit = n / 4 * 3;
+  m->shift = 64 - bits;
   return m->slots ? 0 : -1;
 }
 
@@ -55,7 +65,7 @@ static inline void bh__pfnmap_destroy(bh__pfnmap_t *m) {
 
 static inline bh__pfn_entry_t *bh__pfnmap_find(const bh__pfnmap_t *m, uint64_t pfn) {
   uint64_t key = pfn + 1;
-  for (uint64_t i = bh__pfn_hash(key) & m->mask;; i = (i + 1) & m->mask) {
+  for (uint64_t i = bh__pfn_home(m, key);; i = (i + 1) & m->mask) {
     bh__pfn_entry_t *e = &m->slots[i];
     if (e->key == key)
       return e;
@@ -64,15 +74,17 @@ static inline bh__pfn_entry_t *bh__pfnmap_find(const bh__pfnmap_t *m, uint64_t p
   }
 }
 
-static inline int bh__pfnmap_grow(bh__pfnmap_t *m);
+/* Doubles the slots.  Out of line: it is rare, and inlined into every insert it would crowd
+ * the callers' registers. */
+static __attribute__((noinline, cold, unused)) int bh__pfnmap_grow(bh__pfnmap_t *m);
 
 /* The entry of pfn: the existing one, or a new zeroed one (m->used grows); NULL if full and
  * the map cannot grow. */
 static inline bh__pfn_entry_t *bh__pfnmap_insert(bh__pfnmap_t *m, uint64_t pfn) {
-  if ((m->used + 1) * 4 > (m->mask + 1) * 3 && bh__pfnmap_grow(m))
+  if (__builtin_expect(m->used >= m->limit, 0) && bh__pfnmap_grow(m))
     return NULL;
   uint64_t key = pfn + 1;
-  for (uint64_t i = bh__pfn_hash(key) & m->mask;; i = (i + 1) & m->mask) {
+  for (uint64_t i = bh__pfn_home(m, key);; i = (i + 1) & m->mask) {
     bh__pfn_entry_t *e = &m->slots[i];
     if (e->key == key)
       return e;
@@ -84,7 +96,7 @@ static inline bh__pfn_entry_t *bh__pfnmap_insert(bh__pfnmap_t *m, uint64_t pfn) 
   }
 }
 
-static inline int bh__pfnmap_grow(bh__pfnmap_t *m) {
+static __attribute__((noinline, cold, unused)) int bh__pfnmap_grow(bh__pfnmap_t *m) {
   bh__pfnmap_t bigger;
   if (bh__pfnmap_init(&bigger, m->mask + 1))
     return -1;
@@ -104,7 +116,7 @@ static inline void bh__pfnmap_delete(bh__pfnmap_t *m, bh__pfn_entry_t *e) {
     bh__pfn_entry_t *x = &m->slots[j];
     if (!x->key)
       break;
-    uint64_t home = bh__pfn_hash(x->key) & m->mask;
+    uint64_t home = bh__pfn_home(m, x->key);
     /* x may move back to i unless its home lies cyclically in (i, j] */
     if ((j > i && (home <= i || home > j)) || (j < i && (home <= i && home > j))) {
       m->slots[i] = *x;

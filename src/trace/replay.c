@@ -27,6 +27,9 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Rare paths kept out of the event loop, so that its hot state stays in registers. */
+#define COLD __attribute__((noinline, cold))
+
 /* ---- defaults ---- */
 
 void bh_replay_config_init(bh_replay_config_t *cfg) {
@@ -50,15 +53,30 @@ struct replay {
   bh_hint_t *hint;
   bh__pfnmap_t map;
   uint64_t t0, vnow, next_sample, next_tick;
+  /* the earlier of next_tick and next_sample (when sampling); 0 against the wall clock, where
+   * every event waits for its time */
+  uint64_t clock_due;
+  uint64_t events, next_poll; /* events played; at next_poll, poll() is due */
+  uint64_t total_events;      /* in the trace, for the progress line (0: one pass) */
+  bool progress;              /* show the progress line */
   uint64_t live_pages;
-  uint64_t *touched; /* sim backing: pages ever written, for the resident model */
+  uint64_t *touched;  /* sim backing: pages ever written, for the resident model */
+  bool touch_sim;     /* sim backing and a --touch other than none: allocations set touched */
+  unsigned max_order; /* the arena's, read for every allocation */
   struct timespec wall0;
   struct rusage ru0;
   unsigned max_cpu;
-  /* pfns freed by mm_page_free lately: Linux emits mm_page_free_batched for the same folios
-   * right after, and those second events must not free anything */
+  /* pfns freed by mm_page_free lately (+ 1, 0 = none): Linux emits mm_page_free_batched for
+   * the same folios right after, and those second events must not free anything */
   uint64_t recent[64];
   unsigned recent_pos;
+  /* per bucket of recent_bucket(): how many recent[] entries fall in it (empty ones count in
+   * bucket 0) and where the last one was put.  A lookup then scans recent[] only when its
+   * bucket holds two entries or more.  Kept from the first mm_page_free_batched on
+   * (recent_counted): traces without one pay nothing for it. */
+  uint8_t recent_count[256], recent_last[256];
+  bool recent_counted;
+  unsigned max_order_seen; /* the largest order of an allocation so far (split_containing) */
 };
 
 static void set_err(struct replay *r, const char *fmt, ...) {
@@ -91,6 +109,44 @@ static int open_trace(struct replay *r, bh_trace_t **t) {
   return err;
 }
 
+/* One event of the first pass; cur is the live memory so far.  Returns 0 or BH_ENOMEM. */
+static int scan_event(struct scan *sc, bh__pfnmap_t *live, uint64_t *cur, const bh_event_t *ev) {
+  if (!sc->events++)
+    sc->first = ev->time_ns;
+  sc->last = ev->time_ns;
+  if (ev->cpu >= 0 && (unsigned)ev->cpu > sc->max_cpu)
+    sc->max_cpu = (unsigned)ev->cpu;
+  if (ev->op == BH_EV_ALLOC) {
+    if (ev->failed)
+      return 0;
+    bh__pfn_entry_t *e = bh__pfnmap_insert(live, ev->pfn);
+    if (!e)
+      return BH_ENOMEM;
+    if (e->kind == BH__PFN_LIVE)
+      *cur -= 1ull << e->order;
+    e->kind = BH__PFN_LIVE;
+    e->order = ev->order;
+    *cur += 1ull << ev->order;
+    if (*cur > sc->peak)
+      sc->peak = *cur;
+  } else {
+    bh__pfn_entry_t *e = bh__pfnmap_find(live, ev->pfn);
+    uint64_t n = 1ull << ev->order;
+    if (ev->op == BH_EV_FREE_BATCHED)
+      return 0; /* follows an mm_page_free of the same folio (an upper bound is fine) */
+    /* pieces of larger blocks and unknown frees are not subtracted: the peak found is an
+     * upper bound, which is what sizing needs */
+    if (e && ev->order >= e->order) {
+      *cur -= 1ull << e->order;
+      bh__pfnmap_delete(live, e);
+    } else if (e) {
+      *cur -= n;
+      e->order = 0;
+    }
+  }
+  return 0;
+}
+
 static int first_pass(struct replay *r, struct scan *sc) {
   bh_trace_t *t;
   int err = open_trace(r, &t);
@@ -103,49 +159,19 @@ static int first_pass(struct replay *r, struct scan *sc) {
   }
   memset(sc, 0, sizeof(*sc));
   uint64_t cur = 0;
-  bh_event_t ev;
-  while ((err = bh_trace_next(t, &ev)) == 1) {
-    if (!sc->events++)
-      sc->first = ev.time_ns;
-    sc->last = ev.time_ns;
-    if (ev.cpu >= 0 && (unsigned)ev.cpu > sc->max_cpu)
-      sc->max_cpu = (unsigned)ev.cpu;
-    if (ev.op == BH_EV_ALLOC) {
-      if (ev.failed)
-        continue;
-      bh__pfn_entry_t *e = bh__pfnmap_insert(&live, ev.pfn);
-      if (!e) {
-        err = BH_ENOMEM;
-        break;
-      }
-      if (e->kind == BH__PFN_LIVE)
-        cur -= 1ull << e->order;
-      e->kind = BH__PFN_LIVE;
-      e->order = ev.order;
-      cur += 1ull << ev.order;
-      if (cur > sc->peak)
-        sc->peak = cur;
-    } else {
-      bh__pfn_entry_t *e = bh__pfnmap_find(&live, ev.pfn);
-      uint64_t n = 1ull << ev.order;
-      if (ev.op == BH_EV_FREE_BATCHED)
-        continue; /* follows an mm_page_free of the same folio (an upper bound is fine) */
-      /* pieces of larger blocks and unknown frees are not subtracted: the peak found is an
-       * upper bound, which is what sizing needs */
-      if (e && ev.order >= e->order) {
-        cur -= 1ull << e->order;
-        bh__pfnmap_delete(&live, e);
-      } else if (e) {
-        cur -= n;
-        e->order = 0;
-      }
-    }
-  }
-  if (err < 0)
+  enum { BATCH = 256 };
+  bh_event_t evs[BATCH];
+  int n;
+  while (!err && (n = bh_trace_next_batch(t, evs, BATCH)) > 0)
+    for (int i = 0; i < n && !err; i++)
+      err = scan_event(sc, &live, &cur, &evs[i]);
+  if (!err && n < 0)
+    err = n;
+  if (err)
     set_err(r, "%s", bh_trace_error(t));
   bh__pfnmap_destroy(&live);
   bh_trace_close(t);
-  return err < 0 ? err : 0;
+  return err;
 }
 
 /* x86 layout: DMA the first 16 MiB, DMA32 up to 4 GiB, Normal above. */
@@ -223,11 +249,19 @@ static void check(struct replay *r) {
 
 /* Moves virtual time to t: worker steps, vmstat ticks and samples due before it, in order. */
 static inline bool nothing_due(const struct replay *r, uint64_t t) {
-  return t < r->next_tick && (!r->cfg->sample_ns || t < r->next_sample) &&
-         (!r->hint || t < bh__hint_next_due(r->hint));
+  return t < r->clock_due && t < bh__hint_next_due(r->hint); /* setup attached r->hint */
 }
 
-static void advance_slow(struct replay *r, uint64_t t) {
+/* clock_due after next_tick or next_sample moved: one comparison per event instead of three. */
+static void set_clock_due(struct replay *r) {
+  r->clock_due = r->next_tick;
+  if (r->cfg->sample_ns && r->next_sample < r->clock_due)
+    r->clock_due = r->next_sample;
+  if (r->cfg->speed > 0)
+    r->clock_due = 0;
+}
+
+COLD static void advance_slow(struct replay *r, uint64_t t) {
   while (r->next_tick <= t) {
     uint64_t tick = r->next_tick;
     while (r->cfg->sample_ns && r->next_sample < tick) {
@@ -254,6 +288,7 @@ static void advance_slow(struct replay *r, uint64_t t) {
       r->cfg->check_after_steps)
     check(r);
   r->vnow = t;
+  set_clock_due(r);
 }
 
 static inline void advance_to(struct replay *r, uint64_t t) {
@@ -263,7 +298,7 @@ static inline void advance_to(struct replay *r, uint64_t t) {
     advance_slow(r, t);
 }
 
-static void wait_wall(struct replay *r, uint64_t t) {
+COLD static void wait_wall(struct replay *r, uint64_t t) {
   double target = (double)t / 1e9 / r->cfg->speed, now = secs_since(&r->wall0);
   if (target > now) {
     double d = target - now;
@@ -275,15 +310,28 @@ static void wait_wall(struct replay *r, uint64_t t) {
 
 /* ---- events ---- */
 
-static void touch(struct replay *r, uint64_t pfn, unsigned order) {
+/* Sets bits [pfn, pfn + n) of the touched map a word at a time. */
+COLD static void touch_range(uint64_t *map, uint64_t pfn, uint64_t n) {
+  for (uint64_t i = pfn, end = pfn + n; i < end;) {
+    unsigned b = (unsigned)(i & 63);
+    uint64_t w = end - i < 64 - b ? end - i : 64 - b;
+    map[i >> 6] |= (w == 64 ? ~0ull : (1ull << w) - 1) << b;
+    i += w;
+  }
+}
+
+static inline void touch(struct replay *r, uint64_t pfn, unsigned order) {
   bh_arena_t *a = r->arena;
   uint64_t n = 1ull << order;
-  if (a->cfg.backing == BH_BACKING_SIM) {
-    if (r->cfg->touch != BH_TOUCH_NONE)
-      for (uint64_t i = pfn; i < pfn + n; i++)
-        r->touched[i >> 6] |= 1ull << (i & 63);
+  if (bh__likely(r->touch_sim)) {
+    if (bh__likely(order == 0))
+      r->touched[pfn >> 6] |= 1ull << (pfn & 63);
+    else
+      touch_range(r->touched, pfn, n);
     return;
   }
+  if (a->cfg.backing == BH_BACKING_SIM)
+    return; /* --touch none */
   uint8_t *p = a->base + (pfn << BH_PAGE_SHIFT);
   if (r->cfg->touch == BH_TOUCH_FULL)
     memset(p, 0x5a, n << BH_PAGE_SHIFT);
@@ -300,31 +348,37 @@ static void free_entry(struct replay *r, bh__pfn_entry_t *e, int cpu) {
   bh__pfnmap_delete(&r->map, e);
 }
 
-static int do_alloc(struct replay *r, const bh_event_t *ev) {
+/* An allocation at a recorded pfn that is still allocated: its free was lost. */
+COLD static void free_lost(struct replay *r, bh__pfn_entry_t *e, int cpu) {
+  if (e->kind == BH__PFN_LIVE) {
+    r->s->lost_frees++;
+    bh_free_pfn(r->arena, e->val, e->order, cpu);
+    r->live_pages -= 1ull << e->order;
+  }
+}
+
+static inline int do_alloc(struct replay *r, const bh_event_t *ev) {
   bh_replay_summary_t *s = r->s;
-  if (ev->failed) {
+  if (bh__unlikely(ev->failed)) {
     s->trace_failed_allocs++;
     return 0;
   }
   uint64_t used = r->map.used;
   bh__pfn_entry_t *e = bh__pfnmap_insert(&r->map, ev->pfn);
-  if (!e)
+  if (bh__unlikely(!e))
     return BH_ENOMEM;
-  if (bh__unlikely(r->map.used == used)) { /* already there: its free was lost */
-    if (e->kind == BH__PFN_LIVE) {
-      s->lost_frees++;
-      bh_free_pfn(r->arena, e->val, e->order, ev->cpu);
-      r->live_pages -= 1ull << e->order;
-    }
-  }
+  if (bh__unlikely(r->map.used == used))
+    free_lost(r, e, ev->cpu);
   e->order = ev->order;
   e->kind = BH__PFN_DEAD;
-  if (ev->order > r->arena->max_order) {
+  if (bh__unlikely(ev->order > r->max_order_seen))
+    r->max_order_seen = ev->order;
+  if (bh__unlikely(ev->order > r->max_order)) {
     s->orders_too_large++;
     return 0;
   }
   uint64_t pfn;
-  if (bh_alloc_pfn(r->arena, ev->gfp, ev->order, ev->cpu, &pfn) != BH_OK) {
+  if (bh__unlikely(bh_alloc_pfn(r->arena, ev->gfp, ev->order, ev->cpu, &pfn) != BH_OK)) {
     s->alloc_failures++;
     return 0;
   }
@@ -332,7 +386,7 @@ static int do_alloc(struct replay *r, const bh_event_t *ev) {
   e->kind = BH__PFN_LIVE;
   s->allocs++;
   r->live_pages += 1ull << ev->order;
-  if (r->live_pages > s->live_peak_bytes >> BH_PAGE_SHIFT)
+  if (bh__unlikely(r->live_pages > s->live_peak_bytes >> BH_PAGE_SHIFT))
     s->live_peak_bytes = r->live_pages << BH_PAGE_SHIFT;
   touch(r, pfn, ev->order);
   return 0;
@@ -344,8 +398,10 @@ static int do_alloc(struct replay *r, const bh_event_t *ev) {
  * pfn.  Blocks the arena never held (too large, failed) and larger than 2^16 pages are dropped
  * whole instead of being split.
  */
-static bh__pfn_entry_t *split_containing(struct replay *r, uint64_t pfn, unsigned order) {
-  for (unsigned k = order + 1; k <= BH_TRACE_MAX_ORDER; k++) {
+COLD static bh__pfn_entry_t *split_containing(struct replay *r, uint64_t pfn, unsigned order) {
+  /* Above the largest order allocated, base is one already looked at or holds no block that
+   * reaches pfn: stopping there saves ~60 lookups per unknown free. */
+  for (unsigned k = order + 1; k <= r->max_order_seen; k++) {
     uint64_t base = pfn & ~((1ull << k) - 1);
     bh__pfn_entry_t *e = bh__pfnmap_find(&r->map, base);
     if (!e || e->order <= order || pfn - base >= (1ull << e->order))
@@ -374,25 +430,53 @@ static bh__pfn_entry_t *split_containing(struct replay *r, uint64_t pfn, unsigne
   return NULL;
 }
 
-static bool take_recent(struct replay *r, uint64_t pfn) {
-  for (unsigned i = 0; i < 64; i++)
-    if (r->recent[i] == pfn + 1) {
-      r->recent[i] = 0;
-      return true;
-    }
-  return false;
+static inline unsigned recent_bucket(uint64_t key) {
+  return (unsigned)((key * 0x9e3779b97f4a7c15ull) >> 56);
 }
 
-static void do_free(struct replay *r, const bh_event_t *ev) {
-  bh_replay_summary_t *s = r->s;
-  if (ev->op == BH_EV_FREE_BATCHED && take_recent(r, ev->pfn)) {
-    s->batched_dups++;
+static inline void put_recent(struct replay *r, uint64_t pfn) {
+  unsigned i = r->recent_pos++ & 63;
+  if (bh__likely(!r->recent_counted)) {
+    r->recent[i] = pfn + 1;
     return;
   }
-  if (ev->op == BH_EV_FREE) {
-    r->recent[r->recent_pos++ & 63] = ev->pfn + 1;
+  unsigned b = recent_bucket(pfn + 1);
+  r->recent_count[recent_bucket(r->recent[i])]--;
+  r->recent[i] = pfn + 1;
+  r->recent_count[b]++;
+  r->recent_last[b] = (uint8_t)i;
+}
+
+/* Removes pfn from recent[]: the entry of lowest index if it is there more than once. */
+__attribute__((noinline)) static bool take_recent(struct replay *r, uint64_t pfn) {
+  uint64_t key = pfn + 1;
+  if (!r->recent_counted) { /* the first mm_page_free_batched: start counting */
+    for (unsigned i = 0; i < 64; i++) {
+      r->recent_count[recent_bucket(r->recent[i])]++;
+      r->recent_last[recent_bucket(r->recent[i])] = (uint8_t)i;
+    }
+    r->recent_counted = true;
   }
-  bh__pfn_entry_t *e = bh__pfnmap_find(&r->map, ev->pfn);
+  unsigned b = recent_bucket(key), i = r->recent_last[b];
+  if (!r->recent_count[b])
+    return false;
+  if (r->recent_count[b] > 1 || r->recent[i] != key) /* no single entry known: look */
+    for (i = 0; i < 64 && r->recent[i] != key; i++)
+      ;
+  if (i == 64)
+    return false;
+  r->recent[i] = 0;
+  r->recent_count[b]--;
+  r->recent_count[recent_bucket(0)]++;
+  return true;
+}
+
+/*
+ * A free that is not of exactly one recorded block (e, NULL if there is no block at the pfn):
+ * a piece of a larger block, a range of several blocks, or an unknown free.
+ */
+COLD static void free_other(struct replay *r, const bh_event_t *ev, bh__pfn_entry_t *e) {
+  bh_replay_summary_t *s = r->s;
   if (!e || e->order > ev->order)
     e = split_containing(r, ev->pfn, ev->order);
   if (!e) {
@@ -413,6 +497,22 @@ static void do_free(struct replay *r, const bh_event_t *ev) {
     free_entry(r, x, ev->cpu);
     q = next;
   }
+}
+
+static inline void do_free(struct replay *r, const bh_event_t *ev) {
+  if (ev->op == BH_EV_FREE) {
+    put_recent(r, ev->pfn);
+  } else if (take_recent(r, ev->pfn)) {
+    r->s->batched_dups++;
+    return;
+  }
+  bh__pfn_entry_t *e = bh__pfnmap_find(&r->map, ev->pfn);
+  if (bh__unlikely(!e || e->order != ev->order)) {
+    free_other(r, ev, e);
+    return;
+  }
+  r->s->frees++;
+  free_entry(r, e, ev->cpu);
 }
 
 /* ---- the run ---- */
@@ -449,7 +549,9 @@ static int setup(struct replay *r, const struct scan *sc) {
     r->touched = calloc((size_t)(r->arena->nr_pages + 63) / 64, sizeof(uint64_t));
     if (!r->touched)
       return BH_ENOMEM;
+    r->touch_sim = cfg->touch != BH_TOUCH_NONE;
   }
+  r->max_order = r->arena->max_order;
   r->s->memory_bytes = r->arena->nr_pages << BH_PAGE_SHIFT;
   r->s->nr_cpus = ac.nr_cpus;
   return bh__pfnmap_init(&r->map, 1 << 16) ? BH_ENOMEM : BH_OK;
@@ -462,33 +564,65 @@ static void progress(struct replay *r, uint64_t done, uint64_t total) {
           rate / 1e6, rate > 0 ? (double)(total - done) / rate : 0);
 }
 
-/* One event: the clock first (worker steps, ticks, samples due before it), then the event. */
-static int play_event(struct replay *r, const struct scan *sc, const bh_event_t *ev, bool prog) {
-  bh_replay_summary_t *s = r->s;
-  if (bh__unlikely(r->t0 == UINT64_MAX))
-    r->t0 = ev->time_ns; /* one pass: time starts at the first event */
-  uint64_t vt = ev->time_ns > r->t0 ? ev->time_ns - r->t0 : 0;
-  if (vt < r->vnow)
-    vt = r->vnow; /* timestamps of different CPUs may interleave slightly out of order */
-  if (r->cfg->speed > 0)
-    wait_wall(r, vt);
-  advance_to(r, vt);
-  s->events++;
-  if (ev->op == BH_EV_ALLOC) {
-    int err = do_alloc(r, ev);
-    if (err)
-      return err;
-  } else {
-    do_free(r, ev);
+/* The clock of an event at virtual time t (not before vnow): advance_to, after waiting for
+ * the wall clock when pacing. */
+static inline void event_clock(struct replay *r, uint64_t t) {
+  if (bh__likely(nothing_due(r, t))) {
+    r->vnow = t;
+    return;
   }
-  if (r->cfg->check_every && s->events % r->cfg->check_every == 0)
+  if (r->cfg->speed > 0)
+    wait_wall(r, t);
+  advance_slow(r, t);
+}
+
+/* The event count at which poll() is next due: a multiple of 65536 or of check_every. */
+static void set_next_poll(struct replay *r) {
+  uint64_t events = r->events, every = r->cfg->check_every;
+  r->next_poll = (events | 0xffff) + 1;
+  if (every && every - events % every < r->next_poll - events)
+    r->next_poll = events + (every - events % every);
+}
+
+/* What is due every so many events: the invariant check of --check-every, the resident
+ * memory peak and the progress line every 65536 events. */
+COLD static void poll(struct replay *r) {
+  uint64_t events = r->events, every = r->cfg->check_every;
+  if (every && events % every == 0)
     check(r);
-  if ((s->events & 0xffff) == 0) {
+  if ((events & 0xffff) == 0) {
     uint64_t res = resident_bytes(r);
-    if (res > s->rss_peak_bytes)
-      s->rss_peak_bytes = res;
-    if (prog)
-      progress(r, s->events, sc->events);
+    if (res > r->s->rss_peak_bytes)
+      r->s->rss_peak_bytes = res;
+    if (r->progress)
+      progress(r, events, r->total_events);
+  }
+  set_next_poll(r);
+}
+
+/*
+ * A batch of events, one by one: the clock first (worker steps, ticks, samples due before the
+ * event), then the event.  Everything that is not needed for every event is behind one
+ * comparison (clock_due, next_poll): this loop is most of a replay's time outside the
+ * allocator.
+ */
+__attribute__((noinline)) static int play_batch(struct replay *r, const bh_event_t *ev,
+                                                const bh_event_t *end) {
+  for (; ev < end; ev++) {
+    /* timestamps of different CPUs may interleave slightly out of order: never back before
+     * vnow (t0 + vnow is at most the latest timestamp seen, no overflow) */
+    uint64_t vt = ev->time_ns > r->t0 + r->vnow ? ev->time_ns - r->t0 : r->vnow;
+    event_clock(r, vt);
+    r->events++;
+    if (ev->op == BH_EV_ALLOC) {
+      int err = do_alloc(r, ev);
+      if (bh__unlikely(err))
+        return err;
+    } else {
+      do_free(r, ev);
+    }
+    if (bh__unlikely(r->events == r->next_poll))
+      poll(r);
   }
   return 0;
 }
@@ -506,17 +640,24 @@ static int play(struct replay *r, const struct scan *sc) {
   r->t0 = sc->first;
   r->next_sample = 0;
   r->next_tick = BH_NS_PER_SEC;
-  bool prog = r->cfg->progress && isatty(STDERR_FILENO);
+  set_clock_due(r);
+  r->events = 0;
+  set_next_poll(r);
+  r->progress = r->cfg->progress && isatty(STDERR_FILENO);
+  r->total_events = sc->events;
   enum { BATCH = 256 };
   bh_event_t evs[BATCH];
   int n;
   err = 0;
-  while (!err && (n = bh_trace_next_batch(t, evs, BATCH)) > 0)
-    for (int i = 0; i < n && !err; i++)
-      err = play_event(r, sc, &evs[i], prog);
+  while (!err && (n = bh_trace_next_batch(t, evs, BATCH)) > 0) {
+    if (bh__unlikely(r->t0 == UINT64_MAX))
+      r->t0 = evs[0].time_ns; /* one pass: time starts at the first event */
+    err = play_batch(r, evs, evs + n);
+  }
+  s->events = r->events;
   if (!err && n < 0)
     err = n;
-  if (prog)
+  if (r->progress)
     fprintf(stderr, "\n");
   if (err < 0) {
     set_err(r, "%s", err == BH_ENOMEM ? "out of memory" : bh_trace_error(t));

@@ -80,6 +80,9 @@ typedef struct bh__tparse {
   size_t gfp_len;
   uint32_t gfp_bits;
   int gfp_unknown_last;
+  /* one-entry cache of bh_gfp_zone (a call into the allocator) for the same reason */
+  uint64_t zone_key;      /* gfp + 1 (0: empty) */
+  uint8_t zone;
   char why[192];          /* what is wrong with a malformed line */
 } bh__tparse_t;
 
@@ -97,9 +100,18 @@ int bh__parse_native_line(bh__tparse_t *p, const char *s, size_t n, bh_event_t *
 /* gfp_flags text through the parser's cache; returns bh_gfp_parse's result. */
 int bh__gfp_parse_cached(bh__tparse_t *p, const char *s, size_t n, uint32_t *gfp);
 
-/* Fills ev->zone from ev->gfp for an alloc (bh_gfp_zone), 0 otherwise. */
-static inline void bh__trace_set_zone(bh_event_t *ev) {
-  ev->zone = ev->op == BH_EV_ALLOC ? (uint8_t)bh_gfp_zone(ev->gfp) : 0;
+/* Fills ev->zone from ev->gfp for an alloc (bh_gfp_zone, through the parser's cache), 0
+ * otherwise. */
+static inline void bh__trace_set_zone(bh__tparse_t *p, bh_event_t *ev) {
+  if (ev->op != BH_EV_ALLOC) {
+    ev->zone = 0;
+    return;
+  }
+  if (bh__trace_unlikely(p->zone_key != (uint64_t)ev->gfp + 1)) {
+    p->zone = (uint8_t)bh_gfp_zone(ev->gfp);
+    p->zone_key = (uint64_t)ev->gfp + 1;
+  }
+  ev->zone = p->zone;
 }
 
 /* Calling thread's message for failures that have no handle to keep them (open, writer). */
