@@ -124,7 +124,8 @@ static int run_all(bh_cli_replay_t *c, const char *trace, char *list) {
       rc = e == BH_ENOMEM || e == BH_ESYS ? BH_EXIT_FAIL : BH_EXIT_USAGE;
       break;
     }
-    snprintf(runs[n].strategy, sizeof(runs[n].strategy), "%s", sp->label);
+    if (!bh_cli_is_baseline(sp->name)) /* jemalloc names its run with every setting */
+      snprintf(runs[n].strategy, sizeof(runs[n].strategy), "%s", sp->label);
     if (runs[n].check_violations)
       rc = BH_EXIT_FAIL;
     n++;
