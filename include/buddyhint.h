@@ -261,9 +261,9 @@ BH_API unsigned bh_fragmentation_score(bh_arena_t *arena, int node);
  * /proc/sys/vm/compact_memory: compacts every zone of the arena completely.  Only blocks
  * allocated as movable (BH_GFP_MOVABLE) and below the pageblock order are moved, each through
  * `migrate`, from the low end of a zone to free pages taken from its high end (the kernel's
- * migrate and free scanners) until the scanners meet; the pcp lists are drained after each
- * zone, as kcompactd does after a complete run.  Blocks split with bh_split_pages are moved
- * page by page.  Returns 0 (res may be NULL) or BH_EINVAL.
+ * migrate and free scanners) until the scanners meet.  Free pages on pcp lists stay there,
+ * as in Linux (bh_drain_pcp first if they should merge).  Blocks split with bh_split_pages
+ * are moved page by page.  Returns 0 (res may be NULL) or BH_EINVAL.
  */
 BH_API int bh_compact_memory(bh_arena_t *arena, bh_migrate_fn migrate, void *ctx,
                              bh_compact_result_t *res);
@@ -273,7 +273,9 @@ BH_API int bh_compact_memory(bh_arena_t *arena, bh_migrate_fn migrate, void *ctx
  * kernel checks every 500 ms): for each node whose fragmentation score is above
  * min(max(100 - proactiveness, 5) + 10, 100), compacts its zones until each zone's score is
  * at most max(100 - proactiveness, 5).  proactiveness 0 does nothing.  Returns the number of
- * nodes compacted (0: none needed it), or BH_EINVAL.
+ * nodes compacted (0: none needed it), or BH_EINVAL.  Linux waits 32 s instead of 500 ms
+ * before the next check when a run did not lower the score (res->score_after >=
+ * res->score_before); the caller's timer does that.
  */
 BH_API int bh_compact_proactive(bh_arena_t *arena, unsigned proactiveness, bh_migrate_fn migrate,
                                 void *ctx, bh_compact_result_t *res);

@@ -23,22 +23,29 @@ enum bh_touch {
 };
 
 typedef struct bh_replay_config {
-  const char *trace;        /* path; "-" = stdin, which needs memory_bytes and arena.nr_cpus */
-  bh_config_t arena;        /* arena settings; its zone sizes are ignored, see memory_bytes */
+  const char *trace; /* path; "-" = stdin, which needs memory_bytes and arena.nr_cpus */
+  bh_config_t arena; /* arena settings; its zone sizes are ignored, see memory_bytes */
   /* 0 = peak live memory of the trace + 25 % + 64 MiB, 4 MiB aligned.  With memory_bytes and
    * arena.nr_cpus both given the trace is read once, else a first pass finds them. */
   uint64_t memory_bytes;
-  bh_hint_config_t hint;    /* strategy, options, report mode */
-  uint64_t idle_ns;         /* virtual idle time after the last event (default 60 s) */
-  enum bh_touch touch;      /* default BH_TOUCH_PAGE */
-  double speed;             /* 0 = virtual clock (default); > 0 = wall clock at this speed */
-  bool lenient;             /* skip malformed lines (counted) instead of failing */
-  uint64_t check_every;     /* run bh_arena_check every N events (0 = never) and at the end */
-  bool check_after_steps;   /* also after every worker step */
-  uint64_t sample_ns;       /* timeline sample interval in virtual time (default 1 s) */
-  FILE *timeline;           /* CSV timeline output, or NULL */
-  FILE *check_report;       /* where check violations are described, or NULL */
-  bool progress;            /* progress line on stderr */
+  bh_hint_config_t hint;  /* strategy, options, report mode */
+  uint64_t idle_ns;       /* virtual idle time after the last event (default 60 s) */
+  enum bh_touch touch;    /* default BH_TOUCH_PAGE */
+  double speed;           /* 0 = virtual clock (default); > 0 = wall clock at this speed */
+  bool lenient;           /* skip malformed lines (counted) instead of failing */
+  uint64_t check_every;   /* run bh_arena_check every N events (0 = never) and at the end */
+  bool check_after_steps; /* also after every worker step */
+  uint64_t sample_ns;     /* timeline sample interval in virtual time (default 1 s) */
+  FILE *timeline;         /* CSV timeline output, or NULL */
+  FILE *check_report;     /* where check violations are described, or NULL */
+  bool progress;          /* progress line on stderr */
+  /*
+   * vm.compaction_proactiveness, 0..100 (default 20, Linux's): every 500 ms of virtual time
+   * kcompactd's proactive check runs (bh_compact_proactive) and moves the trace's movable
+   * blocks when a node's fragmentation score is above its high mark; 0 turns it off.  The
+   * replay's map follows the blocks it moves.
+   */
+  unsigned compaction_proactiveness;
 } bh_replay_config_t;
 
 /* Fills the defaults documented above (the arena defaults of bh_config_init). */
@@ -50,7 +57,7 @@ typedef struct bh_replay_summary {
   char trace[512], strategy[64], backing[16], report_mode[16], trace_format[32];
   uint64_t events, allocs, frees, alloc_failures, unknown_frees, skipped_lines;
   uint64_t malformed_lines, trace_failed_allocs, split_frees, orders_too_large;
-  uint64_t lost_frees; /* a recorded pfn allocated again while still live: freed for it */
+  uint64_t lost_frees;   /* a recorded pfn allocated again while still live: freed for it */
   uint64_t batched_dups; /* mm_page_free_batched events repeating an mm_page_free */
   uint64_t memory_bytes, nr_cpus;
   double virtual_seconds, wall_seconds, cpu_seconds;

@@ -257,8 +257,6 @@ static int compact_zones(bh_arena_t *a, int node, bool proactive, unsigned score
   }
   for (unsigned o = 0; o <= BH_ORDER_LIMIT; o++)
     free(cc.free[o].pfn);
-  /* buddy pages stranded on pcp lists could coalesce now (kcompactd's drain_all_pages) */
-  bh_drain_pcp(a);
   return cc.err;
 }
 

@@ -25,6 +25,9 @@ const char bh_cli_replay_help[] =
     "  --seed N              seed for the shuffle (default 1)\n"
     "  --min-free-kbytes N   as vm.min_free_kbytes (default: Linux's formula)\n"
     "  --max-order N         MAX_PAGE_ORDER (default 10)\n"
+    "  --compaction-proactiveness N\n"
+    "                        as vm.compaction_proactiveness, 0..100 (default 20, Linux's;\n"
+    "                        0: no compaction)\n"
     "  --check-every N       run the invariant checker every N events\n"
     "  --quiet               no progress line\n";
 
@@ -175,6 +178,11 @@ int bh_cli_replay_opt(int argc, char **argv, int *i, bh_cli_replay_t *c) {
     if (r < 0 || num(verb, "min-free-kbytes", v, 64ull << 20, &cfg->arena.min_free_kbytes))
       return -1;
     return 1;
+  } else if (OPT("compaction-proactiveness")) {
+    if (r < 0 || num(verb, "compaction-proactiveness", v, 100, &x))
+      return -1;
+    cfg->compaction_proactiveness = (unsigned)x;
+    return 1;
   } else if (OPT("max-order")) {
     if (r < 0 || num(verb, "max-order", v, BH_ORDER_LIMIT, &x) || x < 1)
       return -1;
@@ -218,8 +226,9 @@ void bh_cli_print_summary(FILE *f, const bh_replay_summary_t *s) {
   fprintf(f, "events       %lu: %lu allocs, %lu frees, %lu alloc failures, %lu unknown frees\n",
           (unsigned long)s->events, (unsigned long)s->allocs, (unsigned long)s->frees,
           (unsigned long)s->alloc_failures, (unsigned long)s->unknown_frees);
-  fprintf(f, "             %lu other lines, %lu malformed, %lu failed in the trace, %lu split, "
-             "%lu too large, %lu lost frees, %lu batched repeats\n",
+  fprintf(f,
+          "             %lu other lines, %lu malformed, %lu failed in the trace, %lu split, "
+          "%lu too large, %lu lost frees, %lu batched repeats\n",
           (unsigned long)s->skipped_lines, (unsigned long)s->malformed_lines,
           (unsigned long)s->trace_failed_allocs, (unsigned long)s->split_frees,
           (unsigned long)s->orders_too_large, (unsigned long)s->lost_frees,
@@ -232,6 +241,11 @@ void bh_cli_print_summary(FILE *f, const bh_replay_summary_t *s) {
           mib(s->rss_final_bytes));
   fprintf(f, "reported     %.1f MiB in %lu calls, %lu pages refaulted\n", mib(s->reported_bytes),
           (unsigned long)s->madvise_calls, (unsigned long)s->refaults);
+  if (s->arena_stats[BH_STAT_compact_runs])
+    fprintf(f, "compaction   %lu zone runs, %.1f MiB moved, %lu pages kept in place\n",
+            (unsigned long)s->arena_stats[BH_STAT_compact_runs],
+            mib(s->arena_stats[BH_STAT_pgmigrate_success] << BH_PAGE_SHIFT),
+            (unsigned long)s->arena_stats[BH_STAT_pgmigrate_fail]);
   fprintf(f, "check        %ld violations\n", s->check_violations);
 }
 

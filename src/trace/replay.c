@@ -40,6 +40,7 @@ void bh_replay_config_init(bh_replay_config_t *cfg) {
   cfg->touch = BH_TOUCH_PAGE;
   cfg->sample_ns = BH_NS_PER_SEC;
   cfg->arena.nr_cpus = 0; /* from the trace */
+  cfg->compaction_proactiveness = 20;
 }
 
 /* ---- state ---- */
@@ -53,6 +54,11 @@ struct replay {
   bh_hint_t *hint;
   bh__pfnmap_t map;
   uint64_t t0, vnow, next_sample, next_tick;
+  uint64_t next_compact; /* kcompactd's next proactive check (UINT64_MAX: compaction off) */
+  /* compaction: arena pfn -> 1 + the map slot of the block there, built when a run first
+   * moves a block (rev_valid), since the map does not change while compaction runs */
+  uint32_t *rev;
+  bool rev_valid;
   /* the earlier of next_tick and next_sample (when sampling); 0 against the wall clock, where
    * every event waits for its time */
   uint64_t clock_due;
@@ -254,16 +260,58 @@ static inline bool nothing_due(const struct replay *r, uint64_t t) {
 
 /* clock_due after next_tick or next_sample moved: one comparison per event instead of three. */
 static void set_clock_due(struct replay *r) {
-  r->clock_due = r->next_tick;
+  r->clock_due = r->next_tick < r->next_compact ? r->next_tick : r->next_compact;
   if (r->cfg->sample_ns && r->next_sample < r->clock_due)
     r->clock_due = r->next_sample;
   if (r->cfg->speed > 0)
     r->clock_due = 0;
 }
 
+/* Compaction moved the block at old_pfn to new_pfn: the map entry follows it. */
+static int migrate_block(void *ctx, uint64_t old_pfn, uint64_t new_pfn, unsigned order) {
+  struct replay *r = ctx;
+  if (!r->rev_valid) {
+    if (!r->rev && !(r->rev = malloc(r->arena->nr_pages * sizeof(*r->rev))))
+      return 1; /* without the index the block stays where it is */
+    memset(r->rev, 0, r->arena->nr_pages * sizeof(*r->rev));
+    for (uint64_t i = 0; i <= r->map.mask; i++) {
+      const bh__pfn_entry_t *e = &r->map.slots[i];
+      if (e->key && e->kind == BH__PFN_LIVE)
+        r->rev[e->val] = (uint32_t)(i + 1);
+    }
+    r->rev_valid = true;
+  }
+  uint32_t slot = r->rev[old_pfn];
+  bh__pfn_entry_t *e = slot ? &r->map.slots[slot - 1] : NULL;
+  if (!e || e->kind != BH__PFN_LIVE || e->val != old_pfn)
+    return 1;
+  e->val = new_pfn;
+  r->rev[new_pfn] = slot;
+  r->rev[old_pfn] = 0;
+  if (r->touch_sim) /* the copy writes the new pages */
+    for (uint64_t i = new_pfn; i < new_pfn + (1ull << order); i++)
+      r->touched[i >> 6] |= 1ull << (i & 63);
+  return 0;
+}
+
+/*
+ * kcompactd's proactive compaction check: every 500 ms, or 32 s (500 ms << COMPACT_MAX_DEFER_
+ * SHIFT) after a run that did not lower the fragmentation score.  Returns the time to the
+ * next check.
+ */
+static uint64_t kcompactd(struct replay *r) {
+  bh_compact_result_t res;
+  r->rev_valid = false;
+  int n = bh_compact_proactive(r->arena, r->cfg->compaction_proactiveness, migrate_block, r, &res);
+  return n > 0 && res.score_after >= res.score_before ? 64 * (BH_NS_PER_SEC / 2)
+                                                      : BH_NS_PER_SEC / 2;
+}
+
 COLD static void advance_slow(struct replay *r, uint64_t t) {
-  while (r->next_tick <= t) {
-    uint64_t tick = r->next_tick;
+  for (;;) {
+    uint64_t tick = r->next_tick < r->next_compact ? r->next_tick : r->next_compact;
+    if (tick > t)
+      break;
     while (r->cfg->sample_ns && r->next_sample < tick) {
       if (r->hint && r->cfg->speed <= 0 && bh_hint_advance(r->hint, r->next_sample) > 0 &&
           r->cfg->check_after_steps)
@@ -274,8 +322,12 @@ COLD static void advance_slow(struct replay *r, uint64_t t) {
     if (r->hint && r->cfg->speed <= 0 && bh_hint_advance(r->hint, tick) > 0 &&
         r->cfg->check_after_steps)
       check(r);
-    bh_vmstat_tick(r->arena); /* the vmstat worker, once a second */
-    r->next_tick += BH_NS_PER_SEC;
+    if (tick == r->next_tick) {
+      bh_vmstat_tick(r->arena); /* the vmstat worker, once a second */
+      r->next_tick += BH_NS_PER_SEC;
+    }
+    if (tick == r->next_compact)
+      r->next_compact += kcompactd(r);
   }
   while (r->cfg->sample_ns && r->next_sample <= t) {
     if (r->hint && r->cfg->speed <= 0 && bh_hint_advance(r->hint, r->next_sample) > 0 &&
@@ -284,8 +336,7 @@ COLD static void advance_slow(struct replay *r, uint64_t t) {
     sample(r, r->next_sample);
     r->next_sample += r->cfg->sample_ns;
   }
-  if (r->hint && r->cfg->speed <= 0 && bh_hint_advance(r->hint, t) > 0 &&
-      r->cfg->check_after_steps)
+  if (r->hint && r->cfg->speed <= 0 && bh_hint_advance(r->hint, t) > 0 && r->cfg->check_after_steps)
     check(r);
   r->vnow = t;
   set_clock_due(r);
@@ -560,8 +611,9 @@ static int setup(struct replay *r, const struct scan *sc) {
 static void progress(struct replay *r, uint64_t done, uint64_t total) {
   double el = secs_since(&r->wall0), rate = el > 0 ? (double)done / el : 0;
   fprintf(stderr, "\rreplay: %lu/%lu events (%.0f%%), %.2f M events/s, ETA %.0f s   ",
-          (unsigned long)done, (unsigned long)total, total ? 100.0 * (double)done / (double)total : 0,
-          rate / 1e6, rate > 0 ? (double)(total - done) / rate : 0);
+          (unsigned long)done, (unsigned long)total,
+          total ? 100.0 * (double)done / (double)total : 0, rate / 1e6,
+          rate > 0 ? (double)(total - done) / rate : 0);
 }
 
 /* The clock of an event at virtual time t (not before vnow): advance_to, after waiting for
@@ -640,6 +692,7 @@ static int play(struct replay *r, const struct scan *sc) {
   r->t0 = sc->first;
   r->next_sample = 0;
   r->next_tick = BH_NS_PER_SEC;
+  r->next_compact = r->cfg->compaction_proactiveness ? BH_NS_PER_SEC / 2 : UINT64_MAX;
   set_clock_due(r);
   r->events = 0;
   set_next_poll(r);
@@ -738,11 +791,16 @@ int bh_replay_run(const bh_replay_config_t *cfg, bh_replay_summary_t *out, char 
   static const char *const backings[] = {"mmap", "memfd", "sim"};
   snprintf(out->backing, sizeof(out->backing), "%s",
            cfg->arena.backing <= BH_BACKING_SIM ? backings[cfg->arena.backing] : "?");
+  if (cfg->compaction_proactiveness > 100) {
+    set_err(&r, "compaction proactiveness %u is not in 0..100", cfg->compaction_proactiveness);
+    return BH_EINVAL;
+  }
   /* The first pass only sizes the arena and counts CPUs: with both given, one pass does. */
   bool one_pass = cfg->memory_bytes && cfg->arena.nr_cpus;
   if (!one_pass && !strcmp(cfg->trace, "-")) {
-    set_err(&r, "%s", "reading a trace from standard input needs --memory and --cpus "
-                      "(otherwise the trace is read twice)");
+    set_err(&r, "%s",
+            "reading a trace from standard input needs --memory and --cpus "
+            "(otherwise the trace is read twice)");
     return BH_EINVAL;
   }
   clock_gettime(CLOCK_MONOTONIC, &r.wall0);
@@ -761,6 +819,7 @@ int bh_replay_run(const bh_replay_config_t *cfg, bh_replay_summary_t *out, char 
   bh_arena_destroy(r.arena);
   bh__pfnmap_destroy(&r.map);
   free(r.touched);
+  free(r.rev);
   return rc;
 }
 
@@ -773,8 +832,8 @@ struct jw {
 
 static void key(struct jw *w, const char *k) {
   int n = w->n++;
-  fprintf(w->f, "%s%s%*s\"%s\": ", n ? "," : "", w->indent ? "\n" : (n ? " " : ""), w->indent,
-          "", k);
+  fprintf(w->f, "%s%s%*s\"%s\": ", n ? "," : "", w->indent ? "\n" : (n ? " " : ""), w->indent, "",
+          k);
 }
 static void jstr(struct jw *w, const char *k, const char *v) {
   key(w, k);
