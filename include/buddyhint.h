@@ -161,6 +161,9 @@ typedef struct bh_config {
   bool pcp_thp;            /* pcp lists for pageblock_order too (NR_PCP_THP), default true */
   bool numa_bind;          /* mbind each node's range to a host node (libnuma), default false */
   bool debug_checks;       /* extra consistency checks on every call; default false */
+  /* compaction moves allocated blocks above order 0 whole (>0 order folio compaction, Linux
+   * 6.9+; default true); false: order-0 pages only, larger blocks stay (before 6.9) */
+  bool compact_large_blocks;
 } bh_config_t;
 
 /* Fills *cfg with the defaults documented above. */

@@ -47,6 +47,7 @@ void bh_config_init(bh_config_t *cfg) {
   cfg->pcp_thp = true;
   cfg->numa_bind = false;
   cfg->debug_checks = false;
+  cfg->compact_large_blocks = true;
 }
 
 static int fail(const char **msg, const char *why) {

@@ -224,7 +224,8 @@ static void compact_zone(struct compact_control *cc) {
       unsigned order = f & BH__PG_STATE ? bh__pg_order(p) : 0;
       z->ev[BH_STAT_compact_migrate_scanned] += 1ull << order;
       cc->res->migrate_scanned += 1ull << order;
-      if ((f & BH__PG_ALLOC) && p->mt == BH_MT_MOVABLE && order < a->pb_order)
+      if ((f & BH__PG_ALLOC) && p->mt == BH_MT_MOVABLE && order < a->pb_order &&
+          (order == 0 || a->cfg.compact_large_blocks))
         more = migrate_block(cc, pfn, order);
       pfn += 1ull << order;
     }

@@ -28,6 +28,7 @@ const char bh_cli_replay_help[] =
     "  --compaction-proactiveness N\n"
     "                        as vm.compaction_proactiveness, 0..100 (default 20, Linux's;\n"
     "                        0: no compaction)\n"
+    "  --compact-order0-only compaction moves order-0 pages only, as before Linux 6.9\n"
     "  --check-every N       run the invariant checker every N events\n"
     "  --quiet               no progress line\n";
 
@@ -90,6 +91,8 @@ int bh_cli_replay_opt(int argc, char **argv, int *i, bh_cli_replay_t *c) {
     cfg->lenient = true;
   } else if (!strcmp(a, "--no-pcp")) {
     cfg->arena.pcp = false;
+  } else if (!strcmp(a, "--compact-order0-only")) {
+    cfg->arena.compact_large_blocks = false;
   } else if (!strcmp(a, "--no-grouping")) {
     cfg->arena.mobility_grouping = false;
   } else if (!strcmp(a, "--shuffle")) {

@@ -196,6 +196,29 @@ static void test_orders(void **state) {
   free(o);
 }
 
+/* Before 6.9 (compact_large_blocks off) only order-0 pages move: the order-2 blocks stay. */
+static void test_order0_only(void **state) {
+  (void)state;
+  struct owner *o = calloc(1, sizeof(*o));
+  bh_config_t c = bt_cfg_one_zone(BH_ZONE_NORMAL, (uint64_t)NPAGES * 4096);
+  bt_cfg_no_wmarks(&c);
+  c.compact_large_blocks = false;
+  o->a = bt_create(&c);
+  fragment(o, 2, 4);
+  assert_int_equal(bh_split_pages(o->a, PB, 2), 0);
+  for (unsigned i = 1; i < 4; i++)
+    stamp(o, PB + i, PB + 1 + i);
+  bh_compact_result_t r;
+  assert_int_equal(bh_compact_memory(o->a, migrate_cb, o, &r), 0);
+  EXPECT_U64(o->orders_seen, 1u << 0);
+  EXPECT_U64(r.migrated, 4); /* pageblock 1's four pages */
+  EXPECT_U64(o->id[0], 1);   /* pageblock 0's order-2 block stayed */
+  expect_data_follows_ids(o);
+  bt_expect_clean(o->a);
+  bh_arena_destroy(o->a);
+  free(o);
+}
+
 /* Proactive compaction: nothing at proactiveness 0 or at or below the high mark; above it,
  * zones are compacted until their score is at most the low mark. */
 static void test_proactive(void **state) {
@@ -238,6 +261,7 @@ int main(void) {
       cmocka_unit_test(test_unmovable_stays),
       cmocka_unit_test(test_pinned_block_stays),
       cmocka_unit_test(test_orders),
+      cmocka_unit_test(test_order0_only),
       cmocka_unit_test(test_proactive),
       cmocka_unit_test(test_bad_args),
   };
