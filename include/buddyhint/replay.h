@@ -22,14 +22,19 @@ enum bh_touch {
   BH_TOUCH_FULL  /* fill every allocated page */
 };
 
+/* The longest gap between two events a replay plays out; longer ones are cut to this. */
+#define BH_REPLAY_MAX_GAP_NS (600ull * 1000000000ull)
+/* The longest idle time after the last event (idle_ns). */
+#define BH_REPLAY_MAX_IDLE_NS (86400ull * 1000000000ull)
+
 typedef struct bh_replay_config {
   const char *trace; /* path; "-" = stdin, which needs memory_bytes and arena.nr_cpus */
   bh_config_t arena; /* arena settings; its zone sizes are ignored, see memory_bytes */
   /* 0 = peak live memory of the trace + 25 % + 64 MiB, 4 MiB aligned.  With memory_bytes and
    * arena.nr_cpus both given the trace is read once, else a first pass finds them. */
   uint64_t memory_bytes;
-  bh_hint_config_t hint;  /* strategy, options, report mode */
-  uint64_t idle_ns;       /* virtual idle time after the last event (default 60 s) */
+  bh_hint_config_t hint; /* strategy, options, report mode */
+  uint64_t idle_ns; /* virtual idle after the last event (default 60 s; <= BH_REPLAY_MAX_IDLE_NS) */
   enum bh_touch touch;    /* default BH_TOUCH_PAGE */
   double speed;           /* 0 = virtual clock (default); > 0 = wall clock at this speed */
   bool lenient;           /* skip malformed lines (counted) instead of failing */
@@ -57,8 +62,9 @@ typedef struct bh_replay_summary {
   char trace[512], strategy[64], backing[16], report_mode[16], trace_format[32];
   uint64_t events, allocs, frees, alloc_failures, unknown_frees, skipped_lines;
   uint64_t malformed_lines, trace_failed_allocs, split_frees, orders_too_large;
-  uint64_t lost_frees;   /* a recorded pfn allocated again while still live: freed for it */
-  uint64_t batched_dups; /* mm_page_free_batched events repeating an mm_page_free */
+  uint64_t lost_frees;     /* a recorded pfn allocated again while still live: freed for it */
+  uint64_t batched_dups;   /* mm_page_free_batched events repeating an mm_page_free */
+  uint64_t gaps_shortened; /* gaps between events cut to BH_REPLAY_MAX_GAP_NS */
   uint64_t memory_bytes, nr_cpus;
   double virtual_seconds, wall_seconds, cpu_seconds;
   uint64_t rss_peak_bytes, rss_final_bytes, live_peak_bytes, live_final_bytes;

@@ -15,7 +15,7 @@ const char bh_cli_replay_help[] =
     "  --touch KIND          page (default), none or full: how allocated pages are written\n"
     "  --speed X             replay against the wall clock, X times faster than recorded\n"
     "  --realtime            the same as --speed 1\n"
-    "  --sample SECONDS      timeline sample interval in virtual time (default 1)\n"
+    "  --sample SECONDS      timeline sample interval in virtual time (default 1, >= 0.001)\n"
     "  --timeline FILE       write CSV samples over virtual time\n"
     "  --json FILE           write the summary as JSON ('-' for stdout)\n"
     "  --lenient             skip malformed trace lines (counted) instead of failing\n"
@@ -140,9 +140,14 @@ int bh_cli_replay_opt(int argc, char **argv, int *i, bh_cli_replay_t *c) {
         bh_cli_usage_error(verb, "--idle: bad duration '%s'", v);
       return -1;
     }
+    if (cfg->idle_ns > BH_REPLAY_MAX_IDLE_NS) {
+      bh_cli_usage_error(verb, "--idle: at most %llu seconds",
+                         BH_REPLAY_MAX_IDLE_NS / BH_NS_PER_SEC);
+      return -1;
+    }
     return 1;
   } else if (OPT("sample")) {
-    if (r < 0 || bh_cli_parse_seconds(v, &cfg->sample_ns) || !cfg->sample_ns) {
+    if (r < 0 || bh_cli_parse_seconds(v, &cfg->sample_ns) || cfg->sample_ns < 1000000) {
       if (r >= 0)
         bh_cli_usage_error(verb, "--sample: bad duration '%s'", v);
       return -1;
@@ -236,8 +241,12 @@ void bh_cli_print_summary(FILE *f, const bh_replay_summary_t *s) {
           (unsigned long)s->trace_failed_allocs, (unsigned long)s->split_frees,
           (unsigned long)s->orders_too_large, (unsigned long)s->lost_frees,
           (unsigned long)s->batched_dups);
-  fprintf(f, "time         %.3f s virtual, %.3f s wall, %.3f s cpu\n", s->virtual_seconds,
+  fprintf(f, "time         %.3f s virtual, %.3f s wall, %.3f s cpu", s->virtual_seconds,
           s->wall_seconds, s->cpu_seconds);
+  if (s->gaps_shortened)
+    fprintf(f, "; %lu gaps over %llu s cut to that", (unsigned long)s->gaps_shortened,
+            BH_REPLAY_MAX_GAP_NS / BH_NS_PER_SEC);
+  fprintf(f, "\n");
   fprintf(f, "live         %.1f MiB peak, %.1f MiB at the end\n", mib(s->live_peak_bytes),
           mib(s->live_final_bytes));
   fprintf(f, "resident     %.1f MiB peak, %.1f MiB at the end\n", mib(s->rss_peak_bytes),

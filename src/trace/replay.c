@@ -616,6 +616,18 @@ static void progress(struct replay *r, uint64_t done, uint64_t total) {
           rate > 0 ? (double)(total - done) / rate : 0);
 }
 
+/*
+ * A gap between two events longer than BH_REPLAY_MAX_GAP_NS is cut to that: the clock's
+ * origin moves so that the rest of the trace follows the gap's first ten minutes.  By then
+ * the workers, the pcp decay and kcompactd have long been idle, and a timestamp far in the
+ * future cannot keep the replay ticking for years of virtual time.
+ */
+COLD static uint64_t shorten_gap(struct replay *r, uint64_t vt) {
+  r->t0 += vt - r->vnow - BH_REPLAY_MAX_GAP_NS;
+  r->s->gaps_shortened++;
+  return r->vnow + BH_REPLAY_MAX_GAP_NS;
+}
+
 /* The clock of an event at virtual time t (not before vnow): advance_to, after waiting for
  * the wall clock when pacing. */
 static inline void event_clock(struct replay *r, uint64_t t) {
@@ -664,6 +676,8 @@ __attribute__((noinline)) static int play_batch(struct replay *r, const bh_event
     /* timestamps of different CPUs may interleave slightly out of order: never back before
      * vnow (t0 + vnow is at most the latest timestamp seen, no overflow) */
     uint64_t vt = ev->time_ns > r->t0 + r->vnow ? ev->time_ns - r->t0 : r->vnow;
+    if (bh__unlikely(vt - r->vnow > BH_REPLAY_MAX_GAP_NS))
+      vt = shorten_gap(r, vt);
     event_clock(r, vt);
     r->events++;
     if (ev->op == BH_EV_ALLOC) {
@@ -791,6 +805,10 @@ int bh_replay_run(const bh_replay_config_t *cfg, bh_replay_summary_t *out, char 
   static const char *const backings[] = {"mmap", "memfd", "sim"};
   snprintf(out->backing, sizeof(out->backing), "%s",
            cfg->arena.backing <= BH_BACKING_SIM ? backings[cfg->arena.backing] : "?");
+  if (cfg->idle_ns > BH_REPLAY_MAX_IDLE_NS) {
+    set_err(&r, "idle time above %llu s", BH_REPLAY_MAX_IDLE_NS / BH_NS_PER_SEC);
+    return BH_EINVAL;
+  }
   if (cfg->compaction_proactiveness > 100) {
     set_err(&r, "compaction proactiveness %u is not in 0..100", cfg->compaction_proactiveness);
     return BH_EINVAL;
@@ -870,6 +888,7 @@ int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *f, int indent) {
   ju64(&w, "orders_too_large", s->orders_too_large);
   ju64(&w, "lost_frees", s->lost_frees);
   ju64(&w, "batched_dups", s->batched_dups);
+  ju64(&w, "gaps_shortened", s->gaps_shortened);
   jdbl(&w, "virtual_seconds", s->virtual_seconds);
   jdbl(&w, "wall_seconds", s->wall_seconds);
   jdbl(&w, "cpu_seconds", s->cpu_seconds);

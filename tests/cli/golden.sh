@@ -187,6 +187,13 @@ check "info --json exits 0" rc_is 0 "$BH" info --json
 check "info --json is one object" has_line info.json '^  "compressions": \["none", "gzip", "zstd"\]$'
 golden info-bad-arg "$BH" info --yaml
 
+# ---- replay: a gap of centuries between two events is cut to 600 s (no endless ticking) ----
+timeout 60 "$BH" replay gap.txt --backing sim --idle 1 --json gap.json --quiet >/dev/null 2>&1
+check "replay: a huge gap finishes, exit 0" [ $? -eq 0 ]
+check "replay: the gap is counted" has_line gap.json '"gaps_shortened": 1,'
+check "replay: virtual time is 600 s of gap + 1 s idle" has_line gap.json '"virtual_seconds": 601.000000,'
+golden replay-idle-too-long "$BH" replay gap.txt --idle 100000 --quiet
+
 # ---- compare: every entry of --strategies is checked before the first replay ----
 golden compare-unknown-strategy "$BH" compare ftrace.txt --strategies none,bogus --quiet
 golden compare-bad-variant "$BH" compare ftrace.txt --strategies none,bubble:order --quiet
