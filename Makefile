@@ -7,8 +7,9 @@
 #                  threaded tests once more under ThreadSanitizer in build-tsan/
 #
 # Both install the Debian packages they need first (make deps).  Other targets: build, install
-# (PREFIX=..., DESTDIR is honoured), bench (BENCH_ARGS=--quick), plots, format, format-check,
-# deps, clean.
+# (PREFIX=..., DESTDIR is honoured), bench (BENCH_ARGS=--quick), plots, fuzz (libFuzzer on the
+# trace readers and the replay for FUZZ_SECONDS, default 300; needs clang), format,
+# format-check, deps, clean.
 
 SHELL          := /bin/bash
 .SHELLFLAGS    := -o pipefail -c
@@ -16,6 +17,8 @@ SHELL          := /bin/bash
 BUILD          ?= build
 ASAN_BUILD     ?= build-asan
 TSAN_BUILD     ?= build-tsan
+FUZZ_BUILD     ?= build-fuzz
+FUZZ_SECONDS   ?= 300
 BUILD_TYPE     ?= RelWithDebInfo
 # Debug for the sanitizer build: assertions on, and -O0 sees other bugs than -O2 does.
 ASAN_BUILD_TYPE ?= Debug
@@ -39,7 +42,7 @@ DEMO_TRACE ?= $(firstword $(wildcard traces/real-memhog-300M.bht.zst) \
 SOURCES = $(shell find src include tests examples bench -name '*.[ch]' 2>/dev/null)
 
 .PHONY: all deps configure build demo test test-release test-asan test-tsan install bench plots \
-        format format-check clean
+        fuzz format format-check clean
 
 all: build
 
@@ -117,6 +120,19 @@ test-tsan:
 	$(CMAKE) --build $(TSAN_BUILD) -j $(JOBS)
 	cd $(TSAN_BUILD) && TSAN_OPTIONS=halt_on_error=1 $(CTEST) -V -R thread 2>&1 | tee ctest.log
 
+# libFuzzer (clang) with ASan+UBSan on tests/fuzz/fuzz_trace.c: every trace format, then a
+# replay with the checker.  The corpus grows in $(FUZZ_BUILD)/corpus; crashes are written to
+# the current directory as crash-*.  `make test` runs the same target as a seeded mutation
+# test (fuzz_trace_smoke).
+fuzz: deps
+	$(CMAKE) -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DBH_ASAN=ON -DBH_UBSAN=ON -DBH_FUZZ=ON -DBH_BUILD_BENCH=OFF -DBH_BUILD_TESTS=ON \
+	  $(CMAKE_FLAGS)
+	$(CMAKE) --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_trace
+	mkdir -p $(FUZZ_BUILD)/corpus
+	$(FUZZ_BUILD)/tests/fuzz/fuzz_trace -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
+	  -timeout=20 $(FUZZ_BUILD)/corpus tests/fuzz/seeds tests/trace/data tests/cli/data
+
 install: build
 	$(CMAKE) --install $(BUILD) --prefix $(PREFIX)
 
@@ -135,4 +151,4 @@ format-check:
 	$(CLANG_FORMAT) --dry-run -Werror $(SOURCES)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)

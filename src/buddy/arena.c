@@ -289,10 +289,12 @@ static int setup_pcp(bh_arena_t *a, bh__zone_t *z, uint32_t *next_head) {
   setup_pcp_sizes(a, z);
   if (!a->cfg.pcp)
     return BH_OK;
-  z->pcp = aligned_alloc(64, sizeof(bh__pcp_t) * a->cfg.nr_cpus);
+  /* cache-line aligned; aligned_alloc wants a size that is a multiple of the alignment */
+  size_t bytes = (sizeof(bh__pcp_t) * a->cfg.nr_cpus + 63) & ~(size_t)63;
+  z->pcp = aligned_alloc(64, bytes);
   if (!z->pcp)
     return BH_ENOMEM;
-  memset(z->pcp, 0, sizeof(bh__pcp_t) * a->cfg.nr_cpus);
+  memset(z->pcp, 0, bytes);
   for (unsigned c = 0; c < a->cfg.nr_cpus; c++) {
     bh__pcp_t *pcp = &z->pcp[c];
     pcp->batch = (int)z->pcp_batch;

@@ -522,6 +522,37 @@ __attribute__((noinline)) static bool take_recent(struct replay *r, uint64_t pfn
   return true;
 }
 
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/*
+ * The recorded blocks in [next, end) when the range is wider than the map (a free of a huge
+ * order, which only a corrupt trace has): taken from the map's slots, in pfn order, each
+ * skipping what the one before covers, as the walk over the range would.  Walking pfn by pfn
+ * could take 2^63 steps.
+ */
+COLD static void free_range_wide(struct replay *r, uint64_t next, uint64_t end, int cpu) {
+  uint64_t n = 0, *keys = malloc((r->map.used + 1) * sizeof(*keys));
+  if (!keys)
+    return;
+  for (uint64_t i = 0; i <= r->map.mask; i++) {
+    uint64_t k = r->map.slots[i].key;
+    if (k && k - 1 >= next && k - 1 < end)
+      keys[n++] = k - 1;
+  }
+  qsort(keys, n, sizeof(*keys), cmp_u64);
+  for (uint64_t i = 0; i < n; i++) {
+    bh__pfn_entry_t *x = keys[i] >= next ? bh__pfnmap_find(&r->map, keys[i]) : NULL;
+    if (x) {
+      next = keys[i] + (1ull << x->order);
+      free_entry(r, x, cpu);
+    }
+  }
+  free(keys);
+}
+
 /*
  * A free that is not of exactly one recorded block (e, NULL if there is no block at the pfn):
  * a piece of a larger block, a range of several blocks, or an unknown free.
@@ -538,6 +569,10 @@ COLD static void free_other(struct replay *r, const bh_event_t *ev, bh__pfn_entr
   uint64_t next = ev->pfn + (1ull << e->order), end = ev->pfn + (1ull << ev->order);
   free_entry(r, e, ev->cpu);
   /* a free larger than the recorded block: every other recorded block inside the range */
+  if (end - next > r->map.mask + 1) {
+    free_range_wide(r, next, end, ev->cpu);
+    return;
+  }
   for (uint64_t q = next; q < end;) {
     bh__pfn_entry_t *x = bh__pfnmap_find(&r->map, q);
     if (!x) {
