@@ -27,6 +27,8 @@ static void usage(FILE *out) {
           "  core.csv              (bench/bench_core)      the micro table as bars\n"
           "  frag.csv              (bench/exp_frag)        huge pages after a fragmentation\n"
           "                                                 stress, grouping on and off\n"
+          "  compact.csv           (bench/exp_compact)     huge pages, throughput and time after\n"
+          "                                                 compaction, large blocks vs order 0\n"
           "  a replay timeline     (replay --timeline)     free memory per order over time (a\n"
           "                                                 heat map); several timelines, or\n"
           "                                                 --kind resident: resident memory\n"
@@ -55,6 +57,7 @@ typedef enum {
   IN_GUESTS,
   IN_CORE,
   IN_FRAG,
+  IN_COMPACT,
   IN_REPLAY_TIMELINE
 } input_kind_t;
 
@@ -68,6 +71,7 @@ static const struct {
     {IN_GUESTS, "kind,options,guest_size_mib,budget_mib", "guests.gp"},
     {IN_CORE, "group,case,impl,", "core.gp"},
     {IN_FRAG, "kernel,grouping,reps,arena_mib", "frag.gp"},
+    {IN_COMPACT, "mix,mode,reps,arena_mib", "compact.gp"},
     {IN_REPLAY_TIMELINE, "time_s,live_bytes,resident_bytes", "replay_heatmap.gp"},
 };
 
