@@ -1015,8 +1015,9 @@ int bh__preferred_zone(const bh_arena_t *a, int node, int highest) {
 /*
  * __alloc_pages: the fast path at the low watermark (with ALLOC_NOFRAGMENT when the preferred
  * zone is Normal and a DMA32 zone exists below it), then the slow path we model: the min
- * watermark with the reserves __GFP_HIGH and atomic requests may use, then a pcp drain and a
- * last try.  There is no reclaim, compaction or OOM killer: a guest without swap fails.
+ * watermark with the reserves __GFP_HIGH and atomic requests may use, then (for requests that
+ * may block) a pcp drain and a last try.  There is no reclaim, direct compaction or OOM killer:
+ * a guest without swap fails.
  */
 /* Flags Linux's gfp_zone() treats as GFP_ZONE_BAD: two zone modifiers at once. */
 static bool gfp_zone_bad(unsigned gfp) {
@@ -1095,8 +1096,10 @@ int bh_alloc_pfn(bh_arena_t *a, unsigned gfp, unsigned order, int cpu, uint64_t 
         alloc_flags |= BH__ALLOC_HIGHATOMIC;
     }
     pfn = get_page_from_freelist(a, &ac, order, alloc_flags, &zid);
-    if (pfn == UINT64_MAX) {
-      bh_drain_pcp(a); /* drain_all_pages before the retry */
+    if (pfn == UINT64_MAX && !(gfp & BH_GFP_ATOMIC)) {
+      /* drain_all_pages before the retry, on the direct reclaim path: a request that cannot
+       * block (GFP_ATOMIC) goes to nopage without it */
+      bh_drain_pcp(a);
       pfn = get_page_from_freelist(a, &ac, order, alloc_flags, &zid);
     }
   }

@@ -7,6 +7,8 @@
  */
 #include "buddy_test.h"
 
+#include <stdlib.h>
+
 #define NORMAL_START 131072 /* DMA 4096 + DMA32 126976 pages */
 
 static bh_arena_t *default_sim(void) {
@@ -196,6 +198,37 @@ static void test_pcp_orders(void **state) {
   bh_arena_destroy(a);
 }
 
+/*
+ * A failed allocation drains every pcp list before its last try only when it may block (the
+ * direct reclaim path of __alloc_pages_slowpath); GFP_ATOMIC goes to nopage with the pcp lists
+ * as they are.
+ */
+static void test_pcp_drain_only_when_blocking(void **state) {
+  (void)state;
+  bh_config_t c = bt_cfg_one_zone(BH_ZONE_NORMAL, 64 * MiB);
+  c.backing = BH_BACKING_SIM;
+  c.pcp = true;
+  bh_arena_t *a = bt_create(&c);
+  uint64_t pfn, n = 0;
+  uint64_t *held = malloc(sizeof(*held) * 16384);
+  while (n < 16384 && bh_alloc_pfn(a, BH_GFP_MOVABLE, 0, 0, &held[n]) == 0)
+    n++;
+  for (uint64_t i = 0; i < n; i += 2) /* every other page: no order-9 block can form */
+    bt_free(a, held[i], 0, 0);
+  uint64_t before = bt_zone(a, 0).pcp_pages;
+  assert_true(before > 0);
+  EXPECT_U64(bh_alloc_pfn(a, BH_GFP_ATOMIC | BH_GFP_MOVABLE, 9, 0, &pfn), BH_ENOSPC);
+  EXPECT_U64(bt_zone(a, 0).pcp_pages, before);
+  EXPECT_U64(bh_alloc_pfn(a, BH_GFP_MOVABLE, 9, 0, &pfn), BH_ENOSPC);
+  EXPECT_U64(bt_zone(a, 0).pcp_pages, 0);
+  for (uint64_t i = 1; i < n; i += 2)
+    bt_free(a, held[i], 0, 0);
+  free(held);
+  bh_drain_pcp(a);
+  bt_expect_all_free(a);
+  bh_arena_destroy(a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_pcp_refill_sizes_and_order),
@@ -204,6 +237,7 @@ int main(void) {
       cmocka_unit_test(test_pcp_drain_at_high),
       cmocka_unit_test(test_pcp_free_count_halved_on_alloc),
       cmocka_unit_test(test_pcp_orders),
+      cmocka_unit_test(test_pcp_drain_only_when_blocking),
   };
   return cmocka_run_group_tests_name("buddy_pcp", tests, NULL, NULL);
 }
