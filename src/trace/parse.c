@@ -33,10 +33,16 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 /* ---------------------------------------------------------------------------------------- */
 /* Small helpers                                                                             */
 /* ---------------------------------------------------------------------------------------- */
+
+/* The scanners below run several times per line: inlined even where they are used often. */
+#define HOT static inline __attribute__((always_inline))
 
 static inline bool is_digit(char c) { return (unsigned)(c - '0') < 10u; }
 static inline bool is_blank(char c) { return c == ' ' || c == '\t'; }
@@ -69,10 +75,10 @@ static const char *shown(const char *s, size_t n, char *buf, size_t cap) {
  * to it, or at e) and return where it ends, or NULL if there is no number or it overflows.
  * The callers check that the number is followed by a delimiter.
  */
-static inline const char *scan_dec(const char *p, const char *e, uint64_t *out) {
-  const char *b = p;
+HOT const char *scan_dec(const char *p, const char *e, uint64_t *out) {
+  const char *b = p, *e19 = e - p > 19 ? p + 19 : e; /* 19 digits cannot overflow */
   uint64_t v = 0;
-  while (p < e && is_digit(*p) && p - b < 19) /* 19 digits cannot overflow */
+  while (p < e19 && is_digit(*p))
     v = v * 10 + (uint64_t)(*p++ - '0');
   while (p < e && is_digit(*p)) {
     if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, (uint64_t)(*p - '0'), &v))
@@ -83,25 +89,30 @@ static inline const char *scan_dec(const char *p, const char *e, uint64_t *out) 
   return p == b ? NULL : p;
 }
 
-static inline int hex_digit(char c) {
-  if (is_digit(c))
-    return c - '0';
-  c = (char)(c | 0x20);
-  return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
+/* 1 + the value of a hex digit, 0 for other bytes: one load per digit instead of three range
+ * checks. */
+static const uint8_t hex_value1[256] = {
+    ['0'] = 1,  ['1'] = 2,  ['2'] = 3,  ['3'] = 4,  ['4'] = 5,  ['5'] = 6,  ['6'] = 7,  ['7'] = 8,
+    ['8'] = 9,  ['9'] = 10, ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16,
+    ['A'] = 11, ['B'] = 12, ['C'] = 13, ['D'] = 14, ['E'] = 15, ['F'] = 16,
+};
 
 /* "0x" + hex digits, or decimal. */
-static inline const char *scan_num(const char *p, const char *e, uint64_t *out) {
+HOT const char *scan_num(const char *p, const char *e, uint64_t *out) {
   if (e - p < 3 || p[0] != '0' || (p[1] | 0x20) != 'x')
     return scan_dec(p, e, out);
   p += 2;
-  const char *b = p;
+  const char *b = p, *e16 = e - p > 16 ? p + 16 : e; /* 16 digits cannot overflow */
   uint64_t v = 0;
-  int d;
-  while (p < e && (d = hex_digit(*p)) >= 0) {
+  unsigned d;
+  while (p < e16 && (d = hex_value1[(unsigned char)*p]) != 0) {
+    v = v << 4 | (d - 1);
+    p++;
+  }
+  while (p < e && (d = hex_value1[(unsigned char)*p]) != 0) {
     if (v >> 60)
       return NULL;
-    v = v << 4 | (unsigned)d;
+    v = v << 4 | (d - 1);
     p++;
   }
   *out = v;
@@ -109,8 +120,7 @@ static inline const char *scan_num(const char *p, const char *e, uint64_t *out) 
 }
 
 /* Signed decimal in [lo, hi]. */
-static inline const char *scan_int(const char *p, const char *e, int64_t lo, int64_t hi,
-                                   int64_t *out) {
+HOT const char *scan_int(const char *p, const char *e, int64_t lo, int64_t hi, int64_t *out) {
   bool neg = p < e && *p == '-';
   uint64_t v;
   const char *q = scan_dec(p + neg, e, &v);
@@ -322,17 +332,27 @@ static const char *parse_prefix(const char *s, size_t ts, bh_event_t *ev, bool *
 /* Fields of the kmem events. */
 enum { F_PAGE = 1, F_PFN = 2, F_ORDER = 4, F_MT = 8, F_GFP = 16 };
 
-/* The end of the word at p: the first blank or e.  Eight bytes at a time where it can. */
-static inline const char *word_end(const char *p, const char *e) {
+/*
+ * Eight bytes at a time: the high bit of each byte of x that is not a blank.  A byte of
+ * x ^ ' ' or x ^ '\t' is zero where x has a blank, and ((y & 0x7f) + 0x7f) | y has its high
+ * bit set exactly where y is not zero (no carry crosses bytes).
+ */
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-  const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+#define BH_SWAR 1
+static inline uint64_t nonblank_bytes(uint64_t x) {
+  const uint64_t lows = 0x7f7f7f7f7f7f7f7full, ones = 0x0101010101010101ull;
+  uint64_t sp = x ^ (ones * ' '), tb = x ^ (ones * '\t');
+  return (((sp & lows) + lows) | sp) & (((tb & lows) + lows) | tb) & ~lows;
+}
+#endif
+
+/* The end of the word at p: the first blank or e. */
+HOT const char *word_end(const char *p, const char *e) {
+#ifdef BH_SWAR
   while (e - p >= 8) {
-    uint64_t x, sp, tb;
+    uint64_t x;
     memcpy(&x, p, 8);
-    sp = x ^ (ones * ' ');
-    tb = x ^ (ones * '\t');
-    /* a byte of sp or tb is zero where x has a blank; the lowest flagged byte is exact */
-    uint64_t m = (((sp - ones) & ~sp) | ((tb - ones) & ~tb)) & highs;
+    uint64_t m = ~nonblank_bytes(x) & 0x8080808080808080ull;
     if (m)
       return p + (__builtin_ctzll(m) >> 3);
     p += 8;
@@ -343,9 +363,50 @@ static inline const char *word_end(const char *p, const char *e) {
   return p;
 }
 
+/* The first byte at or after p that is not a blank, or e. */
+HOT const char *blanks_end(const char *p, const char *e) {
+#ifdef BH_SWAR
+  while (e - p >= 8) {
+    uint64_t x;
+    memcpy(&x, p, 8);
+    uint64_t m = nonblank_bytes(x);
+    if (m)
+      return p + (__builtin_ctzll(m) >> 3);
+    p += 8;
+  }
+#endif
+  while (p < e && is_blank(*p))
+    p++;
+  return p;
+}
+
+/*
+ * Do the len bytes at p equal the literal lit?  len is a constant: with 4 to 16 bytes this is
+ * two overlapping word compares against immediates, where memcmp would be a call.
+ */
+HOT bool literal_at(const char *p, const char *lit, size_t len) {
+  if (len >= 8 && len <= 16) {
+    uint64_t a, b, c, d;
+    memcpy(&a, p, 8);
+    memcpy(&b, lit, 8);
+    memcpy(&c, p + len - 8, 8);
+    memcpy(&d, lit + len - 8, 8);
+    return ((a ^ b) | (c ^ d)) == 0;
+  }
+  if (len >= 4 && len < 8) {
+    uint32_t a, b, c, d;
+    memcpy(&a, p, 4);
+    memcpy(&b, lit, 4);
+    memcpy(&c, p + len - 4, 4);
+    memcpy(&d, lit + len - 4, 4);
+    return ((a ^ b) | (c ^ d)) == 0;
+  }
+  return memcmp(p, lit, len) == 0;
+}
+
 /* Does the key at p (ending at e) equal lit (with its '=')?  Then returns the value. */
-static inline const char *key_is(const char *p, const char *e, const char *lit, size_t len) {
-  return (size_t)(e - p) >= len && memcmp(p, lit, len) == 0 ? p + len : NULL;
+HOT const char *key_is(const char *p, const char *e, const char *lit, size_t len) {
+  return (size_t)(e - p) >= len && literal_at(p, lit, len) ? p + len : NULL;
 }
 #define KEY(p, e, lit) key_is(p, e, lit, sizeof(lit) - 1)
 
@@ -442,16 +503,270 @@ static int parse_kernel_args(bh__tparse_t *p, const char *c, const char *e, bh_e
   return BH__LINE_EVENT;
 }
 
-int bh__parse_kernel_line(bh__tparse_t *p, const char *s, size_t n, bh_event_t *ev,
+/*
+ * The fast path.  Nearly every line of a real trace has one of two shapes: the kernel's
+ * "%16s-%-7d [%03d] FLAGS %5lu.%06lu: mm_page_alloc: page=%p pfn=0x%lx order=%d ..." (FLAGS
+ * optional) or perf's "%16s %6d [%03d] %lu.%06lu: kmem:mm_page_alloc: ...", the kmem.h
+ * arguments in their printed order with one blank between them.  This reads just those and
+ * gives up (FAST_NO) on anything else, the general parser above then starting over.  It only
+ * takes lines the general parser reads the same way, with the same gfp cache updates, so no
+ * event, count or message changes: where the two could differ (another ':' before the
+ * timestamp, an integer timestamp, a (tgid), a PID/TID, other keys, other blanks) it gives up.
+ *
+ * The prefix is read on bitmasks: the first 64 bytes of the line, which hold everything up to
+ * the timestamp's ':' in these shapes, are classified once (blank, digit, ':'), and each step
+ * of parse_prefix's walk back over blanks, a word or digits is one count of leading zeros.
+ */
+enum { FAST_NO = -1 };
+
+struct cls64 {
+  uint64_t blank, digit, colon; /* bit i set where p[i] is one */
+};
+
+/* Classifies the 64 bytes at p. */
+static inline void classify64(const char *p, struct cls64 *m) {
+  uint64_t b = 0, d = 0, c = 0;
+#ifdef __SSE2__
+  const __m128i sp = _mm_set1_epi8(' '), tb = _mm_set1_epi8('\t'), co = _mm_set1_epi8(':');
+  const __m128i zero = _mm_set1_epi8('0'), nine = _mm_set1_epi8(9);
+  for (int i = 0; i < 4; i++) {
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(p + 16 * i));
+    __m128i bl = _mm_or_si128(_mm_cmpeq_epi8(x, sp), _mm_cmpeq_epi8(x, tb));
+    __m128i t = _mm_sub_epi8(x, zero); /* a digit iff t <= 9, unsigned */
+    __m128i dg = _mm_cmpeq_epi8(_mm_min_epu8(t, nine), t);
+    b |= (uint64_t)(uint16_t)_mm_movemask_epi8(bl) << (16 * i);
+    d |= (uint64_t)(uint16_t)_mm_movemask_epi8(dg) << (16 * i);
+    c |= (uint64_t)(uint16_t)_mm_movemask_epi8(_mm_cmpeq_epi8(x, co)) << (16 * i);
+  }
+#else
+  for (int i = 0; i < 64; i++) {
+    b |= (uint64_t)is_blank(p[i]) << i;
+    d |= (uint64_t)is_digit(p[i]) << i;
+    c |= (uint64_t)(p[i] == ':') << i;
+  }
+#endif
+  m->blank = b;
+  m->digit = d;
+  m->colon = c;
+}
+
+/* The highest set bit of m below bit i (0 <= i < 64), or -1. */
+static inline int last_below(uint64_t m, int i) {
+  m &= (1ull << i) - 1;
+  return m ? 63 - __builtin_clzll(m) : -1;
+}
+
+/*
+ * SWAR number conversions: x holds up to 8 digit values (0..9 or 0..15), one per byte, the
+ * most significant in the lowest byte used, zeros in the bytes before it.  Pairs, then quads,
+ * then the eight are combined: three multiply-adds instead of a loop.
+ */
+static inline uint64_t dec8(uint64_t x) {
+  x = (x * 10 + (x >> 8)) & 0x00ff00ff00ff00ffull;
+  x = (x * 100 + (x >> 16)) & 0x0000ffff0000ffffull;
+  return (x * 10000 + (x >> 32)) & 0xffffffffull;
+}
+
+static inline uint64_t hex8(uint64_t x) {
+  x = (x << 4 | x >> 8) & 0x00ff00ff00ff00ffull;
+  x = (x << 8 | x >> 16) & 0x0000ffff0000ffffull;
+  return (x << 16 | x >> 32) & 0xffffffffull;
+}
+
+/* The value of the digits [p, e) (known to be digits, at most 19).  lo is where the line
+ * starts: the last 8 are converted at once when the 8 bytes before e are in it. */
+HOT uint64_t digits_value(const char *lo, const char *p, const char *e) {
+  uint64_t v = 0;
+#ifdef BH_SWAR
+  if (e - p > 2 && e - lo >= 8) {
+    for (; e - p > 8; p++)
+      v = v * 10 + (uint64_t)(*p - '0');
+    uint64_t x, keep = ~0ull << (8 * (8 - (e - p)));
+    memcpy(&x, e - 8, 8);
+    return v * 100000000u + dec8((x & keep) - (0x3030303030303030ull & keep));
+  }
+#endif
+  for (; p < e; p++)
+    v = v * 10 + (uint64_t)(*p - '0');
+  return v;
+}
+
+/*
+ * A number in hex after "0x" or in decimal at p, as scan_num reads it, when it has 1 to 7
+ * digits and 8 bytes are left (the common pfn): returns its end, or NULL where scan_num is
+ * to be asked.
+ */
+static inline const char *swar_num(const char *p, const char *e, uint64_t *out) {
+#ifdef BH_SWAR
+  const uint64_t H = 0x8080808080808080ull, ones = 0x0101010101010101ull;
+  bool hex = e - p >= 3 && p[0] == '0' && (p[1] | 0x20) == 'x';
+  p += hex ? 2 : 0;
+  if (e - p < 8)
+    return NULL;
+  uint64_t x, y;
+  memcpy(&x, p, 8);
+  /* the high bit of a byte: (b & 0x7f) >= '0', > '9'; the same for 'a'..'f' on b | 0x20 */
+  uint64_t dg = ((x | H) - ones * '0') & ~((x & ~H) + ones * (0x80 - ':')) & ~x & H;
+  y = x | ones * 0x20;
+  uint64_t lt = ((y | H) - ones * 'a') & ~((y & ~H) + ones * (0x80 - 'g')) & ~y & H;
+  uint64_t bad = ~(hex ? dg | lt : dg) & H;
+  if (!bad)
+    return NULL; /* 8 digits or more */
+  unsigned k = (unsigned)__builtin_ctzll(bad) >> 3;
+  if (k == 0)
+    return NULL;
+  x <<= 8 * (8 - k); /* the k digits to the top, zeros before */
+  if (hex)
+    *out = hex8((x & ones * 0x0f) + 9 * (x >> 6 & ones));
+  else
+    *out = dec8(x - (ones * '0' & ~0ull << (8 * (8 - k))));
+  return p + k;
+#else
+  (void)p, (void)e, (void)out;
+  return NULL;
+#endif
+}
+
+/* A small decimal in [lo, hi] (lo >= 0, hi <= 99) as scan_int reads it, when it is 1 or 2
+ * digits; NULL where scan_int is to be asked. */
+HOT const char *small_int(const char *p, const char *e, int hi, int64_t *out) {
+  if (e - p < 1 || !is_digit(p[0]))
+    return NULL;
+  if (e - p == 1 || !is_digit(p[1])) {
+    *out = p[0] - '0';
+    return *out <= hi ? p + 1 : NULL;
+  }
+  if (e - p > 2 && is_digit(p[2]))
+    return NULL;
+  *out = (p[0] - '0') * 10 + (p[1] - '0');
+  return *out <= hi ? p + 2 : NULL;
+}
+
+/* Is every one of the 16 bytes at p above ' ' (so none is a blank)?  Two word tests. */
+static inline bool above_blank16(const char *p) {
+  const uint64_t ones = 0x0101010101010101ull;
+  uint64_t a, b;
+  memcpy(&a, p, 8);
+  memcpy(&b, p + 8, 8);
+  /* the high bit of (x - 0x21...) & ~x is set in some byte iff some byte is below 0x21 */
+  return !((((a - ones * 0x21) & ~a) | ((b - ones * 0x21) & ~b)) & (ones << 7));
+}
+
+/* The gfp_flags word at v, which must end the line; the cached text is compared first. */
+static inline bool fast_gfp(bh__tparse_t *p, const char *v, const char *e, uint32_t *gfp) {
+  size_t n = p->gfp_len;
+  if ((size_t)(e - v) == n && n && memcmp(v, p->gfp_text, n) == 0) { /* gfp_value's hit */
+    *gfp = p->gfp_bits;
+    p->gfp_unknown += (uint64_t)p->gfp_unknown_last;
+    return true;
+  }
+  /* a miss: gfp_value parses it (it has no effect when it fails, so giving up stays clean) */
+  return word_end(v, e) == e && gfp_value(p, v, e, gfp);
+}
+
+/* s[0, n) is a line without NUL bytes and trailing blanks. */
+static int fast_kernel_line(bh__tparse_t *p, const char *s, size_t n, bh_event_t *ev) {
+  static const uint32_t frac_scale[10] = {0,     100000000, 10000000, 1000000, 100000,
+                                          10000, 1000,      100,      10,      1};
+  if (n < 64)
+    return FAST_NO;
+  struct cls64 m;
+  classify64(s, &m);
+  uint64_t nb = ~m.blank, nd = ~m.digit;
+  /* not a comment; the first ':' ends "SECONDS.FRACTION" after a blank, with 1 to 10 digits of
+   * seconds (the ns cannot overflow) and 1 to 9 decimals */
+  if (!m.colon || !nb || s[__builtin_ctzll(nb)] == '#')
+    return FAST_NO;
+  int ic = __builtin_ctzll(m.colon), t = last_below(nd, ic);
+  if (t < 0 || t == ic - 1 || ic - 1 - t > 9 || s[t] != '.' || ic + 1 == (int)n || s[ic + 1] != ' ')
+    return FAST_NO;
+  int t2 = last_below(nd, t);
+  if (t2 < 0 || t2 == t - 1 || t - 1 - t2 > 10 || !(m.blank >> t2 & 1))
+    return FAST_NO;
+  /* the event name */
+  const char *e = s + n, *v = s + ic + 2, *q;
+  if ((q = KEY(v, e, "kmem:")))
+    v = q;
+  int op;
+  if (!(v = KEY(v, e, "mm_page_")))
+    return FAST_NO;
+  if ((q = KEY(v, e, "alloc: ")))
+    op = BH_EV_ALLOC;
+  else if ((q = KEY(v, e, "free: ")))
+    op = BH_EV_FREE;
+  else if ((q = KEY(v, e, "free_batched: ")))
+    op = BH_EV_FREE_BATCHED;
+  else
+    return FAST_NO;
+  const char *args = q - 1;
+  memset(ev, 0, sizeof(*ev));
+  ev->time_ns = digits_value(s, s + t2 + 1, s + t) * 1000000000u +
+                digits_value(s, s + t + 1, s + ic) * frac_scale[ic - 1 - t];
+  /* back from the blank before the timestamp: [FLAGS] [CPU] PID; [w, pe) is a word */
+  int pe = last_below(nb, t2) + 1, w = last_below(m.blank, pe) + 1;
+  if (pe == 0 || w == 0)
+    return FAST_NO;
+  ev->cpu = -1;
+  if (s[w] != '[' && !is_digit(s[w])) { /* flags */
+    pe = last_below(nb, w) + 1;
+    w = last_below(m.blank, pe) + 1;
+    if (pe == 0 || w == 0 || s[w] != '[')
+      return FAST_NO;
+  }
+  if (s[w] == '[') { /* "[DIGITS]" */
+    int k = pe - w - 2;
+    if (k < 1 || k > 9 || s[pe - 1] != ']' || (nd >> (w + 1) & ((1ull << k) - 1)))
+      return FAST_NO;
+    ev->cpu = (int32_t)digits_value(s, s + w + 1, s + pe - 1);
+    pe = last_below(nb, w) + 1;
+  }
+  int d = last_below(nd, pe) + 1;
+  if (d == 0 || d == pe || pe - d > 9 || (s[d - 1] != '-' && !(m.blank >> (d - 1) & 1)))
+    return FAST_NO; /* also a (tgid) or a PID/TID */
+  ev->pid = (int32_t)digits_value(s, s + d, s + pe);
+  /* the arguments */
+  uint64_t x;
+  int64_t y;
+  if (!(v = KEY(args, e, " page=")))
+    return FAST_NO;
+  q = e - v > 16 && v[16] == ' ' && above_blank16(v) ? v + 16 : word_end(v, e);
+  bool null_page = q > v && (*v == '0' || *v == '(') && is_null_page(v, (size_t)(q - v));
+  if (!(v = KEY(q, e, " pfn=")) || !((q = swar_num(v, e, &x)) || (q = scan_num(v, e, &x))))
+    return FAST_NO;
+  ev->pfn = x;
+  if (!(v = KEY(q, e, " order=")) || !(q = small_int(v, e, BH_TRACE_MAX_ORDER, &y)))
+    return FAST_NO;
+  ev->order = (uint8_t)y;
+  ev->migratetype = -1;
+  if (op == BH_EV_ALLOC) {
+    if (!(v = KEY(q, e, " migratetype=")) || !(q = small_int(v, e, INT8_MAX, &y)))
+      return FAST_NO;
+    ev->migratetype = (int8_t)y;
+    if (!(v = KEY(q, e, " gfp_flags=")) || !fast_gfp(p, v, e, &ev->gfp))
+      return FAST_NO;
+    q = e;
+  }
+  if (q != e)
+    return FAST_NO;
+  ev->op = (uint8_t)op;
+  ev->failed = op == BH_EV_ALLOC && null_page;
+  bh__trace_set_zone(p, ev);
+  return BH__LINE_EVENT;
+}
+
+int bh__parse_kernel_line(bh__tparse_t *p, const char *s, size_t n, bool nul, bh_event_t *ev,
                           bh__kline_shape_t *shape) {
   while (n > 0 && (is_blank(s[n - 1]) || s[n - 1] == '\r'))
     n--;
-  size_t f = 0;
-  while (f < n && is_blank(s[f]))
-    f++;
+  if (!shape && !nul) {
+    int r = fast_kernel_line(p, s, n, ev);
+    if (bh__trace_likely(r != FAST_NO))
+      return r;
+  }
+  size_t f = (size_t)(blanks_end(s, s + n) - s);
   if (f == n || s[f] == '#')
     return BH__LINE_OTHER;
-  if (bh__trace_unlikely(memchr(s, '\0', n) != NULL)) {
+  if (bh__trace_unlikely(nul)) {
     if (!names_our_event(s, n))
       return BH__LINE_OTHER;
     return malformed(p, "embedded NUL byte");
@@ -534,7 +849,7 @@ static inline const char *skip_blanks(const char *c, const char *e) {
   return c;
 }
 
-int bh__parse_native_line(bh__tparse_t *p, const char *s, size_t n, bh_event_t *ev) {
+int bh__parse_native_line(bh__tparse_t *p, const char *s, size_t n, bool nul, bh_event_t *ev) {
   const char *c = s, *e = s + n, *q;
   char sb[48];
   while (e > c && (is_blank(e[-1]) || e[-1] == '\r')) /* trailing blanks, CRLF */
@@ -542,7 +857,7 @@ int bh__parse_native_line(bh__tparse_t *p, const char *s, size_t n, bh_event_t *
   c = skip_blanks(c, e);
   if (c == e || *c == '#')
     return BH__LINE_OTHER;
-  if (bh__trace_unlikely(memchr(s, '\0', n) != NULL))
+  if (bh__trace_unlikely(nul))
     return malformed(p, "embedded NUL byte");
   memset(ev, 0, sizeof(*ev));
   ev->pid = -1;

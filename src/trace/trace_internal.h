@@ -92,11 +92,12 @@ typedef struct bh__kline_shape {
   bool perf;              /* it looks like perf script (sys:event, "comm pid") */
 } bh__kline_shape_t;
 
-/* ftrace and perf script lines (one parser: the shapes differ only in the prefix). */
-int bh__parse_kernel_line(bh__tparse_t *p, const char *s, size_t n, bh_event_t *ev,
+/* ftrace and perf script lines (one parser: the shapes differ only in the prefix).  nul says
+ * whether the n bytes at s hold a NUL byte: the reader knows that without a search per line. */
+int bh__parse_kernel_line(bh__tparse_t *p, const char *s, size_t n, bool nul, bh_event_t *ev,
                           bh__kline_shape_t *shape);
-/* Native text lines. */
-int bh__parse_native_line(bh__tparse_t *p, const char *s, size_t n, bh_event_t *ev);
+/* Native text lines (nul as above). */
+int bh__parse_native_line(bh__tparse_t *p, const char *s, size_t n, bool nul, bh_event_t *ev);
 /* gfp_flags text through the parser's cache; returns bh_gfp_parse's result. */
 int bh__gfp_parse_cached(bh__tparse_t *p, const char *s, size_t n, uint32_t *gfp);
 
