@@ -126,7 +126,7 @@ static NOINLINE uint64_t loop_je_batch(size_t size, uint64_t rounds) {
 /* Cases                                                                                     */
 /* ---------------------------------------------------------------------------------------- */
 
-enum kind { K_BUDDY_PFN, K_BUDDY_PTR, K_BUDDY_BATCH, K_JE_PAIR, K_JE_BATCH };
+enum kind { K_BUDDY_PFN, K_BUDDY_PFN_UP, K_BUDDY_PTR, K_BUDDY_BATCH, K_JE_PAIR, K_JE_BATCH };
 
 typedef struct bcase {
   const char *name;
@@ -161,6 +161,9 @@ static bcase_t cases[] = {
     CASE("je_4k_pair", 1, "jemalloc", "mallocx(4 KiB)+dallocx", K_JE_PAIR, false, 0, 4096, NULL, 0),
     CASE("buddy_o0_pair_ptr", 1, "buddy", "order-0 alloc+free, pointer API, pcp", K_BUDDY_PTR, true,
          0, 0, "je_4k_pair", 1.0),
+    /* the same on an arena without locks (cfg.smp false, as CONFIG_SMP=n and the replay) */
+    CASE("up_o0_pair_pfn", 4, "buddy", "order-0 alloc+free, pfn API, pcp, no locks (UP)",
+         K_BUDDY_PFN_UP, true, 0, 0, "je_4k_pair", 0),
     CASE("nopcp_o0_pair_pfn", 4, "buddy", "order-0 alloc+free, pfn API, no pcp", K_BUDDY_PFN, false,
          0, 0, "je_4k_pair", 0),
     CASE("nopcp_o0_pair_ptr", 4, "buddy", "order-0 alloc+free, pointer API, no pcp", K_BUDDY_PTR,
@@ -192,7 +195,7 @@ static bcase_t cases[] = {
 };
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
 
-static bh_arena_t *arena_pcp, *arena_nopcp;
+static bh_arena_t *arena_pcp, *arena_nopcp, *arena_up;
 
 /* Runs one case for n iterations; returns elapsed ns. */
 static uint64_t run_case(const bcase_t *c, uint64_t n) {
@@ -200,6 +203,8 @@ static uint64_t run_case(const bcase_t *c, uint64_t n) {
   switch (c->kind) {
   case K_BUDDY_PFN:
     return loop_buddy_pair_pfn(a, BH_GFP_KERNEL, c->order, n);
+  case K_BUDDY_PFN_UP:
+    return loop_buddy_pair_pfn(arena_up, BH_GFP_KERNEL, c->order, n);
   case K_BUDDY_PTR:
     return loop_buddy_pair_ptr(a, BH_GFP_KERNEL, c->order, n);
   case K_BUDDY_BATCH:
@@ -630,10 +635,11 @@ static int parse(int argc, char **argv, opts_t *o) {
   return 0;
 }
 
-static bh_arena_t *make_arena(bool pcp) {
+static bh_arena_t *make_arena(bool pcp, bool smp) {
   bh_config_t cfg;
   bh_config_init(&cfg); /* mmap backing, 1 GiB: DMA 16 MiB, DMA32 496 MiB, Normal 512 MiB */
   cfg.pcp = pcp;
+  cfg.smp = smp;
   bh_arena_t *a;
   int e = bh_arena_create(&cfg, &a);
   if (e)
@@ -678,8 +684,9 @@ int main(int argc, char **argv) {
   bh_zone_info_t zi_pcp;
   bool have_zi = false;
   if (ncase) {
-    arena_pcp = make_arena(true);
-    arena_nopcp = make_arena(false);
+    arena_pcp = make_arena(true, true);
+    arena_nopcp = make_arena(false, true);
+    arena_up = make_arena(true, false);
     for (int z = 0; z < bh_zone_count(arena_pcp); z++)
       if (bh_zone_info(arena_pcp, z, &zi_pcp) == 0 && zi_pcp.type == BH_ZONE_NORMAL) {
         have_zi = true;
@@ -756,6 +763,7 @@ int main(int argc, char **argv) {
 
   bh_arena_destroy(arena_pcp);
   bh_arena_destroy(arena_nopcp);
+  bh_arena_destroy(arena_up);
   for (int i = 0; i < NCASES; i++)
     free(cases[i].ns);
   return o.strict && failed ? 3 : 0;

@@ -164,6 +164,13 @@ typedef struct bh_config {
   /* compaction moves allocated blocks above order 0 whole (>0 order folio compaction, Linux
    * 6.9+; default true); false: order-0 pages only, larger blocks stay (before 6.9) */
   bool compact_large_blocks;
+  /*
+   * true (default): any thread may call into the arena; zone locks and pcp locks are taken
+   * as in an SMP kernel.  false: as a CONFIG_SMP=n kernel, where spinlocks compile to nothing:
+   * the caller guarantees that one thread at a time uses the arena (no BH_CLOCK_THREAD worker
+   * either), and no lock is taken.  Replays on the virtual clock run this way.
+   */
+  bool smp;
 } bh_config_t;
 
 /* Fills *cfg with the defaults documented above. */

@@ -48,6 +48,7 @@ void bh_config_init(bh_config_t *cfg) {
   cfg->numa_bind = false;
   cfg->debug_checks = false;
   cfg->compact_large_blocks = true;
+  cfg->smp = true;
 }
 
 static int fail(const char **msg, const char *why) {
@@ -301,6 +302,7 @@ static int setup_pcp(bh_arena_t *a, bh__zone_t *z, uint32_t *next_head) {
     pcp->high_min = (int)z->pcp_high_min;
     pcp->high_max = (int)z->pcp_high_max;
     pcp->high = pcp->high_min;
+    pcp->smp = a->cfg.smp;
     pcp->head = *next_head;
     for (unsigned i = 0; i < BH__NR_PCP_LISTS; i++)
       bh__list_init(a, pcp->head + i);

@@ -49,9 +49,8 @@ static bool in_zone(const bh__zone_t *z, uint64_t pfn) {
 }
 
 /* Walks one list; returns its length, or stops with a violation on a broken link. */
-static uint64_t walk_list(struct checker *c, const bh__zone_t *z, uint32_t head,
-                          const char *what, void (*visit)(struct checker *, const bh__zone_t *,
-                                                          uint64_t, void *),
+static uint64_t walk_list(struct checker *c, const bh__zone_t *z, uint32_t head, const char *what,
+                          void (*visit)(struct checker *, const bh__zone_t *, uint64_t, void *),
                           void *arg) {
   bh_arena_t *a = c->a;
   uint64_t n = 0;
@@ -94,8 +93,7 @@ static void visit_free(struct checker *c, const bh__zone_t *z, uint64_t pfn, voi
     violation(c, "pfn %lu on free list order %u is misaligned", (unsigned long)pfn, fa->order);
   uint64_t end = pfn + (1ull << fa->order);
   if (end > z->start_pfn + z->spanned_pages)
-    violation(c, "free block pfn %lu order %u runs past its zone", (unsigned long)pfn,
-              fa->order);
+    violation(c, "free block pfn %lu order %u runs past its zone", (unsigned long)pfn, fa->order);
   uint64_t step = 1ull << a->pb_order;
   for (uint64_t b = pfn; b < end; b += step)
     if (bh__pb_mt(a, b) != fa->mt) {
@@ -138,8 +136,8 @@ static void visit_pcp(struct checker *c, const bh__zone_t *z, uint64_t pfn, void
   const bh__page_t *p = &c->a->pages[pfn];
   unsigned *order = arg;
   if ((p->flags & BH__PG_STATE) != BH__PG_PCP || p->order != *order)
-    violation(c, "pfn %lu on a pcp list of order %u has flags %#x order %u",
-              (unsigned long)pfn, *order, p->flags, p->order);
+    violation(c, "pfn %lu on a pcp list of order %u has flags %#x order %u", (unsigned long)pfn,
+              *order, p->flags, p->order);
 }
 
 static void check_pcp(struct checker *c, bh__zone_t *z) {
@@ -197,8 +195,8 @@ static void check_blocks(struct checker *c, bh__zone_t *z) {
       const bh__page_t *b = &a->pages[buddy];
       if ((b->flags & BH__PG_BUDDY) && b->order == p->order && buddy > pfn &&
           mergeable_pair(a, pfn, buddy, p->order))
-        violation(c, "free buddies pfn %lu and %lu of order %u are not merged",
-                  (unsigned long)pfn, (unsigned long)buddy, p->order);
+        violation(c, "free buddies pfn %lu and %lu of order %u are not merged", (unsigned long)pfn,
+                  (unsigned long)buddy, p->order);
     }
     uint64_t next = pfn + (1ull << p->order);
     for (uint64_t i = pfn + 1; i < next && i < end; i++)
@@ -210,9 +208,8 @@ static void check_blocks(struct checker *c, bh__zone_t *z) {
     pfn = next;
   }
   if ((int64_t)isolated != z->isolated_pages)
-    violation(c, "zone %s node %d: %ld pages counted isolated, %lu found",
-              bh_zone_name(z->type), z->node, (long)z->isolated_pages,
-              (unsigned long)isolated);
+    violation(c, "zone %s node %d: %ld pages counted isolated, %lu found", bh_zone_name(z->type),
+              z->node, (long)z->isolated_pages, (unsigned long)isolated);
   for (uint64_t pb = z->start_pfn; pb < end; pb += 1ull << a->pb_order)
     if (bh__pb_mt(a, pb) >= BH_MT_TYPES)
       violation(c, "pageblock at pfn %lu has an invalid type %d", (unsigned long)pb,
@@ -229,9 +226,9 @@ static void lock_all(bh_arena_t *a, bool lock) {
         bh__pcp_unlock(&z->pcp[c]);
     }
     if (lock)
-      pthread_mutex_lock(&z->lock);
+      bh__zone_lock(z);
     else
-      pthread_mutex_unlock(&z->lock);
+      bh__zone_unlock(z);
   }
 }
 

@@ -252,9 +252,9 @@ static int compact_zones(bh_arena_t *a, int node, bool proactive, unsigned score
     if (node >= 0 && z->node != node)
       continue;
     cc.z = z;
-    pthread_mutex_lock(&z->lock);
+    bh__zone_lock(z);
     compact_zone(&cc);
-    pthread_mutex_unlock(&z->lock);
+    bh__zone_unlock(z);
   }
   for (unsigned o = 0; o <= BH_ORDER_LIMIT; o++)
     free(cc.free[o].pfn);

@@ -5,8 +5,8 @@ const char *bh_strerror(int err) {
   switch (err) {
   case BH_OK:
     return "success";
-#define X(name, value, msg)                                                    \
-  case BH_##name:                                                              \
+#define X(name, value, msg)                                                                        \
+  case BH_##name:                                                                                  \
     return msg;
     BH_ERRNO_MAP(X)
 #undef X
@@ -19,8 +19,8 @@ const char *bh_err_name(int err) {
   switch (err) {
   case BH_OK:
     return "OK";
-#define X(name, value, msg)                                                    \
-  case BH_##name:                                                              \
+#define X(name, value, msg)                                                                        \
+  case BH_##name:                                                                                  \
     return #name;
     BH_ERRNO_MAP(X)
 #undef X
@@ -35,10 +35,6 @@ static const char *const zone_names[BH_NR_ZONE_TYPES] = {"DMA", "DMA32", "Normal
 static const char *const mt_names[BH_MT_TYPES] = {"Unmovable", "Movable", "Reclaimable",
                                                   "HighAtomic", "Isolate"};
 
-const char *bh_zone_name(int t) {
-  return t >= 0 && t < BH_NR_ZONE_TYPES ? zone_names[t] : "?";
-}
+const char *bh_zone_name(int t) { return t >= 0 && t < BH_NR_ZONE_TYPES ? zone_names[t] : "?"; }
 
-const char *bh_migratetype_name(int mt) {
-  return mt >= 0 && mt < BH_MT_TYPES ? mt_names[mt] : "?";
-}
+const char *bh_migratetype_name(int mt) { return mt >= 0 && mt < BH_MT_TYPES ? mt_names[mt] : "?"; }

@@ -16,8 +16,8 @@ uint64_t bh_zone_start_pfn(const bh_zone_t *z) { return z->start_pfn; }
 uint64_t bh_zone_pages(const bh_zone_t *z) { return z->spanned_pages; }
 unsigned bh_arena_max_order(const bh_arena_t *a) { return a->max_order; }
 unsigned bh_arena_pageblock_order(const bh_arena_t *a) { return a->pb_order; }
-void bh_zone_lock(bh_zone_t *z) { pthread_mutex_lock(&z->lock); }
-void bh_zone_unlock(bh_zone_t *z) { pthread_mutex_unlock(&z->lock); }
+void bh_zone_lock(bh_zone_t *z) { bh__zone_lock(z); }
+void bh_zone_unlock(bh_zone_t *z) { bh__zone_unlock(z); }
 
 uint64_t bh_zone_nr_free(const bh_zone_t *z, unsigned order) {
   return order <= z->arena->max_order ? z->nr_free[order] : 0;
@@ -125,8 +125,7 @@ int bh_zone_putback(bh_zone_t *z, uint64_t pfn, unsigned order, bool *still_head
   bh__pg_set_flags(p, 0);
   z->isolated_pages -= 1ll << order;
   z->ev[BH_STAT_putback_pages] += 1ull << order;
-  bh__free_one_page(z, pfn, order, bh__pb_mt(a, pfn),
-                    BH__FPI_SKIP_REPORT_NOTIFY | BH__FPI_TO_TAIL);
+  bh__free_one_page(z, pfn, order, bh__pb_mt(a, pfn), BH__FPI_SKIP_REPORT_NOTIFY | BH__FPI_TO_TAIL);
   if (still_head)
     *still_head = (bh__pg_flags(p) & BH__PG_BUDDY) && bh__pg_order(p) == order;
   return BH_OK;

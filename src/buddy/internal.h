@@ -98,6 +98,7 @@ typedef struct bh__pcp {
   uint8_t alloc_factor;
   uint8_t flags;            /* PCPF_PREV_FREE_HIGH_ORDER, PCPF_FREE_HIGH_BATCH */
   uint32_t head;            /* first list head index: lists are head + pindex */
+  bool smp;                 /* the arena's cfg.smp: false, no locking at all */
   uint64_t ev[BH_NR_STATS]; /* event counters updated under this pcp's lock */
   char pad[64];
 } bh__pcp_t;
@@ -175,12 +176,18 @@ struct bh_arena {
 
 /* ---- helpers shared by the core files ---- */
 
+/* The zone lock (zone->lock), not taken in a CONFIG_SMP=n arena (cfg.smp false). */
+static inline void bh__zone_lock(bh__zone_t *z);
+static inline void bh__zone_unlock(bh__zone_t *z);
+
 /*
  * pcp_spin_trylock: the allocation and free paths only try, and fall back to the buddy lists
  * (a contended pcp is like the kernel's pcp held by an interrupt); drains, statistics and the
  * checker wait for it.
  */
 static inline bool bh__pcp_trylock(bh__pcp_t *pcp) {
+  if (!pcp->smp)
+    return true; /* CONFIG_SMP=n: one thread, nothing to exclude */
   int expected = 0;
   return atomic_compare_exchange_strong_explicit(&pcp->locked, &expected, 1, memory_order_acquire,
                                                  memory_order_relaxed);
@@ -190,7 +197,8 @@ static inline void bh__pcp_lock(bh__pcp_t *pcp) {
     sched_yield();
 }
 static inline void bh__pcp_unlock(bh__pcp_t *pcp) {
-  atomic_store_explicit(&pcp->locked, 0, memory_order_release);
+  if (pcp->smp)
+    atomic_store_explicit(&pcp->locked, 0, memory_order_release);
 }
 
 /*
@@ -213,6 +221,15 @@ static inline void bh__pg_set_flags(bh__page_t *p, uint8_t flags) {
 }
 
 static inline bh__page_t *bh__pg(const bh_arena_t *a, uint64_t idx) { return &a->pages[idx]; }
+
+static inline void bh__zone_lock(bh__zone_t *z) {
+  if (z->arena->cfg.smp)
+    pthread_mutex_lock(&z->lock);
+}
+static inline void bh__zone_unlock(bh__zone_t *z) {
+  if (z->arena->cfg.smp)
+    pthread_mutex_unlock(&z->lock);
+}
 
 static inline int bh__pb_mt(const bh_arena_t *a, uint64_t pfn) {
   return a->pageblock[pfn >> a->pb_order] & 7;

@@ -475,8 +475,8 @@ static inline void account_alloc(uint64_t *ev, const bh__zone_t *z, uint64_t pfn
     ev[BH_STAT_alloc_zone_fallback]++;
 }
 
-static inline void zone_lock(bh__zone_t *z) { pthread_mutex_lock(&z->lock); }
-static inline void zone_unlock(bh__zone_t *z) { pthread_mutex_unlock(&z->lock); }
+static inline void zone_lock(bh__zone_t *z) { bh__zone_lock(z); }
+static inline void zone_unlock(bh__zone_t *z) { bh__zone_unlock(z); }
 
 /* rmqueue_buddy: one block straight from the buddy lists under the zone lock. */
 static uint64_t rmqueue_buddy(bh__zone_t *z, unsigned order, const struct alloc_ctx *ac,

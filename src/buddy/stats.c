@@ -23,10 +23,10 @@ void bh_stats_read(const bh_arena_t *ca, uint64_t out[BH_NR_STATS]) {
   memset(out, 0, sizeof(uint64_t) * BH_NR_STATS);
   for (int i = 0; i < a->nr_zones; i++) {
     bh__zone_t *z = &a->zones[i];
-    pthread_mutex_lock(&z->lock);
+    bh__zone_lock(z);
     for (int s = 0; s < BH_NR_STATS; s++)
       out[s] += z->ev[s];
-    pthread_mutex_unlock(&z->lock);
+    bh__zone_unlock(z);
     out[BH_STAT_wmark_fail] += atomic_load_explicit(&z->wmark_fail, memory_order_relaxed);
     for (unsigned c = 0; z->pcp && c < a->cfg.nr_cpus; c++) {
       bh__pcp_t *pcp = &z->pcp[c];
@@ -45,7 +45,7 @@ int bh_zone_info(bh_arena_t *a, int i, bh_zone_info_t *o) {
     return BH_EINVAL;
   bh__zone_t *z = &a->zones[i];
   memset(o, 0, sizeof(*o));
-  pthread_mutex_lock(&z->lock);
+  bh__zone_lock(z);
   o->node = z->node;
   o->type = z->type;
   o->start_pfn = z->start_pfn;
@@ -74,7 +74,7 @@ int bh_zone_info(bh_arena_t *a, int i, bh_zone_info_t *o) {
   uint64_t pb = 1ull << a->pb_order;
   for (uint64_t pfn = z->start_pfn; pfn < z->start_pfn + z->spanned_pages; pfn += pb)
     o->pageblocks[bh__pb_mt(a, pfn)]++;
-  pthread_mutex_unlock(&z->lock);
+  bh__zone_unlock(z);
   for (unsigned c = 0; z->pcp && c < a->cfg.nr_cpus; c++) {
     bh__pcp_lock(&z->pcp[c]);
     o->pcp_pages += (uint64_t)z->pcp[c].count;
@@ -83,10 +83,10 @@ int bh_zone_info(bh_arena_t *a, int i, bh_zone_info_t *o) {
   return BH_OK;
 }
 
-#define OUT(...)                                                               \
-  do {                                                                         \
-    if (fprintf(out, __VA_ARGS__) < 0)                                         \
-      return BH_EIO;                                                           \
+#define OUT(...)                                                                                   \
+  do {                                                                                             \
+    if (fprintf(out, __VA_ARGS__) < 0)                                                             \
+      return BH_EIO;                                                                               \
   } while (0)
 
 int bh_dump_buddyinfo(bh_arena_t *a, FILE *out) {

@@ -15,7 +15,6 @@
 #include <string.h>
 #include <time.h>
 
-
 static _Thread_local char last_error[256];
 
 /* ---- registry ---- */
@@ -91,7 +90,7 @@ int bh_opt_u64(const bh_opt_t *o, uint64_t min, uint64_t max, uint64_t *out) {
 
 int bh_opt_bool(const bh_opt_t *o, bool *out) {
   static const char *const yes[] = {"1", "true", "yes", "on"}, *const no[] = {"0", "false", "no",
-                                                                               "off"};
+                                                                              "off"};
   for (int i = 0; o && o->value && i < 4; i++) {
     if (!strcasecmp(o->value, yes[i]))
       return *out = true, BH_OK;
@@ -153,10 +152,10 @@ void bh_hint_set_orders(bh_hint_t *h, unsigned notify_order, unsigned del_order)
   bh_arena_t *a = h->arena;
   for (int i = 0; i < a->nr_zones; i++) {
     bh__zone_t *z = &a->zones[i];
-    pthread_mutex_lock(&z->lock);
+    bh__zone_lock(z);
     z->notify_order = (uint8_t)(notify_order > UINT8_MAX ? UINT8_MAX : notify_order);
     z->del_order = (uint8_t)(del_order > UINT8_MAX ? UINT8_MAX : del_order);
-    pthread_mutex_unlock(&z->lock);
+    bh__zone_unlock(z);
   }
 }
 
@@ -172,9 +171,7 @@ uint64_t bh_hint_now(const bh_hint_t *h) {
   return h->clock == BH_CLOCK_THREAD ? mono_ns() : atomic_load(&((bh_hint_t *)h)->now);
 }
 
-uint64_t bh_hint_next_due(const bh_hint_t *h) {
-  return bh__hint_next_due(h);
-}
+uint64_t bh_hint_next_due(const bh_hint_t *h) { return bh__hint_next_due(h); }
 
 void bh_hint_request(bh_hint_t *h, uint64_t delay_ns) {
   uint64_t now = bh_hint_now(h);
@@ -288,6 +285,9 @@ int bh_hint_attach(bh_arena_t *a, const bh_hint_config_t *cfg, bh_hint_t **out) 
     return attach_fail(NULL, BH_ENOENT, "unknown strategy");
   if (a->hint.ctx)
     return attach_fail(NULL, BH_EBUSY, "hinting is already attached to this arena");
+  if (cfg->clock == BH_CLOCK_THREAD && !a->cfg.smp)
+    return attach_fail(NULL, BH_EINVAL,
+                       "a worker thread needs an SMP arena (cfg.smp; without it nothing locks)");
   bh_hint_t *h = calloc(1, sizeof(*h));
   if (!h)
     return attach_fail(NULL, BH_ENOMEM, "out of memory");

@@ -610,6 +610,8 @@ static int setup(struct replay *r, const struct scan *sc) {
   if (!mem)
     mem = (sc->peak << BH_PAGE_SHIFT) + (sc->peak << BH_PAGE_SHIFT) / 4 + (64ull << 20);
   size_zones(&ac, mem);
+  /* on the virtual clock only this thread touches the arena: no locks, as CONFIG_SMP=n */
+  ac.smp = cfg->speed > 0;
   if (!ac.nr_cpus) /* one pcp slot per CPU seen in the trace */
     ac.nr_cpus = sc->max_cpu + 1 > 1024 ? 1024 : sc->max_cpu + 1;
   const char *why;

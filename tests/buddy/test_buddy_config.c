@@ -25,6 +25,8 @@ static void test_config_defaults(void **state) {
   EXPECT_U64(c.max_order, 10);
   EXPECT_U64(c.pageblock_order, 9);
   assert_true(c.mobility_grouping);
+  assert_true(c.smp);
+  assert_true(c.compact_large_blocks);
   assert_false(c.shuffle);
   EXPECT_U64(c.seed, 1);
   EXPECT_U64(c.min_free_kbytes, 0);

@@ -7,6 +7,8 @@
  */
 #include "buddy_test.h"
 
+#include <buddyhint/strategy.h>
+
 #include <stdlib.h>
 
 #define NORMAL_START 131072 /* DMA 4096 + DMA32 126976 pages */
@@ -229,6 +231,52 @@ static void test_pcp_drain_only_when_blocking(void **state) {
   bh_arena_destroy(a);
 }
 
+/*
+ * A CONFIG_SMP=n arena (cfg.smp false) takes no locks but behaves the same: the same seeded
+ * sequence of allocations and frees gives the same pfns as on an SMP arena.  A worker thread
+ * is refused, since nothing would keep it off the lists.
+ */
+static void test_up_arena_same_behaviour(void **state) {
+  (void)state;
+  bh_arena_t *a[2];
+  for (int i = 0; i < 2; i++) {
+    bh_config_t c;
+    bh_config_init(&c);
+    c.backing = BH_BACKING_SIM;
+    c.smp = i == 0;
+    a[i] = bt_create(&c);
+  }
+  uint64_t held[2][512] = {{0}}, x = 12345;
+  for (int step = 0; step < 20000; step++) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    unsigned slot = (unsigned)(x % 512), order = (unsigned)(x >> 20) % 4,
+             cpu = (unsigned)(x >> 30) % 2;
+    for (int i = 0; i < 2; i++) {
+      if (held[i][slot]) {
+        bt_free(a[i], (held[i][slot] & ((1ull << 48) - 1)) - 1, (unsigned)(held[i][slot] >> 48),
+                (int)cpu);
+        held[i][slot] = 0;
+      } else {
+        uint64_t pfn = bt_alloc(a[i], BH_GFP_MOVABLE, order, (int)cpu);
+        held[i][slot] = (pfn + 1) | (uint64_t)order << 48;
+      }
+    }
+    assert_true(held[0][slot] == held[1][slot]);
+  }
+  bt_expect_clean(a[0]);
+  bt_expect_clean(a[1]);
+  bh_hint_config_t hc;
+  bh_hint_config_init(&hc);
+  hc.clock = BH_CLOCK_THREAD;
+  bh_hint_t *h = NULL;
+  EXPECT_U64(bh_hint_attach(a[1], &hc, &h), BH_EINVAL);
+  hc.clock = BH_CLOCK_VIRTUAL;
+  EXPECT_U64(bh_hint_attach(a[1], &hc, &h), BH_OK);
+  bh_hint_detach(h);
+  for (int i = 0; i < 2; i++)
+    bh_arena_destroy(a[i]);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_pcp_refill_sizes_and_order),
@@ -238,6 +286,7 @@ int main(void) {
       cmocka_unit_test(test_pcp_free_count_halved_on_alloc),
       cmocka_unit_test(test_pcp_orders),
       cmocka_unit_test(test_pcp_drain_only_when_blocking),
+      cmocka_unit_test(test_up_arena_same_behaviour),
   };
   return cmocka_run_group_tests_name("buddy_pcp", tests, NULL, NULL);
 }
