@@ -70,10 +70,14 @@ configure: deps
 build: configure
 	$(CMAKE) --build $(BUILD) -j $(JOBS)
 
+# The strategies `make demo` compares: the three, and bubble with page_reporting_order 3, which
+# also returns the memory the recorded trace leaves free only below the pageblock order.
+DEMO_STRATEGIES ?= none,bitmap,bubble,bubble:order=3
+
 demo: build
 	@if [ -x $(BUILD)/buddyhint ] && [ -n "$(DEMO_TRACE)" ]; then \
-	  echo "$(BUILD)/buddyhint compare $(DEMO_TRACE)"; \
-	  $(BUILD)/buddyhint compare $(DEMO_TRACE); \
+	  echo "$(BUILD)/buddyhint compare $(DEMO_TRACE) --strategies $(DEMO_STRATEGIES)"; \
+	  $(BUILD)/buddyhint compare $(DEMO_TRACE) --strategies $(DEMO_STRATEGIES); \
 	else \
 	  echo "$(BUILD)/examples/demo"; \
 	  $(BUILD)/examples/demo; \
