@@ -19,8 +19,8 @@
  *       floor.  Each of --reps short repetitions runs none, bitmap, none', none', bitmap, none
  *       (mirrored on odd repetitions), so that drift cancels; the per-repetition ratio
  *       bitmap/none gives the median and spread, and the ratio of the minima is printed too
- *       (interference from other processes only adds time).  Target: median ratio <= 1.02.  If valgrind is
- *       installed, callgrind counts the instructions per pair of both (reproducible): the
+ *       (interference from other processes only adds time).  Target: median ratio <= 1.02.  If
+ * valgrind is installed, callgrind counts the instructions per pair of both (reproducible): the
  *       program runs itself under callgrind with --cg-child, twice with different iteration
  *       counts, and the difference cancels the setup.
  *
@@ -248,22 +248,22 @@ static bool idle_once(const opts_t *o, const char *strategy, uint64_t seed, idle
   return true;
 }
 
-#define STAT_OF(res, field, out)                                                             \
-  do {                                                                                       \
-    double *v_ = malloc(sizeof(double) * (size_t)(res)->n);                                  \
-    if (!v_)                                                                                 \
-      die("malloc", 0);                                                                      \
-    int k_ = 0;                                                                              \
-    for (int i_ = 0; i_ < (res)->n; i_++) {                                                  \
-      double x_ = (double)(res)->runs[i_].field;                                             \
-      if (!isnan(x_))                                                                        \
-        v_[k_++] = x_;                                                                       \
-    }                                                                                        \
-    if (k_)                                                                                  \
-      bu_stats(v_, k_, (out));                                                               \
-    else                                                                                     \
-      memset((out), 0, sizeof(*(out))), (out)->median = NAN;                                 \
-    free(v_);                                                                                \
+#define STAT_OF(res, field, out)                                                                   \
+  do {                                                                                             \
+    double *v_ = malloc(sizeof(double) * (size_t)(res)->n);                                        \
+    if (!v_)                                                                                       \
+      die("malloc", 0);                                                                            \
+    int k_ = 0;                                                                                    \
+    for (int i_ = 0; i_ < (res)->n; i_++) {                                                        \
+      double x_ = (double)(res)->runs[i_].field;                                                   \
+      if (!isnan(x_))                                                                              \
+        v_[k_++] = x_;                                                                             \
+    }                                                                                              \
+    if (k_)                                                                                        \
+      bu_stats(v_, k_, (out));                                                                     \
+    else                                                                                           \
+      memset((out), 0, sizeof(*(out))), (out)->median = NAN;                                       \
+    free(v_);                                                                                      \
   } while (0)
 
 static void run_idle(const opts_t *o, idle_result_t res[NSTRAT]) {
@@ -400,9 +400,7 @@ static bool callgrind_ir(const char *strategy, uint64_t n, double *ir, char *why
   return true;
 }
 
-static bool have_valgrind(void) {
-  return system("valgrind --version >/dev/null 2>&1") == 0;
-}
+static bool have_valgrind(void) { return system("valgrind --version >/dev/null 2>&1") == 0; }
 
 static void run_pairs(const opts_t *o, pair_result_t *p) {
   memset(p, 0, sizeof(*p));
@@ -524,8 +522,11 @@ static int collect_targets(const opts_t *o, const idle_result_t *ir, const pair_
   if (o->run_a) {
     for (int k = 1; k < NSTRAT; k++) {
       const idle_result_t *r = &ir[k];
-      target_t x = {.id = "a", .what = "idle resident above live, % of arena",
-                    .strategy = r->strategy, .unit = "%", .cmp = "<=",
+      target_t x = {.id = "a",
+                    .what = "idle resident above live, % of arena",
+                    .strategy = r->strategy,
+                    .unit = "%",
+                    .cmp = "<=",
                     .limit = TARGET_EXCESS_PCT};
       if (r->skipped || !r->n) {
         x.value = x.lo = x.hi = NAN;
@@ -542,8 +543,11 @@ static int collect_targets(const opts_t *o, const idle_result_t *ir, const pair_
     }
     for (int k = 1; k < NSTRAT; k++) {
       const idle_result_t *r = &ir[k];
-      target_t x = {.id = "b", .what = "reported bytes per madvise call (default config)",
-                    .strategy = r->strategy, .unit = "MiB/call", .cmp = ">=",
+      target_t x = {.id = "b",
+                    .what = "reported bytes per madvise call (default config)",
+                    .strategy = r->strategy,
+                    .unit = "MiB/call",
+                    .cmp = ">=",
                     .limit = TARGET_BPC / MiB};
       if (r->skipped || !r->n || isnan(r->bpc.median)) {
         x.value = x.lo = x.hi = NAN;
@@ -561,18 +565,25 @@ static int collect_targets(const opts_t *o, const idle_result_t *ir, const pair_
     }
   }
   if (o->run_c && pr->done) {
-    target_t x = {.id = "c", .what = "order-0 pair cost with nothing to report, bitmap/none",
-                  .strategy = "bitmap", .unit = "ratio", .cmp = "<=", .limit = TARGET_RATIO};
+    target_t x = {.id = "c",
+                  .what = "order-0 pair cost with nothing to report, bitmap/none",
+                  .strategy = "bitmap",
+                  .unit = "ratio",
+                  .cmp = "<=",
+                  .limit = TARGET_RATIO};
     x.value = pr->ratio.median;
     x.lo = pr->ratio.p10;
     x.hi = pr->ratio.p90;
     x.verdict = x.value <= x.limit ? "PASS" : "FAIL";
-    snprintf(x.note, sizeof(x.note), "%.2f vs %.2f ns/pair", pr->st[1].median,
-             pr->st[0].median);
+    snprintf(x.note, sizeof(x.note), "%.2f vs %.2f ns/pair", pr->st[1].median, pr->st[0].median);
     t[n++] = x;
     if (pr->cg_done) {
-      target_t y = {.id = "c-ir", .what = "instructions per pair (callgrind), bitmap/none",
-                    .strategy = "bitmap", .unit = "ratio", .cmp = "<=", .limit = TARGET_RATIO};
+      target_t y = {.id = "c-ir",
+                    .what = "instructions per pair (callgrind), bitmap/none",
+                    .strategy = "bitmap",
+                    .unit = "ratio",
+                    .cmp = "<=",
+                    .limit = TARGET_RATIO};
       y.value = y.lo = y.hi = pr->cg_ir[1] / pr->cg_ir[0];
       y.verdict = y.value <= y.limit ? "PASS" : "FAIL";
       snprintf(y.note, sizeof(y.note), "%.1f vs %.1f Ir/pair", pr->cg_ir[1], pr->cg_ir[0]);
@@ -608,9 +619,9 @@ static void print_table(const bu_machine_t *m, const opts_t *o, const idle_resul
       char after[40];
       snprintf(after, sizeof(after), "%.2f [%.2f, %.2f]", r->excess.median, r->excess.min,
                r->excess.max);
-      printf("%-8s %7.2f %10.2f %17.2f %19s %7.1f%% %7.1f%% %6.0f MiB %10.0f %9.2f\n",
-             r->strategy, r->live.median, r->resident.median, r->excess_before.median, after,
-             ge / r->n, lt / r->n, r->reported.median, r->calls.median,
+      printf("%-8s %7.2f %10.2f %17.2f %19s %7.1f%% %7.1f%% %6.0f MiB %10.0f %9.2f\n", r->strategy,
+             r->live.median, r->resident.median, r->excess_before.median, after, ge / r->n,
+             lt / r->n, r->reported.median, r->calls.median,
              isnan(r->bpc.median) ? 0.0 : r->bpc.median / MiB);
     }
     printf("  excess = (resident - live) / arena size; free>=pb / free<pb: free memory in blocks "
@@ -668,8 +679,9 @@ static const char *verdict_of(const target_t *t, int nt, const char *id, const c
 static void write_csv(FILE *f, const bu_machine_t *m, const opts_t *o, const idle_result_t *ir,
                       const pair_result_t *pr, const target_t *t, int nt) {
   bu_csv_machine(f, m, "bench_hinting", o->args);
-  fprintf(f, "# (a) 1 GiB mmap arena, live %.0f %%, freed %.0f %%, idle %.0f s, %d reps, "
-             "seed %llu\n",
+  fprintf(f,
+          "# (a) 1 GiB mmap arena, live %.0f %%, freed %.0f %%, idle %.0f s, %d reps, "
+          "seed %llu\n",
           o->live_frac * 100, o->free_frac * 100, o->idle_s, o->idle_reps,
           (unsigned long long)o->seed);
   fprintf(f, "# loadavg: start %s; end %s\n", o->load_start, o->load_end);
@@ -778,8 +790,9 @@ static void write_json(FILE *f, const bu_machine_t *m, const opts_t *o, const id
   }
   fputs("\n  ],\n  \"pair\": ", f);
   if (o->run_c && pr->done) {
-    fprintf(f, "{\"iters_per_segment\": %llu, \"reps\": %d, \"order\": \"none, bitmap, "
-               "control, control, bitmap, none (mirrored on odd repetitions)\",\n    ",
+    fprintf(f,
+            "{\"iters_per_segment\": %llu, \"reps\": %d, \"order\": \"none, bitmap, "
+            "control, control, bitmap, none (mirrored on odd repetitions)\",\n    ",
             (unsigned long long)pr->iters, pr->reps);
     bu_json_stats(f, "none_ns", &pr->st[0], 1);
     fputs(",\n    ", f);
@@ -793,8 +806,9 @@ static void write_json(FILE *f, const bu_machine_t *m, const opts_t *o, const id
     fprintf(f, ",\n    \"hook_calls\": {\"none\": %llu, \"bitmap\": %llu},\n    \"callgrind\": ",
             (unsigned long long)pr->notify[0], (unsigned long long)pr->notify[1]);
     if (pr->cg_done)
-      fprintf(f, "{\"none_ir_per_pair\": %.3f, \"bitmap_ir_per_pair\": %.3f, \"pairs\": [%llu, "
-                 "%llu]}",
+      fprintf(f,
+              "{\"none_ir_per_pair\": %.3f, \"bitmap_ir_per_pair\": %.3f, \"pairs\": [%llu, "
+              "%llu]}",
               pr->cg_ir[0], pr->cg_ir[1], (unsigned long long)pr->cg_n1,
               (unsigned long long)pr->cg_n2);
     else {
@@ -822,8 +836,8 @@ static void write_json(FILE *f, const bu_machine_t *m, const opts_t *o, const id
     bu_json_num(f, t[i].lo);
     fputs(", ", f);
     bu_json_num(f, t[i].hi);
-    fprintf(f, "], \"target\": \"%s %.2f\", \"verdict\": \"%s\", \"note\": ", t[i].cmp,
-            t[i].limit, t[i].verdict);
+    fprintf(f, "], \"target\": \"%s %.2f\", \"verdict\": \"%s\", \"note\": ", t[i].cmp, t[i].limit,
+            t[i].verdict);
     bu_json_str(f, t[i].note);
     fputs("}", f);
   }
@@ -835,22 +849,21 @@ static void write_json(FILE *f, const bu_machine_t *m, const opts_t *o, const id
 /* ---------------------------------------------------------------------------------------- */
 
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: bench_hinting [--quick] [--reps N] [--idle-reps N] [--rep-ms MS] [--out DIR]\n"
-          "                     [--only a,b,c] [--seed S] [--no-callgrind] [--strict]\n"
-          "  --quick        3 idle repetitions, 151 pair repetitions\n"
-          "                 (default: 5 idle repetitions, 401 pair repetitions of ~3 ms)\n"
-          "  --reps N       pair repetitions for (c) (>= 15)\n"
-          "  --idle-reps N  repetitions of the idle workload (a)/(b)\n"
-          "  --rep-ms MS    duration of one pair repetition (6 segments)\n"
-          "  --iters N      fixed pairs per segment (no calibration)\n"
-          "  --out DIR      write DIR/hinting.csv and DIR/hinting.json (default results)\n"
-          "  --only LIST    run only these targets (a and b share one workload)\n"
-          "  --seed S       workload seed (default 1)\n"
-          "  --free-frac F  fraction of the live blocks freed before idling in (a)/(b), in\n"
-          "                 random order (default 0.75; 1 frees everything, memhog-like)\n"
-          "  --no-callgrind skip the callgrind instruction counts of (c)\n"
-          "  --strict       exit 3 if a target is missed\n");
+  fprintf(f, "usage: bench_hinting [--quick] [--reps N] [--idle-reps N] [--rep-ms MS] [--out DIR]\n"
+             "                     [--only a,b,c] [--seed S] [--no-callgrind] [--strict]\n"
+             "  --quick        3 idle repetitions, 151 pair repetitions\n"
+             "                 (default: 5 idle repetitions, 401 pair repetitions of ~3 ms)\n"
+             "  --reps N       pair repetitions for (c) (>= 15)\n"
+             "  --idle-reps N  repetitions of the idle workload (a)/(b)\n"
+             "  --rep-ms MS    duration of one pair repetition (6 segments)\n"
+             "  --iters N      fixed pairs per segment (no calibration)\n"
+             "  --out DIR      write DIR/hinting.csv and DIR/hinting.json (default results)\n"
+             "  --only LIST    run only these targets (a and b share one workload)\n"
+             "  --seed S       workload seed (default 1)\n"
+             "  --free-frac F  fraction of the live blocks freed before idling in (a)/(b), in\n"
+             "                 random order (default 0.75; 1 frees everything, memhog-like)\n"
+             "  --no-callgrind skip the callgrind instruction counts of (c)\n"
+             "  --strict       exit 3 if a target is missed\n");
 }
 
 static int parse(int argc, char **argv, opts_t *o) {
@@ -928,8 +941,9 @@ int main(int argc, char **argv) {
   bu_machine_t m;
   bu_machine_info(&m);
   if (!bu_build_is_optimized(&m))
-    fprintf(stderr, "bench_hinting: WARNING: %s build; numbers are not comparable to Release "
-                    "results\n",
+    fprintf(stderr,
+            "bench_hinting: WARNING: %s build; numbers are not comparable to Release "
+            "results\n",
             m.build_type);
 
   static idle_result_t ir[NSTRAT];

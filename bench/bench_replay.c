@@ -192,8 +192,7 @@ int main(int argc, char **argv) {
   fprintf(json, ",\n  \"events\": %lu,\n  \"cases\": [\n", (unsigned long)events);
   printf("replay speed, sim backing, one thread, %lu events, %d reps (events/s)\n",
          (unsigned long)events, o.reps);
-  printf("%-18s %-14s %12s %12s %12s %12s\n", "case", "format", "median", "p10", "p90",
-         "target");
+  printf("%-18s %-14s %12s %12s %12s %12s\n", "case", "format", "median", "p10", "p90", "target");
   for (int j = 0; j < NROWS; j++) {
     struct row *r = &rows[j];
     bu_stats(&v[j * o.reps], o.reps, &r->st);
@@ -201,13 +200,13 @@ int main(int argc, char **argv) {
     printf("%-18s %-14s %12.0f %12.0f %12.0f %12.0f %s\n", r->name, r->format, r->st.median,
            r->st.p10, r->st.p90, r->target, res);
     fprintf(csv, "%s,%s,%d,%lu,%d,%.0f,%.0f,%.0f,%.0f,%s\n", r->name, r->format,
-            r->one_pass ? 1 : 2, (unsigned long)events, o.reps, r->st.median, r->st.p10,
-            r->st.p90, r->target, res);
+            r->one_pass ? 1 : 2, (unsigned long)events, o.reps, r->st.median, r->st.p10, r->st.p90,
+            r->target, res);
     fprintf(json,
             "    {\"case\": \"%s\", \"format\": \"%s\", \"passes\": %d, \"median_eps\": %.0f, "
             "\"p10_eps\": %.0f, \"p90_eps\": %.0f, \"target_eps\": %.0f, \"result\": \"%s\"}%s\n",
-            r->name, r->format, r->one_pass ? 1 : 2, r->st.median, r->st.p10, r->st.p90,
-            r->target, res, j + 1 < NROWS ? "," : "");
+            r->name, r->format, r->one_pass ? 1 : 2, r->st.median, r->st.p10, r->st.p90, r->target,
+            res, j + 1 < NROWS ? "," : "");
   }
   fprintf(json, "  ]\n}\n");
   fclose(csv);

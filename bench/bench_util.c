@@ -310,3 +310,90 @@ void bu_json_head(FILE *f, const char *program, const char *args, const bu_machi
   bu_json_str(f, load1);
   fprintf(f, ",\n  \"elapsed_s\": %.1f,\n", elapsed_s);
 }
+
+double bu_now_s(void) { return (double)bu_now_ns() / 1e9; }
+
+void bu_sleep_s(double s) {
+  if (s <= 0)
+    return;
+  struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+    ;
+}
+
+void bu_die(const char *prog, const char *what, int err) {
+  fprintf(stderr, "%s: %s failed: %s\n", prog, what, err ? bh_strerror(err) : strerror(errno));
+  exit(2);
+}
+
+void bu_loadavg(char *buf, size_t len) {
+  snprintf(buf, len, "?");
+  FILE *f = fopen("/proc/loadavg", "r");
+  if (!f)
+    return;
+  double a, b, c;
+  if (fscanf(f, "%lf %lf %lf", &a, &b, &c) == 3)
+    snprintf(buf, len, "%.2f %.2f %.2f", a, b, c);
+  fclose(f);
+}
+
+int bu_parse_size(const char *s, uint64_t *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (end == s || errno || v < 0)
+    return -1;
+  double mul = 1;
+  switch (*end) {
+  case 'k':
+  case 'K':
+    mul = 1024.0;
+    end++;
+    break;
+  case 'm':
+  case 'M':
+    mul = 1024.0 * 1024.0;
+    end++;
+    break;
+  case 'g':
+  case 'G':
+    mul = 1024.0 * 1024.0 * 1024.0;
+    end++;
+    break;
+  case 't':
+  case 'T':
+    mul = 1024.0 * 1024.0 * 1024.0 * 1024.0;
+    end++;
+    break;
+  default:
+    break;
+  }
+  if (!strcmp(end, "iB") || !strcmp(end, "B"))
+    end += strlen(end);
+  if (*end)
+    return -1;
+  *out = (uint64_t)(v * mul + 0.5);
+  return 0;
+}
+
+size_t bu_split_opts(char *buf, bh_opt_t *opts, size_t max) {
+  size_t n = 0;
+  for (char *save = NULL, *t = strtok_r(buf, ",", &save); t && n < max;
+       t = strtok_r(NULL, ",", &save)) {
+    char *eq = strchr(t, '=');
+    if (!eq)
+      continue;
+    *eq = 0;
+    opts[n++] = (bh_opt_t){t, eq + 1};
+  }
+  return n;
+}
+
+void bu_arena_config(uint64_t bytes, bh_config_t *cfg) {
+  bh_config_init(cfg);
+  uint64_t dma = 16ull << 20, normal = bytes / 2;
+  memset(cfg->zone_bytes, 0, sizeof(cfg->zone_bytes));
+  cfg->zone_bytes[BH_ZONE_DMA] = dma;
+  cfg->zone_bytes[BH_ZONE_DMA32] = bytes - dma - normal;
+  cfg->zone_bytes[BH_ZONE_NORMAL] = normal;
+}

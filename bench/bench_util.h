@@ -13,12 +13,32 @@
 #ifndef BH_BENCH_UTIL_H
 #define BH_BENCH_UTIL_H
 
+#include <buddyhint.h>
+#include <buddyhint/strategy.h>
+
 #include <stdint.h>
 #include <stddef.h>
 #include <stdio.h>
 
-/* Nanoseconds from CLOCK_MONOTONIC. */
+#define BU_MiB (1024.0 * 1024.0)
+
+/* Nanoseconds and seconds from CLOCK_MONOTONIC. */
 uint64_t bu_now_ns(void);
+double bu_now_s(void);
+/* Sleeps s seconds (on through signals); nothing for s <= 0. */
+void bu_sleep_s(double s);
+/* Prints "PROG: WHAT failed: why" (bh_strerror(err), or errno's text for err 0), exits 2. */
+__attribute__((noreturn)) void bu_die(const char *prog, const char *what, int err);
+/* /proc/loadavg's first three fields as "a b c" ("?" if unreadable). */
+void bu_loadavg(char *buf, size_t len);
+/* "1G", "512M", "1.5GiB", "4096" (binary units) -> bytes; 0, or -1 if malformed. */
+int bu_parse_size(const char *s, uint64_t *out);
+/* "k=v,k=v" -> bh_opt_t pointing into buf (modified); entries without '=' are skipped.
+ * Returns the count (at most max). */
+size_t bu_split_opts(char *buf, bh_opt_t *opts, size_t max);
+/* An arena of `bytes` (a multiple of 8 MiB, >= 64 MiB) laid out as the default 1 GiB one
+ * scaled: DMA 16 MiB, Normal half the size, DMA32 the rest; otherwise bh_config_init's. */
+void bu_arena_config(uint64_t bytes, bh_config_t *cfg);
 
 /* Order statistics of n samples (n >= 1); the input is not modified. */
 typedef struct bu_stats {

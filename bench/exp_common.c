@@ -51,7 +51,6 @@
 #include <jemalloc/jemalloc.h>
 #endif
 
-#define EXP_MiB (1024.0 * 1024.0)
 #define EXP_MAX_OPTS 8
 
 /* ---------------------------------------------------------------------------------------- */
@@ -60,32 +59,7 @@
 
 static const char *exp_prog = "exp";
 
-static void exp_die(const char *what, int err) {
-  fprintf(stderr, "%s: %s failed: %s\n", exp_prog, what, err ? bh_strerror(err) : strerror(errno));
-  exit(2);
-}
-
-static double exp_now_s(void) { return (double)bu_now_ns() / 1e9; }
-
-static void exp_sleep_s(double s) {
-  if (s <= 0)
-    return;
-  struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-    ;
-}
-
-/* /proc/loadavg's first three fields. */
-static void exp_loadavg(char *buf, size_t len) {
-  snprintf(buf, len, "?");
-  FILE *f = fopen("/proc/loadavg", "r");
-  if (!f)
-    return;
-  double a, b, c;
-  if (fscanf(f, "%lf %lf %lf", &a, &b, &c) == 3)
-    snprintf(buf, len, "%.2f %.2f %.2f", a, b, c);
-  fclose(f);
-}
+static void exp_die(const char *what, int err) { bu_die(exp_prog, what, err); }
 
 /* MemAvailable of the host in bytes (0 if unknown). */
 static uint64_t exp_mem_available(void) {
@@ -99,46 +73,6 @@ static uint64_t exp_mem_available(void) {
       break;
   fclose(f);
   return kib * 1024;
-}
-
-/* "1G", "512M", "1.5GiB", "4096" (binary units) -> bytes; 0 on success, -1 if malformed. */
-static int exp_parse_size(const char *s, uint64_t *out) {
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (end == s || errno || v < 0)
-    return -1;
-  double mul = 1;
-  switch (*end) {
-  case 'k':
-  case 'K':
-    mul = 1024.0;
-    end++;
-    break;
-  case 'm':
-  case 'M':
-    mul = EXP_MiB;
-    end++;
-    break;
-  case 'g':
-  case 'G':
-    mul = 1024.0 * EXP_MiB;
-    end++;
-    break;
-  case 't':
-  case 'T':
-    mul = 1024.0 * 1024.0 * EXP_MiB;
-    end++;
-    break;
-  default:
-    break;
-  }
-  if (!strcmp(end, "iB") || !strcmp(end, "B"))
-    end += strlen(end);
-  if (*end)
-    return -1;
-  *out = (uint64_t)(v * mul + 0.5);
-  return 0;
 }
 
 /* Rss and Pss of a process in KiB from /proc/PID/smaps_rollup; -1 if unreadable (gone). */
@@ -215,34 +149,6 @@ static int exp_parse_kinds(const char *list, exp_kind_t *kinds, int max,
     n++;
   }
   return n;
-}
-
-/* "k=v,k=v" -> bh_opt_t pointing into buf (modified).  Returns the count. */
-static size_t exp_split_opts(char *buf, bh_opt_t *opts, size_t max) {
-  size_t n = 0;
-  for (char *save = NULL, *t = strtok_r(buf, ",", &save); t && n < max;
-       t = strtok_r(NULL, ",", &save)) {
-    char *eq = strchr(t, '=');
-    if (!eq)
-      continue;
-    *eq = 0;
-    opts[n++] = (bh_opt_t){t, eq + 1};
-  }
-  return n;
-}
-
-/*
- * The arena of a guest of `bytes` (a multiple of 8 MiB, >= 64 MiB): as the default 1 GiB
- * configuration scaled, DMA 16 MiB, Normal half the size, DMA32 the rest (1 GiB: 16 + 496 +
- * 512 MiB, exactly bh_config_init's layout).  mmap backing, pcp on, 2 pcp slots.
- */
-static void exp_guest_config(uint64_t bytes, bh_config_t *cfg) {
-  bh_config_init(cfg);
-  uint64_t dma = 16ull << 20, normal = bytes / 2;
-  memset(cfg->zone_bytes, 0, sizeof(cfg->zone_bytes));
-  cfg->zone_bytes[BH_ZONE_DMA] = dma;
-  cfg->zone_bytes[BH_ZONE_DMA32] = bytes - dma - normal;
-  cfg->zone_bytes[BH_ZONE_NORMAL] = normal;
 }
 
 static int exp_check_guest_size(uint64_t bytes) {
@@ -398,7 +304,7 @@ static void child_je_setup(exp_child_t *c) {
   char buf[160];
   snprintf(buf, sizeof(buf), "%s", c->cfg->kind.opts);
   bh_opt_t o[EXP_MAX_OPTS];
-  size_t n = exp_split_opts(buf, o, EXP_MAX_OPTS);
+  size_t n = bu_split_opts(buf, o, EXP_MAX_OPTS);
   for (size_t i = 0; i < n; i++) {
     if (!strcmp(o[i].key, "dirty_decay_ms"))
       dirty = atol(o[i].value);
@@ -445,14 +351,14 @@ static void child_setup(exp_child_t *c) {
     return;
   }
   bh_config_t cfg;
-  exp_guest_config(c->cfg->bytes, &cfg);
+  bu_arena_config(c->cfg->bytes, &cfg);
   int e = bh_arena_create(&cfg, &c->arena);
   if (e)
     child_fail(c, "bh_arena_create: %s", bh_strerror(e));
   char buf[160];
   snprintf(buf, sizeof(buf), "%s", c->cfg->kind.opts);
   bh_opt_t o[EXP_MAX_OPTS];
-  size_t n = exp_split_opts(buf, o, EXP_MAX_OPTS);
+  size_t n = bu_split_opts(buf, o, EXP_MAX_OPTS);
   bh_hint_config_t hc;
   bh_hint_config_init(&hc);
   hc.strategy = c->cfg->kind.name;
@@ -534,11 +440,11 @@ static bool child_quiet(exp_child_t *c, uint64_t *last_steps, uint64_t *last_dis
 
 /* Idles until a command arrives (vmstat tick every second); also watches for settling. */
 static int child_wait(exp_child_t *c, exp_cmd_t *cmd, bool settle, double t_done) {
-  double next_tick = exp_now_s() + 1.0;
+  double next_tick = bu_now_s() + 1.0;
   int quiet = 0;
   uint64_t ls = UINT64_MAX, ld = UINT64_MAX;
   for (;;) {
-    double now = exp_now_s();
+    double now = bu_now_s();
     if (now >= next_tick) {
       if (c->arena)
         bh_vmstat_tick(c->arena);
@@ -552,7 +458,7 @@ static int child_wait(exp_child_t *c, exp_cmd_t *cmd, bool settle, double t_done
       return 0;
     if (!settle)
       continue;
-    now = exp_now_s();
+    now = bu_now_s();
     quiet = child_quiet(c, &ls, &ld) ? quiet + 1 : 0;
     bool timeout = now - t_done >= c->cfg->settle_max_s;
     if ((quiet >= 3 && now - t_done >= c->cfg->settle_min_s) || timeout) {
@@ -567,9 +473,9 @@ static int child_wait(exp_child_t *c, exp_cmd_t *cmd, bool settle, double t_done
 
 static void exp_child_main(int fd, const exp_guest_cfg_t *cfg) {
   exp_child_t c = {.cfg = cfg, .fd = fd};
-  double t0 = exp_now_s();
+  double t0 = bu_now_s();
   child_setup(&c);
-  exp_msg_t m = {.type = MSG_READY, .seconds = exp_now_s() - t0};
+  exp_msg_t m = {.type = MSG_READY, .seconds = bu_now_s() - t0};
   child_fill(&c, &m);
   if (exp_send(fd, &m, sizeof(m)))
     _exit(0);
@@ -589,7 +495,7 @@ static void exp_child_main(int fd, const exp_guest_cfg_t *cfg) {
         break;
     }
     exp_msg_t dn = {.type = MSG_DONE, .seconds = child_free(&c, cmd.pages)};
-    t_done = exp_now_s();
+    t_done = bu_now_s();
     child_fill(&c, &dn);
     if (exp_send(fd, &dn, sizeof(dn)))
       break;
@@ -658,7 +564,7 @@ static void exp_guest_stop_all(exp_guest_t *g, int n) {
         waitpid(g[i].pid, &st, 0);
         break;
       }
-      exp_sleep_s(0.01);
+      bu_sleep_s(0.01);
     }
     g[i].pid = 0;
   }
@@ -726,7 +632,7 @@ static int exp_validate_kinds(const exp_kind_t *kinds, int n) {
     if (kinds[i].jemalloc)
       continue;
     bh_config_t cfg;
-    exp_guest_config(64ull << 20, &cfg);
+    bu_arena_config(64ull << 20, &cfg);
     cfg.backing = BH_BACKING_SIM;
     bh_arena_t *a;
     int e = bh_arena_create(&cfg, &a);
@@ -739,7 +645,7 @@ static int exp_validate_kinds(const exp_kind_t *kinds, int n) {
     bh_hint_config_init(&hc);
     hc.strategy = kinds[i].name;
     hc.opts = o;
-    hc.nopts = exp_split_opts(buf, o, EXP_MAX_OPTS);
+    hc.nopts = bu_split_opts(buf, o, EXP_MAX_OPTS);
     bh_hint_t *h;
     e = bh_hint_attach(a, &hc, &h);
     if (e) {
@@ -770,4 +676,3 @@ static const char *exp_csv_opts(const char *opts, char *buf, size_t len) {
       *p = ';';
   return buf;
 }
-

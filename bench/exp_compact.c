@@ -60,13 +60,15 @@
  * sample, the machine, the options and the load average).
  */
 
-/* exp_common.c is written for the guest experiments; this program takes its small helpers
- * (sizes, the arena layout, the load average, exp_die) and none of the guest machinery, whose
- * functions gcc would otherwise report as unused (as exp_frag does). */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-function"
-#include "exp_common.c"
-#pragma GCC diagnostic pop
+#include "bench_util.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static void exp_die(const char *what, int err) { bu_die("exp_compact", what, err); }
 
 #define MAX_MIXES 8
 #define MAX_FOLIO_ORDER 8 /* below the pageblock order: blocks compaction may move */
@@ -259,9 +261,9 @@ static uint64_t g_integrity_errors;
 static void run_sample(const opts_t *o, const mix_t *m, uint64_t seed, int mode, owner_t *ow,
                        sample_t *s) {
   memset(s, 0, sizeof(*s));
-  double t0 = exp_now_s();
+  double t0 = bu_now_s();
   bh_config_t cfg;
-  exp_guest_config(o->arena_bytes, &cfg);
+  bu_arena_config(o->arena_bytes, &cfg);
   cfg.compact_large_blocks = mode == MODE_LARGE;
   bh_arena_t *a;
   int e = bh_arena_create(&cfg, &a);
@@ -326,7 +328,7 @@ static void run_sample(const opts_t *o, const mix_t *m, uint64_t seed, int mode,
   zone_sums(a, &s->free_pages, &s->thp_free_before);
   s->fingerprint = fingerprint(ow);
   s->score_before = s->score_after = bh_fragmentation_score(a, 0);
-  s->build_s = exp_now_s() - t0;
+  s->build_s = bu_now_s() - t0;
 
   /* compaction */
   if (mode != MODE_NONE) {
@@ -341,7 +343,7 @@ static void run_sample(const opts_t *o, const mix_t *m, uint64_t seed, int mode,
     s->compact_cpu_s = c1 - c0;
     s->callbacks = ow->calls;
     s->migrated_mib_s =
-        s->compact_s > 0 ? (double)s->cr.migrated * BH_PAGE_SIZE / EXP_MiB / s->compact_s : 0;
+        s->compact_s > 0 ? (double)s->cr.migrated * BH_PAGE_SIZE / BU_MiB / s->compact_s : 0;
     s->score_after = bh_fragmentation_score(a, 0);
     if (s->cr.score_before != s->score_before || s->cr.score_after != s->score_after)
       fprintf(stderr, "exp_compact: note: compaction reported scores %u -> %u, measured %u -> %u\n",
@@ -482,7 +484,7 @@ static int parse(int argc, char **argv, opts_t *o) {
     } else if (!strcmp(a, "--out") && more) {
       o->out = argv[++i];
     } else if (!strcmp(a, "--arena") && more) {
-      if (exp_parse_size(argv[++i], &o->arena_bytes))
+      if (bu_parse_size(argv[++i], &o->arena_bytes))
         return fprintf(stderr, "exp_compact: bad size '%s'\n", argv[i]), 2;
     } else if (!strcmp(a, "--mixes") && more) {
       mixes = argv[++i];
@@ -521,10 +523,10 @@ static int parse(int argc, char **argv, opts_t *o) {
   }
   if (o->reps < 1 || o->nmix < 1 || o->passes < 1 || o->use <= 0 || o->use > 0.95 ||
       o->free_share < 0 || o->free_share > 1 || o->kernel_share < 0 || o->kernel_share > 0.5 ||
-      exp_check_guest_size(o->arena_bytes))
+      o->arena_bytes < (64ull << 20) || o->arena_bytes % (8ull << 20))
     return fprintf(stderr, "exp_compact: bad --reps, --mixes, --passes, --use (0..0.95), --free "
                            "(0..1), --kernel (0..0.5) "
-                           "or --arena\n"),
+                           "or --arena (a multiple of 8 MiB, at least 64 MiB)\n"),
            2;
   return 0;
 }
@@ -554,7 +556,6 @@ static double stddev_pct(const double *v, int n) {
 }
 
 int main(int argc, char **argv) {
-  exp_prog = "exp_compact";
   opts_t o;
   int prc = parse(argc, argv, &o);
   if (prc)
@@ -564,9 +565,9 @@ int main(int argc, char **argv) {
   if (!bu_build_is_optimized(&mach))
     fprintf(stderr, "exp_compact: warning: %s build; results record it\n", mach.build_type);
   char load0[64], load1[64];
-  exp_loadavg(load0, sizeof(load0));
+  bu_loadavg(load0, sizeof(load0));
   printf("exp_compact: mmap arenas of %.0f MiB, free share %g, kernel share %g, mixes",
-         (double)o.arena_bytes / EXP_MiB, o.free_share, o.kernel_share);
+         (double)o.arena_bytes / BU_MiB, o.free_share, o.kernel_share);
   for (int k = 0; k < o.nmix; k++)
     printf("%s%s", k ? "," : " ", o.mix[k]->name);
   printf(", modes none/order0/large, %d rep(s); load %s\n", o.reps, load0);
@@ -586,7 +587,7 @@ int main(int argc, char **argv) {
     exp_die("calloc", 0);
 #define SMP(k, md, r) smp[((size_t)(k)*NMODES + (md)) * R + (r)]
   int mismatched = 0;
-  double t0 = exp_now_s();
+  double t0 = bu_now_s();
   for (int r = 0; r < R; r++) {
     uint64_t seed = o.seed + (uint64_t)r;
     for (int j = 0; j < nm; j++) {
@@ -610,8 +611,8 @@ int main(int argc, char **argv) {
     printf(" (order-9 blocks: none/order0/large)\n");
     fflush(stdout);
   }
-  double elapsed = exp_now_s() - t0;
-  exp_loadavg(load1, sizeof(load1));
+  double elapsed = bu_now_s() - t0;
+  bu_loadavg(load1, sizeof(load1));
   free(ow.map);
   free(ow.blk);
   free(ow.run);
@@ -698,7 +699,7 @@ int main(int argc, char **argv) {
   snprintf(a2, sizeof(a2),
            "%s [arena_mib=%.0f reps=%d seed=%lu free=%g kernel=%g passes=%d use=%g load_start=%s "
            "load_end=%s]",
-           o.args, (double)o.arena_bytes / EXP_MiB, R, (unsigned long)o.seed, o.free_share,
+           o.args, (double)o.arena_bytes / BU_MiB, R, (unsigned long)o.seed, o.free_share,
            o.kernel_share, o.passes, o.use, load0, load1);
   FILE *f = bu_open_out(o.out, "compact.csv");
   if (!f)
@@ -727,7 +728,7 @@ int main(int argc, char **argv) {
               "%s,%s,%d,%.0f,%.1f,%.0f,%.1f,%.1f,%.2f,%.2f,%.2f,%.0f,%.0f,%.0f,%.2f,%.2f,%.2f,%.2f,"
               "%.2f,%.2f,%.2f,%.2f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.1f,%.1f,%.0f,"
               "%.0f,%.1f,%.1f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%lu\n",
-              o.mix[k]->name, mode_name[md], R, (double)o.arena_bytes / EXP_MiB,
+              o.mix[k]->name, mode_name[md], R, (double)o.arena_bytes / BU_MiB,
               c->large_share.median, c->thp.median, c->thp.p10, c->thp.p90, c->thp_pct_free.median,
               c->thp_pct_free.p10, c->thp_pct_free.p90, c->run.median, c->run.p10, c->run.p90,
               c->run_stddev_pct, c->change.median, c->change.p10, c->change.p90,

@@ -44,13 +44,14 @@
  * every sample, the machine, the options, the load average).
  */
 
-/* exp_common.c is written for the guest experiments; this program takes its small helpers
- * (sizes, key=value lists, the load average, exp_die) and none of the guest machinery, whose
- * functions gcc would otherwise report as unused. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-function"
-#include "exp_common.c"
-#pragma GCC diagnostic pop
+#include "bench_util.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void exp_die(const char *what, int err) { bu_die("exp_frag", what, err); }
 
 #include <buddyhint/gen.h>
 #include <buddyhint/replay.h>
@@ -132,7 +133,7 @@ static int parse(int argc, char **argv, opts_t *o) {
     } else if (!strcmp(a, "--out") && more) {
       o->out = argv[++i];
     } else if (!strcmp(a, "--arena") && more) {
-      if (exp_parse_size(argv[++i], &o->arena_bytes))
+      if (bu_parse_size(argv[++i], &o->arena_bytes))
         return fprintf(stderr, "exp_frag: bad size '%s'\n", argv[i]), 2;
     } else if (!strcmp(a, "--kernel") && more) {
       kernels = argv[++i];
@@ -171,7 +172,7 @@ static int parse(int argc, char **argv, opts_t *o) {
              2;
     o->kernel[o->nkernel++] = k;
   }
-  o->nparams = exp_split_opts(o->param_buf, o->params, MAX_PARAMS);
+  o->nparams = bu_split_opts(o->param_buf, o->params, MAX_PARAMS);
   if (o->reps < 1 || o->nkernel < 1 || o->cpus < 1 || o->cpus > 1024 ||
       o->arena_bytes < (64ull << 20) || o->arena_bytes % (4ull << 20))
     return fprintf(stderr, "exp_frag: bad --reps, --kernel, --cpus or --arena (a multiple of "
@@ -339,10 +340,10 @@ static int run_trace(const opts_t *o, const char *path, double kernel, uint64_t 
   const uint64_t step = FILL_STEP(o->arena_bytes);
   for (int tries = 0;; tries++) {
     gen_ctx_t g;
-    double t = exp_now_s();
+    double t = bu_now_s();
     if (make_trace(o, path, kernel, seed, fill, attempts, &g))
       return -1;
-    *gen_s += exp_now_s() - t;
+    *gen_s += bu_now_s() - t;
     for (int i = 0; i < 2; i++) {
       int grp = (i + off_first) % 2;
       if (replay(o, path, grp == 0, &g, fill, &pair[grp]))
@@ -366,7 +367,6 @@ typedef struct conf_stats {
 } conf_stats_t;
 
 int main(int argc, char **argv) {
-  exp_prog = "exp_frag";
   opts_t o;
   int prc = parse(argc, argv, &o);
   if (prc)
@@ -381,10 +381,10 @@ int main(int argc, char **argv) {
   const uint64_t fit = (o.arena_bytes + HUGE_BYTES - 1) / HUGE_BYTES;
   const uint64_t attempts = (fit + ROUND - 1) / ROUND * ROUND + ROUND;
   char load0[64], load1[64];
-  exp_loadavg(load0, sizeof(load0));
+  bu_loadavg(load0, sizeof(load0));
   printf("exp_frag: sim arena of %.0f MiB filled to %.0f MiB (kswapd's free: %.1f MiB), "
          "%lu order-9 attempts in rounds of %d, kernel shares",
-         (double)o.arena_bytes / EXP_MiB, (double)fill / EXP_MiB, (double)reserve / EXP_MiB,
+         (double)o.arena_bytes / BU_MiB, (double)fill / BU_MiB, (double)reserve / BU_MiB,
          (unsigned long)attempts, ROUND);
   for (int k = 0; k < o.nkernel; k++)
     printf("%s%g", k ? "," : " ", o.kernel[k]);
@@ -404,7 +404,7 @@ int main(int argc, char **argv) {
     exp_die("calloc", 0);
 #define SMP(k, g, r) smp[((size_t)(k)*2 + (g)) * R + (r)]
   int failed = 0;
-  double t0 = exp_now_s(), gen_s = 0;
+  double t0 = bu_now_s(), gen_s = 0;
   for (int r = 0; r < R && !failed; r++) {
     for (int j = 0; j < nk && !failed; j++) {
       int k = (j + r) % nk; /* rotate the order per repetition (wall time only) */
@@ -428,8 +428,8 @@ int main(int argc, char **argv) {
   rmdir(dir);
   if (failed)
     return 1;
-  double elapsed = exp_now_s() - t0;
-  exp_loadavg(load1, sizeof(load1));
+  double elapsed = bu_now_s() - t0;
+  bu_loadavg(load1, sizeof(load1));
 
   conf_stats_t cs[MAX_KERNEL][2];
   bu_stats_t gain[MAX_KERNEL]; /* percentage points, on - off of the same trace */
@@ -450,11 +450,11 @@ int main(int argc, char **argv) {
       STAT(SMP(k, g, r).pct_arena, pct_arena);
       STAT(SMP(k, g, r).pct_free, pct_free);
       STAT(SMP(k, g, r).failures, failures);
-      STAT(SMP(k, g, r).kernel_live_bytes / EXP_MiB, kernel_mib);
+      STAT(SMP(k, g, r).kernel_live_bytes / BU_MiB, kernel_mib);
       STAT(SMP(k, g, r).kernel_allocs_per_pageblock, kpb);
       STAT(SMP(k, g, r).extfrag_fallback, fallback);
       STAT(SMP(k, g, r).extfrag_fragmenting, fragmenting);
-      STAT(SMP(k, g, r).fill_bytes / EXP_MiB, fill_mib);
+      STAT(SMP(k, g, r).fill_bytes / BU_MiB, fill_mib);
 #undef STAT
       c->early = c->lowered = 0;
       for (int r = 0; r < R; r++) {
@@ -484,7 +484,7 @@ int main(int argc, char **argv) {
              c->pct_arena.p90, c->pct_free.median, c->failures.median, c->fallback.median,
              c->fill_mib.median, c->early ? "  EARLY FAILURES" : "");
     }
-  printf("fill lowered below %.0f MiB (see run_trace) in", (double)fill / EXP_MiB);
+  printf("fill lowered below %.0f MiB (see run_trace) in", (double)fill / BU_MiB);
   for (int k = 0; k < nk; k++)
     printf(" k=%g %d/%d", o.kernel[k], cs[k][0].lowered, R);
   printf(" repetitions\n");
@@ -506,7 +506,7 @@ int main(int argc, char **argv) {
   snprintf(a2, sizeof(a2),
            "%s [arena_mib=%.0f fill_mib=%.0f attempts=%lu reps=%d seed=%lu load_start=%s "
            "load_end=%s]",
-           o.args, (double)o.arena_bytes / EXP_MiB, (double)fill / EXP_MiB, (unsigned long)attempts,
+           o.args, (double)o.arena_bytes / BU_MiB, (double)fill / BU_MiB, (unsigned long)attempts,
            R, (unsigned long)o.seed, load0, load1);
   FILE *f = bu_open_out(o.out, "frag.csv");
   if (!f)
@@ -527,7 +527,7 @@ int main(int argc, char **argv) {
       fprintf(f,
               "%g,%s,%d,%.0f,%.0f,%lu,%.1f,%.2f,%.0f,%.1f,%.1f,%.0f,%.0f,%.2f,%.2f,%.2f,%.2f,"
               "%.2f,%.2f,%.2f,%.2f,%.0f,%d,%.0f,%.0f,%d\n",
-              o.kernel[k], g ? "off" : "on", R, (double)o.arena_bytes / EXP_MiB, c->fill_mib.median,
+              o.kernel[k], g ? "off" : "on", R, (double)o.arena_bytes / BU_MiB, c->fill_mib.median,
               (unsigned long)attempts, c->kernel_mib.median, c->kpb.median, c->obtained.median,
               c->obtained.p10, c->obtained.p90, c->obtained.min, c->obtained.max,
               c->pct_arena.median, c->pct_arena.p10, c->pct_arena.p90, c->pct_arena.min,

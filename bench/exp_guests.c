@@ -110,10 +110,10 @@ static int parse(int argc, char **argv, opts_t *o) {
     } else if (!strcmp(a, "--out") && more) {
       o->out = argv[++i];
     } else if (!strcmp(a, "--guest-size") && more) {
-      if (exp_parse_size(argv[++i], &o->guest_bytes))
+      if (bu_parse_size(argv[++i], &o->guest_bytes))
         return fprintf(stderr, "exp_guests: bad size '%s'\n", argv[i]), 2;
     } else if (!strcmp(a, "--budget") && more) {
-      if (exp_parse_size(argv[++i], &o->budget_bytes))
+      if (bu_parse_size(argv[++i], &o->budget_bytes))
         return fprintf(stderr, "exp_guests: bad size '%s'\n", argv[i]), 2;
     } else if (!strcmp(a, "--fill") && more) {
       o->fill = atof(argv[++i]);
@@ -192,7 +192,7 @@ static int run_kind(const opts_t *o, const exp_kind_t *kind, int kind_idx, int r
     r->alloc_s = m.seconds;
     r->peak_rss_mib = (double)rss[k] / 1024.0;
     r->sum_peak_mib = (double)sum / 1024.0;
-    r->res_peak_mib = (double)m.arena_resident / EXP_MiB;
+    r->res_peak_mib = (double)m.arena_resident / BU_MiB;
     r->fits = (uint64_t)sum * 1024 <= o->budget_bytes;
     if (!r->fits) {
       printf(" x");
@@ -216,8 +216,8 @@ static int run_kind(const opts_t *o, const exp_kind_t *kind, int kind_idx, int r
     r->settle_timeout = m.settle_timeout;
     r->idle_rss_mib = (double)rss[k] / 1024.0;
     r->sum_idle_mib = (double)sum / 1024.0;
-    r->res_idle_mib = (double)m.arena_resident / EXP_MiB;
-    r->reported_mib = (double)m.reported_bytes / EXP_MiB;
+    r->res_idle_mib = (double)m.arena_resident / BU_MiB;
+    r->reported_mib = (double)m.reported_bytes / BU_MiB;
     r->report_calls = m.report_calls;
     if (r->sum_idle_mib > kr->max_sum_idle_mib)
       kr->max_sum_idle_mib = r->sum_idle_mib;
@@ -258,14 +258,14 @@ int main(int argc, char **argv) {
     fprintf(stderr,
             "exp_guests: the host has %.0f MiB available, the run needs about %.0f MiB "
             "(budget + one guest); lower --guest-size\n",
-            (double)avail / EXP_MiB, (double)need / EXP_MiB);
+            (double)avail / BU_MiB, (double)need / BU_MiB);
     return 2;
   }
   char load0[64], load1[64];
-  exp_loadavg(load0, sizeof(load0));
+  bu_loadavg(load0, sizeof(load0));
   printf("exp_guests: guests of %.0f MiB, %.0f %% written, host budget %.0f MiB, up to %d "
          "guests, %d rep(s); load %s\n",
-         (double)o.guest_bytes / EXP_MiB, o.fill * 100, (double)o.budget_bytes / EXP_MiB,
+         (double)o.guest_bytes / BU_MiB, o.fill * 100, (double)o.budget_bytes / BU_MiB,
          o.max_guests, o.reps, load0);
 
   int maxrows = o.reps * nk * o.max_guests;
@@ -274,15 +274,15 @@ int main(int argc, char **argv) {
   if (!rows || !kr)
     exp_die("calloc", 0);
   int nrows = 0, failed = 0;
-  double t0 = exp_now_s();
+  double t0 = bu_now_s();
   for (int rep = 0; rep < o.reps; rep++)
     for (int j = 0; j < nk; j++) {
       int ki = (j + rep) % nk; /* rotate the order per repetition */
       if (run_kind(&o, &kinds[ki], ki, rep, rows, &nrows, &kr[rep * nk + ki]))
         failed = 1;
     }
-  double elapsed = exp_now_s() - t0;
-  exp_loadavg(load1, sizeof(load1));
+  double elapsed = bu_now_s() - t0;
+  bu_loadavg(load1, sizeof(load1));
 
   /* per kind: guests that fit, per-guest peak/idle Rss, settle time */
   typedef struct ksum {
@@ -317,7 +317,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < nrows; i++)
       ks[ki].timeouts += rows[i].kind == ki && rows[i].settle_timeout;
     /* k guests fit while (k - 1) idle guests + one at its peak stay within the budget */
-    double budget_mib = (double)o.budget_bytes / EXP_MiB;
+    double budget_mib = (double)o.budget_bytes / BU_MiB;
     ks[ki].est = ks[ki].fit.median;
     if (ks[ki].caps && ks[ki].idle.median > 0 && ks[ki].peak.median <= budget_mib)
       ks[ki].est = 1 + floor((budget_mib - ks[ki].peak.median) / ks[ki].idle.median);
@@ -341,7 +341,7 @@ int main(int argc, char **argv) {
   snprintf(a2, sizeof(a2),
            "%s [guest_size_mib=%.0f budget_mib=%.0f fill=%.2f max_guests=%d "
            "reps=%d load_start=%s load_end=%s]",
-           o.args, (double)o.guest_bytes / EXP_MiB, (double)o.budget_bytes / EXP_MiB, o.fill,
+           o.args, (double)o.guest_bytes / BU_MiB, (double)o.budget_bytes / BU_MiB, o.fill,
            o.max_guests, o.reps, load0, load1);
   FILE *f = bu_open_out(o.out, "guests.csv");
   if (!f)
@@ -358,7 +358,7 @@ int main(int argc, char **argv) {
             "%s,%s,%.0f,%.0f,%.2f,%d,%d,%.1f,%.1f,%.1f,%.0f,%.0f,%d,%.1f,%.1f,%.1f,%.1f,"
             "%.3f,%.3f,%d,%.3f,%.0f\n",
             kinds[ki].name, exp_csv_opts(kinds[ki].opts, ob, sizeof(ob)),
-            (double)o.guest_bytes / EXP_MiB, (double)o.budget_bytes / EXP_MiB, o.fill, o.max_guests,
+            (double)o.guest_bytes / BU_MiB, (double)o.budget_bytes / BU_MiB, o.fill, o.max_guests,
             o.reps, ks[ki].fit.median, ks[ki].fit.p10, ks[ki].fit.p90, ks[ki].fit.min,
             ks[ki].fit.max, ks[ki].caps, ks[ki].peak.median, ks[ki].idle.median, ks[ki].idle.p10,
             ks[ki].idle.p90, ks[ki].settle.median, ks[ki].settle.p90, ks[ki].timeouts,

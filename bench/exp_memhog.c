@@ -111,13 +111,13 @@ static int parse(int argc, char **argv, opts_t *o) {
     } else if (!strcmp(a, "--out") && more) {
       o->out = argv[++i];
     } else if (!strcmp(a, "--guest-size") && more) {
-      if (exp_parse_size(argv[++i], &o->guest_bytes))
+      if (bu_parse_size(argv[++i], &o->guest_bytes))
         return fprintf(stderr, "exp_memhog: bad size '%s'\n", argv[i]), 2;
     } else if (!strcmp(a, "--hog") && more) {
-      if (exp_parse_size(argv[++i], &o->hog_bytes))
+      if (bu_parse_size(argv[++i], &o->hog_bytes))
         return fprintf(stderr, "exp_memhog: bad size '%s'\n", argv[i]), 2;
     } else if (!strcmp(a, "--budget") && more) {
-      if (exp_parse_size(argv[++i], &o->budget_bytes))
+      if (bu_parse_size(argv[++i], &o->budget_bytes))
         return fprintf(stderr, "exp_memhog: bad size '%s'\n", argv[i]), 2;
     } else if (!strcmp(a, "--idle") && more) {
       o->idle_s = atof(argv[++i]);
@@ -171,7 +171,7 @@ static void take_sample(run_t *r, const exp_guest_t *g, double t0, int phase) {
   sample_t *s = &r->s[r->ns++];
   long rss[NG];
   long sum = exp_host_rss_kib(g, NG, rss);
-  s->t = exp_now_s() - t0;
+  s->t = bu_now_s() - t0;
   s->host_mib = (double)sum / 1024.0;
   for (int i = 0; i < NG; i++)
     s->g_mib[i] = (double)rss[i] / 1024.0;
@@ -182,7 +182,7 @@ static void take_sample(run_t *r, const exp_guest_t *g, double t0, int phase) {
 static int wait_sampling(run_t *r, const exp_guest_t *gs, const exp_guest_t *g, double t0,
                          double *next, double period, int phase, int type, exp_msg_t *m) {
   for (;;) {
-    double now = exp_now_s();
+    double now = bu_now_s();
     while (now >= *next) {
       take_sample(r, gs, t0, phase);
       *next += period;
@@ -207,7 +207,7 @@ static int wait_sampling(run_t *r, const exp_guest_t *gs, const exp_guest_t *g, 
 static void idle_sampling(run_t *r, const exp_guest_t *gs, double t0, double *next, double period,
                           int phase, double until) {
   for (;;) {
-    double now = exp_now_s();
+    double now = bu_now_s();
     if (now - t0 >= until)
       return;
     while (now >= *next) {
@@ -217,7 +217,7 @@ static void idle_sampling(run_t *r, const exp_guest_t *gs, double t0, double *ne
         *next = now + period;
     }
     double wake = *next < t0 + until ? *next : t0 + until;
-    exp_sleep_s(wake - now);
+    bu_sleep_s(wake - now);
   }
 }
 
@@ -239,12 +239,12 @@ static int run_kind(const opts_t *o, const exp_kind_t *kind, run_t *r) {
     started++;
   }
   uint64_t pages = o->hog_bytes / BH_PAGE_SIZE;
-  double t0 = exp_now_s(), next = t0;
+  double t0 = bu_now_s(), next = t0;
   if (!rc)
     idle_sampling(r, g, t0, &next, o->sample_s, 0, o->lead_s);
   for (int k = 0; k < NG && !rc; k++) {
     r->point_mib[2 * k] = (double)exp_host_rss_kib(g, NG, NULL) / 1024.0;
-    r->point_t[2 * k] = exp_now_s() - t0;
+    r->point_t[2 * k] = bu_now_s() - t0;
     exp_guest_cmd(&g[k], CMD_RUN, pages, 0);
     exp_msg_t m;
     if (wait_sampling(r, g, &g[k], t0, &next, o->sample_s, k + 1, MSG_PEAK, &m)) {
@@ -259,14 +259,14 @@ static int run_kind(const opts_t *o, const exp_kind_t *kind, run_t *r) {
     r->free_s[k] = m.seconds;
     r->run_s[k] = r->alloc_s[k] + r->free_s[k];
     r->point_mib[2 * k + 1] = (double)exp_host_rss_kib(g, NG, NULL) / 1024.0;
-    r->point_t[2 * k + 1] = exp_now_s() - t0;
+    r->point_t[2 * k + 1] = bu_now_s() - t0;
     printf(" g%d %.2fs", k + 1, r->run_s[k]);
     fflush(stdout);
     if (k + 1 < NG)
-      idle_sampling(r, g, t0, &next, o->sample_s, k + 1, exp_now_s() - t0 + o->gap_s);
+      idle_sampling(r, g, t0, &next, o->sample_s, k + 1, bu_now_s() - t0 + o->gap_s);
   }
   if (!rc) {
-    double end = exp_now_s() - t0 + o->idle_s;
+    double end = bu_now_s() - t0 + o->idle_s;
     idle_sampling(r, g, t0, &next, o->sample_s, NG + 1, end);
     take_sample(r, g, t0, NG + 1);
     r->point_mib[NPOINTS - 1] = r->s[r->ns - 1].host_mib;
@@ -302,21 +302,21 @@ int main(int argc, char **argv) {
     fprintf(stderr,
             "exp_memhog: the host has %.0f MiB available, the run needs about %.0f MiB; "
             "lower --guest-size or --hog\n",
-            (double)avail / EXP_MiB, (double)need / EXP_MiB);
+            (double)avail / BU_MiB, (double)need / BU_MiB);
     return 2;
   }
   char load0[64], load1[64];
-  exp_loadavg(load0, sizeof(load0));
+  bu_loadavg(load0, sizeof(load0));
   printf("exp_memhog: 3 guests of %.0f MiB, memhog %.0f MiB each, %.1f s apart, idle %.0f s, "
          "%d rep(s); load %s\n",
-         (double)o.guest_bytes / EXP_MiB, (double)o.hog_bytes / EXP_MiB, o.gap_s, o.idle_s, o.reps,
+         (double)o.guest_bytes / BU_MiB, (double)o.hog_bytes / BU_MiB, o.gap_s, o.idle_s, o.reps,
          load0);
 
   run_t *runs = calloc((size_t)(o.reps * nk), sizeof(*runs));
   if (!runs)
     exp_die("calloc", 0);
   int failed = 0;
-  double tstart = exp_now_s();
+  double tstart = bu_now_s();
   for (int rep = 0; rep < o.reps; rep++)
     for (int j = 0; j < nk; j++) {
       int ki = (j + rep) % nk;
@@ -326,9 +326,9 @@ int main(int argc, char **argv) {
       if (run_kind(&o, &kinds[ki], r))
         failed = 1;
     }
-  double elapsed = exp_now_s() - tstart;
-  exp_loadavg(load1, sizeof(load1));
-  double budget_mib = (double)o.budget_bytes / EXP_MiB;
+  double elapsed = bu_now_s() - tstart;
+  bu_loadavg(load1, sizeof(load1));
+  double budget_mib = (double)o.budget_bytes / BU_MiB;
 
   /* medians over repetitions */
   bu_stats_t pt[MAX_KINDS][NPOINTS], rs[MAX_KINDS][NG];
@@ -368,7 +368,7 @@ int main(int argc, char **argv) {
   snprintf(a2, sizeof(a2),
            "%s [guest_size_mib=%.0f hog_mib=%.0f budget_mib=%.0f gap_s=%.2f "
            "idle_s=%.1f sample_s=%.2f reps=%d load_start=%s load_end=%s]",
-           o.args, (double)o.guest_bytes / EXP_MiB, (double)o.hog_bytes / EXP_MiB, budget_mib,
+           o.args, (double)o.guest_bytes / BU_MiB, (double)o.hog_bytes / BU_MiB, budget_mib,
            o.gap_s, o.idle_s, o.sample_s, o.reps, load0, load1);
 
   /* ---- memhog.csv ---- */

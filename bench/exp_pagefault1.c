@@ -73,30 +73,7 @@ typedef struct opts {
 static const unsigned var_order[NVAR] = {0, 9};
 static const char *const var_name[NVAR] = {"order0", "order9-thp"};
 
-static void die(const char *what, int err) {
-  fprintf(stderr, "exp_pagefault1: %s failed: %s\n", what,
-          err ? bh_strerror(err) : strerror(errno));
-  exit(2);
-}
-
-static void loadavg(char *buf, size_t len) {
-  snprintf(buf, len, "?");
-  FILE *f = fopen("/proc/loadavg", "r");
-  if (!f)
-    return;
-  double a, b, c;
-  if (fscanf(f, "%lf %lf %lf", &a, &b, &c) == 3)
-    snprintf(buf, len, "%.2f %.2f %.2f", a, b, c);
-  fclose(f);
-}
-
-static void sleep_s(double s) {
-  if (s <= 0)
-    return;
-  struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-    ;
-}
+static void die(const char *what, int err) { bu_die("exp_pagefault1", what, err); }
 
 /* ---------------------------------------------------------------------------------------- */
 /* Arenas                                                                                    */
@@ -162,7 +139,7 @@ static double wait_idle(sarena_t *sa, double max_s) {
     double el = (double)(bu_now_ns() - t0) / 1e9;
     if (quiet >= 3 || el >= max_s)
       return el;
-    sleep_s(0.02);
+    bu_sleep_s(0.02);
   }
 }
 
@@ -260,13 +237,13 @@ static void measure(const opts_t *o, sarena_t *sa, unsigned order, int nthreads,
   for (int i = 0; i < nthreads; i++)
     if (pthread_create(&w[i].th, NULL, worker_main, &w[i]) != 0)
       die("pthread_create", 0);
-  sleep_s(warm_ms / 1000.0);
+  bu_sleep_s(warm_ms / 1000.0);
   bh_hint_stats_t h0, h1;
   bh_hint_stats(sa->h, &h0);
   double c0, c1;
   long f0 = usage_now(&c0);
   uint64_t t0 = bu_now_ns(), p0 = progress_sum(w, nthreads);
-  sleep_s(meas_ms / 1000.0);
+  bu_sleep_s(meas_ms / 1000.0);
   uint64_t p1 = progress_sum(w, nthreads), t1 = bu_now_ns();
   long f1 = usage_now(&c1);
   bh_hint_stats(sa->h, &h1);
@@ -412,7 +389,7 @@ int main(int argc, char **argv) {
   if (!bu_build_is_optimized(&mach))
     fprintf(stderr, "exp_pagefault1: warning: %s build; results record it\n", mach.build_type);
   char load0[64], load1[64];
-  loadavg(load0, sizeof(load0));
+  bu_loadavg(load0, sizeof(load0));
   int ns = o.nstrat, nt = o.max_threads;
   printf("exp_pagefault1: %lu pages per thread and loop, 1..%d threads, %d reps of %.0f ms "
          "(+%.0f ms warm-up), arenas of %.0f MiB; load %s\n",
@@ -458,7 +435,7 @@ int main(int argc, char **argv) {
     fflush(stdout);
   }
   double elapsed = bu_now_ns() / 1e9 - tstart;
-  loadavg(load1, sizeof(load1));
+  bu_loadavg(load1, sizeof(load1));
 
   /* statistics */
   typedef struct point {

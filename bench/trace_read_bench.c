@@ -93,8 +93,7 @@ static const char *gfp_name(const bh_event_t *e) {
   return e->gfp & BH_GFP_ZERO ? gfp_text[2] : gfp_text[1];
 }
 
-static const char *const ev_name[] = {"", "mm_page_alloc", "mm_page_free",
-                                      "mm_page_free_batched"};
+static const char *const ev_name[] = {"", "mm_page_alloc", "mm_page_free", "mm_page_free_batched"};
 
 /* ftrace (perf = 0) or perf script (perf = 1) text, with 1 line in 20 of another event. */
 static void write_kernel_text(const char *path, uint64_t n, int perf) {
@@ -116,16 +115,20 @@ static void write_kernel_text(const char *path, uint64_t n, int perf) {
         fprintf(f, "          memhog %5d [%03d] %5llu.%06llu: sched:sched_wakeup: comm=x pid=1\n",
                 e.pid, e.cpu, sec, us);
       else
-        fprintf(f, "          memhog-%-7d [%03d] d..2. %5llu.%06llu: sched_wakeup: comm=x "
-                   "pid=1 prio=120 target_cpu=001\n", e.pid, e.cpu, sec, us);
+        fprintf(f,
+                "          memhog-%-7d [%03d] d..2. %5llu.%06llu: sched_wakeup: comm=x "
+                "pid=1 prio=120 target_cpu=001\n",
+                e.pid, e.cpu, sec, us);
     }
     if (perf)
-      fprintf(f, "          memhog %5d [%03d] %5llu.%06llu: kmem:%s: page=0xffffea%010" PRIx64
-                 " pfn=0x%" PRIx64 " order=%u",
+      fprintf(f,
+              "          memhog %5d [%03d] %5llu.%06llu: kmem:%s: page=0xffffea%010" PRIx64
+              " pfn=0x%" PRIx64 " order=%u",
               e.pid, e.cpu, sec, us, ev_name[e.op], e.pfn * 64, e.pfn, e.order);
     else
-      fprintf(f, "          memhog-%-7d [%03d] d..1. %5llu.%06llu: %s: page=%016" PRIx64
-                 " pfn=0x%" PRIx64 " order=%u",
+      fprintf(f,
+              "          memhog-%-7d [%03d] d..1. %5llu.%06llu: %s: page=%016" PRIx64
+              " pfn=0x%" PRIx64 " order=%u",
               e.pid, e.cpu, sec, us, ev_name[e.op], e.pfn * 0x9e37u, e.pfn, e.order);
     if (e.op == BH_EV_ALLOC)
       fprintf(f, " migratetype=%d gfp_flags=%s", e.migratetype, gfp_name(&e));
@@ -208,8 +211,12 @@ static void bench(const char *label, const char *path, uint64_t n, struct result
   struct stat st;
   stat(path, &st);
   double med = runs[RUNS / 2], cmed = cpus[RUNS / 2];
-  *out = (struct result){label, (double)st.st_size / (1 << 20), (double)n / med,
-                         (double)n / runs[RUNS - 1], (double)n / runs[0], (double)n / cmed};
+  *out = (struct result){label,
+                         (double)st.st_size / (1 << 20),
+                         (double)n / med,
+                         (double)n / runs[RUNS - 1],
+                         (double)n / runs[0],
+                         (double)n / cmed};
   printf("%-20s %7.1f MiB  wall %7.3f s %7.2f M ev/s (%.2f..%.2f)  cpu %7.2f M ev/s\n", label,
          out->mib, med, out->wall_eps / 1e6, out->wall_lo / 1e6, out->wall_hi / 1e6,
          out->cpu_eps / 1e6);
