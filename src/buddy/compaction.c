@@ -158,6 +158,7 @@ static uint64_t compaction_alloc(struct compact_control *cc, unsigned order) {
         }
         bh__pg_set(&a->pages[half], BH__PG_ISOLATED, (uint8_t)o);
       }
+      bh__pg_set(&a->pages[pfn], BH__PG_ISOLATED, (uint8_t)order); /* what is left of it */
       return pfn;
     }
     /* nothing fits: the free scanner takes the next pageblock down, unless the scanners met */

@@ -219,6 +219,31 @@ static void test_order0_only(void **state) {
   free(o);
 }
 
+/*
+ * With grouping off every pageblock is Unmovable (set_pageblock_migratetype), and the free
+ * scanner takes targets only in Movable pageblocks (suitable_migration_target): compaction
+ * finds nowhere to move to and moves nothing, as in Linux outside the last-resort direct
+ * compaction that ignores block suitability.
+ */
+static void test_grouping_off(void **state) {
+  (void)state;
+  struct owner *o = calloc(1, sizeof(*o));
+  bh_config_t c = bt_cfg_one_zone(BH_ZONE_NORMAL, (uint64_t)NPAGES * 4096);
+  bt_cfg_no_wmarks(&c);
+  c.mobility_grouping = false;
+  o->a = bt_create(&c);
+  fragment(o, 0, 1);
+  bh_compact_result_t r;
+  assert_int_equal(bh_compact_memory(o->a, migrate_cb, o, &r), 0);
+  EXPECT_U64(r.migrated, 0);
+  EXPECT_U64(r.isolated, 0);
+  assert_true(r.migrate_scanned > 0);
+  expect_data_follows_ids(o);
+  bt_expect_clean(o->a);
+  bh_arena_destroy(o->a);
+  free(o);
+}
+
 /* Proactive compaction: nothing at proactiveness 0 or at or below the high mark; above it,
  * zones are compacted until their score is at most the low mark. */
 static void test_proactive(void **state) {
@@ -262,6 +287,7 @@ int main(void) {
       cmocka_unit_test(test_pinned_block_stays),
       cmocka_unit_test(test_orders),
       cmocka_unit_test(test_order0_only),
+      cmocka_unit_test(test_grouping_off),
       cmocka_unit_test(test_proactive),
       cmocka_unit_test(test_bad_args),
   };
