@@ -1,6 +1,8 @@
 /* Timing, statistics, machine description and output helpers for bench/ programs. */
 #include "bench_util.h"
 
+#include "trace/json.h"
+
 #include <buddyhint.h>
 
 #include <errno.h>
@@ -225,23 +227,7 @@ void bu_csv_machine(FILE *f, const bu_machine_t *m, const char *program, const c
   fprintf(f, "# libbuddyhint: %s\n", m->lib_version);
 }
 
-void bu_json_str(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; s && *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\')
-      fprintf(f, "\\%c", c);
-    else if (c == '\n')
-      fputs("\\n", f);
-    else if (c == '\t')
-      fputs("\\t", f);
-    else if (c < 0x20)
-      fprintf(f, "\\u%04x", c);
-    else
-      fputc(c, f);
-  }
-  fputc('"', f);
-}
+void bu_json_str(FILE *f, const char *s) { bh__json_str(f, s); }
 
 void bu_json_num(FILE *f, double v) {
   if (isnan(v) || isinf(v))
@@ -338,42 +324,8 @@ void bu_loadavg(char *buf, size_t len) {
 }
 
 int bu_parse_size(const char *s, uint64_t *out) {
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (end == s || errno || v < 0)
-    return -1;
-  double mul = 1;
-  switch (*end) {
-  case 'k':
-  case 'K':
-    mul = 1024.0;
-    end++;
-    break;
-  case 'm':
-  case 'M':
-    mul = 1024.0 * 1024.0;
-    end++;
-    break;
-  case 'g':
-  case 'G':
-    mul = 1024.0 * 1024.0 * 1024.0;
-    end++;
-    break;
-  case 't':
-  case 'T':
-    mul = 1024.0 * 1024.0 * 1024.0 * 1024.0;
-    end++;
-    break;
-  default:
-    break;
-  }
-  if (!strcmp(end, "iB") || !strcmp(end, "B"))
-    end += strlen(end);
-  if (*end)
-    return -1;
-  *out = (uint64_t)(v * mul + 0.5);
-  return 0;
+  bh_opt_t o = {"size", s};
+  return bh_opt_size(&o, out) ? -1 : 0;
 }
 
 size_t bu_split_opts(char *buf, bh_opt_t *opts, size_t max) {

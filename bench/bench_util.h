@@ -31,7 +31,7 @@ void bu_sleep_s(double s);
 __attribute__((noreturn)) void bu_die(const char *prog, const char *what, int err);
 /* /proc/loadavg's first three fields as "a b c" ("?" if unreadable). */
 void bu_loadavg(char *buf, size_t len);
-/* "1G", "512M", "1.5GiB", "4096" (binary units) -> bytes; 0, or -1 if malformed. */
+/* "1G", "512M", "1.5GiB", "4096" (bh_opt_size) -> bytes; 0, or -1 if malformed. */
 int bu_parse_size(const char *s, uint64_t *out);
 /* "k=v,k=v" -> bh_opt_t pointing into buf (modified); entries without '=' are skipped.
  * Returns the count (at most max). */

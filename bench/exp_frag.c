@@ -187,8 +187,7 @@ static int parse(int argc, char **argv, opts_t *o) {
 
 /*
  * Bytes a balanced kswapd leaves free in an arena laid out as bh_replay_run lays out
- * memory_bytes (DMA 16 MiB, DMA32 up to 4 GiB, Normal above; the replay does not export its
- * layout, so it is restated here): per zone, the high watermark plus the largest lowmem
+ * memory_bytes (bh_replay_zone_layout): per zone, the high watermark plus the largest lowmem
  * reserve (what protects the zone from allocations aimed at higher zones), at most the zone.
  */
 static uint64_t kswapd_free_bytes(uint64_t arena_bytes, unsigned cpus) {
@@ -196,11 +195,7 @@ static uint64_t kswapd_free_bytes(uint64_t arena_bytes, unsigned cpus) {
   bh_config_init(&c);
   c.backing = BH_BACKING_SIM;
   c.nr_cpus = cpus;
-  uint64_t dma = 16ull << 20, low4g = arena_bytes < (4ull << 30) ? arena_bytes : 4ull << 30;
-  memset(c.zone_bytes, 0, sizeof(c.zone_bytes));
-  c.zone_bytes[BH_ZONE_DMA] = dma;
-  c.zone_bytes[BH_ZONE_DMA32] = low4g - dma;
-  c.zone_bytes[BH_ZONE_NORMAL] = arena_bytes - low4g;
+  bh_replay_zone_layout(&c, arena_bytes);
   bh_arena_t *a;
   int e = bh_arena_create(&c, &a);
   if (e)

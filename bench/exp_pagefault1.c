@@ -87,12 +87,7 @@ typedef struct sarena {
 
 static void make_arena(const opts_t *o, int s, sarena_t *sa) {
   bh_config_t cfg;
-  bh_config_init(&cfg);
-  uint64_t dma = 16ull << 20, normal = o->arena_bytes / 2;
-  memset(cfg.zone_bytes, 0, sizeof(cfg.zone_bytes));
-  cfg.zone_bytes[BH_ZONE_DMA] = dma;
-  cfg.zone_bytes[BH_ZONE_DMA32] = o->arena_bytes - dma - normal;
-  cfg.zone_bytes[BH_ZONE_NORMAL] = normal;
+  bu_arena_config(o->arena_bytes, &cfg);
   cfg.nr_cpus = (unsigned)(o->max_threads > 2 ? o->max_threads : 2);
   int e = bh_arena_create(&cfg, &sa->a);
   if (e)
@@ -101,15 +96,7 @@ static void make_arena(const opts_t *o, int s, sarena_t *sa) {
   char buf[160];
   snprintf(buf, sizeof(buf), "%s", o->sopts[s]);
   bh_opt_t opt[8];
-  size_t n = 0;
-  for (char *save = NULL, *t = strtok_r(buf, ",", &save); t && n < 8;
-       t = strtok_r(NULL, ",", &save)) {
-    char *eq = strchr(t, '=');
-    if (eq) {
-      *eq = 0;
-      opt[n++] = (bh_opt_t){t, eq + 1};
-    }
-  }
+  size_t n = bu_split_opts(buf, opt, 8);
   bh_hint_config_t hc;
   bh_hint_config_init(&hc);
   hc.strategy = sa->name;
@@ -323,10 +310,8 @@ static int parse(int argc, char **argv, opts_t *o) {
       if (nspecs < 16)
         specs[nspecs++] = argv[++i];
     } else if (!strcmp(a, "--arena-size") && more) {
-      char *end;
-      double v = strtod(argv[++i], &end);
-      double mul = *end == 'G' || *end == 'g' ? 1024 * MiB : *end == 'M' || *end == 'm' ? MiB : 1;
-      o->arena_bytes = (uint64_t)(v * mul);
+      if (bu_parse_size(argv[++i], &o->arena_bytes))
+        return fprintf(stderr, "exp_pagefault1: bad size '%s'\n", argv[i]), 2;
     } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       usage(stdout);
       exit(0);

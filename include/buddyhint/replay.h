@@ -85,6 +85,13 @@ typedef struct bh_replay_summary {
 BH_API int bh_replay_run(const bh_replay_config_t *cfg, bh_replay_summary_t *out, char *err,
                          size_t errlen);
 
+/*
+ * The zones a replay gives an arena of total bytes (rounded up to max-order blocks of
+ * cfg->max_order), laid out as x86: DMA the first 16 MiB, DMA32 up to 4 GiB, Normal above.
+ * Only cfg->zone_bytes is written.
+ */
+BH_API void bh_replay_zone_layout(bh_config_t *cfg, uint64_t total);
+
 /* Writes the summary as one JSON object (keys documented in the README). */
 BH_API int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *out, int indent);
 

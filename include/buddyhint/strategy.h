@@ -78,11 +78,11 @@ typedef enum bh_clock_mode {
 } bh_clock_mode_t;
 
 typedef struct bh_hint_config {
-  const char *strategy;        /* default "none" */
-  const bh_opt_t *opts;        /* strategy options */
+  const char *strategy; /* default "none" */
+  const bh_opt_t *opts; /* strategy options */
   size_t nopts;
-  bh_report_mode_t report;     /* default BH_REPORT_DONTNEED (BH_REPORT_NONE in sim backing) */
-  bh_clock_mode_t clock;       /* default BH_CLOCK_VIRTUAL */
+  bh_report_mode_t report; /* default BH_REPORT_DONTNEED (BH_REPORT_NONE in sim backing) */
+  bh_clock_mode_t clock;   /* default BH_CLOCK_VIRTUAL */
 } bh_hint_config_t;
 
 /* Fills the defaults above (report mode follows the arena's backing at attach time). */
@@ -111,10 +111,10 @@ BH_API uint64_t bh_hint_now(const bh_hint_t *h);
 BH_API uint64_t bh_hint_next_due(const bh_hint_t *h);
 
 typedef struct bh_hint_stats {
-  uint64_t steps;             /* worker steps run */
-  bh_reporter_stats_t report; /* host side: calls, ranges, bytes, time */
+  uint64_t steps;                         /* worker steps run */
+  bh_reporter_stats_t report;             /* host side: calls, ranges, bytes, time */
   uint64_t refault_pages, refault_blocks; /* reported pages allocated again */
-  uint64_t discarded_pages;   /* pages reported and not allocated since */
+  uint64_t discarded_pages;               /* pages reported and not allocated since */
 } bh_hint_stats_t;
 
 BH_API void bh_hint_stats(const bh_hint_t *h, bh_hint_stats_t *out);
@@ -143,6 +143,9 @@ BH_API int bh_opt_u64(const bh_opt_t *o, uint64_t min, uint64_t max, uint64_t *o
 BH_API int bh_opt_bool(const bh_opt_t *o, bool *out);
 /* Parses "1.5", "2s", "500ms", "30us", "100ns" (bare numbers are seconds) into ns. */
 BH_API int bh_opt_duration(const bh_opt_t *o, uint64_t *ns);
+/* Parses "4096", "64K", "512M", "1.5G", "2T" (binary units, an optional "B" or "iB") into
+ * bytes. */
+BH_API int bh_opt_size(const bh_opt_t *o, uint64_t *bytes);
 
 BH_API int bh_arena_zone_count(const bh_arena_t *a);
 BH_API bh_zone_t *bh_arena_zone(bh_arena_t *a, int i);

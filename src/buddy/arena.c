@@ -380,14 +380,6 @@ static int layout(bh_arena_t *a) {
     }
   }
   build_zonelists(a);
-  for (unsigned n = 0; n < c->nr_nodes; n++) {
-    for (int t = 0; t < BH_NR_ZONE_TYPES; t++) {
-      int pz = bh__preferred_zone(a, (int)n, t);
-      a->preferred_zone[n][t] = (int8_t)pz;
-      a->preferred_nofrag[n][t] = pz >= 0 && a->zones[pz].type == BH_ZONE_NORMAL &&
-                                  a->node_zone[a->zones[pz].node][BH_ZONE_DMA32] >= 0;
-    }
-  }
   int gerr = bh__build_gfp_ctx(a);
   if (gerr)
     return gerr;

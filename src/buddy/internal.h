@@ -157,11 +157,8 @@ struct bh_arena {
   /* zonelist per node: zone ids highest to lowest, local node first, then other nodes */
   int zonelist[BH_MAX_NODES][BH_MAX_NODES * BH_NR_ZONE_TYPES];
   int zonelist_len[BH_MAX_NODES];
-  /* per (node, highest zone type): the first usable zone of the zonelist (-1: none), and
-   * whether a request starting there gets ALLOC_NOFRAGMENT (Normal with a DMA32 below it) */
-  int8_t preferred_zone[BH_MAX_NODES][BH_NR_ZONE_TYPES];
-  bool preferred_nofrag[BH_MAX_NODES][BH_NR_ZONE_TYPES];
-  /* per (node, gfp): the above and the request's zone and migratetype, decoded once
+  /* per (node, gfp): the request's zone and migratetype, the first usable zone of the
+   * zonelist and whether a request starting there gets ALLOC_NOFRAGMENT, decoded once
    * (BH__GC_*; index node << 10 | gfp) so that an allocation does one load for them */
   uint32_t *gfp_ctx;
   unsigned pcp_orders; /* bit per order that has pcp lists (0 without pcp) */
@@ -175,10 +172,6 @@ struct bh_arena {
 };
 
 /* ---- helpers shared by the core files ---- */
-
-/* The zone lock (zone->lock), not taken in a CONFIG_SMP=n arena (cfg.smp false). */
-static inline void bh__zone_lock(bh__zone_t *z);
-static inline void bh__zone_unlock(bh__zone_t *z);
 
 /*
  * pcp_spin_trylock: the allocation and free paths only try, and fall back to the buddy lists
@@ -222,6 +215,7 @@ static inline void bh__pg_set_flags(bh__page_t *p, uint8_t flags) {
 
 static inline bh__page_t *bh__pg(const bh_arena_t *a, uint64_t idx) { return &a->pages[idx]; }
 
+/* The zone lock (zone->lock), not taken in a CONFIG_SMP=n arena (cfg.smp false). */
 static inline void bh__zone_lock(bh__zone_t *z) {
   if (z->arena->cfg.smp)
     pthread_mutex_lock(&z->lock);

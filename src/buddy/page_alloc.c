@@ -476,15 +476,12 @@ static inline void account_alloc(uint64_t *ev, const bh__zone_t *z, uint64_t pfn
     ev[BH_STAT_alloc_zone_fallback]++;
 }
 
-static inline void zone_lock(bh__zone_t *z) { bh__zone_lock(z); }
-static inline void zone_unlock(bh__zone_t *z) { bh__zone_unlock(z); }
-
 /* rmqueue_buddy: one block straight from the buddy lists under the zone lock. */
 static uint64_t rmqueue_buddy(bh__zone_t *z, unsigned order, const struct alloc_ctx *ac,
                               unsigned alloc_flags) {
   uint64_t pfn = UINT64_MAX;
   int mt = ac->mt;
-  zone_lock(z);
+  bh__zone_lock(z);
   if (alloc_flags & BH__ALLOC_HIGHATOMIC)
     pfn = rmqueue_smallest(z, order, BH_MT_HIGHATOMIC);
   if (pfn == UINT64_MAX) {
@@ -495,7 +492,7 @@ static uint64_t rmqueue_buddy(bh__zone_t *z, unsigned order, const struct alloc_
   }
   if (pfn != UINT64_MAX)
     account_alloc(z->ev, z, pfn, order, ac);
-  zone_unlock(z);
+  bh__zone_unlock(z);
   return pfn;
 }
 
@@ -550,7 +547,7 @@ static void free_pcppages_bulk(bh__zone_t *z, bh__pcp_t *pcp, int count, unsigne
   if (count <= 0)
     return;
   pindex = pindex == 0 ? BH__NR_PCP_LISTS - 1 : pindex - 1;
-  zone_lock(z);
+  bh__zone_lock(z);
   z->ev[BH_STAT_pcp_drain]++;
   while (count > 0) {
     uint32_t head;
@@ -571,7 +568,7 @@ static void free_pcppages_bulk(bh__zone_t *z, bh__pcp_t *pcp, int count, unsigne
       bh__free_one_page(z, pfn, order, bh__pb_mt(a, pfn), BH__FPI_NONE);
     } while (count > 0 && !bh__list_empty(a, head));
   }
-  zone_unlock(z);
+  bh__zone_unlock(z);
 }
 
 /* nr_pcp_alloc (6.12): how many blocks a refill takes; grows while allocations continue. */
@@ -609,7 +606,7 @@ static int rmqueue_bulk(bh__zone_t *z, bh__pcp_t *pcp, unsigned order, int count
   bh_arena_t *a = z->arena;
   enum rmqueue_mode mode = RMQUEUE_NORMAL;
   int i;
-  zone_lock(z);
+  bh__zone_lock(z);
   for (i = 0; i < count; i++) {
     uint64_t pfn = rmqueue(z, order, mt, alloc_flags, &mode);
     if (pfn == UINT64_MAX)
@@ -619,7 +616,7 @@ static int rmqueue_bulk(bh__zone_t *z, bh__pcp_t *pcp, unsigned order, int count
   }
   z->ev[BH_STAT_pcp_refill]++;
   z->ev[BH_STAT_pcp_refill_pages] += (uint64_t)i << order;
-  zone_unlock(z);
+  bh__zone_unlock(z);
   return i;
 }
 
@@ -832,7 +829,7 @@ static void reserve_highatomic_pageblock(bh__zone_t *z, uint64_t pfn, unsigned o
   uint64_t max_managed = (z->managed_pages / 100 + pb - 1) & ~(pb - 1);
   if (z->nr_reserved_highatomic >= max_managed)
     return;
-  zone_lock(z);
+  bh__zone_lock(z);
   int mt = bh__pb_mt(a, pfn);
   if (z->nr_reserved_highatomic < max_managed && bh__mt_mergeable(mt)) {
     if (order < a->pb_order) {
@@ -844,7 +841,7 @@ static void reserve_highatomic_pageblock(bh__zone_t *z, uint64_t pfn, unsigned o
     }
     z->ev[BH_STAT_highatomic_reserve]++;
   }
-  zone_unlock(z);
+  bh__zone_unlock(z);
 }
 
 /* The kswapd part we model: a woken kswapd finding the zone balanced drops the boost. */
@@ -926,9 +923,9 @@ retry:;
   }
   if (no_fallback) {
     bh__zone_t *pz = &a->zones[ac->preferred];
-    zone_lock(pz);
+    bh__zone_lock(pz);
     pz->ev[BH_STAT_nofragment_retry]++;
-    zone_unlock(pz);
+    bh__zone_unlock(pz);
     alloc_flags &= ~(unsigned)BH__ALLOC_NOFRAGMENT;
     goto retry;
   }
@@ -1039,10 +1036,13 @@ int bh__build_gfp_ctx(bh_arena_t *a) {
     for (unsigned gfp = 0; gfp < nr; gfp++) {
       int highest = gfp_zone(gfp);
       int mt = a->cfg.mobility_grouping ? gfp_migratetype(gfp) : BH_MT_UNMOVABLE;
-      uint32_t e = (uint32_t)(a->preferred_zone[n][highest] + 1) |
-                   (uint32_t)highest << BH__GC_HIGHEST_SHIFT | (uint32_t)mt << BH__GC_MT_SHIFT |
+      int pz = bh__preferred_zone(a, (int)n, highest);
+      uint32_t e = (uint32_t)(pz + 1) | (uint32_t)highest << BH__GC_HIGHEST_SHIFT |
+                   (uint32_t)mt << BH__GC_MT_SHIFT |
                    (uint32_t)gfp_migratetype(gfp) << BH__GC_PAGE_MT_SHIFT;
-      if (a->preferred_nofrag[n][highest])
+      /* ALLOC_NOFRAGMENT: the preferred zone is Normal and a DMA32 zone lies below it */
+      if (pz >= 0 && a->zones[pz].type == BH_ZONE_NORMAL &&
+          a->node_zone[a->zones[pz].node][BH_ZONE_DMA32] >= 0)
         e |= BH__GC_NOFRAG;
       if (gfp_zone_bad(gfp))
         e |= BH__GC_BAD;
@@ -1108,10 +1108,10 @@ int bh_alloc_pfn(bh_arena_t *a, unsigned gfp, unsigned order, int cpu, uint64_t 
   }
   if (pfn == UINT64_MAX) {
     bh__zone_t *z = &a->zones[ac.preferred];
-    zone_lock(z);
+    bh__zone_lock(z);
     z->ev[BH_STAT_alloc_fail]++;
     z->ev[BH_STAT_alloc_fail_pages] += 1ull << order;
-    zone_unlock(z);
+    bh__zone_unlock(z);
     return BH_ENOSPC;
   }
   prep_new_page(a, pfn, order, gfp);
@@ -1141,11 +1141,11 @@ static int check_free(const bh_arena_t *a, uint64_t pfn, unsigned order) {
 /* free_one_page: straight to the buddy lists under the zone lock. */
 static void free_one_page(bh__zone_t *z, uint64_t pfn, unsigned order) {
   bh_arena_t *a = z->arena;
-  zone_lock(z);
+  bh__zone_lock(z);
   z->ev[BH_STAT_pgfree] += 1ull << order;
   z->ev[BH_STAT_free_calls]++;
   bh__free_one_page(z, pfn, order, bh__pb_mt(a, pfn), BH__FPI_NONE);
-  zone_unlock(z);
+  bh__zone_unlock(z);
 }
 
 int bh_free_pfn(bh_arena_t *a, uint64_t pfn, unsigned order, int cpu) {
@@ -1225,14 +1225,14 @@ int bh_split_pages(bh_arena_t *a, uint64_t pfn, unsigned order) {
   if (err)
     return err;
   bh__zone_t *z = bh__pfn_zone(a, pfn);
-  zone_lock(z);
+  bh__zone_lock(z);
   uint8_t mt = a->pages[pfn].mt;
   for (uint64_t i = 0; i < (1ull << order); i++) {
     bh__page_t *p = &a->pages[pfn + i];
     p->mt = mt;
     bh__pg_set(p, BH__PG_ALLOC, 0);
   }
-  zone_unlock(z);
+  bh__zone_unlock(z);
   return BH_OK;
 }
 

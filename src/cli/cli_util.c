@@ -1,6 +1,7 @@
 /* Helpers shared by the verbs: usage errors, sizes, durations, long options. */
 #include "cli/cli.h"
 
+#include <buddyhint/strategy.h>
 #include <buddyhint/trace.h>
 
 #include <errno.h>
@@ -19,48 +20,13 @@ int bh_cli_usage_error(const char *verb, const char *fmt, ...) {
 }
 
 int bh_cli_parse_size(const char *s, uint64_t *bytes) {
-  if (!s || !*s || *s == '-')
-    return -1;
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (errno || end == s || v < 0)
-    return -1;
-  double mul = 1;
-  switch (*end) {
-  case 'k': case 'K': mul = 1024.0; end++; break;
-  case 'm': case 'M': mul = 1024.0 * 1024; end++; break;
-  case 'g': case 'G': mul = 1024.0 * 1024 * 1024; end++; break;
-  case 't': case 'T': mul = 1024.0 * 1024 * 1024 * 1024; end++; break;
-  default: break;
-  }
-  if (!strcmp(end, "iB") || !strcmp(end, "B"))
-    end += strlen(end);
-  if (*end || v * mul > 1.8e19)
-    return -1;
-  *bytes = (uint64_t)(v * mul);
-  return 0;
+  bh_opt_t o = {"size", s};
+  return bh_opt_size(&o, bytes) ? -1 : 0;
 }
 
 int bh_cli_parse_seconds(const char *s, uint64_t *ns) {
-  if (!s || !*s || *s == '-')
-    return -1;
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  double scale = 1e9;
-  if (!strcmp(end, "ms"))
-    scale = 1e6;
-  else if (!strcmp(end, "us"))
-    scale = 1e3;
-  else if (!strcmp(end, "ns"))
-    scale = 1;
-  else if (*end && strcmp(end, "s"))
-    return -1;
-  if (errno || end == s || v < 0 || v * scale > 1e18)
-    return -1;
-  *ns = (uint64_t)(v * scale + 0.5);
-  return 0;
+  bh_opt_t o = {"duration", s};
+  return bh_opt_duration(&o, ns) ? -1 : 0;
 }
 
 bool bh_cli_is_help(const char *arg) {

@@ -125,6 +125,45 @@ int bh_opt_duration(const bh_opt_t *o, uint64_t *ns) {
   return BH_OK;
 }
 
+int bh_opt_size(const bh_opt_t *o, uint64_t *bytes) {
+  if (!o || !o->value || !*o->value || *o->value == '-')
+    return BH_EINVAL;
+  char *end;
+  errno = 0;
+  double v = strtod(o->value, &end);
+  if (errno || end == o->value || v < 0)
+    return BH_EINVAL;
+  double mul = 1;
+  switch (*end) {
+  case 'k':
+  case 'K':
+    mul = 1024.0;
+    break;
+  case 'm':
+  case 'M':
+    mul = 1024.0 * 1024;
+    break;
+  case 'g':
+  case 'G':
+    mul = 1024.0 * 1024 * 1024;
+    break;
+  case 't':
+  case 'T':
+    mul = 1024.0 * 1024 * 1024 * 1024;
+    break;
+  default:
+    break;
+  }
+  if (mul > 1)
+    end++;
+  if (!strcmp(end, "iB") || !strcmp(end, "B"))
+    end += strlen(end);
+  if (*end || v * mul > 1.8e19)
+    return BH_EINVAL;
+  *bytes = (uint64_t)(v * mul);
+  return BH_OK;
+}
+
 void bh_hint_set_error(bh_hint_t *h, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

@@ -232,44 +232,12 @@ static int gen_fail(gen_t *g, int code, const char *fmt, ...) {
   return code;
 }
 
+/* A size through bh_opt_size, in whole pages. */
 static bool parse_size(const char *s, uint64_t *bytes) {
-  if (!s || !*s || *s == '-')
+  bh_opt_t o = {"size", s};
+  if (bh_opt_size(&o, bytes))
     return false;
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (errno || end == s || v < 0)
-    return false;
-  double mul = 1;
-  switch (*end) {
-  case 'k':
-  case 'K':
-    mul = 1024.0;
-    end++;
-    break;
-  case 'm':
-  case 'M':
-    mul = 1024.0 * 1024;
-    end++;
-    break;
-  case 'g':
-  case 'G':
-    mul = 1024.0 * 1024 * 1024;
-    end++;
-    break;
-  case 't':
-  case 'T':
-    mul = 1024.0 * 1024 * 1024 * 1024;
-    end++;
-    break;
-  default:
-    break;
-  }
-  if (!strcmp(end, "iB") || !strcmp(end, "B"))
-    end += strlen(end);
-  if (*end || v * mul > 1.8e19)
-    return false;
-  *bytes = (uint64_t)(v * mul) / PAGE * PAGE;
+  *bytes = *bytes / PAGE * PAGE;
   return true;
 }
 

@@ -181,7 +181,7 @@ static int first_pass(struct replay *r, struct scan *sc) {
 }
 
 /* x86 layout: DMA the first 16 MiB, DMA32 up to 4 GiB, Normal above. */
-static void size_zones(bh_config_t *c, uint64_t total) {
+void bh_replay_zone_layout(bh_config_t *c, uint64_t total) {
   uint64_t block = BH_PAGE_SIZE << c->max_order;
   total = (total + block - 1) / block * block;
   uint64_t dma = 16ull << 20;
@@ -267,6 +267,16 @@ static void set_clock_due(struct replay *r) {
     r->clock_due = 0;
 }
 
+/* Sets bits [pfn, pfn + n) of the touched map a word at a time. */
+COLD static void touch_range(uint64_t *map, uint64_t pfn, uint64_t n) {
+  for (uint64_t i = pfn, end = pfn + n; i < end;) {
+    unsigned b = (unsigned)(i & 63);
+    uint64_t w = end - i < 64 - b ? end - i : 64 - b;
+    map[i >> 6] |= (w == 64 ? ~0ull : (1ull << w) - 1) << b;
+    i += w;
+  }
+}
+
 /* Compaction moved the block at old_pfn to new_pfn: the map entry follows it. */
 static int migrate_block(void *ctx, uint64_t old_pfn, uint64_t new_pfn, unsigned order) {
   struct replay *r = ctx;
@@ -289,8 +299,7 @@ static int migrate_block(void *ctx, uint64_t old_pfn, uint64_t new_pfn, unsigned
   r->rev[new_pfn] = slot;
   r->rev[old_pfn] = 0;
   if (r->touch_sim) /* the copy writes the new pages */
-    for (uint64_t i = new_pfn; i < new_pfn + (1ull << order); i++)
-      r->touched[i >> 6] |= 1ull << (i & 63);
+    touch_range(r->touched, new_pfn, 1ull << order);
   return 0;
 }
 
@@ -307,21 +316,28 @@ static uint64_t kcompactd(struct replay *r) {
                                                       : BH_NS_PER_SEC / 2;
 }
 
+/* The hinting worker's steps due by virtual time t, and the checker after them if asked. */
+static void step_worker(struct replay *r, uint64_t t) {
+  if (r->cfg->speed <= 0 && bh_hint_advance(r->hint, t) > 0 && r->cfg->check_after_steps)
+    check(r);
+}
+
+/* The samples due before t (or at t too, when `at` is set). */
+static void take_samples(struct replay *r, uint64_t t, bool at) {
+  while (r->cfg->sample_ns && (r->next_sample < t || (at && r->next_sample == t))) {
+    step_worker(r, r->next_sample);
+    sample(r, r->next_sample);
+    r->next_sample += r->cfg->sample_ns;
+  }
+}
+
 COLD static void advance_slow(struct replay *r, uint64_t t) {
   for (;;) {
     uint64_t tick = r->next_tick < r->next_compact ? r->next_tick : r->next_compact;
     if (tick > t)
       break;
-    while (r->cfg->sample_ns && r->next_sample < tick) {
-      if (r->hint && r->cfg->speed <= 0 && bh_hint_advance(r->hint, r->next_sample) > 0 &&
-          r->cfg->check_after_steps)
-        check(r);
-      sample(r, r->next_sample);
-      r->next_sample += r->cfg->sample_ns;
-    }
-    if (r->hint && r->cfg->speed <= 0 && bh_hint_advance(r->hint, tick) > 0 &&
-        r->cfg->check_after_steps)
-      check(r);
+    take_samples(r, tick, false);
+    step_worker(r, tick);
     if (tick == r->next_tick) {
       bh_vmstat_tick(r->arena); /* the vmstat worker, once a second */
       r->next_tick += BH_NS_PER_SEC;
@@ -329,15 +345,8 @@ COLD static void advance_slow(struct replay *r, uint64_t t) {
     if (tick == r->next_compact)
       r->next_compact += kcompactd(r);
   }
-  while (r->cfg->sample_ns && r->next_sample <= t) {
-    if (r->hint && r->cfg->speed <= 0 && bh_hint_advance(r->hint, r->next_sample) > 0 &&
-        r->cfg->check_after_steps)
-      check(r);
-    sample(r, r->next_sample);
-    r->next_sample += r->cfg->sample_ns;
-  }
-  if (r->hint && r->cfg->speed <= 0 && bh_hint_advance(r->hint, t) > 0 && r->cfg->check_after_steps)
-    check(r);
+  take_samples(r, t, true);
+  step_worker(r, t);
   r->vnow = t;
   set_clock_due(r);
 }
@@ -360,16 +369,6 @@ COLD static void wait_wall(struct replay *r, uint64_t t) {
 }
 
 /* ---- events ---- */
-
-/* Sets bits [pfn, pfn + n) of the touched map a word at a time. */
-COLD static void touch_range(uint64_t *map, uint64_t pfn, uint64_t n) {
-  for (uint64_t i = pfn, end = pfn + n; i < end;) {
-    unsigned b = (unsigned)(i & 63);
-    uint64_t w = end - i < 64 - b ? end - i : 64 - b;
-    map[i >> 6] |= (w == 64 ? ~0ull : (1ull << w) - 1) << b;
-    i += w;
-  }
-}
 
 static inline void touch(struct replay *r, uint64_t pfn, unsigned order) {
   bh_arena_t *a = r->arena;
@@ -609,7 +608,7 @@ static int setup(struct replay *r, const struct scan *sc) {
   uint64_t mem = cfg->memory_bytes;
   if (!mem)
     mem = (sc->peak << BH_PAGE_SHIFT) + (sc->peak << BH_PAGE_SHIFT) / 4 + (64ull << 20);
-  size_zones(&ac, mem);
+  bh_replay_zone_layout(&ac, mem);
   /* on the virtual clock only this thread touches the arena: no locks, as CONFIG_SMP=n */
   ac.smp = cfg->speed > 0;
   if (!ac.nr_cpus) /* one pcp slot per CPU seen in the trace */

@@ -37,7 +37,7 @@ struct uc {
   int report_err;
 };
 
-static struct uc *g_uc;   /* the live instance, for the test to look at */
+static struct uc *g_uc; /* the live instance, for the test to look at */
 static int g_uc_destroyed;
 
 static int uc_create(bh_hint_t *h, const bh_opt_t *opts, size_t nopts, void **state) {
@@ -158,8 +158,8 @@ struct clk {
   bh_hint_t *h;
   uint64_t log[256];
   int n;
-  uint64_t period;     /* step returns now + period (0: idle) */
-  uint64_t again;      /* if set, the next step requests a step `again` ns later, once */
+  uint64_t period; /* step returns now + period (0: idle) */
+  uint64_t again;  /* if set, the next step requests a step `again` ns later, once */
   _Atomic uint64_t thread_steps;
   _Atomic uint64_t thread_last_now;
 };
@@ -359,14 +359,17 @@ static void test_opt_parsers(void **state) {
     int err;
     uint64_t ns;
   } dur[] = {
-      {"1.5", 0, 1500000000ull},  {"2s", 0, 2000000000ull},   {"500ms", 0, 500000000ull},
-      {"30us", 0, 30000ull},      {"100ns", 0, 100ull},       {"0", 0, 0},
-      {"0.25ms", 0, 250000ull},   {"1e-6", 0, 1000ull},       {"60", 0, 60000000000ull},
-      {"1000000000", 0, 1000000000ull * 1000000000ull},
-      {"", BH_EINVAL, 0},         {"-1", BH_EINVAL, 0},       {"-0.5s", BH_EINVAL, 0},
-      {"1m", BH_EINVAL, 0},       {"5 s", BH_EINVAL, 0},      {"2S", BH_EINVAL, 0},
-      {"abc", BH_EINVAL, 0},      {"1.5.2", BH_EINVAL, 0},    {"1000000001", BH_EINVAL, 0},
-      {"inf", BH_EINVAL, 0},      {".", BH_EINVAL, 0},
+      {"1.5", 0, 1500000000ull},    {"2s", 0, 2000000000ull},
+      {"500ms", 0, 500000000ull},   {"30us", 0, 30000ull},
+      {"100ns", 0, 100ull},         {"0", 0, 0},
+      {"0.25ms", 0, 250000ull},     {"1e-6", 0, 1000ull},
+      {"60", 0, 60000000000ull},    {"1000000000", 0, 1000000000ull * 1000000000ull},
+      {"", BH_EINVAL, 0},           {"-1", BH_EINVAL, 0},
+      {"-0.5s", BH_EINVAL, 0},      {"1m", BH_EINVAL, 0},
+      {"5 s", BH_EINVAL, 0},        {"2S", BH_EINVAL, 0},
+      {"abc", BH_EINVAL, 0},        {"1.5.2", BH_EINVAL, 0},
+      {"1000000001", BH_EINVAL, 0}, {"inf", BH_EINVAL, 0},
+      {".", BH_EINVAL, 0},
   };
   int failures = 0;
   for (size_t i = 0; i < sizeof(dur) / sizeof(dur[0]); i++) {
@@ -385,6 +388,32 @@ static void test_opt_parsers(void **state) {
   uint64_t ns;
   failures += bh_opt_duration(&null_value, &ns) != BH_EINVAL;
   failures += bh_opt_duration(NULL, &ns) != BH_EINVAL;
+
+  const struct {
+    const char *v;
+    int err;
+    uint64_t bytes;
+  } size[] = {
+      {"4096", 0, 4096},           {"64K", 0, 64ull << 10},
+      {"512M", 0, 512ull << 20},   {"1.5G", 0, 3ull << 29},
+      {"2T", 0, 2ull << 40},       {"1GiB", 0, 1ull << 30},
+      {"8MB", 0, 8ull << 20},      {"0", 0, 0},
+      {"", BH_EINVAL, 0},          {"-1G", BH_EINVAL, 0},
+      {"1X", BH_EINVAL, 0},        {"1 G", BH_EINVAL, 0},
+      {"G", BH_EINVAL, 0},         {"1Gb", BH_EINVAL, 0},
+      {"20000000T", BH_EINVAL, 0},
+  };
+  for (size_t i = 0; i < sizeof(size) / sizeof(size[0]); i++) {
+    bh_opt_t o = {"s", size[i].v};
+    uint64_t b = 12345;
+    int err = bh_opt_size(&o, &b);
+    if (err != size[i].err || (err ? b != 12345 : b != size[i].bytes)) {
+      fprintf(stderr, "bh_opt_size(\"%s\") = %s, %llu\n", size[i].v, bh_err_name(err),
+              (unsigned long long)b);
+      failures++;
+    }
+  }
+  failures += bh_opt_size(&null_value, &ns) != BH_EINVAL;
 
   const struct {
     const char *v;
@@ -426,9 +455,9 @@ static void test_opt_parsers(void **state) {
     int err;
     bool out;
   } bl[] = {
-      {"1", 0, true},      {"true", 0, true},   {"yes", 0, true},    {"on", 0, true},
-      {"TRUE", 0, true},   {"On", 0, true},     {"0", 0, false},     {"false", 0, false},
-      {"no", 0, false},    {"off", 0, false},   {"OFF", 0, false},   {"", BH_EINVAL, 0},
+      {"1", 0, true},      {"true", 0, true},   {"yes", 0, true},      {"on", 0, true},
+      {"TRUE", 0, true},   {"On", 0, true},     {"0", 0, false},       {"false", 0, false},
+      {"no", 0, false},    {"off", 0, false},   {"OFF", 0, false},     {"", BH_EINVAL, 0},
       {"2", BH_EINVAL, 0}, {"y", BH_EINVAL, 0}, {"tru", BH_EINVAL, 0}, {"yes ", BH_EINVAL, 0},
   };
   for (size_t i = 0; i < sizeof(bl) / sizeof(bl[0]); i++) {
@@ -745,8 +774,7 @@ static void test_none_strategy(void **state) {
     ht_arena_spec_t spec = {.normal_mib = 64, .pcp = clock == 1, .backing = BH_BACKING_MMAP};
     bh_arena_t *a = ht_arena(&spec);
     bh_hint_t *h = NULL;
-    assert_int_equal(ht_attach(a, "none", NULL, 0, clock ? BH_CLOCK_THREAD : BH_CLOCK_VIRTUAL,
-                               &h),
+    assert_int_equal(ht_attach(a, "none", NULL, 0, clock ? BH_CLOCK_THREAD : BH_CLOCK_VIRTUAL, &h),
                      BH_OK);
     for (int z = 0; z < bh_arena_zone_count(a); z++) {
       assert_int_equal(a->zones[z].notify_order, UINT8_MAX);
@@ -784,11 +812,14 @@ static void test_none_strategy(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_registry),      cmocka_unit_test(test_attach_errors),
-      cmocka_unit_test(test_opt_parsers),   cmocka_unit_test(test_opt_duration_no_number),
+      cmocka_unit_test(test_registry),
+      cmocka_unit_test(test_attach_errors),
+      cmocka_unit_test(test_opt_parsers),
+      cmocka_unit_test(test_opt_duration_no_number),
       cmocka_unit_test(test_opt_u64_negative_after_space),
       cmocka_unit_test(test_user_strategy),
-      cmocka_unit_test(test_virtual_clock), cmocka_unit_test(test_thread_clock),
+      cmocka_unit_test(test_virtual_clock),
+      cmocka_unit_test(test_thread_clock),
       cmocka_unit_test(test_none_strategy),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
