@@ -49,7 +49,7 @@ typedef struct bh__page {
   uint32_t next, prev; /* list links as page indices (list heads live past the last page) */
   uint8_t flags;
   uint8_t order;
-  uint8_t mt; /* PG_ALLOC: mobility of the request's pages (claim rule, compaction) */
+  uint8_t mt; /* PG_ALLOC: migratetype of the request (claim rule, compaction) */
   uint8_t spare;
   uint32_t priv; /* free for strategies; PG_PCP: the list index */
 } bh__page_t;
@@ -276,12 +276,11 @@ static inline void bh__list_del(bh_arena_t *a, uint32_t n) {
 
 /* gfp_ctx entries (see struct bh_arena). */
 enum {
-  BH__GC_ZONE_MASK = 0xff,   /* preferred zone id + 1; 0: no usable zone */
-  BH__GC_HIGHEST_SHIFT = 8,  /* 3 bits: gfp_zone() */
-  BH__GC_MT_SHIFT = 11,      /* 3 bits: migratetype of the request */
-  BH__GC_NOFRAG = 1u << 14,  /* ALLOC_NOFRAGMENT (Normal with a DMA32 below it) */
-  BH__GC_BAD = 1u << 15,     /* GFP_ZONE_BAD: two zone modifiers */
-  BH__GC_PAGE_MT_SHIFT = 16, /* 3 bits: the pages' own mobility, grouping or not (PageLRU) */
+  BH__GC_ZONE_MASK = 0xff,  /* preferred zone id + 1; 0: no usable zone */
+  BH__GC_HIGHEST_SHIFT = 8, /* 3 bits: gfp_zone() */
+  BH__GC_MT_SHIFT = 11,     /* 3 bits: migratetype of the request */
+  BH__GC_NOFRAG = 1u << 14, /* ALLOC_NOFRAGMENT (Normal with a DMA32 below it) */
+  BH__GC_BAD = 1u << 15,    /* GFP_ZONE_BAD: two zone modifiers */
 };
 
 /* page_alloc.c */

@@ -452,7 +452,6 @@ static uint64_t rmqueue(bh__zone_t *z, unsigned order, int mt, unsigned alloc_fl
 
 struct alloc_ctx {
   int node, highest, mt, slot;
-  int page_mt; /* the pages' own mobility: as mt, but also with grouping off */
   unsigned gfp;
   int preferred; /* first zone of the zonelist usable for highest */
 };
@@ -467,7 +466,7 @@ static const uint8_t pgalloc_stat[BH_NR_ZONE_TYPES] = {
 static inline void account_alloc(uint64_t *ev, const bh__zone_t *z, uint64_t pfn, unsigned order,
                                  const struct alloc_ctx *ac) {
   bh__page_t *p = &z->arena->pages[pfn];
-  p->mt = (uint8_t)ac->page_mt; /* what PageLRU/__PageMovable would say of them */
+  p->mt = (uint8_t)ac->mt;
   bh__pg_set(p, BH__PG_ALLOC, (uint8_t)order);
   ev[pgalloc_stat[z->type]] += 1ull << order;
   ev[BH_STAT_alloc_calls]++;
@@ -1038,8 +1037,7 @@ int bh__build_gfp_ctx(bh_arena_t *a) {
       int mt = a->cfg.mobility_grouping ? gfp_migratetype(gfp) : BH_MT_UNMOVABLE;
       int pz = bh__preferred_zone(a, (int)n, highest);
       uint32_t e = (uint32_t)(pz + 1) | (uint32_t)highest << BH__GC_HIGHEST_SHIFT |
-                   (uint32_t)mt << BH__GC_MT_SHIFT |
-                   (uint32_t)gfp_migratetype(gfp) << BH__GC_PAGE_MT_SHIFT;
+                   (uint32_t)mt << BH__GC_MT_SHIFT;
       /* ALLOC_NOFRAGMENT: the preferred zone is Normal and a DMA32 zone lies below it */
       if (pz >= 0 && a->zones[pz].type == BH_ZONE_NORMAL &&
           a->node_zone[a->zones[pz].node][BH_ZONE_DMA32] >= 0)
@@ -1068,7 +1066,6 @@ int bh_alloc_pfn(bh_arena_t *a, unsigned gfp, unsigned order, int cpu, uint64_t 
     return BH_EINVAL;
   ac.highest = (int)(gc >> BH__GC_HIGHEST_SHIFT) & 7;
   ac.mt = (int)(gc >> BH__GC_MT_SHIFT) & 7;
-  ac.page_mt = (int)(gc >> BH__GC_PAGE_MT_SHIFT) & 7;
   ac.gfp = gfp;
   ac.preferred = (int)(gc & BH__GC_ZONE_MASK) - 1;
   if (bh__unlikely(ac.preferred < 0))

@@ -220,10 +220,10 @@ static void test_order0_only(void **state) {
 }
 
 /*
- * With grouping off every pageblock is Unmovable (set_pageblock_migratetype), and the free
- * scanner takes targets only in Movable pageblocks (suitable_migration_target): compaction
- * finds nowhere to move to and moves nothing, as in Linux outside the last-resort direct
- * compaction that ignores block suitability.
+ * With grouping off every pageblock is Unmovable (set_pageblock_migratetype) and so is every
+ * request: there is no Movable pageblock for the free scanner to take targets from
+ * (suitable_migration_target), and compaction moves nothing, as in Linux outside the
+ * last-resort direct compaction that ignores block suitability.
  */
 static void test_grouping_off(void **state) {
   (void)state;
