@@ -168,6 +168,9 @@ struct bh_arena {
   /* Pages discarded by a report and not touched since: set by the reporter, cleared (and
    * counted as refaults) when allocated.  NULL until a reporter is attached. */
   _Atomic uint64_t *discarded;
+  /* set by the first report: until then an allocation need not look at `discarded` (a
+   * replay without reports, or before the first, pays one test per allocation) */
+  _Atomic bool any_discarded;
   _Atomic uint64_t refault_pages, refault_blocks;
 };
 

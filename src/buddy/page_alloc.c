@@ -985,7 +985,7 @@ static inline uint64_t alloc_fast(bh_arena_t *a, const struct alloc_ctx *ac, uns
 void bh__discard_on_alloc(bh_arena_t *a, uint64_t pfn, unsigned order);
 
 static inline bool discarded_any(const bh_arena_t *a, uint64_t pfn, unsigned order) {
-  if (bh__likely(!a->discarded))
+  if (bh__likely(!atomic_load_explicit(&a->any_discarded, memory_order_relaxed)))
     return false;
   if (order < 6) {
     uint64_t w = atomic_load_explicit(&a->discarded[pfn >> 6], memory_order_relaxed);

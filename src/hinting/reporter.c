@@ -179,6 +179,7 @@ void bh__reporter_destroy(bh__reporter_t *r) {
     return;
   if (r->owns_bitmap) {
     _Atomic uint64_t *map = r->arena->discarded;
+    atomic_store_explicit(&r->arena->any_discarded, false, memory_order_relaxed);
     r->arena->discarded = NULL;
     free((void *)map);
   }
@@ -254,6 +255,7 @@ static int bh__discard_run(bh__reporter_t *r, uint64_t pfn, uint64_t n, size_t n
       return saved ? saved : EIO;
     }
   }
+  atomic_store_explicit(&r->arena->any_discarded, true, memory_order_relaxed);
   bh__bits_set(r->arena->discarded, pfn, n);
   atomic_fetch_add_explicit(&r->ranges, nranges, memory_order_relaxed);
   atomic_fetch_add_explicit(&r->bytes, n << BH_PAGE_SHIFT, memory_order_relaxed);
