@@ -857,7 +857,7 @@ int main(int argc, char **argv) {
     return EXIT_FAIL;
   }
   r.arena = (unsigned)ind;
-  if (bh__pfnmap_init(&r.map, 1 << 16)) {
+  if (bh__pfnmap_init(&r.map, 1 << 10)) {
     fprintf(stderr, PROG ": out of memory\n");
     bh_trace_close(t);
     return EXIT_FAIL;

@@ -434,41 +434,12 @@ static int record_malformed(bh_trace_t *t, const char *fmt, ...) {
   return BH_EFORMAT;
 }
 
-/*
- * Decodes and checks one record.  Returns true, or false with what is wrong in *why.  The
- * small fields (cpu, op, order, migratetype, flags, reserved) come from one 8-byte load: this
- * runs for every record of a binary trace.
- */
+/* Decodes and checks one record.  Returns true, or false with what is wrong in *why. */
 static inline bool decode_record(const unsigned char *r, bh_event_t *ev, const char **why) {
-  uint64_t t64, pfn, tail;
-  uint32_t gfp, pid;
-  memcpy(&t64, r, 8);
-  memcpy(&pfn, r + 8, 8);
-  memcpy(&gfp, r + 16, 4);
-  memcpy(&pid, r + 20, 4);
-  memcpy(&tail, r + 24, 8);
-  tail = le64toh(tail);
-  ev->time_ns = le64toh(t64);
-  ev->pfn = le64toh(pfn);
-  ev->gfp = le32toh(gfp);
-  ev->pid = (int32_t)le32toh(pid);
-  ev->cpu = (int16_t)(uint16_t)tail;
-  ev->op = (uint8_t)(tail >> 16);
-  ev->order = (uint8_t)(tail >> 24);
-  ev->migratetype = (int8_t)(uint8_t)(tail >> 32);
-  ev->failed = (uint8_t)(tail >> 40) & BH__TRACE_BIN_FAILED;
-  if (bh__trace_unlikely((unsigned)ev->op - BH_EV_ALLOC > BH_EV_FREE_BATCHED - BH_EV_ALLOC))
-    *why = "bad op";
-  else if (bh__trace_unlikely(ev->order > BH_TRACE_MAX_ORDER))
-    *why = "order above 63";
-  else if (bh__trace_unlikely(tail >> 41)) /* the flags above BH__TRACE_BIN_FAILED, reserved */
-    *why = "reserved bits set";
-  else if (bh__trace_unlikely(ev->pid < -1 || ev->cpu < -1 || ev->migratetype < -1))
-    *why = "pid, cpu or migratetype below -1";
-  else if (bh__trace_unlikely(ev->op != BH_EV_ALLOC && (ev->gfp || ev->failed)))
-    *why = "gfp or failed set on a free";
-  else
+  bh__trace_decode_record(r, ev);
+  if (bh__trace_likely(bh__trace_record_ok(r)))
     return true;
+  *why = bh__trace_record_problem(r);
   return false;
 }
 
@@ -508,6 +479,14 @@ static int next_binary(bh_trace_t *t, bh_event_t *ev) {
 /* Public calls                                                                              */
 /* ---------------------------------------------------------------------------------------- */
 
+void bh__trace_take_records(bh_trace_t *t, int n, int allocs) {
+  t->pos += (size_t)n * BH__TRACE_BIN_RECORD;
+  t->counts.lines += (uint64_t)n;
+  t->counts.events += (uint64_t)n;
+  t->counts.allocs += (uint64_t)allocs;
+  t->counts.frees += (uint64_t)(n - allocs);
+}
+
 /*
  * Binary records that sit whole in the buffer, decoded in one loop: the common case of a
  * batch read.  Stops at the first record that needs the general path (a buffer refill, a
@@ -529,12 +508,16 @@ static int binary_run(bh_trace_t *t, bh_event_t *evs, int max) {
     bh__trace_set_zone(&t->tp, ev);
   }
   k = (int)(ev - evs);
-  t->pos += (size_t)k * BH__TRACE_BIN_RECORD;
-  t->counts.lines += (uint64_t)k;
-  t->counts.events += (uint64_t)k;
-  t->counts.allocs += allocs;
-  t->counts.frees += (uint64_t)k - allocs;
+  bh__trace_take_records(t, k, (int)allocs);
   return k;
+}
+
+int bh__trace_peek_records(bh_trace_t *t, const unsigned char **recs, int max) {
+  if (t->format != BH_TRACE_NATIVE_BINARY || t->err || max < 1)
+    return 0;
+  size_t whole = (t->len - t->pos) / BH__TRACE_BIN_RECORD;
+  *recs = t->buf + t->pos;
+  return whole < (size_t)max ? (int)whole : max;
 }
 
 int bh_trace_next_batch(bh_trace_t *t, bh_event_t *evs, int max) {

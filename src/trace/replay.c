@@ -15,6 +15,7 @@
 #include "hinting/hint.h"
 #include "hinting/reporter.h"
 #include "trace/pfnmap.h"
+#include "trace/trace_internal.h"
 #include "trace/json.h"
 
 #include <buddyhint/replay.h>
@@ -115,8 +116,53 @@ static int open_trace(struct replay *r, bh_trace_t **t) {
   return err;
 }
 
-/* One event of the first pass; cur is the live memory so far.  Returns 0 or BH_ENOMEM. */
-static int scan_event(struct scan *sc, bh__pfnmap_t *live, uint64_t *cur, const bh_event_t *ev) {
+/*
+ * fn (inlined) for each of the next events of t: native binary records where they lie in the
+ * reader's buffer, checked and decoded one at a time, which saves a copy of every event;
+ * anything else (text, a record that needs a refill or is bad, which the reader reports or
+ * skips) through bh_trace_next_batch into evs.  Returns how many events, 0 at the end, or a
+ * negative BH_E* code of the reader or of fn.
+ */
+static inline __attribute__((always_inline)) int
+each_event(bh_trace_t *t, bh_event_t *evs, int max, int (*fn)(void *, const bh_event_t *),
+           void *ctx) {
+  const unsigned char *rec;
+  int n = bh__trace_peek_records(t, &rec, max), k, allocs = 0, err = 0;
+  for (k = 0; k < n; k++, rec += BH__TRACE_BIN_RECORD) {
+    if (bh__unlikely(!bh__trace_record_ok(rec)))
+      break;
+    bh_event_t ev;
+    bh__trace_decode_record(rec, &ev);
+    allocs += ev.op == BH_EV_ALLOC;
+    if (bh__unlikely(err = fn(ctx, &ev))) {
+      k++;
+      break;
+    }
+  }
+  if (n > 0)
+    bh__trace_take_records(t, k, allocs);
+  if (err || k > 0)
+    return err ? err : k;
+  /* one event at a time for binary, so that the records after it are read in place again */
+  n = bh_trace_next_batch(t, evs, bh_trace_format(t) == BH_TRACE_NATIVE_BINARY ? 1 : max);
+  for (k = 0; k < n; k++)
+    if (bh__unlikely(err = fn(ctx, &evs[k])))
+      return err;
+  return n;
+}
+
+struct scan_state {
+  struct scan *sc;
+  bh__pfnmap_t live; /* the blocks allocated and not freed */
+  uint64_t cur;      /* their pages */
+};
+
+/* One event of the first pass.  Returns 0 or BH_ENOMEM. */
+static inline __attribute__((always_inline)) int scan_event(void *ctx, const bh_event_t *ev) {
+  struct scan_state *st = ctx;
+  struct scan *sc = st->sc;
+  bh__pfnmap_t *live = &st->live;
+  uint64_t *cur = &st->cur;
   if (!sc->events++)
     sc->first = ev->time_ns;
   sc->last = ev->time_ns;
@@ -153,29 +199,29 @@ static int scan_event(struct scan *sc, bh__pfnmap_t *live, uint64_t *cur, const 
   return 0;
 }
 
+__attribute__((noinline)) static int scan_some(bh_trace_t *t, bh_event_t *evs, int max,
+                                               struct scan_state *st) {
+  return each_event(t, evs, max, scan_event, st);
+}
+
 static int first_pass(struct replay *r, struct scan *sc) {
   bh_trace_t *t;
   int err = open_trace(r, &t);
   if (err)
     return err;
-  bh__pfnmap_t live;
-  if (bh__pfnmap_init(&live, 1 << 16)) {
+  struct scan_state st = {.sc = sc};
+  if (bh__pfnmap_init(&st.live, 1 << 10)) {
     bh_trace_close(t);
     return BH_ENOMEM;
   }
   memset(sc, 0, sizeof(*sc));
-  uint64_t cur = 0;
   enum { BATCH = 256 };
   bh_event_t evs[BATCH];
-  int n;
-  while (!err && (n = bh_trace_next_batch(t, evs, BATCH)) > 0)
-    for (int i = 0; i < n && !err; i++)
-      err = scan_event(sc, &live, &cur, &evs[i]);
-  if (!err && n < 0)
-    err = n;
+  while ((err = scan_some(t, evs, BATCH, &st)) > 0)
+    ;
   if (err)
-    set_err(r, "%s", bh_trace_error(t));
-  bh__pfnmap_destroy(&live);
+    set_err(r, "%s", err == BH_ENOMEM ? "out of memory" : bh_trace_error(t));
+  bh__pfnmap_destroy(&st.live);
   bh_trace_close(t);
   return err;
 }
@@ -263,8 +309,8 @@ static void set_clock_due(struct replay *r) {
   r->clock_due = r->next_tick < r->next_compact ? r->next_tick : r->next_compact;
   if (r->cfg->sample_ns && r->next_sample < r->clock_due)
     r->clock_due = r->next_sample;
-  if (r->cfg->speed > 0)
-    r->clock_due = 0;
+  if (r->cfg->speed > 0 || r->t0 == UINT64_MAX)
+    r->clock_due = 0; /* pacing, or one pass before the first event: every event in general */
 }
 
 /* Sets bits [pfn, pfn + n) of the touched map a word at a time. */
@@ -556,20 +602,21 @@ COLD static void free_range_wide(struct replay *r, uint64_t next, uint64_t end, 
  * A free that is not of exactly one recorded block (e, NULL if there is no block at the pfn):
  * a piece of a larger block, a range of several blocks, or an unknown free.
  */
-COLD static void free_other(struct replay *r, const bh_event_t *ev, bh__pfn_entry_t *e) {
+COLD static void free_other(struct replay *r, uint64_t pfn, unsigned order, int cpu,
+                            bh__pfn_entry_t *e) {
   bh_replay_summary_t *s = r->s;
-  if (!e || e->order > ev->order)
-    e = split_containing(r, ev->pfn, ev->order);
+  if (!e || e->order > order)
+    e = split_containing(r, pfn, order);
   if (!e) {
     s->unknown_frees++;
     return;
   }
   s->frees++;
-  uint64_t next = ev->pfn + (1ull << e->order), end = ev->pfn + (1ull << ev->order);
-  free_entry(r, e, ev->cpu);
+  uint64_t next = pfn + (1ull << e->order), end = pfn + (1ull << order);
+  free_entry(r, e, cpu);
   /* a free larger than the recorded block: every other recorded block inside the range */
   if (end - next > r->map.mask + 1) {
-    free_range_wide(r, next, end, ev->cpu);
+    free_range_wide(r, next, end, cpu);
     return;
   }
   for (uint64_t q = next; q < end;) {
@@ -579,7 +626,7 @@ COLD static void free_other(struct replay *r, const bh_event_t *ev, bh__pfn_entr
       continue;
     }
     next = q + (1ull << x->order);
-    free_entry(r, x, ev->cpu);
+    free_entry(r, x, cpu);
     q = next;
   }
 }
@@ -593,7 +640,7 @@ static inline void do_free(struct replay *r, const bh_event_t *ev) {
   }
   bh__pfn_entry_t *e = bh__pfnmap_find(&r->map, ev->pfn);
   if (bh__unlikely(!e || e->order != ev->order)) {
-    free_other(r, ev, e);
+    free_other(r, ev->pfn, ev->order, ev->cpu, e);
     return;
   }
   r->s->frees++;
@@ -641,7 +688,7 @@ static int setup(struct replay *r, const struct scan *sc) {
   r->max_order = r->arena->max_order;
   r->s->memory_bytes = r->arena->nr_pages << BH_PAGE_SHIFT;
   r->s->nr_cpus = ac.nr_cpus;
-  return bh__pfnmap_init(&r->map, 1 << 16) ? BH_ENOMEM : BH_OK;
+  return bh__pfnmap_init(&r->map, 1 << 10) ? BH_ENOMEM : BH_OK;
 }
 
 static void progress(struct replay *r, uint64_t done, uint64_t total) {
@@ -664,16 +711,46 @@ COLD static uint64_t shorten_gap(struct replay *r, uint64_t vt) {
   return r->vnow + BH_REPLAY_MAX_GAP_NS;
 }
 
-/* The clock of an event at virtual time t (not before vnow): advance_to, after waiting for
- * the wall clock when pacing. */
-static inline void event_clock(struct replay *r, uint64_t t) {
-  if (bh__likely(nothing_due(r, t))) {
+/*
+ * The clock of an event with timestamp time_ns, in general: its virtual time (never back
+ * before vnow, a gap cut to BH_REPLAY_MAX_GAP_NS), then advance_to, after waiting for the
+ * wall clock when pacing.
+ */
+COLD static void event_clock_slow(struct replay *r, uint64_t time_ns) {
+  if (r->t0 == UINT64_MAX) { /* one pass: time starts at the first event */
+    r->t0 = time_ns;
+    set_clock_due(r);
+  }
+  /* timestamps of different CPUs may interleave slightly out of order: never back before
+   * vnow (t0 + vnow is at most the latest timestamp seen, no overflow) */
+  uint64_t t = time_ns > r->t0 + r->vnow ? time_ns - r->t0 : r->vnow;
+  if (t - r->vnow > BH_REPLAY_MAX_GAP_NS)
+    t = shorten_gap(r, t);
+  if (nothing_due(r, t)) {
     r->vnow = t;
     return;
   }
   if (r->cfg->speed > 0)
     wait_wall(r, t);
   advance_slow(r, t);
+}
+
+/*
+ * The clock of an event, for every event: when nothing is due before its virtual time, the
+ * clock only moves forward to it.  Nothing due is never more than a second after vnow (the
+ * vmstat tick), so such an event is no gap to cut either; a timestamp before t0 wraps to a
+ * large vt and takes the general path, as does every event when pacing (clock_due 0).
+ */
+static inline void event_clock(struct replay *r, uint64_t time_ns) {
+  uint64_t vt = time_ns - r->t0, due = r->clock_due, hint_due = bh__hint_next_due(r->hint);
+  if (hint_due < due)
+    due = hint_due;
+  if (bh__likely(vt < due)) {
+    if (vt > r->vnow)
+      r->vnow = vt;
+    return;
+  }
+  event_clock_slow(r, time_ns);
 }
 
 /* The event count at which poll() is next due: a multiple of 65536 or of check_every. */
@@ -701,32 +778,31 @@ COLD static void poll(struct replay *r) {
 }
 
 /*
- * A batch of events, one by one: the clock first (worker steps, ticks, samples due before the
- * event), then the event.  Everything that is not needed for every event is behind one
- * comparison (clock_due, next_poll): this loop is most of a replay's time outside the
- * allocator.
+ * One event: the clock first (worker steps, ticks, samples due before the event), then the
+ * event.  Everything that is not needed for every event is behind one comparison (clock_due,
+ * next_poll): this is most of a replay's time outside the allocator.  Inlined into both
+ * loops of each_event, where a decoded record is a local the compiler keeps in registers.
  */
-__attribute__((noinline)) static int play_batch(struct replay *r, const bh_event_t *ev,
-                                                const bh_event_t *end) {
-  for (; ev < end; ev++) {
-    /* timestamps of different CPUs may interleave slightly out of order: never back before
-     * vnow (t0 + vnow is at most the latest timestamp seen, no overflow) */
-    uint64_t vt = ev->time_ns > r->t0 + r->vnow ? ev->time_ns - r->t0 : r->vnow;
-    if (bh__unlikely(vt - r->vnow > BH_REPLAY_MAX_GAP_NS))
-      vt = shorten_gap(r, vt);
-    event_clock(r, vt);
-    r->events++;
-    if (ev->op == BH_EV_ALLOC) {
-      int err = do_alloc(r, ev);
-      if (bh__unlikely(err))
-        return err;
-    } else {
-      do_free(r, ev);
-    }
-    if (bh__unlikely(r->events == r->next_poll))
-      poll(r);
+static inline __attribute__((always_inline)) int play_event(void *ctx, const bh_event_t *ev) {
+  struct replay *r = ctx;
+  event_clock(r, ev->time_ns);
+  r->events++;
+  if (ev->op == BH_EV_ALLOC) {
+    int err = do_alloc(r, ev);
+    if (bh__unlikely(err))
+      return err;
+  } else {
+    do_free(r, ev);
   }
+  if (bh__unlikely(r->events == r->next_poll))
+    poll(r);
   return 0;
+}
+
+/* The next events of t, played: how many, 0 at the end, or a negative BH_E* code. */
+__attribute__((noinline)) static int play_some(struct replay *r, bh_trace_t *t, bh_event_t *evs,
+                                               int max) {
+  return each_event(t, evs, max, play_event, r);
 }
 
 static int play(struct replay *r, const struct scan *sc) {
@@ -750,16 +826,9 @@ static int play(struct replay *r, const struct scan *sc) {
   r->total_events = sc->events;
   enum { BATCH = 256 };
   bh_event_t evs[BATCH];
-  int n;
-  err = 0;
-  while (!err && (n = bh_trace_next_batch(t, evs, BATCH)) > 0) {
-    if (bh__unlikely(r->t0 == UINT64_MAX))
-      r->t0 = evs[0].time_ns; /* one pass: time starts at the first event */
-    err = play_batch(r, evs, evs + n);
-  }
+  while ((err = play_some(r, t, evs, BATCH)) > 0)
+    ;
   s->events = r->events;
-  if (!err && n < 0)
-    err = n;
   if (r->progress)
     fprintf(stderr, "\n");
   if (err < 0) {

@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+#include <endian.h>
 
 #include <zlib.h>
 #include <zstd.h>
@@ -114,6 +116,97 @@ static inline void bh__trace_set_zone(bh__tparse_t *p, bh_event_t *ev) {
   }
   ev->zone = p->zone;
 }
+
+/*
+ * A native binary record's fields (the layout is in reader.c).  No checks: bh__trace_records
+ * hands out only records that passed them, and the reader checks the others itself.  seq and
+ * zone are left alone: the replay, which decodes records in place, uses neither.
+ */
+static inline void bh__trace_decode_record(const unsigned char *r, bh_event_t *ev) {
+  uint64_t t64, pfn, tail;
+  uint32_t gfp, pid;
+  memcpy(&t64, r, 8);
+  memcpy(&pfn, r + 8, 8);
+  memcpy(&gfp, r + 16, 4);
+  memcpy(&pid, r + 20, 4);
+  memcpy(&tail, r + 24, 8);
+  tail = le64toh(tail);
+  ev->time_ns = le64toh(t64);
+  ev->pfn = le64toh(pfn);
+  ev->gfp = le32toh(gfp);
+  ev->pid = (int32_t)le32toh(pid);
+  ev->cpu = (int16_t)(uint16_t)tail;
+  ev->op = (uint8_t)(tail >> 16);
+  ev->order = (uint8_t)(tail >> 24);
+  ev->migratetype = (int8_t)(uint8_t)(tail >> 32);
+  ev->failed = (uint8_t)(tail >> 40) & BH__TRACE_BIN_FAILED;
+}
+
+/*
+ * Whether a native binary record holds a valid event: the format's rules (see
+ * bh__trace_record_problem) for every record read, each a compare and a branch that goes the
+ * same way for every valid record.
+ */
+static inline bool bh__trace_record_ok(const unsigned char *r) {
+  uint64_t tail;
+  uint32_t gfp, pid;
+  memcpy(&gfp, r + 16, 4);
+  memcpy(&pid, r + 20, 4);
+  memcpy(&tail, r + 24, 8);
+  tail = le64toh(tail);
+  /* reserved flags (bits 41..63), order above 63 (bits 30..31), op above 3 (bits 18..23) */
+  if (bh__trace_unlikely(tail & 0xfffffe00c0fc0000ull))
+    return false;
+  unsigned op = (uint8_t)(tail >> 16);
+  if (bh__trace_unlikely(op == 0))
+    return false;
+  /* pid, cpu or migratetype below -1: one more than it, as unsigned, beyond the sign bit */
+  if (bh__trace_unlikely(le32toh(pid) + 1 > 0x80000000u))
+    return false;
+  if (bh__trace_unlikely((uint16_t)(tail + 1) > 0x8000u))
+    return false;
+  if (bh__trace_unlikely((uint8_t)((tail >> 32) + 1) > 0x80u))
+    return false;
+  /* a free with gfp flags or the failed flag */
+  if (op != BH_EV_ALLOC && (gfp || ((tail >> 40) & BH__TRACE_BIN_FAILED)))
+    return false;
+  return true;
+}
+
+/* What is wrong with a record, or NULL: the rules one by one, for the message of a bad record
+ * (and to test bh__trace_record_ok against). */
+static inline const char *bh__trace_record_problem(const unsigned char *r) {
+  bh_event_t ev;
+  uint64_t tail;
+  memcpy(&tail, r + 24, 8);
+  tail = le64toh(tail);
+  bh__trace_decode_record(r, &ev);
+  if (ev.op < BH_EV_ALLOC || ev.op > BH_EV_FREE_BATCHED)
+    return "bad op";
+  if (ev.order > BH_TRACE_MAX_ORDER)
+    return "order above 63";
+  if (tail >> 41) /* the flags above BH__TRACE_BIN_FAILED, reserved */
+    return "reserved bits set";
+  if (ev.pid < -1 || ev.cpu < -1 || ev.migratetype < -1)
+    return "pid, cpu or migratetype below -1";
+  if (ev.op != BH_EV_ALLOC && (ev.gfp || ev.failed))
+    return "gfp or failed set on a free";
+  return NULL;
+}
+
+/*
+ * Reading native binary records where they lie in the reader's buffer, which saves the
+ * replay a copy of every event.  bh__trace_peek_records gives the records that sit whole in
+ * t's buffer from the current position on, up to max of them, neither checked nor counted:
+ * *recs points at the first, each BH__TRACE_BIN_RECORD bytes.  It returns how many, 0 when
+ * the next record needs a buffer refill or t is not native binary (bh_trace_next_batch reads
+ * those).  The caller checks each with bh__trace_record_ok, decodes it with
+ * bh__trace_decode_record, and then tells bh__trace_take_records how many it used (the first
+ * n, all valid, allocs of them allocations): they count as read.  A bad record is left for
+ * bh_trace_next_batch, which reports or skips it.
+ */
+int bh__trace_peek_records(bh_trace_t *t, const unsigned char **recs, int max);
+void bh__trace_take_records(bh_trace_t *t, int n, int allocs);
 
 /* Calling thread's message for failures that have no handle to keep them (open, writer). */
 char *bh__trace_tls_msg(void);

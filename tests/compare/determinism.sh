@@ -4,6 +4,11 @@
 # time, whose names end in _ns, such as bubble's lock_ns).  Every strategy, sim and
 # mmap backing, on a recorded and a synthetic trace.
 #
+# And the format does not matter: a trace converted to native text, compressed or not,
+# replays to the same summary as its binary form (the text header aside, counted in
+# skipped_lines).  The replay reads binary records in place, one by one, and text through
+# the reader's general path, so this compares the two.
+#
 # usage: determinism.sh BUDDYHINT TRACES_DIR WORK_DIR
 set -u
 bh=$1 traces=$2 work=$3
@@ -27,6 +32,24 @@ for trace in "$traces/real-thp-256M.bht.zst" "$traces/gen-frag-stress-256M.bht.z
         echo "ok: $(basename "$trace") $strategy $backing: identical summaries"
       fi
     done
+  done
+done
+strip_format() { strip "$1" | grep -v -E '"(trace|trace_format|skipped_lines)":'; }
+"$bh" convert "$traces/real-python.bht.zst" "$work/python.txt" 2>/dev/null || fail=1
+"$bh" convert "$traces/real-python.bht.zst" "$work/python.bht" 2>/dev/null || fail=1
+gzip -c "$work/python.txt" >"$work/python.txt.gz"
+for strategy in none bubble; do
+  for t in python.bht python.txt python.txt.gz; do
+    "$bh" replay "$work/$t" --strategy "$strategy" --backing sim --quiet \
+      --json "$work/$t.json" >/dev/null || { echo "FAIL: replay $t $strategy exited $?"; fail=1; }
+  done
+  for t in python.txt python.txt.gz; do
+    if ! diff <(strip_format "$work/python.bht.json") <(strip_format "$work/$t.json"); then
+      echo "FAIL: $t $strategy: its summary differs from the binary trace's"
+      fail=1
+    else
+      echo "ok: $t $strategy: the same summary as the binary trace"
+    fi
   done
 done
 exit $fail
