@@ -7,7 +7,9 @@
  * The trace is synthetic and generated here: a seeded mix of order-0..3 allocations and frees
  * over up to 16384 live blocks on 4 CPUs, the shape of a busy kernel's page traffic.
  * Targets (issue "Traces and the buddyhint command"): >= 3 M events/s from ftrace text and
- * >= 20 M events/s from native binary.  Results: results/replay.csv and results/replay.json;
+ * >= 20 M events/s from native binary, judged on the median; the best repetition is shown
+ * too, as the run least disturbed by the rest of a shared machine.  Results:
+ * results/replay.csv and results/replay.json;
  * --keep DIR leaves the traces in DIR (trace.bht, trace.txt), to count instructions on them.
  */
 #include "bench_util.h"
@@ -186,27 +188,30 @@ int main(int argc, char **argv) {
   if (!csv || !json)
     return 1;
   bu_csv_machine(csv, &m, "bench_replay", o.reps == 3 ? "--quick" : "");
-  fprintf(csv, "case,format,passes,events,reps,median_eps,p10_eps,p90_eps,target_eps,result\n");
+  fprintf(csv,
+          "case,format,passes,events,reps,median_eps,p10_eps,p90_eps,best_eps,target_eps,result\n");
   fprintf(json, "{\n");
   bu_json_machine(json, &m, 2);
   fprintf(json, ",\n  \"events\": %lu,\n  \"cases\": [\n", (unsigned long)events);
   printf("replay speed, sim backing, one thread, %lu events, %d reps (events/s)\n",
          (unsigned long)events, o.reps);
-  printf("%-18s %-14s %12s %12s %12s %12s\n", "case", "format", "median", "p10", "p90", "target");
+  printf("%-18s %-14s %12s %12s %12s %12s %12s\n", "case", "format", "median", "p10", "p90",
+         "best", "target");
   for (int j = 0; j < NROWS; j++) {
     struct row *r = &rows[j];
     bu_stats(&v[j * o.reps], o.reps, &r->st);
     const char *res = r->target ? (r->st.median >= r->target ? "PASS" : "FAIL") : "info";
-    printf("%-18s %-14s %12.0f %12.0f %12.0f %12.0f %s\n", r->name, r->format, r->st.median,
-           r->st.p10, r->st.p90, r->target, res);
-    fprintf(csv, "%s,%s,%d,%lu,%d,%.0f,%.0f,%.0f,%.0f,%s\n", r->name, r->format,
+    printf("%-18s %-14s %12.0f %12.0f %12.0f %12.0f %12.0f %s\n", r->name, r->format,
+           r->st.median, r->st.p10, r->st.p90, r->st.max, r->target, res);
+    fprintf(csv, "%s,%s,%d,%lu,%d,%.0f,%.0f,%.0f,%.0f,%.0f,%s\n", r->name, r->format,
             r->one_pass ? 1 : 2, (unsigned long)events, o.reps, r->st.median, r->st.p10, r->st.p90,
-            r->target, res);
+            r->st.max, r->target, res);
     fprintf(json,
             "    {\"case\": \"%s\", \"format\": \"%s\", \"passes\": %d, \"median_eps\": %.0f, "
-            "\"p10_eps\": %.0f, \"p90_eps\": %.0f, \"target_eps\": %.0f, \"result\": \"%s\"}%s\n",
-            r->name, r->format, r->one_pass ? 1 : 2, r->st.median, r->st.p10, r->st.p90, r->target,
-            res, j + 1 < NROWS ? "," : "");
+            "\"p10_eps\": %.0f, \"p90_eps\": %.0f, \"best_eps\": %.0f, \"target_eps\": %.0f, "
+            "\"result\": \"%s\"}%s\n",
+            r->name, r->format, r->one_pass ? 1 : 2, r->st.median, r->st.p10, r->st.p90, r->st.max,
+            r->target, res, j + 1 < NROWS ? "," : "");
   }
   fprintf(json, "  ]\n}\n");
   fclose(csv);
