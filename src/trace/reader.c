@@ -479,12 +479,16 @@ static int next_binary(bh_trace_t *t, bh_event_t *ev) {
 /* Public calls                                                                              */
 /* ---------------------------------------------------------------------------------------- */
 
-void bh__trace_take_records(bh_trace_t *t, int n, int allocs) {
+void bh__trace_take_records(bh_trace_t *t, int n) {
+  const unsigned char *r = t->buf + t->pos;
+  uint64_t allocs = 0;
+  for (int i = 0; i < n; i++)
+    allocs += r[(size_t)i * BH__TRACE_BIN_RECORD + 26] == BH_EV_ALLOC; /* the op byte */
   t->pos += (size_t)n * BH__TRACE_BIN_RECORD;
   t->counts.lines += (uint64_t)n;
   t->counts.events += (uint64_t)n;
-  t->counts.allocs += (uint64_t)allocs;
-  t->counts.frees += (uint64_t)(n - allocs);
+  t->counts.allocs += allocs;
+  t->counts.frees += (uint64_t)n - allocs;
 }
 
 /*
@@ -497,18 +501,17 @@ static int binary_run(bh_trace_t *t, bh_event_t *evs, int max) {
   size_t whole = (t->len - t->pos) / BH__TRACE_BIN_RECORD;
   int n = whole < (size_t)max ? (int)whole : max, k;
   const unsigned char *r = t->buf + t->pos;
-  uint64_t seq = t->counts.events, allocs = 0;
+  uint64_t seq = t->counts.events;
   bh_event_t *ev = evs, *end = evs + n;
   for (; ev < end; ev++, r += BH__TRACE_BIN_RECORD) {
     const char *why = NULL;
     if (bh__trace_unlikely(!decode_record(r, ev, &why)))
       break; /* next_binary reports it */
     ev->seq = seq++;
-    allocs += ev->op == BH_EV_ALLOC;
     bh__trace_set_zone(&t->tp, ev);
   }
   k = (int)(ev - evs);
-  bh__trace_take_records(t, k, (int)allocs);
+  bh__trace_take_records(t, k);
   return k;
 }
 

@@ -127,20 +127,19 @@ static inline __attribute__((always_inline)) int
 each_event(bh_trace_t *t, bh_event_t *evs, int max, int (*fn)(void *, const bh_event_t *),
            void *ctx) {
   const unsigned char *rec;
-  int n = bh__trace_peek_records(t, &rec, max), k, allocs = 0, err = 0;
+  int n = bh__trace_peek_records(t, &rec, max), k, err = 0;
   for (k = 0; k < n; k++, rec += BH__TRACE_BIN_RECORD) {
     if (bh__unlikely(!bh__trace_record_ok(rec)))
       break;
     bh_event_t ev;
     bh__trace_decode_record(rec, &ev);
-    allocs += ev.op == BH_EV_ALLOC;
     if (bh__unlikely(err = fn(ctx, &ev))) {
       k++;
       break;
     }
   }
   if (n > 0)
-    bh__trace_take_records(t, k, allocs);
+    bh__trace_take_records(t, k);
   if (err || k > 0)
     return err ? err : k;
   /* one event at a time for binary, so that the records after it are read in place again */

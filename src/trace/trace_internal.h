@@ -204,11 +204,11 @@ static inline const char *bh__trace_record_problem(const unsigned char *r) {
  * the next record needs a buffer refill or t is not native binary (bh_trace_next_batch reads
  * those).  The caller checks each with bh__trace_record_ok, decodes it with
  * bh__trace_decode_record, and then tells bh__trace_take_records how many it used (the first
- * n, all valid, allocs of them allocations): they count as read.  A bad record is left for
+ * n, all valid): they count as read.  A bad record is left for
  * bh_trace_next_batch, which reports or skips it.
  */
 int bh__trace_peek_records(bh_trace_t *t, const unsigned char **recs, int max);
-void bh__trace_take_records(bh_trace_t *t, int n, int allocs);
+void bh__trace_take_records(bh_trace_t *t, int n);
 
 /* Calling thread's message for failures that have no handle to keep them (open, writer). */
 char *bh__trace_tls_msg(void);
