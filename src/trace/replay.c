@@ -105,6 +105,7 @@ static double secs_since(const struct timespec *t0) {
 
 struct scan {
   uint64_t first, last, peak, events;
+  uint64_t map_cap; /* room the first pass's map grew to, for the second's (0: one pass) */
   unsigned max_cpu;
 };
 
@@ -220,6 +221,7 @@ static int first_pass(struct replay *r, struct scan *sc) {
     ;
   if (err)
     set_err(r, "%s", err == BH_ENOMEM ? "out of memory" : bh_trace_error(t));
+  sc->map_cap = (st.live.mask + 1) / 2;
   bh__pfnmap_destroy(&st.live);
   bh_trace_close(t);
   return err;
@@ -687,7 +689,8 @@ static int setup(struct replay *r, const struct scan *sc) {
   r->max_order = r->arena->max_order;
   r->s->memory_bytes = r->arena->nr_pages << BH_PAGE_SHIFT;
   r->s->nr_cpus = ac.nr_cpus;
-  return bh__pfnmap_init(&r->map, 1 << 10) ? BH_ENOMEM : BH_OK;
+  /* as large as the first pass's map grew (no rehashing on the way), or small */
+  return bh__pfnmap_init(&r->map, sc->map_cap > 1024 ? sc->map_cap : 1024) ? BH_ENOMEM : BH_OK;
 }
 
 static void progress(struct replay *r, uint64_t done, uint64_t total) {
