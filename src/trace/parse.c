@@ -24,7 +24,8 @@
  *
  * Arguments (kmem.h, 6.12): mm_page_alloc "page=%p pfn=0x%lx order=%d migratetype=%d
  * gfp_flags=%s", mm_page_free "page=%p pfn=0x%lx order=%d", mm_page_free_batched "page=%p
- * pfn=0x%lx order=0".  Before 5.14 pfn was "%lu": a pfn without 0x is decimal.  All printed
+ * pfn=0x%lx order=0".  Before 5.14 pfn was "%lu": a pfn without 0x is decimal.  Before 3.3 the
+ * two frees were mm_page_free_direct and mm_pagevec_free.  All printed
  * fields are required; unknown keys are ignored.  A failed allocation prints a NULL page
  * ("(null)", "(nil)", "0000000000000000", "0x0") and pfn 0.
  */
@@ -225,30 +226,42 @@ static bool find_timestamp(const char *s, size_t n, struct kline *k) {
   }
 }
 
-static const char ev_alloc[] = "mm_page_alloc";
-static const char ev_free[] = "mm_page_free";
-static const char ev_free_batched[] = "mm_page_free_batched";
+/*
+ * Our events by name, with the names Linux 2.6.33 to 3.2 gave the two frees (renamed in 3.3
+ * with the same arguments: "page=%p pfn=%lu order=%d" and "page=%p pfn=%lu order=0 cold=%d").
+ */
+static const struct {
+  const char *name;
+  int op;
+} events[] = {
+    {"mm_page_alloc", BH_EV_ALLOC},
+    {"mm_page_free", BH_EV_FREE},
+    {"mm_page_free_batched", BH_EV_FREE_BATCHED},
+    {"mm_page_free_direct", BH_EV_FREE},
+    {"mm_pagevec_free", BH_EV_FREE_BATCHED},
+};
+enum { NR_EVENTS = sizeof(events) / sizeof(events[0]) };
 
 /* Our op for an event name, 0 for another event. */
 static int event_op(const char *s, size_t n) {
-  if (n < sizeof(ev_free) - 1 || memcmp(s, "mm_page_", 8) != 0)
+  if (n < 12 || memcmp(s, "mm_page", 7) != 0)
     return 0;
-  if (n == sizeof(ev_alloc) - 1 && memcmp(s, ev_alloc, n) == 0)
-    return BH_EV_ALLOC;
-  if (n == sizeof(ev_free) - 1 && memcmp(s, ev_free, n) == 0)
-    return BH_EV_FREE;
-  if (n == sizeof(ev_free_batched) - 1 && memcmp(s, ev_free_batched, n) == 0)
-    return BH_EV_FREE_BATCHED;
+  for (size_t i = 0; i < NR_EVENTS; i++)
+    if (strlen(events[i].name) == n && memcmp(s, events[i].name, n) == 0)
+      return events[i].op;
   return 0;
 }
 
 /* Does a line that has no event-line shape still name one of our events? */
 static bool names_our_event(const char *s, size_t n) {
-  static const char *const marks[] = {"mm_page_alloc:", "mm_page_free:",
-                                      "mm_page_free_batched:"};
-  for (size_t i = 0; i < 3; i++)
-    if (memmem(s, n, marks[i], strlen(marks[i])))
+  char mark[32];
+  for (size_t i = 0; i < NR_EVENTS; i++) {
+    size_t k = strlen(events[i].name);
+    memcpy(mark, events[i].name, k);
+    mark[k] = ':';
+    if (memmem(s, n, mark, k + 1))
       return true;
+  }
   return false;
 }
 

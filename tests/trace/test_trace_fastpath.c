@@ -47,6 +47,11 @@ static const char *const valid[] = {
     "          bash-5 [002]   512.000004: mm_page_free: page=ffffea0000000080 pfn=2 order=1",
     "                bash-5       [002]   512.000004: mm_page_free: page=ffffea0000000080 "
     "pfn=12345678 order=1",
+    /* before 3.3: the frees' old names */
+    "          memhog-4242  [001]   300.000002: mm_page_free_direct: page=ffffea0004289c40 "
+    "pfn=1090227 order=0",
+    "          memhog-4242  [001]   300.000003: mm_pagevec_free: page=ffffea0004289c40 "
+    "pfn=1090227 order=0 cold=1",
     /* perf script */
     "            memhog  4242 [000]  1234.567890: kmem:mm_page_alloc: page=0xffffea0004289c40 "
     "pfn=0x10a271 order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE|__GFP_ZERO",

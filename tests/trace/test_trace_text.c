@@ -81,6 +81,21 @@ static void test_ftrace_old_decimal(void **state) {
   check_file(DATA_DIR "/ftrace_old.txt", "ftrace", want, 4, &c);
 }
 
+/* Linux 2.6.33 to 3.2 named the frees mm_page_free_direct and mm_pagevec_free; a name that
+ * only starts like one is another event. */
+static void test_ftrace_pre_3_3_names(void **state) {
+  (void)state;
+  const bh_event_t want[] = {
+      ev_make(300000001000ull, BH_EV_ALLOC, 1090227, 0, 1, MOV_HI, 4242, 1, 0),
+      ev_make(300000002000ull, BH_EV_FREE, 1090227, 0, -1, 0, 4242, 1, 0),
+      ev_make(300000003000ull, BH_EV_FREE_BATCHED, 1090227, 0, -1, 0, 4242, 1, 0),
+      ev_make(300000004000ull, BH_EV_FREE, 2, 3, -1, 0, 4242, 1, 0),
+  };
+  const bh_trace_counts_t c = {.lines = 9, .events = 4, .other_lines = 5, .allocs = 1,
+                               .frees = 3};
+  check_file(DATA_DIR "/ftrace_3x.txt", "ftrace", want, 4, &c);
+}
+
 static void test_perf_script(void **state) {
   (void)state;
   const bh_event_t want[] = {
@@ -491,6 +506,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ftrace_6x),
       cmocka_unit_test(test_ftrace_old_decimal),
+      cmocka_unit_test(test_ftrace_pre_3_3_names),
       cmocka_unit_test(test_perf_script),
       cmocka_unit_test(test_native_text),
       cmocka_unit_test(test_native_crlf),
