@@ -124,8 +124,15 @@ static int run_all(bh_cli_replay_t *c, const char *trace, char *list) {
       rc = e == BH_ENOMEM || e == BH_ESYS ? BH_EXIT_FAIL : BH_EXIT_USAGE;
       break;
     }
-    if (!bh_cli_is_baseline(sp->name)) /* jemalloc names its run with every setting */
+    if (!bh_cli_is_baseline(sp->name)) { /* jemalloc names its run with every setting */
       snprintf(runs[n].strategy, sizeof(runs[n].strategy), "%s", sp->label);
+      /* the next replays get the arena this one sized: they skip the sizing pass over the
+       * trace, and their arena is the same */
+      if (!c->cfg.memory_bytes)
+        c->cfg.memory_bytes = runs[n].memory_bytes;
+      if (!c->cfg.arena.nr_cpus)
+        c->cfg.arena.nr_cpus = (unsigned)runs[n].nr_cpus;
+    }
     if (runs[n].check_violations)
       rc = BH_EXIT_FAIL;
     n++;

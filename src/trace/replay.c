@@ -695,10 +695,13 @@ static int setup(struct replay *r, const struct scan *sc) {
 
 static void progress(struct replay *r, uint64_t done, uint64_t total) {
   double el = secs_since(&r->wall0), rate = el > 0 ? (double)done / el : 0;
+  if (!total || done > total) { /* one pass: the total is not known */
+    fprintf(stderr, "\rreplay: %lu events, %.2f M events/s   ", (unsigned long)done, rate / 1e6);
+    return;
+  }
   fprintf(stderr, "\rreplay: %lu/%lu events (%.0f%%), %.2f M events/s, ETA %.0f s   ",
-          (unsigned long)done, (unsigned long)total,
-          total ? 100.0 * (double)done / (double)total : 0, rate / 1e6,
-          rate > 0 ? (double)(total - done) / rate : 0);
+          (unsigned long)done, (unsigned long)total, 100.0 * (double)done / (double)total,
+          rate / 1e6, rate > 0 ? (double)(total - done) / rate : 0);
 }
 
 /*
