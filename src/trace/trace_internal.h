@@ -120,9 +120,9 @@ static inline void bh__trace_set_zone(bh__tparse_t *p, bh_event_t *ev) {
 }
 
 /*
- * A native binary record's fields (the layout is in reader.c).  No checks: bh__trace_records
- * hands out only records that passed them, and the reader checks the others itself.  seq and
- * zone are left alone: the replay, which decodes records in place, uses neither.
+ * A native binary record's fields (the layout is in reader.c).  No checks: the callers run
+ * bh__trace_record_ok first.  seq and zone are left alone: the replay, which decodes records
+ * in place, uses neither.
  */
 static inline void bh__trace_decode_record(const unsigned char *r, bh_event_t *ev) {
   uint64_t t64, pfn, tail;
@@ -204,8 +204,8 @@ static inline const char *bh__trace_record_problem(const unsigned char *r) {
  * the next record needs a buffer refill or t is not native binary (bh_trace_next_batch reads
  * those).  The caller checks each with bh__trace_record_ok, decodes it with
  * bh__trace_decode_record, and then tells bh__trace_take_records how many it used (the first
- * n, all valid): they count as read.  A bad record is left for
- * bh_trace_next_batch, which reports or skips it.
+ * n, all valid): they count as read.  A bad record is left for bh_trace_next_batch, which
+ * reports or skips it.
  */
 int bh__trace_peek_records(bh_trace_t *t, const unsigned char **recs, int max);
 void bh__trace_take_records(bh_trace_t *t, int n);
