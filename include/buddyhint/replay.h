@@ -51,6 +51,13 @@ typedef struct bh_replay_config {
    * replay's map follows the blocks it moves.
    */
   unsigned compaction_proactiveness;
+  /*
+   * The first pass over a text trace keeps its events (32 bytes each) for the second to play
+   * without parsing the text again, up to this many bytes (default 128 MiB, 4 M events);
+   * past that, or with 0, the second pass reads the trace again.  Binary traces are read
+   * twice either way: they are read in place, about as fast.
+   */
+  uint64_t keep_max_bytes;
 } bh_replay_config_t;
 
 /* Fills the defaults documented above (the arena defaults of bh_config_init). */

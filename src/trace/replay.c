@@ -28,6 +28,9 @@
 #include <time.h>
 #include <unistd.h>
 
+/* bh_replay_config_t.keep_max_bytes by default: 4 M events of a text trace's first pass. */
+#define BH__KEEP_DEFAULT_BYTES (128ull << 20)
+
 /* Rare paths kept out of the event loop, so that its hot state stays in registers. */
 #define COLD __attribute__((noinline, cold))
 
@@ -42,6 +45,7 @@ void bh_replay_config_init(bh_replay_config_t *cfg) {
   cfg->sample_ns = BH_NS_PER_SEC;
   cfg->arena.nr_cpus = 0; /* from the trace */
   cfg->compaction_proactiveness = 20;
+  cfg->keep_max_bytes = BH__KEEP_DEFAULT_BYTES;
 }
 
 /* ---- state ---- */
@@ -107,7 +111,23 @@ struct scan {
   uint64_t first, last, peak, events;
   uint64_t map_cap; /* room the first pass's map grew to, for the second's (0: one pass) */
   unsigned max_cpu;
+  /* a text trace's events as the first pass read them, for the second to play without
+   * parsing the text again (NULL: read the trace again), and what the reader counted */
+  struct kept_event *kept;
+  bh_trace_counts_t counts;
+  char format[32];
 };
+
+/* What the replay uses of an event, in 32 bytes (a bh_event_t takes 48). */
+struct kept_event {
+  uint64_t time_ns, pfn;
+  uint32_t gfp;
+  int32_t cpu;
+  uint8_t op, order, failed;
+};
+_Static_assert(sizeof(struct kept_event) == 32, "kept events stay 32 bytes");
+
+
 
 static int open_trace(struct replay *r, bh_trace_t **t) {
   bh_trace_opts_t o = {.lenient = r->cfg->lenient};
@@ -155,7 +175,26 @@ struct scan_state {
   struct scan *sc;
   bh__pfnmap_t live; /* the blocks allocated and not freed */
   uint64_t cur;      /* their pages */
+  bool keep;         /* keeping the events (a text trace, below keep_max so far) */
+  size_t kept_cap;   /* room in sc->kept, in events */
+  uint64_t keep_max; /* bh_replay_config_t.keep_max_bytes */
 };
+
+/* Makes room for more kept events, or stops keeping them past keep_max bytes. */
+COLD static void keep_grow(struct scan_state *st) {
+  struct scan *sc = st->sc;
+  size_t cap = st->kept_cap ? st->kept_cap * 2 : 65536;
+  struct kept_event *p =
+      cap * sizeof(*p) <= st->keep_max ? realloc(sc->kept, cap * sizeof(*p)) : NULL;
+  if (!p) { /* too many, or no memory: the second pass reads the trace again */
+    free(sc->kept);
+    sc->kept = NULL;
+    st->keep = false;
+    return;
+  }
+  sc->kept = p;
+  st->kept_cap = cap;
+}
 
 /* One event of the first pass.  Returns 0 or BH_ENOMEM. */
 static inline __attribute__((always_inline)) int scan_event(void *ctx, const bh_event_t *ev) {
@@ -163,6 +202,13 @@ static inline __attribute__((always_inline)) int scan_event(void *ctx, const bh_
   struct scan *sc = st->sc;
   bh__pfnmap_t *live = &st->live;
   uint64_t *cur = &st->cur;
+  if (st->keep) {
+    if (bh__unlikely(sc->events == st->kept_cap))
+      keep_grow(st);
+    if (st->keep)
+      sc->kept[sc->events] = (struct kept_event){ev->time_ns, ev->pfn,   ev->gfp,   ev->cpu,
+                                                 ev->op,      ev->order, ev->failed};
+  }
   if (!sc->events++)
     sc->first = ev->time_ns;
   sc->last = ev->time_ns;
@@ -204,23 +250,37 @@ __attribute__((noinline)) static int scan_some(bh_trace_t *t, bh_event_t *evs, i
   return each_event(t, evs, max, scan_event, st);
 }
 
+static void format_name(bh_trace_t *t, char *out, size_t len) {
+  bool plain = !strcmp(bh_trace_compression(t), "none");
+  snprintf(out, len, "%s%s%s", bh_trace_format_name(t), plain ? "" : "+",
+           plain ? "" : bh_trace_compression(t));
+}
+
 static int first_pass(struct replay *r, struct scan *sc) {
   bh_trace_t *t;
   int err = open_trace(r, &t);
   if (err)
     return err;
-  struct scan_state st = {.sc = sc};
+  struct scan_state st = {.sc = sc, .keep_max = r->cfg->keep_max_bytes};
   if (bh__pfnmap_init(&st.live, 1 << 10)) {
     bh_trace_close(t);
     return BH_ENOMEM;
   }
   memset(sc, 0, sizeof(*sc));
+  /* binary records are read in place about as fast as kept events would be played */
+  st.keep = bh_trace_format(t) != BH_TRACE_NATIVE_BINARY && st.keep_max;
   enum { BATCH = 256 };
   bh_event_t evs[BATCH];
   while ((err = scan_some(t, evs, BATCH, &st)) > 0)
     ;
   if (err)
     set_err(r, "%s", err == BH_ENOMEM ? "out of memory" : bh_trace_error(t));
+  if (err || !st.keep) {
+    free(sc->kept);
+    sc->kept = NULL;
+  }
+  bh_trace_counts(t, &sc->counts);
+  format_name(t, sc->format, sizeof(sc->format));
   sc->map_cap = (st.live.mask + 1) / 2;
   bh__pfnmap_destroy(&st.live);
   bh_trace_close(t);
@@ -810,15 +870,29 @@ __attribute__((noinline)) static int play_some(struct replay *r, bh_trace_t *t, 
   return each_event(t, evs, max, play_event, r);
 }
 
+/* The events the first pass kept, played in order. */
+__attribute__((noinline)) static int play_kept(struct replay *r, const struct kept_event *k,
+                                               uint64_t n) {
+  for (const struct kept_event *end = k + n; k < end; k++) {
+    bh_event_t ev = {.time_ns = k->time_ns, .pfn = k->pfn, .gfp = k->gfp, .cpu = k->cpu,
+                     .op = k->op, .order = k->order, .failed = k->failed};
+    int err = play_event(r, &ev);
+    if (bh__unlikely(err))
+      return err;
+  }
+  return 0;
+}
+
 static int play(struct replay *r, const struct scan *sc) {
-  bh_trace_t *t;
-  int err = open_trace(r, &t);
-  if (err)
+  bh_trace_t *t = NULL;
+  int err;
+  if (!sc->kept && (err = open_trace(r, &t)))
     return err;
   bh_replay_summary_t *s = r->s;
-  snprintf(s->trace_format, sizeof(s->trace_format), "%s%s%s", bh_trace_format_name(t),
-           strcmp(bh_trace_compression(t), "none") ? "+" : "",
-           strcmp(bh_trace_compression(t), "none") ? bh_trace_compression(t) : "");
+  if (t)
+    format_name(t, s->trace_format, sizeof(s->trace_format));
+  else
+    snprintf(s->trace_format, sizeof(s->trace_format), "%s", sc->format);
   timeline_header(r);
   r->t0 = sc->first;
   r->next_sample = 0;
@@ -831,16 +905,21 @@ static int play(struct replay *r, const struct scan *sc) {
   r->total_events = sc->events;
   enum { BATCH = 256 };
   bh_event_t evs[BATCH];
-  while ((err = play_some(r, t, evs, BATCH)) > 0)
-    ;
+  if (t) {
+    while ((err = play_some(r, t, evs, BATCH)) > 0)
+      ;
+  } else {
+    err = play_kept(r, sc->kept, sc->events);
+  }
   s->events = r->events;
   if (r->progress)
     fprintf(stderr, "\n");
   if (err < 0) {
-    set_err(r, "%s", err == BH_ENOMEM ? "out of memory" : bh_trace_error(t));
+    set_err(r, "%s", err == BH_ENOMEM || !t ? "out of memory" : bh_trace_error(t));
   } else {
-    bh_trace_counts_t c;
-    bh_trace_counts(t, &c);
+    bh_trace_counts_t c = sc->counts;
+    if (t)
+      bh_trace_counts(t, &c);
     s->skipped_lines = c.other_lines;
     s->malformed_lines = c.malformed;
   }
@@ -946,6 +1025,7 @@ int bh_replay_run(const bh_replay_config_t *cfg, bh_replay_summary_t *out, char 
   bh_hint_detach(r.hint);
   bh_arena_destroy(r.arena);
   bh__pfnmap_destroy(&r.map);
+  free(sc.kept);
   free(r.touched);
   free(r.rev);
   return rc;
