@@ -880,11 +880,9 @@ static int parse(int argc, char **argv, opts_t *o) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     bool more = i + 1 < argc;
-    if (!strcmp(a, "--quick")) {
-      o->quick = true;
-    } else if (!strcmp(a, "--reps") && more) {
-      o->reps = atoi(argv[++i]);
-    } else if (!strcmp(a, "--idle-reps") && more) {
+    if (bu_common_opt(argc, argv, &i, &o->quick, &o->reps, &o->out))
+      continue;
+    if (!strcmp(a, "--idle-reps") && more) {
       o->idle_reps = atoi(argv[++i]);
     } else if (!strcmp(a, "--rep-ms") && more) {
       o->rep_ms = atof(argv[++i]);
@@ -896,8 +894,6 @@ static int parse(int argc, char **argv, opts_t *o) {
       }
     } else if (!strcmp(a, "--iters") && more) {
       o->fixed_iters = strtoull(argv[++i], NULL, 10);
-    } else if (!strcmp(a, "--out") && more) {
-      o->out = argv[++i];
     } else if (!strcmp(a, "--only") && more) {
       o->only = argv[++i];
     } else if (!strcmp(a, "--seed") && more) {

@@ -282,6 +282,20 @@ void bu_join_args(char *buf, size_t size, int argc, char **argv) {
     used += (size_t)snprintf(buf + used, size - used, "%s%s", i > 1 ? " " : "", argv[i]);
 }
 
+bool bu_common_opt(int argc, char **argv, int *i, bool *quick, int *reps, const char **out) {
+  const char *a = argv[*i];
+  bool more = *i + 1 < argc;
+  if (!strcmp(a, "--quick"))
+    *quick = true;
+  else if (!strcmp(a, "--reps") && more)
+    *reps = atoi(argv[++*i]);
+  else if (!strcmp(a, "--out") && more)
+    *out = argv[++*i];
+  else
+    return false;
+  return true;
+}
+
 void bu_json_head(FILE *f, const char *program, const char *args, const bu_machine_t *m,
                   const char *load0, const char *load1, double elapsed_s) {
   fprintf(f, "{\n  \"program\": ");

@@ -16,6 +16,7 @@
 #include <buddyhint.h>
 #include <buddyhint/strategy.h>
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -86,6 +87,9 @@ void bu_json_num(FILE *f, double v);
 void bu_json_stats(FILE *f, const char *key, const bu_stats_t *s, double scale);
 /* The program's arguments (argv[1..]) joined by spaces into buf, cut to size bytes. */
 void bu_join_args(char *buf, size_t size, int argc, char **argv);
+/* The options every benchmark takes: --quick, --reps N, --out DIR.  True when argv[*i] is one
+ * of them (*i then moves past its value), false for the program's own options. */
+bool bu_common_opt(int argc, char **argv, int *i, bool *quick, int *reps, const char **out);
 /* Opens a result object: {"program", "args", "machine", "loadavg_start", "loadavg_end",
  * "elapsed_s", ending with ",\n" so the caller's keys follow. */
 void bu_json_head(FILE *f, const char *program, const char *args, const bu_machine_t *m,

@@ -126,13 +126,9 @@ static int parse(int argc, char **argv, opts_t *o) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     bool more = i + 1 < argc;
-    if (!strcmp(a, "--quick")) {
-      o->quick = true;
-    } else if (!strcmp(a, "--reps") && more) {
-      o->reps = atoi(argv[++i]);
-    } else if (!strcmp(a, "--out") && more) {
-      o->out = argv[++i];
-    } else if (!strcmp(a, "--arena") && more) {
+    if (bu_common_opt(argc, argv, &i, &o->quick, &o->reps, &o->out))
+      continue;
+    if (!strcmp(a, "--arena") && more) {
       if (bu_parse_size(argv[++i], &o->arena_bytes))
         return fprintf(stderr, "exp_frag: bad size '%s'\n", argv[i]), 2;
     } else if (!strcmp(a, "--kernel") && more) {
@@ -560,26 +556,25 @@ int main(int argc, char **argv) {
               "    {\"kernel\": %g, \"grouping\": %s, \"early_failure_reps\": %d, "
               "\"fill_lowered_reps\": %d,\n      ",
               o.kernel[k], g ? "false" : "true", c->early, c->lowered);
-      bu_json_stats(f, "fill_mib", &c->fill_mib, 1);
-      fprintf(f, ",\n      ");
-      bu_json_stats(f, "hugepages", &c->obtained, 1);
-      fprintf(f, ",\n      ");
-      bu_json_stats(f, "pct_arena", &c->pct_arena, 1);
-      fprintf(f, ",\n      ");
-      bu_json_stats(f, "pct_free", &c->pct_free, 1);
-      fprintf(f, ",\n      ");
-      bu_json_stats(f, "failures", &c->failures, 1);
-      fprintf(f, ",\n      ");
-      bu_json_stats(f, "kernel_pinned_mib", &c->kernel_mib, 1);
-      fprintf(f, ",\n      ");
-      bu_json_stats(f, "kernel_allocs_per_pageblock", &c->kpb, 1);
-      fprintf(f, ",\n      ");
-      bu_json_stats(f, "extfrag_fallback", &c->fallback, 1);
-      fprintf(f, ",\n      ");
-      bu_json_stats(f, "extfrag_fragmenting", &c->fragmenting, 1);
-      if (g == 0) {
-        fprintf(f, ",\n      ");
-        bu_json_stats(f, "gain_pct_points_vs_off", &gain[k], 1);
+      const struct {
+        const char *key;
+        const bu_stats_t *s;
+      } st[] = {{"fill_mib", &c->fill_mib},
+                {"hugepages", &c->obtained},
+                {"pct_arena", &c->pct_arena},
+                {"pct_free", &c->pct_free},
+                {"failures", &c->failures},
+                {"kernel_pinned_mib", &c->kernel_mib},
+                {"kernel_allocs_per_pageblock", &c->kpb},
+                {"extfrag_fallback", &c->fallback},
+                {"extfrag_fragmenting", &c->fragmenting},
+                {"gain_pct_points_vs_off", g == 0 ? &gain[k] : NULL}}; /* grouping on only */
+      for (size_t i = 0; i < sizeof(st) / sizeof(st[0]); i++) {
+        if (!st[i].s)
+          continue;
+        if (i)
+          fprintf(f, ",\n      ");
+        bu_json_stats(f, st[i].key, st[i].s, 1);
       }
       fprintf(f, ",\n      \"samples\": [");
       for (int r = 0; r < R; r++) {

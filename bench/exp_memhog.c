@@ -104,13 +104,9 @@ static int parse(int argc, char **argv, opts_t *o) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     bool more = i + 1 < argc;
-    if (!strcmp(a, "--quick")) {
-      o->quick = true;
-    } else if (!strcmp(a, "--reps") && more) {
-      o->reps = atoi(argv[++i]);
-    } else if (!strcmp(a, "--out") && more) {
-      o->out = argv[++i];
-    } else if (!strcmp(a, "--guest-size") && more) {
+    if (bu_common_opt(argc, argv, &i, &o->quick, &o->reps, &o->out))
+      continue;
+    if (!strcmp(a, "--guest-size") && more) {
       if (bu_parse_size(argv[++i], &o->guest_bytes))
         return fprintf(stderr, "exp_memhog: bad size '%s'\n", argv[i]), 2;
     } else if (!strcmp(a, "--hog") && more) {

@@ -202,13 +202,6 @@ static inline __attribute__((always_inline)) int scan_event(void *ctx, const bh_
   struct scan *sc = st->sc;
   bh__pfnmap_t *live = &st->live;
   uint64_t *cur = &st->cur;
-  if (st->keep) {
-    if (bh__unlikely(sc->events == st->kept_cap))
-      keep_grow(st);
-    if (st->keep)
-      sc->kept[sc->events] = (struct kept_event){ev->time_ns, ev->pfn,   ev->gfp,   ev->cpu,
-                                                 ev->op,      ev->order, ev->failed};
-  }
   if (!sc->events++)
     sc->first = ev->time_ns;
   sc->last = ev->time_ns;
@@ -245,9 +238,24 @@ static inline __attribute__((always_inline)) int scan_event(void *ctx, const bh_
   return 0;
 }
 
+/* scan_event of a text trace's first pass, which keeps the event for the second. */
+static inline __attribute__((always_inline)) int scan_keep_event(void *ctx, const bh_event_t *ev) {
+  struct scan_state *st = ctx;
+  struct scan *sc = st->sc;
+  if (bh__unlikely(sc->events == st->kept_cap))
+    keep_grow(st);
+  if (st->keep)
+    sc->kept[sc->events] = (struct kept_event){ev->time_ns, ev->pfn,   ev->gfp,   ev->cpu,
+                                               ev->op,      ev->order, ev->failed};
+  return scan_event(ctx, ev);
+}
+
+/* The next events of the first pass.  The loop that keeps them is a copy of its own, so that
+ * the first pass over a binary trace pays nothing for keeping. */
 __attribute__((noinline)) static int scan_some(bh_trace_t *t, bh_event_t *evs, int max,
                                                struct scan_state *st) {
-  return each_event(t, evs, max, scan_event, st);
+  return st->keep ? each_event(t, evs, max, scan_keep_event, st)
+                  : each_event(t, evs, max, scan_event, st);
 }
 
 static void format_name(bh_trace_t *t, char *out, size_t len) {
