@@ -16,8 +16,8 @@ struct bh_hint {
   void *state;
   bh__reporter_t *reporter;
   bh_clock_mode_t clock;
-  _Atomic uint64_t now;     /* virtual time (virtual mode) */
-  _Atomic uint64_t wake_at; /* earliest requested step (BH_HINT_IDLE: none) */
+  _Atomic uint64_t now;       /* virtual time (virtual mode) */
+  _Atomic uint64_t wake_at;   /* earliest requested step (BH_HINT_IDLE: none) */
   _Atomic uint64_t step_next; /* the strategy's own next due time */
   _Atomic uint64_t steps;
   char error[256];
@@ -27,6 +27,9 @@ struct bh_hint {
   pthread_cond_t cv;
   bool stop, thread_started;
   uint64_t sleeping_until;
+  /* told every batch the host took, after it took it (the replay's --reports), or NULL */
+  void (*on_report)(void *ctx, const bh_report_range_t *ranges, size_t n);
+  void *on_report_ctx;
 };
 
 /* When the worker is next due, without a call: the replay checks it before every event. */

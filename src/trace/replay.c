@@ -127,8 +127,6 @@ struct kept_event {
 };
 _Static_assert(sizeof(struct kept_event) == 32, "kept events stay 32 bytes");
 
-
-
 static int open_trace(struct replay *r, bh_trace_t **t) {
   bh_trace_opts_t o = {.lenient = r->cfg->lenient};
   int err = bh_trace_open(r->cfg->trace, &o, t);
@@ -144,9 +142,9 @@ static int open_trace(struct replay *r, bh_trace_t **t) {
  * skips) through bh_trace_next_batch into evs.  Returns how many events, 0 at the end, or a
  * negative BH_E* code of the reader or of fn.
  */
-static inline __attribute__((always_inline)) int
-each_event(bh_trace_t *t, bh_event_t *evs, int max, int (*fn)(void *, const bh_event_t *),
-           void *ctx) {
+static inline __attribute__((always_inline)) int each_event(bh_trace_t *t, bh_event_t *evs, int max,
+                                                            int (*fn)(void *, const bh_event_t *),
+                                                            void *ctx) {
   const unsigned char *rec;
   int n = bh__trace_peek_records(t, &rec, max), k, err = 0;
   for (k = 0; k < n; k++, rec += BH__TRACE_BIN_RECORD) {
@@ -245,8 +243,8 @@ static inline __attribute__((always_inline)) int scan_keep_event(void *ctx, cons
   if (bh__unlikely(sc->events == st->kept_cap))
     keep_grow(st);
   if (st->keep)
-    sc->kept[sc->events] = (struct kept_event){ev->time_ns, ev->pfn,   ev->gfp,   ev->cpu,
-                                               ev->op,      ev->order, ev->failed};
+    sc->kept[sc->events] =
+        (struct kept_event){ev->time_ns, ev->pfn, ev->gfp, ev->cpu, ev->op, ev->order, ev->failed};
   return scan_event(ctx, ev);
 }
 
@@ -718,6 +716,17 @@ static inline void do_free(struct replay *r, const bh_event_t *ev) {
 
 /* ---- the run ---- */
 
+/* --reports: one line per reported block, on the trace's clock (t0 + virtual time; against
+ * the wall clock, the time elapsed at the replay's speed). */
+static void on_report(void *ctx, const bh_report_range_t *ranges, size_t n) {
+  struct replay *r = ctx;
+  uint64_t vt = r->cfg->speed > 0 ? (uint64_t)(secs_since(&r->wall0) * r->cfg->speed * 1e9)
+                                  : bh_hint_now(r->hint);
+  double t = (double)(r->t0 + vt) / 1e9;
+  for (size_t i = 0; i < n; i++)
+    fprintf(r->cfg->reports, "%.6f,%lu,%u\n", t, (unsigned long)ranges[i].pfn, ranges[i].order);
+}
+
 static int setup(struct replay *r, const struct scan *sc) {
   const bh_replay_config_t *cfg = r->cfg;
   bh_config_t ac = cfg->arena;
@@ -747,6 +756,11 @@ static int setup(struct replay *r, const struct scan *sc) {
     set_err(r, "strategy '%s': %s", hc.strategy ? hc.strategy : "none",
             bh_hint_last_error()[0] ? bh_hint_last_error() : bh_strerror(err));
     return err;
+  }
+  if (cfg->reports) {
+    fprintf(cfg->reports, "time_s,pfn,order\n");
+    r->hint->on_report = on_report;
+    r->hint->on_report_ctx = r;
   }
   if (ac.backing == BH_BACKING_SIM) {
     r->touched = calloc((size_t)(r->arena->nr_pages + 63) / 64, sizeof(uint64_t));
@@ -882,8 +896,13 @@ __attribute__((noinline)) static int play_some(struct replay *r, bh_trace_t *t, 
 __attribute__((noinline)) static int play_kept(struct replay *r, const struct kept_event *k,
                                                uint64_t n) {
   for (const struct kept_event *end = k + n; k < end; k++) {
-    bh_event_t ev = {.time_ns = k->time_ns, .pfn = k->pfn, .gfp = k->gfp, .cpu = k->cpu,
-                     .op = k->op, .order = k->order, .failed = k->failed};
+    bh_event_t ev = {.time_ns = k->time_ns,
+                     .pfn = k->pfn,
+                     .gfp = k->gfp,
+                     .cpu = k->cpu,
+                     .op = k->op,
+                     .order = k->order,
+                     .failed = k->failed};
     int err = play_event(r, &ev);
     if (bh__unlikely(err))
       return err;
