@@ -42,12 +42,8 @@ typedef struct bh_replay_config {
   bool check_after_steps; /* also after every worker step */
   uint64_t sample_ns;     /* timeline sample interval in virtual time (default 1 s) */
   FILE *timeline;         /* CSV timeline output, or NULL */
-  /* CSV of every block the strategy reported, or NULL: a header "time_s,pfn,order", then one
-   * line per block, time_s on the trace's own clock (its timestamps, in seconds) and pfn in
-   * the arena's numbering (the recorded pfns where the arena has the recorded layout) */
-  FILE *reports;
-  FILE *check_report; /* where check violations are described, or NULL */
-  bool progress;      /* progress line on stderr */
+  FILE *check_report;     /* where check violations are described, or NULL */
+  bool progress;          /* progress line on stderr */
   /*
    * vm.compaction_proactiveness, 0..100 (default 20, Linux's): every 500 ms of virtual time
    * kcompactd's proactive check runs (bh_compact_proactive) and moves the trace's movable
@@ -62,6 +58,12 @@ typedef struct bh_replay_config {
    * twice either way: they are read in place, about as fast.
    */
   uint64_t keep_max_bytes;
+  /*
+   * CSV of every block the strategy reported, or NULL: a header "time_s,pfn,order", then one
+   * line per block, time_s on the trace's own clock (its timestamps, in seconds) and pfn in
+   * the arena's numbering (the recorded pfns where the arena has the recorded layout).
+   */
+  FILE *reports;
 } bh_replay_config_t;
 
 /* Fills the defaults documented above (the arena defaults of bh_config_init). */

@@ -37,7 +37,8 @@ int bh_cli_run_one(const char *verb, bh_cli_replay_t *c, const char *trace, bool
   if (rc) {
     fprintf(stderr, "%s\n", err[0] ? err : bh_strerror(rc));
     bh_cli_close_out(json);
-    return rc == BH_EFORMAT || rc == BH_EINVAL || rc == BH_ENOENT || rc == BH_ESYS || rc == BH_EIO
+    return rc == BH_EFORMAT || rc == BH_EINVAL || rc == BH_ENOENT || rc == BH_ESYS ||
+                   rc == BH_EIO
                ? BH_EXIT_USAGE
                : BH_EXIT_FAIL;
   }

@@ -127,6 +127,8 @@ struct kept_event {
 };
 _Static_assert(sizeof(struct kept_event) == 32, "kept events stay 32 bytes");
 
+
+
 static int open_trace(struct replay *r, bh_trace_t **t) {
   bh_trace_opts_t o = {.lenient = r->cfg->lenient};
   int err = bh_trace_open(r->cfg->trace, &o, t);
@@ -142,9 +144,9 @@ static int open_trace(struct replay *r, bh_trace_t **t) {
  * skips) through bh_trace_next_batch into evs.  Returns how many events, 0 at the end, or a
  * negative BH_E* code of the reader or of fn.
  */
-static inline __attribute__((always_inline)) int each_event(bh_trace_t *t, bh_event_t *evs, int max,
-                                                            int (*fn)(void *, const bh_event_t *),
-                                                            void *ctx) {
+static inline __attribute__((always_inline)) int
+each_event(bh_trace_t *t, bh_event_t *evs, int max, int (*fn)(void *, const bh_event_t *),
+           void *ctx) {
   const unsigned char *rec;
   int n = bh__trace_peek_records(t, &rec, max), k, err = 0;
   for (k = 0; k < n; k++, rec += BH__TRACE_BIN_RECORD) {
@@ -243,8 +245,8 @@ static inline __attribute__((always_inline)) int scan_keep_event(void *ctx, cons
   if (bh__unlikely(sc->events == st->kept_cap))
     keep_grow(st);
   if (st->keep)
-    sc->kept[sc->events] =
-        (struct kept_event){ev->time_ns, ev->pfn, ev->gfp, ev->cpu, ev->op, ev->order, ev->failed};
+    sc->kept[sc->events] = (struct kept_event){ev->time_ns, ev->pfn,   ev->gfp,   ev->cpu,
+                                               ev->op,      ev->order, ev->failed};
   return scan_event(ctx, ev);
 }
 
@@ -896,13 +898,8 @@ __attribute__((noinline)) static int play_some(struct replay *r, bh_trace_t *t, 
 __attribute__((noinline)) static int play_kept(struct replay *r, const struct kept_event *k,
                                                uint64_t n) {
   for (const struct kept_event *end = k + n; k < end; k++) {
-    bh_event_t ev = {.time_ns = k->time_ns,
-                     .pfn = k->pfn,
-                     .gfp = k->gfp,
-                     .cpu = k->cpu,
-                     .op = k->op,
-                     .order = k->order,
-                     .failed = k->failed};
+    bh_event_t ev = {.time_ns = k->time_ns, .pfn = k->pfn, .gfp = k->gfp, .cpu = k->cpu,
+                     .op = k->op, .order = k->order, .failed = k->failed};
     int err = play_event(r, &ev);
     if (bh__unlikely(err))
       return err;
