@@ -58,6 +58,12 @@ typedef struct bh_replay_config {
    * twice either way: they are read in place, about as fast.
    */
   uint64_t keep_max_bytes;
+  /*
+   * CSV of every block the strategy reported, or NULL: a header "time_s,pfn,order", then one
+   * line per block, time_s on the trace's own clock (its timestamps, in seconds) and pfn in
+   * the arena's numbering (the recorded pfns where the arena has the recorded layout).
+   */
+  FILE *reports;
 } bh_replay_config_t;
 
 /* Fills the defaults documented above (the arena defaults of bh_config_init). */

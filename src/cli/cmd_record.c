@@ -70,6 +70,9 @@ static void usage(FILE *out) {
           "                         .gz/.zst), else text\n"
           "  --compress none|gzip|zstd\n"
           "                         default: gzip for .gz, zstd for .zst, else none\n"
+          "  --clock NAME           the ring buffer's trace_clock (default: the kernel's, usually\n"
+          "                         'local', which is per cpu; 'mono' or 'global' keep the\n"
+          "                         events of different cpus in one order)\n"
           "  -h, --help             this help\n"
           "\n"
           "The event count, the duration and CMD's exit status go to standard error; CMD's\n"
@@ -195,9 +198,14 @@ static void tracer_close(tracer_t *tr) {
             strerror(errno));
 }
 
-static int tracer_setup(tracer_t *tr, unsigned buffer_kb) {
+static int tracer_setup(tracer_t *tr, unsigned buffer_kb, const char *clock) {
   char kb[32];
   int e;
+  if (clock && (e = tf_write(tr, "trace_clock", clock))) {
+    fprintf(stderr, "buddyhint record: cannot set trace_clock '%s' in %s: %s\n", clock, tr->dir,
+            strerror(-e));
+    return -1;
+  }
   snprintf(kb, sizeof(kb), "%u", buffer_kb);
   if ((e = tf_write(tr, "tracing_on", "0")) || (e = tf_write(tr, "buffer_size_kb", kb))) {
     fprintf(stderr, "buddyhint record: cannot set a %u KiB buffer per cpu in %s: %s\n", buffer_kb,
@@ -459,7 +467,7 @@ static int copy_trace(const char *p, bh_trace_writer_t *w, bh_trace_counts_t *c)
 }
 
 int cmd_record(int argc, char **argv) {
-  const char *out = NULL, *fmt = NULL, *comp = NULL, *kbs = NULL;
+  const char *out = NULL, *fmt = NULL, *comp = NULL, *kbs = NULL, *clock = NULL;
   int i = 1, r;
   while (i < argc) {
     const char *a = argv[i];
@@ -475,7 +483,8 @@ int cmd_record(int argc, char **argv) {
         (r = bh_cli_short_opt(VERB, argc, argv, &i, "-o", &out)) != 0 ||
         (r = bh_cli_opt(argc, argv, &i, "buffer-kb", &kbs)) != 0 ||
         (r = bh_cli_opt(argc, argv, &i, "format", &fmt)) != 0 ||
-        (r = bh_cli_opt(argc, argv, &i, "compress", &comp)) != 0) {
+        (r = bh_cli_opt(argc, argv, &i, "compress", &comp)) != 0 ||
+        (r = bh_cli_opt(argc, argv, &i, "clock", &clock)) != 0) {
       if (r < 0)
         return BH_EXIT_USAGE;
     } else if (a[0] == '-') {
@@ -535,7 +544,7 @@ int cmd_record(int argc, char **argv) {
   bh_trace_counts_t c = {0};
   drain_t drain;
   bool streaming = false;
-  if (tracer_setup(&tr, buffer_kb))
+  if (tracer_setup(&tr, buffer_kb, clock))
     goto cleanup;
   fprintf(stderr,
           "buddyhint record: tracing kmem page events system-wide in %s (%u KiB per "

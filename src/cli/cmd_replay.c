@@ -2,11 +2,24 @@
 #include "cli/replay_opts.h"
 
 static void help(FILE *f) {
-  fprintf(f, "usage: buddyhint replay TRACE [OPTIONS]\n\n"
-             "Replays TRACE (ftrace or perf script text of kmem:mm_page_alloc/mm_page_free, or a\n"
-             "native trace; gzip/zstd compressed or not) through the allocator with one hinting\n"
-             "strategy, on a virtual clock from the trace timestamps, and prints a summary.\n\n"
-             "options:\n%s", bh_cli_replay_help);
+  fprintf(f,
+          "usage: buddyhint replay TRACE [OPTIONS]\n\n"
+          "Replays TRACE (ftrace or perf script text of kmem:mm_page_alloc/mm_page_free, or a\n"
+          "native trace; gzip/zstd compressed or not) through the allocator with one hinting\n"
+          "strategy, on a virtual clock from the trace timestamps, and prints a summary.\n\n"
+          "options:\n%s"
+          "  --reports FILE        write every block the strategy reported as CSV\n"
+          "                        (time_s,pfn,order; time_s on the trace's clock)\n",
+          bh_cli_replay_help);
+}
+
+/* replay's own option: --reports FILE. */
+static int replay_extra(int argc, char **argv, int *i, void *ctx) {
+  const char *v;
+  int r = bh_cli_opt(argc, argv, i, "reports", &v);
+  if (r > 0)
+    *(const char **)ctx = v;
+  return r;
 }
 
 /* Runs one configured replay and reports; the exit code of the verb. */
@@ -42,11 +55,21 @@ int bh_cli_run_one(const char *verb, bh_cli_replay_t *c, const char *trace, bool
 int cmd_replay(int argc, char **argv) {
   bh_cli_replay_t c;
   bh_cli_replay_init(&c);
-  const char *trace;
-  int r = bh_cli_replay_args(argc, argv, &c, &trace, NULL, NULL, help);
-  if (!r) {
+  const char *trace, *reports_path = NULL;
+  int r = bh_cli_replay_args(argc, argv, &c, &trace, replay_extra, &reports_path, help);
+  FILE *reports = NULL;
+  if (!r && bh_cli_open_out("replay", reports_path, &reports)) {
+    r = BH_EXIT_FAIL;
+  } else if (!r) {
     bh_cli_replay_finish(&c);
+    c.cfg.reports = reports;
     r = bh_cli_run_one("replay", &c, trace, true);
+    if (reports && (fflush(reports) || ferror(reports))) {
+      fprintf(stderr, "buddyhint replay: %s: write failed\n", reports_path);
+      if (r == BH_EXIT_OK)
+        r = BH_EXIT_FAIL;
+    }
+    bh_cli_close_out(reports);
   } else {
     r = r > 0 ? BH_EXIT_OK : BH_EXIT_USAGE;
   }

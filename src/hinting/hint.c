@@ -390,7 +390,13 @@ const bh_strategy_ops_t *bh_hint_strategy(const bh_hint_t *h) { return h->ops; }
 bh_report_mode_t bh_hint_report_mode(const bh_hint_t *h) { return bh__reporter_mode(h->reporter); }
 
 int bh_hint_report(bh_hint_t *h, const bh_report_range_t *ranges, size_t n) {
-  return n ? bh__reporter_report(h->reporter, ranges, n) : BH_OK;
+  if (!n)
+    return BH_OK;
+  int err = bh__reporter_report(h->reporter, ranges, n);
+  /* BH_ESYS: a discard call failed, the others were made and the blocks count as reported */
+  if (h->on_report && (err == BH_OK || err == BH_ESYS))
+    h->on_report(h->on_report_ctx, ranges, n);
+  return err;
 }
 
 void bh_hint_stats(const bh_hint_t *h, bh_hint_stats_t *out) {

@@ -27,6 +27,9 @@ struct bh_hint {
   pthread_cond_t cv;
   bool stop, thread_started;
   uint64_t sleeping_until;
+  /* told every batch the host took, after it took it (the replay's --reports), or NULL */
+  void (*on_report)(void *ctx, const bh_report_range_t *ranges, size_t n);
+  void *on_report_ctx;
 };
 
 /* When the worker is next due, without a call: the replay checks it before every event. */

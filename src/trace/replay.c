@@ -718,6 +718,17 @@ static inline void do_free(struct replay *r, const bh_event_t *ev) {
 
 /* ---- the run ---- */
 
+/* --reports: one line per reported block, on the trace's clock (t0 + virtual time; against
+ * the wall clock, the time elapsed at the replay's speed). */
+static void on_report(void *ctx, const bh_report_range_t *ranges, size_t n) {
+  struct replay *r = ctx;
+  uint64_t vt = r->cfg->speed > 0 ? (uint64_t)(secs_since(&r->wall0) * r->cfg->speed * 1e9)
+                                  : bh_hint_now(r->hint);
+  double t = (double)(r->t0 + vt) / 1e9;
+  for (size_t i = 0; i < n; i++)
+    fprintf(r->cfg->reports, "%.6f,%lu,%u\n", t, (unsigned long)ranges[i].pfn, ranges[i].order);
+}
+
 static int setup(struct replay *r, const struct scan *sc) {
   const bh_replay_config_t *cfg = r->cfg;
   bh_config_t ac = cfg->arena;
@@ -747,6 +758,11 @@ static int setup(struct replay *r, const struct scan *sc) {
     set_err(r, "strategy '%s': %s", hc.strategy ? hc.strategy : "none",
             bh_hint_last_error()[0] ? bh_hint_last_error() : bh_strerror(err));
     return err;
+  }
+  if (cfg->reports) {
+    fprintf(cfg->reports, "time_s,pfn,order\n");
+    r->hint->on_report = on_report;
+    r->hint->on_report_ctx = r;
   }
   if (ac.backing == BH_BACKING_SIM) {
     r->touched = calloc((size_t)(r->arena->nr_pages + 63) / 64, sizeof(uint64_t));

@@ -1,0 +1,178 @@
+/*
+ * guest_work: the workloads of the real-guest experiment, run inside the guest (a static
+ * program in the initramfs, see build-initramfs).
+ *
+ *   guest_work memhog MIB ROUNDS SLEEP_S    allocate and write MIB of anonymous memory, free
+ *                                           it, sleep; ROUNDS times (memhog of the seeds)
+ *   guest_work pagefault1 SECONDS TASKS MIB will-it-scale page_fault1: TASKS processes each
+ *                                           map MIB, write every page, unmap, for SECONDS;
+ *                                           then SLEEP 10 s idle
+ *   guest_work tmpfs MIB ROUNDS SLEEP_S     page cache and slab: write MIB of files of mixed
+ *                                           sizes (4 KiB .. 1 MiB) under /tmp/bh-files, delete
+ *                                           them, sleep; ROUNDS times
+ *
+ * Every phase is announced by a marker, written at the same moment to the top-level ftrace
+ * buffer (/sys/kernel/tracing/trace_marker, so that it carries the trace clock) and to
+ * standard output, which is the serial console (so that the host can stamp it with its own
+ * clock on arrival).  The host aligns its clock with the trace clock from these pairs.
+ * Marker text: "bh: NAME ROUND" with NAME one of start, alloc, free, idle, end.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PAGE 4096ul
+#define MIB (1ul << 20)
+
+static int marker_fd = -1;
+
+/* One marker, to the trace and to the console. */
+static void mark(const char *name, int round) {
+  char buf[128];
+  int n = snprintf(buf, sizeof(buf), "bh: %s %d\n", name, round);
+  if (marker_fd >= 0 && write(marker_fd, buf, (size_t)n) < 0)
+    perror("guest_work: trace_marker");
+  char line[160];
+  int m = snprintf(line, sizeof(line), "@@%s", buf);
+  if (write(STDOUT_FILENO, line, (size_t)m) < 0)
+    _exit(3);
+}
+
+static void sleep_s(double s) {
+  struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+  while (nanosleep(&ts, &ts) && errno == EINTR)
+    ;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void touch(unsigned char *p, size_t len) {
+  for (size_t i = 0; i < len; i += PAGE)
+    p[i] = (unsigned char)(i / PAGE + 1);
+}
+
+static int memhog(unsigned long mib, int rounds, double sleep) {
+  for (int r = 1; r <= rounds; r++) {
+    mark("alloc", r);
+    size_t len = mib * MIB;
+    unsigned char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+      perror("guest_work: mmap");
+      return 1;
+    }
+    touch(p, len);
+    mark("free", r);
+    munmap(p, len);
+    mark("idle", r);
+    sleep_s(sleep);
+  }
+  return 0;
+}
+
+static int pagefault1(double seconds, int tasks, unsigned long mib) {
+  mark("alloc", 1);
+  double end = now_s() + seconds;
+  for (int t = 0; t < tasks; t++) {
+    pid_t pid = fork();
+    if (pid < 0) {
+      perror("guest_work: fork");
+      return 1;
+    }
+    if (pid == 0) {
+      size_t len = mib * MIB;
+      while (now_s() < end) {
+        unsigned char *p =
+            mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+          _exit(1);
+        touch(p, len);
+        munmap(p, len);
+      }
+      _exit(0);
+    }
+  }
+  int rc = 0, st;
+  while (wait(&st) > 0)
+    if (!WIFEXITED(st) || WEXITSTATUS(st))
+      rc = 1;
+  mark("free", 1);
+  mark("idle", 1);
+  sleep_s(10);
+  return rc;
+}
+
+static int tmpfs(unsigned long mib, int rounds, double sleep) {
+  static unsigned char buf[1 << 20];
+  memset(buf, 0x5a, sizeof(buf));
+  const char *dir = "/tmp/bh-files";
+  unsigned seed = 1;
+  for (int r = 1; r <= rounds; r++) {
+    mark("alloc", r);
+    if (mkdir(dir, 0700) && errno != EEXIST) {
+      perror("guest_work: mkdir");
+      return 1;
+    }
+    unsigned long total = 0, n = 0;
+    while (total < mib * MIB) {
+      seed = seed * 1103515245u + 12345u;
+      size_t len = PAGE << ((seed >> 16) % 9); /* 4 KiB .. 1 MiB */
+      char path[64];
+      snprintf(path, sizeof(path), "%s/f%lu", dir, n++);
+      int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      if (fd < 0 || write(fd, buf, len) != (ssize_t)len) {
+        perror("guest_work: write");
+        return 1;
+      }
+      close(fd);
+      total += len;
+    }
+    mark("free", r);
+    for (unsigned long i = 0; i < n; i++) {
+      char path[64];
+      snprintf(path, sizeof(path), "%s/f%lu", dir, i);
+      unlink(path);
+    }
+    mark("idle", r);
+    sleep_s(sleep);
+  }
+  return 0;
+}
+
+static void usage(void) {
+  fprintf(stderr, "usage: guest_work memhog MIB ROUNDS SLEEP_S\n"
+                  "       guest_work pagefault1 SECONDS TASKS MIB\n"
+                  "       guest_work tmpfs MIB ROUNDS SLEEP_S\n");
+  exit(2);
+}
+
+int main(int argc, char **argv) {
+  if (argc != 5)
+    usage();
+  setvbuf(stdout, NULL, _IONBF, 0);
+  marker_fd = open("/sys/kernel/tracing/trace_marker", O_WRONLY | O_CLOEXEC);
+  if (marker_fd < 0)
+    perror("guest_work: /sys/kernel/tracing/trace_marker (markers go to the console only)");
+  int rc;
+  mark("start", 0);
+  if (!strcmp(argv[1], "memhog"))
+    rc = memhog(strtoul(argv[2], NULL, 10), atoi(argv[3]), atof(argv[4]));
+  else if (!strcmp(argv[1], "pagefault1"))
+    rc = pagefault1(atof(argv[2]), atoi(argv[3]), strtoul(argv[4], NULL, 10));
+  else if (!strcmp(argv[1], "tmpfs"))
+    rc = tmpfs(strtoul(argv[2], NULL, 10), atoi(argv[3]), atof(argv[4]));
+  else
+    usage();
+  mark("end", 0);
+  return rc;
+}
