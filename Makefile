@@ -32,7 +32,7 @@ ASAN_OPTIONS   ?= detect_leaks=1
 UBSAN_OPTIONS  ?= print_stacktrace=1
 
 DEB_PACKAGES := build-essential cmake pkg-config libcmocka-dev libjemalloc-dev libnuma-dev \
-                zlib1g-dev libzstd-dev gnuplot-nox
+                zlib1g-dev libzstd-dev gnuplot-nox libyaml-dev libjansson-dev
 
 # The trace `make demo` compares the strategies on: a recorded memhog run (a guest without swap
 # that allocates, touches and frees 300 MiB), else the first sample trace there is.
