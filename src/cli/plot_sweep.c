@@ -27,10 +27,18 @@ typedef struct popts {
 } popts_t;
 
 bool bh_cli_plot_is_sweep(int argc, char **argv) {
+  static const char *const valued[] = {"-o", "--output", "--kind", "--label", "--rep", "--scripts"};
   struct stat st;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     size_t n = strlen(a);
+    bool skip = false;
+    for (size_t k = 0; k < sizeof(valued) / sizeof(valued[0]); k++)
+      skip |= !strcmp(a, valued[k]);
+    if (skip) { /* the option's value is not an input */
+      i++;
+      continue;
+    }
     if (!strcmp(a, "--x") || !strncmp(a, "--x=", 4) || (n > 5 && !strcmp(a + n - 5, ".json")))
       return true;
     if (a[0] != '-' && !stat(a, &st) && S_ISDIR(st.st_mode))
@@ -234,9 +242,9 @@ static int write_inputs(const popts_t *o, json_t *rows, json_t *coords, FILE *da
     json_array_append_new(seen, json_string(s));
     write_block(data, rows, scols, s, o->x, o->y, xs, nx, numeric, scale);
     snprintf(name, sizeof(name), "title%d", ++ns);
-    char t[1100];
-    snprintf(t, sizeof(t), "%s%s", s,
-             json_is_null(json_object_get(row, o->x)) ? " (no such axis)" : "");
+    char t[1400];
+    bool flat = json_is_null(json_object_get(row, o->x)); /* drawn across the axis */
+    snprintf(t, sizeof(t), "%s%s%s%s", s, flat ? " (no " : "", flat ? o->x : "", flat ? ")" : "");
     gp_var(vars, name, t);
   }
   char ylab[300], title[600];

@@ -815,8 +815,10 @@ static int expand(const spec_t *sp, bh_sweep_t *s) {
   for (size_t i = 0; set.idx && i < set.cap; i++)
     set.idx[i] = SIZE_MAX;
   size_t ax[64] = {0}, dups = 0;
-  if (!r && sp->naxes > 64)
+  if (!r && sp->naxes > 64) {
+    fprintf(stderr, "buddyhint sweep: %s: at most 64 options\n", sp->name);
     r = BH_EINVAL;
+  }
   for (size_t t = 0; !r && t < sp->ntraces; t++)
     for (size_t v = 0; !r && v < sp->nvars; v++)
       for (bool more = true; !r && more;) {
