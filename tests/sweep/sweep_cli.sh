@@ -224,6 +224,9 @@ check "plot of merge's JSON draws an SVG" grep -q "<svg" grid.svg
 sum=$(md5sum grid.png)
 "$bh" plot grid --x seed -o grid.png 2>/dev/null
 check "plot refuses an existing picture (exit 2)" [ $? -eq 2 ] && [ "$(md5sum grid.png)" = "$sum" ]
+"$bh" replay gen-memhog-256M.bht.zst --backing sim --quiet --timeline timeline.csv >/dev/null
+"$bh" plot timeline.csv --scripts "$traces/../plots" -o timeline.png >/dev/null
+check "a timeline with --scripts DIR is still a timeline plot" [ -s timeline.png ]
 "$bh" plot grid --x nosuch -o x.png 2>/dev/null
 check "plot refuses an unknown axis (exit 2)" [ $? -eq 2 ] && [ ! -e x.png ]
 

@@ -372,11 +372,21 @@ static void test_state_and_table(void **state) {
   rm_rf(dir);
 }
 
+/* The README's example spec expands to the 72 jobs it promises. */
+static void test_example(void **state) {
+  bh_sweep_t *s;
+  assert_int_equal(bh_sweep_from_spec(BASE "/examples/sweep.yaml", &s), 0);
+  assert_int_equal(s->njobs, 72);
+  assert_string_equal(s->jobs[0].coords[0], "../traces/real-memhog-300M.bht.zst");
+  bh_sweep_free(s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_expand_grid), cmocka_unit_test(test_ids_stable),
       cmocka_unit_test(test_jemalloc),    cmocka_unit_test(test_errors),
       cmocka_unit_test(test_manifest),    cmocka_unit_test(test_state_and_table),
+      cmocka_unit_test(test_example),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
