@@ -305,7 +305,7 @@ static int run_local(const opts_t *o, const bh_sweep_t *s, const size_t *todo, s
   sa.sa_handler = on_signal; /* no SA_RESTART: waitpid returns to look at stop_signal */
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
-  bool tty = isatty(STDERR_FILENO);
+  bool tty = isatty(STDERR_FILENO), stopping = false;
   size_t next = 0, fin = 0, failed = 0, running = 0;
   double t0 = now_s();
   fprintf(stderr, "sweep: running %zu jobs, %u at a time\n", ntodo, n);
@@ -324,13 +324,15 @@ static int run_local(const opts_t *o, const bh_sweep_t *s, const size_t *todo, s
     }
     if (!running)
       break;
+    if (stop_signal && !stopping) { /* the running jobs end too */
+      stopping = true;
+      for (unsigned k = 0; k < n; k++)
+        if (pids[k])
+          kill(pids[k], SIGTERM);
+    }
     int st;
     pid_t p = waitpid(-1, &st, 0);
     if (p < 0) {
-      if (errno == EINTR && stop_signal)
-        for (unsigned k = 0; k < n; k++)
-          if (pids[k])
-            kill(pids[k], SIGTERM);
       if (errno != EINTR)
         break;
       continue;

@@ -1078,6 +1078,22 @@ static bool dir_empty(const char *dir) {
   return empty;
 }
 
+/* True if the file at path holds exactly text. */
+static bool same_text(const char *path, const char *text, size_t len) {
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return false;
+  bool same = true;
+  char buf[65536];
+  size_t off = 0, n;
+  while (same && (n = fread(buf, 1, sizeof(buf), f)) > 0) {
+    same = off + n <= len && !memcmp(buf, text + off, n);
+    off += n;
+  }
+  fclose(f);
+  return same && off == len;
+}
+
 int bh_sweep_prepare(const bh_sweep_t *s, const char *dir) {
   char path[PATH_MAX], tmp[PATH_MAX + 32];
   if (mkdir(dir, 0755) && errno != EEXIST) {
@@ -1118,9 +1134,13 @@ int bh_sweep_prepare(const bh_sweep_t *s, const char *dir) {
             dir);
     r = BH_EBUSY;
   }
-  /* the new manifest lists every job the old one did: it replaces it atomically */
-  if (!r && snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid()) < (int)sizeof(tmp) &&
-      (bh_sweep_write_new(tmp, text, len) || rename(tmp, path))) {
+  /* the new manifest lists every job the old one did: it replaces it atomically, unless it
+   * is the same */
+  if (!r && same_text(path, text, len))
+    ;
+  else if (!r &&
+           snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid()) < (int)sizeof(tmp) &&
+           (bh_sweep_write_new(tmp, text, len) || rename(tmp, path))) {
     fprintf(stderr, "buddyhint sweep: cannot write %s: %s\n", path, strerror(errno));
     unlink(tmp);
     r = BH_ESYS;

@@ -95,11 +95,13 @@ check "the JSON table's runs" [ "$(grep -c '"events": ' grid.json)" -eq 24 ]
 
 # ---- resume: nothing to do, nothing touched ----
 snapshot grid >before.txt
+manifest=$(stat -c '%Y %i' grid/sweep.json)
 "$bh" sweep grid.yaml -o grid -j 2 >run2.out 2>run2.err
 check "a second run exits 0" [ $? -eq 0 ]
 check "a second run runs nothing" grep -q "24 done before, 0 to run" run2.err
 snapshot grid >after.txt
 check "a second run leaves every result as it was" cmp -s before.txt after.txt
+check "and the job list" [ "$(stat -c '%Y %i' grid/sweep.json)" = "$manifest" ]
 
 # ---- a job that fails ----
 printf 'this is not a trace\n' >broken.trace
@@ -183,6 +185,24 @@ check "the other job is done" [ "$(njson one)" -eq 1 ]
 "$bh" sweep one.yaml -o one -j 1 >one2.out 2>one2.err
 check "the rerun runs the killed job only" grep -q "1 done before, 1 to run" one2.err
 check "and completes the sweep" [ "$(njson one)" -eq 2 ]
+
+# ---- SIGTERM to a local sweep: its running jobs end with it ----
+"$bh" sweep one.yaml -o term -j 2 >term.out 2>term.err &
+sweeper=$!
+kids=
+for _ in $(seq 1 100); do
+  kids=$(children "$sweeper" | tr '\n' ' ')
+  [ "$(echo $kids | wc -w)" -eq 2 ] && break
+  sleep 0.05
+done
+kill -TERM "$sweeper"
+wait "$sweeper"
+check "a sweep stopped by SIGTERM exits 1" [ $? -eq 1 ]
+check "and says how to resume" grep -q "stopped by signal 15; run the sweep again to resume" term.err
+alive=0
+for k in $kids; do kill -0 "$k" 2>/dev/null && alive=1; done
+check "its jobs ($kids) ended with it" [ -n "$kids" ] && [ $alive -eq 0 ]
+check "and are recorded as killed" [ "$(grep -l "killed by signal 15" term/jobs/*.err | wc -l)" -eq 2 ]
 
 # ---- Slurm: the script, run by hand as its array tasks would ----
 "$bh" sweep grid.yaml -o hand --engine slurm --dry-run --per-task 5 --partition debug \
