@@ -93,6 +93,21 @@ check "the JSON table's summary" grep -q '"jobs": 24' grid.json && grep -q '"don
   grep -q '"failed": \[\]' grid.json && grep -q '"missing": \[\]' grid.json
 check "the JSON table's runs" [ "$(grep -c '"events": ' grid.json)" -eq 24 ]
 
+# ---- jemalloc: the baseline, with only the options it takes ----
+cat >je.yaml <<'EOF'
+traces: [gen-memhog-256M.bht.zst]
+strategies: [none, "jemalloc:decay=0"]
+options: {backing: sim, idle: 1, compaction-proactiveness: [0, 20]}
+seeds: [1, 2]
+EOF
+"$bh" sweep je.yaml -o je -j 2 >je.out 2>je.err
+check "a sweep with jemalloc exits 0" [ $? -eq 0 ]
+check "jemalloc runs once, not once per seed and proactiveness" \
+  grep -q "^sweep: 5 jobs: 5 done" je.out
+"$bh" merge je -o je.csv >/dev/null
+check "its row has no backing, proactiveness or seed" \
+  grep -q "^[0-9a-f]*,gen-memhog-256M.bht.zst,jemalloc:decay=0,jemalloc,0,,1,,,native-binary" je.csv
+
 # ---- resume: nothing to do, nothing touched ----
 snapshot grid >before.txt
 manifest=$(stat -c '%Y %i' grid/sweep.json)
