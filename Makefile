@@ -8,9 +8,11 @@
 #
 # Both install the Debian packages they need first (make deps).  Other targets: build, install
 # (PREFIX=..., DESTDIR is honoured), bench (BENCH_ARGS=--quick), plots, fuzz (libFuzzer on the
-# trace readers and the replay for FUZZ_SECONDS, default 300; needs clang), format,
-# format-check, deps, clean, test-guest (a real guest under QEMU against the replay's prediction:
-# bench/exp_guest --quick; installs QEMU and the rest with apt-get; GUEST_RECALL_TARGET).
+# trace readers and the replay for FUZZ_SECONDS, default 300; needs clang), test-slurm
+# (`buddyhint sweep` on a one-node Slurm cluster started here; root; installs slurm-wlm, munge
+# and parallel for itself), test-guest (a real guest under QEMU against the replay's
+# prediction: bench/exp_guest --quick; installs QEMU and the rest with apt-get;
+# GUEST_RECALL_TARGET), format, format-check, deps, clean.
 
 SHELL          := /bin/bash
 .SHELLFLAGS    := -o pipefail -c
@@ -33,7 +35,7 @@ ASAN_OPTIONS   ?= detect_leaks=1
 UBSAN_OPTIONS  ?= print_stacktrace=1
 
 DEB_PACKAGES := build-essential cmake pkg-config libcmocka-dev libjemalloc-dev libnuma-dev \
-                zlib1g-dev libzstd-dev gnuplot-nox
+                zlib1g-dev libzstd-dev gnuplot-nox libyaml-dev libjansson-dev
 
 # The trace `make demo` compares the strategies on: a recorded memhog run (a guest without swap
 # that allocates, touches and frees 300 MiB), else the first sample trace there is.
@@ -42,8 +44,8 @@ DEMO_TRACE ?= $(firstword $(wildcard traces/real-memhog-300M.bht.zst) \
 
 SOURCES = $(shell find src include tests examples bench -name '*.[ch]' 2>/dev/null)
 
-.PHONY: all deps configure build demo test test-release test-asan test-tsan install bench plots \
-        fuzz format format-check clean test-guest
+.PHONY: all deps configure build demo test test-release test-asan test-tsan test-slurm \
+        test-guest install bench plots fuzz format format-check clean
 
 all: build
 
@@ -124,6 +126,16 @@ test-tsan:
 	  -DBH_BUILD_BENCH=OFF -DBH_BUILD_TESTS=ON $(CMAKE_FLAGS)
 	$(CMAKE) --build $(TSAN_BUILD) -j $(JOBS)
 	cd $(TSAN_BUILD) && TSAN_OPTIONS=halt_on_error=1 $(CTEST) -V -R thread 2>&1 | tee ctest.log
+
+# `buddyhint sweep --engine slurm` on a real one-node Slurm cluster (munged, slurmctld, slurmd
+# started from a temporary folder, as root) and `--engine parallel` with GNU parallel: the
+# tables must equal the local engine's, and a cancelled array task must be resumed alone
+# (tests/sweep/slurm.sh).  Its packages are installed here only: `make test` needs none of them.
+SLURM_PACKAGES := slurm-wlm munge parallel
+
+test-slurm: build
+	@$(MAKE) --no-print-directory deps DEB_PACKAGES="$(SLURM_PACKAGES)"
+	bash tests/sweep/slurm.sh $(BUILD)/buddyhint traces
 
 # libFuzzer (clang) with ASan+UBSan on tests/fuzz/fuzz_trace.c: every trace format, then a
 # replay with the checker.  The corpus grows in $(FUZZ_BUILD)/corpus; crashes are written to

@@ -25,10 +25,13 @@ int cmd_convert(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
+int cmd_sweep(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
 
 /* cli_util.c */
 /* Prints "buddyhint VERB: message" to stderr and returns BH_EXIT_USAGE. */
-int bh_cli_usage_error(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int bh_cli_usage_error(const char *verb, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 /* Parses "512M", "2G", "4096", "1.5G" (binary units K/M/G/T, optional "iB"/"B") into bytes. */
 int bh_cli_parse_size(const char *s, uint64_t *bytes);
 /* Parses a non-negative number of seconds ("30", "2.5", "500ms", "2s") into ns. */
@@ -48,6 +51,13 @@ int bh_cli_short_opt(const char *verb, int argc, char **argv, int *i, const char
 int bh_cli_output_kind(const char *verb, const char *path, const char *fmt, const char *comp,
                        int *format, int *compression);
 const char *bh_cli_format_name(int format);
+
+/* cmd_plot.c: the gnuplot scripts' folder (0, or -1 after a message); gnuplot on PATH. */
+int bh_cli_plot_find_scripts(const char *given, const char *script, char *dir, size_t len);
+bool bh_cli_have_gnuplot(void);
+/* plot_sweep.c: true if the arguments ask for a sweep plot (--x, a folder, a .json table). */
+bool bh_cli_plot_is_sweep(int argc, char **argv);
+int bh_cli_plot_sweep(int argc, char **argv);
 const char *bh_cli_compression_name(int compression);
 
 #endif

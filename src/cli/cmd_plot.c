@@ -33,6 +33,12 @@ static void usage(FILE *out) {
           "                                                 heat map); several timelines, or\n"
           "                                                 --kind resident: resident memory\n"
           "                                                 over time, one line per file\n"
+          "  a sweep folder        (buddyhint sweep)       with --x AXIS [--y METRIC]: the\n"
+          "    or merge's .json                             metric (default rss_final_bytes)\n"
+          "                                                 against an axis of the grid, a\n"
+          "                                                 line per strategy, median and\n"
+          "                                                 min..max over seeds; --where\n"
+          "                                                 COL=VALUE (repeatable) picks rows\n"
           "The format follows the suffix of -o: .png (pngcairo, else png) or .svg.\n"
           "\n"
           "options:\n"
@@ -207,7 +213,15 @@ static void stem(const char *path, char *out, size_t len) {
     out[n - 4] = 0;
 }
 
+int bh_cli_plot_find_scripts(const char *given, const char *script, char *dir, size_t len) {
+  return find_scripts(given, script, dir, len);
+}
+
+bool bh_cli_have_gnuplot(void) { return have_gnuplot(); }
+
 int cmd_plot(int argc, char **argv) {
+  if (bh_cli_plot_is_sweep(argc, argv)) /* plot_sweep.c */
+    return bh_cli_plot_sweep(argc, argv);
   const char *inputs[MAX_INPUTS], *labels[MAX_INPUTS];
   int nin = 0, nlab = 0;
   const char *out = NULL, *kind = NULL, *scripts = NULL, *rep = NULL;

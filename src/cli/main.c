@@ -12,6 +12,9 @@ static const bh_cli_verb_t verbs[] = {
     {"record", "record a real trace of a command from the running kernel (root)", cmd_record},
     {"info", "print the version, build options, strategies and defaults", cmd_info},
     {"plot", "draw a result file (bench/ CSV, replay timeline) with gnuplot", cmd_plot},
+    {"sweep", "run a grid of replays from a YAML spec (here, on Slurm, with GNU parallel)",
+     cmd_sweep},
+    {"merge", "merge a sweep's results into one table (CSV or JSON)", cmd_merge},
 };
 
 static void usage(FILE *out) {

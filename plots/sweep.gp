@@ -1,0 +1,26 @@
+# A sweep (buddyhint plot DIR --x AXIS --y METRIC): a metric against one axis of the grid, one
+# line per series with bars from the minimum to the maximum over the runs of each point (the
+# seeds).  `buddyhint plot` computes the numbers and sets, before this script:
+#   input        a tab-separated file, one block per series (blocks apart by two blank lines):
+#                x position, x label, median, min, max, runs
+#   n_series, title1..titleN, xlab, ylab, ttl, categorical (1: x labels are names, not numbers)
+load scripts."/common.gp"
+set datafile separator "\t"
+set title ttl noenhanced
+set xlabel xlab noenhanced
+set ylabel ylab noenhanced
+set key outside right top box opaque noenhanced
+set offsets graph 0.04, graph 0.04, graph 0.06, graph 0.06
+tt(i) = value(sprintf("title%d", i))
+others = "#ff7f0e #17becf #8c564b #e377c2 #bcbd22 #7f7f7f #1f77b4 #2ca02c #d62728 #9467bd"
+# the three strategies keep their colours when a series is the strategy alone
+lcol(s, i) = s eq "none" ? kcol("none") : s eq "bitmap" ? kcol("bitmap") : \
+             s eq "bubble" ? kcol("bubble") : s eq "jemalloc" ? kcol("jemalloc") : \
+             word(others, (i - 1) % 10 + 1)
+if (categorical) {
+  plot for [i=1:n_series] input index (i-1) using 1:3:4:5:xticlabels(2) with yerrorlines \
+       lw 2 pt 7 ps 0.8 lc rgb lcol(tt(i), i) title tt(i)
+} else {
+  plot for [i=1:n_series] input index (i-1) using 1:3:4:5 with yerrorlines \
+       lw 2 pt 7 ps 0.8 lc rgb lcol(tt(i), i) title tt(i)
+}
