@@ -94,7 +94,9 @@ BH_API void bh_hint_config_init(bh_hint_config_t *cfg);
  * report mode the backing cannot do.
  */
 BH_API int bh_hint_attach(bh_arena_t *arena, const bh_hint_config_t *cfg, bh_hint_t **out);
-/* Stops the worker, returns isolated blocks, detaches; NULL is accepted. */
+/* Stops the worker (joining its thread), returns isolated blocks, detaches and frees h; NULL
+ * is accepted.  bh_arena_destroy() does this for hinting still attached.  Detaching twice,
+ * or after the arena was destroyed, is undefined (as free() twice). */
 BH_API void bh_hint_detach(bh_hint_t *h);
 /* The message of the last failed attach on this thread (static storage), or "". */
 BH_API const char *bh_hint_last_error(void);

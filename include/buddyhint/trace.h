@@ -131,8 +131,9 @@ BH_API int bh_trace_open(const char *path, const bh_trace_opts_t *opts, bh_trace
 /*
  * Reads the next event into *ev.  Returns 1 for an event, 0 at the end of the trace, or
  * BH_EFORMAT (a malformed line or record, unless lenient), BH_EIO (read error, corrupt or
- * truncated compressed data, even in lenient mode).  Errors are final: later calls return the
- * same code.  bh_trace_error() tells what went wrong.
+ * truncated compressed data, even in lenient mode), BH_ENOMEM (the decompressor's memory could
+ * not be allocated).  Errors are final: later calls return the same code.  bh_trace_error()
+ * tells what went wrong.
  */
 BH_API int bh_trace_next(bh_trace_t *t, bh_event_t *ev);
 

@@ -137,6 +137,7 @@ typedef struct bh_zone {
 typedef struct bh__hint_hooks {
   void (*notify)(void *ctx, bh__zone_t *z, uint64_t pfn, unsigned order);
   void (*del)(void *ctx, bh__zone_t *z, uint64_t pfn, unsigned order, int reason);
+  void (*detach)(void *ctx); /* bh_arena_destroy detaches what is still attached */
   void *ctx;
 } bh__hint_hooks_t;
 

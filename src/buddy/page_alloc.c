@@ -745,7 +745,7 @@ static void drain_zone_pcp(bh__zone_t *z) {
 }
 
 void bh_drain_pcp(bh_arena_t *a) {
-  for (int i = 0; i < a->nr_zones; i++)
+  for (int i = 0; a && i < a->nr_zones; i++)
     drain_zone_pcp(&a->zones[i]);
 }
 
@@ -1182,13 +1182,15 @@ int bh_free_pfn(bh_arena_t *a, uint64_t pfn, unsigned order, int cpu) {
 
 void *bh_alloc_pages(bh_arena_t *a, unsigned gfp, unsigned order, int *err) {
   uint64_t pfn;
-  int e = a && a->base ? bh_alloc_pfn(a, gfp, order, -1, &pfn) : BH_ENOTSUP;
+  int e = !a ? BH_EINVAL : a->base ? bh_alloc_pfn(a, gfp, order, -1, &pfn) : BH_ENOTSUP;
   if (err)
     *err = e;
   return e ? NULL : a->base + (pfn << BH_PAGE_SHIFT);
 }
 
 int bh_free_pages(bh_arena_t *a, void *addr, unsigned order) {
+  if (!a)
+    return BH_EINVAL;
   int64_t pfn = bh_addr_to_pfn(a, addr);
   if (pfn < 0)
     return BH_EFAULT;
@@ -1237,7 +1239,7 @@ int bh_split_pages(bh_arena_t *a, uint64_t pfn, unsigned order) {
  * is above it, so idle pcp lists give their pages back to the buddy lists.
  */
 void bh_vmstat_tick(bh_arena_t *a) {
-  for (int i = 0; i < a->nr_zones; i++) {
+  for (int i = 0; a && i < a->nr_zones; i++) {
     bh__zone_t *z = &a->zones[i];
     for (unsigned c = 0; z->pcp && c < a->cfg.nr_cpus; c++) {
       bh__pcp_t *pcp = &z->pcp[c];

@@ -75,7 +75,7 @@ const bh_strategy_ops_t *bh_strategy_at(int i) {
 /* ---- options ---- */
 
 int bh_opt_u64(const bh_opt_t *o, uint64_t min, uint64_t max, uint64_t *out) {
-  if (!o || !o->value || !o->value[0])
+  if (!o || !o->value || !o->value[0] || !out)
     return BH_EINVAL;
   char *end;
   errno = 0;
@@ -89,6 +89,8 @@ int bh_opt_u64(const bh_opt_t *o, uint64_t min, uint64_t max, uint64_t *out) {
 }
 
 int bh_opt_bool(const bh_opt_t *o, bool *out) {
+  if (!out)
+    return BH_EINVAL;
   static const char *const yes[] = {"1", "true", "yes", "on"}, *const no[] = {"0", "false", "no",
                                                                               "off"};
   for (int i = 0; o && o->value && i < 4; i++) {
@@ -101,7 +103,7 @@ int bh_opt_bool(const bh_opt_t *o, bool *out) {
 }
 
 int bh_opt_duration(const bh_opt_t *o, uint64_t *ns) {
-  if (!o || !o->value || ((o->value[0] < '0' || o->value[0] > '9') && o->value[0] != '.'))
+  if (!o || !o->value || !ns || ((o->value[0] < '0' || o->value[0] > '9') && o->value[0] != '.'))
     return BH_EINVAL;
   char *end;
   errno = 0;
@@ -126,7 +128,7 @@ int bh_opt_duration(const bh_opt_t *o, uint64_t *ns) {
 }
 
 int bh_opt_size(const bh_opt_t *o, uint64_t *bytes) {
-  if (!o || !o->value || !*o->value || *o->value == '-')
+  if (!o || !o->value || !bytes || !*o->value || *o->value == '-')
     return BH_EINVAL;
   char *end;
   errno = 0;
@@ -165,6 +167,8 @@ int bh_opt_size(const bh_opt_t *o, uint64_t *bytes) {
 }
 
 void bh_hint_set_error(bh_hint_t *h, const char *fmt, ...) {
+  if (!h || !fmt)
+    return;
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(h->error, sizeof(h->error), fmt, ap);
@@ -187,7 +191,11 @@ static void hook_del(void *ctx, bh__zone_t *z, uint64_t pfn, unsigned order, int
     h->ops->del(h->state, z, pfn, order, reason);
 }
 
+static void hook_detach(void *ctx) { bh_hint_detach(ctx); }
+
 void bh_hint_set_orders(bh_hint_t *h, unsigned notify_order, unsigned del_order) {
+  if (!h)
+    return;
   bh_arena_t *a = h->arena;
   for (int i = 0; i < a->nr_zones; i++) {
     bh__zone_t *z = &a->zones[i];
@@ -207,12 +215,16 @@ static uint64_t mono_ns(void) {
 }
 
 uint64_t bh_hint_now(const bh_hint_t *h) {
+  if (!h)
+    return 0;
   return h->clock == BH_CLOCK_THREAD ? mono_ns() : atomic_load(&((bh_hint_t *)h)->now);
 }
 
-uint64_t bh_hint_next_due(const bh_hint_t *h) { return bh__hint_next_due(h); }
+uint64_t bh_hint_next_due(const bh_hint_t *h) { return h ? bh__hint_next_due(h) : BH_HINT_IDLE; }
 
 void bh_hint_request(bh_hint_t *h, uint64_t delay_ns) {
+  if (!h)
+    return;
   uint64_t now = bh_hint_now(h);
   uint64_t at = delay_ns > UINT64_MAX - 1 - now ? UINT64_MAX - 1 : now + delay_ns;
   uint64_t cur = atomic_load(&h->wake_at);
@@ -299,6 +311,8 @@ static int start_thread(bh_hint_t *h) {
 /* ---- attach / detach ---- */
 
 void bh_hint_config_init(bh_hint_config_t *cfg) {
+  if (!cfg)
+    return;
   memset(cfg, 0, sizeof(*cfg));
   cfg->strategy = "none";
   cfg->report = BH_REPORT_DONTNEED;
@@ -319,6 +333,15 @@ int bh_hint_attach(bh_arena_t *a, const bh_hint_config_t *cfg, bh_hint_t **out) 
     bh_hint_config_init(&defaults);
     cfg = &defaults;
   }
+  if (cfg->clock != BH_CLOCK_VIRTUAL && cfg->clock != BH_CLOCK_THREAD)
+    return attach_fail(NULL, BH_EINVAL, "clock must be BH_CLOCK_VIRTUAL or BH_CLOCK_THREAD");
+  if ((unsigned)cfg->report > BH_REPORT_NONE)
+    return attach_fail(NULL, BH_EINVAL, "unknown report mode");
+  if (cfg->nopts && !cfg->opts)
+    return attach_fail(NULL, BH_EINVAL, "nopts > 0 without opts");
+  for (size_t i = 0; i < cfg->nopts; i++)
+    if (!cfg->opts[i].key || !cfg->opts[i].value)
+      return attach_fail(NULL, BH_EINVAL, "an option without a key or a value");
   const bh_strategy_ops_t *ops = bh_strategy_find(cfg->strategy ? cfg->strategy : "none");
   if (!ops)
     return attach_fail(NULL, BH_ENOENT, "unknown strategy");
@@ -345,6 +368,7 @@ int bh_hint_attach(bh_arena_t *a, const bh_hint_config_t *cfg, bh_hint_t **out) 
   }
   a->hint.notify = hook_notify;
   a->hint.del = hook_del;
+  a->hint.detach = hook_detach;
   a->hint.ctx = h;
   err = ops->create(h, cfg->opts, cfg->nopts, &h->state);
   if (err) {
@@ -385,16 +409,24 @@ void bh_hint_detach(bh_hint_t *h) {
 
 /* ---- services for strategies ---- */
 
-bh_arena_t *bh_hint_arena(const bh_hint_t *h) { return h->arena; }
-const bh_strategy_ops_t *bh_hint_strategy(const bh_hint_t *h) { return h->ops; }
-bh_report_mode_t bh_hint_report_mode(const bh_hint_t *h) { return bh__reporter_mode(h->reporter); }
+bh_arena_t *bh_hint_arena(const bh_hint_t *h) { return h ? h->arena : NULL; }
+const bh_strategy_ops_t *bh_hint_strategy(const bh_hint_t *h) { return h ? h->ops : NULL; }
+bh_report_mode_t bh_hint_report_mode(const bh_hint_t *h) {
+  return h ? bh__reporter_mode(h->reporter) : BH_REPORT_NONE;
+}
 
 int bh_hint_report(bh_hint_t *h, const bh_report_range_t *ranges, size_t n) {
+  if (!h || (n && !ranges))
+    return BH_EINVAL;
   return n ? bh__reporter_report(h->reporter, ranges, n) : BH_OK;
 }
 
 void bh_hint_stats(const bh_hint_t *h, bh_hint_stats_t *out) {
+  if (!out)
+    return;
   memset(out, 0, sizeof(*out));
+  if (!h)
+    return;
   out->steps = atomic_load(&((bh_hint_t *)h)->steps);
   bh__reporter_stats(h->reporter, &out->report);
   out->refault_pages = atomic_load(&h->arena->refault_pages);
@@ -403,7 +435,7 @@ void bh_hint_stats(const bh_hint_t *h, bh_hint_stats_t *out) {
 }
 
 void bh_hint_strategy_stats(const bh_hint_t *h, bh_stat_emit_fn emit, void *ctx) {
-  if (h->ops->stats && h->state)
+  if (h && emit && h->ops->stats && h->state)
     h->ops->stats(h->state, emit, ctx);
 }
 

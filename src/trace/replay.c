@@ -37,6 +37,8 @@
 /* ---- defaults ---- */
 
 void bh_replay_config_init(bh_replay_config_t *cfg) {
+  if (!cfg)
+    return;
   memset(cfg, 0, sizeof(*cfg));
   bh_config_init(&cfg->arena);
   bh_hint_config_init(&cfg->hint);
@@ -297,6 +299,8 @@ static int first_pass(struct replay *r, struct scan *sc) {
 
 /* x86 layout: DMA the first 16 MiB, DMA32 up to 4 GiB, Normal above. */
 void bh_replay_zone_layout(bh_config_t *c, uint64_t total) {
+  if (!c || c->max_order > BH_ORDER_LIMIT)
+    return;
   uint64_t block = BH_PAGE_SIZE << c->max_order;
   total = (total + block - 1) / block * block;
   uint64_t dma = 16ull << 20;
@@ -1065,6 +1069,8 @@ static void jdbl(struct jw *w, const char *k, double v) {
 }
 
 int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *f, int indent) {
+  if (!s || !f)
+    return BH_EINVAL;
   struct jw w = {f, indent < 0 ? 0 : indent > 8 ? 8 : indent, 0};
   fputc('{', f);
   jstr(&w, "trace", s->trace);
