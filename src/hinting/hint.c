@@ -74,14 +74,63 @@ const bh_strategy_ops_t *bh_strategy_at(int i) {
 
 /* ---- options ---- */
 
+/*
+ * Numbers in options: integers are decimal, or hex after "0x" (a leading zero is not octal:
+ * "011" is eleven); sizes and durations are decimal with an optional fraction and exponent
+ * ("1.5G", ".5s", "1e-6").  No sign, blank, nan, inf or hex float.
+ */
+static bool all_digits(const char *s, bool hex) {
+  if (!*s)
+    return false;
+  for (; *s; s++)
+    if (!(*s >= '0' && *s <= '9') && !(hex && strchr("abcdefABCDEF", *s)))
+      return false;
+  return true;
+}
+
+static size_t skip_digits(const char **p) {
+  size_t n = 0;
+  while (**p >= '0' && **p <= '9')
+    (*p)++, n++;
+  return n;
+}
+
+/* A decimal number at s (fraction, exponent); *end is set past it.  false if none. */
+static bool decimal(const char *s, double *v, const char **end) {
+  const char *p = s;
+  size_t digits = skip_digits(&p);
+  if (*p == '.') {
+    p++;
+    digits += skip_digits(&p);
+  }
+  if (!digits)
+    return false;
+  if (*p == 'e' || *p == 'E') {
+    const char *q = p + 1;
+    if (*q == '+' || *q == '-')
+      q++;
+    if (skip_digits(&q))
+      p = q;
+  }
+  char buf[64];
+  if ((size_t)(p - s) >= sizeof(buf))
+    return false;
+  memcpy(buf, s, (size_t)(p - s));
+  buf[p - s] = '\0';
+  *v = strtod(buf, NULL);
+  *end = p;
+  return true;
+}
+
 int bh_opt_u64(const bh_opt_t *o, uint64_t min, uint64_t max, uint64_t *out) {
   if (!o || !o->value || !o->value[0] || !out)
     return BH_EINVAL;
   char *end;
   errno = 0;
-  if (o->value[0] < '0' || o->value[0] > '9' || strchr(o->value, '-'))
+  bool hex = o->value[0] == '0' && (o->value[1] == 'x' || o->value[1] == 'X');
+  if (!all_digits(o->value + (hex ? 2 : 0), hex))
     return BH_EINVAL;
-  unsigned long long v = strtoull(o->value, &end, 0);
+  unsigned long long v = strtoull(o->value, &end, hex ? 16 : 10);
   if (errno || *end || v < min || v > max)
     return BH_EINVAL;
   *out = v;
@@ -103,12 +152,9 @@ int bh_opt_bool(const bh_opt_t *o, bool *out) {
 }
 
 int bh_opt_duration(const bh_opt_t *o, uint64_t *ns) {
-  if (!o || !o->value || !ns || ((o->value[0] < '0' || o->value[0] > '9') && o->value[0] != '.'))
-    return BH_EINVAL;
-  char *end;
-  errno = 0;
-  double v = strtod(o->value, &end);
-  if (end == o->value || v != v)
+  double v;
+  const char *end;
+  if (!o || !o->value || !ns || !decimal(o->value, &v, &end))
     return BH_EINVAL;
   double scale;
   if (!*end || !strcmp(end, "s"))
@@ -121,19 +167,16 @@ int bh_opt_duration(const bh_opt_t *o, uint64_t *ns) {
     scale = 1;
   else
     return BH_EINVAL;
-  if (errno || v < 0 || v * scale > 1e18)
+  if (v * scale > 1e18)
     return BH_EINVAL;
   *ns = (uint64_t)(v * scale + 0.5);
   return BH_OK;
 }
 
 int bh_opt_size(const bh_opt_t *o, uint64_t *bytes) {
-  if (!o || !o->value || !bytes || !*o->value || *o->value == '-')
-    return BH_EINVAL;
-  char *end;
-  errno = 0;
-  double v = strtod(o->value, &end);
-  if (errno || end == o->value || v < 0)
+  double v;
+  const char *end;
+  if (!o || !o->value || !bytes || !decimal(o->value, &v, &end))
     return BH_EINVAL;
   double mul = 1;
   switch (*end) {
