@@ -392,9 +392,14 @@ static void rows_trace(struct fixture *x) {
       bh_trace_writer_open(NULL, BH_TRACE_NATIVE_TEXT, 0, &w2) == BH_EINVAL);
   ROW("bh_trace_writer_open", "NULL out",
       bh_trace_writer_open(x->out, BH_TRACE_NATIVE_TEXT, 0, NULL) == BH_EINVAL);
+  ROW("bh_trace_writer_fdopen", "fd -1",
+      bh_trace_writer_fdopen(-1, "x", BH_TRACE_NATIVE_TEXT, 0, &w2) == BH_EINVAL);
+  ROW("bh_trace_writer_fdopen", "NULL out",
+      bh_trace_writer_fdopen(1, "x", BH_TRACE_NATIVE_TEXT, 0, NULL) == BH_EINVAL);
   ROW("bh_trace_write", "NULL writer", bh_trace_write(NULL, &ev) == BH_EINVAL);
   ROW("bh_trace_write", "NULL event", bh_trace_write(x->w, NULL) == BH_EINVAL);
   ROW("bh_trace_writer_close", "NULL", bh_trace_writer_close(NULL) == 0);
+  ROW("bh_trace_writer_abort", "NULL", (bh_trace_writer_abort(NULL), true));
 }
 
 static void rows_gen_replay(struct fixture *x) {
