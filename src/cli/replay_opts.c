@@ -124,7 +124,7 @@ int bh_cli_replay_opt(int argc, char **argv, int *i, bh_cli_replay_t *c) {
   } else if (OPT("memory")) {
     if (r < 0 || bh_cli_parse_size(v, &cfg->memory_bytes) || !cfg->memory_bytes) {
       if (r >= 0)
-        bh_cli_usage_error(verb, "--memory: bad size '%s'", v);
+        bh_cli_usage_error(verb, "--memory: bad size '%s' (bytes, or with K, M, G, T)", v);
       return -1;
     }
     return 1;
@@ -136,7 +136,8 @@ int bh_cli_replay_opt(int argc, char **argv, int *i, bh_cli_replay_t *c) {
   } else if (OPT("idle")) {
     if (r < 0 || bh_cli_parse_seconds(v, &cfg->idle_ns)) {
       if (r >= 0)
-        bh_cli_usage_error(verb, "--idle: bad duration '%s'", v);
+        bh_cli_usage_error(verb, "--idle: '%s' is not a duration (seconds, or with s, ms, us, ns)",
+                           v);
       return -1;
     }
     if (cfg->idle_ns > BH_REPLAY_MAX_IDLE_NS) {
@@ -148,7 +149,7 @@ int bh_cli_replay_opt(int argc, char **argv, int *i, bh_cli_replay_t *c) {
   } else if (OPT("sample")) {
     if (r < 0 || bh_cli_parse_seconds(v, &cfg->sample_ns) || cfg->sample_ns < 1000000) {
       if (r >= 0)
-        bh_cli_usage_error(verb, "--sample: bad duration '%s'", v);
+        bh_cli_usage_error(verb, "--sample: '%s' is not a duration of at least 1ms", v);
       return -1;
     }
     return 1;

@@ -120,7 +120,9 @@ int bh__outfile_open(bh__outfile_t *of, const char *path, const char *const *inp
                    "a symbolic link to a file that does not exist: not followed");
   if (exists && S_ISDIR(st.st_mode))
     return of_fail(msg, len, BH_EINVAL, name, "is a directory");
-  const char *in = exists ? same_as_input(&st, inputs) : NULL;
+  /* a regular file read and written at once loses what was not read yet; a terminal or
+   * /dev/null on both sides is fine */
+  const char *in = exists && S_ISREG(st.st_mode) ? same_as_input(&st, inputs) : NULL;
   if (in)
     return of_fail(msg, len, BH_EINVAL, name, "is the same file as the input %s",
                    strcmp(in, "-") ? in : "<stdin>");

@@ -158,6 +158,9 @@ row compare-json-onto-trace 2 'is the same file as the input' \
   '$BH compare t.txt --backing sim --json t.txt --quiet'
 row convert-onto-itself 2 'is the same file as the input' '$BH convert t.txt t.txt'
 row convert-onto-hardlink 2 'is the same file as the input' '$BH convert t.txt hardlink.txt'
+row convert-stdin-appended-to 2 '<stdout>: is the same file as the input <stdin>' \
+  '$BH convert - - <t.txt >>t.txt'
+row convert-stdin-to-device 0 'wrote 3 events to -' '$BH convert - - <t.txt >n'
 row plot-onto-input 2 'is the same file as the input' 'cp tl.csv tl.png && $BH plot tl.png -o tl.png' 'tl.png'
 
 # ---- 3. a failed write is an error, with the reason ----
