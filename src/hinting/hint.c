@@ -347,6 +347,7 @@ static int start_thread(bh_hint_t *h) {
   pthread_condattr_destroy(&ca);
   if (pthread_create(&h->thread, NULL, worker_main, h) != 0)
     return BH_ESYS;
+  pthread_setname_np(h->thread, "bh-hint-worker"); /* as top and /proc show it */
   h->thread_started = true;
   return BH_OK;
 }
