@@ -11,8 +11,9 @@
  * Every thread checks all of its live blocks whenever the reporter's call count has changed
  * since its last check, so every report is followed by a check of every live page by its owner
  * (a report that zeroed a live page is seen there).  At the end the arena must pass the
- * invariant checker, with the worker running and after it is detached.  The run lasts about
- * two seconds of wall time (seed printed; BH_TEST_SEED=N repeats it).
+ * invariant checker, with the worker running and after it is detached.  The run lasts two
+ * seconds, longer if a thread has not yet done its share of work (400 operations, a check
+ * after a report, a compaction), at most a minute (seed printed; BH_TEST_SEED=N repeats it).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -37,10 +38,16 @@ struct stress {
   _Atomic int stop;
 };
 
+/* Work each thread does at least, before the run may end (after 2 s; at most 60 s). */
+#define MIN_OPS 400
+#define MIN_SECONDS 2
+#define MAX_SECONDS 60
+
 struct owner {
   struct stress *st;
   int id;
-  bool movable; /* the compacting thread */
+  _Atomic int enough; /* MIN_OPS done, a report checked (and a compaction, if compacting) */
+  bool movable;       /* the compacting thread */
   uint64_t seed, ops, allocs, fails, bad, checks, compactions, moved;
   uint64_t seen_reports;
   struct blk live[MAX_LIVE];
@@ -144,6 +151,8 @@ static void *owner_main(void *p) {
         o->bad++;
       o->live[i] = o->live[--o->nlive];
     }
+    if (o->ops >= MIN_OPS && o->checks && (!o->movable || o->compactions))
+      atomic_store_explicit(&o->enough, 1, memory_order_relaxed);
   }
   return NULL;
 }
@@ -168,8 +177,18 @@ static void test_bubble_compaction_madvise_stress(void **state) {
     o[i].seed = seed + 0x9E3779B9ull * (uint64_t)(i + 1);
     assert_int_equal(pthread_create(&t[i], NULL, owner_main, &o[i]), 0);
   }
-  struct timespec ts = {2, 0};
-  nanosleep(&ts, NULL);
+  /* an amount of work, not a speed: a loaded machine under ThreadSanitizer is slow */
+  uint64_t t0 = bt_mono_ns();
+  for (;;) {
+    struct timespec ts = {0, 50 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    uint64_t s = (bt_mono_ns() - t0) / SEC;
+    int enough = 0;
+    for (int i = 0; i < N; i++)
+      enough += atomic_load(&o[i].enough);
+    if ((s >= MIN_SECONDS && enough == N) || s >= MAX_SECONDS)
+      break;
+  }
   atomic_store(&st.stop, 1);
   for (int i = 0; i < N; i++)
     pthread_join(t[i], NULL);
