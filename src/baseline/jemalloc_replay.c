@@ -755,7 +755,7 @@ static int out_close(out_t *o, bool ok) {
   char msg[1024];
   if (e || !ok) {
     if (e)
-      fprintf(stderr, PROG ": %s: write failed: %s\n", o->of.path, strerror(e));
+      fprintf(stderr, PROG ": %s: write failed: %s\n", o->of.name, strerror(e));
     bh__outfile_abort(&o->of);
     return e ? BH_EIO : 0;
   }

@@ -207,7 +207,7 @@ FILE *bh_cli_out_stream(bh_cli_out_t *o) {
 }
 
 int bh_cli_out_writer(bh_cli_out_t *o, int format, int compression, bh_trace_writer_t **w) {
-  return bh_trace_writer_fdopen(o->of.fd, o->of.path, format, compression, w);
+  return bh_trace_writer_fdopen(o->of.fd, o->of.name, format, compression, w);
 }
 
 static void out_free(bh_cli_out_t *o) {
@@ -230,7 +230,7 @@ int bh_cli_out_close(bh_cli_out_t *o) {
   }
   char msg[1024];
   if (e) {
-    fprintf(stderr, "buddyhint %s: %s: write failed: %s\n", o->verb, o->of.path, strerror(e));
+    fprintf(stderr, "buddyhint %s: %s: write failed: %s\n", o->verb, o->of.name, strerror(e));
     out_free(o);
     return BH_EXIT_FAIL;
   }

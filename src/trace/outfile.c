@@ -101,6 +101,13 @@ static int open_temporary(bh__outfile_t *of, const char *path, const struct stat
   return 0;
 }
 
+static void of_free(bh__outfile_t *of) {
+  free(of->path);
+  free(of->tmp);
+  free(of->name);
+  of->path = of->tmp = of->name = NULL;
+}
+
 int bh__outfile_open(bh__outfile_t *of, const char *path, const char *const *inputs, char *msg,
                      size_t len) {
   memset(of, 0, sizeof(*of));
@@ -128,30 +135,24 @@ int bh__outfile_open(bh__outfile_t *of, const char *path, const char *const *inp
                    strcmp(in, "-") ? in : "<stdin>");
   if (exists && !of->stdout_fd && access(path, W_OK) != 0) /* as open(O_WRONLY) would say */
     return of_fail(msg, len, BH_ESYS, name, "cannot open for writing: %s", strerror(errno));
+  of->name = strdup(name);
+  if (!of->name)
+    return of_fail(msg, len, BH_ENOMEM, name, "out of memory");
+  int err;
   if (of->stdout_fd || (exists && !S_ISREG(st.st_mode))) {
     of->path = strdup(name);
-    if (!of->path)
-      return of_fail(msg, len, BH_ENOMEM, name, "out of memory");
-    return open_direct(of, path, msg, len);
+    err = of->path ? open_direct(of, path, msg, len)
+                   : of_fail(msg, len, BH_ENOMEM, name, "out of memory");
+  } else { /* a regular file, or none yet: through a temporary file; a link's target */
+    char *target = exists ? realpath(path, NULL) : NULL;
+    of->path = strdup(target ? target : path);
+    free(target);
+    err = of->path ? open_temporary(of, of->path, exists ? &st : NULL, msg, len)
+                   : of_fail(msg, len, BH_ENOMEM, name, "out of memory");
   }
-  /* a regular file, or none yet: through a temporary file; a link's target is replaced */
-  char *target = exists ? realpath(path, NULL) : NULL;
-  of->path = strdup(target ? target : path);
-  free(target);
-  if (!of->path)
-    return of_fail(msg, len, BH_ENOMEM, name, "out of memory");
-  int err = open_temporary(of, of->path, exists ? &st : NULL, msg, len);
-  if (err) {
-    free(of->path);
-    of->path = NULL;
-  }
+  if (err)
+    of_free(of);
   return err;
-}
-
-static void of_free(bh__outfile_t *of) {
-  free(of->path);
-  free(of->tmp);
-  of->path = of->tmp = NULL;
 }
 
 void bh__outfile_abort(bh__outfile_t *of) {
@@ -171,7 +172,7 @@ int bh__outfile_commit(bh__outfile_t *of, char *msg, size_t len) {
   if (!e && of->tmp && rename(of->tmp, of->path) != 0)
     e = errno;
   if (e) {
-    of_fail(msg, len, BH_EIO, of->path ? of->path : "(output)", "write failed: %s", strerror(e));
+    of_fail(msg, len, BH_EIO, of->name ? of->name : "(output)", "write failed: %s", strerror(e));
     bh__outfile_abort(of);
     return BH_EIO;
   }

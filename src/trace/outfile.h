@@ -28,6 +28,7 @@ typedef struct bh__outfile {
   bool direct; /* written in place (not a regular file): never renamed or removed */
   bool stdout_fd;
   char *path; /* what the output is called (a link's target for a symbolic link) */
+  char *name; /* the name given, for messages ("<stdout>" for "-") */
   char *tmp;  /* the temporary file (regular files only) */
 } bh__outfile_t;
 
