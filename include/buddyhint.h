@@ -15,6 +15,22 @@
  * Every call that can fail returns 0 or a negative BH_E* code (the pointer calls return NULL
  * and say why through an optional out-parameter).  Misuse (a double free, a foreign or
  * misaligned address, a wrong order) is reported and leaves the arena unchanged.
+ *
+ * Arguments: one rule for every call of this header and of those in include/buddyhint/.
+ *   - A NULL handle (arena, zone, hint, trace, writer) or a NULL pointer the call needs is
+ *     never dereferenced.  The call then returns BH_EINVAL if it returns an error code; NULL
+ *     if it returns a pointer; 0 if it returns a count, a size or an order; BH_PFN_NONE if it
+ *     returns a pfn (bh_addr_to_pfn: -1); false if it answers a question; and a void call
+ *     does nothing (except that an output structure it was given is zeroed).  Name lookups
+ *     return a placeholder ("?", "unknown") for values they do not know.  A few calls give
+ *     NULL a meaning of their own, which their comment says (bh_trace_error(NULL), a NULL
+ *     config for the defaults).
+ *   - An enum or count out of its range (a clock or report mode, an order above max_order,
+ *     nopts > 0 with opts NULL) is BH_EINVAL, or for calls without an error code the same
+ *     answer as for NULL.
+ *   - A handle that was destroyed may not be used again: destroying, closing or detaching it
+ *     twice, or any call after that, is undefined, as with free().
+ * tests/api/test_api_args.c checks this rule for every entry point.
  */
 #ifndef BUDDYHINT_H
 #define BUDDYHINT_H
@@ -189,7 +205,12 @@ typedef struct bh_arena bh_arena_t;
  * code (BH_EINVAL for a bad config, BH_ENOMEM / BH_ESYS if memory could not be mapped).
  */
 BH_API int bh_arena_create(const bh_config_t *cfg, bh_arena_t **out);
-/* Destroys the arena and unmaps its memory; NULL is accepted. */
+/*
+ * Destroys the arena and unmaps its memory; NULL is accepted.  Hinting still attached to it
+ * is detached first (bh_hint_detach: a BH_CLOCK_THREAD worker is stopped and joined), so
+ * its bh_hint_t is gone too.  Destroying an arena twice, or detaching its hinting after
+ * this, is undefined (as free() twice).
+ */
 BH_API void bh_arena_destroy(bh_arena_t *arena);
 /* The configuration the arena was created with (defaults resolved). */
 BH_API const bh_config_t *bh_arena_config(const bh_arena_t *arena);
@@ -323,7 +344,9 @@ BH_API int bh_zone_info(bh_arena_t *arena, int i, bh_zone_info_t *out);
 /*
  * Dumps in the kernel's formats, so they can be diffed against a real machine:
  * /proc/buddyinfo, /proc/pagetypeinfo, the watermark part of /proc/zoneinfo.
- * Each returns 0 or BH_EIO if writing failed.
+ * Each returns 0, or BH_EIO if a write failed (the stream's error flag counts, so a failure
+ * of an earlier buffered write is seen too; a write that fails only when the caller flushes
+ * or closes the stream is the caller's to check).
  */
 BH_API int bh_dump_buddyinfo(bh_arena_t *arena, FILE *out);
 BH_API int bh_dump_pagetypeinfo(bh_arena_t *arena, FILE *out);
@@ -336,8 +359,9 @@ BH_API int bh_dump_stats_json(const bh_arena_t *arena, FILE *out);
  * Invariant checker.  Walks every page and list: every page is in exactly one state (free
  * block head on the right list, inside a free block, allocated, on a pcp list, isolated), no
  * two free buddies are left unmerged, nr_free and the zone free counters agree with the lists,
- * pageblock types are valid.  Takes every lock.  Returns the number of violations; if report is
- * not NULL, each is described on its own line (at most max_reports lines, 0 = no limit).
+ * pageblock types are valid.  Takes every lock.  Returns the number of violations (BH_EINVAL
+ * for a NULL arena); if report is not NULL, each is described on its own line (at most
+ * max_reports lines, 0 = no limit).
  */
 BH_API long bh_arena_check(bh_arena_t *arena, FILE *report, unsigned max_reports);
 

@@ -28,7 +28,10 @@ enum bh_touch {
 #define BH_REPLAY_MAX_IDLE_NS (86400ull * 1000000000ull)
 
 typedef struct bh_replay_config {
-  const char *trace; /* path; "-" = stdin, which needs memory_bytes and arena.nr_cpus */
+  /* path; "-" = stdin.  A trace that cannot be read twice (stdin, a FIFO) is read once: with
+   * memory_bytes and arena.nr_cpus given, or else its first pass keeps its events (up to
+   * keep_max_bytes; past that the run fails with BH_EINVAL, saying to give both). */
+  const char *trace;
   bh_config_t arena; /* arena settings; its zone sizes are ignored, see memory_bytes */
   /* 0 = peak live memory of the trace + 25 % + 64 MiB, 4 MiB aligned.  With memory_bytes and
    * arena.nr_cpus both given the trace is read once, else a first pass finds them. */
@@ -78,6 +81,7 @@ typedef struct bh_replay_summary {
   uint64_t lost_frees;     /* a recorded pfn allocated again while still live: freed for it */
   uint64_t batched_dups;   /* mm_page_free_batched events repeating an mm_page_free */
   uint64_t gaps_shortened; /* gaps between events cut to BH_REPLAY_MAX_GAP_NS */
+  uint64_t time_reversals; /* events timestamped before an earlier event (played at its time) */
   uint64_t memory_bytes, nr_cpus;
   double virtual_seconds, wall_seconds, cpu_seconds;
   uint64_t rss_peak_bytes, rss_final_bytes, live_peak_bytes, live_final_bytes;

@@ -94,7 +94,9 @@ BH_API void bh_hint_config_init(bh_hint_config_t *cfg);
  * report mode the backing cannot do.
  */
 BH_API int bh_hint_attach(bh_arena_t *arena, const bh_hint_config_t *cfg, bh_hint_t **out);
-/* Stops the worker, returns isolated blocks, detaches; NULL is accepted. */
+/* Stops the worker (joining its thread), returns isolated blocks, detaches and frees h; NULL
+ * is accepted.  bh_arena_destroy() does this for hinting still attached.  Detaching twice,
+ * or after the arena was destroyed, is undefined (as free() twice). */
 BH_API void bh_hint_detach(bh_hint_t *h);
 /* The message of the last failed attach on this thread (static storage), or "". */
 BH_API const char *bh_hint_last_error(void);
@@ -138,10 +140,17 @@ BH_API int bh_hint_report(bh_hint_t *h, const bh_report_range_t *ranges, size_t 
 /* For create: records why an option was rejected. */
 BH_API void bh_hint_set_error(bh_hint_t *h, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* Option parsing helpers: 0 or BH_EINVAL. */
+/*
+ * Option parsing helpers: 0 or BH_EINVAL.  Integers are decimal, or hex after "0x" (a
+ * leading zero is not octal: "011" is eleven); durations and sizes are decimal with an
+ * optional fraction and exponent.  No sign, blank, nan, inf or hex float anywhere.
+ */
+/* An integer in [min, max]. */
 BH_API int bh_opt_u64(const bh_opt_t *o, uint64_t min, uint64_t max, uint64_t *out);
+/* 1, true, yes, on / 0, false, no, off (any case). */
 BH_API int bh_opt_bool(const bh_opt_t *o, bool *out);
-/* Parses "1.5", "2s", "500ms", "30us", "100ns" (bare numbers are seconds) into ns. */
+/* Parses "1.5", "2s", "500ms", "30us", "100ns" (bare numbers are seconds) into ns, at most
+ * 1e18 ns. */
 BH_API int bh_opt_duration(const bh_opt_t *o, uint64_t *ns);
 /* Parses "4096", "64K", "512M", "1.5G", "2T" (binary units, an optional "B" or "iB") into
  * bytes. */

@@ -131,8 +131,9 @@ BH_API int bh_trace_open(const char *path, const bh_trace_opts_t *opts, bh_trace
 /*
  * Reads the next event into *ev.  Returns 1 for an event, 0 at the end of the trace, or
  * BH_EFORMAT (a malformed line or record, unless lenient), BH_EIO (read error, corrupt or
- * truncated compressed data, even in lenient mode).  Errors are final: later calls return the
- * same code.  bh_trace_error() tells what went wrong.
+ * truncated compressed data, even in lenient mode), BH_ENOMEM (the decompressor's memory could
+ * not be allocated).  Errors are final: later calls return the same code.  bh_trace_error()
+ * tells what went wrong.
  */
 BH_API int bh_trace_next(bh_trace_t *t, bh_event_t *ev);
 
@@ -170,13 +171,27 @@ BH_API void bh_trace_close(bh_trace_t *t);
 typedef struct bh_trace_writer bh_trace_writer_t;
 
 /*
- * Creates (truncates) path ("-" = standard output) for writing events in format
- * BH_TRACE_NATIVE_TEXT or BH_TRACE_NATIVE_BINARY, compressed with compression (enum
- * bh_trace_compression).  Returns 0 and sets *out; or BH_EINVAL (bad format or compression),
- * BH_ENOMEM, BH_ESYS (open failed, errno kept); the message is in bh_trace_error(NULL).
+ * Opens path ("-" = standard output) for writing events in format BH_TRACE_NATIVE_TEXT or
+ * BH_TRACE_NATIVE_BINARY, compressed with compression (enum bh_trace_compression).  A regular
+ * file is written to a temporary file in the same directory (".NAME.XXXXXX") that a
+ * successful bh_trace_writer_close() renames to path: until then a file already at path is
+ * untouched, and a failed, aborted or killed writer never leaves a short trace there (a
+ * replaced file keeps its permissions; a symbolic link keeps pointing at the new file).  A
+ * device, FIFO or socket is written in place, without truncation, and never removed.
+ * Returns 0 and sets *out; or BH_EINVAL (bad format or compression, a directory, a dangling
+ * symbolic link), BH_ENOMEM, BH_ESYS (the file could not be created, errno kept); the message
+ * is in bh_trace_error(NULL).
  */
 BH_API int bh_trace_writer_open(const char *path, int format, int compression,
                                 bh_trace_writer_t **out);
+
+/*
+ * A writer on a file descriptor the caller opened and keeps: closing the writer flushes and
+ * finishes the stream but does not close fd.  name is used in messages (NULL: "<fd N>").
+ * Returns as bh_trace_writer_open (BH_EINVAL for fd < 0).
+ */
+BH_API int bh_trace_writer_fdopen(int fd, const char *name, int format, int compression,
+                                  bh_trace_writer_t **out);
 
 /*
  * Appends one event (seq and zone are not stored: the reader derives them).  Returns 0;
@@ -188,11 +203,17 @@ BH_API int bh_trace_writer_open(const char *path, int format, int compression,
 BH_API int bh_trace_write(bh_trace_writer_t *w, const bh_event_t *ev);
 
 /*
- * Flushes, finishes the compressed stream, closes the file and frees w (NULL is accepted and
- * returns 0).  Returns 0, or BH_EIO if any write since open failed (the file is then
- * incomplete); the message is in bh_trace_error(NULL).
+ * Flushes, finishes the compressed stream, closes the file (renaming it into place, see
+ * bh_trace_writer_open) and frees w (NULL is accepted and returns 0).  Returns 0, or BH_EIO if
+ * any write since open failed, or the close or rename did ("FILE: write failed: <reason>" in
+ * bh_trace_error(NULL)); a regular file is then left as it was before the writer was opened.
+ * A writer on a descriptor (bh_trace_writer_fdopen) may have written part of the stream.
  */
 BH_API int bh_trace_writer_close(bh_trace_writer_t *w);
+
+/* Gives the output up and frees w (NULL is accepted): a regular file's temporary file is
+ * removed and the path is left as it was; nothing else is removed. */
+BH_API void bh_trace_writer_abort(bh_trace_writer_t *w);
 
 #ifdef __cplusplus
 }

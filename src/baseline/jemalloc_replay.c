@@ -32,6 +32,7 @@
 #include <buddyhint/report.h>
 #include <buddyhint/trace.h>
 
+#include "trace/outfile.h"
 #include "trace/pfnmap.h"
 
 #include <jemalloc/jemalloc.h>
@@ -353,6 +354,7 @@ typedef struct summary {
   uint64_t events, allocs, frees, alloc_failures, unknown_frees, skipped_lines;
   uint64_t malformed_lines, trace_failed_allocs, split_frees, orders_too_large;
   uint64_t lost_frees, batched_dups, live_peak_bytes, live_final_bytes, minflt;
+  uint64_t time_reversals;                        /* events timestamped before an earlier one */
   uint64_t rss_peak_bytes, rss_final_bytes;       /* the trace arena's stats.arenas.<i>.resident */
   uint64_t data_peak, data_final;                 /* the trace arena's (pactive + pdirty) pages */
   uint64_t all_resident_peak, all_resident_final; /* stats.resident (every arena, metadata) */
@@ -667,6 +669,8 @@ static int play(run_t *r, bh_trace_t *t, uint64_t *first, uint64_t *last) {
       *first = ev.time_ns;
     if (ev.time_ns > *last)
       *last = ev.time_ns;
+    else if (ev.time_ns < *last)
+      s->time_reversals++;
     s->events++;
     if (ev.op == BH_EV_ALLOC)
       err = do_alloc(r, &ev);
@@ -712,6 +716,56 @@ static void idle(run_t *r) {
   r->s.idle_wall_seconds = now_s() - t0;
 }
 
+/*
+ * The program's output files, written as the command's are (src/trace/outfile.c): a regular
+ * file through a temporary file renamed at a successful close, never the trace itself.
+ */
+typedef struct out {
+  bh__outfile_t of;
+  FILE *f;
+} out_t;
+
+static FILE *out_open(out_t *o, const char *path, const char *trace) {
+  char msg[1024];
+  const char *inputs[] = {trace, NULL};
+  o->f = NULL;
+  if (bh__outfile_open(&o->of, path, inputs, msg, sizeof(msg))) {
+    fprintf(stderr, PROG ": %s\n", msg);
+    return NULL;
+  }
+  o->f = o->of.stdout_fd ? stdout : fdopen(o->of.fd, "w");
+  if (!o->f) {
+    fprintf(stderr, PROG ": %s: %s\n", path, strerror(errno));
+    bh__outfile_abort(&o->of);
+  }
+  return o->f;
+}
+
+/* Checks every write, closes and renames into place (ok), or gives the file up.  0 or BH_EIO. */
+static int out_close(out_t *o, bool ok) {
+  if (!o->f)
+    return 0;
+  int e = fflush(o->f) ? errno : ferror(o->f) ? EIO : 0;
+  if (o->f != stdout) {
+    if (fclose(o->f) && !e)
+      e = errno;
+    o->of.fd = -1; /* closed with the stream */
+  }
+  o->f = NULL;
+  char msg[1024];
+  if (e || !ok) {
+    if (e)
+      fprintf(stderr, PROG ": %s: write failed: %s\n", o->of.name, strerror(e));
+    bh__outfile_abort(&o->of);
+    return e ? BH_EIO : 0;
+  }
+  if (bh__outfile_commit(&o->of, msg, sizeof(msg))) {
+    fprintf(stderr, PROG ": %s\n", msg);
+    return BH_EIO;
+  }
+  return 0;
+}
+
 static void put_u64(FILE *f, const char *k, uint64_t v) { fprintf(f, "%s %" PRIu64 "\n", k, v); }
 static void put_dbl(FILE *f, const char *k, double v) { fprintf(f, "%s %.6f\n", k, v); }
 static void put_str(FILE *f, const char *k, const char *v) {
@@ -724,11 +778,10 @@ static void put_str(FILE *f, const char *k, const char *v) {
 static int write_summary(const run_t *r, const char *trace_format) {
   const opts_t *o = r->o;
   const summary_t *s = &r->s;
-  FILE *f = o->summary && strcmp(o->summary, "-") ? fopen(o->summary, "w") : stdout;
-  if (!f) {
-    fprintf(stderr, PROG ": cannot write %s: %s\n", o->summary, strerror(errno));
+  out_t out;
+  FILE *f = out_open(&out, o->summary ? o->summary : "-", o->trace);
+  if (!f)
     return BH_ESYS;
-  }
   char strategy[64];
   int n = snprintf(strategy, sizeof(strategy), "jemalloc:decay=%ld", o->decay_ms);
   if (o->muzzy_ms)
@@ -768,6 +821,7 @@ static int write_summary(const run_t *r, const char *trace_format) {
   put_u64(f, "orders_too_large", s->orders_too_large);
   put_u64(f, "lost_frees", s->lost_frees);
   put_u64(f, "batched_dups", s->batched_dups);
+  put_u64(f, "time_reversals", s->time_reversals);
   put_dbl(f, "virtual_seconds", s->virtual_seconds);
   put_dbl(f, "wall_seconds", s->wall_seconds);
   put_dbl(f, "cpu_seconds", s->cpu_seconds);
@@ -816,14 +870,7 @@ static int write_summary(const run_t *r, const char *trace_format) {
   put_u64(f, "stat.all_mapped_bytes", mapped);
   put_u64(f, "stat.all_retained_bytes", retained);
   put_u64(f, "stat.all_metadata_bytes", metadata);
-  int bad = fflush(f) || ferror(f);
-  if (f != stdout)
-    bad |= fclose(f) != 0;
-  if (bad) {
-    fprintf(stderr, PROG ": cannot write the summary\n");
-    return BH_EIO;
-  }
-  return 0;
+  return out_close(&out, true);
 }
 
 int main(int argc, char **argv) {
@@ -863,10 +910,10 @@ int main(int argc, char **argv) {
     return EXIT_FAIL;
   }
 
+  out_t timeline = {.f = NULL};
   if (o.timeline) {
-    r.timeline = fopen(o.timeline, "w");
+    r.timeline = out_open(&timeline, o.timeline, o.trace);
     if (!r.timeline) {
-      fprintf(stderr, PROG ": cannot write %s: %s\n", o.timeline, strerror(errno));
       bh_trace_close(t);
       return EXIT_FAIL;
     }
@@ -877,8 +924,10 @@ int main(int argc, char **argv) {
   uint64_t first = 0, last = 0;
   err = play(&r, t, &first, &last);
   bh_trace_close(t);
-  if (err)
+  if (err) {
+    out_close(&timeline, false); /* a file already there stays as it was */
     return fail_code(err);
+  }
   sample(&r, "end");
   double t_events = now_s();
   if (o.progress)
@@ -897,10 +946,8 @@ int main(int argc, char **argv) {
   s->virtual_seconds = (double)(last - first) / 1e9 + o.idle_s;
   s->live_final_bytes = r.live_pages << PAGE_SHIFT;
   err = write_summary(&r, trace_format);
-  if (r.timeline && fclose(r.timeline)) {
-    fprintf(stderr, PROG ": cannot write %s\n", o.timeline);
+  if (out_close(&timeline, !err))
     err = BH_EIO;
-  }
   bh__pfnmap_destroy(&r.map);
   return err ? EXIT_FAIL : EXIT_OK;
 }

@@ -20,6 +20,8 @@
 #define MiB (1024ull * 1024)
 
 void bh_config_init(bh_config_t *cfg) {
+  if (!cfg)
+    return;
   memset(cfg, 0, sizeof(*cfg));
   cfg->backing = BH_BACKING_MMAP;
   cfg->nr_nodes = 1;
@@ -72,6 +74,8 @@ int bh_config_validate(const bh_config_t *c, const char **msg) {
   for (int t = 0; t < BH_NR_ZONE_TYPES; t++) {
     if (c->zone_bytes[t] % block)
       return fail(msg, "zone sizes must be multiples of the largest block (4 KiB << max_order)");
+    if (c->zone_bytes[t] > UINT64_MAX - total)
+      return fail(msg, "arena too large (the zone sizes overflow when summed)");
     total += c->zone_bytes[t];
   }
   if (!total)
@@ -98,7 +102,7 @@ int bh_config_validate(const bh_config_t *c, const char **msg) {
   return BH_OK;
 }
 
-const bh_config_t *bh_arena_config(const bh_arena_t *a) { return &a->cfg; }
+const bh_config_t *bh_arena_config(const bh_arena_t *a) { return a ? &a->cfg : NULL; }
 uint64_t bh_arena_pages(const bh_arena_t *a) { return a ? a->nr_pages : 0; }
 void *bh_arena_base(const bh_arena_t *a) { return a ? a->base : NULL; }
 
@@ -442,6 +446,8 @@ int bh_arena_create(const bh_config_t *cfg, bh_arena_t **out) {
 void bh_arena_destroy(bh_arena_t *a) {
   if (!a)
     return;
+  if (a->hint.ctx && a->hint.detach) /* stops a worker thread before its arena goes */
+    a->hint.detach(a->hint.ctx);
   if (a->base)
     munmap(a->base, a->map_bytes);
   if (a->memfd >= 0)

@@ -194,8 +194,7 @@ static bool migrate_block(struct compact_control *cc, uint64_t pfn, unsigned ord
   }
   bh__page_t *src = &a->pages[pfn], *d = &a->pages[dst];
   z->isolated_pages -= 1ll << order;
-  d->mt = src->mt;
-  bh__pg_set(d, BH__PG_ALLOC, (uint8_t)order);
+  bh__pg_set_alloc(d, bh__pg_mt(src), (uint8_t)order);
   bh__pg_set_flags(src, 0);
   bh__free_one_page(z, pfn, order, bh__pb_mt(a, pfn), BH__FPI_NONE);
   z->ev[BH_STAT_pgmigrate_success] += 1ull << order;
@@ -221,11 +220,11 @@ static void compact_zone(struct compact_control *cc) {
       pfn = end;
     while (pfn < end && more) {
       bh__page_t *p = &a->pages[pfn];
-      uint8_t f = bh__pg_flags(p);
+      uint8_t f = bh__pg_flags_acquire(p); /* with PG_ALLOC, the block's own mt */
       unsigned order = f & BH__PG_STATE ? bh__pg_order(p) : 0;
       z->ev[BH_STAT_compact_migrate_scanned] += 1ull << order;
       cc->res->migrate_scanned += 1ull << order;
-      if ((f & BH__PG_ALLOC) && p->mt == BH_MT_MOVABLE && order < a->pb_order &&
+      if ((f & BH__PG_ALLOC) && bh__pg_mt(p) == BH_MT_MOVABLE && order < a->pb_order &&
           (order == 0 || a->cfg.compact_large_blocks))
         more = migrate_block(cc, pfn, order);
       pfn += 1ull << order;

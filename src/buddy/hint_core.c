@@ -7,24 +7,35 @@
 
 #include <buddyhint/strategy.h>
 
-int bh_arena_zone_count(const bh_arena_t *a) { return a->nr_zones; }
+int bh_arena_zone_count(const bh_arena_t *a) { return a ? a->nr_zones : 0; }
 bh_zone_t *bh_arena_zone(bh_arena_t *a, int i) {
-  return i >= 0 && i < a->nr_zones ? &a->zones[i] : NULL;
+  return a && i >= 0 && i < a->nr_zones ? &a->zones[i] : NULL;
 }
-int bh_zone_index(const bh_zone_t *z) { return z->id; }
-uint64_t bh_zone_start_pfn(const bh_zone_t *z) { return z->start_pfn; }
-uint64_t bh_zone_pages(const bh_zone_t *z) { return z->spanned_pages; }
-unsigned bh_arena_max_order(const bh_arena_t *a) { return a->max_order; }
-unsigned bh_arena_pageblock_order(const bh_arena_t *a) { return a->pb_order; }
-void bh_zone_lock(bh_zone_t *z) { bh__zone_lock(z); }
-void bh_zone_unlock(bh_zone_t *z) { bh__zone_unlock(z); }
+int bh_zone_index(const bh_zone_t *z) { return z ? z->id : BH_EINVAL; }
+uint64_t bh_zone_start_pfn(const bh_zone_t *z) { return z ? z->start_pfn : BH_PFN_NONE; }
+uint64_t bh_zone_pages(const bh_zone_t *z) { return z ? z->spanned_pages : 0; }
+unsigned bh_arena_max_order(const bh_arena_t *a) { return a ? a->max_order : 0; }
+unsigned bh_arena_pageblock_order(const bh_arena_t *a) { return a ? a->pb_order : 0; }
+void bh_zone_lock(bh_zone_t *z) {
+  if (z)
+    bh__zone_lock(z);
+}
+void bh_zone_unlock(bh_zone_t *z) {
+  if (z)
+    bh__zone_unlock(z);
+}
 
 uint64_t bh_zone_nr_free(const bh_zone_t *z, unsigned order) {
-  return order <= z->arena->max_order ? z->nr_free[order] : 0;
+  return z && order <= z->arena->max_order ? z->nr_free[order] : 0;
 }
 
+/* NULL-safe, as every call here (the argument rule of buddyhint.h). */
 static bool in_zone(const bh_zone_t *z, uint64_t pfn) {
-  return pfn >= z->start_pfn && pfn < z->start_pfn + z->spanned_pages;
+  return z && pfn >= z->start_pfn && pfn < z->start_pfn + z->spanned_pages;
+}
+
+static bool valid_list(const bh_zone_t *z, unsigned order, int mt) {
+  return order <= z->arena->max_order && mt >= 0 && mt < BH_MT_TYPES;
 }
 
 bool bh_zone_free_block(const bh_zone_t *z, uint64_t pfn, unsigned *order, int *mt) {
@@ -41,14 +52,14 @@ bool bh_zone_free_block(const bh_zone_t *z, uint64_t pfn, unsigned *order, int *
 }
 
 uint64_t bh_free_list_first(const bh_zone_t *z, unsigned order, int mt) {
-  if (order > z->arena->max_order || mt < 0 || mt >= BH_MT_TYPES)
+  if (!z || !valid_list(z, order, mt))
     return BH_PFN_NONE;
   uint32_t head = bh__free_list(z, order, mt), n = z->arena->pages[head].next;
   return n == head ? BH_PFN_NONE : n;
 }
 
 uint64_t bh_free_list_next(const bh_zone_t *z, unsigned order, int mt, uint64_t pfn) {
-  if (!in_zone(z, pfn))
+  if (!in_zone(z, pfn) || !valid_list(z, order, mt))
     return BH_PFN_NONE;
   uint32_t head = bh__free_list(z, order, mt), n = z->arena->pages[pfn].next;
   return n == head ? BH_PFN_NONE : n;
@@ -56,9 +67,10 @@ uint64_t bh_free_list_next(const bh_zone_t *z, unsigned order, int mt, uint64_t 
 
 /* list_rotate_to_front: the head moves to just before pfn, so pfn becomes the first entry. */
 void bh_free_list_rotate(bh_zone_t *z, unsigned order, int mt, uint64_t pfn) {
+  if (!in_zone(z, pfn) || !valid_list(z, order, mt))
+    return;
   bh_arena_t *a = z->arena;
-  if (!in_zone(z, pfn) || !(bh__pg_flags(&a->pages[pfn]) & BH__PG_BUDDY) ||
-      bh__pg_order(&a->pages[pfn]) != order)
+  if (!(bh__pg_flags(&a->pages[pfn]) & BH__PG_BUDDY) || bh__pg_order(&a->pages[pfn]) != order)
     return;
   uint32_t head = bh__free_list(z, order, mt);
   if (a->pages[head].next == pfn)
@@ -72,12 +84,16 @@ bool bh_block_reported(const bh_zone_t *z, uint64_t pfn) {
 }
 
 void bh_block_set_reported(bh_zone_t *z, uint64_t pfn) {
+  if (!in_zone(z, pfn))
+    return;
   bh__page_t *p = &z->arena->pages[pfn];
-  if (in_zone(z, pfn) && (bh__pg_flags(p) & BH__PG_BUDDY))
+  if (bh__pg_flags(p) & BH__PG_BUDDY)
     bh__pg_set_flags(p, bh__pg_flags(p) | BH__PG_REPORTED);
 }
 
 bool bh_zone_low_wmark_ok(const bh_zone_t *z, uint64_t extra) {
+  if (!z)
+    return false;
   uint64_t low = z->watermark[BH__WMARK_LOW] +
                  atomic_load_explicit(&((bh_zone_t *)z)->watermark_boost, memory_order_relaxed);
   return bh__zone_watermark_ok((bh_zone_t *)z, 0, low + extra, 0, 0,
@@ -85,9 +101,9 @@ bool bh_zone_low_wmark_ok(const bh_zone_t *z, uint64_t extra) {
 }
 
 int bh_zone_isolate(bh_zone_t *z, uint64_t pfn, unsigned order) {
-  bh_arena_t *a = z->arena;
-  if (!in_zone(z, pfn) || order > a->max_order)
+  if (!in_zone(z, pfn) || order > z->arena->max_order)
     return BH_EINVAL;
+  bh_arena_t *a = z->arena;
   bh__page_t *p = &a->pages[pfn];
   if (!(bh__pg_flags(p) & BH__PG_BUDDY) || bh__pg_order(p) != order)
     return BH_EINVAL;
@@ -116,9 +132,9 @@ int bh_zone_isolate(bh_zone_t *z, uint64_t pfn, unsigned order) {
 }
 
 int bh_zone_putback(bh_zone_t *z, uint64_t pfn, unsigned order, bool *still_head) {
-  bh_arena_t *a = z->arena;
   if (!in_zone(z, pfn))
     return BH_EINVAL;
+  bh_arena_t *a = z->arena;
   bh__page_t *p = &a->pages[pfn];
   if (!(bh__pg_flags(p) & BH__PG_ISOLATED) || bh__pg_order(p) != order)
     return BH_EINVAL;

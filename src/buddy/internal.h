@@ -137,6 +137,7 @@ typedef struct bh_zone {
 typedef struct bh__hint_hooks {
   void (*notify)(void *ctx, bh__zone_t *z, uint64_t pfn, unsigned order);
   void (*del)(void *ctx, bh__zone_t *z, uint64_t pfn, unsigned order, int reason);
+  void (*detach)(void *ctx); /* bh_arena_destroy detaches what is still attached */
   void *ctx;
 } bh__hint_hooks_t;
 
@@ -215,6 +216,26 @@ static inline void bh__pg_set(bh__page_t *p, uint8_t flags, uint8_t order) {
 static inline void bh__pg_set_flags(bh__page_t *p, uint8_t flags) {
   __atomic_store_n(&p->flags, flags, __ATOMIC_RELAXED);
 }
+/*
+ * An allocated block's request type (`mt`) is written by the allocating thread under the pcp
+ * lock and read by compaction and the claim rule under the zone lock.  The allocation stores
+ * the type, then PG_ALLOC with release; a reader that sees PG_ALLOC with acquire sees that
+ * block's type.  Both are plain moves on x86.
+ */
+static inline uint8_t bh__pg_mt(const bh__page_t *p) {
+  return __atomic_load_n(&p->mt, __ATOMIC_RELAXED);
+}
+static inline void bh__pg_set_mt(bh__page_t *p, uint8_t mt) {
+  __atomic_store_n(&p->mt, mt, __ATOMIC_RELAXED);
+}
+static inline uint8_t bh__pg_flags_acquire(const bh__page_t *p) {
+  return __atomic_load_n(&p->flags, __ATOMIC_ACQUIRE);
+}
+static inline void bh__pg_set_alloc(bh__page_t *p, uint8_t mt, uint8_t order) {
+  bh__pg_set_mt(p, mt);
+  __atomic_store_n(&p->order, order, __ATOMIC_RELAXED);
+  __atomic_store_n(&p->flags, (uint8_t)BH__PG_ALLOC, __ATOMIC_RELEASE);
+}
 
 static inline bh__page_t *bh__pg(const bh_arena_t *a, uint64_t idx) { return &a->pages[idx]; }
 
@@ -228,8 +249,12 @@ static inline void bh__zone_unlock(bh__zone_t *z) {
     pthread_mutex_unlock(&z->lock);
 }
 
+/*
+ * A pageblock's type is written under its zone's lock and read without it by the free path
+ * (bh_free_pfn picks the pcp list by it): relaxed byte accesses, plain moves on x86.
+ */
 static inline int bh__pb_mt(const bh_arena_t *a, uint64_t pfn) {
-  return a->pageblock[pfn >> a->pb_order] & 7;
+  return __atomic_load_n(&a->pageblock[pfn >> a->pb_order], __ATOMIC_RELAXED) & 7;
 }
 
 static inline uint32_t bh__free_list(const bh__zone_t *z, unsigned order, int mt) {

@@ -16,8 +16,9 @@
 /* ---------------------------------------------------------------------------------------- */
 
 static inline void set_pageblock_mt(bh_arena_t *a, uint64_t pfn, int mt) {
-  uint8_t *b = &a->pageblock[pfn >> a->pb_order];
-  *b = (uint8_t)((*b & ~7u) | (unsigned)mt);
+  uint8_t *b = &a->pageblock[pfn >> a->pb_order]; /* zone lock held; see bh__pb_mt */
+  __atomic_store_n(b, (uint8_t)((__atomic_load_n(b, __ATOMIC_RELAXED) & ~7u) | (unsigned)mt),
+                   __ATOMIC_RELAXED);
 }
 
 /* change_pageblock_range: every pageblock covered by a block of 2^order pages gets type mt. */
@@ -302,13 +303,15 @@ static void count_pageblock(const bh_arena_t *a, uint64_t start, uint64_t *free_
   *free_pages = *movable_pages = 0;
   for (uint64_t pfn = start; pfn < end;) {
     const bh__page_t *p = &a->pages[pfn];
-    if (p->flags & BH__PG_BUDDY) {
-      *free_pages += 1ull << p->order;
-      pfn += 1ull << p->order;
-    } else if (p->flags & (BH__PG_ALLOC | BH__PG_PCP | BH__PG_ISOLATED)) {
-      if ((p->flags & BH__PG_ALLOC) && p->mt == BH_MT_MOVABLE)
-        *movable_pages += 1ull << p->order;
-      pfn += 1ull << p->order;
+    uint8_t f = bh__pg_flags_acquire(p); /* pcp and free paths change pages without the lock */
+    if (f & BH__PG_BUDDY) {
+      *free_pages += 1ull << bh__pg_order(p);
+      pfn += 1ull << bh__pg_order(p);
+    } else if (f & (BH__PG_ALLOC | BH__PG_PCP | BH__PG_ISOLATED)) {
+      unsigned o = bh__pg_order(p);
+      if ((f & BH__PG_ALLOC) && bh__pg_mt(p) == BH_MT_MOVABLE)
+        *movable_pages += 1ull << o;
+      pfn += 1ull << o;
     } else {
       pfn++;
     }
@@ -321,11 +324,11 @@ uint64_t bh__move_freepages_block(bh__zone_t *z, uint64_t start, int old_mt, int
   uint64_t end = start + (1ull << a->pb_order), moved = 0;
   for (uint64_t pfn = start; pfn < end;) {
     const bh__page_t *p = &a->pages[pfn];
-    if (!(p->flags & BH__PG_BUDDY)) {
+    if (!(bh__pg_flags(p) & BH__PG_BUDDY)) { /* others' pages change without the zone lock */
       pfn++;
       continue;
     }
-    unsigned o = p->order;
+    unsigned o = bh__pg_order(p);
     move_to_free_list(z, pfn, o, old_mt, new_mt);
     pfn += 1ull << o;
     moved += 1ull << o;
@@ -465,9 +468,7 @@ static const uint8_t pgalloc_stat[BH_NR_ZONE_TYPES] = {
  */
 static inline void account_alloc(uint64_t *ev, const bh__zone_t *z, uint64_t pfn, unsigned order,
                                  const struct alloc_ctx *ac) {
-  bh__page_t *p = &z->arena->pages[pfn];
-  p->mt = (uint8_t)ac->mt;
-  bh__pg_set(p, BH__PG_ALLOC, (uint8_t)order);
+  bh__pg_set_alloc(&z->arena->pages[pfn], (uint8_t)ac->mt, (uint8_t)order);
   ev[pgalloc_stat[z->type]] += 1ull << order;
   ev[BH_STAT_alloc_calls]++;
   ev[z->node == ac->node ? BH_STAT_numa_hit : BH_STAT_numa_miss]++;
@@ -744,7 +745,7 @@ static void drain_zone_pcp(bh__zone_t *z) {
 }
 
 void bh_drain_pcp(bh_arena_t *a) {
-  for (int i = 0; i < a->nr_zones; i++)
+  for (int i = 0; a && i < a->nr_zones; i++)
     drain_zone_pcp(&a->zones[i]);
 }
 
@@ -1181,13 +1182,15 @@ int bh_free_pfn(bh_arena_t *a, uint64_t pfn, unsigned order, int cpu) {
 
 void *bh_alloc_pages(bh_arena_t *a, unsigned gfp, unsigned order, int *err) {
   uint64_t pfn;
-  int e = a && a->base ? bh_alloc_pfn(a, gfp, order, -1, &pfn) : BH_ENOTSUP;
+  int e = !a ? BH_EINVAL : a->base ? bh_alloc_pfn(a, gfp, order, -1, &pfn) : BH_ENOTSUP;
   if (err)
     *err = e;
   return e ? NULL : a->base + (pfn << BH_PAGE_SHIFT);
 }
 
 int bh_free_pages(bh_arena_t *a, void *addr, unsigned order) {
+  if (!a)
+    return BH_EINVAL;
   int64_t pfn = bh_addr_to_pfn(a, addr);
   if (pfn < 0)
     return BH_EFAULT;
@@ -1223,12 +1226,9 @@ int bh_split_pages(bh_arena_t *a, uint64_t pfn, unsigned order) {
     return err;
   bh__zone_t *z = bh__pfn_zone(a, pfn);
   bh__zone_lock(z);
-  uint8_t mt = a->pages[pfn].mt;
-  for (uint64_t i = 0; i < (1ull << order); i++) {
-    bh__page_t *p = &a->pages[pfn + i];
-    p->mt = mt;
-    bh__pg_set(p, BH__PG_ALLOC, 0);
-  }
+  uint8_t mt = bh__pg_mt(&a->pages[pfn]);
+  for (uint64_t i = 0; i < (1ull << order); i++)
+    bh__pg_set_alloc(&a->pages[pfn + i], mt, 0);
   bh__zone_unlock(z);
   return BH_OK;
 }
@@ -1239,7 +1239,7 @@ int bh_split_pages(bh_arena_t *a, uint64_t pfn, unsigned order) {
  * is above it, so idle pcp lists give their pages back to the buddy lists.
  */
 void bh_vmstat_tick(bh_arena_t *a) {
-  for (int i = 0; i < a->nr_zones; i++) {
+  for (int i = 0; a && i < a->nr_zones; i++) {
     bh__zone_t *z = &a->zones[i];
     for (unsigned c = 0; z->pcp && c < a->cfg.nr_cpus; c++) {
       bh__pcp_t *pcp = &z->pcp[c];

@@ -20,8 +20,10 @@ const char *bh_stat_help(int s) { return s >= 0 && s < BH_NR_STATS ? stat_helps[
 
 void bh_stats_read(const bh_arena_t *ca, uint64_t out[BH_NR_STATS]) {
   bh_arena_t *a = (bh_arena_t *)ca; /* locks are taken; the counters are not changed */
+  if (!out)
+    return;
   memset(out, 0, sizeof(uint64_t) * BH_NR_STATS);
-  for (int i = 0; i < a->nr_zones; i++) {
+  for (int i = 0; a && i < a->nr_zones; i++) {
     bh__zone_t *z = &a->zones[i];
     bh__zone_lock(z);
     for (int s = 0; s < BH_NR_STATS; s++)
@@ -91,6 +93,8 @@ int bh_zone_info(bh_arena_t *a, int i, bh_zone_info_t *o) {
 
 int bh_dump_buddyinfo(bh_arena_t *a, FILE *out) {
   bh_zone_info_t zi;
+  if (!a || !out)
+    return BH_EINVAL;
   for (int i = 0; i < a->nr_zones; i++) {
     bh_zone_info(a, i, &zi);
     OUT("Node %d, zone %8s ", zi.node, bh_zone_name(zi.type));
@@ -98,7 +102,7 @@ int bh_dump_buddyinfo(bh_arena_t *a, FILE *out) {
       OUT("%6lu ", (unsigned long)zi.nr_free[o]);
     OUT("\n");
   }
-  return BH_OK;
+  return ferror(out) ? BH_EIO : BH_OK;
 }
 
 /* pagetypeinfo_show, once per node as the kernel prints it. */
@@ -142,17 +146,21 @@ static int pagetypeinfo_node(bh_arena_t *a, int node, FILE *out) {
 }
 
 int bh_dump_pagetypeinfo(bh_arena_t *a, FILE *out) {
+  if (!a || !out)
+    return BH_EINVAL;
   for (unsigned n = 0; n < a->cfg.nr_nodes; n++) {
     int err = pagetypeinfo_node(a, (int)n, out);
     if (err)
       return err;
   }
-  return BH_OK;
+  return ferror(out) ? BH_EIO : BH_OK;
 }
 
 /* The watermark and pageset part of zoneinfo_show_print (per-zone counters left out). */
 int bh_dump_zoneinfo(bh_arena_t *a, FILE *out) {
   bh_zone_info_t zi;
+  if (!a || !out)
+    return BH_EINVAL;
   for (int i = 0; i < a->nr_zones; i++) {
     bh_zone_info(a, i, &zi);
     OUT("Node %d, zone %8s", zi.node, bh_zone_name(zi.type));
@@ -184,23 +192,27 @@ int bh_dump_zoneinfo(bh_arena_t *a, FILE *out) {
     }
     OUT("\n  start_pfn:           %lu\n", (unsigned long)zi.start_pfn);
   }
-  return BH_OK;
+  return ferror(out) ? BH_EIO : BH_OK;
 }
 
 int bh_dump_vmstat(const bh_arena_t *a, FILE *out) {
   uint64_t v[BH_NR_STATS];
+  if (!a || !out)
+    return BH_EINVAL;
   bh_stats_read(a, v);
   for (int s = 0; s < BH_NR_STATS; s++)
     OUT("%s %lu\n", stat_names[s], (unsigned long)v[s]);
-  return BH_OK;
+  return ferror(out) ? BH_EIO : BH_OK;
 }
 
 int bh_dump_stats_json(const bh_arena_t *a, FILE *out) {
   uint64_t v[BH_NR_STATS];
+  if (!a || !out)
+    return BH_EINVAL;
   bh_stats_read(a, v);
   OUT("{");
   for (int s = 0; s < BH_NR_STATS; s++)
     OUT("%s\"%s\": %lu", s ? ", " : "", stat_names[s], (unsigned long)v[s]);
   OUT("}\n");
-  return BH_OK;
+  return ferror(out) ? BH_EIO : BH_OK;
 }

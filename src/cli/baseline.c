@@ -69,6 +69,12 @@ static int parse_name(const char *name, long *decay, long *muzzy, bool *bg, char
   return 0;
 }
 
+int bh_cli_baseline_check(const char *name, char *err, size_t errlen) {
+  long decay, muzzy;
+  bool bg;
+  return parse_name(name, &decay, &muzzy, &bg, err, errlen);
+}
+
 /* The program's path: the directory of this executable + "/buddyhint-jemalloc". */
 static int program_path(char *path, size_t size) {
   char self[PATH_MAX];
@@ -118,6 +124,7 @@ static const field_t fields[] = {
     U64(orders_too_large),
     U64(lost_frees),
     U64(batched_dups),
+    U64(time_reversals),
     U64(memory_bytes),
     U64(nr_cpus),
     DBL(virtual_seconds),

@@ -14,6 +14,9 @@
 /* True for "jemalloc" and names starting with "jemalloc:". */
 bool bh_cli_is_baseline(const char *name);
 
+/* Checks a baseline name's settings: 0, or BH_EINVAL with the reason in err. */
+int bh_cli_baseline_check(const char *name, char *err, size_t errlen);
+
 /*
  * Replays cfg->trace through jemalloc as strategy name:
  *   jemalloc               dirty_decay_ms 1000, muzzy_decay_ms 0, background thread

@@ -3,6 +3,7 @@
 #define BH_CLI_H
 
 #include <buddyhint.h>
+#include <buddyhint/trace.h>
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -36,6 +37,10 @@ int bh_cli_usage_error(const char *verb, const char *fmt, ...)
 int bh_cli_parse_size(const char *s, uint64_t *bytes);
 /* Parses a non-negative number of seconds ("30", "2.5", "500ms", "2s") into ns. */
 int bh_cli_parse_seconds(const char *s, uint64_t *ns);
+/* Decimal digits only (no sign, blank, hex or octal) with a value in [min, max]; 0 or -1. */
+int bh_cli_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+/* A finite decimal number ("2", "0.5", "1e3"; no sign, blank, nan, inf or hex) in [min, max]. */
+int bh_cli_parse_double(const char *s, double min, double max, double *out);
 /* True if arg is "-h" or "--help". */
 bool bh_cli_is_help(const char *arg);
 /* Looks for "--name=value" or "--name value" at argv[*i]; on a match stores the value,
@@ -59,5 +64,35 @@ bool bh_cli_have_gnuplot(void);
 bool bh_cli_plot_is_sweep(int argc, char **argv);
 int bh_cli_plot_sweep(int argc, char **argv);
 const char *bh_cli_compression_name(int compression);
+
+/*
+ * Outputs: every file a verb writes goes through these (src/trace/outfile.c does the file
+ * work).  A regular file is written to ".NAME.XXXXXX" beside it and renamed over NAME only
+ * when everything was written and closed without error; a device, FIFO or socket is written in
+ * place and never removed; "-" is standard output.  An output that is the same file as one of
+ * the verb's inputs (bh_cli_set_inputs) is refused before anything is written.  Every write is
+ * checked: a failure is "buddyhint VERB: FILE: write failed: <reason>" and exit status 1.
+ */
+typedef struct bh_cli_out bh_cli_out_t;
+
+/* The verb's input files (NULL-terminated; kept, not copied), checked by every later open. */
+void bh_cli_set_inputs(const char *const *inputs);
+/* Opens path into *out.  BH_EXIT_OK; or after "buddyhint VERB: PATH: why" on stderr,
+ * BH_EXIT_USAGE (the same file as an input, a directory, a dangling link) or BH_EXIT_FAIL. */
+int bh_cli_out_open(const char *verb, const char *path, bh_cli_out_t **out);
+/* The file that is being written: the temporary file, or the output itself if written in
+ * place (for another program that writes it by name). */
+const char *bh_cli_out_writing(const bh_cli_out_t *o);
+/* A stdio stream on the output (standard output itself for "-"); NULL if out of memory. */
+FILE *bh_cli_out_stream(bh_cli_out_t *o);
+/* A trace writer on the output (it writes the descriptor; bh_cli_out_close finishes it). */
+int bh_cli_out_writer(bh_cli_out_t *o, int format, int compression, bh_trace_writer_t **w);
+/* Flushes and checks everything written, closes and renames into place.  BH_EXIT_OK, or
+ * BH_EXIT_FAIL after the message (the temporary file is removed).  NULL is accepted. */
+int bh_cli_out_close(bh_cli_out_t *o);
+/* Gives the output up: removes the temporary file, nothing else.  NULL is accepted. */
+void bh_cli_out_abort(bh_cli_out_t *o);
+/* Standard output at the end of a verb: flushed and checked ("<stdout>: write failed"). */
+int bh_cli_stdout_close(const char *verb, int rc);
 
 #endif

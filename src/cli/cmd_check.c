@@ -24,7 +24,12 @@ int cmd_check(int argc, char **argv) {
     if (!c.cfg.check_every)
       c.cfg.check_every = 1000;
     bh_cli_replay_finish(&c);
-    r = bh_cli_run_one("check", &c, trace, true);
+    const char *name = c.cfg.hint.strategy ? c.cfg.hint.strategy : "none";
+    if (bh_cli_replay_check("check", &c) ||
+        bh_cli_check_strategy("check", &c, name, name, c.opts, c.nopts))
+      r = BH_EXIT_USAGE;
+    else
+      r = bh_cli_run_one("check", &c, trace, true);
   } else {
     r = r > 0 ? BH_EXIT_OK : BH_EXIT_USAGE;
   }

@@ -4,6 +4,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define MAX_RUNS 16
 
@@ -82,31 +83,78 @@ static int spec_parse(const bh_cli_replay_t *c, char *entry, char *label, size_t
   return 0;
 }
 
+/* A jemalloc entry, or a strategy with its options: checked as its replay would check it. */
+static int spec_check(const bh_cli_replay_t *c, const struct run_spec *sp) {
+  if (bh_cli_is_baseline(sp->name)) {
+    char err[256];
+    if (bh_cli_baseline_check(sp->name, err, sizeof(err)))
+      return bh_cli_usage_error("compare", "--strategies: %s", err);
+    return 0;
+  }
+  return bh_cli_check_strategy("compare", c, sp->label, sp->name, sp->opts, sp->nopts)
+             ? BH_EXIT_USAGE
+             : 0;
+}
+
+/* Every --opt NAME.KEY=VALUE names a strategy of the list (a typo would be dropped). */
+static int opts_named(const bh_cli_replay_t *c, const struct run_spec *specs, int nspecs) {
+  for (size_t k = 0; k < c->nopts; k++) {
+    const char *key = c->opts[k].key, *dot = strchr(key, '.');
+    bool found = false;
+    for (int i = 0; i < nspecs && !found; i++)
+      found = strlen(specs[i].name) == (size_t)(dot - key) &&
+              !strncmp(specs[i].name, key, (size_t)(dot - key));
+    if (!found)
+      return bh_cli_usage_error("compare", "--opt %s=%s: no strategy '%.*s' in --strategies", key,
+                                c->opts[k].value, (int)(dot - key), key);
+  }
+  return 0;
+}
+
+/* Splits --strategies at its commas (in place) and checks every entry before any replay. */
+static int parse_list(const bh_cli_replay_t *c, char *list, struct run_spec *specs,
+                      char (*labels)[64], int *nspecs) {
+  const char *whole = list;
+  char copy[1024];
+  snprintf(copy, sizeof(copy), "%s", whole);
+  *nspecs = 0;
+  for (char *e = list, *comma; e; e = comma ? comma + 1 : NULL) {
+    comma = strchr(e, ',');
+    if (comma)
+      *comma = '\0';
+    if (!*e)
+      return bh_cli_usage_error("compare", "--strategies: an empty entry in '%s'", copy);
+    if (*nspecs == MAX_RUNS)
+      return bh_cli_usage_error("compare", "at most %d strategies", MAX_RUNS);
+    struct run_spec *sp = &specs[*nspecs];
+    if (bh_cli_is_baseline(e))
+      *sp = (struct run_spec){.label = e, .name = e};
+    else if (spec_parse(c, e, labels[*nspecs], sizeof(labels[*nspecs]), sp))
+      return BH_EXIT_USAGE;
+    if (spec_check(c, sp))
+      return BH_EXIT_USAGE;
+    (*nspecs)++;
+  }
+  return opts_named(c, specs, *nspecs);
+}
+
 static int run_all(bh_cli_replay_t *c, const char *trace, char *list) {
   bh_replay_summary_t *runs = calloc(MAX_RUNS, sizeof(*runs));
   struct run_spec *specs = calloc(MAX_RUNS, sizeof(*specs));
-  char(*labels)[sizeof(runs->strategy)] = calloc(MAX_RUNS, sizeof(*labels));
+  char(*labels)[64] = calloc(MAX_RUNS, sizeof(*labels));
   FILE *json = NULL;
   int n = 0, nspecs = 0, rc = BH_EXIT_OK;
-  if (!runs || !specs || !labels || bh_cli_open_out("compare", c->json_path, &json)) {
-    free(runs);
-    free(specs);
-    free(labels);
-    return BH_EXIT_FAIL;
+  bool failed = false; /* a replay could not run: the JSON would be partial */
+  if (!runs || !specs || !labels) {
+    rc = BH_EXIT_FAIL;
+    goto out;
   }
-  /* every entry is checked before the first replay starts */
-  char *save = NULL;
-  for (char *e = strtok_r(list, ",", &save); e && rc == BH_EXIT_OK;
-       e = strtok_r(NULL, ",", &save)) {
-    if (nspecs == MAX_RUNS)
-      rc = bh_cli_usage_error("compare", "at most %d strategies", MAX_RUNS);
-    else if (bh_cli_is_baseline(e))
-      specs[nspecs++] = (struct run_spec){.label = e, .name = e};
-    else if (spec_parse(c, e, labels[nspecs], sizeof(labels[nspecs]), &specs[nspecs]))
-      rc = BH_EXIT_USAGE;
-    else
-      nspecs++;
-  }
+  /* every entry is checked before the first replay starts, and the output opened */
+  const char *inputs[] = {trace, NULL};
+  bh_cli_set_inputs(inputs);
+  if ((rc = parse_list(c, list, specs, labels, &nspecs)) == 0)
+    rc = bh_cli_open_out("compare", c->json_path, &json);
+  bh_cli_set_inputs(NULL);
   for (int i = 0; i < nspecs && rc == BH_EXIT_OK; i++) {
     struct run_spec *sp = &specs[i];
     c->cfg.hint.strategy = sp->name;
@@ -122,6 +170,7 @@ static int run_all(bh_cli_replay_t *c, const char *trace, char *list) {
     if (e) {
       fprintf(stderr, "%s\n", err[0] ? err : bh_strerror(e));
       rc = e == BH_ENOMEM || e == BH_ESYS ? BH_EXIT_FAIL : BH_EXIT_USAGE;
+      failed = true;
       break;
     }
     if (!bh_cli_is_baseline(sp->name)) { /* jemalloc names its run with every setting */
@@ -143,15 +192,18 @@ static int run_all(bh_cli_replay_t *c, const char *trace, char *list) {
            (unsigned long)runs[0].events, runs[0].virtual_seconds);
     table(stdout, runs, n);
   }
-  if (json && n) {
+  if (json && !failed) {
     fprintf(json, "{\"runs\": [\n");
     for (int i = 0; i < n; i++) {
       bh_replay_summary_json(&runs[i], json, 2);
       fprintf(json, "%s\n", i + 1 < n ? "," : "");
     }
     fprintf(json, "]}\n");
+    rc |= bh_cli_close_out(json);
+  } else {
+    bh_cli_abort_out(json); /* a file already there is left as it was */
   }
-  bh_cli_close_out(json);
+out:
   free(runs);
   free(specs);
   free(labels);
@@ -180,6 +232,23 @@ int cmd_compare(int argc, char **argv) {
                          c.opts[k].key);
       r = -1;
     }
+  struct stat st;
+  if (!r && (!strcmp(trace, "-") || (!stat(trace, &st) && !S_ISREG(st.st_mode)))) {
+    bh_cli_usage_error("compare",
+                       "%s: compare reads the trace once per strategy, so it must be a regular "
+                       "file (not standard input, a FIFO or a <(...) substitution): convert it "
+                       "to one first",
+                       trace);
+    r = -1;
+  }
+  if (!r && bh_cli_replay_check("compare", &c))
+    r = -1;
+  bh_trace_t *t = NULL; /* a missing or unreadable trace is bad input, found before any run */
+  if (!r && bh_trace_open(trace, NULL, &t)) {
+    fprintf(stderr, "buddyhint compare: %s\n", bh_trace_error(NULL));
+    r = -1;
+  }
+  bh_trace_close(t);
   if (!r) {
     bh_cli_replay_finish(&c);
     char *copy = strdup(list);

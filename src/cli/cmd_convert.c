@@ -4,8 +4,6 @@
 #include <buddyhint/trace.h>
 
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #define VERB "convert"
 
@@ -28,16 +26,13 @@ static void usage(FILE *out) {
           "\n"
           "The counts (events, other lines, malformed lines) go to standard error.  A\n"
           "malformed line is reported as FILE:LINE: what is wrong.\n"
-          "exit status: 0 converted; 1 read, write or decompression error; 2 bad usage, an\n"
-          "input that cannot be opened or recognised, or a malformed line without --lenient.\n"
-          "On failure OUT is removed (unless it is standard output).\n");
-}
-
-/* True if a and b name the same existing file. */
-static bool same_file(const char *a, const char *b) {
-  struct stat sa, sb;
-  return strcmp(a, "-") && strcmp(b, "-") && !stat(a, &sa) && !stat(b, &sb) &&
-         sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+          "exit status: 0 converted; 1 the output could not be written, or out of memory;\n"
+          "2 bad usage, OUT the same file as IN, an input that cannot be opened or\n"
+          "recognised, a corrupt or truncated compressed stream, or a malformed line\n"
+          "without --lenient.\n"
+          "A regular OUT is written to a temporary file beside it (.OUT.XXXXXX) and renamed\n"
+          "to OUT at the end: on failure a file already at OUT is left as it was.  A device\n"
+          "or FIFO is written in place.\n");
 }
 
 static void print_counts(const char *in, const bh_trace_t *t) {
@@ -91,19 +86,24 @@ int cmd_convert(int argc, char **argv) {
   int format, compression, rc;
   if ((rc = bh_cli_output_kind(VERB, out, fmt, comp, &format, &compression)) != 0)
     return rc;
-  if (same_file(in, out))
-    return bh_cli_usage_error(VERB, "IN and OUT are the same file");
+  const char *inputs[] = {in, NULL};
+  bh_cli_set_inputs(inputs);
+  bh_cli_out_t *o;
+  if ((rc = bh_cli_out_open(VERB, out, &o)) != 0)
+    return rc;
 
   bh_trace_opts_t opts = {.lenient = lenient};
   bh_trace_t *t;
   int err = bh_trace_open(in, &opts, &t);
   if (err) {
     fprintf(stderr, "buddyhint convert: %s\n", bh_trace_error(NULL));
-    return err == BH_EIO || err == BH_ENOMEM ? BH_EXIT_FAIL : BH_EXIT_USAGE;
+    bh_cli_out_abort(o);
+    return err == BH_ENOMEM ? BH_EXIT_FAIL : BH_EXIT_USAGE;
   }
   bh_trace_writer_t *w;
-  if (bh_trace_writer_open(out, format, compression, &w)) {
+  if (bh_cli_out_writer(o, format, compression, &w)) {
     fprintf(stderr, "buddyhint convert: %s\n", bh_trace_error(NULL));
+    bh_cli_out_abort(o);
     bh_trace_close(t);
     return BH_EXIT_FAIL;
   }
@@ -115,7 +115,9 @@ int cmd_convert(int argc, char **argv) {
   char wmsg[512] = "";
   if (werr)
     snprintf(wmsg, sizeof(wmsg), "%s", bh_trace_error(NULL));
-  int cerr = bh_trace_writer_close(w);
+  int cerr = r < 0 ? 0 : bh_trace_writer_close(w);
+  if (r < 0)
+    bh_trace_writer_abort(w);
   if (!werr && cerr)
     snprintf(wmsg, sizeof(wmsg), "%s", bh_trace_error(NULL));
 
@@ -123,20 +125,23 @@ int cmd_convert(int argc, char **argv) {
     fprintf(stderr, "%s\n", bh_trace_error(t));
     if (r == BH_EFORMAT)
       fprintf(stderr, "buddyhint convert: %s is malformed (--lenient skips bad lines)\n", in);
-    rc = r == BH_EFORMAT ? BH_EXIT_USAGE : BH_EXIT_FAIL;
+    rc = r == BH_ENOMEM ? BH_EXIT_FAIL : BH_EXIT_USAGE; /* the input is bad */
   } else if (werr || cerr) {
     fprintf(stderr, "buddyhint convert: %s\n", wmsg);
     rc = BH_EXIT_FAIL;
   } else {
+    rc = bh_cli_out_close(o); /* renamed into place: OUT is complete */
+    o = NULL;
+  }
+  if (!rc) {
     print_counts(in, t);
     bh_trace_counts_t c;
     bh_trace_counts(t, &c);
     fprintf(stderr, "buddyhint convert: wrote %llu events to %s (%s, %s)\n",
-            (unsigned long long)c.events, out, bh_cli_format_name(format), bh_cli_compression_name(compression));
-    rc = BH_EXIT_OK;
+            (unsigned long long)c.events, out, bh_cli_format_name(format),
+            bh_cli_compression_name(compression));
   }
-  if (rc && strcmp(out, "-"))
-    unlink(out);
+  bh_cli_out_abort(o);
   bh_trace_close(t);
   return rc;
 }

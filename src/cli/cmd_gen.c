@@ -6,7 +6,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define VERB "gen"
 
@@ -31,7 +30,9 @@ static void usage(FILE *out) {
           "                         default: gzip for .gz, zstd for .zst, else none\n"
           "  -h, --help             this help; with a WORKLOAD, that workload in detail\n"
           "\n"
-          "A summary (events, allocations, frees) goes to standard error.\n"
+          "A summary (events, allocations, frees) goes to standard error.  A regular FILE is\n"
+          "written to a temporary file beside it (.FILE.XXXXXX) and renamed to FILE at the\n"
+          "end: a failed or interrupted run leaves a file already at FILE as it was.\n"
           "exit status: 0 written, 1 the output could not be written, 2 bad usage, unknown\n"
           "workload or parameter.\n"
           "\n"
@@ -164,8 +165,12 @@ int cmd_gen(int argc, char **argv) {
   }
 
   gen_out_t o = {0};
-  if (bh_trace_writer_open(out, format, compression, &o.w)) {
+  bh_cli_out_t *file;
+  if ((rc = bh_cli_out_open(VERB, out, &file)) != 0)
+    goto done;
+  if (bh_cli_out_writer(file, format, compression, &o.w)) {
     fprintf(stderr, "buddyhint gen: %s\n", bh_trace_error(NULL));
+    bh_cli_out_abort(file);
     rc = BH_EXIT_FAIL;
     goto done;
   }
@@ -177,11 +182,12 @@ int cmd_gen(int argc, char **argv) {
     snprintf(err, sizeof(err), "%s", bh_trace_error(NULL));
   if (r || cr) {
     fprintf(stderr, "buddyhint gen: %s\n", err);
-    if (strcmp(out, "-"))
-      unlink(out); /* an incomplete trace would pass for a short one */
+    bh_cli_out_abort(file); /* an incomplete trace would pass for a short one */
     rc = BH_EXIT_FAIL;
     goto done;
   }
+  if ((rc = bh_cli_out_close(file)) != 0)
+    goto done;
   fprintf(stderr,
           "buddyhint gen: %s: %llu events (%llu allocs, %llu frees) written to %s (%s, %s)\n",
           workload, (unsigned long long)o.events, (unsigned long long)o.allocs,

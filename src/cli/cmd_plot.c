@@ -219,10 +219,32 @@ int bh_cli_plot_find_scripts(const char *given, const char *script, char *dir, s
 
 bool bh_cli_have_gnuplot(void) { return have_gnuplot(); }
 
+/* Runs gnuplot on the script with vars; 0, or BH_EXIT_FAIL after a message. */
+static int run_gnuplot(const char *vars, const char *path) {
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid < 0) {
+    fprintf(stderr, "buddyhint plot: fork: %s\n", strerror(errno));
+    return BH_EXIT_FAIL;
+  }
+  if (pid == 0) {
+    execlp("gnuplot", "gnuplot", "-e", vars, path, (char *)NULL);
+    fprintf(stderr, "buddyhint plot: cannot run gnuplot: %s\n", strerror(errno));
+    _exit(127);
+  }
+  int st;
+  while (waitpid(pid, &st, 0) < 0)
+    if (errno != EINTR) {
+      fprintf(stderr, "buddyhint plot: waitpid: %s\n", strerror(errno));
+      return BH_EXIT_FAIL;
+    }
+  return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : BH_EXIT_FAIL;
+}
+
 int cmd_plot(int argc, char **argv) {
   if (bh_cli_plot_is_sweep(argc, argv)) /* plot_sweep.c */
     return bh_cli_plot_sweep(argc, argv);
-  const char *inputs[MAX_INPUTS], *labels[MAX_INPUTS];
+  const char *inputs[MAX_INPUTS + 1] = {NULL}, *labels[MAX_INPUTS];
   int nin = 0, nlab = 0;
   const char *out = NULL, *kind = NULL, *scripts = NULL, *rep = NULL;
   for (int i = 1; i < argc;) {
@@ -266,8 +288,9 @@ int cmd_plot(int argc, char **argv) {
     return bh_cli_usage_error(VERB, "-o '%s': the name must end in .png or .svg", out);
   if (kind && strcmp(kind, "heatmap") && strcmp(kind, "resident"))
     return bh_cli_usage_error(VERB, "--kind must be heatmap or resident, not '%s'", kind);
-  if (rep && (atoi(rep) < 1 || strspn(rep, "0123456789") != strlen(rep)))
-    return bh_cli_usage_error(VERB, "--rep wants a repetition number >= 1, not '%s'", rep);
+  uint64_t rep_n = 0;
+  if (rep && bh_cli_parse_u64(rep, 1, 1000000, &rep_n))
+    return bh_cli_usage_error(VERB, "--rep wants a repetition number in 1..1000000, not '%s'", rep);
   if (nlab > nin)
     return bh_cli_usage_error(VERB, "%d labels for %d inputs", nlab, nin);
 
@@ -332,40 +355,35 @@ int cmd_plot(int argc, char **argv) {
   }
   if (rep && k == IN_MEMHOG_TIMELINE) {
     size_t l = strlen(vars);
-    snprintf(vars + l, sizeof(vars) - l, "rep=%d; ", atoi(rep));
+    snprintf(vars + l, sizeof(vars) - l, "rep=%llu; ", (unsigned long long)rep_n);
   }
-  bad |= add_var(vars, sizeof(vars), "output", out);
+  /* gnuplot writes a temporary file beside OUT, renamed to OUT if it drew: a picture left from
+   * before is not removed first, and cannot pass for this one either */
+  bh_cli_set_inputs(inputs);
+  bh_cli_out_t *o;
+  int rc = bh_cli_out_open(VERB, out, &o);
+  bh_cli_set_inputs(NULL);
+  if (rc)
+    return rc;
+  bad |= add_var(vars, sizeof(vars), "output", bh_cli_out_writing(o));
   bad |= add_var(vars, sizeof(vars), "fmt", fmt);
   bad |= add_var(vars, sizeof(vars), "scripts", dir);
-  if (bad)
+  if (bad) {
+    bh_cli_out_abort(o);
     return bh_cli_usage_error(VERB, "file names too long");
+  }
   char path[PATH_MAX + 64];
   snprintf(path, sizeof(path), "%s/%s", dir, script);
-
-  unlink(out); /* so that a picture left from before does not pass for this one */
-  fflush(NULL);
-  pid_t pid = fork();
-  if (pid < 0) {
-    fprintf(stderr, "buddyhint plot: fork: %s\n", strerror(errno));
-    return BH_EXIT_FAIL;
-  }
-  if (pid == 0) {
-    execlp("gnuplot", "gnuplot", "-e", vars, path, (char *)NULL);
-    fprintf(stderr, "buddyhint plot: cannot run gnuplot: %s\n", strerror(errno));
-    _exit(127);
-  }
-  int st;
-  while (waitpid(pid, &st, 0) < 0)
-    if (errno != EINTR) {
-      fprintf(stderr, "buddyhint plot: waitpid: %s\n", strerror(errno));
-      return BH_EXIT_FAIL;
-    }
   struct stat sb;
-  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || stat(out, &sb) != 0 || sb.st_size == 0) {
+  if (run_gnuplot(vars, path) || stat(bh_cli_out_writing(o), &sb) != 0 ||
+      (S_ISREG(sb.st_mode) && sb.st_size == 0)) {
     fprintf(stderr, "buddyhint plot: gnuplot failed on %s with %s (see its messages above)\n",
             inputs[0], path);
+    bh_cli_out_abort(o);
     return BH_EXIT_FAIL;
   }
+  if ((rc = bh_cli_out_close(o)) != 0)
+    return rc;
   printf("%s\n", out);
   return BH_EXIT_OK;
 }

@@ -1,12 +1,14 @@
 /*
  * buddyhint record: a real trace of a command, from the running kernel's kmem tracepoints.
  *
- * The events are recorded in a tracefs instance of our own (instances/buddyhint-PID): its
- * ring buffer, event switches and tracing_on are separate from the top-level ones, so nobody
- * else's tracing is disturbed and nothing has to be restored; the instance is removed at the
- * end.  If instances cannot be made, the top-level buffer is used and everything we change in
- * it (buffer_size_kb, options/overwrite, the three events' enable, tracing_on) is saved first
- * and restored afterwards.
+ * The events are recorded in a tracefs instance of our own (instances/buddyhint-PID-START,
+ * record_safety.c): its ring buffer, event switches and tracing_on are separate from the
+ * top-level ones, so nobody else's tracing is disturbed and nothing has to be restored; the
+ * instance is removed at the end, and instances that killed recorders left behind are removed
+ * at the start.  If an instance cannot be made, record fails: the top-level buffer is never
+ * used (clearing it would lose another tracer's data).  CMD runs as the user who invoked sudo
+ * unless --as-root is given.  The trace is written to a temporary file beside FILE and renamed
+ * to FILE at the end, so that a failed or killed recording never leaves a short trace there.
  *
  * Sequence: mount tracefs if needed; set the per-cpu buffer size, overwrite=0 (a full buffer
  * drops the newest events, counted as "dropped events", rather than overwriting the oldest);
@@ -21,6 +23,7 @@
  * `trace` file is read after the run instead, and the buffer must hold everything.
  */
 #include "cli/cli.h"
+#include "cli/record_safety.h"
 
 #include <buddyhint/trace.h>
 
@@ -51,14 +54,21 @@ static const char *const kmem_events[] = {"mm_page_alloc", "mm_page_free", "mm_p
 static void usage(FILE *out) {
   fprintf(out,
           "usage: buddyhint record -o FILE [--buffer-kb N] [--format text|binary]\n"
-          "                        [--compress none|gzip|zstd] [--] CMD [ARGS]...\n"
+          "                        [--compress none|gzip|zstd] [--as-root] [--] CMD [ARGS]...\n"
           "\n"
           "Records the page allocator events of the running kernel (kmem:mm_page_alloc,\n"
           "mm_page_free, mm_page_free_batched) while CMD runs, and writes them as a native\n"
           "trace.  The kernel's allocator is global, so the trace holds the whole system's\n"
           "events during that time, not only CMD's.  Needs root: tracefs is mounted at\n" TRACEFS
           " if it is not, and the events go to a tracefs instance of\n"
-          "our own (removed afterwards), so other tracing users are not disturbed.\n"
+          "our own (removed afterwards), so other tracing users are not disturbed; if none\n"
+          "can be made, record fails rather than use the top-level buffer.  Instances left\n"
+          "by recorders that were killed are removed first.\n"
+          "Under sudo, CMD runs as the invoking user (SUDO_UID, SUDO_GID and that user's\n"
+          "groups), not as root, unless --as-root is given.\n"
+          "A regular FILE is written to a temporary file beside it (.FILE.XXXXXX) and\n"
+          "renamed to FILE at the end: a failed or killed recording leaves a file already\n"
+          "at FILE as it was.\n"
           "\n"
           "options:\n"
           "  -o, --output FILE      the trace to write ('-' = standard output; CMD's own\n"
@@ -73,6 +83,7 @@ static void usage(FILE *out) {
           "  --clock NAME           the ring buffer's trace_clock (default: the kernel's, usually\n"
           "                         'local', which is per cpu; 'mono' or 'global' keep the\n"
           "                         events of different cpus in one order)\n"
+          "  --as-root              run CMD as root even under sudo\n"
           "  -h, --help             this help\n"
           "\n"
           "The event count, the duration and CMD's exit status go to standard error; CMD's\n"
@@ -86,11 +97,9 @@ static void usage(FILE *out) {
 
 typedef struct tracer {
   char root[64]; /* the tracefs mount */
-  char dir[128]; /* where we work: our instance, or root */
+  char dir[192]; /* where we work: our instance */
   bool mounted;  /* we mounted tracefs (and unmount it at the end) */
   bool instance; /* dir is an instance we made (and remove at the end) */
-  bool saved;    /* top-level fallback: the values below are to be restored */
-  char on[16], kb[32], overwrite[16], ev[NR_EVENTS][16];
 } tracer_t;
 
 static int tf_write(const tracer_t *tr, const char *rel, const char *val) {
@@ -124,7 +133,7 @@ static int tf_read(const tracer_t *tr, const char *rel, char *buf, size_t cap) {
   return 0;
 }
 
-/* Finds or mounts tracefs and makes our instance (or saves the top-level state). */
+/* Finds or mounts tracefs, removes stale instances and makes ours. */
 static int tracer_open(tracer_t *tr) {
   memset(tr, 0, sizeof(*tr));
   if (!access(TRACEFS "/trace", F_OK)) {
@@ -140,38 +149,22 @@ static int tracer_open(tracer_t *tr) {
     tr->mounted = true;
     snprintf(tr->root, sizeof(tr->root), "%s", TRACEFS);
   }
-  snprintf(tr->dir, sizeof(tr->dir), "%s/instances/buddyhint-%d", tr->root, (int)getpid());
+  bh_cli_record_reap_stale(tr->root, kmem_events, NR_EVENTS);
+  char name[64];
+  bh_cli_record_instance_name(name, sizeof(name));
+  snprintf(tr->dir, sizeof(tr->dir), "%s/instances/%s", tr->root, name);
   if (!mkdir(tr->dir, 0750)) {
     tr->instance = true;
     return 0;
   }
   fprintf(stderr,
-          "buddyhint record: cannot make a tracefs instance (%s): %s; using the "
-          "top-level buffer and restoring it afterwards\n",
+          "buddyhint record: cannot make a tracefs instance (%s): %s; the top-level buffer "
+          "is not used instead (that would clear other tracers' data)\n",
           tr->dir, strerror(errno));
-  snprintf(tr->dir, sizeof(tr->dir), "%s", tr->root);
-  char kb[64];
-  if (tf_read(tr, "tracing_on", tr->on, sizeof(tr->on)) ||
-      tf_read(tr, "buffer_size_kb", kb, sizeof(kb)) ||
-      tf_read(tr, "options/overwrite", tr->overwrite, sizeof(tr->overwrite))) {
-    fprintf(stderr, "buddyhint record: cannot read the tracing state in %s\n", tr->dir);
-    return -1;
-  }
-  /* "7 (expanded: 1408)" means the buffer was never used: restore the expanded size.
-   * "X" means the cpus differ: leave the size alone. */
-  const char *ex = strstr(kb, "expanded: ");
-  if (ex)
-    snprintf(tr->kb, sizeof(tr->kb), "%ld", strtol(ex + 10, NULL, 10));
-  else if (kb[0] != 'X')
-    snprintf(tr->kb, sizeof(tr->kb), "%ld", strtol(kb, NULL, 10));
-  for (int i = 0; i < NR_EVENTS; i++) {
-    char rel[96];
-    snprintf(rel, sizeof(rel), "events/kmem/%s/enable", kmem_events[i]);
-    if (tf_read(tr, rel, tr->ev[i], sizeof(tr->ev[i])))
-      snprintf(tr->ev[i], sizeof(tr->ev[i]), "0");
-  }
-  tr->saved = true;
-  return 0;
+  if (tr->mounted && umount(tr->root))
+    fprintf(stderr, "buddyhint record: warning: cannot unmount %s: %s\n", tr->root,
+            strerror(errno));
+  return -1;
 }
 
 /* Undoes tracer_open and whatever was changed since. */
@@ -180,19 +173,11 @@ static void tracer_close(tracer_t *tr) {
   for (int i = 0; i < NR_EVENTS; i++) {
     char rel[96];
     snprintf(rel, sizeof(rel), "events/kmem/%s/enable", kmem_events[i]);
-    tf_write(tr, rel, tr->saved ? tr->ev[i] : "0");
+    tf_write(tr, rel, "0");
   }
-  if (tr->instance) {
-    if (rmdir(tr->dir))
-      fprintf(stderr, "buddyhint record: warning: cannot remove the tracefs instance %s: %s\n",
-              tr->dir, strerror(errno));
-  } else if (tr->saved) {
-    tf_write(tr, "trace", "");
-    if (tr->kb[0])
-      tf_write(tr, "buffer_size_kb", tr->kb);
-    tf_write(tr, "options/overwrite", tr->overwrite);
-    tf_write(tr, "tracing_on", tr->on);
-  }
+  if (tr->instance && rmdir(tr->dir))
+    fprintf(stderr, "buddyhint record: warning: cannot remove the tracefs instance %s: %s\n",
+            tr->dir, strerror(errno));
   if (tr->mounted && umount(tr->root))
     fprintf(stderr, "buddyhint record: warning: cannot unmount %s: %s\n", tr->root,
             strerror(errno));
@@ -278,10 +263,11 @@ static volatile sig_atomic_t got_signal;
 
 static void on_signal(int sig) { got_signal = sig; }
 
-/* Starts argv with tracing on; returns the child's pid, or -1 with errno of the failed
- * fork/exec.  With stdout_to_stderr (the trace goes to standard output) the command's
- * standard output is sent to standard error instead, so that it cannot mix with the trace. */
-static pid_t start_command(char **cmd, bool stdout_to_stderr) {
+/* Starts argv with tracing on, as user u; returns the child's pid, or -1 with errno of the
+ * failed fork, change of user or exec.  With stdout_to_stderr (the trace goes to standard
+ * output) the command's standard output is sent to standard error instead, so that it cannot
+ * mix with the trace. */
+static pid_t start_command(char **cmd, bool stdout_to_stderr, const bh_cli_record_user_t *u) {
   int pfd[2];
   if (pipe2(pfd, O_CLOEXEC))
     return -1;
@@ -301,7 +287,8 @@ static pid_t start_command(char **cmd, bool stdout_to_stderr) {
     close(pfd[0]);
     if (stdout_to_stderr)
       dup2(STDERR_FILENO, STDOUT_FILENO);
-    execvp(cmd[0], cmd);
+    if (bh_cli_record_become(u) == 0)
+      execvp(cmd[0], cmd);
     int e = errno;
     if (write(pfd[1], &e, sizeof(e)) < 0)
       _exit(127);
@@ -369,8 +356,8 @@ static unsigned default_buffer_kb(void) {
 
 typedef struct drain {
   int pipe_fd;         /* the instance's trace_pipe, non-blocking */
-  FILE *spool;         /* temporary file holding the text read so far */
-  char spool_path[64];
+  FILE *spool;         /* temporary file holding the text read so far (already unlinked) */
+  char spool_path[64]; /* where it is read back: /proc/self/fd/N */
   atomic_bool stop;    /* set once tracing is off: drain what is left, then end */
   int err;             /* errno of a failed write to the spool */
   pthread_t thread;
@@ -409,7 +396,11 @@ static bool drain_start(const tracer_t *tr, drain_t *d) {
   const char *tmp = getenv("TMPDIR");
   snprintf(d->spool_path, sizeof(d->spool_path), "%s/buddyhint-record-XXXXXX",
            tmp && strlen(tmp) < 32 ? tmp : "/tmp");
-  int fd = mkstemp(d->spool_path);
+  int fd = mkostemp(d->spool_path, O_CLOEXEC);
+  if (fd >= 0) { /* nameless from the start: a killed recorder leaves no spool behind */
+    unlink(d->spool_path);
+    snprintf(d->spool_path, sizeof(d->spool_path), "/proc/self/fd/%d", fd);
+  }
   d->spool = fd >= 0 ? fdopen(fd, "w+") : NULL;
   atomic_init(&d->stop, false);
   d->err = 0;
@@ -418,22 +409,20 @@ static bool drain_start(const tracer_t *tr, drain_t *d) {
       fclose(d->spool);
     else if (fd >= 0)
       close(fd);
-    if (fd >= 0)
-      unlink(d->spool_path);
     close(d->pipe_fd);
     return false;
   }
   return true;
 }
 
-/* Stops the thread after it has read what tracing left; 0, or -1 if the spool failed. */
+/* Stops the thread after it has read what tracing left; 0, or -1 if the spool failed.  The
+ * spool stays open, to be read back through spool_path: the caller closes it. */
 static int drain_finish(drain_t *d) {
   atomic_store(&d->stop, true);
   pthread_join(d->thread, NULL);
   close(d->pipe_fd);
   if (fflush(d->spool) && !d->err)
     d->err = errno;
-  fclose(d->spool);
   if (d->err) {
     fprintf(stderr, "buddyhint record: cannot write %s: %s\n", d->spool_path, strerror(d->err));
     return -1;
@@ -468,6 +457,7 @@ static int copy_trace(const char *p, bh_trace_writer_t *w, bh_trace_counts_t *c)
 
 int cmd_record(int argc, char **argv) {
   const char *out = NULL, *fmt = NULL, *comp = NULL, *kbs = NULL, *clock = NULL;
+  bool as_root = false;
   int i = 1, r;
   while (i < argc) {
     const char *a = argv[i];
@@ -487,6 +477,9 @@ int cmd_record(int argc, char **argv) {
         (r = bh_cli_opt(argc, argv, &i, "clock", &clock)) != 0) {
       if (r < 0)
         return BH_EXIT_USAGE;
+    } else if (!strcmp(a, "--as-root")) {
+      as_root = true;
+      i++;
     } else if (a[0] == '-') {
       return bh_cli_usage_error(VERB, "unknown option '%s'", a);
     } else {
@@ -500,10 +493,8 @@ int cmd_record(int argc, char **argv) {
   char **cmd = argv + i;
   unsigned buffer_kb = 0;
   if (kbs) {
-    char *end;
-    errno = 0;
-    unsigned long v = strtoul(kbs, &end, 10);
-    if (errno || *end || kbs[0] == '-' || v < 1 || v > (1ul << 24))
+    uint64_t v;
+    if (bh_cli_parse_u64(kbs, 1, 1ul << 24, &v))
       return bh_cli_usage_error(VERB, "--buffer-kb wants a number of KiB from 1 to %lu, not '%s'",
                                 1ul << 24, kbs);
     buffer_kb = (unsigned)v;
@@ -521,17 +512,29 @@ int cmd_record(int argc, char **argv) {
     return BH_EXIT_FAIL;
   }
 
+  bh_cli_record_user_t user = {.drop = false};
+  if (!as_root && bh_cli_record_user(&user)) {
+    fprintf(stderr,
+            "buddyhint record: SUDO_UID %s has no group (SUDO_GID is not set either): "
+            "use --as-root to run the command as root\n",
+            getenv("SUDO_UID"));
+    return BH_EXIT_FAIL;
+  }
+
+  bh_cli_out_t *o;
+  if ((rc = bh_cli_out_open(VERB, out, &o)) != 0)
+    return rc;
   bh_trace_writer_t *w;
-  if (bh_trace_writer_open(out, format, compression, &w)) {
+  if (bh_cli_out_writer(o, format, compression, &w)) {
     fprintf(stderr, "buddyhint record: %s\n", bh_trace_error(NULL));
+    bh_cli_out_abort(o);
     return BH_EXIT_FAIL;
   }
   tracer_t tr;
   rc = BH_EXIT_FAIL;
   if (tracer_open(&tr)) {
-    bh_trace_writer_close(w);
-    if (strcmp(out, "-"))
-      unlink(out);
+    bh_trace_writer_abort(w);
+    bh_cli_out_abort(o); /* nothing was there, or what was there stays */
     return BH_EXIT_FAIL;
   }
   struct sigaction ign = {.sa_handler = SIG_IGN}, fwd = {.sa_handler = on_signal}, old[4];
@@ -561,13 +564,17 @@ int cmd_record(int argc, char **argv) {
     goto restore_signals;
   }
   streaming = drain_start(&tr, &drain);
-  pid = start_command(cmd, !strcmp(out, "-"));
+  pid = start_command(cmd, !strcmp(out, "-"), &user);
   if (pid < 0) {
-    fprintf(stderr, "buddyhint record: cannot run '%s': %s\n", cmd[0], strerror(errno));
+    if (user.drop)
+      fprintf(stderr, "buddyhint record: cannot run '%s' as uid %u gid %u: %s\n", cmd[0],
+              (unsigned)user.uid, (unsigned)user.gid, strerror(errno));
+    else
+      fprintf(stderr, "buddyhint record: cannot run '%s': %s\n", cmd[0], strerror(errno));
     tf_write(&tr, "tracing_on", "0");
     if (streaming) {
       drain_finish(&drain);
-      unlink(drain.spool_path);
+      fclose(drain.spool);
     }
     goto restore_signals;
   }
@@ -575,6 +582,8 @@ int cmd_record(int argc, char **argv) {
   tf_write(&tr, "tracing_on", "0");
   t1 = now_s();
   ok = !streaming || drain_finish(&drain) == 0;
+  if (streaming && !ok)
+    fclose(drain.spool);
 restore_signals:
   sigaction(SIGINT, &old[0], NULL);
   sigaction(SIGQUIT, &old[1], NULL);
@@ -600,21 +609,24 @@ restore_signals:
   snprintf(trace_path, sizeof(trace_path), "%s/trace", tr.dir);
   int copied = copy_trace(streaming ? drain.spool_path : trace_path, w, &c);
   if (streaming)
-    unlink(drain.spool_path);
+    fclose(drain.spool); /* the spool has no name: this is its end */
   if (copied)
     goto cleanup;
   rc = BH_EXIT_OK;
 cleanup:
   tracer_close(&tr);
-  if (bh_trace_writer_close(w) && rc == BH_EXIT_OK) {
+  if (rc == BH_EXIT_OK && bh_trace_writer_close(w)) {
     fprintf(stderr, "buddyhint record: %s\n", bh_trace_error(NULL));
     rc = BH_EXIT_FAIL;
+    w = NULL;
   }
-  if (rc != BH_EXIT_OK) {
-    if (strcmp(out, "-"))
-      unlink(out);
+  if (rc != BH_EXIT_OK) { /* no output; a file that was at FILE stays as it was */
+    bh_trace_writer_abort(w);
+    bh_cli_out_abort(o);
     return rc;
   }
+  if ((rc = bh_cli_out_close(o)) != 0) /* renamed into place only now */
+    return rc;
   char how[64];
   if (status < 0)
     snprintf(how, sizeof(how), "could not be waited for");

@@ -25,31 +25,37 @@ static int replay_extra(int argc, char **argv, int *i, void *ctx) {
 /* Runs one configured replay and reports; the exit code of the verb. */
 int bh_cli_run_one(const char *verb, bh_cli_replay_t *c, const char *trace, bool print) {
   FILE *json = NULL, *timeline = NULL;
-  if (bh_cli_open_out(verb, c->json_path, &json) ||
-      bh_cli_open_out(verb, c->timeline_path, &timeline))
-    return BH_EXIT_FAIL;
+  const char *inputs[] = {trace, NULL}; /* no output may be the trace */
+  bh_cli_set_inputs(inputs);
+  int rc = bh_cli_open_out(verb, c->json_path, &json);
+  if (!rc && (rc = bh_cli_open_out(verb, c->timeline_path, &timeline)) != 0)
+    bh_cli_abort_out(json);
+  bh_cli_set_inputs(NULL);
+  if (rc)
+    return rc;
   c->cfg.trace = trace;
   c->cfg.timeline = timeline;
   bh_replay_summary_t s;
   char err[1024];
-  int rc = bh_replay_run(&c->cfg, &s, err, sizeof(err));
-  bh_cli_close_out(timeline);
+  rc = bh_replay_run(&c->cfg, &s, err, sizeof(err));
   if (rc) {
     fprintf(stderr, "%s\n", err[0] ? err : bh_strerror(rc));
-    bh_cli_close_out(json);
+    bh_cli_abort_out(timeline); /* a file already there is left as it was */
+    bh_cli_abort_out(json);
     return rc == BH_EFORMAT || rc == BH_EINVAL || rc == BH_ENOENT || rc == BH_ESYS ||
                    rc == BH_EIO
                ? BH_EXIT_USAGE
                : BH_EXIT_FAIL;
   }
+  int out_rc = bh_cli_close_out(timeline);
   if (print)
     bh_cli_print_summary(stdout, &s);
   if (json) {
     bh_replay_summary_json(&s, json, 2);
     fputc('\n', json);
   }
-  bh_cli_close_out(json);
-  return s.check_violations ? BH_EXIT_FAIL : BH_EXIT_OK;
+  out_rc |= bh_cli_close_out(json);
+  return out_rc || s.check_violations ? BH_EXIT_FAIL : BH_EXIT_OK;
 }
 
 int cmd_replay(int argc, char **argv) {
@@ -57,21 +63,29 @@ int cmd_replay(int argc, char **argv) {
   bh_cli_replay_init(&c);
   const char *trace, *reports_path = NULL;
   int r = bh_cli_replay_args(argc, argv, &c, &trace, replay_extra, &reports_path, help);
+  if (r) {
+    bh_cli_replay_free(&c);
+    return r > 0 ? BH_EXIT_OK : BH_EXIT_USAGE;
+  }
+  bh_cli_replay_finish(&c);
+  const char *name = c.cfg.hint.strategy ? c.cfg.hint.strategy : "none";
+  if (bh_cli_replay_check("replay", &c) ||
+      bh_cli_check_strategy("replay", &c, name, name, c.opts, c.nopts)) {
+    bh_cli_replay_free(&c);
+    return BH_EXIT_USAGE;
+  }
   FILE *reports = NULL;
-  if (!r && bh_cli_open_out("replay", reports_path, &reports)) {
-    r = BH_EXIT_FAIL;
-  } else if (!r) {
-    bh_cli_replay_finish(&c);
+  const char *inputs[] = {trace, NULL}; /* the reports may not be the trace */
+  bh_cli_set_inputs(inputs);
+  r = bh_cli_open_out("replay", reports_path, &reports);
+  bh_cli_set_inputs(NULL);
+  if (!r) {
     c.cfg.reports = reports;
     r = bh_cli_run_one("replay", &c, trace, true);
-    if (reports && (fflush(reports) || ferror(reports))) {
-      fprintf(stderr, "buddyhint replay: %s: write failed\n", reports_path);
-      if (r == BH_EXIT_OK)
-        r = BH_EXIT_FAIL;
-    }
-    bh_cli_close_out(reports);
-  } else {
-    r = r > 0 ? BH_EXIT_OK : BH_EXIT_USAGE;
+    if (r != BH_EXIT_OK && r != BH_EXIT_FAIL)
+      bh_cli_abort_out(reports); /* the run did not happen: a file already there stays */
+    else if (bh_cli_close_out(reports) && r == BH_EXIT_OK)
+      r = BH_EXIT_FAIL;
   }
   bh_cli_replay_free(&c);
   return r;

@@ -2,6 +2,7 @@
 #include "cli/cli.h"
 
 #include <string.h>
+#include <unistd.h>
 
 static const bh_cli_verb_t verbs[] = {
     {"replay", "replay a trace through the allocator under one hinting strategy", cmd_replay},
@@ -31,15 +32,18 @@ int main(int argc, char **argv) {
   }
   if (bh_cli_is_help(argv[1])) {
     usage(stdout);
-    return BH_EXIT_OK;
+    return bh_cli_stdout_close("--help", BH_EXIT_OK);
   }
   if (!strcmp(argv[1], "--version")) {
     printf("buddyhint %s\n", bh_version());
-    return BH_EXIT_OK;
+    return bh_cli_stdout_close("--version", BH_EXIT_OK);
   }
+  /* not a terminal: the output is written at the end, where bh_cli_stdout_close checks it */
+  if (!isatty(STDOUT_FILENO))
+    setvbuf(stdout, NULL, _IOFBF, 1 << 20);
   for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
     if (!strcmp(argv[1], verbs[i].name))
-      return verbs[i].run(argc - 1, argv + 1);
+      return bh_cli_stdout_close(verbs[i].name, verbs[i].run(argc - 1, argv + 1));
   fprintf(stderr, "buddyhint: unknown verb '%s'\n", argv[1]);
   usage(stderr);
   return BH_EXIT_USAGE;

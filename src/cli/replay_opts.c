@@ -41,14 +41,13 @@ static int set_enum(const char *verb, const char *opt, const char *v, const char
   return -1;
 }
 
-static int num(const char *verb, const char *opt, const char *v, uint64_t max, uint64_t *out) {
-  char *end;
-  unsigned long long x = strtoull(v, &end, 10);
-  if (!*v || *end || *v == '-' || x > max) {
-    bh_cli_usage_error(verb, "--%s: '%s' is not a number in 0..%lu", opt, v, (unsigned long)max);
+static int num(const char *verb, const char *opt, const char *v, uint64_t min, uint64_t max,
+               uint64_t *out) {
+  if (bh_cli_parse_u64(v, min, max, out)) {
+    bh_cli_usage_error(verb, "--%s: '%s' is not a whole number in %llu..%llu", opt, v,
+                       (unsigned long long)min, (unsigned long long)max);
     return -1;
   }
-  *out = x;
   return 0;
 }
 
@@ -125,19 +124,20 @@ int bh_cli_replay_opt(int argc, char **argv, int *i, bh_cli_replay_t *c) {
   } else if (OPT("memory")) {
     if (r < 0 || bh_cli_parse_size(v, &cfg->memory_bytes) || !cfg->memory_bytes) {
       if (r >= 0)
-        bh_cli_usage_error(verb, "--memory: bad size '%s'", v);
+        bh_cli_usage_error(verb, "--memory: bad size '%s' (bytes, or with K, M, G, T)", v);
       return -1;
     }
     return 1;
   } else if (OPT("cpus")) {
-    if (r < 0 || num(verb, "cpus", v, 1024, &x) || !x)
+    if (r < 0 || num(verb, "cpus", v, 1, 1024, &x))
       return -1;
     cfg->arena.nr_cpus = (unsigned)x;
     return 1;
   } else if (OPT("idle")) {
     if (r < 0 || bh_cli_parse_seconds(v, &cfg->idle_ns)) {
       if (r >= 0)
-        bh_cli_usage_error(verb, "--idle: bad duration '%s'", v);
+        bh_cli_usage_error(verb, "--idle: '%s' is not a duration (seconds, or with s, ms, us, ns)",
+                           v);
       return -1;
     }
     if (cfg->idle_ns > BH_REPLAY_MAX_IDLE_NS) {
@@ -149,7 +149,7 @@ int bh_cli_replay_opt(int argc, char **argv, int *i, bh_cli_replay_t *c) {
   } else if (OPT("sample")) {
     if (r < 0 || bh_cli_parse_seconds(v, &cfg->sample_ns) || cfg->sample_ns < 1000000) {
       if (r >= 0)
-        bh_cli_usage_error(verb, "--sample: bad duration '%s'", v);
+        bh_cli_usage_error(verb, "--sample: '%s' is not a duration of at least 1ms", v);
       return -1;
     }
     return 1;
@@ -159,12 +159,12 @@ int bh_cli_replay_opt(int argc, char **argv, int *i, bh_cli_replay_t *c) {
     cfg->touch = (enum bh_touch)e;
     return 1;
   } else if (OPT("speed")) {
-    char *end;
     if (r < 0)
       return -1;
-    cfg->speed = strtod(v, &end);
-    if (*end || !(cfg->speed > 0)) {
-      bh_cli_usage_error(verb, "--speed: bad factor '%s'", v);
+    /* the wall clock's sleeps are virtual time / speed: a tiny factor would overflow them */
+    if (bh_cli_parse_double(v, BH_CLI_SPEED_MIN, BH_CLI_SPEED_MAX, &cfg->speed)) {
+      bh_cli_usage_error(verb, "--speed: '%s' is not a factor in %g..%g", v, BH_CLI_SPEED_MIN,
+                         BH_CLI_SPEED_MAX);
       return -1;
     }
     return 1;
@@ -179,27 +179,27 @@ int bh_cli_replay_opt(int argc, char **argv, int *i, bh_cli_replay_t *c) {
     c->json_path = v;
     return 1;
   } else if (OPT("seed")) {
-    if (r < 0 || num(verb, "seed", v, UINT64_MAX, &cfg->arena.seed))
+    if (r < 0 || num(verb, "seed", v, 0, UINT64_MAX, &cfg->arena.seed))
       return -1;
     return 1;
   } else if (OPT("min-free-kbytes")) {
-    if (r < 0 || num(verb, "min-free-kbytes", v, 64ull << 20, &cfg->arena.min_free_kbytes))
+    if (r < 0 || num(verb, "min-free-kbytes", v, 0, 64ull << 20, &cfg->arena.min_free_kbytes))
       return -1;
     return 1;
   } else if (OPT("compaction-proactiveness")) {
-    if (r < 0 || num(verb, "compaction-proactiveness", v, 100, &x))
+    if (r < 0 || num(verb, "compaction-proactiveness", v, 0, 100, &x))
       return -1;
     cfg->compaction_proactiveness = (unsigned)x;
     return 1;
   } else if (OPT("max-order")) {
-    if (r < 0 || num(verb, "max-order", v, BH_ORDER_LIMIT, &x) || x < 1)
+    if (r < 0 || num(verb, "max-order", v, 1, BH_ORDER_LIMIT, &x))
       return -1;
     cfg->arena.max_order = (unsigned)x;
     if (cfg->arena.pageblock_order > x)
       cfg->arena.pageblock_order = (unsigned)x;
     return 1;
   } else if (OPT("check-every")) {
-    if (r < 0 || num(verb, "check-every", v, UINT64_MAX, &cfg->check_every))
+    if (r < 0 || num(verb, "check-every", v, 0, UINT64_MAX, &cfg->check_every))
       return -1;
     return 1;
   } else {
@@ -224,6 +224,66 @@ void bh_cli_replay_finish(bh_cli_replay_t *c) {
     c->cfg.hint.report = BH_REPORT_NONE;
 }
 
+int bh_cli_replay_check(const char *verb, const bh_cli_replay_t *c) {
+  const bh_replay_config_t *cfg = &c->cfg;
+  uint64_t block = BH_PAGE_SIZE << cfg->arena.max_order;
+  uint64_t max = ((uint64_t)UINT32_MAX - 1000000) * BH_PAGE_SIZE / block * block;
+  if (cfg->memory_bytes && (cfg->memory_bytes < block || cfg->memory_bytes > max)) {
+    bh_cli_usage_error(verb,
+                       "--memory: %llu bytes is not in %llu KiB..%llu GiB (from one block of "
+                       "the largest order, 4 KiB << --max-order, to 2^32 pages)",
+                       (unsigned long long)cfg->memory_bytes, (unsigned long long)(block >> 10),
+                       (unsigned long long)(max >> 30));
+    return -1;
+  }
+  enum bh_backing b = cfg->arena.backing;
+  if (cfg->hint.report == BH_REPORT_PUNCH && b != BH_BACKING_MEMFD && b != BH_BACKING_SIM) {
+    bh_cli_usage_error(verb, "--madvise punch needs --backing memfd (holes are punched in a "
+                             "file; the mmap backing has none)");
+    return -1;
+  }
+  if (cfg->hint.report == BH_REPORT_FREE && b == BH_BACKING_MEMFD) {
+    bh_cli_usage_error(verb, "--madvise free needs --backing mmap (MADV_FREE works on private "
+                             "memory only)");
+    return -1;
+  }
+  return 0;
+}
+
+int bh_cli_check_strategy(const char *verb, const bh_cli_replay_t *c, const char *label,
+                          const char *name, const bh_opt_t *opts, size_t nopts) {
+  if (!bh_strategy_find(name)) {
+    bh_cli_usage_error(verb, "unknown strategy '%s' ('buddyhint info' lists them)", name);
+    return -1;
+  }
+  bh_config_t ac = c->cfg.arena;
+  ac.backing = BH_BACKING_SIM; /* metadata only: the options are what is checked */
+  ac.smp = false;
+  ac.numa_bind = false;
+  if (!ac.nr_cpus)
+    ac.nr_cpus = 1;
+  bh_replay_zone_layout(&ac, (BH_PAGE_SIZE << ac.max_order) * 4);
+  bh_arena_t *a = NULL;
+  if (bh_arena_create(&ac, &a))
+    return 0; /* the replay itself will say what is wrong with the arena */
+  bh_hint_config_t hc;
+  bh_hint_config_init(&hc);
+  hc.strategy = name;
+  hc.opts = opts;
+  hc.nopts = nopts;
+  hc.report = BH_REPORT_NONE;
+  bh_hint_t *h = NULL;
+  int err = bh_hint_attach(a, &hc, &h);
+  bh_hint_detach(h);
+  bh_arena_destroy(a);
+  if (err) {
+    bh_cli_usage_error(verb, "strategy '%s': %s", label,
+                       bh_hint_last_error()[0] ? bh_hint_last_error() : bh_strerror(err));
+    return -1;
+  }
+  return 0;
+}
+
 static double mib(uint64_t b) { return (double)b / (1024.0 * 1024.0); }
 
 void bh_cli_print_summary(FILE *f, const bh_replay_summary_t *s) {
@@ -246,6 +306,8 @@ void bh_cli_print_summary(FILE *f, const bh_replay_summary_t *s) {
   if (s->gaps_shortened)
     fprintf(f, "; %lu gaps over %llu s cut to that", (unsigned long)s->gaps_shortened,
             BH_REPLAY_MAX_GAP_NS / BH_NS_PER_SEC);
+  if (s->time_reversals)
+    fprintf(f, "; %lu events timestamped before an earlier one", (unsigned long)s->time_reversals);
   fprintf(f, "\n");
   fprintf(f, "live         %.1f MiB peak, %.1f MiB at the end\n", mib(s->live_peak_bytes),
           mib(s->live_final_bytes));
@@ -261,23 +323,51 @@ void bh_cli_print_summary(FILE *f, const bh_replay_summary_t *s) {
   fprintf(f, "check        %ld violations\n", s->check_violations);
 }
 
+/* The outputs bh_cli_open_out opened, by their stream. */
+#define MAX_OUTS 8
+static struct {
+  FILE *f;
+  bh_cli_out_t *o;
+} outs[MAX_OUTS];
+
 int bh_cli_open_out(const char *verb, const char *path, FILE **f) {
-  if (!path) {
-    *f = NULL;
-    return 0;
+  *f = NULL;
+  if (!path)
+    return BH_EXIT_OK;
+  int slot = 0;
+  while (slot < MAX_OUTS && outs[slot].o)
+    slot++;
+  if (slot == MAX_OUTS)
+    return bh_cli_usage_error(verb, "too many output files");
+  bh_cli_out_t *o;
+  int rc = bh_cli_out_open(verb, path, &o);
+  if (rc)
+    return rc;
+  if (!(*f = bh_cli_out_stream(o))) {
+    fprintf(stderr, "buddyhint %s: out of memory\n", verb);
+    bh_cli_out_abort(o);
+    return BH_EXIT_FAIL;
   }
-  *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
-  if (!*f) {
-    fprintf(stderr, "buddyhint %s: cannot write %s\n", verb, path);
-    return -1;
-  }
-  return 0;
+  outs[slot].f = *f;
+  outs[slot].o = o;
+  return BH_EXIT_OK;
 }
 
-void bh_cli_close_out(FILE *f) {
-  if (f && f != stdout)
-    fclose(f);
+/* Takes the output of stream f out of the table (NULL if f is none of them). */
+static bh_cli_out_t *take_out(FILE *f) {
+  for (int i = 0; f && i < MAX_OUTS; i++)
+    if (outs[i].o && outs[i].f == f) {
+      bh_cli_out_t *o = outs[i].o;
+      outs[i].o = NULL;
+      outs[i].f = NULL;
+      return o;
+    }
+  return NULL;
 }
+
+int bh_cli_close_out(FILE *f) { return bh_cli_out_close(take_out(f)); }
+
+void bh_cli_abort_out(FILE *f) { bh_cli_out_abort(take_out(f)); }
 
 int bh_cli_replay_args(int argc, char **argv, bh_cli_replay_t *c, const char **trace,
                        int (*extra)(int argc, char **argv, int *i, void *ctx), void *ctx,

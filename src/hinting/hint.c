@@ -74,14 +74,63 @@ const bh_strategy_ops_t *bh_strategy_at(int i) {
 
 /* ---- options ---- */
 
+/*
+ * Numbers in options: integers are decimal, or hex after "0x" (a leading zero is not octal:
+ * "011" is eleven); sizes and durations are decimal with an optional fraction and exponent
+ * ("1.5G", ".5s", "1e-6").  No sign, blank, nan, inf or hex float.
+ */
+static bool all_digits(const char *s, bool hex) {
+  if (!*s)
+    return false;
+  for (; *s; s++)
+    if (!(*s >= '0' && *s <= '9') && !(hex && strchr("abcdefABCDEF", *s)))
+      return false;
+  return true;
+}
+
+static size_t skip_digits(const char **p) {
+  size_t n = 0;
+  while (**p >= '0' && **p <= '9')
+    (*p)++, n++;
+  return n;
+}
+
+/* A decimal number at s (fraction, exponent); *end is set past it.  false if none. */
+static bool decimal(const char *s, double *v, const char **end) {
+  const char *p = s;
+  size_t digits = skip_digits(&p);
+  if (*p == '.') {
+    p++;
+    digits += skip_digits(&p);
+  }
+  if (!digits)
+    return false;
+  if (*p == 'e' || *p == 'E') {
+    const char *q = p + 1;
+    if (*q == '+' || *q == '-')
+      q++;
+    if (skip_digits(&q))
+      p = q;
+  }
+  char buf[64];
+  if ((size_t)(p - s) >= sizeof(buf))
+    return false;
+  memcpy(buf, s, (size_t)(p - s));
+  buf[p - s] = '\0';
+  *v = strtod(buf, NULL);
+  *end = p;
+  return true;
+}
+
 int bh_opt_u64(const bh_opt_t *o, uint64_t min, uint64_t max, uint64_t *out) {
-  if (!o || !o->value || !o->value[0])
+  if (!o || !o->value || !o->value[0] || !out)
     return BH_EINVAL;
   char *end;
   errno = 0;
-  if (o->value[0] < '0' || o->value[0] > '9' || strchr(o->value, '-'))
+  bool hex = o->value[0] == '0' && (o->value[1] == 'x' || o->value[1] == 'X');
+  if (!all_digits(o->value + (hex ? 2 : 0), hex))
     return BH_EINVAL;
-  unsigned long long v = strtoull(o->value, &end, 0);
+  unsigned long long v = strtoull(o->value, &end, hex ? 16 : 10);
   if (errno || *end || v < min || v > max)
     return BH_EINVAL;
   *out = v;
@@ -89,6 +138,8 @@ int bh_opt_u64(const bh_opt_t *o, uint64_t min, uint64_t max, uint64_t *out) {
 }
 
 int bh_opt_bool(const bh_opt_t *o, bool *out) {
+  if (!out)
+    return BH_EINVAL;
   static const char *const yes[] = {"1", "true", "yes", "on"}, *const no[] = {"0", "false", "no",
                                                                               "off"};
   for (int i = 0; o && o->value && i < 4; i++) {
@@ -101,12 +152,9 @@ int bh_opt_bool(const bh_opt_t *o, bool *out) {
 }
 
 int bh_opt_duration(const bh_opt_t *o, uint64_t *ns) {
-  if (!o || !o->value || ((o->value[0] < '0' || o->value[0] > '9') && o->value[0] != '.'))
-    return BH_EINVAL;
-  char *end;
-  errno = 0;
-  double v = strtod(o->value, &end);
-  if (end == o->value || v != v)
+  double v;
+  const char *end;
+  if (!o || !o->value || !ns || !decimal(o->value, &v, &end))
     return BH_EINVAL;
   double scale;
   if (!*end || !strcmp(end, "s"))
@@ -119,19 +167,16 @@ int bh_opt_duration(const bh_opt_t *o, uint64_t *ns) {
     scale = 1;
   else
     return BH_EINVAL;
-  if (errno || v < 0 || v * scale > 1e18)
+  if (v * scale > 1e18)
     return BH_EINVAL;
   *ns = (uint64_t)(v * scale + 0.5);
   return BH_OK;
 }
 
 int bh_opt_size(const bh_opt_t *o, uint64_t *bytes) {
-  if (!o || !o->value || !*o->value || *o->value == '-')
-    return BH_EINVAL;
-  char *end;
-  errno = 0;
-  double v = strtod(o->value, &end);
-  if (errno || end == o->value || v < 0)
+  double v;
+  const char *end;
+  if (!o || !o->value || !bytes || !decimal(o->value, &v, &end))
     return BH_EINVAL;
   double mul = 1;
   switch (*end) {
@@ -165,6 +210,8 @@ int bh_opt_size(const bh_opt_t *o, uint64_t *bytes) {
 }
 
 void bh_hint_set_error(bh_hint_t *h, const char *fmt, ...) {
+  if (!h || !fmt)
+    return;
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(h->error, sizeof(h->error), fmt, ap);
@@ -187,7 +234,11 @@ static void hook_del(void *ctx, bh__zone_t *z, uint64_t pfn, unsigned order, int
     h->ops->del(h->state, z, pfn, order, reason);
 }
 
+static void hook_detach(void *ctx) { bh_hint_detach(ctx); }
+
 void bh_hint_set_orders(bh_hint_t *h, unsigned notify_order, unsigned del_order) {
+  if (!h)
+    return;
   bh_arena_t *a = h->arena;
   for (int i = 0; i < a->nr_zones; i++) {
     bh__zone_t *z = &a->zones[i];
@@ -207,12 +258,16 @@ static uint64_t mono_ns(void) {
 }
 
 uint64_t bh_hint_now(const bh_hint_t *h) {
+  if (!h)
+    return 0;
   return h->clock == BH_CLOCK_THREAD ? mono_ns() : atomic_load(&((bh_hint_t *)h)->now);
 }
 
-uint64_t bh_hint_next_due(const bh_hint_t *h) { return bh__hint_next_due(h); }
+uint64_t bh_hint_next_due(const bh_hint_t *h) { return h ? bh__hint_next_due(h) : BH_HINT_IDLE; }
 
 void bh_hint_request(bh_hint_t *h, uint64_t delay_ns) {
+  if (!h)
+    return;
   uint64_t now = bh_hint_now(h);
   uint64_t at = delay_ns > UINT64_MAX - 1 - now ? UINT64_MAX - 1 : now + delay_ns;
   uint64_t cur = atomic_load(&h->wake_at);
@@ -292,6 +347,7 @@ static int start_thread(bh_hint_t *h) {
   pthread_condattr_destroy(&ca);
   if (pthread_create(&h->thread, NULL, worker_main, h) != 0)
     return BH_ESYS;
+  pthread_setname_np(h->thread, "bh-hint-worker"); /* as top and /proc show it */
   h->thread_started = true;
   return BH_OK;
 }
@@ -299,6 +355,8 @@ static int start_thread(bh_hint_t *h) {
 /* ---- attach / detach ---- */
 
 void bh_hint_config_init(bh_hint_config_t *cfg) {
+  if (!cfg)
+    return;
   memset(cfg, 0, sizeof(*cfg));
   cfg->strategy = "none";
   cfg->report = BH_REPORT_DONTNEED;
@@ -319,6 +377,15 @@ int bh_hint_attach(bh_arena_t *a, const bh_hint_config_t *cfg, bh_hint_t **out) 
     bh_hint_config_init(&defaults);
     cfg = &defaults;
   }
+  if (cfg->clock != BH_CLOCK_VIRTUAL && cfg->clock != BH_CLOCK_THREAD)
+    return attach_fail(NULL, BH_EINVAL, "clock must be BH_CLOCK_VIRTUAL or BH_CLOCK_THREAD");
+  if ((unsigned)cfg->report > BH_REPORT_NONE)
+    return attach_fail(NULL, BH_EINVAL, "unknown report mode");
+  if (cfg->nopts && !cfg->opts)
+    return attach_fail(NULL, BH_EINVAL, "nopts > 0 without opts");
+  for (size_t i = 0; i < cfg->nopts; i++)
+    if (!cfg->opts[i].key || !cfg->opts[i].value)
+      return attach_fail(NULL, BH_EINVAL, "an option without a key or a value");
   const bh_strategy_ops_t *ops = bh_strategy_find(cfg->strategy ? cfg->strategy : "none");
   if (!ops)
     return attach_fail(NULL, BH_ENOENT, "unknown strategy");
@@ -345,6 +412,7 @@ int bh_hint_attach(bh_arena_t *a, const bh_hint_config_t *cfg, bh_hint_t **out) 
   }
   a->hint.notify = hook_notify;
   a->hint.del = hook_del;
+  a->hint.detach = hook_detach;
   a->hint.ctx = h;
   err = ops->create(h, cfg->opts, cfg->nopts, &h->state);
   if (err) {
@@ -385,11 +453,15 @@ void bh_hint_detach(bh_hint_t *h) {
 
 /* ---- services for strategies ---- */
 
-bh_arena_t *bh_hint_arena(const bh_hint_t *h) { return h->arena; }
-const bh_strategy_ops_t *bh_hint_strategy(const bh_hint_t *h) { return h->ops; }
-bh_report_mode_t bh_hint_report_mode(const bh_hint_t *h) { return bh__reporter_mode(h->reporter); }
+bh_arena_t *bh_hint_arena(const bh_hint_t *h) { return h ? h->arena : NULL; }
+const bh_strategy_ops_t *bh_hint_strategy(const bh_hint_t *h) { return h ? h->ops : NULL; }
+bh_report_mode_t bh_hint_report_mode(const bh_hint_t *h) {
+  return h ? bh__reporter_mode(h->reporter) : BH_REPORT_NONE;
+}
 
 int bh_hint_report(bh_hint_t *h, const bh_report_range_t *ranges, size_t n) {
+  if (!h || (n && !ranges))
+    return BH_EINVAL;
   if (!n)
     return BH_OK;
   int err = bh__reporter_report(h->reporter, ranges, n);
@@ -400,7 +472,11 @@ int bh_hint_report(bh_hint_t *h, const bh_report_range_t *ranges, size_t n) {
 }
 
 void bh_hint_stats(const bh_hint_t *h, bh_hint_stats_t *out) {
+  if (!out)
+    return;
   memset(out, 0, sizeof(*out));
+  if (!h)
+    return;
   out->steps = atomic_load(&((bh_hint_t *)h)->steps);
   bh__reporter_stats(h->reporter, &out->report);
   out->refault_pages = atomic_load(&h->arena->refault_pages);
@@ -409,7 +485,7 @@ void bh_hint_stats(const bh_hint_t *h, bh_hint_stats_t *out) {
 }
 
 void bh_hint_strategy_stats(const bh_hint_t *h, bh_stat_emit_fn emit, void *ctx) {
-  if (h->ops->stats && h->state)
+  if (h && emit && h->ops->stats && h->state)
     h->ops->stats(h->state, emit, ctx);
 }
 

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,6 +38,8 @@
 /* ---- defaults ---- */
 
 void bh_replay_config_init(bh_replay_config_t *cfg) {
+  if (!cfg)
+    return;
   memset(cfg, 0, sizeof(*cfg));
   bh_config_init(&cfg->arena);
   bh_hint_config_init(&cfg->hint);
@@ -116,6 +119,7 @@ struct scan {
   struct kept_event *kept;
   bh_trace_counts_t counts;
   char format[32];
+  bool once; /* the trace cannot be read twice (a FIFO, standard input): keep every event */
 };
 
 /* What the replay uses of an event, in 32 bytes (a bh_event_t takes 48). */
@@ -127,7 +131,11 @@ struct kept_event {
 };
 _Static_assert(sizeof(struct kept_event) == 32, "kept events stay 32 bytes");
 
-
+/* Whether the trace can be read a second time: a regular file (not "-", a FIFO, a device). */
+static bool rereadable(const char *path) {
+  struct stat st;
+  return strcmp(path, "-") && !stat(path, &st) && S_ISREG(st.st_mode);
+}
 
 static int open_trace(struct replay *r, bh_trace_t **t) {
   bh_trace_opts_t o = {.lenient = r->cfg->lenient};
@@ -274,15 +282,24 @@ static int first_pass(struct replay *r, struct scan *sc) {
     bh_trace_close(t);
     return BH_ENOMEM;
   }
+  bool once = sc->once;
   memset(sc, 0, sizeof(*sc));
   /* binary records are read in place about as fast as kept events would be played */
-  st.keep = bh_trace_format(t) != BH_TRACE_NATIVE_BINARY && st.keep_max;
+  st.keep = (once || bh_trace_format(t) != BH_TRACE_NATIVE_BINARY) && st.keep_max;
   enum { BATCH = 256 };
   bh_event_t evs[BATCH];
   while ((err = scan_some(t, evs, BATCH, &st)) > 0)
     ;
   if (err)
     set_err(r, "%s", err == BH_ENOMEM ? "out of memory" : bh_trace_error(t));
+  if (!err && once && !st.keep) {
+    set_err(r,
+            "%s cannot be read twice (a FIFO or standard input) and its events do not fit in "
+            "%llu MiB to be kept: give --memory and --cpus (memory_bytes, arena.nr_cpus) to "
+            "read it once",
+            r->cfg->trace, (unsigned long long)(r->cfg->keep_max_bytes >> 20));
+    err = BH_EINVAL;
+  }
   if (err || !st.keep) {
     free(sc->kept);
     sc->kept = NULL;
@@ -297,6 +314,8 @@ static int first_pass(struct replay *r, struct scan *sc) {
 
 /* x86 layout: DMA the first 16 MiB, DMA32 up to 4 GiB, Normal above. */
 void bh_replay_zone_layout(bh_config_t *c, uint64_t total) {
+  if (!c || c->max_order > BH_ORDER_LIMIT)
+    return;
   uint64_t block = BH_PAGE_SIZE << c->max_order;
   total = (total + block - 1) / block * block;
   uint64_t dma = 16ull << 20;
@@ -811,7 +830,9 @@ COLD static void event_clock_slow(struct replay *r, uint64_t time_ns) {
     set_clock_due(r);
   }
   /* timestamps of different CPUs may interleave slightly out of order: never back before
-   * vnow (t0 + vnow is at most the latest timestamp seen, no overflow) */
+   * vnow (t0 + vnow is at most the latest timestamp seen, no overflow), but counted */
+  if (time_ns < r->t0 + r->vnow)
+    r->s->time_reversals++;
   uint64_t t = time_ns > r->t0 + r->vnow ? time_ns - r->t0 : r->vnow;
   if (t - r->vnow > BH_REPLAY_MAX_GAP_NS)
     t = shorten_gap(r, t);
@@ -837,6 +858,8 @@ static inline void event_clock(struct replay *r, uint64_t time_ns) {
   if (bh__likely(vt < due)) {
     if (vt > r->vnow)
       r->vnow = vt;
+    else if (bh__unlikely(vt < r->vnow))
+      r->s->time_reversals++; /* played at vnow, as the slow path does */
     return;
   }
   event_clock_slow(r, time_ns);
@@ -1028,15 +1051,9 @@ int bh_replay_run(const bh_replay_config_t *cfg, bh_replay_summary_t *out, char 
   }
   /* The first pass only sizes the arena and counts CPUs: with both given, one pass does. */
   bool one_pass = cfg->memory_bytes && cfg->arena.nr_cpus;
-  if (!one_pass && !strcmp(cfg->trace, "-")) {
-    set_err(&r, "%s",
-            "reading a trace from standard input needs --memory and --cpus "
-            "(otherwise the trace is read twice)");
-    return BH_EINVAL;
-  }
   clock_gettime(CLOCK_MONOTONIC, &r.wall0);
   getrusage(RUSAGE_SELF, &r.ru0);
-  struct scan sc = {.first = UINT64_MAX};
+  struct scan sc = {.first = UINT64_MAX, .once = !rereadable(cfg->trace)};
   int rc = one_pass ? 0 : first_pass(&r, &sc);
   if (!rc)
     rc = setup(&r, &sc);
@@ -1081,6 +1098,8 @@ static void jdbl(struct jw *w, const char *k, double v) {
 }
 
 int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *f, int indent) {
+  if (!s || !f)
+    return BH_EINVAL;
   struct jw w = {f, indent < 0 ? 0 : indent > 8 ? 8 : indent, 0};
   fputc('{', f);
   jstr(&w, "trace", s->trace);
@@ -1103,6 +1122,7 @@ int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *f, int indent) {
   ju64(&w, "lost_frees", s->lost_frees);
   ju64(&w, "batched_dups", s->batched_dups);
   ju64(&w, "gaps_shortened", s->gaps_shortened);
+  ju64(&w, "time_reversals", s->time_reversals);
   jdbl(&w, "virtual_seconds", s->virtual_seconds);
   jdbl(&w, "wall_seconds", s->wall_seconds);
   jdbl(&w, "cpu_seconds", s->cpu_seconds);

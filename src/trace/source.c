@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zstd_errors.h>
 
 static int src_fail(bh__src_t *src, int err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -207,6 +208,8 @@ static long read_zstd(bh__src_t *src, unsigned char *dst, size_t cap) {
     ZSTD_inBuffer in = {src->in, src->in_len, src->in_pos};
     size_t ret = ZSTD_decompressStream(src->zd, &out, &in); /* also flushes pending output */
     src->in_pos = in.pos;
+    if (ZSTD_isError(ret) && ZSTD_getErrorCode(ret) == ZSTD_error_memory_allocation)
+      return src_fail(src, BH_ENOMEM, "out of memory in the zstd decoder");
     if (ZSTD_isError(ret))
       return src_fail(src, BH_EIO, "corrupt zstd stream: %s", ZSTD_getErrorName(ret));
     src->zd_hint = ret;

@@ -7,7 +7,12 @@
  * close.  Text lines carry only what is known: cpu, pid and mt are left out when -1, gfp when
  * 0, failed when 0; gfp is written with bh_gfp_format() names, which read back to the same
  * bits.
+ *
+ * A path given to bh_trace_writer_open is written through src/trace/outfile.c: a regular file
+ * goes to a temporary file renamed into place by a successful close, so that a failed or
+ * killed run never leaves a short trace under the name (nor destroys a file that was there).
  */
+#include "trace/outfile.h"
 #include "trace/trace_internal.h"
 
 #include <endian.h>
@@ -24,7 +29,8 @@
 
 struct bh_trace_writer {
   int fd;
-  bool close_fd;
+  bool owns; /* opened from a path: `out` is ours to commit or give up */
+  bh__outfile_t out;
   int format, comp;
   int err;               /* sticky */
   uint64_t nr;           /* events written */
@@ -61,7 +67,8 @@ static int write_all(bh_trace_writer_t *w, const unsigned char *p, size_t n) {
     if (r < 0 && errno == EINTR)
       continue;
     if (r <= 0)
-      return w->err = w_fail(w, BH_EIO, "write error: %s", r < 0 ? strerror(errno) : "no progress");
+      return w->err =
+                 w_fail(w, BH_EIO, "write failed: %s", r < 0 ? strerror(errno) : "no progress");
     p += r;
     n -= (size_t)r;
   }
@@ -246,8 +253,8 @@ static void writer_free(bh_trace_writer_t *w) {
   if (w->z_ready)
     deflateEnd(&w->z);
   ZSTD_freeCStream(w->zc);
-  if (w->close_fd && w->fd >= 0)
-    close(w->fd);
+  if (w->owns)
+    bh__outfile_abort(&w->out); /* nothing left to do after a commit */
   free(w->buf);
   free(w->cbuf);
   free(w->name);
@@ -288,38 +295,38 @@ static void put_header(bh_trace_writer_t *w) {
   }
 }
 
-int bh_trace_writer_open(const char *path, int format, int compression,
-                         bh_trace_writer_t **out) {
+/* A writer on fd (path for the outfile, or -1 and name for a caller's descriptor). */
+static int writer_new(const char *path, int fd, const char *name, int format, int compression,
+                      bh_trace_writer_t **out) {
   char *msg = bh__trace_tls_msg();
   if (out)
     *out = NULL;
-  if (!path || !out || (format != BH_TRACE_NATIVE_TEXT && format != BH_TRACE_NATIVE_BINARY) ||
+  const char *what = path ? path : name ? name : "(null)";
+  if ((!path && fd < 0) || !out ||
+      (format != BH_TRACE_NATIVE_TEXT && format != BH_TRACE_NATIVE_BINARY) ||
       compression < BH_TRACE_COMP_NONE || compression > BH_TRACE_COMP_ZSTD) {
-    snprintf(msg, BH__TRACE_MSG_SIZE, "%s: bad writer arguments", path ? path : "(null)");
+    snprintf(msg, BH__TRACE_MSG_SIZE, "%s: bad writer arguments", what);
     return BH_EINVAL;
   }
   bh_trace_writer_t *w = calloc(1, sizeof(*w));
   if (!w) {
-    snprintf(msg, BH__TRACE_MSG_SIZE, "%s: out of memory", path);
+    snprintf(msg, BH__TRACE_MSG_SIZE, "%s: out of memory", what);
     return BH_ENOMEM;
   }
-  w->fd = -1;
+  w->fd = fd;
   w->format = format;
   w->comp = compression;
-  w->name = strdup(strcmp(path, "-") == 0 ? "<stdout>" : path);
+  w->name = strdup(path && !strcmp(path, "-") ? "<stdout>" : what);
   w->buf = malloc(W_BUF_SIZE);
   int err = 0;
   if (!w->name || !w->buf)
     err = w_fail(w, BH_ENOMEM, "out of memory");
   if (!err)
     err = start_encoder(w);
-  if (!err && strcmp(path, "-") == 0) {
-    w->fd = STDOUT_FILENO;
-  } else if (!err) {
-    w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (w->fd < 0)
-      err = w_fail(w, BH_ESYS, "cannot create: %s", strerror(errno));
-    w->close_fd = true;
+  if (!err && path) {
+    err = bh__outfile_open(&w->out, path, NULL, msg, BH__TRACE_MSG_SIZE);
+    w->owns = !err;
+    w->fd = w->out.fd;
   }
   if (err) {
     int e = errno;
@@ -330,6 +337,26 @@ int bh_trace_writer_open(const char *path, int format, int compression,
   put_header(w);
   *out = w;
   return 0;
+}
+
+int bh_trace_writer_open(const char *path, int format, int compression, bh_trace_writer_t **out) {
+  if (!path) {
+    snprintf(bh__trace_tls_msg(), BH__TRACE_MSG_SIZE, "(null): bad writer arguments");
+    if (out)
+      *out = NULL;
+    return BH_EINVAL;
+  }
+  return writer_new(path, -1, NULL, format, compression, out);
+}
+
+int bh_trace_writer_fdopen(int fd, const char *name, int format, int compression,
+                           bh_trace_writer_t **out) {
+  char fdname[32];
+  if (!name) {
+    snprintf(fdname, sizeof(fdname), "<fd %d>", fd);
+    name = fdname;
+  }
+  return writer_new(NULL, fd, name, format, compression, out);
 }
 
 int bh_trace_write(bh_trace_writer_t *w, const bh_event_t *ev) {
@@ -355,12 +382,13 @@ int bh_trace_writer_close(bh_trace_writer_t *w) {
   if (!w)
     return 0;
   int err = flush_buf(w, true);
-  if (w->close_fd && w->fd >= 0) {
-    int r = close(w->fd);
-    w->fd = -1;
-    if (r != 0 && !err)
-      err = w_fail(w, BH_EIO, "close failed: %s", strerror(errno));
-  }
+  if (w->owns && !err) /* closed and renamed into place; on failure the old file stays */
+    err = bh__outfile_commit(&w->out, bh__trace_tls_msg(), BH__TRACE_MSG_SIZE);
   writer_free(w);
   return err;
+}
+
+void bh_trace_writer_abort(bh_trace_writer_t *w) {
+  if (w)
+    writer_free(w);
 }

@@ -228,8 +228,17 @@ static void test_data_safety(void **state) {
     w[i].stop = &stop;
     assert_int_equal(pthread_create(&t[i], NULL, worker_main, &w[i]), 0);
   }
-  struct timespec ts = {2, 500000000};
-  nanosleep(&ts, NULL);
+  /* 2.5 s, and until the worker made ten passes that reported something (a loaded machine
+   * under ThreadSanitizer is slow: an amount of work, not a speed), at most a minute */
+  uint64_t t0 = bt_mono_ns();
+  for (;;) {
+    struct timespec ts = {0, 50 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    uint64_t el = bt_mono_ns() - t0;
+    bool enough = bt_stat(h, "passes") >= 10 && bt_stat(h, "blocks_reported") > 0;
+    if ((el >= 2500 * MSEC && enough) || el >= 60 * SEC)
+      break;
+  }
   atomic_store(&stop, 1);
   for (int i = 0; i < 2; i++)
     pthread_join(t[i], NULL);

@@ -195,8 +195,10 @@ static void test_concurrent_alloc_free(void **state) {
     assert_int_equal(pthread_create(&tid[i], NULL, worker_main, &workers[i]), 0);
   }
   assert_int_equal(pthread_create(&mon, NULL, monitor_main, &sh), 0);
+  /* RUN_SECONDS, and until 1000 operations were made (an amount of work, not a speed: a
+   * loaded machine under ThreadSanitizer is slow), at most a minute more */
   double end = now_s() + RUN_SECONDS;
-  while (now_s() < end) {
+  while ((now_s() < end || atomic_load(&sh.ops) <= 1000) && now_s() < end + 60) {
     struct timespec ts = {0, 20 * 1000 * 1000};
     nanosleep(&ts, NULL);
   }

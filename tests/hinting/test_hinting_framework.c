@@ -369,7 +369,9 @@ static void test_opt_parsers(void **state) {
       {"5 s", BH_EINVAL, 0},        {"2S", BH_EINVAL, 0},
       {"abc", BH_EINVAL, 0},        {"1.5.2", BH_EINVAL, 0},
       {"1000000001", BH_EINVAL, 0}, {"inf", BH_EINVAL, 0},
-      {".", BH_EINVAL, 0},
+      {".", BH_EINVAL, 0},          {"nan", BH_EINVAL, 0},
+      {"0x1p4", BH_EINVAL, 0},      {" 1", BH_EINVAL, 0},
+      {"1e", BH_EINVAL, 0},
   };
   int failures = 0;
   for (size_t i = 0; i < sizeof(dur) / sizeof(dur[0]); i++) {
@@ -401,7 +403,9 @@ static void test_opt_parsers(void **state) {
       {"", BH_EINVAL, 0},          {"-1G", BH_EINVAL, 0},
       {"1X", BH_EINVAL, 0},        {"1 G", BH_EINVAL, 0},
       {"G", BH_EINVAL, 0},         {"1Gb", BH_EINVAL, 0},
-      {"20000000T", BH_EINVAL, 0},
+      {"20000000T", BH_EINVAL, 0}, {"nan", BH_EINVAL, 0},
+      {"inf", BH_EINVAL, 0},       {"0x10", BH_EINVAL, 0},
+      {" 4096", BH_EINVAL, 0},     {"+1M", BH_EINVAL, 0},
   };
   for (size_t i = 0; i < sizeof(size) / sizeof(size[0]); i++) {
     bh_opt_t o = {"s", size[i].v};
@@ -426,6 +430,10 @@ static void test_opt_parsers(void **state) {
       {"11", 0, 10, BH_EINVAL, 0},
       {"4", 5, 10, BH_EINVAL, 0},
       {"0x10", 0, 100, 0, 16},
+      {"011", 0, 100, 0, 11}, /* not octal */
+      {"0x", 0, 100, BH_EINVAL, 0},
+      {" 5", 0, 10, BH_EINVAL, 0},
+      {"+5", 0, 10, BH_EINVAL, 0},
       {"18446744073709551615", 0, UINT64_MAX, 0, UINT64_MAX},
       {"18446744073709551616", 0, UINT64_MAX, BH_EINVAL, 0},
       {"-1", 0, UINT64_MAX, BH_EINVAL, 0},

@@ -19,6 +19,11 @@
 #define NTHREADS 2
 #define SLOTS 512
 #define RUN_SECONDS 2.0
+/* Each thread runs RUN_SECONDS and until it made MIN_ALLOCS allocations, whichever is later
+ * (a loaded machine under ThreadSanitizer makes a few hundred a second), but not past
+ * MAX_SECONDS: the amount of work is asserted, not a speed. */
+#define MIN_ALLOCS 600
+#define MAX_SECONDS 90.0
 #define WORDS (BH_PAGE_SIZE / sizeof(uint64_t))
 
 struct slot {
@@ -70,7 +75,8 @@ static void *worker_main(void *arg) {
   struct worker *w = arg;
   ht_rng_t rng = {w->seed};
   uint64_t next_tag = ((uint64_t)w->id << 48) + 1;
-  while (ht_mono_s() < w->deadline) {
+  while ((ht_mono_s() < w->deadline || w->allocs < MIN_ALLOCS) &&
+         ht_mono_s() < w->deadline + MAX_SECONDS) {
     for (int k = 0; k < 64; k++) {
       struct slot *s = &w->slots[ht_below(&rng, SLOTS)];
       w->ops++;

@@ -1,6 +1,8 @@
 /* Native binary, compressed input, writer round trips, truncated and corrupt data. */
 #include "trace_test_util.h"
 
+#include <sys/stat.h>
+
 #include <errno.h>
 #include <inttypes.h>
 #include <time.h>
@@ -195,8 +197,91 @@ static void test_writer_errors(void **state) {
     assert_int_equal(bh_trace_writer_open("/dev/full", BH_TRACE_NATIVE_TEXT, 0, &w), 0);
     assert_int_equal(bh_trace_write(w, &e), 0);
     assert_int_equal(bh_trace_writer_close(w), BH_EIO);
-    assert_string_equal(bh_trace_error(NULL), "/dev/full: write error: No space left on device");
+    assert_string_equal(bh_trace_error(NULL), "/dev/full: write failed: No space left on device");
   }
+}
+
+/* Dot files in the test directory: temporary files the writer left behind. */
+static int leftover_temporaries(void) {
+  DIR *d = opendir(tt_dir);
+  assert_non_null(d);
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)))
+    n += e->d_name[0] == '.' && strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+  closedir(d);
+  return n;
+}
+
+static bool file_is(const char *p, const char *text) {
+  char buf[256] = "";
+  FILE *f = fopen(p, "rb");
+  if (!f)
+    return false;
+  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  return !strcmp(buf, text);
+}
+
+/*
+ * A path is written through a temporary file renamed by a successful close: a file already
+ * there is untouched until then and after an abort or a failure, keeps its mode when
+ * replaced, a symbolic link keeps pointing at the new file, devices are written in place.
+ */
+static void test_writer_replaces_only_on_success(void **state) {
+  (void)state;
+  bh_event_t e = {
+      .time_ns = 5, .pfn = 0x40, .op = BH_EV_ALLOC, .cpu = -1, .pid = -1, .migratetype = -1};
+  const char *p = tt_write("kept.txt", "keep me\n", 8);
+  assert_int_equal(chmod(p, 0640), 0);
+  bh_trace_writer_t *w;
+  assert_int_equal(bh_trace_writer_open(p, BH_TRACE_NATIVE_TEXT, 0, &w), 0);
+  assert_int_equal(bh_trace_write(w, &e), 0);
+  assert_true(file_is(p, "keep me\n")); /* while writing */
+  assert_int_equal(leftover_temporaries(), 1);
+  bh_trace_writer_abort(w);
+  assert_true(file_is(p, "keep me\n"));
+  assert_int_equal(leftover_temporaries(), 0);
+
+  /* a write error fails the close */
+  if (access("/dev/full", W_OK) == 0) {
+    assert_int_equal(bh_trace_writer_open("/dev/full", BH_TRACE_NATIVE_TEXT, 0, &w), 0);
+    assert_int_equal(bh_trace_write(w, &e), 0);
+    assert_int_equal(bh_trace_writer_close(w), BH_EIO);
+    struct stat st;
+    assert_int_equal(stat("/dev/full", &st), 0); /* a device is never removed */
+    assert_true(S_ISCHR(st.st_mode));
+  }
+
+  assert_int_equal(bh_trace_writer_open(p, BH_TRACE_NATIVE_TEXT, 0, &w), 0);
+  assert_int_equal(bh_trace_write(w, &e), 0);
+  assert_int_equal(bh_trace_writer_close(w), 0);
+  assert_false(file_is(p, "keep me\n"));
+  struct stat st;
+  assert_int_equal(stat(p, &st), 0);
+  assert_int_equal(st.st_mode & 0777, 0640);
+  assert_int_equal(leftover_temporaries(), 0);
+
+  /* through a symbolic link: the target is replaced, the link stays */
+  const char *target = tt_write("target.txt", "old\n", 4);
+  const char *link = tt_path("link.txt");
+  assert_int_equal(symlink(target, link), 0);
+  assert_int_equal(bh_trace_writer_open(link, BH_TRACE_NATIVE_BINARY, 0, &w), 0);
+  assert_int_equal(bh_trace_write(w, &e), 0);
+  assert_int_equal(bh_trace_writer_close(w), 0);
+  assert_int_equal(lstat(link, &st), 0);
+  assert_true(S_ISLNK(st.st_mode));
+  assert_false(file_is(target, "old\n"));
+  assert_int_equal(leftover_temporaries(), 0);
+
+  /* refused: a directory, a link to nowhere */
+  assert_int_equal(bh_trace_writer_open(tt_dir, BH_TRACE_NATIVE_TEXT, 0, &w), BH_EINVAL);
+  const char *dangling = tt_path("dangling.txt");
+  assert_int_equal(symlink(tt_path("nowhere.txt"), dangling), 0);
+  assert_int_equal(bh_trace_writer_open(dangling, BH_TRACE_NATIVE_TEXT, 0, &w), BH_EINVAL);
+  assert_int_equal(access(tt_path("nowhere.txt"), F_OK), -1);
+  assert_int_equal(leftover_temporaries(), 0);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -507,6 +592,7 @@ int main(void) {
       cmocka_unit_test(test_round_trip),
       cmocka_unit_test(test_writer_output),
       cmocka_unit_test(test_writer_errors),
+      cmocka_unit_test(test_writer_replaces_only_on_success),
       cmocka_unit_test(test_binary_errors),
       cmocka_unit_test(test_compressed_fixtures),
       cmocka_unit_test(test_multi_member),

@@ -1,0 +1,450 @@
+#!/bin/bash
+# The command never destroys what the user owns, reports every failed write, and exits with
+# the same codes everywhere (2 bad usage or input, 1 a failed run): one table of cases.
+#
+#   safety.sh BUDDYHINT SRCDIR          (ctest: cli_safety)
+#
+# Each row runs in a fresh directory holding the fixtures: traces (good, malformed, truncated,
+# corrupt), files that stand for earlier outputs ("precious" contents), a character device
+# like /dev/null (n) and one like /dev/full (full), a FIFO.  A row gives the command, the exit
+# status it must have and a pattern its standard error must match; afterwards every fixture
+# must be unchanged (byte for byte; devices and FIFOs still what they were), and no temporary
+# file may be left.  Then: runs killed with SIGKILL leave no output, and `record` (root and
+# tracefs: skipped with a message where they are missing) is checked for stale instances, the
+# top-level buffer, the user CMD runs as, and a recorder killed mid-run.
+set -u
+
+if [ $# -lt 2 ]; then
+  echo "usage: $0 BUDDYHINT SRCDIR" >&2
+  exit 2
+fi
+BH=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+SRC=$(cd "$2" && pwd)
+export BH
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/bh-cli-safety-XXXXXX")
+BG_PIDS=()
+cleanup() {
+  for p in "${BG_PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+cd "$WORK" || exit 1
+
+fails=0
+count=0
+skipped=0
+fail() {
+  echo "FAIL $1"
+  fails=$((fails + 1))
+}
+
+# ---- fixtures, made once and copied into each row's directory ----
+mkdir fixtures
+(
+  cd fixtures || exit 1
+  cp "$SRC/data/ftrace.txt" ftrace.txt
+  printf '# buddyhint-trace 1\n1000 A 0x10 0 cpu=0\n2000 A 0x11 0 cpu=1\n3000 F 0x10 0 cpu=0\n' >t.txt
+  "$BH" gen memhog -p size=4M -p seed=3 -o t.bht 2>/dev/null
+  "$BH" gen memhog -p size=4M -p seed=3 -o t.bht.zst 2>/dev/null
+  printf '# buddyhint-trace 1\n1 X 0 0\n' >bad.txt
+  head -c 200 t.bht.zst >trunc.zst
+  "$BH" gen memhog -p size=4M -p seed=3 -o t.txt.gz 2>/dev/null
+  { head -c 40 t.txt.gz; printf 'garbage that is no deflate data at all'; tail -c +80 t.txt.gz; } >corrupt.gz
+  rm t.txt.gz
+  # timestamps going backwards once: 3000 after 4000
+  printf '# buddyhint-trace 1\n1000 A 0x10 0 cpu=0\n4000 A 0x11 0 cpu=0\n3000 F 0x10 0 cpu=0\n' >reversed.txt
+  for f in old.json old.csv old.txt old.bht old.png; do printf 'precious %s\n' "$f" >"$f"; done
+  ln t.txt hardlink.txt
+  mknod n c 1 3 # /dev/null
+  mknod full c 1 7 # /dev/full
+  mkfifo fifo
+  # a replay timeline to plot, and gnuplot scripts that fail
+  "$BH" replay t.bht --backing sim --quiet --idle 2 --timeline tl.csv >/dev/null 2>&1
+  mkdir badplots
+  echo 'this is not gnuplot' >badplots/common.gp
+  echo 'this is not gnuplot' >badplots/replay_heatmap.gp
+) || exit 1
+for f in t.txt t.bht t.bht.zst tl.csv; do
+  [ -s "fixtures/$f" ] || { echo "FAIL fixture $f could not be made"; exit 1; }
+done
+
+# The state of every fixture: checksum of regular files, type of the others.
+snapshot() {
+  local f
+  for f in $(cd "$1" && find . -mindepth 1 | sort); do
+    local p="$1/$f"
+    if [ -L "$p" ]; then echo "$f link $(readlink "$p")"
+    elif [ -p "$p" ]; then echo "$f fifo"
+    elif [ -c "$p" ]; then echo "$f chr $(stat -c %t:%T "$p")"
+    elif [ -d "$p" ]; then echo "$f dir"
+    else echo "$f $(sha256sum <"$p" | cut -c1-16)"
+    fi
+  done
+}
+BEFORE=$(snapshot fixtures)
+
+# row NAME STATUS REGEX COMMAND [CHANGES]: COMMAND (a bash string, run in a fresh copy of the
+# fixtures) must exit with STATUS and print something matching REGEX on standard error; every
+# fixture but those named in CHANGES (space separated) must be unchanged, and nothing else may
+# be left but the files in CHANGES.
+row() {
+  local name=$1 want=$2 regex=$3 cmd=$4 changes=${5:-}
+  count=$((count + 1))
+  rm -rf row && cp -a fixtures row
+  (cd row && timeout 120 bash -c "$cmd" >../row.out 2>../row.err)
+  local rc=$?
+  local problems=""
+  [ "$rc" -eq "$want" ] || problems+=" exit status $rc, not $want;"
+  [ -z "$regex" ] || grep -Eq -- "$regex" row.err || problems+=" stderr does not match /$regex/;"
+  if [ "$want" -ne 0 ] && ! grep -q . row.err; then problems+=" no message;"; fi
+  local after
+  after=$(snapshot row)
+  local f
+  for f in $changes; do # allowed to change or appear
+    after=$(grep -v "^./$f " <<<"$after")
+  done
+  local expect=$BEFORE
+  for f in $changes; do expect=$(grep -v "^./$f " <<<"$expect"); done
+  if [ "$after" != "$expect" ]; then
+    problems+=" files changed:$(diff <(echo "$expect") <(echo "$after") | grep '^[<>]' | tr '\n' ' ')"
+  fi
+  if [ -n "$problems" ]; then
+    fail "$name:$problems"
+    echo "    \$ $cmd"
+    sed 's/^/    stderr: /' row.err | head -5
+  else
+    echo "ok   $name"
+  fi
+}
+
+# A row that needs something this machine may lack: say so, and count it.
+skip() {
+  count=$((count + 1))
+  skipped=$((skipped + 1))
+  echo "SKIP $1: $2"
+}
+
+# ---- 1. failures never remove or truncate an output that was there ----
+row convert-bad-onto-device 2 'bad.txt:2: bad op' '$BH convert bad.txt n'
+row convert-bad-onto-file 2 'malformed' '$BH convert bad.txt old.txt'
+row convert-truncated-onto-file 2 'truncated zstd stream' '$BH convert trunc.zst old.txt'
+row convert-corrupt-onto-file 2 'corrupt gzip stream' '$BH convert corrupt.gz old.bht'
+row convert-missing-onto-file 2 'nosuch.txt: cannot open' '$BH convert nosuch.txt old.txt'
+row gen-bad-param-onto-file 2 'unknown parameter' '$BH gen memhog -p sise=1 -o old.bht'
+row gen-onto-full-device 1 'full: write failed: No space left on device' \
+  '$BH gen memhog -p size=8M -o full'
+row gen-no-directory 1 'nodir/x.bht: cannot create' '$BH gen memhog -p size=8M -o nodir/x.bht'
+row replay-bad-trace-json-kept 2 'bad.txt:2: bad op' '$BH replay bad.txt --backing sim --json old.json --timeline old.csv --quiet'
+row compare-bad-variant-json-kept 2 'ordr' \
+  '$BH compare t.txt --backing sim --strategies none,bubble:ordr=3 --json old.json --quiet'
+row plot-gnuplot-fails-picture-kept 1 'gnuplot failed' \
+  '$BH plot tl.csv -o old.png --scripts badplots'
+row convert-onto-device-ok 0 'wrote 3 events' '$BH convert t.txt n'
+row convert-onto-fifo-ok 0 'wrote 3 events' 'cat fifo >/dev/null & $BH convert t.txt fifo; wait'
+row convert-replaces-on-success 0 'wrote 3 events' '$BH convert t.txt old.txt && grep -q "^1000 A 0x10" old.txt' 'old.txt'
+row gen-stdout 0 'written to -' '$BH gen memhog -p size=4M -p seed=3 -o - --format binary | cmp -s - t.bht'
+
+# ---- 2. an output that is the same file as an input is refused ----
+row replay-json-onto-trace 2 'is the same file as the input t.bht.zst' \
+  '$BH replay t.bht.zst --backing sim --json t.bht.zst --quiet'
+row replay-timeline-onto-trace 2 'is the same file as the input' \
+  '$BH replay t.txt --backing sim --timeline t.txt --quiet'
+row replay-json-onto-hardlink 2 'hardlink.txt: is the same file as the input t.txt' \
+  '$BH replay t.txt --backing sim --json hardlink.txt --quiet'
+row replay-stdout-appends-to-trace 2 'is the same file as the input' \
+  '$BH replay t.txt --backing sim --json - --quiet >>t.txt'
+row check-json-onto-trace 2 'is the same file as the input' '$BH check t.txt --json t.txt --quiet'
+row compare-json-onto-trace 2 'is the same file as the input' \
+  '$BH compare t.txt --backing sim --json t.txt --quiet'
+row convert-onto-itself 2 'is the same file as the input' '$BH convert t.txt t.txt'
+row convert-onto-hardlink 2 'is the same file as the input' '$BH convert t.txt hardlink.txt'
+row convert-stdin-appended-to 2 '<stdout>: is the same file as the input <stdin>' \
+  '$BH convert - - <t.txt >>t.txt'
+row convert-stdin-to-device 0 'wrote 3 events to -' '$BH convert - - <t.txt >n'
+row plot-onto-input 2 'is the same file as the input' 'cp tl.csv tl.png && $BH plot tl.png -o tl.png' 'tl.png'
+
+# ---- 3. a failed write is an error, with the reason ----
+row replay-json-full 1 'full: write failed: No space left on device' \
+  '$BH replay t.txt --backing sim --json full --quiet'
+row replay-timeline-full 1 'full: write failed: No space left on device' \
+  '$BH replay t.txt --backing sim --timeline full --quiet'
+row compare-json-full 1 'full: write failed: No space left on device' \
+  '$BH compare t.txt --backing sim --json full --quiet'
+row replay-stdout-full 1 '<stdout>: write failed: No space left on device' \
+  '$BH replay t.txt --backing sim --quiet >/dev/full'
+row compare-stdout-full 1 '<stdout>: write failed: No space left on device' \
+  '$BH compare t.txt --backing sim --quiet >/dev/full'
+row info-stdout-full 1 '<stdout>: write failed: No space left on device' '$BH info >/dev/full'
+row help-stdout-full 1 'write failed: No space left on device' '$BH --help >/dev/full'
+row gen-stdout-full 1 'write failed: No space left on device' \
+  '$BH gen memhog -p size=8M -o - >/dev/full'
+row convert-stdout-full 1 'write failed: No space left on device' '$BH convert t.bht - >/dev/full'
+row convert-onto-full 1 'full: write failed: No space left on device' '$BH convert t.bht full'
+
+# ---- 11. exit codes: 2 bad usage or input (always with a message), 1 a failed run ----
+row compare-missing-trace 2 'nosuch.txt: cannot open' '$BH compare nosuch.txt --backing sim --quiet'
+row compare-directory-trace 2 'badplots: ' '$BH compare badplots --backing sim --quiet'
+row replay-missing-trace 2 'nosuch.txt: cannot open' '$BH replay nosuch.txt --backing sim --quiet'
+row replay-punch-without-memfd 2 '--madvise punch needs --backing memfd' \
+  '$BH replay t.txt --madvise punch --quiet'
+row replay-free-on-memfd 2 '--madvise free needs --backing mmap' \
+  '$BH replay t.txt --backing memfd --madvise free --quiet'
+row replay-cpus-0 2 '--cpus: .0. is not a whole number in 1..1024' '$BH replay t.txt --cpus 0'
+row replay-max-order-0 2 '--max-order: .0. is not a whole number in 1..18' \
+  '$BH replay t.txt --max-order 0'
+row replay-unknown-strategy 2 "unknown strategy 'bogus'" '$BH replay t.txt --strategy bogus'
+
+# ---- 12. numbers are parsed strictly, errors name the option and its bounds ----
+row replay-memory-nan 2 '--memory: bad size .nan.' '$BH replay t.txt --memory nan'
+row replay-memory-below-minimum 2 '--memory: 1048576 bytes is not in 4096 KiB\.\.' \
+  '$BH replay t.txt --backing sim --memory 1M'
+row replay-speed-tiny 2 '--speed: .1e-300. is not a factor in 0.001..1e\+06' \
+  '$BH replay t.txt --speed 1e-300'
+row replay-speed-nan 2 '--speed: .nan. is not a factor' '$BH replay t.txt --speed nan'
+row replay-seed-overflow 2 '--seed: .18446744073709551616. is not a whole number in 0..18446744073709551615' \
+  '$BH replay t.txt --seed 18446744073709551616'
+row replay-seed-blank 2 '--seed: . 5. is not a whole number' "\$BH replay t.txt --seed ' 5'"
+row replay-opt-octal 2 "strategy 'bubble': bubble: bad value '011' for order" \
+  '$BH replay t.txt --backing sim --strategy bubble --opt order=011'
+row gen-size-nan 2 "bad value 'nan'" '$BH gen memhog -p size=nan -o old.bht'
+row record-buffer-blank 2 '--buffer-kb wants a number of KiB from 1' \
+  "\$BH record --buffer-kb ' 5' -o old.bht -- true"
+row plot-rep-overflow 2 '--rep wants a repetition number in 1..1000000' \
+  '$BH plot tl.csv -o x.png --rep 99999999999999999999'
+
+# ---- 13. a trace that cannot be read twice is read once ----
+EVENTS=$("$BH" replay fixtures/t.bht --backing sim --quiet --json - 2>/dev/null | grep '"events"')
+row replay-fifo 0 '' "cat t.bht >fifo & \$BH replay fifo --backing sim --quiet --json - | grep -q '$EVENTS'; r=\$?; wait; exit \$r"
+row replay-process-substitution 0 '' "\$BH replay <(cat t.bht.zst) --backing sim --quiet --json - | grep -q '$EVENTS'"
+row replay-stdin 0 '' "\$BH replay - --backing sim --quiet --json - <t.txt | grep -q '\"events\": 3'"
+row compare-fifo 2 'compare reads the trace once per strategy' \
+  '$BH compare fifo --backing sim --quiet'
+
+# ---- 14. compare checks every entry before the first replay ----
+# (no replay ran: no progress line for 'none' and no table)
+row compare-bad-option-first 2 "strategy 'bubble:ordr=3': bubble: unknown option 'ordr'" \
+  '$BH compare t.txt --backing sim --strategies none,bubble:ordr=3 >out 2>err; r=$?; cat err >&2
+   grep -q "^compare: none" err && exit 7; [ -s out ] && exit 8; exit $r' 'out err'
+row compare-bad-opt-value 2 "bad value '99' for order" \
+  '$BH compare t.txt --backing sim --opt bubble.order=99'
+row compare-opt-unknown-strategy 2 "--opt bubbel.order=3: no strategy 'bubbel' in --strategies" \
+  '$BH compare t.txt --backing sim --opt bubbel.order=3'
+row compare-only-comma 2 "--strategies: an empty entry in ','" '$BH compare t.txt --strategies ,'
+row compare-empty-entry 2 'an empty entry' '$BH compare t.txt --strategies none,,bubble'
+row compare-bad-jemalloc 2 "jemalloc:decay=x" '$BH compare t.txt --strategies none,jemalloc:decay=x'
+
+# ---- 15. timestamps going backwards are counted ----
+row replay-time-reversals 0 '' \
+  "\$BH replay reversed.txt --backing sim --quiet --json - | grep -q '\"time_reversals\": 1,'"
+row replay-no-time-reversals 0 '' \
+  "\$BH replay t.bht --backing sim --quiet --json - | grep -q '\"time_reversals\": 0,'"
+
+# ---- 10. a run killed with SIGKILL leaves no output (at most its temporary file) ----
+# Kills pid with SIGKILL, then every process that was under it.
+kill_tree() {
+  local c children
+  kill -STOP "$1" 2>/dev/null # no new children from here on
+  children=$(cat /proc/"$1"/task/*/children 2>/dev/null)
+  kill -9 "$1" 2>/dev/null
+  for c in $children; do kill_tree "$c"; done
+}
+
+# kill_mid_run NAME COMMAND OUTPUT: starts COMMAND (which ends by exec'ing the command) in a
+# fresh copy of the fixtures, waits until its temporary file .OUTPUT.* exists, kills it and
+# what it started with SIGKILL, and checks that OUTPUT is what it was.
+kill_mid_run() {
+  local name=$1 cmd=$2 out=$3
+  count=$((count + 1))
+  rm -rf row && cp -a fixtures row
+  local before
+  before=$(snapshot row)
+  local size0
+  size0=$(stat -c %s "row/$out" 2>/dev/null || echo none)
+  (cd row && exec bash -c "$cmd" >/dev/null 2>&1) &
+  local pid=$! seen=0 i
+  for i in $(seq 1 1000); do
+    # its temporary file, or (written in place) the output itself changing
+    if compgen -G "row/.$out.*" >/dev/null ||
+      [ "$(stat -c %s "row/$out" 2>/dev/null || echo none)" != "$size0" ]; then
+      seen=1
+      break
+    fi
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.01
+  done
+  local st
+  {
+    kill_tree "$pid"
+    wait "$pid"
+    st=$?
+  } 2>/dev/null
+  local after
+  after=$(snapshot row | grep -v "^\./\.$out\.")
+  if [ "$seen" -ne 1 ] || [ "$st" -ne 137 ]; then
+    fail "$name: the run was not caught in the middle (temporary file seen: $seen, status $st)"
+  elif [ "$after" != "$before" ]; then
+    fail "$name: after SIGKILL: $(diff <(echo "$before") <(echo "$after") | grep '^[<>]' | tr '\n' ' ')"
+  else
+    echo "ok   $name (killed mid-run: no $out, only its temporary file)"
+  fi
+}
+kill_mid_run gen-killed "exec \$BH gen memhog -p size=64G -o big.bht.zst" big.bht.zst
+kill_mid_run gen-killed-over-file "exec \$BH gen memhog -p size=64G -o old.bht --compress zstd" old.bht
+# convert from a FIFO whose writer never finishes: it is mid-run for sure
+kill_mid_run convert-killed "(cat t.bht; exec sleep 600) >fifo & exec \$BH convert fifo old.txt" old.txt
+
+# ---- record: root and tracefs ----
+TRACEFS=/sys/kernel/tracing
+tracefs_ok() {
+  [ "$(id -u)" -eq 0 ] || { WHY="not root"; return 1; }
+  if [ ! -e $TRACEFS/trace ]; then
+    mount -t tracefs nodev $TRACEFS 2>/dev/null || { WHY="tracefs cannot be mounted at $TRACEFS"; return 1; }
+  fi
+  [ -d $TRACEFS/instances ] || { WHY="$TRACEFS has no instances"; return 1; }
+  grep -q kmem:mm_page_alloc $TRACEFS/available_events || { WHY="no kmem:mm_page_alloc event"; return 1; }
+}
+if ! tracefs_ok; then
+  for n in record-nosuchcmd-onto-device record-nosuchcmd-onto-file record-onto-full \
+    record-stale-instances record-top-level-untouched record-no-top-level-fallback \
+    record-runs-as-sudo-user record-as-root record-killed; do
+    skip "$n" "tracefs is unavailable here ($WHY)"
+  done
+else
+  row record-nosuchcmd-onto-device 1 "cannot run 'nosuchcmd-bh'" '$BH record -o n -- nosuchcmd-bh'
+  row record-nosuchcmd-onto-file 1 "cannot run 'nosuchcmd-bh'" '$BH record -o old.bht -- nosuchcmd-bh'
+  row record-onto-full 1 'full: write failed: No space left on device' '$BH record -o full -- true'
+
+  # stale instances: a dead pid with and without a start time, a live pid of another program
+  count=$((count + 1))
+  sh -c 'exit 0' &
+  dead=$!
+  wait $dead
+  mkdir -p $TRACEFS/instances/buddyhint-$dead $TRACEFS/instances/buddyhint-$dead-12345 \
+    $TRACEFS/instances/buddyhint-$$ $TRACEFS/instances/bh-test-keep-$$
+  echo 1 >$TRACEFS/instances/buddyhint-$dead/events/kmem/mm_page_alloc/enable
+  "$BH" record -o rec.bht -- true >rec.out 2>rec.err
+  rc=$?
+  gone=1
+  for d in buddyhint-$dead buddyhint-$dead-12345 buddyhint-$$; do
+    [ -d $TRACEFS/instances/$d ] && gone=0
+  done
+  if [ $rc -eq 0 ] && [ $gone -eq 1 ] && [ -d $TRACEFS/instances/bh-test-keep-$$ ] &&
+    [ "$(grep -c 'removed the tracefs instance' rec.err)" -ge 3 ] && [ -s rec.bht ]; then
+    echo "ok   record-stale-instances"
+  else
+    fail "record-stale-instances: rc $rc, stale gone $gone, others' instance kept $([ -d $TRACEFS/instances/bh-test-keep-$$ ] && echo 1 || echo 0)"
+    sed 's/^/    /' rec.err
+  fi
+  rmdir $TRACEFS/instances/bh-test-keep-$$ $TRACEFS/instances/buddyhint-$dead* \
+    $TRACEFS/instances/buddyhint-$$ 2>/dev/null
+
+  # the top-level buffer is never touched: its settings and contents stay
+  toplevel() {
+    local f
+    for f in tracing_on buffer_size_kb options/overwrite events/kmem/mm_page_alloc/enable \
+      events/kmem/mm_page_free/enable; do
+      echo "$f=$(cat $TRACEFS/$f)"
+    done
+    grep -m1 'entries-in-buffer' $TRACEFS/trace
+  }
+  count=$((count + 1))
+  top_before=$(toplevel)
+  "$BH" record -o rec2.bht -- sh -c 'head -c 20000000 /dev/zero | md5sum' >/dev/null 2>rec.err
+  rc=$?
+  top_after=$(toplevel)
+  if [ $rc -eq 0 ] && [ "$top_before" = "$top_after" ] && [ -s rec2.bht ]; then
+    echo "ok   record-top-level-untouched"
+  else
+    fail "record-top-level-untouched: rc $rc; before: $top_before; after: $top_after"
+  fi
+
+  # when no instance can be made, record fails and leaves the top-level buffer alone
+  count=$((count + 1))
+  if ! command -v unshare >/dev/null; then
+    skip record-no-top-level-fallback "unshare (util-linux) is missing"
+  else
+    top_before=$(toplevel)
+    printf 'precious\n' >kept.bht
+    unshare -m bash -c "mount -t tmpfs -o ro tmpfs $TRACEFS/instances && \
+      exec '$BH' record -o kept.bht -- true" >/dev/null 2>rec.err
+    rc=$?
+    top_after=$(toplevel)
+    if [ $rc -eq 1 ] && grep -q 'top-level buffer is not used' rec.err &&
+      [ "$top_before" = "$top_after" ] && [ "$(cat kept.bht)" = precious ] &&
+      ! compgen -G '.kept.bht.*' >/dev/null; then
+      echo "ok   record-no-top-level-fallback"
+    else
+      fail "record-no-top-level-fallback: rc $rc, top-level before/after equal: $([ "$top_before" = "$top_after" ] && echo yes || echo no)"
+      sed 's/^/    /' rec.err
+    fi
+  fi
+
+  # under sudo, CMD runs as the invoking user, with that user's supplementary groups
+  USER_NAME=bhrectest
+  GROUP_NAME=bhrecextra
+  made_user=0
+  if ! id $USER_NAME >/dev/null 2>&1 && command -v useradd >/dev/null; then
+    getent group $GROUP_NAME >/dev/null || groupadd $GROUP_NAME
+    useradd -M -N -g nogroup -G $GROUP_NAME -s /usr/sbin/nologin $USER_NAME && made_user=1
+  fi
+  if id $USER_NAME >/dev/null 2>&1; then
+    uid=$(id -u $USER_NAME)
+    gid=$(id -g $USER_NAME)
+    extra=$(getent group $GROUP_NAME | cut -d: -f3)
+    count=$((count + 1))
+    SUDO_UID=$uid SUDO_GID=$gid SUDO_USER=$USER_NAME "$BH" record -o rec3.bht -- id >id.out 2>rec.err
+    rc=$?
+    if [ $rc -eq 0 ] && grep -q "^uid=$uid(" id.out && grep -q "gid=$gid(" id.out &&
+      grep -q "groups=.*$extra(" id.out && [ -s rec3.bht ]; then
+      echo "ok   record-runs-as-sudo-user ($(cat id.out))"
+    else
+      fail "record-runs-as-sudo-user: rc $rc: $(cat id.out)"
+      sed 's/^/    /' rec.err
+    fi
+    count=$((count + 1))
+    SUDO_UID=$uid SUDO_GID=$gid "$BH" record --as-root -o rec4.bht -- id -u >id.out 2>rec.err
+    if [ $? -eq 0 ] && [ "$(cat id.out)" = 0 ]; then
+      echo "ok   record-as-root"
+    else
+      fail "record-as-root: $(cat id.out)"
+    fi
+  else
+    skip record-runs-as-sudo-user "no user $USER_NAME and none could be made"
+    skip record-as-root "no user $USER_NAME"
+  fi
+  if [ $made_user -eq 1 ]; then
+    userdel $USER_NAME 2>/dev/null
+    groupdel $GROUP_NAME 2>/dev/null
+  fi
+
+  # killed mid-run: no output (only the temporary file); the next record removes its instance
+  count=$((count + 1))
+  printf 'precious\n' >killed.bht
+  "$BH" record -o killed.bht -- sleep 600 >/dev/null 2>&1 &
+  rpid=$!
+  inst=""
+  for i in $(seq 1 500); do
+    inst=$(compgen -G "$TRACEFS/instances/buddyhint-$rpid-*" | head -1)
+    [ -n "$inst" ] && [ -n "$(cat /proc/$rpid/task/*/children 2>/dev/null)" ] && break
+    sleep 0.01
+  done
+  child=$(cat /proc/$rpid/task/*/children 2>/dev/null | tr -d ' ')
+  kill -9 $rpid
+  wait $rpid 2>/dev/null
+  [ -n "$child" ] && kill_tree "$child"
+  left=$([ -n "$inst" ] && [ -d "$inst" ] && echo 1 || echo 0)
+  "$BH" record -o after.bht -- true >/dev/null 2>rec.err
+  if [ -n "$inst" ] && [ "$(cat killed.bht)" = precious ] && [ "$left" = 1 ] && [ ! -d "$inst" ] &&
+    grep -q "removed the tracefs instance $inst" rec.err; then
+    echo "ok   record-killed (no output; its instance removed by the next record)"
+  else
+    fail "record-killed: instance '$inst' left $left, now $([ -d "$inst" ] && echo present || echo gone); killed.bht: $(head -c 20 killed.bht)"
+    sed 's/^/    /' rec.err
+  fi
+fi
+
+echo "$count cases, $fails failed, $skipped skipped"
+[ "$fails" -eq 0 ] || exit 1
+# a skip is not a pass: ctest shows the test as skipped (SKIP_RETURN_CODE 77)
+[ "$skipped" -eq 0 ] || exit 77
+exit 0
