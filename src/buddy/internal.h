@@ -282,7 +282,7 @@ enum {
   BH__GC_ZONE_MASK = 0xff,  /* preferred zone id + 1; 0: no usable zone */
   BH__GC_HIGHEST_SHIFT = 8, /* 3 bits: gfp_zone() */
   BH__GC_MT_SHIFT = 11,     /* 3 bits: migratetype of the request */
-  BH__GC_NOFRAG = 1u << 14, /* ALLOC_NOFRAGMENT (Normal with a DMA32 below it) */
+  BH__GC_NOFRAG = 1u << 14, /* ALLOC_NOFRAGMENT (alloc_flags_nofragment) */
   BH__GC_BAD = 1u << 15,    /* GFP_ZONE_BAD: two zone modifiers */
 };
 
@@ -297,5 +297,6 @@ BH__INTERNAL bool bh__zone_watermark_ok(bh__zone_t *z, unsigned order, uint64_t 
 BH__INTERNAL uint64_t bh__move_freepages_block(bh__zone_t *z, uint64_t start, int old_mt,
                                                int new_mt);
 BH__INTERNAL int bh__preferred_zone(const bh_arena_t *a, int node, int highest);
+BH__INTERNAL void bh__shuffle_zone(bh__zone_t *z);
 
 #endif

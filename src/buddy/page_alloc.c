@@ -126,14 +126,61 @@ static bool buddy_merge_likely(const bh_arena_t *a, const bh__zone_t *z, uint64_
   return page_is_buddy(a, z, higher_buddy, order + 1);
 }
 
-static bool shuffle_pick_tail(bh_arena_t *a) {
-  /* one bit of a xorshift64 stream per call (shuffle_pick_tail uses one random bit) */
+/* The next number of the arena's xorshift64 stream (get_random_long for the shuffle). */
+static uint64_t shuffle_random(bh_arena_t *a) {
   uint64_t x = atomic_load_explicit(&a->shuffle_state, memory_order_relaxed);
   x ^= x << 13;
   x ^= x >> 7;
   x ^= x << 17;
   atomic_store_explicit(&a->shuffle_state, x, memory_order_relaxed);
-  return x & 1;
+  return x;
+}
+
+/* shuffle_pick_tail uses one random bit per call. */
+static bool shuffle_pick_tail(bh_arena_t *a) { return shuffle_random(a) & 1; }
+
+/* shuffle_valid_page: the head of a free block of this order in zone z. */
+static bool shuffle_valid(const bh__zone_t *z, uint64_t pfn, unsigned order) {
+  const bh__page_t *p = &z->arena->pages[pfn];
+  return pfn >= z->start_pfn && pfn < z->start_pfn + z->spanned_pages &&
+         (bh__pg_flags(p) & BH__PG_BUDDY) && bh__pg_order(p) == order;
+}
+
+/* list_swap: entries i and j trade places in their lists. */
+static void list_swap(bh_arena_t *a, uint32_t i, uint32_t j) {
+  uint32_t pos = a->pages[j].prev;
+  bh__list_del(a, j);
+  bh__list_insert(a, j, a->pages[i].prev, a->pages[i].next); /* list_replace(i, j) */
+  if (pos == i)
+    pos = j;
+  bh__list_add(a, i, pos);
+}
+
+/*
+ * __shuffle_zone (mm/shuffle.c), run once after the boot-time free when shuffling is on: each
+ * free top-order block, in pfn order, trades places on the free lists with a randomly chosen
+ * one of the zone (up to SHUFFLE_RETRY = 10 tries to pick a free block other than itself; the
+ * two must have the same pageblock type).  Afterwards shuffle_pick_tail() keeps the lists
+ * random at the top order.
+ */
+void bh__shuffle_zone(bh__zone_t *z) {
+  bh_arena_t *a = z->arena;
+  const unsigned order = a->max_order;
+  const uint64_t step = 1ull << order, end = z->start_pfn + z->spanned_pages;
+  for (uint64_t i = z->start_pfn; i < end; i += step) {
+    if (!shuffle_valid(z, i, order))
+      continue;
+    uint64_t j = 0;
+    int retry;
+    for (retry = 0; retry < 10; retry++) {
+      j = z->start_pfn + ((shuffle_random(a) % z->spanned_pages) & ~(step - 1));
+      if (shuffle_valid(z, j, order) && j != i)
+        break;
+    }
+    if (retry >= 10 || bh__pb_mt(a, j) != bh__pb_mt(a, i))
+      continue;
+    list_swap(a, (uint32_t)i, (uint32_t)j);
+  }
 }
 
 /*
@@ -626,7 +673,6 @@ static inline uint32_t pcp_take(bh__zone_t *z, bh__pcp_t *pcp, uint32_t head, un
   uint32_t pfn = a->pages[head].next;
   bh__list_del(a, pfn);
   pcp->count -= 1 << order;
-  pcp->free_count >>= 1; /* allocations shrink the next free batch */
   pcp->ev[BH_STAT_pcp_alloc]++;
   account_alloc(pcp->ev, z, pfn, order, ac);
   return pfn;
@@ -640,6 +686,7 @@ static uint64_t rmqueue_pcplist(bh__zone_t *z, unsigned order, const struct allo
   int mt = ac->mt;
   if (!bh__pcp_trylock(pcp))
     return UINT64_MAX;
+  pcp->free_count >>= 1; /* every call, refill or not: allocations shrink the next free batch */
   uint32_t head = pcp->head + order_to_pindex(a, mt, order);
   if (bh__list_empty(a, head)) {
     int n = rmqueue_bulk(z, pcp, order, nr_pcp_alloc(pcp, z, order), head, mt, alloc_flags);
@@ -722,8 +769,11 @@ static void free_to_pcp(bh__zone_t *z, bh__pcp_t *pcp, uint64_t pfn, unsigned or
   int high = nr_pcp_high(pcp, z, batch, free_high);
   if (pcp->count >= high) {
     free_pcppages_bulk(z, pcp, nr_pcp_free(pcp, batch, high, free_high), pindex);
+    /* high_wmark_pages(): the high mark plus the boost */
+    uint64_t high_mark = z->watermark[BH__WMARK_HIGH] +
+                         atomic_load_explicit(&z->watermark_boost, memory_order_relaxed);
     if ((atomic_load_explicit(&z->flags, memory_order_relaxed) & BH__ZONE_BELOW_HIGH) &&
-        bh__zone_watermark_ok(z, 0, z->watermark[BH__WMARK_HIGH], BH_ZONE_MOVABLE, 0,
+        bh__zone_watermark_ok(z, 0, high_mark, BH_ZONE_MOVABLE, 0,
                               atomic_load_explicit(&z->free_pages, memory_order_relaxed)))
       atomic_fetch_and_explicit(&z->flags, ~(unsigned)BH__ZONE_BELOW_HIGH, memory_order_relaxed);
   }
@@ -975,6 +1025,7 @@ static inline uint64_t alloc_fast(bh_arena_t *a, const struct alloc_ctx *ac, uns
     bh__pcp_unlock(pcp);
     return UINT64_MAX;
   }
+  pcp->free_count >>= 1; /* as rmqueue_pcplist does */
   uint32_t pfn = pcp_take(z, pcp, head, order, ac);
   bh__pcp_unlock(pcp);
   boosted_wakeup(z, alloc_flags);
@@ -1038,9 +1089,10 @@ int bh__build_gfp_ctx(bh_arena_t *a) {
       int pz = bh__preferred_zone(a, (int)n, highest);
       uint32_t e = (uint32_t)(pz + 1) | (uint32_t)highest << BH__GC_HIGHEST_SHIFT |
                    (uint32_t)mt << BH__GC_MT_SHIFT;
-      /* ALLOC_NOFRAGMENT: the preferred zone is Normal and a DMA32 zone lies below it */
+      /* alloc_flags_nofragment: the preferred zone is Normal; with more than one node, a
+       * DMA32 zone must also lie below it (on one node Linux assumes there is one) */
       if (pz >= 0 && a->zones[pz].type == BH_ZONE_NORMAL &&
-          a->node_zone[a->zones[pz].node][BH_ZONE_DMA32] >= 0)
+          (a->cfg.nr_nodes == 1 || a->node_zone[a->zones[pz].node][BH_ZONE_DMA32] >= 0))
         e |= BH__GC_NOFRAG;
       if (gfp_zone_bad(gfp))
         e |= BH__GC_BAD;
@@ -1251,9 +1303,9 @@ void bh_vmstat_tick(bh_arena_t *a) {
           h = k;
         pcp->high = h > pcp->high_min ? h : pcp->high_min;
       }
-      int to_drain = pcp->count - pcp->high;
-      if (to_drain > 0)
-        free_pcppages_bulk(z, pcp, to_drain, 0);
+      /* returned in batch-sized calls, each starting again from list 0 */
+      for (int to_drain = pcp->count - pcp->high; to_drain > 0; to_drain -= pcp->batch)
+        free_pcppages_bulk(z, pcp, to_drain < pcp->batch ? to_drain : pcp->batch, 0);
       bh__pcp_unlock(pcp);
     }
   }
