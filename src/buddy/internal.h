@@ -299,4 +299,7 @@ BH__INTERNAL uint64_t bh__move_freepages_block(bh__zone_t *z, uint64_t start, in
 BH__INTERNAL int bh__preferred_zone(const bh_arena_t *a, int node, int highest);
 BH__INTERNAL void bh__shuffle_zone(bh__zone_t *z);
 
+/* hint_core.c */
+BH__INTERNAL uint64_t bh__isolate_free_page(bh__zone_t *z, uint64_t pfn, unsigned order);
+
 #endif

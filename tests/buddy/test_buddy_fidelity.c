@@ -9,6 +9,8 @@
 
 #include "buddy/internal.h"
 
+#include <buddyhint/strategy.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -228,6 +230,48 @@ static void test_shuffle_at_boot(void **state) {
   bh_arena_destroy(a);
 }
 
+/* ---------------------------------------------------------------------------------------- */
+/* __isolate_free_page moves the pageblock's other free blocks, also when it is Movable     */
+/* ---------------------------------------------------------------------------------------- */
+
+/*
+ * A 16 MiB Normal zone, all allocated as order-0 movable pages, then in pageblock 1 the pages
+ * 520..527 freed (an order-3 block at 520), in pageblock 0 the pages 8..15 (order 3 at 8) and
+ * 256..511 (order 8 at 256).  Each merged block goes to its list head (buddy_merge_likely
+ * finds no free buddy one order up), so the order-3 Movable list is 8, 520.  Isolating the
+ * order-8 block (page reporting order 8, or compaction's free scanner) calls
+ * move_freepages_block(zone, page, MOVABLE, MOVABLE) on pageblock 0 although it is Movable
+ * already (mm/page_alloc.c:2913-2924), which list_move_tail()s its other free blocks
+ * (mm/page_alloc.c:703-716, 1695-1712): the list becomes 520, 8 and the next order-3
+ * movable allocation gets 520.
+ */
+static void test_isolate_moves_movable_pageblock(void **state) {
+  (void)state;
+  bh_config_t c = bt_cfg_one_zone(BH_ZONE_NORMAL, 16 * MiB);
+  bt_cfg_no_wmarks(&c);
+  bh_arena_t *a = bt_create(&c);
+  for (int i = 0; i < 4096; i++)
+    bt_alloc(a, BH_GFP_MOVABLE, 0, 0);
+  for (uint64_t p = 520; p < 528; p++)
+    bt_free(a, p, 0, 0);
+  for (uint64_t p = 8; p < 16; p++)
+    bt_free(a, p, 0, 0);
+  for (uint64_t p = 256; p < 512; p++)
+    bt_free(a, p, 0, 0);
+  bh_zone_t *z = bh_arena_zone(a, 0);
+  bh_zone_lock(z);
+  EXPECT_U64(bh_free_list_first(z, 3, BH_MT_MOVABLE), 8);
+  assert_int_equal(bh_zone_isolate(z, 256, 8), BH_OK);
+  EXPECT_U64(bh_free_list_first(z, 3, BH_MT_MOVABLE), 520);
+  bh_zone_unlock(z);
+  EXPECT_U64(bt_alloc(a, BH_GFP_MOVABLE, 3, 0), 520);
+  bh_zone_lock(z);
+  assert_int_equal(bh_zone_putback(z, 256, 8, NULL), BH_OK);
+  bh_zone_unlock(z);
+  bt_expect_clean(a);
+  bh_arena_destroy(a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_below_high_clear_includes_boost),
@@ -235,6 +279,7 @@ int main(void) {
       cmocka_unit_test(test_pcp_free_count_halves_per_call),
       cmocka_unit_test(test_pcp_decay_drains_in_batches),
       cmocka_unit_test(test_shuffle_at_boot),
+      cmocka_unit_test(test_isolate_moves_movable_pageblock),
   };
   return cmocka_run_group_tests_name("buddy_fidelity", tests, NULL, NULL);
 }
