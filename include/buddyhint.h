@@ -109,10 +109,15 @@ BH_API const char *bh_migratetype_name(int mt);
 #define BH_GFP_ZERO 0x80u      /* zero the pages (mmap backing) */
 #define BH_GFP_THISNODE 0x100u /* only the local node's zones */
 #define BH_GFP_NOFALLBACK_WMARK 0x200u /* use the min watermark as the first attempt (slowpath) */
+#define BH_GFP_NO_KSWAPD 0x400u        /* without __GFP_KSWAPD_RECLAIM: never wakes kswapd */
+#define BH_GFP_NOMEMALLOC 0x800u /* __GFP_NOMEMALLOC: with ATOMIC, no ALLOC_NON_BLOCK reserves */
 
 #define BH_GFP_KERNEL 0u
 #define BH_GFP_USER_MOVABLE (BH_GFP_MOVABLE | BH_GFP_HIGHMEM) /* GFP_HIGHUSER_MOVABLE */
-#define BH_GFP_TRANSHUGE (BH_GFP_MOVABLE | BH_GFP_HIGHMEM)
+/* GFP_TRANSHUGE_LIGHT: no reclaim of either kind, no reserves; GFP_TRANSHUGE: may block */
+#define BH_GFP_TRANSHUGE_LIGHT                                                                     \
+  (BH_GFP_MOVABLE | BH_GFP_HIGHMEM | BH_GFP_ATOMIC | BH_GFP_NOMEMALLOC | BH_GFP_NO_KSWAPD)
+#define BH_GFP_TRANSHUGE (BH_GFP_MOVABLE | BH_GFP_HIGHMEM | BH_GFP_NOMEMALLOC | BH_GFP_NO_KSWAPD)
 
 /* gfp_zone() and gfp_migratetype() as Linux computes them. */
 BH_API int bh_gfp_zone(unsigned gfp);

@@ -24,7 +24,7 @@ static const bool bh_debug = true;
 #endif
 
 #define BH__NIL UINT32_MAX   /* "no page" in a 32-bit link */
-#define BH__GFP_VALID 0x3ffu /* BH_GFP_DMA .. BH_GFP_NOFALLBACK_WMARK */
+#define BH__GFP_VALID 0xfffu /* BH_GFP_DMA .. BH_GFP_NOMEMALLOC */
 
 /*
  * Page descriptor: 16 bytes, kept apart from the data pages.  A page is in exactly one of
@@ -159,11 +159,15 @@ struct bh_arena {
   int zonelist_len[BH_MAX_NODES];
   /* per (node, gfp): the request's zone and migratetype, the first usable zone of the
    * zonelist and whether a request starting there gets ALLOC_NOFRAGMENT, decoded once
-   * (BH__GC_*; index node << 10 | gfp) so that an allocation does one load for them */
+   * (BH__GC_*; index node << 12 | gfp) so that an allocation does one load for them */
   uint32_t *gfp_ctx;
   unsigned pcp_orders; /* bit per order that has pcp lists (0 without pcp) */
   int node_zone[BH_MAX_NODES][BH_NR_ZONE_TYPES]; /* zone id or -1 */
   _Atomic uint64_t shuffle_state;
+  /* kswapd per node: reclaim passes that freed nothing (pgdat->kswapd_failures), and whether
+   * it is running (not waiting on kswapd_wait) */
+  _Atomic int kswapd_failures[BH_MAX_NODES];
+  atomic_bool kswapd_running[BH_MAX_NODES];
   bh__hint_hooks_t hint;
   /* Pages discarded by a report and not touched since: set by the reporter, cleared (and
    * counted as refaults) when allocated.  NULL until a reporter is attached. */

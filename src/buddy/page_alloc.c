@@ -503,6 +503,16 @@ struct alloc_ctx {
   int preferred; /* first zone of the zonelist usable for highest */
 };
 
+/* How much of the node's zonelist a request walks: its own node only with __GFP_THISNODE. */
+static inline int zonelist_len(const bh_arena_t *a, const struct alloc_ctx *ac) {
+  if (!(ac->gfp & BH_GFP_THISNODE))
+    return a->zonelist_len[ac->node];
+  int n = 0;
+  for (int t = BH_NR_ZONE_TYPES - 1; t >= 0; t--)
+    n += a->node_zone[ac->node][t] >= 0;
+  return n;
+}
+
 static const uint8_t pgalloc_stat[BH_NR_ZONE_TYPES] = {
     BH_STAT_pgalloc_dma, BH_STAT_pgalloc_dma32, BH_STAT_pgalloc_normal, BH_STAT_pgalloc_movable};
 
@@ -893,21 +903,156 @@ static void reserve_highatomic_pageblock(bh__zone_t *z, uint64_t pfn, unsigned o
   bh__zone_unlock(z);
 }
 
-/* The kswapd part we model: a woken kswapd finding the zone balanced drops the boost. */
-static void wakeup_kswapd(bh__zone_t *z) {
-  int64_t free_pages = atomic_load_explicit(&z->free_pages, memory_order_relaxed);
-  if (bh__zone_watermark_ok(z, 0, wmark_pages(z, BH__ALLOC_WMARK_HIGH), z->type, 0, free_pages))
-    atomic_store_explicit(&z->watermark_boost, 0, memory_order_relaxed);
+/*
+ * unreserve_highatomic_pageblock: gives one HighAtomic pageblock of the zonelist back to the
+ * request's migratetype (the first HighAtomic free block found, lowest order first), keeping
+ * one reserved pageblock per zone unless forced.  The allocator calls it forced before it
+ * would fail a request that may block (should_reclaim_retry, "before OOM, exhaust
+ * highatomic_reserve"); Linux also calls it unforced after direct reclaim made progress, which
+ * never happens here.  Returns whether a block was converted.
+ */
+static bool unreserve_highatomic_pageblock(bh_arena_t *a, const struct alloc_ctx *ac, bool force) {
+  const int *zl = a->zonelist[ac->node];
+  for (int i = 0; i < zonelist_len(a, ac); i++) {
+    bh__zone_t *z = &a->zones[zl[i]];
+    uint64_t pb = 1ull << a->pb_order;
+    if (z->type > ac->highest || (!force && z->nr_reserved_highatomic <= pb))
+      continue;
+    bh__zone_lock(z);
+    for (unsigned o = 0; o <= a->max_order; o++) {
+      uint64_t pfn = list_first(a, bh__free_list(z, o, BH_MT_HIGHATOMIC));
+      if (pfn == UINT64_MAX)
+        continue;
+      int mt = bh__pb_mt(a, pfn);
+      if (mt == BH_MT_HIGHATOMIC) {
+        uint64_t size = pb > (1ull << o) ? pb : 1ull << o;
+        z->nr_reserved_highatomic -=
+            size < z->nr_reserved_highatomic ? size : z->nr_reserved_highatomic;
+      }
+      uint64_t moved = 1;
+      if (o < a->pb_order) {
+        moved = bh__move_freepages_block(z, pfn & ~(pb - 1), mt, ac->mt);
+      } else {
+        move_to_free_list(z, pfn, o, mt, ac->mt);
+        set_pageblock_range(a, pfn, o, ac->mt);
+      }
+      if (moved) {
+        z->ev[BH_STAT_highatomic_unreserve]++;
+        bh__zone_unlock(z);
+        return true;
+      }
+    }
+    bh__zone_unlock(z);
+  }
+  return false;
 }
 
-/* The end of rmqueue: a boosted zone wakes kswapd, which may drop the boost. */
+/*
+ * kswapd (mm/vmscan.c), as far as a model without reclaimable memory has it.  A wake runs the
+ * node's kswapd at once, in the waker's context: balance_pgdat() samples the boosts of the
+ * zones up to highest_zoneidx, finds nothing to reclaim (a pass that reclaims nothing counts
+ * a kswapd failure, unless the node was balanced and not boosted), subtracts the sampled
+ * boosts, and goes round again while the node is unbalanced and kswapd has not failed
+ * MAX_RECLAIM_RETRIES (16) times.  Once it has, the node is "hopeless": wakeups return at
+ * once, so boosts are no longer cleared; in Linux a reclaim that makes progress revives it,
+ * which never happens here.  kcompactd, which balance_pgdat wakes at the pageblock order after
+ * a boosted pass and wakeup_kswapd wakes instead of a hopeless or balanced kswapd, is not
+ * modelled (see docs/FIDELITY.md).
+ */
+#define BH__MAX_RECLAIM_RETRIES 16
+
+/* pgdat_balanced: some zone up to highest passes the high watermark (with its boost). */
+static bool pgdat_balanced(bh_arena_t *a, int node, unsigned order, int highest) {
+  bool managed = false;
+  for (int t = 0; t <= highest; t++) {
+    int zi = a->node_zone[node][t];
+    if (zi < 0)
+      continue;
+    bh__zone_t *z = &a->zones[zi];
+    managed = true;
+    if (bh__zone_watermark_ok(z, order, wmark_pages(z, BH__ALLOC_WMARK_HIGH), highest, 0,
+                              atomic_load_explicit(&z->free_pages, memory_order_relaxed)))
+      return true;
+  }
+  return !managed;
+}
+
+static bool pgdat_watermark_boosted(bh_arena_t *a, int node, int highest) {
+  for (int t = highest; t >= 0; t--) {
+    int zi = a->node_zone[node][t];
+    if (zi >= 0 && atomic_load_explicit(&a->zones[zi].watermark_boost, memory_order_relaxed))
+      return true;
+  }
+  return false;
+}
+
+/* balance_pgdat without reclaim; counted as pageoutrun in the zone that woke it. */
+static void balance_pgdat(bh_arena_t *a, bh__zone_t *waker, int node, unsigned order, int highest) {
+  uint64_t boosts[BH_NR_ZONE_TYPES] = {0}, boosted = 0;
+  for (int t = 0; t <= highest; t++) {
+    int zi = a->node_zone[node][t];
+    if (zi >= 0)
+      boosted += boosts[t] =
+          atomic_load_explicit(&a->zones[zi].watermark_boost, memory_order_relaxed);
+  }
+  bh__zone_lock(waker);
+  waker->ev[BH_STAT_pageoutrun]++;
+  bh__zone_unlock(waker);
+  if (!boosted && pgdat_balanced(a, node, order, highest))
+    return; /* nothing to do: not a failure */
+  atomic_fetch_add_explicit(&a->kswapd_failures[node], 1, memory_order_relaxed);
+  for (int t = 0; boosted && t <= highest; t++) {
+    int zi = a->node_zone[node][t];
+    if (zi < 0 || !boosts[t])
+      continue;
+    bh__zone_t *z = &a->zones[zi];
+    bh__zone_lock(z);
+    uint64_t b = atomic_load_explicit(&z->watermark_boost, memory_order_relaxed);
+    atomic_store_explicit(&z->watermark_boost, b - (b < boosts[t] ? b : boosts[t]),
+                          memory_order_relaxed);
+    bh__zone_unlock(z);
+  }
+}
+
+/* wakeup_kswapd, then kswapd's balance-and-try-to-sleep loop. */
+static void wakeup_kswapd(bh__zone_t *z, unsigned order, int highest) {
+  bh_arena_t *a = z->arena;
+  int node = z->node;
+  if (atomic_load_explicit(&a->kswapd_failures[node], memory_order_relaxed) >=
+          BH__MAX_RECLAIM_RETRIES ||
+      (pgdat_balanced(a, node, order, highest) && !pgdat_watermark_boosted(a, node, highest)))
+    return;
+  if (atomic_exchange_explicit(&a->kswapd_running[node], true, memory_order_acquire))
+    return; /* running: it is not waiting on kswapd_wait */
+  do
+    balance_pgdat(a, z, node, order, highest);
+  while (atomic_load_explicit(&a->kswapd_failures[node], memory_order_relaxed) <
+             BH__MAX_RECLAIM_RETRIES &&
+         !pgdat_balanced(a, node, order, highest));
+  atomic_store_explicit(&a->kswapd_running[node], false, memory_order_release);
+}
+
+/* wake_all_kswapds: each node of the zonelist once, from its first usable zone. */
+static void wake_all_kswapds(bh_arena_t *a, const struct alloc_ctx *ac, unsigned order) {
+  const int *zl = a->zonelist[ac->node];
+  int last_node = -1;
+  for (int i = 0; i < zonelist_len(a, ac); i++) {
+    bh__zone_t *z = &a->zones[zl[i]];
+    if (z->type > ac->highest || z->node == last_node)
+      continue;
+    wakeup_kswapd(z, order, ac->highest);
+    last_node = z->node;
+  }
+}
+
+/* The end of rmqueue: a boosted zone wakes kswapd (order 0, its own zone index). */
 static inline void boosted_wakeup(bh__zone_t *z, unsigned alloc_flags) {
   if (bh__unlikely(atomic_load_explicit(&z->flags, memory_order_relaxed) &
                    BH__ZONE_BOOSTED_WATERMARK) &&
       (alloc_flags & BH__ALLOC_KSWAPD)) {
     atomic_fetch_and_explicit(&z->flags, ~(unsigned)BH__ZONE_BOOSTED_WATERMARK,
                               memory_order_relaxed);
-    wakeup_kswapd(z);
+    wakeup_kswapd(z, 0, z->type);
   }
 }
 
@@ -935,11 +1080,7 @@ out:
 static uint64_t get_page_from_freelist(bh_arena_t *a, const struct alloc_ctx *ac, unsigned order,
                                        unsigned alloc_flags, int *zone_out) {
   const int *zl = a->zonelist[ac->node];
-  int n = (ac->gfp & BH_GFP_THISNODE) ? 0 : a->zonelist_len[ac->node];
-  if (ac->gfp & BH_GFP_THISNODE) {
-    for (int t = BH_NR_ZONE_TYPES - 1; t >= 0; t--)
-      n += a->node_zone[ac->node][t] >= 0;
-  }
+  int n = zonelist_len(a, ac);
 retry:;
   bool no_fallback = alloc_flags & BH__ALLOC_NOFRAGMENT;
   for (int i = 0; i < n; i++) {
@@ -1060,13 +1201,6 @@ int bh__preferred_zone(const bh_arena_t *a, int node, int highest) {
   return -1;
 }
 
-/*
- * __alloc_pages: the fast path at the low watermark (with ALLOC_NOFRAGMENT when the preferred
- * zone is Normal and a DMA32 zone exists below it), then the slow path we model: the min
- * watermark with the reserves __GFP_HIGH and atomic requests may use, then (for requests that
- * may block) a pcp drain and a last try.  There is no reclaim, direct compaction or OOM killer:
- * a guest without swap fails.
- */
 /* Flags Linux's gfp_zone() treats as GFP_ZONE_BAD: two zone modifiers at once. */
 static bool gfp_zone_bad(unsigned gfp) {
   unsigned z = gfp & (BH_GFP_DMA | BH_GFP_DMA32 | BH_GFP_HIGHMEM);
@@ -1107,6 +1241,69 @@ int bh__build_gfp_ctx(bh_arena_t *a) {
   return BH_OK;
 }
 
+/* gfp_to_alloc_flags: the slow path's flags. */
+static unsigned gfp_to_alloc_flags(unsigned gfp, unsigned order) {
+  unsigned alloc_flags = BH__ALLOC_WMARK_MIN;
+  if (gfp & BH_GFP_HIGH)
+    alloc_flags |= BH__ALLOC_MIN_RESERVE;
+  if (!(gfp & BH_GFP_NO_KSWAPD))
+    alloc_flags |= BH__ALLOC_KSWAPD;
+  if ((gfp & BH_GFP_ATOMIC) && !(gfp & BH_GFP_NOMEMALLOC)) {
+    alloc_flags |= BH__ALLOC_NON_BLOCK;
+    if (order > 0 && (alloc_flags & BH__ALLOC_MIN_RESERVE))
+      alloc_flags |= BH__ALLOC_HIGHATOMIC;
+  }
+  return alloc_flags;
+}
+
+/*
+ * should_reclaim_retry with nothing reclaimable: retry (at most MAX_RECLAIM_RETRIES times in a
+ * row) while some zone would pass its min watermark for the request, and otherwise, before
+ * giving up, while unreserve_highatomic_pageblock(force) finds a block to give back.
+ */
+static bool should_reclaim_retry(bh_arena_t *a, const struct alloc_ctx *ac, unsigned order,
+                                 unsigned alloc_flags, int *no_progress_loops) {
+  bool ret = false;
+  if (++*no_progress_loops <= BH__MAX_RECLAIM_RETRIES) {
+    const int *zl = a->zonelist[ac->node];
+    for (int i = 0; i < zonelist_len(a, ac) && !ret; i++) {
+      bh__zone_t *z = &a->zones[zl[i]];
+      if (z->type <= ac->highest)
+        ret = bh__zone_watermark_ok(z, order, wmark_pages(z, BH__ALLOC_WMARK_MIN), ac->highest,
+                                    alloc_flags,
+                                    atomic_load_explicit(&z->free_pages, memory_order_relaxed));
+    }
+  }
+  return ret || unreserve_highatomic_pageblock(a, ac, true);
+}
+
+/*
+ * __alloc_pages_slowpath, for a guest with nothing to reclaim and no OOM killer: wake kswapd
+ * (unless __GFP_KSWAPD_RECLAIM is missing: BH_GFP_NO_KSWAPD) and try the min watermark with
+ * the reserves the request may use; a request that cannot block (BH_GFP_ATOMIC) stops after
+ * the second try.  One that may block would enter direct reclaim, which makes no progress
+ * here, so neither the pcp drain nor the unforced unreserve that follow a successful reclaim
+ * happen; a costly order (> 3) then fails, a smaller one retries as should_reclaim_retry
+ * allows.  Direct compaction is not modelled.  Returns the pfn or UINT64_MAX.
+ */
+static uint64_t alloc_slowpath(bh_arena_t *a, const struct alloc_ctx *ac, unsigned order,
+                               int *zid) {
+  unsigned alloc_flags = gfp_to_alloc_flags(ac->gfp, order);
+  if (alloc_flags & BH__ALLOC_KSWAPD)
+    wake_all_kswapds(a, ac, order);
+  uint64_t pfn = get_page_from_freelist(a, ac, order, alloc_flags, zid);
+  int no_progress_loops = 0;
+  while (pfn == UINT64_MAX) {
+    if (alloc_flags & BH__ALLOC_KSWAPD)
+      wake_all_kswapds(a, ac, order);
+    pfn = get_page_from_freelist(a, ac, order, alloc_flags, zid);
+    if (pfn != UINT64_MAX || (ac->gfp & BH_GFP_ATOMIC) || order > BH__PAGE_ALLOC_COSTLY_ORDER ||
+        !should_reclaim_retry(a, ac, order, alloc_flags, &no_progress_loops))
+      break;
+  }
+  return pfn;
+}
+
 int bh_alloc_pfn(bh_arena_t *a, unsigned gfp, unsigned order, int cpu, uint64_t *pfn_out) {
   if (!a || !pfn_out || order > a->max_order || (gfp & ~BH__GFP_VALID))
     return BH_EINVAL;
@@ -1123,7 +1320,9 @@ int bh_alloc_pfn(bh_arena_t *a, unsigned gfp, unsigned order, int cpu, uint64_t 
   if (bh__unlikely(ac.preferred < 0))
     return BH_ENOSPC;
 
-  unsigned alloc_flags = BH__ALLOC_WMARK_LOW | BH__ALLOC_KSWAPD;
+  unsigned alloc_flags = BH__ALLOC_WMARK_LOW;
+  if (!(gfp & BH_GFP_NO_KSWAPD))
+    alloc_flags |= BH__ALLOC_KSWAPD;
   if (gc & BH__GC_NOFRAG)
     alloc_flags |= BH__ALLOC_NOFRAGMENT;
   if (gfp & BH_GFP_NOFALLBACK_WMARK)
@@ -1137,24 +1336,8 @@ int bh_alloc_pfn(bh_arena_t *a, unsigned gfp, unsigned order, int cpu, uint64_t 
     pfn = get_page_from_freelist(a, &ac, order, alloc_flags, &zid);
   else
     zid = ac.preferred;
-  if (pfn == UINT64_MAX) {
-    /* gfp_to_alloc_flags */
-    alloc_flags = BH__ALLOC_WMARK_MIN | BH__ALLOC_KSWAPD;
-    if (gfp & BH_GFP_HIGH)
-      alloc_flags |= BH__ALLOC_MIN_RESERVE;
-    if (gfp & BH_GFP_ATOMIC) {
-      alloc_flags |= BH__ALLOC_NON_BLOCK;
-      if (order > 0 && (gfp & BH_GFP_HIGH))
-        alloc_flags |= BH__ALLOC_HIGHATOMIC;
-    }
-    pfn = get_page_from_freelist(a, &ac, order, alloc_flags, &zid);
-    if (pfn == UINT64_MAX && !(gfp & BH_GFP_ATOMIC)) {
-      /* drain_all_pages before the retry, on the direct reclaim path: a request that cannot
-       * block (GFP_ATOMIC) goes to nopage without it */
-      bh_drain_pcp(a);
-      pfn = get_page_from_freelist(a, &ac, order, alloc_flags, &zid);
-    }
-  }
+  if (pfn == UINT64_MAX)
+    pfn = alloc_slowpath(a, &ac, order, &zid);
   if (pfn == UINT64_MAX) {
     bh__zone_t *z = &a->zones[ac.preferred];
     bh__zone_lock(z);

@@ -99,7 +99,7 @@ static void test_nofragment_single_node(void **state) {
  * The same Normal-only zone, with pcp lists, fragmented so that a refill under
  * ALLOC_NOFRAGMENT fails: the first rmqueue_pcplist call halves free_count before the refill
  * fails (mm/page_alloc.c:3123), get_page_from_freelist retries without the flag
- * (mm/page_alloc.c:3580-3584) and the second call halves it again before succeeding.
+ * (mm/page_alloc.c:3582-3585) and the second call halves it again before succeeding.
  */
 static void test_pcp_free_count_halves_per_call(void **state) {
   (void)state;
@@ -272,6 +272,144 @@ static void test_isolate_moves_movable_pageblock(void **state) {
   bh_arena_destroy(a);
 }
 
+/* ---------------------------------------------------------------------------------------- */
+/* Watermark boost lifetime: kswapd clears it after each boosted pass, until it fails       */
+/* ---------------------------------------------------------------------------------------- */
+
+/* Allocates movable order-0 pages until the zone has `left` free pages. */
+static void fill_to(bh_arena_t *a, uint64_t left) {
+  while (bt_zone(a, 0).free_pages > left)
+    bt_alloc(a, BH_GFP_MOVABLE, 0, 0);
+}
+
+/*
+ * An 8 MiB Normal zone with Linux's watermarks (min 90, low 112, high 134), filled by
+ * movable order-0 allocations in ascending pfn order until 130 pages are free: 1918 (order 1)
+ * and 1920 (order 7), in Movable pageblock 3 with 382 movable pages in use.
+ *
+ * An Unmovable order-0 request first fails under ALLOC_NOFRAGMENT and retries without it
+ * (mm/page_alloc.c:3582-3585).  __rmqueue_claim tries the order-7 and the order-1 block:
+ * each try_to_claim_block boosts the watermark, to max(512, 134 * 1.5) = 512
+ * (mm/page_alloc.c:1900-1942), and sets ZONE_BOOSTED_WATERMARK (mm/page_alloc.c:1985-1986),
+ * but 130 free + 0 alike < 256 claims nothing; __rmqueue_steal takes the order-1 block and
+ * returns 1918.  rmqueue then wakes kswapd (mm/page_alloc.c:3166-3170).  Its first
+ * balance_pgdat pass reclaims nothing (kswapd_failures 1, mm/vmscan.c:7044-7045) and takes
+ * the 512 it sampled off the boost (mm/vmscan.c:7051-7062); the zone stays below its high
+ * mark, so kswapd does not sleep (prepare_kswapd_sleep, mm/vmscan.c:6764-6770) and runs 15
+ * more fruitless passes: 16 in all, after which wakeup_kswapd returns at once
+ * (mm/vmscan.c:7308-7321).  The next such request boosts again and the boost stays; with
+ * low + 512 and min + 512 out of reach for 128 free pages, the one after fails.
+ */
+static void test_boost_cleared_by_kswapd_until_it_fails(void **state) {
+  (void)state;
+  bh_config_t c = bt_cfg_one_zone(BH_ZONE_NORMAL, 8 * MiB);
+  c.backing = BH_BACKING_SIM;
+  bh_arena_t *a = bt_create(&c);
+  EXPECT_U64(bt_zone(a, 0).wmark_high, 134);
+  fill_to(a, 130);
+  EXPECT_U64(bt_zone(a, 0).nr_free[7], 1);
+  EXPECT_U64(bt_zone(a, 0).nr_free[1], 1);
+  EXPECT_U64(bt_stat(a, BH_STAT_pageoutrun), 0);
+
+  EXPECT_U64(bt_alloc(a, BH_GFP_KERNEL, 0, 0), 1918);
+  EXPECT_U64(bt_stat(a, BH_STAT_watermark_boost), 2);
+  EXPECT_U64(bt_zone(a, 0).wmark_boost, 0);
+  EXPECT_U64(bt_stat(a, BH_STAT_pageoutrun), 16);
+
+  EXPECT_U64(bt_alloc(a, BH_GFP_KERNEL, 0, 0), 1919);
+  EXPECT_U64(bt_stat(a, BH_STAT_watermark_boost), 4);
+  EXPECT_U64(bt_zone(a, 0).wmark_boost, 512);
+  EXPECT_U64(bt_stat(a, BH_STAT_pageoutrun), 16);
+
+  uint64_t pfn;
+  EXPECT_U64(bh_alloc_pfn(a, BH_GFP_KERNEL, 0, 0, &pfn), BH_ENOSPC);
+  EXPECT_U64(bt_zone(a, 0).free_pages, 128);
+  bt_expect_clean(a);
+  bh_arena_destroy(a);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* unreserve_highatomic_pageblock before failing                                            */
+/* ---------------------------------------------------------------------------------------- */
+
+/*
+ * A 256 MiB Normal zone (65536 pages; min 512, low 640, high 768), filled in ascending order
+ * until 640 pages are free: 64896 (order 7) and the whole pageblock 65024 (order 9).  A
+ * GFP_ATOMIC order-1 request fails the fast path at the low mark; the slow path's flags carry
+ * ALLOC_HIGHATOMIC (mm/page_alloc.c:4096-4106), the Unmovable request claims the order-9
+ * pageblock whole and gets 65024, and reserve_highatomic_pageblock makes that pageblock
+ * HighAtomic (1 % of 65536 = 655 >= 512: up to ALIGN(655, 512) = 1024 pages,
+ * mm/page_alloc.c:2066-2104).  Its 510 free pages are now held back from ordinary requests
+ * (__zone_watermark_unusable_free, mm/page_alloc.c:3184-3185): 638 - 510 = 128 usable, below
+ * min.  A GFP_KERNEL request then fails get_page_from_freelist, direct reclaim frees nothing,
+ * and should_reclaim_retry gives up after MAX_RECLAIM_RETRIES and, "before OOM", unreserves
+ * the block with force (mm/page_alloc.c:4194-4195, 4245-4247): the first HighAtomic free
+ * block, order 1 at 65026, its pageblock moved to Unmovable, nr_reserved_highatomic -= 512
+ * (mm/page_alloc.c:2140-2196).  The retry splits 65026 and returns it; allocations succeed
+ * while more than 512 pages are free: 126 of them, the 127th fails.
+ */
+static void test_unreserve_highatomic_before_failing(void **state) {
+  (void)state;
+  bh_config_t c = bt_cfg_one_zone(BH_ZONE_NORMAL, 256 * MiB);
+  c.backing = BH_BACKING_SIM;
+  bh_arena_t *a = bt_create(&c);
+  bh_zone_info_t zi = bt_zone(a, 0);
+  EXPECT_U64(zi.wmark_min, 512);
+  EXPECT_U64(zi.wmark_low, 640);
+  fill_to(a, 640);
+  EXPECT_U64(bt_alloc(a, BH_GFP_ATOMIC | BH_GFP_HIGH, 1, 0), 65024);
+  zi = bt_zone(a, 0);
+  EXPECT_U64(zi.nr_reserved_highatomic, 512);
+  EXPECT_U64(zi.pageblocks[BH_MT_HIGHATOMIC], 1);
+  EXPECT_U64(zi.free_pages, 638);
+
+  uint64_t pfn, ok = 0;
+  EXPECT_U64(bt_alloc(a, BH_GFP_KERNEL, 0, 0), 65026);
+  ok++;
+  while (bh_alloc_pfn(a, BH_GFP_KERNEL, 0, 0, &pfn) == BH_OK)
+    ok++;
+  EXPECT_U64(ok, 126);
+  zi = bt_zone(a, 0);
+  EXPECT_U64(zi.free_pages, 512);
+  EXPECT_U64(zi.nr_reserved_highatomic, 0);
+  EXPECT_U64(zi.pageblocks[BH_MT_HIGHATOMIC], 0);
+  EXPECT_U64(bt_stat(a, BH_STAT_highatomic_unreserve), 1);
+  bt_expect_clean(a);
+  bh_arena_destroy(a);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* GFP_TRANSHUGE(_LIGHT): no kswapd wake; no drain or retry without reclaim progress        */
+/* ---------------------------------------------------------------------------------------- */
+
+/*
+ * GFP_TRANSHUGE_LIGHT has neither __GFP_DIRECT_RECLAIM nor __GFP_KSWAPD_RECLAIM and has
+ * __GFP_NOMEMALLOC (include/linux/gfp_types.h:388-390): gfp_to_alloc_flags gives it neither
+ * ALLOC_KSWAPD nor ALLOC_NON_BLOCK (mm/page_alloc.c:4093-4106), so a failing THP fault wakes
+ * no kswapd, and, unable to block, stops after the slow path's two tries (mm/page_alloc.c:
+ * 4477-4478).  With the fast path's two walks (with and without ALLOC_NOFRAGMENT,
+ * mm/page_alloc.c:3582-3585) that is four zonelist walks, counted as four watermark failures
+ * of the only zone.  GFP_TRANSHUGE may block but is costly (order 9 > 3): direct reclaim makes no
+ * progress and it fails there too (mm/page_alloc.c:4504-4506), again without kswapd.  A
+ * GFP_HIGHUSER_MOVABLE order-9 request wakes kswapd from the slow path.
+ */
+static void test_transhuge_does_not_wake_kswapd(void **state) {
+  (void)state;
+  bh_config_t c = bt_cfg_one_zone(BH_ZONE_NORMAL, 8 * MiB);
+  c.backing = BH_BACKING_SIM;
+  bh_arena_t *a = bt_create(&c);
+  fill_to(a, 130); /* no free order-9 block */
+  uint64_t pfn, fails = bt_stat(a, BH_STAT_wmark_fail);
+  EXPECT_U64(bh_alloc_pfn(a, BH_GFP_TRANSHUGE_LIGHT, 9, 0, &pfn), BH_ENOSPC);
+  EXPECT_U64(bt_stat(a, BH_STAT_wmark_fail) - fails, 4);
+  EXPECT_U64(bh_alloc_pfn(a, BH_GFP_TRANSHUGE, 9, 0, &pfn), BH_ENOSPC);
+  EXPECT_U64(bt_stat(a, BH_STAT_pageoutrun), 0);
+  EXPECT_U64(bh_alloc_pfn(a, BH_GFP_USER_MOVABLE, 9, 0, &pfn), BH_ENOSPC);
+  assert_true(bt_stat(a, BH_STAT_pageoutrun) > 0);
+  bt_expect_clean(a);
+  bh_arena_destroy(a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_below_high_clear_includes_boost),
@@ -280,6 +418,9 @@ int main(void) {
       cmocka_unit_test(test_pcp_decay_drains_in_batches),
       cmocka_unit_test(test_shuffle_at_boot),
       cmocka_unit_test(test_isolate_moves_movable_pageblock),
+      cmocka_unit_test(test_boost_cleared_by_kswapd_until_it_fails),
+      cmocka_unit_test(test_unreserve_highatomic_before_failing),
+      cmocka_unit_test(test_transhuge_does_not_wake_kswapd),
   };
   return cmocka_run_group_tests_name("buddy_fidelity", tests, NULL, NULL);
 }
