@@ -286,8 +286,9 @@ enum {
   BH__GC_ZONE_MASK = 0xff,  /* preferred zone id + 1; 0: no usable zone */
   BH__GC_HIGHEST_SHIFT = 8, /* 3 bits: gfp_zone() */
   BH__GC_MT_SHIFT = 11,     /* 3 bits: migratetype of the request */
-  BH__GC_NOFRAG = 1u << 14, /* ALLOC_NOFRAGMENT (alloc_flags_nofragment) */
   BH__GC_BAD = 1u << 15,    /* GFP_ZONE_BAD: two zone modifiers */
+  BH__GC_FLAGS_SHIFT = 16,  /* the fast path's alloc_flags: watermark, ALLOC_NOFRAGMENT
+                             * (alloc_flags_nofragment), ALLOC_KSWAPD */
 };
 
 /* page_alloc.c */

@@ -1223,11 +1223,17 @@ int bh__build_gfp_ctx(bh_arena_t *a) {
       int pz = bh__preferred_zone(a, (int)n, highest);
       uint32_t e = (uint32_t)(pz + 1) | (uint32_t)highest << BH__GC_HIGHEST_SHIFT |
                    (uint32_t)mt << BH__GC_MT_SHIFT;
-      /* alloc_flags_nofragment: the preferred zone is Normal; with more than one node, a
-       * DMA32 zone must also lie below it (on one node Linux assumes there is one) */
+      /* the fast path's alloc_flags: the low watermark (min with NOFALLBACK_WMARK),
+       * ALLOC_KSWAPD from __GFP_KSWAPD_RECLAIM, and alloc_flags_nofragment: the preferred
+       * zone is Normal; with more than one node, a DMA32 zone must also lie below it (on one
+       * node Linux assumes there is one) */
+      uint32_t flags = (gfp & BH_GFP_NOFALLBACK_WMARK) ? BH__ALLOC_WMARK_MIN : BH__ALLOC_WMARK_LOW;
+      if (!(gfp & BH_GFP_NO_KSWAPD))
+        flags |= BH__ALLOC_KSWAPD;
       if (pz >= 0 && a->zones[pz].type == BH_ZONE_NORMAL &&
           (a->cfg.nr_nodes == 1 || a->node_zone[a->zones[pz].node][BH_ZONE_DMA32] >= 0))
-        e |= BH__GC_NOFRAG;
+        flags |= BH__ALLOC_NOFRAGMENT;
+      e |= flags << BH__GC_FLAGS_SHIFT;
       if (gfp_zone_bad(gfp))
         e |= BH__GC_BAD;
       a->gfp_ctx[n * nr + gfp] = e;
@@ -1320,13 +1326,7 @@ int bh_alloc_pfn(bh_arena_t *a, unsigned gfp, unsigned order, int cpu, uint64_t 
   if (bh__unlikely(ac.preferred < 0))
     return BH_ENOSPC;
 
-  unsigned alloc_flags = BH__ALLOC_WMARK_LOW;
-  if (!(gfp & BH_GFP_NO_KSWAPD))
-    alloc_flags |= BH__ALLOC_KSWAPD;
-  if (gc & BH__GC_NOFRAG)
-    alloc_flags |= BH__ALLOC_NOFRAGMENT;
-  if (gfp & BH_GFP_NOFALLBACK_WMARK)
-    alloc_flags = (alloc_flags & ~(unsigned)BH__ALLOC_WMARK_MASK) | BH__ALLOC_WMARK_MIN;
+  unsigned alloc_flags = gc >> BH__GC_FLAGS_SHIFT;
 
   int zid = -1;
   uint64_t pfn = UINT64_MAX;
