@@ -268,7 +268,8 @@ typedef struct bh_compact_result {
 /*
  * The kernel's fragmentation score of a node (fragmentation_score_node): per zone the percent
  * of its free pages in blocks below the pageblock order (extfrag_for_order), weighted by the
- * zone's share of the node's pages; 0..100.
+ * zone's share of the node's pages (present / (node present + 1), rounded down per zone as
+ * fragmentation_score_zone_weighted does); 0..100.
  */
 BH_API unsigned bh_fragmentation_score(bh_arena_t *arena, int node);
 
@@ -276,24 +277,36 @@ BH_API unsigned bh_fragmentation_score(bh_arena_t *arena, int node);
  * /proc/sys/vm/compact_memory: compacts every zone of the arena completely.  Only blocks
  * allocated as movable (BH_GFP_MOVABLE) and below the pageblock order are moved, each through
  * `migrate`, from the low end of a zone to free pages taken from its high end (the kernel's
- * migrate and free scanners) until the scanners meet.  Free pages on pcp lists stay there,
- * as in Linux (bh_drain_pcp first if they should merge).  Blocks split with bh_split_pages
- * are moved page by page.  Returns 0 (res may be NULL) or BH_EINVAL.
+ * migrate and free scanners), 32 pages at a time, until the scanners meet or an order-0 page
+ * finds no target.  Free pages on pcp lists stay there, and the blocks compaction frees go to
+ * the pcp lists of the zone's node for the orders they hold, as in Linux (bh_drain_pcp first
+ * or after if they should merge).  Blocks split with bh_split_pages are moved page by page.
+ * Returns 0 (res may be NULL) or BH_EINVAL.
  */
 BH_API int bh_compact_memory(bh_arena_t *arena, bh_migrate_fn migrate, void *ctx,
                              bh_compact_result_t *res);
 
 /*
- * One proactive compaction check of kcompactd (vm.compaction_proactiveness, Linux 5.9+; the
- * kernel checks every 500 ms): for each node whose fragmentation score is above
+ * One proactive compaction check of every node's kcompactd (vm.compaction_proactiveness,
+ * Linux 5.9+): for each node whose fragmentation score is above
  * min(max(100 - proactiveness, 5) + 10, 100), compacts its zones until each zone's score is
  * at most max(100 - proactiveness, 5).  proactiveness 0 does nothing.  Returns the number of
- * nodes compacted (0: none needed it), or BH_EINVAL.  Linux waits 32 s instead of 500 ms
- * before the next check when a run did not lower the score (res->score_after >=
- * res->score_before); the caller's timer does that.
+ * nodes compacted (0: none needed it), or BH_EINVAL.  No timer: see bh_kcompactd_run.
  */
 BH_API int bh_compact_proactive(bh_arena_t *arena, unsigned proactiveness, bh_migrate_fn migrate,
                                 void *ctx, bh_compact_result_t *res);
+
+/*
+ * kcompactd's proactive timer, one per node as in Linux: a node's check (as in
+ * bh_compact_proactive) runs when it is due at or before now_ns, and its next check is due
+ * 500 ms later (HPAGE_FRAG_CHECK_INTERVAL_MSEC), or 32 s later (500 ms << COMPACT_MAX_DEFER_
+ * SHIFT) when its run did not lower its score.  Every node is due at the first call.  Sets
+ * *next_ns to the earliest next check (UINT64_MAX with proactiveness 0), in the clock of
+ * now_ns.  Returns the number of nodes compacted, or BH_EINVAL.
+ */
+BH_API int bh_kcompactd_run(bh_arena_t *arena, unsigned proactiveness, uint64_t now_ns,
+                            bh_migrate_fn migrate, void *ctx, bh_compact_result_t *res,
+                            uint64_t *next_ns);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Observation                                                                               */

@@ -168,6 +168,8 @@ struct bh_arena {
    * it is running (not waiting on kswapd_wait) */
   _Atomic int kswapd_failures[BH_MAX_NODES];
   atomic_bool kswapd_running[BH_MAX_NODES];
+  /* kcompactd per node: when its next proactive check is due (bh_kcompactd_run) */
+  uint64_t kcompactd_next[BH_MAX_NODES];
   bh__hint_hooks_t hint;
   /* Pages discarded by a report and not touched since: set by the reporter, cleared (and
    * counted as refaults) when allocated.  NULL until a reporter is attached. */
@@ -303,6 +305,7 @@ BH__INTERNAL uint64_t bh__move_freepages_block(bh__zone_t *z, uint64_t start, in
                                                int new_mt);
 BH__INTERNAL int bh__preferred_zone(const bh_arena_t *a, int node, int highest);
 BH__INTERNAL void bh__shuffle_zone(bh__zone_t *z);
+BH__INTERNAL void bh__free_pages_zone_locked(bh__zone_t *z, uint64_t pfn, unsigned order, int slot);
 
 /* hint_core.c */
 BH__INTERNAL uint64_t bh__isolate_free_page(bh__zone_t *z, uint64_t pfn, unsigned order);

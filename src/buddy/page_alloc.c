@@ -596,14 +596,16 @@ static int pcp_slot(bh_arena_t *a, int cpu) {
  * free_pcppages_bulk: return `count` pages to the buddy lists, round-robin over the lists
  * starting with the one just freed to, taking the coldest pages (list tails) first.
  */
-static void free_pcppages_bulk(bh__zone_t *z, bh__pcp_t *pcp, int count, unsigned pindex) {
+static void free_pcppages_bulk(bh__zone_t *z, bh__pcp_t *pcp, int count, unsigned pindex,
+                               bool zone_locked) {
   bh_arena_t *a = z->arena;
   if (count > pcp->count)
     count = pcp->count;
   if (count <= 0)
     return;
   pindex = pindex == 0 ? BH__NR_PCP_LISTS - 1 : pindex - 1;
-  bh__zone_lock(z);
+  if (!zone_locked)
+    bh__zone_lock(z);
   z->ev[BH_STAT_pcp_drain]++;
   while (count > 0) {
     uint32_t head;
@@ -624,7 +626,8 @@ static void free_pcppages_bulk(bh__zone_t *z, bh__pcp_t *pcp, int count, unsigne
       bh__free_one_page(z, pfn, order, bh__pb_mt(a, pfn), BH__FPI_NONE);
     } while (count > 0 && !bh__list_empty(a, head));
   }
-  bh__zone_unlock(z);
+  if (!zone_locked)
+    bh__zone_unlock(z);
 }
 
 /* nr_pcp_alloc (6.12): how many blocks a refill takes; grows while allocations continue. */
@@ -712,7 +715,8 @@ static uint64_t rmqueue_pcplist(bh__zone_t *z, unsigned order, const struct allo
 }
 
 /* nr_pcp_high (6.12, without reclaim): the current high mark; 0 means free everything. */
-static int nr_pcp_high(bh__pcp_t *pcp, bh__zone_t *z, int batch, bool free_high) {
+__attribute__((always_inline)) static inline int nr_pcp_high(bh__pcp_t *pcp, bh__zone_t *z,
+                                                             int batch, bool free_high) {
   int high_min = pcp->high_min, high_max = pcp->high_max;
   int high = pcp->high = pcp->high < high_min   ? high_min
                          : pcp->high > high_max ? high_max
@@ -754,8 +758,12 @@ static int nr_pcp_free(bh__pcp_t *pcp, int batch, int high, bool free_high) {
   return n;
 }
 
-/* free_unref_page_commit: onto the head of the pcp list; drain when over the high mark. */
-static void free_to_pcp(bh__zone_t *z, bh__pcp_t *pcp, uint64_t pfn, unsigned order, int mt) {
+/*
+ * free_unref_page_commit: onto the head of the pcp list; drain when over the high mark.
+ * zone_locked: the caller holds the zone lock already (compaction's frees).
+ */
+__attribute__((always_inline)) static inline void
+free_to_pcp(bh__zone_t *z, bh__pcp_t *pcp, uint64_t pfn, unsigned order, int mt, bool zone_locked) {
   bh_arena_t *a = z->arena;
   pcp->alloc_factor >>= 1;
   unsigned pindex = order_to_pindex(a, mt, order);
@@ -778,7 +786,7 @@ static void free_to_pcp(bh__zone_t *z, bh__pcp_t *pcp, uint64_t pfn, unsigned or
     pcp->free_count += 1 << order;
   int high = nr_pcp_high(pcp, z, batch, free_high);
   if (pcp->count >= high) {
-    free_pcppages_bulk(z, pcp, nr_pcp_free(pcp, batch, high, free_high), pindex);
+    free_pcppages_bulk(z, pcp, nr_pcp_free(pcp, batch, high, free_high), pindex, zone_locked);
     /* high_wmark_pages(): the high mark plus the boost */
     uint64_t high_mark = z->watermark[BH__WMARK_HIGH] +
                          atomic_load_explicit(&z->watermark_boost, memory_order_relaxed);
@@ -792,7 +800,7 @@ static void free_to_pcp(bh__zone_t *z, bh__pcp_t *pcp, uint64_t pfn, unsigned or
 static void drain_pcp(bh__zone_t *z, bh__pcp_t *pcp) {
   bh__pcp_lock(pcp);
   if (pcp->count)
-    free_pcppages_bulk(z, pcp, pcp->count, 0);
+    free_pcppages_bulk(z, pcp, pcp->count, 0, false);
   bh__pcp_unlock(pcp);
 }
 
@@ -1370,14 +1378,51 @@ static int check_free(const bh_arena_t *a, uint64_t pfn, unsigned order) {
   return BH_OK;
 }
 
-/* free_one_page: straight to the buddy lists under the zone lock. */
-static void free_one_page(bh__zone_t *z, uint64_t pfn, unsigned order) {
+/*
+ * split_large_buddy: a block above the pageblock order is freed one pageblock at a time, each
+ * with its own pageblock's type (they merge again if their types allow).  Zone lock held.
+ */
+static void split_large_buddy(bh__zone_t *z, uint64_t pfn, unsigned order) {
   bh_arena_t *a = z->arena;
+  uint64_t end = pfn + (1ull << order);
+  if (order > a->pb_order)
+    order = a->pb_order;
+  do {
+    bh__free_one_page(z, pfn, order, bh__pb_mt(a, pfn), BH__FPI_NONE);
+    pfn += 1ull << order;
+  } while (pfn < end);
+}
+
+/* free_one_page: straight to the buddy lists under the zone lock (off the pcp fast path). */
+static void free_one_page(bh__zone_t *z, uint64_t pfn, unsigned order) {
   bh__zone_lock(z);
   z->ev[BH_STAT_pgfree] += 1ull << order;
   z->ev[BH_STAT_free_calls]++;
-  bh__free_one_page(z, pfn, order, bh__pb_mt(a, pfn), BH__FPI_NONE);
+  split_large_buddy(z, pfn, order);
   bh__zone_unlock(z);
+}
+
+/*
+ * free_unref_page for a block the caller took off the allocator with the zone lock held
+ * (compaction's migrated sources and left-over targets): onto the pcp list of slot `slot`
+ * for the orders the pcp lists hold (if its lock is free), else to the buddy lists.
+ */
+void bh__free_pages_zone_locked(bh__zone_t *z, uint64_t pfn, unsigned order, int slot) {
+  bh_arena_t *a = z->arena;
+  bh__pg_set_flags(&a->pages[pfn], 0);
+  if (pcp_allowed_order(a, order)) {
+    int mt = bh__pb_mt(a, pfn);
+    if (mt > BH_MT_RECLAIMABLE)
+      mt = mt == BH_MT_ISOLATE ? -1 : BH_MT_MOVABLE;
+    bh__pcp_t *pcp = &z->pcp[(unsigned)slot % a->cfg.nr_cpus];
+    if (mt >= 0 && bh__pcp_trylock(pcp)) {
+      free_to_pcp(z, pcp, pfn, order, mt, true);
+      bh__pcp_unlock(pcp);
+      return;
+    }
+  }
+  z->ev[BH_STAT_pgfree] += 1ull << order;
+  split_large_buddy(z, pfn, order);
 }
 
 int bh_free_pfn(bh_arena_t *a, uint64_t pfn, unsigned order, int cpu) {
@@ -1405,7 +1450,7 @@ int bh_free_pfn(bh_arena_t *a, uint64_t pfn, unsigned order, int cpu) {
     bh__pcp_t *pcp = &z->pcp[pcp_slot(a, cpu)];
     if (bh__pcp_trylock(pcp)) {
       pcp->ev[BH_STAT_free_calls]++;
-      free_to_pcp(z, pcp, pfn, order, mt);
+      free_to_pcp(z, pcp, pfn, order, mt, false);
       bh__pcp_unlock(pcp);
       return BH_OK;
     }
@@ -1488,7 +1533,7 @@ void bh_vmstat_tick(bh_arena_t *a) {
       }
       /* returned in batch-sized calls, each starting again from list 0 */
       for (int to_drain = pcp->count - pcp->high; to_drain > 0; to_drain -= pcp->batch)
-        free_pcppages_bulk(z, pcp, to_drain < pcp->batch ? to_drain : pcp->batch, 0);
+        free_pcppages_bulk(z, pcp, to_drain < pcp->batch ? to_drain : pcp->batch, 0, false);
       bh__pcp_unlock(pcp);
     }
   }
