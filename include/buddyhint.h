@@ -255,13 +255,28 @@ BH_API void bh_vmstat_tick(bh_arena_t *arena);
  */
 typedef int (*bh_migrate_fn)(void *ctx, uint64_t old_pfn, uint64_t new_pfn, unsigned order);
 
+/*
+ * Splits an allocated block for compaction, as split_folio() splits a large folio: the 2^order
+ * pages at pfn become 2^order order-0 blocks, which the owner frees (and compaction moves) one
+ * by one from then on.  Compaction asks when a block above order 0 finds no target (the
+ * kernel's try_split_folio after migrate_pages' -ENOMEM) and then moves the pages one by one
+ * after the rest of the batch.  Return 0 to let it split, nonzero to keep the block whole (it
+ * then stays where it is).  Called with the zone lock held: it must not call into the arena.
+ */
+typedef int (*bh_split_fn)(void *ctx, uint64_t pfn, unsigned order);
+
+/* Sets the split callback of an arena's compaction (NULL, the default: never split).  It gets
+ * the ctx of the compaction call.  Returns 0 or BH_EINVAL. */
+BH_API int bh_compact_set_split(bh_arena_t *arena, bh_split_fn split);
+
 typedef struct bh_compact_result {
   uint64_t zones;           /* zones compacted */
   uint64_t migrate_scanned; /* pages the migrate scanner looked at (compact_migrate_scanned) */
   uint64_t free_scanned;    /* pages the free scanner looked at (compact_free_scanned) */
   uint64_t isolated;        /* free pages taken as migration targets (compact_isolated) */
   uint64_t migrated;        /* pages moved (pgmigrate_success) */
-  uint64_t migrate_failed;  /* pages the callback kept in place (pgmigrate_fail) */
+  uint64_t migrate_failed;  /* pages that did not move (pgmigrate_fail) */
+  uint64_t split;           /* blocks split because they found no target */
   unsigned score_before, score_after; /* highest node fragmentation score, 0..100 */
 } bh_compact_result_t;
 

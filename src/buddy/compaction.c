@@ -25,12 +25,13 @@
  * with it held.
  *
  * When compaction_alloc finds no target: for an order-0 page migrate_pages fails with -ENOMEM,
- * and the run ends unless the scanners have met (COMPACT_CONTENDED); a larger block would be
- * split by the kernel (try_split_folio) and its pages moved one by one after the batch.  The
- * model cannot split a block its owner holds whole, so that block stays where it is (counted
- * as failed) and the batch goes on.  Since >0 order folio compaction (6.9) blocks below the
- * pageblock order move whole (skip_isolation_on_order skips bigger ones); with
- * compact_large_blocks off only order-0 pages move, as before.
+ * and the run ends unless the scanners have met (COMPACT_CONTENDED); a larger block is split
+ * (try_split_folio) and its pages moved one by one after the batch.  Splitting changes how the
+ * owner must free the block, so the model splits only with the owner's consent
+ * (bh_compact_set_split); without it the block stays where it is (counted as failed) and the
+ * batch goes on.  Replays do not split (a recorded trace frees the block whole).  Since >0 order
+ * folio compaction (6.9) blocks below the pageblock order move whole (skip_isolation_on_order skips
+ * bigger ones); with compact_large_blocks off only order-0 pages move, as before.
  *
  * Left out: the cached scanner positions, skip bits and deferral of direct compaction and of
  * kcompactd's order-targeted runs (no such run exists here), async mode and the fast
@@ -68,6 +69,7 @@ struct compact_control {
   int slot; /* the pcp lists compaction frees to: a CPU of the zone's node */
   struct freelist freepages[BH_ORDER_LIMIT + 1];
   struct migrate_entry migratepages[COMPACT_CLUSTER_MAX]; /* cc->migratepages, head first */
+  struct freelist split; /* pages of split blocks still to move (split_folios) */
   int nr_migrate_entries;
   bh_compact_result_t *res;
   int err;
@@ -364,55 +366,98 @@ static int isolate_migratepages(struct compact_control *cc) {
   return cc->nr_migratepages ? ISOLATE_SUCCESS : ISOLATE_NONE;
 }
 
-/*
- * migrate_pages for one batch: every source gets its target first, in list order; an order-0
- * source without one ends the batch with -ENOMEM (the sources after it stay), a larger one
- * stays where it is (see the top of the file).  Then each source moves through the owner's
- * callback and is freed.  Returns BH_ENOSPC for -ENOMEM, else 0.
- */
-static int migrate_pages(struct compact_control *cc) {
+/* Moves one block to its target through the owner's callback, or gives the target back. */
+static void move_block(struct compact_control *cc, uint64_t pfn, uint64_t dst, unsigned order) {
   bh__zone_t *z = cc->z;
   bh_arena_t *a = z->arena;
+  if (a->discarded)
+    bh__discard_on_alloc(a, dst, order); /* the copy refaults a reported page */
+  if (a->base)
+    memcpy(a->base + (dst << BH_PAGE_SHIFT), a->base + (pfn << BH_PAGE_SHIFT),
+           BH_PAGE_SIZE << order);
+  if (cc->migrate(cc->ctx, pfn, dst, order)) {
+    compaction_free(cc, dst, order);
+    z->ev[BH_STAT_pgmigrate_fail] += 1ull << order;
+    cc->res->migrate_failed += 1ull << order;
+    return;
+  }
+  bh__page_t *src = &a->pages[pfn], *d = &a->pages[dst];
+  z->isolated_pages -= 1ll << order;
+  d->mt = src->mt;
+  bh__pg_set(d, BH__PG_ALLOC, (uint8_t)order);
+  bh__free_pages_zone_locked(z, pfn, order, cc->slot);
+  z->ev[BH_STAT_pgmigrate_success] += 1ull << order;
+  cc->res->migrated += 1ull << order;
+}
+
+static void count_failed(struct compact_control *cc, unsigned order) {
+  cc->z->ev[BH_STAT_pgmigrate_fail] += 1ull << order;
+  cc->res->migrate_failed += 1ull << order;
+}
+
+/*
+ * try_split_folio: with the owner's consent (bh_compact_set_split), the block becomes 2^order
+ * allocated order-0 pages, queued on the split list as split_folio_to_list leaves them: the
+ * tail pages from the last down (__split_huge_page), then the head.  Returns false if the
+ * block stays whole.
+ */
+static bool split_block(struct compact_control *cc, uint64_t pfn, unsigned order) {
+  bh_arena_t *a = cc->z->arena;
+  if (!a->compact_split || a->compact_split(cc->ctx, pfn, order))
+    return false;
+  uint8_t mt = a->pages[pfn].mt;
+  for (uint64_t i = 0; i < (1ull << order); i++) {
+    bh__page_t *p = &a->pages[pfn + i];
+    p->mt = mt;
+    bh__pg_set(p, BH__PG_ALLOC, 0);
+  }
+  for (uint64_t i = 1ull << order; i-- > 0 && !cc->err;)
+    if (!list_add_tail(&cc->split, pfn + i))
+      cc->err = BH_ENOMEM; /* the pages stay where they are, split */
+  cc->res->split++;
+  return true;
+}
+
+/*
+ * migrate_pages for one batch: every source gets its target first, in list order; an order-0
+ * source without one ends the batch with -ENOMEM (the sources after it stay), a larger one is
+ * split if its owner agrees, else it stays (see the top of the file).  Then each source moves
+ * through the owner's callback and is freed.  Unless the batch ended with -ENOMEM, the pages
+ * of split blocks then move one by one, until one finds no target (migrate_pages' one async
+ * pass over split_folios).  Returns BH_ENOSPC for -ENOMEM, else 0.
+ */
+static int migrate_pages(struct compact_control *cc) {
   int n = cc->nr_migrate_entries, moving = 0, rc = 0;
   for (; moving < n; moving++) {
     struct migrate_entry *m = &cc->migratepages[moving];
     m->dst = compaction_alloc(cc, m->order);
     if (m->dst != UINT64_MAX)
       continue;
-    z->ev[BH_STAT_pgmigrate_fail] += 1ull << m->order;
-    cc->res->migrate_failed += 1ull << m->order;
+    if (m->order > 0 && split_block(cc, m->pfn, m->order))
+      continue;
+    count_failed(cc, m->order);
     if (m->order == 0) {
       rc = BH_ENOSPC;
       break;
     }
   }
-  for (int i = 0; i < moving; i++) {
-    struct migrate_entry *m = &cc->migratepages[i];
-    if (m->dst == UINT64_MAX)
-      continue;
-    unsigned order = m->order;
-    if (a->discarded)
-      bh__discard_on_alloc(a, m->dst, order); /* the copy refaults a reported page */
-    if (a->base)
-      memcpy(a->base + (m->dst << BH_PAGE_SHIFT), a->base + (m->pfn << BH_PAGE_SHIFT),
-             BH_PAGE_SIZE << order);
-    if (cc->migrate(cc->ctx, m->pfn, m->dst, order)) {
-      compaction_free(cc, m->dst, order);
-      z->ev[BH_STAT_pgmigrate_fail] += 1ull << order;
-      cc->res->migrate_failed += 1ull << order;
+  for (int i = 0; i < moving; i++)
+    if (cc->migratepages[i].dst != UINT64_MAX)
+      move_block(cc, cc->migratepages[i].pfn, cc->migratepages[i].dst, cc->migratepages[i].order);
+  while (cc->split.n) {
+    uint64_t pfn = list_pop_head(&cc->split);
+    uint64_t dst = rc ? UINT64_MAX : compaction_alloc(cc, 0);
+    if (dst == UINT64_MAX) {
+      if (!rc)
+        count_failed(cc, 0);
+      rc = rc ? rc : 1; /* the rest of the split pages stay */
       continue;
     }
-    bh__page_t *src = &a->pages[m->pfn], *d = &a->pages[m->dst];
-    z->isolated_pages -= 1ll << order;
-    d->mt = src->mt;
-    bh__pg_set(d, BH__PG_ALLOC, (uint8_t)order);
-    bh__free_pages_zone_locked(z, m->pfn, order, cc->slot);
-    z->ev[BH_STAT_pgmigrate_success] += 1ull << order;
-    cc->res->migrated += 1ull << order;
+    move_block(cc, pfn, dst, 0);
   }
   cc->nr_migrate_entries = 0;
   cc->nr_migratepages = 0;
-  return rc;
+  return rc == BH_ENOSPC ? BH_ENOSPC : 0;
 }
 
 /* compact_finished for cc->order -1. */
@@ -468,6 +513,7 @@ static int compact_zones(bh_arena_t *a, int node, bool proactive, unsigned score
   }
   for (unsigned o = 0; o <= BH_ORDER_LIMIT; o++)
     free(cc.freepages[o].pfn);
+  free(cc.split.pfn);
   return cc.err;
 }
 
@@ -478,6 +524,13 @@ static unsigned max_score(bh_arena_t *a) {
     m = s > m ? s : m;
   }
   return m;
+}
+
+int bh_compact_set_split(bh_arena_t *a, bh_split_fn split) {
+  if (!a)
+    return BH_EINVAL;
+  a->compact_split = split;
+  return BH_OK;
 }
 
 int bh_compact_memory(bh_arena_t *a, bh_migrate_fn migrate, void *ctx, bh_compact_result_t *res) {

@@ -170,6 +170,7 @@ struct bh_arena {
   atomic_bool kswapd_running[BH_MAX_NODES];
   /* kcompactd per node: when its next proactive check is due (bh_kcompactd_run) */
   uint64_t kcompactd_next[BH_MAX_NODES];
+  bh_split_fn compact_split; /* bh_compact_set_split */
   bh__hint_hooks_t hint;
   /* Pages discarded by a report and not touched since: set by the reporter, cleared (and
    * counted as refaults) when allocated.  NULL until a reporter is attached. */

@@ -444,6 +444,59 @@ static void test_large_block_without_target_stays(void **state) {
   free(o);
 }
 
+/* Agrees to every split; the owner then holds the pages one by one. */
+static int split_cb(void *ctx, uint64_t pfn, unsigned order) {
+  struct owner *o = ctx;
+  for (uint64_t i = 1; i < (1ull << order); i++)
+    o->id[pfn + i] = o->id[pfn] + (uint32_t)i * 1000;
+  return 0;
+}
+
+/*
+ * The same state, with an owner that lets compaction split its blocks: try_split_folio
+ * queues the pages on split_folios (mm/migrate.c:1584-1587), the tail pages from the last
+ * down (__split_huge_page, mm/huge_memory.c:3299-3300, list_add_tail in lru_add_page_tail,
+ * 3137-3141), then the head, and migrate_pages moves them after the batch (mm/migrate.c:
+ * 2094-2104), each to compaction_alloc's first order-0 entry: 7 -> 7681, 6 -> 7683, ..,
+ * 1 -> 7693, and 0 -> 7695.  Pageblock 0 is then free.
+ */
+static void test_large_block_split(void **state) {
+  (void)state;
+  struct owner *o = calloc(1, sizeof(*o));
+  o->a = small_arena();
+  for (uint64_t b = 0; b < 16; b++)
+    EXPECT_U64(bt_alloc(o->a, BH_GFP_MOVABLE, 9, -1), b * PB);
+  bt_free(o->a, 15 * PB, 9, -1);
+  for (uint64_t p = 15 * PB; p < 16 * PB; p++)
+    EXPECT_U64(bt_alloc(o->a, BH_GFP_MOVABLE, 0, -1), p);
+  bt_free(o->a, 0, 9, -1);
+  EXPECT_U64(bt_alloc(o->a, BH_GFP_MOVABLE, 3, -1), 0);
+  stamp(o, 0, 1);
+  for (uint64_t p = 15 * PB + 1; p < 15 * PB + 16; p += 2)
+    bt_free(o->a, p, 0, -1);
+  free_range(o->a, 15 * PB + 120, 15 * PB + 128);
+  assert_int_equal(bh_compact_set_split(o->a, split_cb), BH_OK);
+  bh_compact_result_t r;
+  assert_int_equal(bh_compact_memory(o->a, migrate_cb, o, &r), 0);
+  EXPECT_U64(r.split, 1);
+  EXPECT_U64(r.migrated, 8);
+  EXPECT_U64(r.migrate_failed, 0);
+  EXPECT_U64(o->calls, 8);
+  for (unsigned i = 0; i < 8; i++) {
+    EXPECT_U64(o->log_old[i], 7 - i);
+    EXPECT_U64(o->log_new[i], 15 * PB + 1 + 2 * i);
+  }
+  EXPECT_U64(o->orders_seen, 1u << 0);
+  EXPECT_U64(bt_zone(o->a, 0).nr_free[9], 1);
+  bt_expect_clean(o->a);
+  /* the owner frees the moved pages one by one */
+  for (unsigned i = 0; i < 8; i++)
+    bt_free(o->a, o->log_new[i], 0, -1);
+  bt_expect_clean(o->a);
+  bh_arena_destroy(o->a);
+  free(o);
+}
+
 /*
  * Compaction frees pages the way any page is freed: free_unref_page, onto the pcp list for
  * the orders the pcp holds (migrated sources through folio_put, left-over targets through
@@ -612,6 +665,7 @@ int main(void) {
       cmocka_unit_test(test_batches_of_32_last_isolated_first),
       cmocka_unit_test(test_enomem_ends_run),
       cmocka_unit_test(test_large_block_without_target_stays),
+      cmocka_unit_test(test_large_block_split),
       cmocka_unit_test(test_compaction_frees_through_pcp),
       cmocka_unit_test(test_score_rounded_per_zone),
       cmocka_unit_test(test_kcompactd_timer_per_node),
