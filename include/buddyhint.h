@@ -170,6 +170,15 @@ typedef struct bh_config {
    * 6.9+; default true); false: order-0 pages only, larger blocks stay (before 6.9) */
   bool compact_large_blocks;
   /*
+   * false (default): nothing is reclaimable, as in the model: direct reclaim makes no
+   * progress, so a failing request that may block never drains the pcp lists or gives a
+   * HighAtomic pageblock back unforced.  true: direct reclaim counts as having made progress,
+   * as on a machine with page cache to reclaim: such a request gives one HighAtomic pageblock
+   * back (keeping the last), drains every pcp list and retries, as
+   * __alloc_pages_direct_reclaim does after a successful reclaim (no page is reclaimed).
+   */
+  bool reclaim_progress;
+  /*
    * true (default): any thread may call into the arena; zone locks and pcp locks are taken
    * as in an SMP kernel.  false: as a CONFIG_SMP=n kernel, where spinlocks compile to nothing:
    * the caller guarantees that one thread at a time uses the arena (no BH_CLOCK_THREAD worker

@@ -48,6 +48,7 @@ void bh_config_init(bh_config_t *cfg) {
   cfg->numa_bind = false;
   cfg->debug_checks = false;
   cfg->compact_large_blocks = true;
+  cfg->reclaim_progress = false;
   cfg->smp = true;
 }
 

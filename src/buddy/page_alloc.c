@@ -1297,8 +1297,10 @@ static bool should_reclaim_retry(bh_arena_t *a, const struct alloc_ctx *ac, unsi
  * the reserves the request may use; a request that cannot block (BH_GFP_ATOMIC) stops after
  * the second try.  One that may block would enter direct reclaim, which makes no progress
  * here, so neither the pcp drain nor the unforced unreserve that follow a successful reclaim
- * happen; a costly order (> 3) then fails, a smaller one retries as should_reclaim_retry
- * allows.  Direct compaction is not modelled.  Returns the pfn or UINT64_MAX.
+ * happen (unless cfg.reclaim_progress says reclaim progresses); a costly order (> 3) then
+ * fails, a smaller one retries as should_reclaim_retry allows (with progress too: nothing
+ * reclaimed makes its watermark check pass).  Direct compaction is not modelled.  Returns the
+ * pfn or UINT64_MAX.
  */
 static uint64_t alloc_slowpath(bh_arena_t *a, const struct alloc_ctx *ac, unsigned order,
                                int *zid) {
@@ -1311,7 +1313,17 @@ static uint64_t alloc_slowpath(bh_arena_t *a, const struct alloc_ctx *ac, unsign
     if (alloc_flags & BH__ALLOC_KSWAPD)
       wake_all_kswapds(a, ac, order);
     pfn = get_page_from_freelist(a, ac, order, alloc_flags, zid);
-    if (pfn != UINT64_MAX || (ac->gfp & BH_GFP_ATOMIC) || order > BH__PAGE_ALLOC_COSTLY_ORDER ||
+    if (pfn != UINT64_MAX || (ac->gfp & BH_GFP_ATOMIC))
+      break;
+    if (a->cfg.reclaim_progress) {
+      /* __alloc_pages_direct_reclaim after a reclaim that made progress */
+      unreserve_highatomic_pageblock(a, ac, false);
+      bh_drain_pcp(a);
+      pfn = get_page_from_freelist(a, ac, order, alloc_flags, zid);
+      if (pfn != UINT64_MAX)
+        break;
+    }
+    if (order > BH__PAGE_ALLOC_COSTLY_ORDER ||
         !should_reclaim_retry(a, ac, order, alloc_flags, &no_progress_loops))
       break;
   }

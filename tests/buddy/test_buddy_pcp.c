@@ -234,6 +234,38 @@ static void test_pcp_no_drain_without_reclaim(void **state) {
 }
 
 /*
+ * cfg.reclaim_progress: direct reclaim counts as having made progress, so a request that may
+ * block drains every pcp list before its retry (mm/page_alloc.c:4043-4047); GFP_ATOMIC never
+ * gets there.
+ */
+static void test_pcp_drain_with_reclaim_progress(void **state) {
+  (void)state;
+  bh_config_t c = bt_cfg_one_zone(BH_ZONE_NORMAL, 64 * MiB);
+  c.backing = BH_BACKING_SIM;
+  c.pcp = true;
+  c.reclaim_progress = true;
+  bh_arena_t *a = bt_create(&c);
+  uint64_t pfn, n = 0;
+  uint64_t *held = malloc(sizeof(*held) * 16384);
+  while (n < 16384 && bh_alloc_pfn(a, BH_GFP_MOVABLE, 0, 0, &held[n]) == 0)
+    n++;
+  for (uint64_t i = 0; i < n; i += 2)
+    bt_free(a, held[i], 0, 0);
+  uint64_t before = bt_zone(a, 0).pcp_pages;
+  assert_true(before > 0);
+  EXPECT_U64(bh_alloc_pfn(a, BH_GFP_ATOMIC | BH_GFP_MOVABLE, 9, 0, &pfn), BH_ENOSPC);
+  EXPECT_U64(bt_zone(a, 0).pcp_pages, before);
+  EXPECT_U64(bh_alloc_pfn(a, BH_GFP_MOVABLE, 9, 0, &pfn), BH_ENOSPC);
+  EXPECT_U64(bt_zone(a, 0).pcp_pages, 0);
+  for (uint64_t i = 1; i < n; i += 2)
+    bt_free(a, held[i], 0, 0);
+  free(held);
+  bh_drain_pcp(a);
+  bt_expect_all_free(a);
+  bh_arena_destroy(a);
+}
+
+/*
  * A CONFIG_SMP=n arena (cfg.smp false) takes no locks but behaves the same: the same seeded
  * sequence of allocations and frees gives the same pfns as on an SMP arena.  A worker thread
  * is refused, since nothing would keep it off the lists.
@@ -288,6 +320,7 @@ int main(void) {
       cmocka_unit_test(test_pcp_free_count_halved_on_alloc),
       cmocka_unit_test(test_pcp_orders),
       cmocka_unit_test(test_pcp_no_drain_without_reclaim),
+      cmocka_unit_test(test_pcp_drain_with_reclaim_progress),
       cmocka_unit_test(test_up_arena_same_behaviour),
   };
   return cmocka_run_group_tests_name("buddy_pcp", tests, NULL, NULL);
