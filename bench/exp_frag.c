@@ -67,7 +67,7 @@ static void exp_die(const char *what, int err) { bu_die("exp_frag", what, err); 
 #define FILL_TRIES 8
 
 typedef struct opts {
-  bool quick;
+  bool quick, reclaim_progress;
   int reps, nkernel;
   unsigned cpus;
   uint64_t arena_bytes, seed;
@@ -100,13 +100,17 @@ typedef struct gen_ctx {
 static void usage(FILE *f) {
   fprintf(f,
           "usage: exp_frag [--quick] [--reps N] [--out DIR] [--arena SIZE] [--kernel LIST]\n"
-          "                [--cpus N] [--seed N] [--param KEY=VALUE]...\n"
+          "                [--cpus N] [--seed N] [--reclaim-progress] [--param KEY=VALUE]...\n"
           "  --arena SIZE      sim arena of every replay, a multiple of 4 MiB (default 1G;\n"
           "                    --quick 512M)\n"
           "  --kernel LIST     frag-stress kernel shares to sweep (default\n"
           "                    0.005,0.01,0.02,0.05,0.1)\n"
           "  --cpus N          CPUs of the trace and pcp slots of the arena (default 2)\n"
           "  --seed N          seed of the first repetition; repetition r uses N + r (default 1)\n"
+          "  --reclaim-progress\n"
+          "                    direct reclaim counts as progress (cfg.reclaim_progress): a\n"
+          "                    failing request drains the pcp lists before its retry, as on a\n"
+          "                    machine with page cache (default: nothing is reclaimable)\n"
           "  --param K=V       another frag-stress parameter (churn, reclaimable, jobs, ...);\n"
           "                    size, kernel, hugepages, hugepage_batch, release,\n"
           "                    cpus and seed are set here\n"
@@ -135,6 +139,8 @@ static int parse(int argc, char **argv, opts_t *o) {
       kernels = argv[++i];
     } else if (!strcmp(a, "--cpus") && more) {
       o->cpus = (unsigned)atoi(argv[++i]);
+    } else if (!strcmp(a, "--reclaim-progress")) {
+      o->reclaim_progress = true;
     } else if (!strcmp(a, "--seed") && more) {
       o->seed = strtoull(argv[++i], NULL, 10);
     } else if (!strcmp(a, "--param") && more) {
@@ -275,6 +281,7 @@ static int replay(const opts_t *o, const char *path, bool grouping, const gen_ct
   rc.trace = path;
   rc.arena.backing = BH_BACKING_SIM;
   rc.arena.mobility_grouping = grouping;
+  rc.arena.reclaim_progress = o->reclaim_progress;
   rc.arena.nr_cpus = o->cpus; /* with memory_bytes: one pass over the trace */
   rc.memory_bytes = o->arena_bytes;
   rc.hint.strategy = "none";

@@ -125,10 +125,15 @@ BH_API const char *bh_migratetype_name(int mt);
 #define BH_GFP_ZERO 0x80u      /* zero the pages (mmap backing) */
 #define BH_GFP_THISNODE 0x100u /* only the local node's zones */
 #define BH_GFP_NOFALLBACK_WMARK 0x200u /* use the min watermark as the first attempt (slowpath) */
+#define BH_GFP_NO_KSWAPD 0x400u        /* without __GFP_KSWAPD_RECLAIM: never wakes kswapd */
+#define BH_GFP_NOMEMALLOC 0x800u /* __GFP_NOMEMALLOC: with ATOMIC, no ALLOC_NON_BLOCK reserves */
 
 #define BH_GFP_KERNEL 0u
 #define BH_GFP_USER_MOVABLE (BH_GFP_MOVABLE | BH_GFP_HIGHMEM) /* GFP_HIGHUSER_MOVABLE */
-#define BH_GFP_TRANSHUGE (BH_GFP_MOVABLE | BH_GFP_HIGHMEM)
+/* GFP_TRANSHUGE_LIGHT: no reclaim of either kind, no reserves; GFP_TRANSHUGE: may block */
+#define BH_GFP_TRANSHUGE_LIGHT                                                                     \
+  (BH_GFP_MOVABLE | BH_GFP_HIGHMEM | BH_GFP_ATOMIC | BH_GFP_NOMEMALLOC | BH_GFP_NO_KSWAPD)
+#define BH_GFP_TRANSHUGE (BH_GFP_MOVABLE | BH_GFP_HIGHMEM | BH_GFP_NOMEMALLOC | BH_GFP_NO_KSWAPD)
 
 /* gfp_zone() and gfp_migratetype() as Linux computes them. */
 BH_API int bh_gfp_zone(unsigned gfp);
@@ -180,6 +185,15 @@ typedef struct bh_config {
   /* compaction moves allocated blocks above order 0 whole (>0 order folio compaction, Linux
    * 6.9+; default true); false: order-0 pages only, larger blocks stay (before 6.9) */
   bool compact_large_blocks;
+  /*
+   * false (default): nothing is reclaimable, as in the model: direct reclaim makes no
+   * progress, so a failing request that may block never drains the pcp lists or gives a
+   * HighAtomic pageblock back unforced.  true: direct reclaim counts as having made progress,
+   * as on a machine with page cache to reclaim: such a request gives one HighAtomic pageblock
+   * back (keeping the last), drains every pcp list and retries, as
+   * __alloc_pages_direct_reclaim does after a successful reclaim (no page is reclaimed).
+   */
+  bool reclaim_progress;
   /*
    * true (default): any thread may call into the arena; zone locks and pcp locks are taken
    * as in an SMP kernel.  false: as a CONFIG_SMP=n kernel, where spinlocks compile to nothing:
@@ -271,20 +285,36 @@ BH_API void bh_vmstat_tick(bh_arena_t *arena);
  */
 typedef int (*bh_migrate_fn)(void *ctx, uint64_t old_pfn, uint64_t new_pfn, unsigned order);
 
+/*
+ * Splits an allocated block for compaction, as split_folio() splits a large folio: the 2^order
+ * pages at pfn become 2^order order-0 blocks, which the owner frees (and compaction moves) one
+ * by one from then on.  Compaction asks when a block above order 0 finds no target (the
+ * kernel's try_split_folio after migrate_pages' -ENOMEM) and then moves the pages one by one
+ * after the rest of the batch.  Return 0 to let it split, nonzero to keep the block whole (it
+ * then stays where it is).  Called with the zone lock held: it must not call into the arena.
+ */
+typedef int (*bh_split_fn)(void *ctx, uint64_t pfn, unsigned order);
+
+/* Sets the split callback of an arena's compaction (NULL, the default: never split).  It gets
+ * the ctx of the compaction call.  Returns 0 or BH_EINVAL. */
+BH_API int bh_compact_set_split(bh_arena_t *arena, bh_split_fn split);
+
 typedef struct bh_compact_result {
   uint64_t zones;           /* zones compacted */
   uint64_t migrate_scanned; /* pages the migrate scanner looked at (compact_migrate_scanned) */
   uint64_t free_scanned;    /* pages the free scanner looked at (compact_free_scanned) */
   uint64_t isolated;        /* free pages taken as migration targets (compact_isolated) */
   uint64_t migrated;        /* pages moved (pgmigrate_success) */
-  uint64_t migrate_failed;  /* pages the callback kept in place (pgmigrate_fail) */
+  uint64_t migrate_failed;  /* pages that did not move (pgmigrate_fail) */
+  uint64_t split;           /* blocks split because they found no target */
   unsigned score_before, score_after; /* highest node fragmentation score, 0..100 */
 } bh_compact_result_t;
 
 /*
  * The kernel's fragmentation score of a node (fragmentation_score_node): per zone the percent
  * of its free pages in blocks below the pageblock order (extfrag_for_order), weighted by the
- * zone's share of the node's pages; 0..100.
+ * zone's share of the node's pages (present / (node present + 1), rounded down per zone as
+ * fragmentation_score_zone_weighted does); 0..100.
  */
 BH_API unsigned bh_fragmentation_score(bh_arena_t *arena, int node);
 
@@ -292,24 +322,36 @@ BH_API unsigned bh_fragmentation_score(bh_arena_t *arena, int node);
  * /proc/sys/vm/compact_memory: compacts every zone of the arena completely.  Only blocks
  * allocated as movable (BH_GFP_MOVABLE) and below the pageblock order are moved, each through
  * `migrate`, from the low end of a zone to free pages taken from its high end (the kernel's
- * migrate and free scanners) until the scanners meet.  Free pages on pcp lists stay there,
- * as in Linux (bh_drain_pcp first if they should merge).  Blocks split with bh_split_pages
- * are moved page by page.  Returns 0 (res may be NULL) or BH_EINVAL.
+ * migrate and free scanners), 32 pages at a time, until the scanners meet or an order-0 page
+ * finds no target.  Free pages on pcp lists stay there, and the blocks compaction frees go to
+ * the pcp lists of the zone's node for the orders they hold, as in Linux (bh_drain_pcp first
+ * or after if they should merge).  Blocks split with bh_split_pages are moved page by page.
+ * Returns 0 (res may be NULL) or BH_EINVAL.
  */
 BH_API int bh_compact_memory(bh_arena_t *arena, bh_migrate_fn migrate, void *ctx,
                              bh_compact_result_t *res);
 
 /*
- * One proactive compaction check of kcompactd (vm.compaction_proactiveness, Linux 5.9+; the
- * kernel checks every 500 ms): for each node whose fragmentation score is above
+ * One proactive compaction check of every node's kcompactd (vm.compaction_proactiveness,
+ * Linux 5.9+): for each node whose fragmentation score is above
  * min(max(100 - proactiveness, 5) + 10, 100), compacts its zones until each zone's score is
  * at most max(100 - proactiveness, 5).  proactiveness 0 does nothing.  Returns the number of
- * nodes compacted (0: none needed it), or BH_EINVAL.  Linux waits 32 s instead of 500 ms
- * before the next check when a run did not lower the score (res->score_after >=
- * res->score_before); the caller's timer does that.
+ * nodes compacted (0: none needed it), or BH_EINVAL.  No timer: see bh_kcompactd_run.
  */
 BH_API int bh_compact_proactive(bh_arena_t *arena, unsigned proactiveness, bh_migrate_fn migrate,
                                 void *ctx, bh_compact_result_t *res);
+
+/*
+ * kcompactd's proactive timer, one per node as in Linux: a node's check (as in
+ * bh_compact_proactive) runs when it is due at or before now_ns, and its next check is due
+ * 500 ms later (HPAGE_FRAG_CHECK_INTERVAL_MSEC), or 32 s later (500 ms << COMPACT_MAX_DEFER_
+ * SHIFT) when its run did not lower its score.  Every node is due at the first call.  Sets
+ * *next_ns to the earliest next check (UINT64_MAX with proactiveness 0), in the clock of
+ * now_ns.  Returns the number of nodes compacted, or BH_EINVAL.
+ */
+BH_API int bh_kcompactd_run(bh_arena_t *arena, unsigned proactiveness, uint64_t now_ns,
+                            bh_migrate_fn migrate, void *ctx, bh_compact_result_t *res,
+                            uint64_t *next_ns);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Observation                                                                               */

@@ -161,6 +161,9 @@ BH_API bh_zone_t *bh_arena_zone(bh_arena_t *a, int i);
 BH_API int bh_zone_index(const bh_zone_t *z);
 BH_API uint64_t bh_zone_start_pfn(const bh_zone_t *z);
 BH_API uint64_t bh_zone_pages(const bh_zone_t *z);
+/* The zone's type (enum bh_zone_type) and node. */
+BH_API int bh_zone_type(const bh_zone_t *z);
+BH_API int bh_zone_node(const bh_zone_t *z);
 BH_API unsigned bh_arena_max_order(const bh_arena_t *a);
 BH_API unsigned bh_arena_pageblock_order(const bh_arena_t *a);
 BH_API void bh_zone_lock(bh_zone_t *z);
@@ -183,8 +186,9 @@ BH_API void bh_block_set_reported(bh_zone_t *z, uint64_t pfn);
 /*
  * __isolate_free_page: takes the free block at pfn of this order off its list, unless the
  * zone would fall below min watermark + 2^order.  Returns 0, BH_ENOSPC (watermark),
- * BH_EINVAL (not a free block of that order).  The block's pageblocks turn Movable when it is
- * at least half a pageblock, as in the kernel.
+ * BH_EINVAL (not a free block of that order).  When the block is at least half a pageblock,
+ * its mergeable pageblocks go through move_freepages_block() to Movable, as in the kernel:
+ * their other free blocks move to the tails of the Movable lists.
  */
 BH_API int bh_zone_isolate(bh_zone_t *z, uint64_t pfn, unsigned order);
 /*
@@ -193,6 +197,15 @@ BH_API int bh_zone_isolate(bh_zone_t *z, uint64_t pfn, unsigned order);
  * a free block of the same order afterwards (it did not merge).  Returns 0 or BH_EINVAL.
  */
 BH_API int bh_zone_putback(bh_zone_t *z, uint64_t pfn, unsigned order, bool *still_head);
+/*
+ * An isolated block back to the free lists as a plain free would put it, merging, without
+ * notifying the strategy: the head of its list, unless buddy_merge_likely() (or the shuffle at
+ * the top order) chooses the tail.  This is how Nitesh Narayan Lal's v11 page hinting returned
+ * reported blocks (release_buddy_pages: __free_one_page(..., hint = false)); reported order-9
+ * and order-10 blocks land at the head, where the next allocation of their order takes them.
+ * *still_head as for bh_zone_putback.  Returns 0 or BH_EINVAL.
+ */
+BH_API int bh_zone_release(bh_zone_t *z, uint64_t pfn, unsigned order, bool *still_head);
 /* zone_watermark_ok at order 0 for the low watermark (with its boost) + extra_pages: the
  * check free page reporting makes before it works on a zone. */
 BH_API bool bh_zone_low_wmark_ok(const bh_zone_t *z, uint64_t extra_pages);

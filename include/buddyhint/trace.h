@@ -69,7 +69,10 @@ typedef struct bh_event {
  * e.g. "GFP_HIGHUSER_MOVABLE|__GFP_ZERO", into BH_GFP_* bits stored in *gfp.  Composite names
  * (GFP_KERNEL, GFP_ATOMIC, GFP_HIGHUSER_MOVABLE, ...) and single flags (__GFP_DMA32, ...) are
  * known; "none" is 0; a "0x..." part is decoded with Linux 6.12's x86-64 bit values.  Names
- * that do not map to a BH_GFP_* bit (__GFP_COMP, __GFP_NOWARN, ...) give 0.
+ * that do not map to a BH_GFP_* bit (__GFP_COMP, __GFP_NOWARN, ...) give 0.  Composites that
+ * lack __GFP_DIRECT_RECLAIM or __GFP_KSWAPD_RECLAIM (GFP_NOWAIT, GFP_ATOMIC,
+ * GFP_TRANSHUGE_LIGHT, GFP_TRANSHUGE) set BH_GFP_ATOMIC or BH_GFP_NO_KSWAPD, and the names
+ * __GFP_RECLAIM, __GFP_DIRECT_RECLAIM and __GFP_KSWAPD_RECLAIM clear them again.
  * Returns the number of names that were not recognised at all (they are ignored, >= 0),
  * BH_EFORMAT for an empty string or an empty name ("A||B"), BH_EINVAL for NULL arguments.
  */
@@ -79,7 +82,7 @@ BH_API int bh_gfp_parse(const char *s, size_t len, uint32_t *gfp);
  * Writes gfp as names that bh_gfp_parse() reads back to the same bits, e.g.
  * "__GFP_HIGHMEM|__GFP_MOVABLE", or "none" for 0, NUL-terminated into buf (size bytes).
  * Returns the length of the text (without the NUL), BH_ENOSPC if it does not fit, BH_EINVAL
- * if gfp has a bit without a kernel name (only BH_GFP_DMA .. BH_GFP_THISNODE have one).
+ * if gfp has a bit without a name (all but BH_GFP_NOFALLBACK_WMARK have one).
  */
 BH_API int bh_gfp_format(uint32_t gfp, char *buf, size_t size);
 

@@ -50,6 +50,7 @@ void bh_config_init(bh_config_t *cfg) {
   cfg->numa_bind = false;
   cfg->debug_checks = false;
   cfg->compact_large_blocks = true;
+  cfg->reclaim_progress = false;
   cfg->smp = true;
 }
 
@@ -397,7 +398,8 @@ static int layout(bh_arena_t *a) {
 }
 
 /* memblock_free_all: every pageblock starts Movable; each max-order block is freed to the
- * tail, as __free_pages_core does. */
+ * tail, as __free_pages_core does; then, with shuffling on, page_alloc_init_late's
+ * shuffle_free_memory shuffles each zone's free lists. */
 static void free_all(bh_arena_t *a) {
   memset(a->pageblock, BH_MT_MOVABLE, (size_t)(a->nr_pages >> a->pb_order));
   for (int i = 0; i < a->nr_zones; i++) {
@@ -407,6 +409,8 @@ static void free_all(bh_arena_t *a) {
       bh__free_one_page(z, pfn, a->max_order, BH_MT_MOVABLE, BH__FPI_TO_TAIL);
     }
   }
+  for (int i = 0; a->cfg.shuffle && i < a->nr_zones; i++)
+    bh__shuffle_zone(&a->zones[i]);
 }
 
 int bh_arena_create(const bh_config_t *cfg, bh_arena_t **out) {

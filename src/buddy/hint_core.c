@@ -24,6 +24,8 @@ void bh_zone_unlock(bh_zone_t *z) {
   if (z)
     bh__zone_unlock(z);
 }
+int bh_zone_type(const bh_zone_t *z) { return z ? z->type : BH_EINVAL; }
+int bh_zone_node(const bh_zone_t *z) { return z ? z->node : BH_EINVAL; }
 
 uint64_t bh_zone_nr_free(const bh_zone_t *z, unsigned order) {
   return z && order <= z->arena->max_order ? z->nr_free[order] : 0;
@@ -100,6 +102,35 @@ bool bh_zone_low_wmark_ok(const bh_zone_t *z, uint64_t extra) {
                                atomic_load_explicit(&z->free_pages, memory_order_relaxed));
 }
 
+/*
+ * __isolate_free_page: unless the block is on an Isolate pageblock, the zone must keep its
+ * min watermark + 2^order free (order-0 check, as if the block were allocated); the block
+ * leaves its list (PageReported cleared) and, when it is at least half a pageblock, every
+ * mergeable pageblock it covers goes through move_freepages_block() to Movable: its other
+ * free blocks move to the tails of the Movable lists, also when the pageblock is Movable
+ * already.  Returns 2^order, or 0 if the watermark check fails.  Zone lock held.
+ */
+uint64_t bh__isolate_free_page(bh__zone_t *z, uint64_t pfn, unsigned order) {
+  bh_arena_t *a = z->arena;
+  int mt = bh__pb_mt(a, pfn);
+  if (mt != BH_MT_ISOLATE) {
+    uint64_t mark = z->watermark[BH__WMARK_MIN] + (1ull << order);
+    if (!bh__zone_watermark_ok(z, 0, mark, 0, 0,
+                               atomic_load_explicit(&z->free_pages, memory_order_relaxed)))
+      return 0;
+  }
+  bh__del_from_free_list(z, pfn, order, mt, BH__DEL_ISOLATE);
+  bh__pg_set(&a->pages[pfn], BH__PG_ISOLATED, (uint8_t)order);
+  z->isolated_pages += 1ll << order;
+  if (order + 1 >= a->pb_order) {
+    uint64_t step = 1ull << a->pb_order, end = pfn + (1ull << order);
+    for (uint64_t b = pfn & ~(step - 1); b < end; b += step)
+      if (bh__mt_mergeable(bh__pb_mt(a, b)))
+        bh__move_freepages_block(z, b, bh__pb_mt(a, b), BH_MT_MOVABLE);
+  }
+  return 1ull << order;
+}
+
 int bh_zone_isolate(bh_zone_t *z, uint64_t pfn, unsigned order) {
   if (!in_zone(z, pfn) || order > z->arena->max_order)
     return BH_EINVAL;
@@ -107,31 +138,17 @@ int bh_zone_isolate(bh_zone_t *z, uint64_t pfn, unsigned order) {
   bh__page_t *p = &a->pages[pfn];
   if (!(bh__pg_flags(p) & BH__PG_BUDDY) || bh__pg_order(p) != order)
     return BH_EINVAL;
-  int mt = bh__pb_mt(a, pfn);
-  if (mt != BH_MT_ISOLATE) {
-    uint64_t mark = z->watermark[BH__WMARK_MIN] + (1ull << order);
-    if (!bh__zone_watermark_ok(z, 0, mark, 0, 0,
-                               atomic_load_explicit(&z->free_pages, memory_order_relaxed))) {
-      z->ev[BH_STAT_isolate_fail]++;
-      return BH_ENOSPC;
-    }
+  if (!bh__isolate_free_page(z, pfn, order)) {
+    z->ev[BH_STAT_isolate_fail]++;
+    return BH_ENOSPC;
   }
-  bh__del_from_free_list(z, pfn, order, mt, BH__DEL_ISOLATE);
-  bh__pg_set(p, BH__PG_ISOLATED, (uint8_t)order);
-  z->isolated_pages += 1ll << order;
   z->ev[BH_STAT_isolate_calls]++;
   z->ev[BH_STAT_isolate_pages] += 1ull << order;
-  /* at least half a pageblock: its mergeable pageblocks become Movable */
-  if (order + 1 >= a->pb_order) {
-    uint64_t step = 1ull << a->pb_order, end = pfn + (1ull << order);
-    for (uint64_t b = pfn & ~(step - 1); b < end; b += step)
-      if (bh__mt_mergeable(bh__pb_mt(a, b)) && bh__pb_mt(a, b) != BH_MT_MOVABLE)
-        bh__move_freepages_block(z, b, bh__pb_mt(a, b), BH_MT_MOVABLE);
-  }
   return BH_OK;
 }
 
-int bh_zone_putback(bh_zone_t *z, uint64_t pfn, unsigned order, bool *still_head) {
+/* Takes an isolated block back: the checks and accounting both put-backs share. */
+static int take_isolated(bh_zone_t *z, uint64_t pfn, unsigned order) {
   if (!in_zone(z, pfn))
     return BH_EINVAL;
   bh_arena_t *a = z->arena;
@@ -141,8 +158,26 @@ int bh_zone_putback(bh_zone_t *z, uint64_t pfn, unsigned order, bool *still_head
   bh__pg_set_flags(p, 0);
   z->isolated_pages -= 1ll << order;
   z->ev[BH_STAT_putback_pages] += 1ull << order;
-  bh__free_one_page(z, pfn, order, bh__pb_mt(a, pfn), BH__FPI_SKIP_REPORT_NOTIFY | BH__FPI_TO_TAIL);
+  return BH_OK;
+}
+
+static void free_isolated(bh_zone_t *z, uint64_t pfn, unsigned order, int fpi, bool *still_head) {
+  const bh__page_t *p = &z->arena->pages[pfn];
+  bh__free_one_page(z, pfn, order, bh__pb_mt(z->arena, pfn), fpi);
   if (still_head)
     *still_head = (bh__pg_flags(p) & BH__PG_BUDDY) && bh__pg_order(p) == order;
-  return BH_OK;
+}
+
+int bh_zone_putback(bh_zone_t *z, uint64_t pfn, unsigned order, bool *still_head) {
+  int err = take_isolated(z, pfn, order);
+  if (!err)
+    free_isolated(z, pfn, order, BH__FPI_SKIP_REPORT_NOTIFY | BH__FPI_TO_TAIL, still_head);
+  return err;
+}
+
+int bh_zone_release(bh_zone_t *z, uint64_t pfn, unsigned order, bool *still_head) {
+  int err = take_isolated(z, pfn, order);
+  if (!err)
+    free_isolated(z, pfn, order, BH__FPI_SKIP_REPORT_NOTIFY, still_head);
+  return err;
 }

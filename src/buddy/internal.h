@@ -24,7 +24,7 @@ static const bool bh_debug = true;
 #endif
 
 #define BH__NIL UINT32_MAX   /* "no page" in a 32-bit link */
-#define BH__GFP_VALID 0x3ffu /* BH_GFP_DMA .. BH_GFP_NOFALLBACK_WMARK */
+#define BH__GFP_VALID 0xfffu /* BH_GFP_DMA .. BH_GFP_NOMEMALLOC */
 
 /*
  * Page descriptor: 16 bytes, kept apart from the data pages.  A page is in exactly one of
@@ -160,11 +160,18 @@ struct bh_arena {
   int zonelist_len[BH_MAX_NODES];
   /* per (node, gfp): the request's zone and migratetype, the first usable zone of the
    * zonelist and whether a request starting there gets ALLOC_NOFRAGMENT, decoded once
-   * (BH__GC_*; index node << 10 | gfp) so that an allocation does one load for them */
+   * (BH__GC_*; index node << 12 | gfp) so that an allocation does one load for them */
   uint32_t *gfp_ctx;
   unsigned pcp_orders; /* bit per order that has pcp lists (0 without pcp) */
   int node_zone[BH_MAX_NODES][BH_NR_ZONE_TYPES]; /* zone id or -1 */
   _Atomic uint64_t shuffle_state;
+  /* kswapd per node: reclaim passes that freed nothing (pgdat->kswapd_failures), and whether
+   * it is running (not waiting on kswapd_wait) */
+  _Atomic int kswapd_failures[BH_MAX_NODES];
+  atomic_bool kswapd_running[BH_MAX_NODES];
+  /* kcompactd per node: when its next proactive check is due (bh_kcompactd_run) */
+  uint64_t kcompactd_next[BH_MAX_NODES];
+  bh_split_fn compact_split; /* bh_compact_set_split */
   bh__hint_hooks_t hint;
   /* Pages discarded by a report and not touched since: set by the reporter, cleared (and
    * counted as refaults) when allocated.  NULL until a reporter is attached. */
@@ -307,8 +314,9 @@ enum {
   BH__GC_ZONE_MASK = 0xff,  /* preferred zone id + 1; 0: no usable zone */
   BH__GC_HIGHEST_SHIFT = 8, /* 3 bits: gfp_zone() */
   BH__GC_MT_SHIFT = 11,     /* 3 bits: migratetype of the request */
-  BH__GC_NOFRAG = 1u << 14, /* ALLOC_NOFRAGMENT (Normal with a DMA32 below it) */
   BH__GC_BAD = 1u << 15,    /* GFP_ZONE_BAD: two zone modifiers */
+  BH__GC_FLAGS_SHIFT = 16,  /* the fast path's alloc_flags: watermark, ALLOC_NOFRAGMENT
+                             * (alloc_flags_nofragment), ALLOC_KSWAPD */
 };
 
 /* page_alloc.c */
@@ -322,5 +330,10 @@ BH__INTERNAL bool bh__zone_watermark_ok(bh__zone_t *z, unsigned order, uint64_t 
 BH__INTERNAL uint64_t bh__move_freepages_block(bh__zone_t *z, uint64_t start, int old_mt,
                                                int new_mt);
 BH__INTERNAL int bh__preferred_zone(const bh_arena_t *a, int node, int highest);
+BH__INTERNAL void bh__shuffle_zone(bh__zone_t *z);
+BH__INTERNAL void bh__free_pages_zone_locked(bh__zone_t *z, uint64_t pfn, unsigned order, int slot);
+
+/* hint_core.c */
+BH__INTERNAL uint64_t bh__isolate_free_page(bh__zone_t *z, uint64_t pfn, unsigned order);
 
 #endif

@@ -127,14 +127,61 @@ static bool buddy_merge_likely(const bh_arena_t *a, const bh__zone_t *z, uint64_
   return page_is_buddy(a, z, higher_buddy, order + 1);
 }
 
-static bool shuffle_pick_tail(bh_arena_t *a) {
-  /* one bit of a xorshift64 stream per call (shuffle_pick_tail uses one random bit) */
+/* The next number of the arena's xorshift64 stream (get_random_long for the shuffle). */
+static uint64_t shuffle_random(bh_arena_t *a) {
   uint64_t x = atomic_load_explicit(&a->shuffle_state, memory_order_relaxed);
   x ^= x << 13;
   x ^= x >> 7;
   x ^= x << 17;
   atomic_store_explicit(&a->shuffle_state, x, memory_order_relaxed);
-  return x & 1;
+  return x;
+}
+
+/* shuffle_pick_tail uses one random bit per call. */
+static bool shuffle_pick_tail(bh_arena_t *a) { return shuffle_random(a) & 1; }
+
+/* shuffle_valid_page: the head of a free block of this order in zone z. */
+static bool shuffle_valid(const bh__zone_t *z, uint64_t pfn, unsigned order) {
+  const bh__page_t *p = &z->arena->pages[pfn];
+  return pfn >= z->start_pfn && pfn < z->start_pfn + z->spanned_pages &&
+         (bh__pg_flags(p) & BH__PG_BUDDY) && bh__pg_order(p) == order;
+}
+
+/* list_swap: entries i and j trade places in their lists. */
+static void list_swap(bh_arena_t *a, uint32_t i, uint32_t j) {
+  uint32_t pos = a->pages[j].prev;
+  bh__list_del(a, j);
+  bh__list_insert(a, j, a->pages[i].prev, a->pages[i].next); /* list_replace(i, j) */
+  if (pos == i)
+    pos = j;
+  bh__list_add(a, i, pos);
+}
+
+/*
+ * __shuffle_zone (mm/shuffle.c), run once after the boot-time free when shuffling is on: each
+ * free top-order block, in pfn order, trades places on the free lists with a randomly chosen
+ * one of the zone (up to SHUFFLE_RETRY = 10 tries to pick a free block other than itself; the
+ * two must have the same pageblock type).  Afterwards shuffle_pick_tail() keeps the lists
+ * random at the top order.
+ */
+void bh__shuffle_zone(bh__zone_t *z) {
+  bh_arena_t *a = z->arena;
+  const unsigned order = a->max_order;
+  const uint64_t step = 1ull << order, end = z->start_pfn + z->spanned_pages;
+  for (uint64_t i = z->start_pfn; i < end; i += step) {
+    if (!shuffle_valid(z, i, order))
+      continue;
+    uint64_t j = 0;
+    int retry;
+    for (retry = 0; retry < 10; retry++) {
+      j = z->start_pfn + ((shuffle_random(a) % z->spanned_pages) & ~(step - 1));
+      if (shuffle_valid(z, j, order) && j != i)
+        break;
+    }
+    if (retry >= 10 || bh__pb_mt(a, j) != bh__pb_mt(a, i))
+      continue;
+    list_swap(a, (uint32_t)i, (uint32_t)j);
+  }
 }
 
 /*
@@ -459,6 +506,16 @@ struct alloc_ctx {
   int preferred; /* first zone of the zonelist usable for highest */
 };
 
+/* How much of the node's zonelist a request walks: its own node only with __GFP_THISNODE. */
+static inline int zonelist_len(const bh_arena_t *a, const struct alloc_ctx *ac) {
+  if (!(ac->gfp & BH_GFP_THISNODE))
+    return a->zonelist_len[ac->node];
+  int n = 0;
+  for (int t = BH_NR_ZONE_TYPES - 1; t >= 0; t--)
+    n += a->node_zone[ac->node][t] >= 0;
+  return n;
+}
+
 static const uint8_t pgalloc_stat[BH_NR_ZONE_TYPES] = {
     BH_STAT_pgalloc_dma, BH_STAT_pgalloc_dma32, BH_STAT_pgalloc_normal, BH_STAT_pgalloc_movable};
 
@@ -540,14 +597,16 @@ static int pcp_slot(bh_arena_t *a, int cpu) {
  * free_pcppages_bulk: return `count` pages to the buddy lists, round-robin over the lists
  * starting with the one just freed to, taking the coldest pages (list tails) first.
  */
-static void free_pcppages_bulk(bh__zone_t *z, bh__pcp_t *pcp, int count, unsigned pindex) {
+static void free_pcppages_bulk(bh__zone_t *z, bh__pcp_t *pcp, int count, unsigned pindex,
+                               bool zone_locked) {
   bh_arena_t *a = z->arena;
   if (count > pcp->count)
     count = pcp->count;
   if (count <= 0)
     return;
   pindex = pindex == 0 ? BH__NR_PCP_LISTS - 1 : pindex - 1;
-  bh__zone_lock(z);
+  if (!zone_locked)
+    bh__zone_lock(z);
   z->ev[BH_STAT_pcp_drain]++;
   while (count > 0) {
     uint32_t head;
@@ -568,7 +627,8 @@ static void free_pcppages_bulk(bh__zone_t *z, bh__pcp_t *pcp, int count, unsigne
       bh__free_one_page(z, pfn, order, bh__pb_mt(a, pfn), BH__FPI_NONE);
     } while (count > 0 && !bh__list_empty(a, head));
   }
-  bh__zone_unlock(z);
+  if (!zone_locked)
+    bh__zone_unlock(z);
 }
 
 /* nr_pcp_alloc (6.12): how many blocks a refill takes; grows while allocations continue. */
@@ -627,7 +687,6 @@ static inline uint32_t pcp_take(bh__zone_t *z, bh__pcp_t *pcp, uint32_t head, un
   uint32_t pfn = a->pages[head].next;
   bh__list_del(a, pfn);
   pcp->count -= 1 << order;
-  pcp->free_count >>= 1; /* allocations shrink the next free batch */
   pcp->ev[BH_STAT_pcp_alloc]++;
   account_alloc(pcp->ev, z, pfn, order, ac);
   return pfn;
@@ -641,6 +700,7 @@ static uint64_t rmqueue_pcplist(bh__zone_t *z, unsigned order, const struct allo
   int mt = ac->mt;
   if (!bh__pcp_trylock(pcp))
     return UINT64_MAX;
+  pcp->free_count >>= 1; /* every call, refill or not: allocations shrink the next free batch */
   uint32_t head = pcp->head + order_to_pindex(a, mt, order);
   if (bh__list_empty(a, head)) {
     int n = rmqueue_bulk(z, pcp, order, nr_pcp_alloc(pcp, z, order), head, mt, alloc_flags);
@@ -656,7 +716,8 @@ static uint64_t rmqueue_pcplist(bh__zone_t *z, unsigned order, const struct allo
 }
 
 /* nr_pcp_high (6.12, without reclaim): the current high mark; 0 means free everything. */
-static int nr_pcp_high(bh__pcp_t *pcp, bh__zone_t *z, int batch, bool free_high) {
+__attribute__((always_inline)) static inline int nr_pcp_high(bh__pcp_t *pcp, bh__zone_t *z,
+                                                             int batch, bool free_high) {
   int high_min = pcp->high_min, high_max = pcp->high_max;
   int high = pcp->high = pcp->high < high_min   ? high_min
                          : pcp->high > high_max ? high_max
@@ -698,8 +759,12 @@ static int nr_pcp_free(bh__pcp_t *pcp, int batch, int high, bool free_high) {
   return n;
 }
 
-/* free_unref_page_commit: onto the head of the pcp list; drain when over the high mark. */
-static void free_to_pcp(bh__zone_t *z, bh__pcp_t *pcp, uint64_t pfn, unsigned order, int mt) {
+/*
+ * free_unref_page_commit: onto the head of the pcp list; drain when over the high mark.
+ * zone_locked: the caller holds the zone lock already (compaction's frees).
+ */
+__attribute__((always_inline)) static inline void
+free_to_pcp(bh__zone_t *z, bh__pcp_t *pcp, uint64_t pfn, unsigned order, int mt, bool zone_locked) {
   bh_arena_t *a = z->arena;
   pcp->alloc_factor >>= 1;
   unsigned pindex = order_to_pindex(a, mt, order);
@@ -722,9 +787,12 @@ static void free_to_pcp(bh__zone_t *z, bh__pcp_t *pcp, uint64_t pfn, unsigned or
     pcp->free_count += 1 << order;
   int high = nr_pcp_high(pcp, z, batch, free_high);
   if (pcp->count >= high) {
-    free_pcppages_bulk(z, pcp, nr_pcp_free(pcp, batch, high, free_high), pindex);
+    free_pcppages_bulk(z, pcp, nr_pcp_free(pcp, batch, high, free_high), pindex, zone_locked);
+    /* high_wmark_pages(): the high mark plus the boost */
+    uint64_t high_mark = z->watermark[BH__WMARK_HIGH] +
+                         atomic_load_explicit(&z->watermark_boost, memory_order_relaxed);
     if ((atomic_load_explicit(&z->flags, memory_order_relaxed) & BH__ZONE_BELOW_HIGH) &&
-        bh__zone_watermark_ok(z, 0, z->watermark[BH__WMARK_HIGH], BH_ZONE_MOVABLE, 0,
+        bh__zone_watermark_ok(z, 0, high_mark, BH_ZONE_MOVABLE, 0,
                               atomic_load_explicit(&z->free_pages, memory_order_relaxed)))
       atomic_fetch_and_explicit(&z->flags, ~(unsigned)BH__ZONE_BELOW_HIGH, memory_order_relaxed);
   }
@@ -733,7 +801,7 @@ static void free_to_pcp(bh__zone_t *z, bh__pcp_t *pcp, uint64_t pfn, unsigned or
 static void drain_pcp(bh__zone_t *z, bh__pcp_t *pcp) {
   bh__pcp_lock(pcp);
   if (pcp->count)
-    free_pcppages_bulk(z, pcp, pcp->count, 0);
+    free_pcppages_bulk(z, pcp, pcp->count, 0, false);
   bh__pcp_unlock(pcp);
 }
 
@@ -844,21 +912,156 @@ static void reserve_highatomic_pageblock(bh__zone_t *z, uint64_t pfn, unsigned o
   bh__zone_unlock(z);
 }
 
-/* The kswapd part we model: a woken kswapd finding the zone balanced drops the boost. */
-static void wakeup_kswapd(bh__zone_t *z) {
-  int64_t free_pages = atomic_load_explicit(&z->free_pages, memory_order_relaxed);
-  if (bh__zone_watermark_ok(z, 0, wmark_pages(z, BH__ALLOC_WMARK_HIGH), z->type, 0, free_pages))
-    atomic_store_explicit(&z->watermark_boost, 0, memory_order_relaxed);
+/*
+ * unreserve_highatomic_pageblock: gives one HighAtomic pageblock of the zonelist back to the
+ * request's migratetype (the first HighAtomic free block found, lowest order first), keeping
+ * one reserved pageblock per zone unless forced.  The allocator calls it forced before it
+ * would fail a request that may block (should_reclaim_retry, "before OOM, exhaust
+ * highatomic_reserve"); Linux also calls it unforced after direct reclaim made progress, which
+ * never happens here.  Returns whether a block was converted.
+ */
+static bool unreserve_highatomic_pageblock(bh_arena_t *a, const struct alloc_ctx *ac, bool force) {
+  const int *zl = a->zonelist[ac->node];
+  for (int i = 0; i < zonelist_len(a, ac); i++) {
+    bh__zone_t *z = &a->zones[zl[i]];
+    uint64_t pb = 1ull << a->pb_order;
+    if (z->type > ac->highest || (!force && z->nr_reserved_highatomic <= pb))
+      continue;
+    bh__zone_lock(z);
+    for (unsigned o = 0; o <= a->max_order; o++) {
+      uint64_t pfn = list_first(a, bh__free_list(z, o, BH_MT_HIGHATOMIC));
+      if (pfn == UINT64_MAX)
+        continue;
+      int mt = bh__pb_mt(a, pfn);
+      if (mt == BH_MT_HIGHATOMIC) {
+        uint64_t size = pb > (1ull << o) ? pb : 1ull << o;
+        z->nr_reserved_highatomic -=
+            size < z->nr_reserved_highatomic ? size : z->nr_reserved_highatomic;
+      }
+      uint64_t moved = 1;
+      if (o < a->pb_order) {
+        moved = bh__move_freepages_block(z, pfn & ~(pb - 1), mt, ac->mt);
+      } else {
+        move_to_free_list(z, pfn, o, mt, ac->mt);
+        set_pageblock_range(a, pfn, o, ac->mt);
+      }
+      if (moved) {
+        z->ev[BH_STAT_highatomic_unreserve]++;
+        bh__zone_unlock(z);
+        return true;
+      }
+    }
+    bh__zone_unlock(z);
+  }
+  return false;
 }
 
-/* The end of rmqueue: a boosted zone wakes kswapd, which may drop the boost. */
+/*
+ * kswapd (mm/vmscan.c), as far as a model without reclaimable memory has it.  A wake runs the
+ * node's kswapd at once, in the waker's context: balance_pgdat() samples the boosts of the
+ * zones up to highest_zoneidx, finds nothing to reclaim (a pass that reclaims nothing counts
+ * a kswapd failure, unless the node was balanced and not boosted), subtracts the sampled
+ * boosts, and goes round again while the node is unbalanced and kswapd has not failed
+ * MAX_RECLAIM_RETRIES (16) times.  Once it has, the node is "hopeless": wakeups return at
+ * once, so boosts are no longer cleared; in Linux a reclaim that makes progress revives it,
+ * which never happens here.  kcompactd, which balance_pgdat wakes at the pageblock order after
+ * a boosted pass and wakeup_kswapd wakes instead of a hopeless or balanced kswapd, is not
+ * modelled (see docs/FIDELITY.md).
+ */
+#define BH__MAX_RECLAIM_RETRIES 16
+
+/* pgdat_balanced: some zone up to highest passes the high watermark (with its boost). */
+static bool pgdat_balanced(bh_arena_t *a, int node, unsigned order, int highest) {
+  bool managed = false;
+  for (int t = 0; t <= highest; t++) {
+    int zi = a->node_zone[node][t];
+    if (zi < 0)
+      continue;
+    bh__zone_t *z = &a->zones[zi];
+    managed = true;
+    if (bh__zone_watermark_ok(z, order, wmark_pages(z, BH__ALLOC_WMARK_HIGH), highest, 0,
+                              atomic_load_explicit(&z->free_pages, memory_order_relaxed)))
+      return true;
+  }
+  return !managed;
+}
+
+static bool pgdat_watermark_boosted(bh_arena_t *a, int node, int highest) {
+  for (int t = highest; t >= 0; t--) {
+    int zi = a->node_zone[node][t];
+    if (zi >= 0 && atomic_load_explicit(&a->zones[zi].watermark_boost, memory_order_relaxed))
+      return true;
+  }
+  return false;
+}
+
+/* balance_pgdat without reclaim; counted as pageoutrun in the zone that woke it. */
+static void balance_pgdat(bh_arena_t *a, bh__zone_t *waker, int node, unsigned order, int highest) {
+  uint64_t boosts[BH_NR_ZONE_TYPES] = {0}, boosted = 0;
+  for (int t = 0; t <= highest; t++) {
+    int zi = a->node_zone[node][t];
+    if (zi >= 0)
+      boosted += boosts[t] =
+          atomic_load_explicit(&a->zones[zi].watermark_boost, memory_order_relaxed);
+  }
+  bh__zone_lock(waker);
+  waker->ev[BH_STAT_pageoutrun]++;
+  bh__zone_unlock(waker);
+  if (!boosted && pgdat_balanced(a, node, order, highest))
+    return; /* nothing to do: not a failure */
+  atomic_fetch_add_explicit(&a->kswapd_failures[node], 1, memory_order_relaxed);
+  for (int t = 0; boosted && t <= highest; t++) {
+    int zi = a->node_zone[node][t];
+    if (zi < 0 || !boosts[t])
+      continue;
+    bh__zone_t *z = &a->zones[zi];
+    bh__zone_lock(z);
+    uint64_t b = atomic_load_explicit(&z->watermark_boost, memory_order_relaxed);
+    atomic_store_explicit(&z->watermark_boost, b - (b < boosts[t] ? b : boosts[t]),
+                          memory_order_relaxed);
+    bh__zone_unlock(z);
+  }
+}
+
+/* wakeup_kswapd, then kswapd's balance-and-try-to-sleep loop. */
+static void wakeup_kswapd(bh__zone_t *z, unsigned order, int highest) {
+  bh_arena_t *a = z->arena;
+  int node = z->node;
+  if (atomic_load_explicit(&a->kswapd_failures[node], memory_order_relaxed) >=
+          BH__MAX_RECLAIM_RETRIES ||
+      (pgdat_balanced(a, node, order, highest) && !pgdat_watermark_boosted(a, node, highest)))
+    return;
+  if (atomic_exchange_explicit(&a->kswapd_running[node], true, memory_order_acquire))
+    return; /* running: it is not waiting on kswapd_wait */
+  do
+    balance_pgdat(a, z, node, order, highest);
+  while (atomic_load_explicit(&a->kswapd_failures[node], memory_order_relaxed) <
+             BH__MAX_RECLAIM_RETRIES &&
+         !pgdat_balanced(a, node, order, highest));
+  atomic_store_explicit(&a->kswapd_running[node], false, memory_order_release);
+}
+
+/* wake_all_kswapds: each node of the zonelist once, from its first usable zone. */
+static void wake_all_kswapds(bh_arena_t *a, const struct alloc_ctx *ac, unsigned order) {
+  const int *zl = a->zonelist[ac->node];
+  int last_node = -1;
+  for (int i = 0; i < zonelist_len(a, ac); i++) {
+    bh__zone_t *z = &a->zones[zl[i]];
+    if (z->type > ac->highest || z->node == last_node)
+      continue;
+    wakeup_kswapd(z, order, ac->highest);
+    last_node = z->node;
+  }
+}
+
+/* The end of rmqueue: a boosted zone wakes kswapd (order 0, its own zone index). */
 static inline void boosted_wakeup(bh__zone_t *z, unsigned alloc_flags) {
   if (bh__unlikely(atomic_load_explicit(&z->flags, memory_order_relaxed) &
                    BH__ZONE_BOOSTED_WATERMARK) &&
       (alloc_flags & BH__ALLOC_KSWAPD)) {
     atomic_fetch_and_explicit(&z->flags, ~(unsigned)BH__ZONE_BOOSTED_WATERMARK,
                               memory_order_relaxed);
-    wakeup_kswapd(z);
+    wakeup_kswapd(z, 0, z->type);
   }
 }
 
@@ -886,11 +1089,7 @@ out:
 static uint64_t get_page_from_freelist(bh_arena_t *a, const struct alloc_ctx *ac, unsigned order,
                                        unsigned alloc_flags, int *zone_out) {
   const int *zl = a->zonelist[ac->node];
-  int n = (ac->gfp & BH_GFP_THISNODE) ? 0 : a->zonelist_len[ac->node];
-  if (ac->gfp & BH_GFP_THISNODE) {
-    for (int t = BH_NR_ZONE_TYPES - 1; t >= 0; t--)
-      n += a->node_zone[ac->node][t] >= 0;
-  }
+  int n = zonelist_len(a, ac);
 retry:;
   bool no_fallback = alloc_flags & BH__ALLOC_NOFRAGMENT;
   for (int i = 0; i < n; i++) {
@@ -976,6 +1175,7 @@ static inline uint64_t alloc_fast(bh_arena_t *a, const struct alloc_ctx *ac, uns
     bh__pcp_unlock(pcp);
     return UINT64_MAX;
   }
+  pcp->free_count >>= 1; /* as rmqueue_pcplist does */
   uint32_t pfn = pcp_take(z, pcp, head, order, ac);
   bh__pcp_unlock(pcp);
   boosted_wakeup(z, alloc_flags);
@@ -1010,13 +1210,6 @@ int bh__preferred_zone(const bh_arena_t *a, int node, int highest) {
   return -1;
 }
 
-/*
- * __alloc_pages: the fast path at the low watermark (with ALLOC_NOFRAGMENT when the preferred
- * zone is Normal and a DMA32 zone exists below it), then the slow path we model: the min
- * watermark with the reserves __GFP_HIGH and atomic requests may use, then (for requests that
- * may block) a pcp drain and a last try.  There is no reclaim, direct compaction or OOM killer:
- * a guest without swap fails.
- */
 /* Flags Linux's gfp_zone() treats as GFP_ZONE_BAD: two zone modifiers at once. */
 static bool gfp_zone_bad(unsigned gfp) {
   unsigned z = gfp & (BH_GFP_DMA | BH_GFP_DMA32 | BH_GFP_HIGHMEM);
@@ -1039,10 +1232,17 @@ int bh__build_gfp_ctx(bh_arena_t *a) {
       int pz = bh__preferred_zone(a, (int)n, highest);
       uint32_t e = (uint32_t)(pz + 1) | (uint32_t)highest << BH__GC_HIGHEST_SHIFT |
                    (uint32_t)mt << BH__GC_MT_SHIFT;
-      /* ALLOC_NOFRAGMENT: the preferred zone is Normal and a DMA32 zone lies below it */
+      /* the fast path's alloc_flags: the low watermark (min with NOFALLBACK_WMARK),
+       * ALLOC_KSWAPD from __GFP_KSWAPD_RECLAIM, and alloc_flags_nofragment: the preferred
+       * zone is Normal; with more than one node, a DMA32 zone must also lie below it (on one
+       * node Linux assumes there is one) */
+      uint32_t flags = (gfp & BH_GFP_NOFALLBACK_WMARK) ? BH__ALLOC_WMARK_MIN : BH__ALLOC_WMARK_LOW;
+      if (!(gfp & BH_GFP_NO_KSWAPD))
+        flags |= BH__ALLOC_KSWAPD;
       if (pz >= 0 && a->zones[pz].type == BH_ZONE_NORMAL &&
-          a->node_zone[a->zones[pz].node][BH_ZONE_DMA32] >= 0)
-        e |= BH__GC_NOFRAG;
+          (a->cfg.nr_nodes == 1 || a->node_zone[a->zones[pz].node][BH_ZONE_DMA32] >= 0))
+        flags |= BH__ALLOC_NOFRAGMENT;
+      e |= flags << BH__GC_FLAGS_SHIFT;
       if (gfp_zone_bad(gfp))
         e |= BH__GC_BAD;
       a->gfp_ctx[n * nr + gfp] = e;
@@ -1054,6 +1254,81 @@ int bh__build_gfp_ctx(bh_arena_t *a) {
       a->pcp_orders |= 1u << a->pb_order;
   }
   return BH_OK;
+}
+
+/* gfp_to_alloc_flags: the slow path's flags. */
+static unsigned gfp_to_alloc_flags(unsigned gfp, unsigned order) {
+  unsigned alloc_flags = BH__ALLOC_WMARK_MIN;
+  if (gfp & BH_GFP_HIGH)
+    alloc_flags |= BH__ALLOC_MIN_RESERVE;
+  if (!(gfp & BH_GFP_NO_KSWAPD))
+    alloc_flags |= BH__ALLOC_KSWAPD;
+  if ((gfp & BH_GFP_ATOMIC) && !(gfp & BH_GFP_NOMEMALLOC)) {
+    alloc_flags |= BH__ALLOC_NON_BLOCK;
+    if (order > 0 && (alloc_flags & BH__ALLOC_MIN_RESERVE))
+      alloc_flags |= BH__ALLOC_HIGHATOMIC;
+  }
+  return alloc_flags;
+}
+
+/*
+ * should_reclaim_retry with nothing reclaimable: retry (at most MAX_RECLAIM_RETRIES times in a
+ * row) while some zone would pass its min watermark for the request, and otherwise, before
+ * giving up, while unreserve_highatomic_pageblock(force) finds a block to give back.
+ */
+static bool should_reclaim_retry(bh_arena_t *a, const struct alloc_ctx *ac, unsigned order,
+                                 unsigned alloc_flags, int *no_progress_loops) {
+  bool ret = false;
+  if (++*no_progress_loops <= BH__MAX_RECLAIM_RETRIES) {
+    const int *zl = a->zonelist[ac->node];
+    for (int i = 0; i < zonelist_len(a, ac) && !ret; i++) {
+      bh__zone_t *z = &a->zones[zl[i]];
+      if (z->type <= ac->highest)
+        ret = bh__zone_watermark_ok(z, order, wmark_pages(z, BH__ALLOC_WMARK_MIN), ac->highest,
+                                    alloc_flags,
+                                    atomic_load_explicit(&z->free_pages, memory_order_relaxed));
+    }
+  }
+  return ret || unreserve_highatomic_pageblock(a, ac, true);
+}
+
+/*
+ * __alloc_pages_slowpath, for a guest with nothing to reclaim and no OOM killer: wake kswapd
+ * (unless __GFP_KSWAPD_RECLAIM is missing: BH_GFP_NO_KSWAPD) and try the min watermark with
+ * the reserves the request may use; a request that cannot block (BH_GFP_ATOMIC) stops after
+ * the second try.  One that may block would enter direct reclaim, which makes no progress
+ * here, so neither the pcp drain nor the unforced unreserve that follow a successful reclaim
+ * happen (unless cfg.reclaim_progress says reclaim progresses); a costly order (> 3) then
+ * fails, a smaller one retries as should_reclaim_retry allows (with progress too: nothing
+ * reclaimed makes its watermark check pass).  Direct compaction is not modelled.  Returns the
+ * pfn or UINT64_MAX.
+ */
+static uint64_t alloc_slowpath(bh_arena_t *a, const struct alloc_ctx *ac, unsigned order,
+                               int *zid) {
+  unsigned alloc_flags = gfp_to_alloc_flags(ac->gfp, order);
+  if (alloc_flags & BH__ALLOC_KSWAPD)
+    wake_all_kswapds(a, ac, order);
+  uint64_t pfn = get_page_from_freelist(a, ac, order, alloc_flags, zid);
+  int no_progress_loops = 0;
+  while (pfn == UINT64_MAX) {
+    if (alloc_flags & BH__ALLOC_KSWAPD)
+      wake_all_kswapds(a, ac, order);
+    pfn = get_page_from_freelist(a, ac, order, alloc_flags, zid);
+    if (pfn != UINT64_MAX || (ac->gfp & BH_GFP_ATOMIC))
+      break;
+    if (a->cfg.reclaim_progress) {
+      /* __alloc_pages_direct_reclaim after a reclaim that made progress */
+      unreserve_highatomic_pageblock(a, ac, false);
+      bh_drain_pcp(a);
+      pfn = get_page_from_freelist(a, ac, order, alloc_flags, zid);
+      if (pfn != UINT64_MAX)
+        break;
+    }
+    if (order > BH__PAGE_ALLOC_COSTLY_ORDER ||
+        !should_reclaim_retry(a, ac, order, alloc_flags, &no_progress_loops))
+      break;
+  }
+  return pfn;
 }
 
 int bh_alloc_pfn(bh_arena_t *a, unsigned gfp, unsigned order, int cpu, uint64_t *pfn_out) {
@@ -1072,11 +1347,7 @@ int bh_alloc_pfn(bh_arena_t *a, unsigned gfp, unsigned order, int cpu, uint64_t 
   if (bh__unlikely(ac.preferred < 0))
     return BH_ENOSPC;
 
-  unsigned alloc_flags = BH__ALLOC_WMARK_LOW | BH__ALLOC_KSWAPD;
-  if (gc & BH__GC_NOFRAG)
-    alloc_flags |= BH__ALLOC_NOFRAGMENT;
-  if (gfp & BH_GFP_NOFALLBACK_WMARK)
-    alloc_flags = (alloc_flags & ~(unsigned)BH__ALLOC_WMARK_MASK) | BH__ALLOC_WMARK_MIN;
+  unsigned alloc_flags = gc >> BH__GC_FLAGS_SHIFT;
 
   int zid = -1;
   uint64_t pfn = UINT64_MAX;
@@ -1086,24 +1357,8 @@ int bh_alloc_pfn(bh_arena_t *a, unsigned gfp, unsigned order, int cpu, uint64_t 
     pfn = get_page_from_freelist(a, &ac, order, alloc_flags, &zid);
   else
     zid = ac.preferred;
-  if (pfn == UINT64_MAX) {
-    /* gfp_to_alloc_flags */
-    alloc_flags = BH__ALLOC_WMARK_MIN | BH__ALLOC_KSWAPD;
-    if (gfp & BH_GFP_HIGH)
-      alloc_flags |= BH__ALLOC_MIN_RESERVE;
-    if (gfp & BH_GFP_ATOMIC) {
-      alloc_flags |= BH__ALLOC_NON_BLOCK;
-      if (order > 0 && (gfp & BH_GFP_HIGH))
-        alloc_flags |= BH__ALLOC_HIGHATOMIC;
-    }
-    pfn = get_page_from_freelist(a, &ac, order, alloc_flags, &zid);
-    if (pfn == UINT64_MAX && !(gfp & BH_GFP_ATOMIC)) {
-      /* drain_all_pages before the retry, on the direct reclaim path: a request that cannot
-       * block (GFP_ATOMIC) goes to nopage without it */
-      bh_drain_pcp(a);
-      pfn = get_page_from_freelist(a, &ac, order, alloc_flags, &zid);
-    }
-  }
+  if (pfn == UINT64_MAX)
+    pfn = alloc_slowpath(a, &ac, order, &zid);
   if (pfn == UINT64_MAX) {
     bh__zone_t *z = &a->zones[ac.preferred];
     bh__zone_lock(z);
@@ -1136,14 +1391,51 @@ static int check_free(const bh_arena_t *a, uint64_t pfn, unsigned order) {
   return BH_OK;
 }
 
-/* free_one_page: straight to the buddy lists under the zone lock. */
-static void free_one_page(bh__zone_t *z, uint64_t pfn, unsigned order) {
+/*
+ * split_large_buddy: a block above the pageblock order is freed one pageblock at a time, each
+ * with its own pageblock's type (they merge again if their types allow).  Zone lock held.
+ */
+static void split_large_buddy(bh__zone_t *z, uint64_t pfn, unsigned order) {
   bh_arena_t *a = z->arena;
+  uint64_t end = pfn + (1ull << order);
+  if (order > a->pb_order)
+    order = a->pb_order;
+  do {
+    bh__free_one_page(z, pfn, order, bh__pb_mt(a, pfn), BH__FPI_NONE);
+    pfn += 1ull << order;
+  } while (pfn < end);
+}
+
+/* free_one_page: straight to the buddy lists under the zone lock (off the pcp fast path). */
+static void free_one_page(bh__zone_t *z, uint64_t pfn, unsigned order) {
   bh__zone_lock(z);
   z->ev[BH_STAT_pgfree] += 1ull << order;
   z->ev[BH_STAT_free_calls]++;
-  bh__free_one_page(z, pfn, order, bh__pb_mt(a, pfn), BH__FPI_NONE);
+  split_large_buddy(z, pfn, order);
   bh__zone_unlock(z);
+}
+
+/*
+ * free_unref_page for a block the caller took off the allocator with the zone lock held
+ * (compaction's migrated sources and left-over targets): onto the pcp list of slot `slot`
+ * for the orders the pcp lists hold (if its lock is free), else to the buddy lists.
+ */
+void bh__free_pages_zone_locked(bh__zone_t *z, uint64_t pfn, unsigned order, int slot) {
+  bh_arena_t *a = z->arena;
+  bh__pg_set_flags(&a->pages[pfn], 0);
+  if (pcp_allowed_order(a, order)) {
+    int mt = bh__pb_mt(a, pfn);
+    if (mt > BH_MT_RECLAIMABLE)
+      mt = mt == BH_MT_ISOLATE ? -1 : BH_MT_MOVABLE;
+    bh__pcp_t *pcp = &z->pcp[(unsigned)slot % a->cfg.nr_cpus];
+    if (mt >= 0 && bh__pcp_trylock(pcp)) {
+      free_to_pcp(z, pcp, pfn, order, mt, true);
+      bh__pcp_unlock(pcp);
+      return;
+    }
+  }
+  z->ev[BH_STAT_pgfree] += 1ull << order;
+  split_large_buddy(z, pfn, order);
 }
 
 int bh_free_pfn(bh_arena_t *a, uint64_t pfn, unsigned order, int cpu) {
@@ -1171,7 +1463,7 @@ int bh_free_pfn(bh_arena_t *a, uint64_t pfn, unsigned order, int cpu) {
     bh__pcp_t *pcp = &z->pcp[pcp_slot(a, cpu)];
     if (bh__pcp_trylock(pcp)) {
       pcp->ev[BH_STAT_free_calls]++;
-      free_to_pcp(z, pcp, pfn, order, mt);
+      free_to_pcp(z, pcp, pfn, order, mt, false);
       bh__pcp_unlock(pcp);
       return BH_OK;
     }
@@ -1251,9 +1543,9 @@ void bh_vmstat_tick(bh_arena_t *a) {
           h = k;
         pcp->high = h > pcp->high_min ? h : pcp->high_min;
       }
-      int to_drain = pcp->count - pcp->high;
-      if (to_drain > 0)
-        free_pcppages_bulk(z, pcp, to_drain, 0);
+      /* returned in batch-sized calls, each starting again from list 0 */
+      for (int to_drain = pcp->count - pcp->high; to_drain > 0; to_drain -= pcp->batch)
+        free_pcppages_bulk(z, pcp, to_drain < pcp->batch ? to_drain : pcp->batch, 0, false);
       bh__pcp_unlock(pcp);
     }
   }

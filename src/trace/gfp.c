@@ -7,17 +7,27 @@
  * a mask no name matches at all is printed as hex alone, and 0 as "none".
  *
  * Only the bits that steer the allocator model are kept (zone, mobility, reserves, zeroing,
- * node); every other kernel flag name is known and maps to 0.  Names we have never heard of are
- * ignored and counted.
+ * node, whether the request may block or wake kswapd); every other kernel flag name is known
+ * and maps to 0.  Names we have never heard of are ignored and counted.
+ *
+ * The model's bits say what a request lacks (BH_GFP_ATOMIC: no __GFP_DIRECT_RECLAIM,
+ * BH_GFP_NO_KSWAPD: no __GFP_KSWAPD_RECLAIM), so single names only add: a composite that
+ * lacks reclaim bits carries them (GFP_TRANSHUGE_LIGHT: neither kind of reclaim and
+ * __GFP_NOMEMALLOC; GFP_TRANSHUGE: no kswapd), and the names __GFP_RECLAIM,
+ * __GFP_DIRECT_RECLAIM and __GFP_KSWAPD_RECLAIM take the matching "lacks" bits away again
+ * ("GFP_TRANSHUGE|__GFP_KSWAPD_RECLAIM").  A list of single flags without any composite is
+ * read the same way, so a kernel mask printed as single flags only and lacking both reclaim
+ * bits reads as blocking with kswapd (the kernel prints such masks rarely).
  *
  * Hex parts are decoded with the bit values of Linux 6.12 (include/linux/gfp_types.h,
  * x86-64): ___GFP_DMA 0x1, HIGHMEM 0x2, DMA32 0x4, MOVABLE 0x8, RECLAIMABLE 0x10, HIGH 0x20,
- * ZERO 0x100, THISNODE 0x200000; __GFP_DIRECT_RECLAIM is 0x400.  A lone hex number is a whole
- * mask, so, as gfpflags_allow_blocking() would say, a nonzero mask without
- * __GFP_DIRECT_RECLAIM is an atomic (non-blocking) request; in "NAMES|0x..." the hex part only
- * holds leftover bits and says nothing about blocking.  Kernels before 6.3 had ___GFP_ATOMIC
- * at 0x200; that bit is ignored here (it is unused in 6.12), but the name __GFP_ATOMIC is
- * known.
+ * ZERO 0x100, DIRECT_RECLAIM 0x400, KSWAPD_RECLAIM 0x800, NOMEMALLOC 0x80000, THISNODE
+ * 0x200000.  A lone hex number is a whole mask, so, as gfpflags_allow_blocking() would say,
+ * a nonzero mask without __GFP_DIRECT_RECLAIM is an atomic (non-blocking) request, and one
+ * without __GFP_KSWAPD_RECLAIM does not wake kswapd; in "NAMES|0x..." the hex part only holds
+ * leftover bits and says nothing about reclaim.  Kernels before 6.3 had ___GFP_ATOMIC at
+ * 0x200; that bit is ignored here (it is unused in 6.12), but the name __GFP_ATOMIC is known,
+ * as is __GFP_NO_KSWAPD (before 4.4).
  */
 #include "trace/trace_internal.h"
 
@@ -27,9 +37,14 @@ struct gfp_name {
   const char *name;
   uint8_t len;
   uint32_t bits;
+  uint32_t clears; /* "lacks" bits this name takes away */
 };
 
-#define N(s, b) {s, sizeof(s) - 1, b}
+#define N(s, b)                                                                                    \
+  { s, sizeof(s) - 1, b, 0 }
+#define C(s, c)                                                                                    \
+  { s, sizeof(s) - 1, 0, c }
+#define GFP_LACKS_RECLAIM (BH_GFP_ATOMIC | BH_GFP_NO_KSWAPD)
 
 static const struct gfp_name gfp_names[] = {
     /* composites, most frequent first */
@@ -38,8 +53,8 @@ static const struct gfp_name gfp_names[] = {
     N("GFP_KERNEL_ACCOUNT", 0),
     N("GFP_NOWAIT", BH_GFP_ATOMIC),
     N("GFP_ATOMIC", BH_GFP_ATOMIC | BH_GFP_HIGH),
-    N("GFP_TRANSHUGE", BH_GFP_MOVABLE | BH_GFP_HIGHMEM),
-    N("GFP_TRANSHUGE_LIGHT", BH_GFP_MOVABLE | BH_GFP_HIGHMEM),
+    N("GFP_TRANSHUGE", BH_GFP_TRANSHUGE),
+    N("GFP_TRANSHUGE_LIGHT", BH_GFP_TRANSHUGE_LIGHT),
     N("GFP_HIGHUSER", BH_GFP_HIGHMEM),
     N("GFP_USER", 0),
     N("GFP_NOFS", 0),
@@ -57,6 +72,11 @@ static const struct gfp_name gfp_names[] = {
     N("__GFP_HIGH", BH_GFP_HIGH),
     N("__GFP_ATOMIC", BH_GFP_ATOMIC),
     N("__GFP_THISNODE", BH_GFP_THISNODE),
+    N("__GFP_NOMEMALLOC", BH_GFP_NOMEMALLOC),
+    N("__GFP_NO_KSWAPD", BH_GFP_NO_KSWAPD),
+    C("__GFP_RECLAIM", GFP_LACKS_RECLAIM),
+    C("__GFP_DIRECT_RECLAIM", BH_GFP_ATOMIC),
+    C("__GFP_KSWAPD_RECLAIM", BH_GFP_NO_KSWAPD),
     /* kernel flags without a model counterpart (6.12 and a few older names) */
     N("__GFP_COMP", 0),
     N("__GFP_NOWARN", 0),
@@ -67,12 +87,8 @@ static const struct gfp_name gfp_names[] = {
     N("__GFP_NOFAIL", 0),
     N("__GFP_NORETRY", 0),
     N("__GFP_MEMALLOC", 0),
-    N("__GFP_NOMEMALLOC", 0),
     N("__GFP_HARDWALL", 0),
     N("__GFP_WRITE", 0),
-    N("__GFP_RECLAIM", 0),
-    N("__GFP_DIRECT_RECLAIM", 0),
-    N("__GFP_KSWAPD_RECLAIM", 0),
     N("__GFP_ZEROTAGS", 0),
     N("__GFP_SKIP_ZERO", 0),
     N("__GFP_SKIP_KASAN", 0),
@@ -85,11 +101,11 @@ static const struct gfp_name gfp_names[] = {
     N("__GFP_OTHER_NODE", 0),
     N("__GFP_REPEAT", 0),
     N("__GFP_WAIT", 0),
-    N("__GFP_NO_KSWAPD", 0),
     N("__GFP_NOACCOUNT", 0),
 };
 
 #undef N
+#undef C
 
 /* Linux 6.12 x86-64 bit values (include/linux/gfp_types.h). */
 #define K_GFP_DMA 0x1u
@@ -100,6 +116,8 @@ static const struct gfp_name gfp_names[] = {
 #define K_GFP_HIGH 0x20u
 #define K_GFP_ZERO 0x100u
 #define K_GFP_DIRECT_RECLAIM 0x400u
+#define K_GFP_KSWAPD_RECLAIM 0x800u
+#define K_GFP_NOMEMALLOC 0x80000u
 #define K_GFP_THISNODE 0x200000u
 
 static uint32_t kernel_bits_to_bh(uint64_t k) {
@@ -120,6 +138,8 @@ static uint32_t kernel_bits_to_bh(uint64_t k) {
     g |= BH_GFP_ZERO;
   if (k & K_GFP_THISNODE)
     g |= BH_GFP_THISNODE;
+  if (k & K_GFP_NOMEMALLOC)
+    g |= BH_GFP_NOMEMALLOC;
   return g;
 }
 
@@ -145,11 +165,12 @@ static bool parse_hex_mask(const char *s, size_t n, uint64_t *out) {
   return true;
 }
 
-/* Looks one name up.  Returns true and its bits if known. */
-static bool lookup_name(const char *s, size_t n, uint32_t *bits) {
+/* Looks one name up.  Returns true and its bits (and the bits it clears) if known. */
+static bool lookup_name(const char *s, size_t n, uint32_t *bits, uint32_t *clears) {
   for (size_t i = 0; i < sizeof(gfp_names) / sizeof(gfp_names[0]); i++) {
     if (gfp_names[i].len == n && memcmp(gfp_names[i].name, s, n) == 0) {
       *bits = gfp_names[i].bits;
+      *clears = gfp_names[i].clears;
       return true;
     }
   }
@@ -169,39 +190,45 @@ int bh_gfp_parse(const char *s, size_t len, uint32_t *gfp) {
     g = kernel_bits_to_bh(k);
     if (k != 0 && !(k & K_GFP_DIRECT_RECLAIM))
       g |= BH_GFP_ATOMIC;
+    if (k != 0 && !(k & K_GFP_KSWAPD_RECLAIM))
+      g |= BH_GFP_NO_KSWAPD;
     *gfp = g;
     return 0;
   }
+  uint32_t cleared = 0;
   size_t i = 0;
   while (i <= len) {
     const char *bar = memchr(s + i, '|', len - i);
     size_t end = bar ? (size_t)(bar - s) : len;
     if (end == i)
       return BH_EFORMAT; /* empty name */
-    uint32_t bits;
-    if (lookup_name(s + i, end - i, &bits))
+    uint32_t bits, clears;
+    if (lookup_name(s + i, end - i, &bits, &clears)) {
       g |= bits;
-    else if (parse_hex_mask(s + i, end - i, &k))
+      cleared |= clears;
+    } else if (parse_hex_mask(s + i, end - i, &k))
       g |= kernel_bits_to_bh(k);
     else
       unknown++;
     i = end + 1;
   }
-  *gfp = g;
+  *gfp = g & ~cleared;
   return unknown;
 }
 
 /* The one name written for each bit, in bit order. */
 static const struct gfp_name gfp_bit_names[] = {
-    {"__GFP_DMA", 9, BH_GFP_DMA},
-    {"__GFP_HIGHMEM", 13, BH_GFP_HIGHMEM},
-    {"__GFP_DMA32", 11, BH_GFP_DMA32},
-    {"__GFP_MOVABLE", 13, BH_GFP_MOVABLE},
-    {"__GFP_RECLAIMABLE", 17, BH_GFP_RECLAIMABLE},
-    {"__GFP_HIGH", 10, BH_GFP_HIGH},
-    {"__GFP_ATOMIC", 12, BH_GFP_ATOMIC},
-    {"__GFP_ZERO", 10, BH_GFP_ZERO},
-    {"__GFP_THISNODE", 14, BH_GFP_THISNODE},
+    {"__GFP_DMA", 9, BH_GFP_DMA, 0},
+    {"__GFP_HIGHMEM", 13, BH_GFP_HIGHMEM, 0},
+    {"__GFP_DMA32", 11, BH_GFP_DMA32, 0},
+    {"__GFP_MOVABLE", 13, BH_GFP_MOVABLE, 0},
+    {"__GFP_RECLAIMABLE", 17, BH_GFP_RECLAIMABLE, 0},
+    {"__GFP_HIGH", 10, BH_GFP_HIGH, 0},
+    {"__GFP_ATOMIC", 12, BH_GFP_ATOMIC, 0},
+    {"__GFP_ZERO", 10, BH_GFP_ZERO, 0},
+    {"__GFP_THISNODE", 14, BH_GFP_THISNODE, 0},
+    {"__GFP_NO_KSWAPD", 15, BH_GFP_NO_KSWAPD, 0},
+    {"__GFP_NOMEMALLOC", 16, BH_GFP_NOMEMALLOC, 0},
 };
 
 int bh_gfp_format(uint32_t gfp, char *buf, size_t size) {

@@ -438,15 +438,17 @@ static int migrate_block(void *ctx, uint64_t old_pfn, uint64_t new_pfn, unsigned
 }
 
 /*
- * kcompactd's proactive compaction check: every 500 ms, or 32 s (500 ms << COMPACT_MAX_DEFER_
- * SHIFT) after a run that did not lower the fragmentation score.  Returns the time to the
- * next check.
+ * kcompactd's proactive compaction checks, at r->next_compact: each node's every 500 ms, or
+ * 32 s after a run on that node that did not lower its score (the arena keeps the timers).
+ * Returns the time to the next check.
  */
 static uint64_t kcompactd(struct replay *r) {
   bh_compact_result_t res;
+  uint64_t next = UINT64_MAX;
   r->rev_valid = false;
-  int n = bh_compact_proactive(r->arena, r->cfg->compaction_proactiveness, migrate_block, r, &res);
-  return n > 0 && res.score_after >= res.score_before ? 64 * (BH_NS_PER_SEC / 2)
+  bh_kcompactd_run(r->arena, r->cfg->compaction_proactiveness, r->next_compact, migrate_block, r,
+                   &res, &next);
+  return next > r->next_compact && next != UINT64_MAX ? next - r->next_compact
                                                       : BH_NS_PER_SEC / 2;
 }
 

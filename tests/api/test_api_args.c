@@ -160,6 +160,7 @@ static void rows_core(struct fixture *x) {
   bh_config_t cfg;
   bh_zone_info_t zi;
   bh_compact_result_t cr;
+  uint64_t kc_next;
 
   ROW("bh_strerror", "unknown code", bh_strerror(12345) != NULL);
   ROW("bh_err_name", "unknown code", !strcmp(bh_err_name(12345), "?"));
@@ -212,6 +213,13 @@ static void rows_core(struct fixture *x) {
       bh_compact_proactive(NULL, 20, migrate_keep, NULL, &cr) == BH_EINVAL);
   ROW("bh_compact_proactive", "proactiveness 101",
       bh_compact_proactive(a, 101, migrate_keep, NULL, &cr) == BH_EINVAL);
+  ROW("bh_compact_set_split", "NULL arena", bh_compact_set_split(NULL, NULL) == BH_EINVAL);
+  ROW("bh_kcompactd_run", "NULL arena",
+      bh_kcompactd_run(NULL, 20, 0, migrate_keep, NULL, &cr, &kc_next) == BH_EINVAL);
+  ROW("bh_kcompactd_run", "NULL next",
+      bh_kcompactd_run(a, 20, 0, migrate_keep, NULL, &cr, NULL) == BH_EINVAL);
+  ROW("bh_kcompactd_run", "proactiveness 101",
+      bh_kcompactd_run(a, 101, 0, migrate_keep, NULL, &cr, &kc_next) == BH_EINVAL);
   ROW("bh_stats_read", "NULL arena", ({
         memset(stats, 0xff, sizeof(stats));
         bh_stats_read(NULL, stats);
@@ -359,6 +367,11 @@ static void rows_strategy(struct fixture *x) {
   ROW("bh_block_set_reported", "NULL", (bh_block_set_reported(NULL, 0), true));
   ROW("bh_zone_isolate", "NULL", bh_zone_isolate(NULL, 0, 0) == BH_EINVAL);
   ROW("bh_zone_putback", "NULL", bh_zone_putback(NULL, 0, 0, &b) == BH_EINVAL);
+  ROW("bh_zone_release", "NULL", bh_zone_release(NULL, 0, 0, &b) == BH_EINVAL);
+  ROW("bh_zone_release", "a pfn that is not isolated",
+      bh_zone_release(z, bh_zone_start_pfn(z), 0, &b) == BH_EINVAL);
+  ROW("bh_zone_type", "NULL", bh_zone_type(NULL) == BH_EINVAL);
+  ROW("bh_zone_node", "NULL", bh_zone_node(NULL) == BH_EINVAL);
   ROW("bh_zone_low_wmark_ok", "NULL", !bh_zone_low_wmark_ok(NULL, 0));
 }
 

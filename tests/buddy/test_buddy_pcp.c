@@ -201,11 +201,12 @@ static void test_pcp_orders(void **state) {
 }
 
 /*
- * A failed allocation drains every pcp list before its last try only when it may block (the
- * direct reclaim path of __alloc_pages_slowpath); GFP_ATOMIC goes to nopage with the pcp lists
- * as they are.
+ * A failed allocation does not drain the pcp lists, whether it may block or not: Linux drains
+ * them (drain_all_pages) only in __alloc_pages_direct_reclaim after a reclaim that made
+ * progress (mm/page_alloc.c:4032-4047), and nothing is reclaimable here.  Another CPU's pcp
+ * pages stay where they are, and an order-9 request that needs them fails.
  */
-static void test_pcp_drain_only_when_blocking(void **state) {
+static void test_pcp_no_drain_without_reclaim(void **state) {
   (void)state;
   bh_config_t c = bt_cfg_one_zone(BH_ZONE_NORMAL, 64 * MiB);
   c.backing = BH_BACKING_SIM;
@@ -216,6 +217,39 @@ static void test_pcp_drain_only_when_blocking(void **state) {
   while (n < 16384 && bh_alloc_pfn(a, BH_GFP_MOVABLE, 0, 0, &held[n]) == 0)
     n++;
   for (uint64_t i = 0; i < n; i += 2) /* every other page: no order-9 block can form */
+    bt_free(a, held[i], 0, 0);
+  uint64_t before = bt_zone(a, 0).pcp_pages, drains = bt_stat(a, BH_STAT_pcp_drain);
+  assert_true(before > 0);
+  EXPECT_U64(bh_alloc_pfn(a, BH_GFP_ATOMIC | BH_GFP_MOVABLE, 9, 0, &pfn), BH_ENOSPC);
+  EXPECT_U64(bt_zone(a, 0).pcp_pages, before);
+  EXPECT_U64(bh_alloc_pfn(a, BH_GFP_MOVABLE, 9, 0, &pfn), BH_ENOSPC);
+  EXPECT_U64(bt_zone(a, 0).pcp_pages, before);
+  EXPECT_U64(bt_stat(a, BH_STAT_pcp_drain), drains);
+  for (uint64_t i = 1; i < n; i += 2)
+    bt_free(a, held[i], 0, 0);
+  free(held);
+  bh_drain_pcp(a);
+  bt_expect_all_free(a);
+  bh_arena_destroy(a);
+}
+
+/*
+ * cfg.reclaim_progress: direct reclaim counts as having made progress, so a request that may
+ * block drains every pcp list before its retry (mm/page_alloc.c:4043-4047); GFP_ATOMIC never
+ * gets there.
+ */
+static void test_pcp_drain_with_reclaim_progress(void **state) {
+  (void)state;
+  bh_config_t c = bt_cfg_one_zone(BH_ZONE_NORMAL, 64 * MiB);
+  c.backing = BH_BACKING_SIM;
+  c.pcp = true;
+  c.reclaim_progress = true;
+  bh_arena_t *a = bt_create(&c);
+  uint64_t pfn, n = 0;
+  uint64_t *held = malloc(sizeof(*held) * 16384);
+  while (n < 16384 && bh_alloc_pfn(a, BH_GFP_MOVABLE, 0, 0, &held[n]) == 0)
+    n++;
+  for (uint64_t i = 0; i < n; i += 2)
     bt_free(a, held[i], 0, 0);
   uint64_t before = bt_zone(a, 0).pcp_pages;
   assert_true(before > 0);
@@ -285,7 +319,8 @@ int main(void) {
       cmocka_unit_test(test_pcp_drain_at_high),
       cmocka_unit_test(test_pcp_free_count_halved_on_alloc),
       cmocka_unit_test(test_pcp_orders),
-      cmocka_unit_test(test_pcp_drain_only_when_blocking),
+      cmocka_unit_test(test_pcp_no_drain_without_reclaim),
+      cmocka_unit_test(test_pcp_drain_with_reclaim_progress),
       cmocka_unit_test(test_up_arena_same_behaviour),
   };
   return cmocka_run_group_tests_name("buddy_pcp", tests, NULL, NULL);

@@ -3,7 +3,7 @@
 
 struct gfp_case {
   const char *text;
-  int ret;       /* bh_gfp_parse result: unknown names, or an error */
+  int ret; /* bh_gfp_parse result: unknown names, or an error */
   uint32_t bits;
 };
 
@@ -17,8 +17,19 @@ static const struct gfp_case cases[] = {
     {"GFP_HIGHUSER", 0, BH_GFP_HIGHMEM},
     {"GFP_HIGHUSER_MOVABLE", 0, BH_GFP_MOVABLE | BH_GFP_HIGHMEM},
     {"GFP_HIGHUSER_MOVABLE|__GFP_ZERO", 0, BH_GFP_MOVABLE | BH_GFP_HIGHMEM | BH_GFP_ZERO},
-    {"GFP_TRANSHUGE", 0, BH_GFP_MOVABLE | BH_GFP_HIGHMEM},
-    {"GFP_TRANSHUGE_LIGHT", 0, BH_GFP_MOVABLE | BH_GFP_HIGHMEM},
+    /* GFP_TRANSHUGE_LIGHT lacks both reclaim bits and has __GFP_NOMEMALLOC; GFP_TRANSHUGE
+     * adds __GFP_DIRECT_RECLAIM only (include/linux/gfp_types.h:388-390) */
+    {"GFP_TRANSHUGE", 0, BH_GFP_MOVABLE | BH_GFP_HIGHMEM | BH_GFP_NOMEMALLOC | BH_GFP_NO_KSWAPD},
+    {"GFP_TRANSHUGE_LIGHT", 0,
+     BH_GFP_MOVABLE | BH_GFP_HIGHMEM | BH_GFP_ATOMIC | BH_GFP_NOMEMALLOC | BH_GFP_NO_KSWAPD},
+    {"GFP_TRANSHUGE|__GFP_THISNODE", 0, BH_GFP_TRANSHUGE | BH_GFP_THISNODE},
+    {"GFP_TRANSHUGE|__GFP_KSWAPD_RECLAIM", 0, BH_GFP_TRANSHUGE & ~BH_GFP_NO_KSWAPD},
+    {"GFP_TRANSHUGE_LIGHT|__GFP_RECLAIM", 0,
+     BH_GFP_TRANSHUGE_LIGHT & ~(BH_GFP_ATOMIC | BH_GFP_NO_KSWAPD)},
+    {"__GFP_KSWAPD_RECLAIM|GFP_TRANSHUGE_LIGHT", 0, BH_GFP_TRANSHUGE_LIGHT & ~BH_GFP_NO_KSWAPD},
+    {"GFP_TRANSHUGE_LIGHT|__GFP_DIRECT_RECLAIM", 0, BH_GFP_TRANSHUGE},
+    {"__GFP_NO_KSWAPD", 0, BH_GFP_NO_KSWAPD},
+    {"GFP_KERNEL|__GFP_NOMEMALLOC", 0, BH_GFP_NOMEMALLOC},
     {"GFP_ATOMIC", 0, BH_GFP_ATOMIC | BH_GFP_HIGH},
     {"GFP_NOWAIT", 0, BH_GFP_ATOMIC},
     {"GFP_NOWAIT|__GFP_NOWARN", 0, BH_GFP_ATOMIC},
@@ -44,14 +55,18 @@ static const struct gfp_case cases[] = {
     {"GFP_KERNEL|0x100", 0, BH_GFP_ZERO},
     {"GFP_KERNEL|0x200000", 0, BH_GFP_THISNODE},
     {"GFP_KERNEL|0x4000000", 0, 0},
-    {"GFP_KERNEL|0x3f", 0, BH_GFP_DMA | BH_GFP_HIGHMEM | BH_GFP_DMA32 | BH_GFP_MOVABLE |
-                              BH_GFP_RECLAIMABLE | BH_GFP_HIGH},
+    {"GFP_KERNEL|0x3f", 0,
+     BH_GFP_DMA | BH_GFP_HIGHMEM | BH_GFP_DMA32 | BH_GFP_MOVABLE | BH_GFP_RECLAIMABLE |
+         BH_GFP_HIGH},
     /* a whole mask in hex: blocking decided from __GFP_DIRECT_RECLAIM (0x400) */
-    {"0xcc0", 0, 0},                                        /* GFP_KERNEL */
-    {"0x820", 0, BH_GFP_ATOMIC | BH_GFP_HIGH},             /* GFP_ATOMIC */
-    {"0x100cca", 0, BH_GFP_MOVABLE | BH_GFP_HIGHMEM},      /* GFP_HIGHUSER_MOVABLE */
+    {"0xcc0", 0, 0},                                  /* GFP_KERNEL */
+    {"0x820", 0, BH_GFP_ATOMIC | BH_GFP_HIGH},        /* GFP_ATOMIC */
+    {"0x100cca", 0, BH_GFP_MOVABLE | BH_GFP_HIGHMEM}, /* GFP_HIGHUSER_MOVABLE */
     {"0x0", 0, 0},
-    {"0x4", 0, BH_GFP_DMA32 | BH_GFP_ATOMIC},
+    {"0x4", 0, BH_GFP_DMA32 | BH_GFP_ATOMIC | BH_GFP_NO_KSWAPD},
+    {"0x1c20ca", 0, BH_GFP_TRANSHUGE_LIGHT}, /* GFP_TRANSHUGE_LIGHT in 6.12 */
+    {"0x1c24ca", 0, BH_GFP_TRANSHUGE},       /* GFP_TRANSHUGE */
+    {"0x1c2cca", 0, BH_GFP_TRANSHUGE & ~BH_GFP_NO_KSWAPD},
     /* errors */
     {"", BH_EFORMAT, 0},
     {"GFP_KERNEL|", BH_EFORMAT, 0},
@@ -107,7 +122,9 @@ static void test_gfp_format(void **state) {
   assert_int_equal(bh_gfp_format(BH_GFP_ZERO, buf, 11), 10);
   assert_string_equal(buf, "__GFP_ZERO");
   /* every nameable combination reads back to itself */
-  for (uint32_t g = 0; g < 0x200; g++) {
+  for (uint32_t g = 0; g < 0x1000; g++) {
+    if (g & BH_GFP_NOFALLBACK_WMARK)
+      continue;
     int n = bh_gfp_format(g, buf, sizeof(buf));
     assert_true(n > 0);
     assert_int_equal((size_t)n, strlen(buf));

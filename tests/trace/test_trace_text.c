@@ -60,10 +60,10 @@ static void test_ftrace_6x(void **state) {
       ev_make(1234567901000ull, BH_EV_FREE, 0x10a2b3, 0, -1, 0, 777, 3, 0),
       ev_make(1234700001000ull, BH_EV_ALLOC, 0, 3, 0, 0, 99, 2, 1),
       ev_make(1234800000000ull, BH_EV_FREE_BATCHED, 0x10a000, 0, -1, 0, 4242, 1, 0),
-      ev_make(1235000000123ull, BH_EV_ALLOC, 0x3000, 9, 1, MOV_HI, 4242, 1, 0),
+      ev_make(1235000000123ull, BH_EV_ALLOC, 0x3000, 9, 1, BH_GFP_TRANSHUGE, 4242, 1, 0),
   };
-  const bh_trace_counts_t c = {.lines = 19, .events = 5, .other_lines = 14, .allocs = 3,
-                               .frees = 2};
+  const bh_trace_counts_t c = {
+      .lines = 19, .events = 5, .other_lines = 14, .allocs = 3, .frees = 2};
   check_file(DATA_DIR "/ftrace_6x.txt", "ftrace", want, 5, &c);
 }
 
@@ -72,12 +72,12 @@ static void test_ftrace_old_decimal(void **state) {
   const bh_event_t want[] = {
       ev_make(512000001000ull, BH_EV_ALLOC, 1090227, 0, 1, MOV_HI, 4242, 1, 0),
       ev_make(512000002000ull, BH_EV_FREE, 1090227, 0, -1, 0, 4242, 1, 0),
-      ev_make(512000003000ull, BH_EV_ALLOC, 0, 1, 0, BH_GFP_ATOMIC | BH_GFP_HIGH | BH_GFP_ZERO,
-              17, 0, 1),
+      ev_make(512000003000ull, BH_EV_ALLOC, 0, 1, 0, BH_GFP_ATOMIC | BH_GFP_HIGH | BH_GFP_ZERO, 17,
+              0, 1),
       ev_make(512000004000ull, BH_EV_FREE, 2, 1, -1, 0, 5, 2, 0),
   };
-  const bh_trace_counts_t c = {.lines = 14, .events = 4, .other_lines = 10, .allocs = 2,
-                               .frees = 2};
+  const bh_trace_counts_t c = {
+      .lines = 14, .events = 4, .other_lines = 10, .allocs = 2, .frees = 2};
   check_file(DATA_DIR "/ftrace_old.txt", "ftrace", want, 4, &c);
 }
 
@@ -91,8 +91,7 @@ static void test_ftrace_pre_3_3_names(void **state) {
       ev_make(300000003000ull, BH_EV_FREE_BATCHED, 1090227, 0, -1, 0, 4242, 1, 0),
       ev_make(300000004000ull, BH_EV_FREE, 2, 3, -1, 0, 4242, 1, 0),
   };
-  const bh_trace_counts_t c = {.lines = 9, .events = 4, .other_lines = 5, .allocs = 1,
-                               .frees = 3};
+  const bh_trace_counts_t c = {.lines = 9, .events = 4, .other_lines = 5, .allocs = 1, .frees = 3};
   check_file(DATA_DIR "/ftrace_3x.txt", "ftrace", want, 4, &c);
 }
 
@@ -105,8 +104,8 @@ static void test_perf_script(void **state) {
       ev_make(1234800000000ull, BH_EV_ALLOC, 0, 2, 0, BH_GFP_ATOMIC, 4242, -1, 1),
       ev_make(1234900000123ull, BH_EV_ALLOC, 0x10, 0, 2, BH_GFP_RECLAIMABLE, 4301, 3, 0),
   };
-  const bh_trace_counts_t c = {.lines = 6, .events = 5, .other_lines = 1, .allocs = 3,
-                               .frees = 2, .gfp_unknown = 1};
+  const bh_trace_counts_t c = {
+      .lines = 6, .events = 5, .other_lines = 1, .allocs = 3, .frees = 2, .gfp_unknown = 1};
   check_file(DATA_DIR "/perf_script.txt", "perf-script", want, 5, &c);
 }
 
@@ -119,8 +118,7 @@ static void test_native_text(void **state) {
       ev_make(4000, BH_EV_FREE_BATCHED, 4096, 2, -1, 0, 7, -1, 0),
       ev_make(5000, BH_EV_ALLOC, 0, 5, 0, 0, -1, -1, 1),
   };
-  const bh_trace_counts_t c = {.lines = 8, .events = 5, .other_lines = 3, .allocs = 3,
-                               .frees = 2};
+  const bh_trace_counts_t c = {.lines = 8, .events = 5, .other_lines = 3, .allocs = 3, .frees = 2};
   check_file(DATA_DIR "/native.txt", "native-text", want, 5, &c);
 }
 
@@ -154,8 +152,7 @@ static void test_native_crlf(void **state) {
       ev_make(10, BH_EV_ALLOC, 0x20, 1, -1, BH_GFP_DMA, -1, -1, 0),
       ev_make(11, BH_EV_FREE, 0x20, 1, -1, 0, -1, -1, 0),
   };
-  const bh_trace_counts_t c = {.lines = 4, .events = 2, .other_lines = 2, .allocs = 1,
-                               .frees = 1};
+  const bh_trace_counts_t c = {.lines = 4, .events = 2, .other_lines = 2, .allocs = 1, .frees = 1};
   check_file(p, "native-text", want, 2, &c);
 }
 
@@ -332,15 +329,14 @@ static void test_native_malformed(void **state) {
 /* Lenient mode over a mix: counts add up, seq stays dense. */
 static void test_lenient_counts(void **state) {
   (void)state;
-  const char *p = tt_write_str("mix.txt",
-                               "# buddyhint-trace 1\n"
-                               "1 A 1 0\n"
-                               "2 A 1 64\n"
-                               "# comment\n"
-                               "3 Q 1 0\n"
-                               "\n"
-                               "4 F 1 0\n"
-                               "5 F 1 0 bogus=1\n");
+  const char *p = tt_write_str("mix.txt", "# buddyhint-trace 1\n"
+                                          "1 A 1 0\n"
+                                          "2 A 1 64\n"
+                                          "# comment\n"
+                                          "3 Q 1 0\n"
+                                          "\n"
+                                          "4 F 1 0\n"
+                                          "5 F 1 0 bogus=1\n");
   bh_trace_opts_t o = {.lenient = true};
   bh_trace_t *t;
   assert_int_equal(bh_trace_open(p, &o, &t), 0);
@@ -483,9 +479,9 @@ static void test_detect_errors(void **state) {
 /* The first event line decides ftrace vs perf, whatever the file is called. */
 static void test_detect_by_content(void **state) {
   (void)state;
-  const char *p = tt_write_str(
-      "looks-like.perf", "  x-1 [000] 1.000001: sched_switch: prev=a\n"
-                         "  x-1 [000] 1.000002: mm_page_free: page=1 pfn=0x5 order=0\n");
+  const char *p = tt_write_str("looks-like.perf",
+                               "  x-1 [000] 1.000001: sched_switch: prev=a\n"
+                               "  x-1 [000] 1.000002: mm_page_free: page=1 pfn=0x5 order=0\n");
   bh_trace_t *t;
   assert_int_equal(bh_trace_open(p, NULL, &t), 0);
   assert_string_equal(bh_trace_format_name(t), "ftrace");
