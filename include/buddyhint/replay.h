@@ -58,6 +58,9 @@ typedef struct bh_replay_config {
    * twice either way: they are read in place, about as fast.
    */
   uint64_t keep_max_bytes;
+  /* lost events in the trace (bh_trace_counts_t.lost_events) make the replay fail with
+   * BH_EFORMAT instead of being counted in lost_events (default false) */
+  bool strict;
 } bh_replay_config_t;
 
 /* Fills the defaults documented above (the arena defaults of bh_config_init). */
@@ -72,6 +75,7 @@ typedef struct bh_replay_summary {
   uint64_t lost_frees;     /* a recorded pfn allocated again while still live: freed for it */
   uint64_t batched_dups;   /* mm_page_free_batched events repeating an mm_page_free */
   uint64_t gaps_shortened; /* gaps between events cut to BH_REPLAY_MAX_GAP_NS */
+  uint64_t lost_events;    /* events the recording lost, as the trace says (bh_trace_counts_t) */
   uint64_t memory_bytes, nr_cpus;
   double virtual_seconds, wall_seconds, cpu_seconds;
   uint64_t rss_peak_bytes, rss_final_bytes, live_peak_bytes, live_final_bytes;

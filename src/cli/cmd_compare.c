@@ -135,6 +135,8 @@ static int run_all(bh_cli_replay_t *c, const char *trace, char *list) {
     }
     if (runs[n].check_violations)
       rc = BH_EXIT_FAIL;
+    if (!n)
+      bh_cli_warn_lost("compare", &runs[n]);
     n++;
   }
   if (n) {

@@ -49,6 +49,9 @@ static void print_counts(const char *in, const bh_trace_t *t) {
           in, bh_trace_format_name(t), bh_trace_compression(t), (unsigned long long)c.events,
           (unsigned long long)c.allocs, (unsigned long long)c.frees,
           (unsigned long long)c.other_lines, (unsigned long long)c.malformed);
+  if (c.lost_events)
+    fprintf(stderr, "buddyhint convert: warning: the trace lost %llu events (kept as markers)\n",
+            (unsigned long long)c.lost_events);
   if (c.malformed)
     fprintf(stderr, "buddyhint convert: skipped malformed lines, the last: %s\n",
             bh_trace_error(t));
@@ -101,17 +104,31 @@ int cmd_convert(int argc, char **argv) {
     fprintf(stderr, "buddyhint convert: %s\n", bh_trace_error(NULL));
     return err == BH_EIO || err == BH_ENOMEM ? BH_EXIT_FAIL : BH_EXIT_USAGE;
   }
+  /* Version 2 where the input may need it: a machine description, or kernel text, which may
+   * say that events were lost.  A native version 1 trace has neither and stays version 1. */
+  const char *desc = bh_trace_description(t, NULL);
+  bool v2 = desc || bh_trace_version(t) != 1;
   bh_trace_writer_t *w;
-  if (bh_trace_writer_open(out, format, compression, &w)) {
+  if ((v2 ? bh_trace_writer_open2(out, format, compression, desc, &w)
+          : bh_trace_writer_open(out, format, compression, &w))) {
     fprintf(stderr, "buddyhint convert: %s\n", bh_trace_error(NULL));
     bh_trace_close(t);
     return BH_EXIT_FAIL;
   }
-  bh_event_t ev;
+  bh_event_t ev = {0};
   int r, werr = 0;
-  while ((r = bh_trace_next(t, &ev)) == 1)
-    if ((werr = bh_trace_write(w, &ev)) != 0)
+  uint64_t lost = 0;
+  while ((r = bh_trace_next(t, &ev)) == 1 || r == 0) {
+    /* lost events the reader met before this event (or at the end) keep their place */
+    bh_trace_counts_t c;
+    bh_trace_counts(t, &c);
+    if (c.lost_events > lost &&
+        (werr = bh_trace_write_lost(w, ev.time_ns, c.lost_events - lost, -1)) != 0)
       break;
+    lost = c.lost_events;
+    if (r == 0 || (werr = bh_trace_write(w, &ev)) != 0)
+      break;
+  }
   char wmsg[512] = "";
   if (werr)
     snprintf(wmsg, sizeof(wmsg), "%s", bh_trace_error(NULL));

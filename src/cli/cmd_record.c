@@ -433,20 +433,36 @@ static int drain_finish(drain_t *d) {
   return 0;
 }
 
-/* Reads the ftrace text at p (the spool, or the instance's `trace`) into the native trace. */
-static int copy_trace(const char *p, bh_trace_writer_t *w, bh_trace_counts_t *c) {
+/*
+ * Reads the ftrace text at p (the spool, or the instance's `trace`) into the native trace,
+ * with a lost-events marker where the text says events were lost ("[LOST N EVENTS]"), and one
+ * at the end for what the ring buffer's counters report beyond that (ring_lost).
+ */
+static int copy_trace(const char *p, bh_trace_writer_t *w, bh_trace_counts_t *c,
+                      unsigned long long ring_lost) {
   bh_trace_opts_t opts = {.lenient = true}; /* a strange line must not lose the recording */
   bh_trace_t *t;
   if (bh_trace_open(p, &opts, &t)) {
     fprintf(stderr, "buddyhint record: %s\n", bh_trace_error(NULL));
     return -1;
   }
-  bh_event_t ev;
+  bh_event_t ev = {0};
   int r, err = 0;
-  while ((r = bh_trace_next(t, &ev)) == 1)
-    if ((err = bh_trace_write(w, &ev)) != 0)
+  uint64_t lost = 0;
+  while ((r = bh_trace_next(t, &ev)) == 1 || r == 0) {
+    bh_trace_counts(t, c);
+    if (r == 0 && ring_lost > c->lost_events)
+      c->lost_events = ring_lost;
+    if (c->lost_events > lost &&
+        (err = bh_trace_write_lost(w, ev.time_ns, c->lost_events - lost, -1)) != 0)
       break;
+    lost = c->lost_events;
+    if (r == 0 || (err = bh_trace_write(w, &ev)) != 0)
+      break;
+  }
   bh_trace_counts(t, c);
+  if (ring_lost > c->lost_events)
+    c->lost_events = ring_lost;
   if (r < 0)
     fprintf(stderr, "buddyhint record: %s\n", bh_trace_error(t));
   else if (err)
@@ -513,7 +529,7 @@ int cmd_record(int argc, char **argv) {
   }
 
   bh_trace_writer_t *w;
-  if (bh_trace_writer_open(out, format, compression, &w)) {
+  if (bh_trace_writer_open2(out, format, compression, NULL, &w)) {
     fprintf(stderr, "buddyhint record: %s\n", bh_trace_error(NULL));
     return BH_EXIT_FAIL;
   }
@@ -574,7 +590,7 @@ restore_signals:
   if (!ok)
     goto cleanup;
 
-  unsigned long long overrun, dropped, in_buf = 0, written = 0;
+  unsigned long long overrun = 0, dropped = 0, in_buf = 0, written = 0;
   if (!streaming) /* the buffer still holds everything: its header says what was lost */
     header_counts(&tr, &in_buf, &written);
   if (lost_events(&tr, &overrun, &dropped) && (overrun || dropped))
@@ -589,7 +605,10 @@ restore_signals:
             written - in_buf, written);
   char trace_path[256];
   snprintf(trace_path, sizeof(trace_path), "%s/trace", tr.dir);
-  int copied = copy_trace(streaming ? drain.spool_path : trace_path, w, &c);
+  unsigned long long ring_lost = written > in_buf ? written - in_buf : 0;
+  if (overrun + dropped > ring_lost)
+    ring_lost = overrun + dropped;
+  int copied = copy_trace(streaming ? drain.spool_path : trace_path, w, &c, ring_lost);
   if (streaming)
     unlink(drain.spool_path);
   if (copied)

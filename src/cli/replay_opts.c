@@ -19,6 +19,8 @@ const char bh_cli_replay_help[] =
     "  --timeline FILE       write CSV samples over virtual time\n"
     "  --json FILE           write the summary as JSON ('-' for stdout)\n"
     "  --lenient             skip malformed trace lines (counted) instead of failing\n"
+    "  --strict              events the trace lost are an error (default: counted, with a\n"
+    "                        warning)\n"
     "  --no-pcp              disable per-CPU page lists\n"
     "  --no-grouping         disable grouping pages by mobility\n"
     "  --shuffle             shuffle top-order frees (page_alloc.shuffle)\n"
@@ -89,6 +91,8 @@ int bh_cli_replay_opt(int argc, char **argv, int *i, bh_cli_replay_t *c) {
     cfg->speed = 1;
   } else if (!strcmp(a, "--lenient")) {
     cfg->lenient = true;
+  } else if (!strcmp(a, "--strict")) {
+    cfg->strict = true;
   } else if (!strcmp(a, "--no-pcp")) {
     cfg->arena.pcp = false;
   } else if (!strcmp(a, "--compact-order0-only")) {
@@ -226,6 +230,14 @@ void bh_cli_replay_finish(bh_cli_replay_t *c) {
 
 static double mib(uint64_t b) { return (double)b / (1024.0 * 1024.0); }
 
+void bh_cli_warn_lost(const char *verb, const bh_replay_summary_t *s) {
+  if (s->lost_events)
+    fprintf(stderr,
+            "buddyhint %s: warning: %s lost %lu events while it was recorded; the replay "
+            "misses them (--strict makes this an error)\n",
+            verb, s->trace, (unsigned long)s->lost_events);
+}
+
 void bh_cli_print_summary(FILE *f, const bh_replay_summary_t *s) {
   fprintf(f, "trace        %s (%s)\n", s->trace, s->trace_format);
   fprintf(f, "strategy     %s, %s backing, reports by %s\n", s->strategy, s->backing,
@@ -241,6 +253,8 @@ void bh_cli_print_summary(FILE *f, const bh_replay_summary_t *s) {
           (unsigned long)s->trace_failed_allocs, (unsigned long)s->split_frees,
           (unsigned long)s->orders_too_large, (unsigned long)s->lost_frees,
           (unsigned long)s->batched_dups);
+  if (s->lost_events)
+    fprintf(f, "             %lu events lost by the recording\n", (unsigned long)s->lost_events);
   fprintf(f, "time         %.3f s virtual, %.3f s wall, %.3f s cpu", s->virtual_seconds,
           s->wall_seconds, s->cpu_seconds);
   if (s->gaps_shortened)

@@ -24,6 +24,8 @@ int bh_cli_replay_opt(int argc, char **argv, int *i, bh_cli_replay_t *c);
 void bh_cli_replay_finish(bh_cli_replay_t *c);
 void bh_cli_replay_free(bh_cli_replay_t *c);
 void bh_cli_print_summary(FILE *f, const bh_replay_summary_t *s);
+/* The warning on stderr when the trace lost events. */
+void bh_cli_warn_lost(const char *verb, const bh_replay_summary_t *s);
 /* Opens path for writing ("-" = stdout, NULL = none); -1 after an error message. */
 int bh_cli_open_out(const char *verb, const char *path, FILE **f);
 void bh_cli_close_out(FILE *f);

@@ -264,6 +264,14 @@ static void format_name(bh_trace_t *t, char *out, size_t len) {
            plain ? "" : bh_trace_compression(t));
 }
 
+/* --strict: events the trace lost are an error rather than a count. */
+static int lost_check(struct replay *r, uint64_t lost) {
+  if (!lost || !r->cfg->strict)
+    return 0;
+  set_err(r, "%s: the trace lost %llu events (--strict)", r->cfg->trace, (unsigned long long)lost);
+  return BH_EFORMAT;
+}
+
 static int first_pass(struct replay *r, struct scan *sc) {
   bh_trace_t *t;
   int err = open_trace(r, &t);
@@ -288,6 +296,8 @@ static int first_pass(struct replay *r, struct scan *sc) {
     sc->kept = NULL;
   }
   bh_trace_counts(t, &sc->counts);
+  if (!err)
+    err = lost_check(r, sc->counts.lost_events);
   format_name(t, sc->format, sizeof(sc->format));
   sc->map_cap = (st.live.mask + 1) / 2;
   bh__pfnmap_destroy(&st.live);
@@ -930,6 +940,8 @@ static int play(struct replay *r, const struct scan *sc) {
       bh_trace_counts(t, &c);
     s->skipped_lines = c.other_lines;
     s->malformed_lines = c.malformed;
+    s->lost_events = c.lost_events;
+    err = lost_check(r, c.lost_events);
   }
   bh_trace_close(t);
   return err;
@@ -1087,6 +1099,7 @@ int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *f, int indent) {
   ju64(&w, "lost_frees", s->lost_frees);
   ju64(&w, "batched_dups", s->batched_dups);
   ju64(&w, "gaps_shortened", s->gaps_shortened);
+  ju64(&w, "lost_events", s->lost_events);
   jdbl(&w, "virtual_seconds", s->virtual_seconds);
   jdbl(&w, "wall_seconds", s->wall_seconds);
   jdbl(&w, "cpu_seconds", s->cpu_seconds);
