@@ -442,8 +442,23 @@ static uint64_t kcompactd(struct replay *r) {
 }
 
 /* The hinting worker's steps due by virtual time t, and the checker after them if asked. */
+/*
+ * Resident memory only falls when a worker step reports (madvise, hole punch, or the sim
+ * model's discard); allocations, touches, refaults and compaction's copies only raise it.  So
+ * its peak is reached just before a step, or at the end: measured there (and at the end, in
+ * finish), rss_peak_bytes is exact, never below the live memory the trace held (every live
+ * page was written, unless --touch none).  Against the wall clock (--speed) the worker is a
+ * thread of its own and only the periodic samples see the peak.
+ */
 static void step_worker(struct replay *r, uint64_t t) {
-  if (r->cfg->speed <= 0 && bh_hint_advance(r->hint, t) > 0 && r->cfg->check_after_steps)
+  if (r->cfg->speed > 0)
+    return;
+  if (bh__hint_next_due(r->hint) <= t) {
+    uint64_t res = resident_bytes(r);
+    if (res > r->s->rss_peak_bytes)
+      r->s->rss_peak_bytes = res;
+  }
+  if (bh_hint_advance(r->hint, t) > 0 && r->cfg->check_after_steps)
     check(r);
 }
 
