@@ -25,6 +25,7 @@ int cmd_convert(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
+int cmd_machine(int argc, char **argv);
 
 /* cli_util.c */
 /* Prints "buddyhint VERB: message" to stderr and returns BH_EXIT_USAGE. */
