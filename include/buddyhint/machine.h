@@ -159,6 +159,10 @@ BH_API int bh_machine_read_snapshot(bh_machine_t *m, int which, const char *dir,
  */
 BH_API int bh_machine_read_settings(bh_machine_t *m);
 
+/* Sets the trace clock's times around snapshot which's reading.  Returns 0, BH_EINVAL (no
+ * such snapshot) or BH_ENOMEM. */
+BH_API int bh_machine_set_window(bh_machine_t *m, int which, uint64_t begin_ns, uint64_t end_ns);
+
 /* The machine's info (zones empty until a snapshot was read). */
 BH_API const bh_machine_info_t *bh_machine_info(const bh_machine_t *m);
 /* Snapshot which (enum bh_snapshot_id), or NULL if the description has none. */

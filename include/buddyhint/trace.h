@@ -202,6 +202,13 @@ BH_API int bh_trace_writer_open2(const char *path, int format, int compression,
                                  const char *description, bh_trace_writer_t **out);
 
 /*
+ * Sets the machine description a version 2 writer stores in its header, replacing the one
+ * given at open; only before the first event or marker (the header is written with the
+ * first).  Returns 0, BH_EINVAL (a version 1 writer, too late, above 256 MiB), BH_ENOMEM.
+ */
+BH_API int bh_trace_writer_set_description(bh_trace_writer_t *w, const char *description);
+
+/*
  * Appends a marker: n (>= 1) events were lost at time_ns on cpu (-1: unknown).  Readers count
  * it in bh_trace_counts_t.lost_events; it is never returned as an event.  Returns 0, BH_EINVAL
  * (a version 1 writer, n 0, a bad cpu), or BH_EIO as bh_trace_write.

@@ -21,6 +21,7 @@
  * `trace` file is read after the run instead, and the buffer must hold everything.
  */
 #include "cli/cli.h"
+#include "cli/record_machine.h"
 
 #include <buddyhint/trace.h>
 
@@ -59,6 +60,13 @@ static void usage(FILE *out) {
           "events during that time, not only CMD's.  Needs root: tracefs is mounted at\n" TRACEFS
           " if it is not, and the events go to a tracefs instance of\n"
           "our own (removed afterwards), so other tracing users are not disturbed.\n"
+          "\n"
+          "With the events goes a description of the machine (a version 2 trace): its zones\n"
+          "and allocator settings, and snapshots of /proc/buddyinfo, pagetypeinfo, zoneinfo\n"
+          "and the free map from /proc/kpageflags, taken with tracing on just before CMD\n"
+          "starts and after it ends.  A replay then starts from the machine's state in its\n"
+          "layout and says how far it ends from the end snapshot ('buddyhint machine FILE'\n"
+          "shows the description).\n"
           "\n"
           "options:\n"
           "  -o, --output FILE      the trace to write ('-' = standard output; CMD's own\n"
@@ -549,6 +557,7 @@ int cmd_record(int argc, char **argv) {
   double t0 = 0, t1 = 0;
   pid_t pid = -1;
   bh_trace_counts_t c = {0};
+  bh_machine_t *machine = NULL; /* the description stored with the trace */
   drain_t drain;
   bool streaming = false;
   if (tracer_setup(&tr, buffer_kb))
@@ -568,6 +577,7 @@ int cmd_record(int argc, char **argv) {
     goto restore_signals;
   }
   streaming = drain_start(&tr, &drain);
+  bh_cli_rec_snapshot(&machine, BH_SNAP_START, tr.dir); /* tracing is on: nothing slips by */
   pid = start_command(cmd, !strcmp(out, "-"));
   if (pid < 0) {
     fprintf(stderr, "buddyhint record: cannot run '%s': %s\n", cmd[0], strerror(errno));
@@ -579,6 +589,8 @@ int cmd_record(int argc, char **argv) {
     goto restore_signals;
   }
   status = wait_command(pid);
+  if (machine)
+    bh_cli_rec_snapshot(&machine, BH_SNAP_END, tr.dir);
   tf_write(&tr, "tracing_on", "0");
   t1 = now_s();
   ok = !streaming || drain_finish(&drain) == 0;
@@ -605,6 +617,11 @@ restore_signals:
             written - in_buf, written);
   char trace_path[256];
   snprintf(trace_path, sizeof(trace_path), "%s/trace", tr.dir);
+  if (bh_cli_rec_describe(machine, w)) {
+    if (streaming)
+      unlink(drain.spool_path);
+    goto cleanup;
+  }
   unsigned long long ring_lost = written > in_buf ? written - in_buf : 0;
   if (overrun + dropped > ring_lost)
     ring_lost = overrun + dropped;
@@ -615,6 +632,7 @@ restore_signals:
     goto cleanup;
   rc = BH_EXIT_OK;
 cleanup:
+  bh_machine_free(machine);
   tracer_close(&tr);
   if (bh_trace_writer_close(w) && rc == BH_EXIT_OK) {
     fprintf(stderr, "buddyhint record: %s\n", bh_trace_error(NULL));

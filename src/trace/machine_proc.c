@@ -159,6 +159,25 @@ static int read_freemap(bh_machine_t *m, int which, const char *dir, char *err, 
   return rc;
 }
 
+static int set_window_section(bh_machine_t *m, int which, uint64_t begin_ns, uint64_t end_ns) {
+  char info[128];
+  int k = snprintf(info, sizeof(info), "window_begin_ns %lu\nwindow_end_ns %lu\n",
+                   (unsigned long)begin_ns, (unsigned long)end_ns);
+  return bh__machine_set_section(m, which == BH_SNAP_START ? "start/info" : "end/info", info,
+                                 (size_t)k);
+}
+
+int bh_machine_set_window(bh_machine_t *m, int which, uint64_t begin_ns, uint64_t end_ns) {
+  if (!m || which < 0 || which >= BH_NR_SNAPS || !m->snaps[which].present)
+    return BH_EINVAL;
+  int rc = set_window_section(m, which, begin_ns, end_ns);
+  if (!rc) {
+    m->snaps[which].pub.window_begin_ns = begin_ns;
+    m->snaps[which].pub.window_end_ns = end_ns;
+  }
+  return rc;
+}
+
 int bh_machine_read_snapshot(bh_machine_t *m, int which, const char *dir, uint64_t begin_ns,
                              uint64_t end_ns, char *err, size_t errlen) {
   if (!m || !dir || which < 0 || which >= BH_NR_SNAPS)
@@ -176,11 +195,7 @@ int bh_machine_read_snapshot(bh_machine_t *m, int which, const char *dir, uint64
     return bh__machine_fail(err, errlen, BH_ESYS, "%s/zoneinfo: cannot be read", dir);
   }
   if (begin_ns || end_ns) {
-    char info[128];
-    int k = snprintf(info, sizeof(info), "window_begin_ns %lu\nwindow_end_ns %lu\n",
-                     (unsigned long)begin_ns, (unsigned long)end_ns);
-    int rc = bh__machine_set_section(m, which == BH_SNAP_START ? "start/info" : "end/info", info,
-                                     (size_t)k);
+    int rc = set_window_section(m, which, begin_ns, end_ns);
     if (rc)
       return rc;
   }

@@ -418,6 +418,18 @@ int bh_trace_write(bh_trace_writer_t *w, const bh_event_t *ev) {
   return 0;
 }
 
+int bh_trace_writer_set_description(bh_trace_writer_t *w, const char *description) {
+  if (!w || w->version < 2 || w->header_done ||
+      (description && strlen(description) > BH__TRACE_MAX_DESCRIPTION))
+    return BH_EINVAL;
+  char *d = description ? strdup(description) : NULL;
+  if (description && !d)
+    return BH_ENOMEM;
+  free(w->desc);
+  w->desc = d;
+  return 0;
+}
+
 int bh_trace_write_lost(bh_trace_writer_t *w, uint64_t time_ns, uint64_t n, int cpu) {
   if (!w)
     return BH_EINVAL;
