@@ -1,7 +1,10 @@
 /* buddyhint convert: any readable trace to a native one. */
 #include "cli/cli.h"
 
+#include <buddyhint/machine.h>
 #include <buddyhint/trace.h>
+
+#include <stdlib.h>
 
 #include <string.h>
 #include <sys/stat.h>
@@ -12,7 +15,7 @@
 static void usage(FILE *out) {
   fprintf(out,
           "usage: buddyhint convert IN OUT [--format text|binary] [--compress none|gzip|zstd]\n"
-          "                         [--lenient]\n"
+          "                         [--lenient] [--start DIR] [--end DIR]\n"
           "\n"
           "Reads the trace IN in any format the reader knows (ftrace text, perf script, native\n"
           "text or binary; plain, gzip or zstd), recognised by its content, and writes its\n"
@@ -24,6 +27,11 @@ static void usage(FILE *out) {
           "  --compress none|gzip|zstd\n"
           "                         default: gzip for .gz, zstd for .zst, else none\n"
           "  --lenient              skip malformed lines (counted) instead of stopping\n"
+          "  --start DIR, --end DIR snapshots of the recorded machine from directories of its\n"
+          "                         /proc files (buddyinfo, pagetypeinfo, zoneinfo, optionally\n"
+          "                         kpageflags), stored in OUT as its machine description (for\n"
+          "                         a trace recorded with cat, trace-cmd or perf); they replace\n"
+          "                         IN's own\n"
           "  -h, --help             this help\n"
           "\n"
           "The counts (events, other lines, malformed lines) go to standard error.  A\n"
@@ -60,8 +68,25 @@ static void print_counts(const char *in, const bh_trace_t *t) {
             (unsigned long long)c.gfp_unknown);
 }
 
+/* The description of the snapshots in the directories start and end (either may be NULL). */
+static int describe_dirs(const char *start, const char *end, char **text) {
+  bh_machine_t *m = bh_machine_new();
+  char err[512];
+  int e = m ? 0 : BH_ENOMEM;
+  if (!e && start)
+    e = bh_machine_read_snapshot(m, BH_SNAP_START, start, 0, 0, err, sizeof(err));
+  if (!e && end)
+    e = bh_machine_read_snapshot(m, BH_SNAP_END, end, 0, 0, err, sizeof(err));
+  if (!e)
+    e = bh_machine_format(m, text, NULL);
+  if (e)
+    fprintf(stderr, "buddyhint convert: %s\n", e == BH_ENOMEM ? "out of memory" : err);
+  bh_machine_free(m);
+  return e;
+}
+
 int cmd_convert(int argc, char **argv) {
-  const char *in = NULL, *out = NULL, *fmt = NULL, *comp = NULL;
+  const char *in = NULL, *out = NULL, *fmt = NULL, *comp = NULL, *start = NULL, *end = NULL;
   bool lenient = false;
   for (int i = 1; i < argc;) {
     const char *a = argv[i];
@@ -71,7 +96,9 @@ int cmd_convert(int argc, char **argv) {
       return BH_EXIT_OK;
     }
     if ((r = bh_cli_opt(argc, argv, &i, "format", &fmt)) != 0 ||
-        (r = bh_cli_opt(argc, argv, &i, "compress", &comp)) != 0) {
+        (r = bh_cli_opt(argc, argv, &i, "compress", &comp)) != 0 ||
+        (r = bh_cli_opt(argc, argv, &i, "start", &start)) != 0 ||
+        (r = bh_cli_opt(argc, argv, &i, "end", &end)) != 0) {
       if (r < 0)
         return BH_EXIT_USAGE;
     } else if (!strcmp(a, "--lenient")) {
@@ -106,7 +133,12 @@ int cmd_convert(int argc, char **argv) {
   }
   /* Version 2 where the input may need it: a machine description, or kernel text, which may
    * say that events were lost.  A native version 1 trace has neither and stays version 1. */
-  const char *desc = bh_trace_description(t, NULL);
+  char *given = NULL;
+  if ((start || end) && describe_dirs(start, end, &given)) {
+    bh_trace_close(t);
+    return BH_EXIT_USAGE;
+  }
+  const char *desc = given ? given : bh_trace_description(t, NULL);
   bool v2 = desc || bh_trace_version(t) != 1;
   bh_trace_writer_t *w;
   if ((v2 ? bh_trace_writer_open2(out, format, compression, desc, &w)
@@ -155,5 +187,6 @@ int cmd_convert(int argc, char **argv) {
   if (rc && strcmp(out, "-"))
     unlink(out);
   bh_trace_close(t);
+  free(given);
   return rc;
 }
