@@ -364,7 +364,7 @@ static int64_t free_gain(const struct zone_work *w, const struct unit *u, int t)
     if (!h[o])
       continue;
     int64_t r = w->resid[t][o];
-    d += ((r + h[o] < 0 ? -(r + h[o]) : r + h[o]) - (r < 0 ? -r : r)) << o;
+    d += ((r + h[o] < 0 ? -(r + h[o]) : r + h[o]) - (r < 0 ? -r : r)) * ((int64_t)1 << o);
   }
   return d; /* > 0: worse */
 }
