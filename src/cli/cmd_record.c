@@ -447,7 +447,7 @@ static int drain_finish(drain_t *d) {
  * at the end for what the ring buffer's counters report beyond that (ring_lost).
  */
 static int copy_trace(const char *p, bh_trace_writer_t *w, bh_trace_counts_t *c,
-                      unsigned long long ring_lost) {
+                      unsigned long long ring_lost, uint64_t lo, uint64_t hi, uint64_t *cut) {
   bh_trace_opts_t opts = {.lenient = true}; /* a strange line must not lose the recording */
   bh_trace_t *t;
   if (bh_trace_open(p, &opts, &t)) {
@@ -456,7 +456,7 @@ static int copy_trace(const char *p, bh_trace_writer_t *w, bh_trace_counts_t *c,
   }
   bh_event_t ev = {0};
   int r, err = 0;
-  uint64_t lost = 0;
+  uint64_t lost = 0, kept = 0, kept_allocs = 0;
   while ((r = bh_trace_next(t, &ev)) == 1 || r == 0) {
     bh_trace_counts(t, c);
     if (r == 0 && ring_lost > c->lost_events)
@@ -465,10 +465,21 @@ static int copy_trace(const char *p, bh_trace_writer_t *w, bh_trace_counts_t *c,
         (err = bh_trace_write_lost(w, ev.time_ns, c->lost_events - lost, -1)) != 0)
       break;
     lost = c->lost_events;
-    if (r == 0 || (err = bh_trace_write(w, &ev)) != 0)
+    if (r == 0)
       break;
+    if ((lo && ev.time_ns <= lo) || (hi && ev.time_ns >= hi)) {
+      (*cut)++; /* while a snapshot was read: the snapshot holds it, or not */
+      continue;
+    }
+    if ((err = bh_trace_write(w, &ev)) != 0)
+      break;
+    kept++;
+    kept_allocs += ev.op == BH_EV_ALLOC;
   }
   bh_trace_counts(t, c);
+  c->events = kept; /* what the written trace holds */
+  c->allocs = kept_allocs;
+  c->frees = kept - kept_allocs;
   if (ring_lost > c->lost_events)
     c->lost_events = ring_lost;
   if (r < 0)
@@ -625,7 +636,15 @@ restore_signals:
   unsigned long long ring_lost = written > in_buf ? written - in_buf : 0;
   if (overrun + dropped > ring_lost)
     ring_lost = overrun + dropped;
-  int copied = copy_trace(streaming ? drain.spool_path : trace_path, w, &c, ring_lost);
+  uint64_t lo = 0, hi = 0, cut = 0;
+  bh_cli_rec_window(machine, &lo, &hi);
+  int copied =
+      copy_trace(streaming ? drain.spool_path : trace_path, w, &c, ring_lost, lo, hi, &cut);
+  if (cut)
+    fprintf(stderr,
+            "buddyhint record: %llu events while a snapshot was read are left out: the trace "
+            "holds what happened between the two snapshots\n",
+            (unsigned long long)cut);
   if (streaming)
     unlink(drain.spool_path);
   if (copied)

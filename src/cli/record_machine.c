@@ -4,8 +4,10 @@
  * kpageflags) at the start and at the end of the recording.
  *
  * Both snapshots are taken with tracing on, so that no event goes unrecorded between a
- * snapshot and the trace: events during a snapshot's reading may or may not be in it.  The
- * trace clock's time around each reading (the ring buffer's "now ts") is kept with it.
+ * snapshot and the trace.  The trace clock's time around each reading (the ring buffer's
+ * "now ts") is kept with it, and the trace holds the events between the end of the start
+ * snapshot's reading and the beginning of the end snapshot's: events while a snapshot was
+ * read may or may not be in it (a busy machine makes some 200,000 a second there).
  */
 #include "cli/record_machine.h"
 
@@ -70,4 +72,11 @@ int bh_cli_rec_describe(const bh_machine_t *m, bh_trace_writer_t *w) {
     fprintf(stderr, "buddyhint record: cannot store the machine description: %s\n",
             bh_strerror(rc));
   return rc ? -1 : 0;
+}
+
+void bh_cli_rec_window(const bh_machine_t *m, uint64_t *lo, uint64_t *hi) {
+  const bh_snapshot_t *s = m ? bh_machine_snapshot(m, BH_SNAP_START) : NULL,
+                      *e = m ? bh_machine_snapshot(m, BH_SNAP_END) : NULL;
+  *lo = s && s->window_end_ns ? s->window_end_ns : 0;
+  *hi = e && e->window_begin_ns ? e->window_begin_ns : 0;
 }
