@@ -156,6 +156,8 @@ typedef struct bh_replay_summary {
   uint64_t start_pcp_pages;         /* pages the start state put on pcp lists */
   uint64_t start_unplaced_blocks;   /* counts start: free blocks that found no place */
   uint64_t start_unexplained_pages; /* first allocated by the trace, allocated in the start */
+  uint64_t start_repaired_pages;    /* free in the free map, but first freed by the trace: the
+                                       start state holds them allocated */
   /* events while the start snapshot was read that it had already seen: an allocation of a
    * block it holds allocated (that block is the allocation), a free of one it holds free */
   uint64_t window_events;

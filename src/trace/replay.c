@@ -1330,6 +1330,7 @@ int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *f, int indent) {
   ju64(&w, "start_pcp_pages", s->start_pcp_pages);
   ju64(&w, "start_unplaced_blocks", s->start_unplaced_blocks);
   ju64(&w, "start_unexplained_pages", s->start_unexplained_pages);
+  ju64(&w, "start_repaired_pages", s->start_repaired_pages);
   ju64(&w, "window_events", s->window_events);
   ju64(&w, "untraced_frees", s->untraced_frees);
   jdbl(&w, "virtual_seconds", s->virtual_seconds);

@@ -5,7 +5,7 @@
  *
  * The prediction error compares the arena's free blocks per zone and order with the end
  * snapshot's buddyinfo, and its pageblocks per zone and type with pagetypeinfo's.  What it can
- * and cannot mean is in docs/FIDELITY-REPLAY.md: the kernel's own events that the trace lost,
+ * and cannot mean is in docs/MACHINE-SHAPE.md: the kernel's own events that the trace lost,
  * what sat on pcp lists, the start state's own error, and the snapshots' reading time all end
  * up in it, beside the allocator's divergence.
  */
@@ -186,6 +186,7 @@ int bh__rm_populate(bh__rmachine_t *rm, bh_arena_t *a, unsigned pcp_orders, uint
   s->start_pcp_pages = st.pcp_pages;
   s->start_unplaced_blocks = st.unplaced_blocks;
   s->start_unexplained_pages = st.unexplained_pages;
+  s->start_repaired_pages = st.repaired_pages;
   bh__start_free(&st);
   return rc;
 }

@@ -1,11 +1,14 @@
 /*
  * What a replay in a recorded machine's layout starts from.
  *
- * kpageflags: the start snapshot's free map as it is, its free blocks, pageblock types and
- * movable pages.  Pages on pcp lists are not in it (the kernel does not mark them): a page
- * that the map holds allocated but whose first event in the trace is an allocation was most
- * likely on a pcp list, and is put on the pcp list of the CPU that took it, so that the
- * kernel's allocation of it finds it there.
+ * kpageflags: the start snapshot's free map, its free blocks, pageblock types and movable
+ * pages.  Pages on pcp lists are not in it (the kernel does not mark them): a page that the
+ * map holds allocated but whose first event in the trace is an allocation was most likely on
+ * a pcp list, and is put on the pcp list of the CPU that took it, so that the kernel's
+ * allocation of it finds it there.  And reading kpageflags takes a while: a page the map holds
+ * free but whose first event is a free was allocated by the time the trace begins (while the
+ * map was read, or without an event); its free block is split around it (the maximal blocks
+ * of the rest), and the pages are counted as repaired.
  *
  * counts: buddyinfo and pagetypeinfo alone (no root, no kpageflags, or files from another
  * tool).  The state is made to match them per zone, order and migratetype, and to agree with
@@ -206,6 +209,39 @@ static int pcp_from_trace(struct ctx *c) {
 /* kpageflags                                                                                */
 /* ---------------------------------------------------------------------------------------- */
 
+/* The free block in c->placed that holds p, split around the pages the trace first frees. */
+static void repair_block(struct ctx *c, uint64_t p) {
+  unsigned o = 0;
+  uint64_t h = p;
+  for (; o <= c->maxo; o++) {
+    h = p & ~((1ull << o) - 1);
+    if (c->placed[h] == o + 1)
+      break;
+  }
+  if (o > c->maxo)
+    return;
+  c->placed[h] = 0;
+  uint64_t end = h + (1ull << o);
+  for (uint64_t a = h; a < end;) {
+    if (fe_kind(c, a) == BH__FE_FREE) {
+      c->st->repaired_pages++;
+      a++;
+      continue;
+    }
+    uint64_t b = a;
+    while (b < end && fe_kind(c, b) != BH__FE_FREE)
+      b++;
+    for (uint64_t q = a; q < b;) { /* the maximal decomposition of [a, b) */
+      unsigned k = 0;
+      while (k < o && !(q & ((2ull << k) - 1)) && q + (2ull << k) <= b)
+        k++;
+      c->placed[q] = (uint8_t)(k + 1);
+      q += 1ull << k;
+    }
+    a = b;
+  }
+}
+
 static int build_kpageflags(struct ctx *c, const bh_snapshot_t *s, char *err, size_t errlen) {
   bh__start_t *st = c->st;
   if (!s || !s->have_freemap)
@@ -222,6 +258,9 @@ static int build_kpageflags(struct ctx *c, const bh_snapshot_t *s, char *err, si
         c->placed[pfn] = (uint8_t)(r->order + 1);
     }
   }
+  for (uint64_t p = 0; c->fe && p < c->nr_pages; p++)
+    if (fe_kind(c, p) == BH__FE_FREE && in_placed(c, p))
+      repair_block(c, p);
   int rc = runs_from_placed(c);
   if (!rc && s->nr_movable_runs) {
     st->movable = malloc(s->nr_movable_runs * sizeof(*st->movable));

@@ -53,7 +53,8 @@ typedef struct bh__start {
   /* what did not fit: free blocks of the counts that found no place, pages whose first event
    * is an allocation but that the state holds allocated */
   uint64_t unplaced_blocks, unexplained_pages;
-  uint64_t pcp_pages; /* pages put on pcp lists */
+  uint64_t pcp_pages;      /* pages put on pcp lists */
+  uint64_t repaired_pages; /* kpageflags: free in the map, first freed by the trace */
 } bh__start_t;
 
 /*

@@ -8,6 +8,12 @@
 # memhog run is not held to the half: the machine's other allocations stayed live in it and
 # leave about 110 MiB free only in blocks below the reporting order.
 #
+# These comparisons replay in the default layout (--layout default), from an empty arena, as
+# they were made.  The recorded traces also carry their machine's description: a last pass
+# replays each of them in the machine's shape (a 24 GiB layout from the start snapshot) and
+# requires no unknown free beyond the events the recording lost, the fidelity figures, and a
+# clean checker.
+#
 # usage: compare_stage.sh BUDDYHINT TRACES_DIR WORK_DIR
 set -u
 bh=$1 traces=$2 work=$3
@@ -28,7 +34,7 @@ for trace in "$traces"/*.bht*; do
     json="$work/$name.$backing.json"
     echo "== $name, $backing backing"
     if ! "$bh" compare "$trace" --strategies "$strategies" --backing "$backing" \
-         --check-every 5000 --quiet --json "$json"; then
+         --layout default --check-every 5000 --quiet --json "$json"; then
       echo "FAIL: compare exited $? on $name ($backing)"
       fail=1
       continue
@@ -65,7 +71,7 @@ for backing in sim mmap; do
   trace="$traces/real-memhog-300M.bht.zst"
   [ -f "$trace" ] || break
   echo "== real-memhog-300M.bht.zst, $backing backing, compaction proactiveness 100"
-  if ! "$bh" compare "$trace" --strategies none,bubble --backing "$backing" \
+  if ! "$bh" compare "$trace" --strategies none,bubble --backing "$backing" --layout default \
        --compaction-proactiveness 100 --check-every 5000 --quiet --json "$json"; then
     echo "FAIL: compare with compaction exited $? ($backing)"
     fail=1
@@ -83,6 +89,34 @@ for backing in sim mmap; do
     fail=1
   else
     echo "ok: bubble with compaction final resident $((v >> 20)) MiB, none $((none >> 20)) MiB, $moved pages moved"
+  fi
+done
+# The machine's shape: every recorded trace that carries a description.
+for trace in "$traces"/real-*.bht*; do
+  name=$(basename "$trace")
+  "$bh" machine "$trace" >/dev/null 2>&1 || continue
+  json="$work/$name.shape.json"
+  echo "== $name, the machine's shape"
+  if ! "$bh" compare "$trace" --strategies none,bubble --backing sim --check-every 200000 \
+       --quiet --json "$json"; then
+    echo "FAIL: compare in the machine's shape exited $? on $name"
+    fail=1
+    continue
+  fi
+  for s in none bubble; do
+    c=$(value check_violations "$json" "$s")
+    u=$(value unknown_frees "$json" "$s")
+    l=$(value lost_events "$json" "$s")
+    if [ "${c:-x}" != 0 ] || [ -z "$u" ] || [ "$u" -gt "${l:-0}" ]; then
+      echo "FAIL: $s on $name in the machine's shape: check_violations=${c:-?}, unknown_frees=${u:-?}, lost_events=${l:-?}"
+      fail=1
+    fi
+  done
+  if ! grep -q '"layout": "machine"' "$json" || ! grep -q '"fidelity": {' "$json"; then
+    echo "FAIL: $name did not replay in the machine's shape with fidelity figures"
+    fail=1
+  else
+    echo "ok: $name in the machine's shape: $(grep -o '"free_order_error": [0-9.]*' "$json" | head -1)"
   fi
 done
 if [ $fail -ne 0 ]; then
