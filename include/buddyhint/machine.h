@@ -153,6 +153,19 @@ BH_API int bh_machine_format(const bh_machine_t *m, char **text, size_t *len);
 BH_API int bh_machine_read_snapshot(bh_machine_t *m, int which, const char *dir, uint64_t begin_ns,
                                     uint64_t end_ns, char *err, size_t errlen);
 /*
+ * The two halves of bh_machine_read_snapshot, for a recorder that wants to know when the free
+ * map was read: the text files (buddyinfo, pagetypeinfo, zoneinfo; quick), then the free map
+ * from kpageflags (slow on a large machine; nothing without one, or without the right to read
+ * it).  The second needs the first's snapshot.  Return as bh_machine_read_snapshot.
+ */
+BH_API int bh_machine_read_counts(bh_machine_t *m, int which, const char *dir, uint64_t begin_ns,
+                                  uint64_t end_ns, char *err, size_t errlen);
+/* read_done (NULL: none) is called once kpageflags is read, before the map is derived. */
+BH_API int bh_machine_read_freemap(bh_machine_t *m, int which, const char *dir,
+                                   void (*read_done)(void *ctx), void *ctx, char *err,
+                                   size_t errlen);
+
+/*
  * Reads the settings of the running machine: the vm sysctls (min_free_kbytes,
  * watermark_scale_factor, watermark_boost_factor, lowmem_reserve_ratio), page_reporting_order
  * and the kernel release.  What cannot be read stays unknown.  Returns 0.

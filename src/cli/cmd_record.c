@@ -642,8 +642,8 @@ restore_signals:
       copy_trace(streaming ? drain.spool_path : trace_path, w, &c, ring_lost, lo, hi, &cut);
   if (cut)
     fprintf(stderr,
-            "buddyhint record: %llu events while a snapshot was read are left out: the trace "
-            "holds what happened between the two snapshots\n",
+            "buddyhint record: %llu events before the start snapshot's free map was read or "
+            "after the end snapshot was begun are left out\n",
             (unsigned long long)cut);
   if (streaming)
     unlink(drain.spool_path);

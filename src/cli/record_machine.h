@@ -14,9 +14,8 @@
  */
 int bh_cli_rec_snapshot(bh_machine_t **m, int which, const char *tracing_dir);
 /*
- * The events to keep: after the start snapshot was read (*lo, the trace clock when it was
- * done) and before the end snapshot was begun (*hi); 0 where unknown.  Events while a
- * snapshot was read may or may not be in it, and the replay starts from the snapshot.
+ * The events to keep: from the beginning of the start snapshot's free map reading (after
+ * *lo) to the beginning of the end snapshot's (before *hi); 0 where unknown.
  */
 void bh_cli_rec_window(const bh_machine_t *m, uint64_t *lo, uint64_t *hi);
 /* Stores m in the writer's header (before its first event).  0, or -1 after a message. */

@@ -127,8 +127,10 @@ static int read_flags(const char *path, uint64_t npfn, uint64_t **out, uint64_t 
   return 0;
 }
 
-/* The free map from dir's kpageflags, if it has one and it can be read. */
-static int read_freemap(bh_machine_t *m, int which, const char *dir, char *err, size_t errlen) {
+/* The free map from dir's kpageflags, if it has one and it can be read; read_done (if given)
+ * is called once the file is read, before the map is derived from it. */
+static int read_freemap(bh_machine_t *m, int which, const char *dir, void (*read_done)(void *),
+                        void *ctx, char *err, size_t errlen) {
   uint64_t end = 0;
   for (int i = 0; i < m->info.nr_zones; i++) {
     const bh_machine_zone_t *z = &m->info.zones[i];
@@ -137,8 +139,10 @@ static int read_freemap(bh_machine_t *m, int which, const char *dir, char *err, 
   }
   char path[4096];
   snprintf(path, sizeof(path), "%s/kpageflags", dir);
-  uint64_t *flags, *count = NULL, n, nc;
+  uint64_t *flags, *count = NULL, n, nc = 0;
   int rc = read_flags(path, end, &flags, &n);
+  if (read_done)
+    read_done(ctx);
   if (rc == BH_ESYS && (errno == ENOENT || errno == EACCES || errno == EPERM))
     return 0;
   if (rc)
@@ -180,6 +184,26 @@ int bh_machine_set_window(bh_machine_t *m, int which, uint64_t begin_ns, uint64_
 
 int bh_machine_read_snapshot(bh_machine_t *m, int which, const char *dir, uint64_t begin_ns,
                              uint64_t end_ns, char *err, size_t errlen) {
+  int rc = bh_machine_read_counts(m, which, dir, begin_ns, end_ns, err, errlen);
+  if (!rc)
+    rc = bh_machine_read_freemap(m, which, dir, NULL, NULL, err, errlen);
+  return rc;
+}
+
+int bh_machine_read_freemap(bh_machine_t *m, int which, const char *dir,
+                            void (*read_done)(void *ctx), void *ctx, char *err, size_t errlen) {
+  if (!m || !dir || which < 0 || which >= BH_NR_SNAPS || !m->snaps[which].present)
+    return BH_EINVAL;
+  int rc = read_freemap(m, which, dir, read_done, ctx, err, errlen);
+  if (!rc)
+    rc = bh__machine_interpret_snapshot(m, which, err, errlen);
+  if (rc)
+    bh_machine_drop_snapshot(m, which);
+  return rc;
+}
+
+int bh_machine_read_counts(bh_machine_t *m, int which, const char *dir, uint64_t begin_ns,
+                           uint64_t end_ns, char *err, size_t errlen) {
   if (!m || !dir || which < 0 || which >= BH_NR_SNAPS)
     return BH_EINVAL;
   bh_machine_drop_snapshot(m, which);
@@ -200,10 +224,6 @@ int bh_machine_read_snapshot(bh_machine_t *m, int which, const char *dir, uint64
       return rc;
   }
   int rc = bh__machine_interpret_snapshot(m, which, err, errlen);
-  if (!rc)
-    rc = read_freemap(m, which, dir, err, errlen);
-  if (!rc)
-    rc = bh__machine_interpret_snapshot(m, which, err, errlen);
   if (!rc)
     rc = bh__machine_update_settings(m);
   if (rc)
