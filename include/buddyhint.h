@@ -159,6 +159,18 @@ enum bh_pcp_key {
  * reads no environment.  Sizes are in bytes and must be multiples of the largest block
  * (4 KiB << max_order, 4 MiB by default); a zone size of 0 means the zone is absent.
  */
+/*
+ * One zone of an explicit layout: a recorded machine's zone at its own pfns (see
+ * bh_config_t.nr_layout_zones).  Watermarks all 0: computed from managed_pages and
+ * min_free_kbytes as at boot; else taken as they are, with protection as lowmem_reserve.
+ */
+typedef struct bh_zone_layout {
+  int node, type; /* type: enum bh_zone_type */
+  uint64_t start_pfn, spanned_pages, present_pages, managed_pages;
+  uint64_t wmark_min, wmark_low, wmark_high;
+  uint64_t protection[BH_NR_ZONE_TYPES]; /* lowmem_reserve against requests for each type */
+} bh_zone_layout_t;
+
 typedef struct bh_config {
   enum bh_backing backing; /* default BH_BACKING_MMAP */
   unsigned nr_nodes;       /* 1..BH_MAX_NODES, default 1; every node gets zone_bytes */
@@ -201,6 +213,17 @@ typedef struct bh_config {
    * either), and no lock is taken.  Replays on the virtual clock run this way.
    */
   bool smp;
+  /*
+   * An explicit layout (default none: zones from zone_bytes): nr_layout_zones zones at their
+   * recorded pfns, node-major and low to high, so that the arena's pfns are the machine's.
+   * A zone may start or end inside a max-order block (DMA starts at pfn 1 on x86): the pages
+   * of that block outside the zone are absent, allocated for good, as are the pages between
+   * zones; two zones may not share a max-order block.  zone_bytes and nr_nodes are ignored
+   * (nr_nodes becomes the highest node + 1).  Every page of a zone's span starts free;
+   * bh_arena_populate() gives the arena a machine's actual state.
+   */
+  unsigned nr_layout_zones;
+  bh_zone_layout_t layout_zones[BH_MAX_NODES * BH_NR_ZONE_TYPES];
 } bh_config_t;
 
 /* Fills *cfg with the defaults documented above. */
@@ -353,6 +376,83 @@ BH_API int bh_kcompactd_run(bh_arena_t *arena, unsigned proactiveness, uint64_t 
                             bh_migrate_fn migrate, void *ctx, bh_compact_result_t *res,
                             uint64_t *next_ns);
 
+/* ---- Starting from a machine's state ---- */
+
+/* A run of count blocks of 2^order pages, the first at pfn, each after the one before. */
+typedef struct bh_block_run {
+  uint64_t pfn;
+  uint32_t count;
+  uint8_t order;
+} bh_block_run_t;
+
+/* Pages [pfn, pfn + count). */
+typedef struct bh_page_run {
+  uint64_t pfn, count;
+} bh_page_run_t;
+
+/* A block of 2^order pages at pfn on the pcp list of CPU slot cpu (taken modulo nr_cpus). */
+typedef struct bh_pcp_block {
+  uint64_t pfn;
+  uint8_t order;
+  uint16_t cpu;
+} bh_pcp_block_t;
+
+/* A pageblock that a kernel does not count in /proc/pagetypeinfo (no memory, or memory not
+ * initialised yet), in bh_populate_t.pageblock_mt. */
+#define BH_PAGEBLOCK_ABSENT 0xff
+
+/* The state bh_arena_populate() gives an arena. */
+typedef struct bh_populate {
+  /* per pageblock from pfn 0 (pfn >> pageblock_order): its migratetype (BH_MT_UNMOVABLE ..
+   * BH_MT_ISOLATE) or BH_PAGEBLOCK_ABSENT (Movable, as at boot, and not counted in dumps);
+   * pageblocks past nr_pageblocks are absent */
+  const uint8_t *pageblock_mt;
+  uint64_t nr_pageblocks;
+  /* the free blocks, in pfn order: each goes on its pageblock's type's free list, in this
+   * order (tail insertion, as memblock_free_all leaves the lists at boot) */
+  const bh_block_run_t *free;
+  size_t nr_free;
+  /* blocks on pcp lists (orders with pcp lists only), in list order */
+  const bh_pcp_block_t *pcp;
+  size_t nr_pcp;
+  /* allocated pages that are movable (compaction moves them; the claim rule counts them);
+   * NULL: the allocated pages of Movable pageblocks are */
+  const bh_page_run_t *movable;
+  size_t nr_movable;
+} bh_populate_t;
+
+/*
+ * Gives a newly created arena (before any allocation, and before hinting is attached) the
+ * state of a machine: exactly the given blocks are free, on the buddy lists or the pcp lists,
+ * the pageblocks have the given types, and every other page of a zone is allocated "before
+ * the trace", as an order-0 block (bh_arena_adopt joins such pages into larger blocks).
+ * Returns 0; BH_EBUSY if hinting is attached; BH_EINVAL (with the first problem in why, if
+ * given) for a block that is misaligned, outside its zone's span, in an absent pageblock,
+ * across pageblocks of different types, overlapping another, of an order without pcp lists
+ * (pcp), or the buddy of another free block of its order that the kernel would have merged
+ * with it.  After an error the arena's state is undefined: destroy it.
+ */
+BH_API int bh_arena_populate(bh_arena_t *arena, const bh_populate_t *pop, const char **why);
+
+/*
+ * The 2^order pages from pfn, each allocated before the trace (bh_arena_populate) and not
+ * freed since, become one allocated block of that order, which bh_free_pfn then frees.  Its
+ * pageblocks count in dumps from now on (memory that a kernel initialises late comes free
+ * this way).  Returns 0, or BH_EFAULT (outside a zone's span), BH_EALIGN, BH_ENOTALLOC (a page
+ * that is not such a page); on error nothing changes.
+ */
+BH_API int bh_arena_adopt(bh_arena_t *arena, uint64_t pfn, unsigned order);
+
+/*
+ * Allocates the block of 2^order pages at pfn itself, as a kernel trace says the kernel did:
+ * the free block (or pcp block) that holds it is taken off its list and split as
+ * __rmqueue_smallest/expand would have, the other halves going back to the free lists.
+ * gfp gives the request's migratetype; watermarks are not checked (the kernel decided).
+ * Returns 0; BH_EBUSY if the block is not free in the arena (nothing changes); BH_EINVAL,
+ * BH_EFAULT, BH_EALIGN for a bad order, pfn or alignment.
+ */
+BH_API int bh_alloc_pfn_at(bh_arena_t *arena, unsigned gfp, unsigned order, int cpu, uint64_t pfn);
+
 /* ---------------------------------------------------------------------------------------- */
 /* Observation                                                                               */
 /* ---------------------------------------------------------------------------------------- */
@@ -366,7 +466,9 @@ BH_API const char *bh_stat_help(int stat);
 /* One zone's state, read under its lock. */
 typedef struct bh_zone_info {
   int node, type; /* type is enum bh_zone_type */
+  /* the zone's span as a kernel prints it (an explicit layout's recorded values) */
   uint64_t start_pfn, spanned_pages, managed_pages;
+  uint64_t present_pages;  /* spanned_pages unless an explicit layout says otherwise */
   uint64_t free_pages;     /* NR_FREE_PAGES: free pages on buddy lists, Isolate excluded */
   uint64_t pcp_pages;      /* pages sitting on pcp lists */
   uint64_t isolated_pages; /* pages taken off the lists by isolation (hinting) */

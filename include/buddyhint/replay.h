@@ -27,6 +27,30 @@ enum bh_touch {
 /* The longest idle time after the last event (idle_ns). */
 #define BH_REPLAY_MAX_IDLE_NS (86400ull * 1000000000ull)
 
+/* The arena's layout: the recorded machine's if the trace has a description (or --start /
+ * --end give one), else the rule-of-thumb x86 layout sized from the trace. */
+enum bh_layout_mode {
+  BH_LAYOUT_AUTO,   /* the machine's if there is one, else default (the default) */
+  BH_LAYOUT_TRACE,  /* the machine's; an error without a description */
+  BH_LAYOUT_DEFAULT /* DMA 16 MiB, DMA32 to 4 GiB, Normal above, sized from the trace */
+};
+
+/* What the arena holds when the trace starts (in the machine's layout). */
+enum bh_start_state {
+  BH_START_AUTO,       /* kpageflags if the start snapshot has a free map, else counts if it
+                          has buddyinfo and pagetypeinfo, else empty (the default) */
+  BH_START_KPAGEFLAGS, /* exactly the snapshot's free blocks and pageblock types */
+  BH_START_COUNTS,     /* a state that matches its buddyinfo and pagetypeinfo and the trace */
+  BH_START_EMPTY       /* every managed page free; the only one for the default layout */
+};
+
+/* Where an allocation goes. */
+enum bh_placement {
+  BH_PLACEMENT_ALLOCATOR, /* the arena chooses (default); recorded pfns are mapped */
+  BH_PLACEMENT_TRACE      /* the recorded block itself, taken off the free lists; when it is
+                             not free there, a placement conflict, and the allocator's choice */
+};
+
 typedef struct bh_replay_config {
   /* path; "-" = stdin.  A trace that cannot be read twice (stdin, a FIFO) is read once: with
    * memory_bytes and arena.nr_cpus given, or else its first pass keeps its events (up to
@@ -67,12 +91,61 @@ typedef struct bh_replay_config {
    * the arena's numbering (the recorded pfns where the arena has the recorded layout).
    */
   FILE *reports;
+  /* lost events in the trace (bh_trace_counts_t.lost_events) make the replay fail with
+   * BH_EFORMAT instead of being counted in lost_events (default false) */
+  bool strict;
+  enum bh_layout_mode layout;  /* default BH_LAYOUT_AUTO */
+  enum bh_start_state start;   /* default BH_START_AUTO */
+  enum bh_placement placement; /* default BH_PLACEMENT_ALLOCATOR */
+  /* snapshots from directories of /proc files (buddyinfo, pagetypeinfo, zoneinfo, optionally
+   * kpageflags): they replace the trace's own, and the layout comes from their zoneinfo */
+  const char *start_dir, *end_dir;
+  /* at the end of the trace, the arena's buddyinfo, pagetypeinfo, zoneinfo and vmstat in the
+   * kernel's formats go to files of these names in this directory (made if missing) */
+  const char *dump_dir;
 } bh_replay_config_t;
 
 /* Fills the defaults documented above (the arena defaults of bh_config_init). */
 BH_API void bh_replay_config_init(bh_replay_config_t *cfg);
 
 #define BH_REPLAY_MAX_STATS 48
+#define BH_REPLAY_MAX_ZONES (BH_MAX_NODES * BH_NR_ZONE_TYPES)
+
+/*
+ * How far the replay's state at the end of the trace lands from the machine's end snapshot.
+ * Per zone and order the free blocks (buddyinfo), per zone and migratetype the pageblocks
+ * (pagetypeinfo; index BH_MT_TYPES is CMA, which the model does not have).
+ */
+typedef struct bh_replay_fidelity {
+  bool present; /* there was an end snapshot to compare with */
+  int nr_zones;
+  struct {
+    int node, type;
+    uint64_t predicted[BH_ORDER_LIMIT + 1], recorded[BH_ORDER_LIMIT + 1];
+    uint64_t pb_predicted[BH_MT_TYPES + 1], pb_recorded[BH_MT_TYPES + 1];
+  } zones[BH_REPLAY_MAX_ZONES];
+  unsigned max_order, pageblock_order;
+  /* the headline: the free memory in the wrong order, sum over zones and orders of
+   * 2^order * |predicted - recorded| blocks over predicted + recorded free pages (0: the same
+   * free blocks per zone and order; 1: nothing in common) */
+  double free_order_error;
+  uint64_t predicted_free_pages, recorded_free_pages;
+  /* free memory in blocks of pageblock order and above, which THP and page reporting need */
+  uint64_t predicted_high_order_pages, recorded_high_order_pages;
+  double high_order_error; /* (predicted - recorded) / recorded; 0 if none was recorded */
+  /* pageblocks of the wrong type: sum over zones and types of |predicted - recorded| over
+   * twice the recorded pageblocks */
+  double pageblock_error;
+} bh_replay_fidelity_t;
+
+/* How often the arena chose the very block the kernel chose, overall and per order and the
+ * request's migratetype (a recorded machine's layout and start state, allocator placement). */
+typedef struct bh_replay_agreement {
+  bool present;
+  uint64_t allocs, same;
+  uint64_t by_order[BH_ORDER_LIMIT + 1][2]; /* [allocs, same] */
+  uint64_t by_mt[BH_MT_TYPES][2];
+} bh_replay_agreement_t;
 
 typedef struct bh_replay_summary {
   char trace[512], strategy[64], backing[16], report_mode[16], trace_format[32];
@@ -82,6 +155,27 @@ typedef struct bh_replay_summary {
   uint64_t batched_dups;   /* mm_page_free_batched events repeating an mm_page_free */
   uint64_t gaps_shortened; /* gaps between events cut to BH_REPLAY_MAX_GAP_NS */
   uint64_t time_reversals; /* events timestamped before an earlier event (played at its time) */
+  uint64_t lost_events;    /* events the recording lost, as the trace says (bh_trace_counts_t) */
+  char layout[16];         /* "machine" or "default" */
+  char start_state[16];    /* "kpageflags", "counts" or "empty" */
+  char placement[16];      /* "allocator" or "trace" */
+  uint64_t pretrace_frees; /* frees of memory the start state holds allocated before the trace
+                              (played as frees; without a start state they are unknown_frees) */
+  uint64_t start_conflicts;         /* allocations of blocks the start state holds allocated */
+  uint64_t placement_conflicts;     /* --placement trace: recorded block not free in the arena */
+  uint64_t start_pcp_pages;         /* pages the start state put on pcp lists */
+  uint64_t start_unplaced_blocks;   /* counts start: free blocks that found no place */
+  uint64_t start_unexplained_pages; /* first allocated by the trace, allocated in the start */
+  uint64_t start_repaired_pages;    /* free in the free map, but first freed by the trace: the
+                                       start state holds them allocated */
+  /* events while the start snapshot was read that it had already seen: an allocation of a
+   * block it holds allocated (that block is the allocation), a free of one it holds free */
+  uint64_t window_events;
+  /* frees of memory the kernel held free by the trace and the start state: the allocation
+   * left no event (alloc_pages_bulk serves pages from pcp lists without mm_page_alloc) */
+  uint64_t untraced_frees;
+  bh_replay_agreement_t agreement;
+  bh_replay_fidelity_t fidelity;
   uint64_t memory_bytes, nr_cpus;
   double virtual_seconds, wall_seconds, cpu_seconds;
   uint64_t rss_peak_bytes, rss_final_bytes, live_peak_bytes, live_final_bytes;

@@ -117,6 +117,11 @@ typedef struct bh_trace_counts {
   uint64_t allocs;      /* events with op BH_EV_ALLOC (failed ones included) */
   uint64_t frees;       /* events with op BH_EV_FREE or BH_EV_FREE_BATCHED */
   uint64_t gfp_unknown; /* gfp flag names that were not recognised (ignored) */
+  /* events the recording lost, as the trace says: ftrace "[LOST N EVENTS]" lines and its
+   * header's entries-written above entries-in-buffer, trace-cmd "[N EVENTS DROPPED]", perf
+   * script PERF_RECORD_LOST lines, the native formats' lost-events markers (a marker without
+   * a count counts 1) */
+  uint64_t lost_events;
 } bh_trace_counts_t;
 
 typedef struct bh_trace bh_trace_t;
@@ -160,10 +165,18 @@ BH_API const char *bh_trace_error(const bh_trace_t *t);
  * "native-text", "native-binary"). */
 BH_API int bh_trace_format(const bh_trace_t *t);
 BH_API const char *bh_trace_format_name(const bh_trace_t *t);
+/* The version of a native format's header (1 or 2); 0 for ftrace and perf script text. */
+BH_API int bh_trace_version(const bh_trace_t *t);
 /* The detected compression: "none", "gzip" or "zstd". */
 BH_API const char *bh_trace_compression(const bh_trace_t *t);
 /* Copies the counters (see bh_trace_counts_t) into *out. */
 BH_API void bh_trace_counts(const bh_trace_t *t, bh_trace_counts_t *out);
+/*
+ * The machine description a version 2 native trace carries in its header (the text described
+ * in include/buddyhint/machine.h, NUL-terminated; its length in *len if len is not NULL), or
+ * NULL if the trace has none.  Valid until bh_trace_close.
+ */
+BH_API const char *bh_trace_description(const bh_trace_t *t, size_t *len);
 /* Closes the trace and frees it; NULL is accepted. */
 BH_API void bh_trace_close(bh_trace_t *t);
 
@@ -195,6 +208,33 @@ BH_API int bh_trace_writer_open(const char *path, int format, int compression,
  */
 BH_API int bh_trace_writer_fdopen(int fd, const char *name, int format, int compression,
                                   bh_trace_writer_t **out);
+
+/*
+ * Like bh_trace_writer_open, but for the version 2 native formats: description (the text of a
+ * machine description, see include/buddyhint/machine.h; NULL: none) is stored in the header,
+ * and lost-events markers (bh_trace_write_lost) may follow.  bh_trace_writer_open writes
+ * version 1, which has neither and which older readers read too.  Returns as
+ * bh_trace_writer_open; BH_EINVAL also for a description above 256 MiB.
+ */
+BH_API int bh_trace_writer_open2(const char *path, int format, int compression,
+                                 const char *description, bh_trace_writer_t **out);
+/* bh_trace_writer_open2 on a file descriptor the caller keeps, as bh_trace_writer_fdopen. */
+BH_API int bh_trace_writer_fdopen2(int fd, const char *name, int format, int compression,
+                                   const char *description, bh_trace_writer_t **out);
+
+/*
+ * Sets the machine description a version 2 writer stores in its header, replacing the one
+ * given at open; only before the first event or marker (the header is written with the
+ * first).  Returns 0, BH_EINVAL (a version 1 writer, too late, above 256 MiB), BH_ENOMEM.
+ */
+BH_API int bh_trace_writer_set_description(bh_trace_writer_t *w, const char *description);
+
+/*
+ * Appends a marker: n (>= 1) events were lost at time_ns on cpu (-1: unknown).  Readers count
+ * it in bh_trace_counts_t.lost_events; it is never returned as an event.  Returns 0, BH_EINVAL
+ * (a version 1 writer, n 0, a bad cpu), or BH_EIO as bh_trace_write.
+ */
+BH_API int bh_trace_write_lost(bh_trace_writer_t *w, uint64_t time_ns, uint64_t n, int cpu);
 
 /*
  * Appends one event (seq and zone are not stored: the reader derives them).  Returns 0;

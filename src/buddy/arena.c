@@ -60,6 +60,32 @@ static int fail(const char **msg, const char *why) {
   return BH_EINVAL;
 }
 
+/* An explicit layout: zones in order, each in max-order blocks no other zone touches. */
+static const char *validate_layout(const bh_config_t *c) {
+  if (c->nr_layout_zones > BH_MAX_NODES * BH_NR_ZONE_TYPES)
+    return "too many layout zones";
+  uint64_t bp = 1ull << c->max_order, prev_end = 0;
+  for (unsigned i = 0; i < c->nr_layout_zones; i++) {
+    const bh_zone_layout_t *z = &c->layout_zones[i];
+    if (z->node < 0 || z->node >= BH_MAX_NODES || z->type < 0 || z->type >= BH_NR_ZONE_TYPES)
+      return "layout zone with a bad node or type";
+    if (!z->spanned_pages || z->present_pages > z->spanned_pages ||
+        z->managed_pages > z->present_pages || z->start_pfn > (1ull << 40) ||
+        z->spanned_pages > (1ull << 40))
+      return "layout zone sizes must be spanned >= present >= managed, spanned > 0";
+    if (i && (z->node < c->layout_zones[i - 1].node ||
+              (z->node == c->layout_zones[i - 1].node && z->type <= c->layout_zones[i - 1].type)))
+      return "layout zones must be in node order, low zones first, each once";
+    if (i && (z->start_pfn & ~(bp - 1)) < prev_end)
+      return "layout zones overlap or share a max-order block (4 KiB << max_order)";
+    if ((z->wmark_min || z->wmark_low || z->wmark_high) &&
+        !(z->wmark_min <= z->wmark_low && z->wmark_low <= z->wmark_high))
+      return "layout zone watermarks must be min <= low <= high";
+    prev_end = (z->start_pfn + z->spanned_pages + bp - 1) & ~(bp - 1);
+  }
+  return NULL;
+}
+
 int bh_config_validate(const bh_config_t *c, const char **msg) {
   if (!c)
     return fail(msg, "no configuration");
@@ -72,16 +98,26 @@ int bh_config_validate(const bh_config_t *c, const char **msg) {
   if (c->pageblock_order < 1 || c->pageblock_order > c->max_order)
     return fail(msg, "pageblock_order must be 1..max_order");
   uint64_t block = BH_PAGE_SIZE << c->max_order, total = 0;
-  for (int t = 0; t < BH_NR_ZONE_TYPES; t++) {
+  if (c->nr_layout_zones) {
+    const char *why = validate_layout(c);
+    if (why)
+      return fail(msg, why);
+  }
+  for (int t = 0; t < BH_NR_ZONE_TYPES && !c->nr_layout_zones; t++) {
     if (c->zone_bytes[t] % block)
       return fail(msg, "zone sizes must be multiples of the largest block (4 KiB << max_order)");
     if (c->zone_bytes[t] > UINT64_MAX - total)
       return fail(msg, "arena too large (the zone sizes overflow when summed)");
     total += c->zone_bytes[t];
   }
-  if (!total)
+  if (!total && !c->nr_layout_zones)
     return fail(msg, "the arena has no memory");
   uint64_t pages = total / BH_PAGE_SIZE * c->nr_nodes;
+  if (c->nr_layout_zones) {
+    const bh_zone_layout_t *z = &c->layout_zones[c->nr_layout_zones - 1];
+    uint64_t bp = 1ull << c->max_order;
+    pages = (z->start_pfn + z->spanned_pages + bp - 1) & ~(bp - 1);
+  }
   if (pages + 1000000ull > UINT32_MAX)
     return fail(msg, "arena too large (at most about 16 TiB)");
   if (c->watermark_scale_factor < 1 || c->watermark_scale_factor > 3000)
@@ -232,6 +268,15 @@ static void setup_watermarks(bh_arena_t *a) {
   uint64_t pages_min = kb / (BH_PAGE_SIZE / 1024);
   for (int i = 0; i < a->nr_zones; i++) {
     bh__zone_t *z = &a->zones[i];
+    const bh_zone_layout_t *lz = a->cfg.nr_layout_zones ? &a->cfg.layout_zones[i] : NULL;
+    if (lz && (lz->wmark_min || lz->wmark_low || lz->wmark_high)) {
+      /* the recorded machine's own (its boot-time values, and whatever changed them since) */
+      z->watermark[BH__WMARK_MIN] = lz->wmark_min;
+      z->watermark[BH__WMARK_LOW] = lz->wmark_low;
+      z->watermark[BH__WMARK_HIGH] = lz->wmark_high;
+      atomic_store(&z->watermark_boost, 0);
+      continue;
+    }
     uint64_t tmp = lowmem_pages ? pages_min * z->managed_pages / lowmem_pages : 0;
     if (z->type == BH_ZONE_MOVABLE) {
       uint64_t m = z->managed_pages / 1024;
@@ -246,6 +291,11 @@ static void setup_watermarks(bh_arena_t *a) {
     atomic_store(&z->watermark_boost, 0);
   }
   setup_lowmem_reserve(a);
+  for (int i = 0; a->cfg.nr_layout_zones && i < a->nr_zones; i++) {
+    const bh_zone_layout_t *lz = &a->cfg.layout_zones[i];
+    if (lz->wmark_min || lz->wmark_low || lz->wmark_high)
+      memcpy(a->zones[i].lowmem_reserve, lz->protection, sizeof(lz->protection));
+  }
 }
 
 static unsigned rounddown_pow2(unsigned x) {
@@ -332,16 +382,52 @@ static void build_zonelists(bh_arena_t *a) {
   }
 }
 
+/*
+ * The zones' ranges: from zone_bytes, each node's zones one after another; or an explicit
+ * layout's, each zone's span widened to whole max-order blocks.
+ */
+struct zone_spec {
+  int node, type;
+  uint64_t start, pages;                       /* the arena's range of the zone */
+  uint64_t kstart, kspanned, present, managed; /* as a kernel prints them */
+};
+
+static int zone_specs(bh_arena_t *a, struct zone_spec *zs) {
+  bh_config_t *c = &a->cfg;
+  int n = 0;
+  if (c->nr_layout_zones) {
+    uint64_t bp = 1ull << a->max_order;
+    c->nr_nodes = 1;
+    for (unsigned i = 0; i < c->nr_layout_zones; i++) {
+      const bh_zone_layout_t *z = &c->layout_zones[i];
+      uint64_t s = z->start_pfn & ~(bp - 1),
+               e = (z->start_pfn + z->spanned_pages + bp - 1) & ~(bp - 1);
+      zs[n++] = (struct zone_spec){
+          z->node,          z->type,         s, e - s, z->start_pfn, z->spanned_pages,
+          z->present_pages, z->managed_pages};
+      if ((unsigned)z->node + 1 > c->nr_nodes)
+        c->nr_nodes = (unsigned)z->node + 1;
+    }
+    return n;
+  }
+  uint64_t pfn = 0;
+  for (unsigned node = 0; node < c->nr_nodes; node++)
+    for (int t = 0; t < BH_NR_ZONE_TYPES; t++) {
+      uint64_t pages = c->zone_bytes[t] / BH_PAGE_SIZE;
+      if (!pages)
+        continue;
+      zs[n++] = (struct zone_spec){(int)node, t, pfn, pages, pfn, pages, pages, pages};
+      pfn += pages;
+    }
+  return n;
+}
+
 static int layout(bh_arena_t *a) {
   const bh_config_t *c = &a->cfg;
-  uint64_t node_pages = 0;
-  int nz = 0;
-  for (int t = 0; t < BH_NR_ZONE_TYPES; t++) {
-    node_pages += c->zone_bytes[t] / BH_PAGE_SIZE;
-    nz += c->zone_bytes[t] != 0;
-  }
-  a->nr_pages = node_pages * c->nr_nodes;
-  a->nr_zones = nz * (int)c->nr_nodes;
+  struct zone_spec zs[BH_MAX_NODES * BH_NR_ZONE_TYPES];
+  int nz = zone_specs(a, zs);
+  a->nr_pages = nz ? zs[nz - 1].start + zs[nz - 1].pages : 0;
+  a->nr_zones = nz;
   a->zones = calloc((size_t)a->nr_zones, sizeof(bh__zone_t));
   if (!a->zones)
     return BH_ENOMEM;
@@ -356,33 +442,31 @@ static int layout(bh_arena_t *a) {
   a->block_zone = calloc((size_t)(a->nr_pages >> a->max_order) + 1, 1);
   if (!a->pageblock || !a->block_zone)
     return BH_ENOMEM;
+  memset(a->block_zone, 0xff, (size_t)(a->nr_pages >> a->max_order) + 1); /* no zone */
 
   uint32_t next_head = (uint32_t)a->nr_pages;
-  uint64_t pfn = 0;
-  int id = 0;
-  for (unsigned n = 0; n < c->nr_nodes; n++) {
-    for (int t = 0; t < BH_NR_ZONE_TYPES; t++) {
-      a->node_zone[n][t] = -1;
-      if (!c->zone_bytes[t])
-        continue;
-      bh__zone_t *z = &a->zones[id];
-      pthread_mutex_init(&z->lock, NULL);
-      z->arena = a;
-      z->node = (int)n;
-      z->type = t;
-      z->id = id;
-      z->start_pfn = pfn;
-      z->spanned_pages = z->managed_pages = c->zone_bytes[t] / BH_PAGE_SIZE;
-      z->notify_order = z->del_order = UINT8_MAX;
-      z->free_head = next_head;
-      for (unsigned i = 0; i < (a->max_order + 1) * BH_MT_TYPES; i++)
-        bh__list_init(a, next_head + i);
-      next_head += (a->max_order + 1) * BH_MT_TYPES;
-      a->node_zone[n][t] = id;
-      memset(a->block_zone + (pfn >> a->max_order), id, (size_t)(z->spanned_pages >> a->max_order));
-      pfn += z->spanned_pages;
-      id++;
-    }
+  memset(a->node_zone, 0xff, sizeof(a->node_zone));
+  for (int id = 0; id < nz; id++) {
+    const struct zone_spec *sp = &zs[id];
+    bh__zone_t *z = &a->zones[id];
+    pthread_mutex_init(&z->lock, NULL);
+    z->arena = a;
+    z->node = sp->node;
+    z->type = sp->type;
+    z->id = id;
+    z->start_pfn = sp->start;
+    z->spanned_pages = sp->pages;
+    z->managed_pages = sp->managed;
+    z->zone_start_pfn = sp->kstart;
+    z->zone_spanned_pages = sp->kspanned;
+    z->present_pages = sp->present;
+    z->notify_order = z->del_order = UINT8_MAX;
+    z->free_head = next_head;
+    for (unsigned i = 0; i < (a->max_order + 1) * BH_MT_TYPES; i++)
+      bh__list_init(a, next_head + i);
+    next_head += (a->max_order + 1) * BH_MT_TYPES;
+    a->node_zone[sp->node][sp->type] = id;
+    memset(a->block_zone + (sp->start >> a->max_order), id, (size_t)(sp->pages >> a->max_order));
   }
   build_zonelists(a);
   int gerr = bh__build_gfp_ctx(a);
@@ -399,14 +483,38 @@ static int layout(bh_arena_t *a) {
 
 /* memblock_free_all: every pageblock starts Movable; each max-order block is freed to the
  * tail, as __free_pages_core does; then, with shuffling on, page_alloc_init_late's
- * shuffle_free_memory shuffles each zone's free lists. */
+ * shuffle_free_memory shuffles each zone's free lists.  With an explicit layout the pages of
+ * a zone's max-order blocks outside its span are absent: allocated for good, never merged
+ * with. */
 static void free_all(bh_arena_t *a) {
   memset(a->pageblock, BH_MT_MOVABLE, (size_t)(a->nr_pages >> a->pb_order));
   for (int i = 0; i < a->nr_zones; i++) {
     bh__zone_t *z = &a->zones[i];
-    uint64_t step = 1ull << a->max_order;
+    /* pagetypeinfo counts the pageblocks of zone_start_pfn + k * pageblock_nr_pages below
+     * the zone's end: those outside are absent */
+    uint64_t first = z->zone_start_pfn >> a->pb_order,
+             last = (z->zone_start_pfn +
+                     ((z->zone_spanned_pages - 1) & ~((1ull << a->pb_order) - 1))) >>
+                    a->pb_order;
+    for (uint64_t b = z->start_pfn >> a->pb_order;
+         b < (z->start_pfn + z->spanned_pages) >> a->pb_order; b++)
+      if (b < first || b > last)
+        a->pageblock[b] |= BH__PB_ABSENT;
+    uint64_t step = 1ull << a->max_order, s = z->zone_start_pfn,
+             e = z->zone_start_pfn + z->zone_spanned_pages;
     for (uint64_t pfn = z->start_pfn; pfn < z->start_pfn + z->spanned_pages; pfn += step) {
-      bh__free_one_page(z, pfn, a->max_order, BH_MT_MOVABLE, BH__FPI_TO_TAIL);
+      if (pfn >= s && pfn + step <= e) {
+        bh__free_one_page(z, pfn, a->max_order, BH_MT_MOVABLE, BH__FPI_TO_TAIL);
+        continue;
+      }
+      for (uint64_t p = pfn; p < pfn + step; p++) {
+        if (p >= s && p < e) {
+          bh__free_one_page(z, p, 0, BH_MT_MOVABLE, BH__FPI_TO_TAIL);
+        } else {
+          a->pages[p].mt = BH_MT_UNMOVABLE;
+          bh__pg_set(&a->pages[p], BH__PG_ALLOC | BH__PG_PRETRACE | BH__PG_NOPAGE, 0);
+        }
+      }
     }
   }
   for (int i = 0; a->cfg.shuffle && i < a->nr_zones; i++)

@@ -42,8 +42,18 @@ enum {
   BH__PG_ALLOC = 1u << 2,
   BH__PG_ISOLATED = 1u << 3,
   BH__PG_REPORTED = 1u << 4,
+  /* with PG_ALLOC: allocated before the trace (bh_arena_populate), an order-0 block that
+   * bh_arena_adopt may join with its neighbours */
+  BH__PG_PRETRACE = 1u << 5,
+  /* with PG_ALLOC and PG_PRETRACE: outside every zone's span (pfn 0 on x86, the pages past a
+   * zone's end in its last max-order block): allocated for good, never freed */
+  BH__PG_NOPAGE = 1u << 6,
   BH__PG_STATE = BH__PG_BUDDY | BH__PG_PCP | BH__PG_ALLOC | BH__PG_ISOLATED,
 };
+
+/* Pageblock byte: migratetype in the low 3 bits; this bit for a pageblock that dumps do not
+ * count (BH_PAGEBLOCK_ABSENT in bh_arena_populate). */
+#define BH__PB_ABSENT 0x80u
 
 typedef struct bh__page {
   uint32_t next, prev; /* list links as page indices (list heads live past the last page) */
@@ -109,7 +119,10 @@ typedef struct bh_zone {
   pthread_mutex_t lock;
   struct bh_arena *arena;
   int node, type, id;
+  /* the zone's pages: a range of whole max-order blocks */
   uint64_t start_pfn, spanned_pages, managed_pages;
+  /* its span as a kernel prints it (an explicit layout's; else start_pfn, spanned_pages) */
+  uint64_t zone_start_pfn, zone_spanned_pages, present_pages;
   /* free_area[order]: list heads are at index free_head + order*BH_MT_TYPES + mt */
   uint32_t free_head;
   uint64_t nr_free[BH_ORDER_LIMIT + 1];
@@ -332,6 +345,14 @@ BH__INTERNAL uint64_t bh__move_freepages_block(bh__zone_t *z, uint64_t start, in
 BH__INTERNAL int bh__preferred_zone(const bh_arena_t *a, int node, int highest);
 BH__INTERNAL void bh__shuffle_zone(bh__zone_t *z);
 BH__INTERNAL void bh__free_pages_zone_locked(bh__zone_t *z, uint64_t pfn, unsigned order, int slot);
+
+/* add_to_free_list with its free page accounting (the other half of bh__del_from_free_list) */
+BH__INTERNAL void bh__add_to_free_list(bh__zone_t *z, uint64_t pfn, unsigned order, int mt,
+                                       bool tail);
+/* order_to_pindex: the pcp list of a block of this order and migratetype */
+BH__INTERNAL unsigned bh__pcp_pindex(const bh_arena_t *a, int mt, unsigned order);
+/* whether orders has pcp lists (pcp_allowed_order) */
+BH__INTERNAL bool bh__pcp_order(const bh_arena_t *a, unsigned order);
 
 /* hint_core.c */
 BH__INTERNAL uint64_t bh__isolate_free_page(bh__zone_t *z, uint64_t pfn, unsigned order);

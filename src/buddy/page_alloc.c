@@ -1384,8 +1384,8 @@ static int check_free(const bh_arena_t *a, uint64_t pfn, unsigned order) {
   if (pfn & ((1ull << order) - 1))
     return BH_EALIGN;
   const bh__page_t *p = &a->pages[pfn];
-  if (!(bh__pg_flags(p) & BH__PG_ALLOC))
-    return BH_ENOTALLOC;
+  if ((bh__pg_flags(p) & (BH__PG_ALLOC | BH__PG_NOPAGE)) != BH__PG_ALLOC)
+    return BH_ENOTALLOC; /* not allocated, or no page (outside a zone's span) */
   if (bh__pg_order(p) != order)
     return BH_EORDER;
   return BH_OK;
@@ -1550,3 +1550,18 @@ void bh_vmstat_tick(bh_arena_t *a) {
     }
   }
 }
+
+/* ---------------------------------------------------------------------------------------- */
+/* For the arena's other units (populate.c)                                                  */
+/* ---------------------------------------------------------------------------------------- */
+
+void bh__add_to_free_list(bh__zone_t *z, uint64_t pfn, unsigned order, int mt, bool tail) {
+  add_to_free_list(z, pfn, order, mt, tail);
+  account_freepages(z, (int64_t)(1ull << order), mt);
+}
+
+unsigned bh__pcp_pindex(const bh_arena_t *a, int mt, unsigned order) {
+  return order_to_pindex(a, mt, order);
+}
+
+bool bh__pcp_order(const bh_arena_t *a, unsigned order) { return pcp_allowed_order(a, order); }

@@ -50,8 +50,9 @@ int bh_zone_info(bh_arena_t *a, int i, bh_zone_info_t *o) {
   bh__zone_lock(z);
   o->node = z->node;
   o->type = z->type;
-  o->start_pfn = z->start_pfn;
-  o->spanned_pages = z->spanned_pages;
+  o->start_pfn = z->zone_start_pfn;
+  o->spanned_pages = z->zone_spanned_pages;
+  o->present_pages = z->present_pages;
   o->managed_pages = z->managed_pages;
   o->free_pages = (uint64_t)atomic_load(&z->free_pages);
   o->isolated_pages = (uint64_t)z->isolated_pages;
@@ -75,7 +76,8 @@ int bh_zone_info(bh_arena_t *a, int i, bh_zone_info_t *o) {
   }
   uint64_t pb = 1ull << a->pb_order;
   for (uint64_t pfn = z->start_pfn; pfn < z->start_pfn + z->spanned_pages; pfn += pb)
-    o->pageblocks[bh__pb_mt(a, pfn)]++;
+    if (!(a->pageblock[pfn >> a->pb_order] & BH__PB_ABSENT)) /* as pagetypeinfo counts */
+      o->pageblocks[bh__pb_mt(a, pfn)]++;
   bh__zone_unlock(z);
   for (unsigned c = 0; z->pcp && c < a->cfg.nr_cpus; c++) {
     bh__pcp_lock(&z->pcp[c]);
@@ -171,7 +173,7 @@ int bh_dump_zoneinfo(bh_arena_t *a, FILE *out) {
     OUT("\n        high     %lu", (unsigned long)zi.wmark_high);
     OUT("\n        promo    %lu", (unsigned long)(2 * zi.wmark_high - zi.wmark_low));
     OUT("\n        spanned  %lu", (unsigned long)zi.spanned_pages);
-    OUT("\n        present  %lu", (unsigned long)zi.spanned_pages);
+    OUT("\n        present  %lu", (unsigned long)zi.present_pages);
     OUT("\n        managed  %lu", (unsigned long)zi.managed_pages);
     OUT("\n        cma      %lu", 0ul);
     OUT("\n        protection: (%ld", (long)zi.lowmem_reserve[0]);

@@ -28,6 +28,7 @@ int cmd_info(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
+int cmd_machine(int argc, char **argv);
 
 /* cli_util.c */
 /* Prints "buddyhint VERB: message" to stderr and returns BH_EXIT_USAGE. */
@@ -87,6 +88,9 @@ const char *bh_cli_out_writing(const bh_cli_out_t *o);
 FILE *bh_cli_out_stream(bh_cli_out_t *o);
 /* A trace writer on the output (it writes the descriptor; bh_cli_out_close finishes it). */
 int bh_cli_out_writer(bh_cli_out_t *o, int format, int compression, bh_trace_writer_t **w);
+/* The same, of the native format's version 2 (bh_trace_writer_fdopen2). */
+int bh_cli_out_writer2(bh_cli_out_t *o, int format, int compression, const char *description,
+                       bh_trace_writer_t **w);
 /* Flushes and checks everything written, closes and renames into place.  BH_EXIT_OK, or
  * BH_EXIT_FAIL after the message (the temporary file is removed).  NULL is accepted. */
 int bh_cli_out_close(bh_cli_out_t *o);

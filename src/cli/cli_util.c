@@ -210,6 +210,11 @@ int bh_cli_out_writer(bh_cli_out_t *o, int format, int compression, bh_trace_wri
   return bh_trace_writer_fdopen(o->of.fd, o->of.name, format, compression, w);
 }
 
+int bh_cli_out_writer2(bh_cli_out_t *o, int format, int compression, const char *description,
+                       bh_trace_writer_t **w) {
+  return bh_trace_writer_fdopen2(o->of.fd, o->of.name, format, compression, description, w);
+}
+
 static void out_free(bh_cli_out_t *o) {
   if (o->f && o->f != stdout)
     fclose(o->f); /* writes nothing more after a failure: the outfile is given up below */

@@ -24,18 +24,31 @@ static void help(FILE *f) {
 
 static double mib(uint64_t b) { return (double)b / (1024.0 * 1024.0); }
 
+/* The fidelity columns: the share of free memory in the wrong order at the end of the trace,
+ * and the error in free memory of pageblock order and above ("-" without an end snapshot). */
+static void fidelity_cols(FILE *f, const bh_replay_summary_t *s) {
+  if (!s->fidelity.present) {
+    fprintf(f, " %8s %8s", "-", "-");
+    return;
+  }
+  fprintf(f, " %7.1f%% %+7.1f%%", 100.0 * s->fidelity.free_order_error,
+          100.0 * s->fidelity.high_order_error);
+}
+
 static void table(FILE *f, const bh_replay_summary_t *runs, int n) {
-  fprintf(f, "%-21s %10s %10s %10s %10s %9s %9s %8s %8s %8s %6s\n", "strategy", "rss_peak",
+  fprintf(f, "%-21s %10s %10s %10s %10s %9s %9s %8s %8s %8s %6s %8s %8s\n", "strategy", "rss_peak",
           "rss_final", "live_end", "reported", "madvises", "refaults", "failed", "wall_s", "cpu_s",
-          "check");
-  fprintf(f, "%-21s %10s %10s %10s %10s %9s %9s %8s %8s %8s %6s\n", "", "MiB", "MiB", "MiB", "MiB",
-          "calls", "pages", "allocs", "", "", "errors");
+          "check", "fidelity", "high_ord");
+  fprintf(f, "%-21s %10s %10s %10s %10s %9s %9s %8s %8s %8s %6s %8s %8s\n", "", "MiB", "MiB", "MiB",
+          "MiB", "calls", "pages", "allocs", "", "", "errors", "error", "error");
   for (int i = 0; i < n; i++) {
     const bh_replay_summary_t *s = &runs[i];
-    fprintf(f, "%-21s %10.1f %10.1f %10.1f %10.1f %9lu %9lu %8lu %8.2f %8.2f %6ld\n", s->strategy,
+    fprintf(f, "%-21s %10.1f %10.1f %10.1f %10.1f %9lu %9lu %8lu %8.2f %8.2f %6ld", s->strategy,
             mib(s->rss_peak_bytes), mib(s->rss_final_bytes), mib(s->live_final_bytes),
             mib(s->reported_bytes), (unsigned long)s->madvise_calls, (unsigned long)s->refaults,
             (unsigned long)s->alloc_failures, s->wall_seconds, s->cpu_seconds, s->check_violations);
+    fidelity_cols(f, s);
+    fprintf(f, "\n");
   }
 }
 
@@ -184,12 +197,22 @@ static int run_all(bh_cli_replay_t *c, const char *trace, char *list) {
     }
     if (runs[n].check_violations)
       rc = BH_EXIT_FAIL;
+    if (!n)
+      bh_cli_warn_lost("compare", &runs[n]);
     n++;
   }
   if (n) {
-    printf("trace %s (%s), %.0f MiB arena, %s backing, %lu events, %.1f s virtual\n\n", trace,
+    printf("trace %s (%s), %.0f MiB arena, %s backing, %lu events, %.1f s virtual\n", trace,
            runs[0].trace_format, mib(runs[0].memory_bytes), runs[0].backing,
            (unsigned long)runs[0].events, runs[0].virtual_seconds);
+    if (runs[0].layout[0])
+      printf("%s layout, %s start, %s placement%s\n", runs[0].layout, runs[0].start_state,
+             runs[0].placement,
+             runs[0].fidelity.present ? "; fidelity: free memory in the wrong order at the end "
+                                        "of the trace, and the error in free memory of "
+                                        "pageblock order and above"
+                                      : "");
+    printf("\n");
     table(stdout, runs, n);
   }
   if (json && !failed) {

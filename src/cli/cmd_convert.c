@@ -1,7 +1,10 @@
 /* buddyhint convert: any readable trace to a native one. */
 #include "cli/cli.h"
 
+#include <buddyhint/machine.h>
 #include <buddyhint/trace.h>
+
+#include <stdlib.h>
 
 #include <string.h>
 
@@ -10,7 +13,7 @@
 static void usage(FILE *out) {
   fprintf(out,
           "usage: buddyhint convert IN OUT [--format text|binary] [--compress none|gzip|zstd]\n"
-          "                         [--lenient]\n"
+          "                         [--lenient] [--start DIR] [--end DIR]\n"
           "\n"
           "Reads the trace IN in any format the reader knows (ftrace text, perf script, native\n"
           "text or binary; plain, gzip or zstd), recognised by its content, and writes its\n"
@@ -22,6 +25,11 @@ static void usage(FILE *out) {
           "  --compress none|gzip|zstd\n"
           "                         default: gzip for .gz, zstd for .zst, else none\n"
           "  --lenient              skip malformed lines (counted) instead of stopping\n"
+          "  --start DIR, --end DIR snapshots of the recorded machine from directories of its\n"
+          "                         /proc files (buddyinfo, pagetypeinfo, zoneinfo, optionally\n"
+          "                         kpageflags), stored in OUT as its machine description (for\n"
+          "                         a trace recorded with cat, trace-cmd or perf); they replace\n"
+          "                         IN's own\n"
           "  -h, --help             this help\n"
           "\n"
           "The counts (events, other lines, malformed lines) go to standard error.  A\n"
@@ -44,6 +52,9 @@ static void print_counts(const char *in, const bh_trace_t *t) {
           in, bh_trace_format_name(t), bh_trace_compression(t), (unsigned long long)c.events,
           (unsigned long long)c.allocs, (unsigned long long)c.frees,
           (unsigned long long)c.other_lines, (unsigned long long)c.malformed);
+  if (c.lost_events)
+    fprintf(stderr, "buddyhint convert: warning: the trace lost %llu events (kept as markers)\n",
+            (unsigned long long)c.lost_events);
   if (c.malformed)
     fprintf(stderr, "buddyhint convert: skipped malformed lines, the last: %s\n",
             bh_trace_error(t));
@@ -52,8 +63,25 @@ static void print_counts(const char *in, const bh_trace_t *t) {
             (unsigned long long)c.gfp_unknown);
 }
 
+/* The description of the snapshots in the directories start and end (either may be NULL). */
+static int describe_dirs(const char *start, const char *end, char **text) {
+  bh_machine_t *m = bh_machine_new();
+  char err[512];
+  int e = m ? 0 : BH_ENOMEM;
+  if (!e && start)
+    e = bh_machine_read_snapshot(m, BH_SNAP_START, start, 0, 0, err, sizeof(err));
+  if (!e && end)
+    e = bh_machine_read_snapshot(m, BH_SNAP_END, end, 0, 0, err, sizeof(err));
+  if (!e)
+    e = bh_machine_format(m, text, NULL);
+  if (e)
+    fprintf(stderr, "buddyhint convert: %s\n", e == BH_ENOMEM ? "out of memory" : err);
+  bh_machine_free(m);
+  return e;
+}
+
 int cmd_convert(int argc, char **argv) {
-  const char *in = NULL, *out = NULL, *fmt = NULL, *comp = NULL;
+  const char *in = NULL, *out = NULL, *fmt = NULL, *comp = NULL, *start = NULL, *end = NULL;
   bool lenient = false;
   for (int i = 1; i < argc;) {
     const char *a = argv[i];
@@ -63,7 +91,9 @@ int cmd_convert(int argc, char **argv) {
       return BH_EXIT_OK;
     }
     if ((r = bh_cli_opt(argc, argv, &i, "format", &fmt)) != 0 ||
-        (r = bh_cli_opt(argc, argv, &i, "compress", &comp)) != 0) {
+        (r = bh_cli_opt(argc, argv, &i, "compress", &comp)) != 0 ||
+        (r = bh_cli_opt(argc, argv, &i, "start", &start)) != 0 ||
+        (r = bh_cli_opt(argc, argv, &i, "end", &end)) != 0) {
       if (r < 0)
         return BH_EXIT_USAGE;
     } else if (!strcmp(a, "--lenient")) {
@@ -100,18 +130,38 @@ int cmd_convert(int argc, char **argv) {
     bh_cli_out_abort(o);
     return err == BH_ENOMEM ? BH_EXIT_FAIL : BH_EXIT_USAGE;
   }
+  /* Version 2 where the input may need it: a machine description, or kernel text, which may
+   * say that events were lost.  A native version 1 trace has neither and stays version 1. */
+  char *given = NULL;
+  if ((start || end) && describe_dirs(start, end, &given)) {
+    bh_cli_out_abort(o);
+    bh_trace_close(t);
+    return BH_EXIT_USAGE;
+  }
+  const char *desc = given ? given : bh_trace_description(t, NULL);
+  bool v2 = desc || bh_trace_version(t) != 1;
   bh_trace_writer_t *w;
-  if (bh_cli_out_writer(o, format, compression, &w)) {
+  if ((v2 ? bh_cli_out_writer2(o, format, compression, desc, &w)
+          : bh_cli_out_writer(o, format, compression, &w))) {
     fprintf(stderr, "buddyhint convert: %s\n", bh_trace_error(NULL));
     bh_cli_out_abort(o);
     bh_trace_close(t);
     return BH_EXIT_FAIL;
   }
-  bh_event_t ev;
+  bh_event_t ev = {0};
   int r, werr = 0;
-  while ((r = bh_trace_next(t, &ev)) == 1)
-    if ((werr = bh_trace_write(w, &ev)) != 0)
+  uint64_t lost = 0;
+  while ((r = bh_trace_next(t, &ev)) == 1 || r == 0) {
+    /* lost events the reader met before this event (or at the end) keep their place */
+    bh_trace_counts_t c;
+    bh_trace_counts(t, &c);
+    if (c.lost_events > lost &&
+        (werr = bh_trace_write_lost(w, ev.time_ns, c.lost_events - lost, -1)) != 0)
       break;
+    lost = c.lost_events;
+    if (r == 0 || (werr = bh_trace_write(w, &ev)) != 0)
+      break;
+  }
   char wmsg[512] = "";
   if (werr)
     snprintf(wmsg, sizeof(wmsg), "%s", bh_trace_error(NULL));
@@ -143,5 +193,6 @@ int cmd_convert(int argc, char **argv) {
   }
   bh_cli_out_abort(o);
   bh_trace_close(t);
+  free(given);
   return rc;
 }

@@ -23,6 +23,7 @@
  * `trace` file is read after the run instead, and the buffer must hold everything.
  */
 #include "cli/cli.h"
+#include "cli/record_machine.h"
 #include "cli/record_safety.h"
 
 #include <buddyhint/trace.h>
@@ -69,6 +70,13 @@ static void usage(FILE *out) {
           "A regular FILE is written to a temporary file beside it (.FILE.XXXXXX) and\n"
           "renamed to FILE at the end: a failed or killed recording leaves a file already\n"
           "at FILE as it was.\n"
+          "\n"
+          "With the events goes a description of the machine (a version 2 trace): its zones\n"
+          "and allocator settings, and snapshots of /proc/buddyinfo, pagetypeinfo, zoneinfo\n"
+          "and the free map from /proc/kpageflags, taken with tracing on just before CMD\n"
+          "starts and after it ends.  A replay then starts from the machine's state in its\n"
+          "layout and says how far it ends from the end snapshot ('buddyhint machine FILE'\n"
+          "shows the description).\n"
           "\n"
           "options:\n"
           "  -o, --output FILE      the trace to write ('-' = standard output; CMD's own\n"
@@ -430,20 +438,47 @@ static int drain_finish(drain_t *d) {
   return 0;
 }
 
-/* Reads the ftrace text at p (the spool, or the instance's `trace`) into the native trace. */
-static int copy_trace(const char *p, bh_trace_writer_t *w, bh_trace_counts_t *c) {
+/*
+ * Reads the ftrace text at p (the spool, or the instance's `trace`) into the native trace,
+ * with a lost-events marker where the text says events were lost ("[LOST N EVENTS]"), and one
+ * at the end for what the ring buffer's counters report beyond that (ring_lost).
+ */
+static int copy_trace(const char *p, bh_trace_writer_t *w, bh_trace_counts_t *c,
+                      unsigned long long ring_lost, uint64_t lo, uint64_t hi, uint64_t *cut) {
   bh_trace_opts_t opts = {.lenient = true}; /* a strange line must not lose the recording */
   bh_trace_t *t;
   if (bh_trace_open(p, &opts, &t)) {
     fprintf(stderr, "buddyhint record: %s\n", bh_trace_error(NULL));
     return -1;
   }
-  bh_event_t ev;
+  bh_event_t ev = {0};
   int r, err = 0;
-  while ((r = bh_trace_next(t, &ev)) == 1)
+  uint64_t lost = 0, kept = 0, kept_allocs = 0;
+  while ((r = bh_trace_next(t, &ev)) == 1 || r == 0) {
+    bh_trace_counts(t, c);
+    if (r == 0 && ring_lost > c->lost_events)
+      c->lost_events = ring_lost;
+    if (c->lost_events > lost &&
+        (err = bh_trace_write_lost(w, ev.time_ns, c->lost_events - lost, -1)) != 0)
+      break;
+    lost = c->lost_events;
+    if (r == 0)
+      break;
+    if ((lo && ev.time_ns <= lo) || (hi && ev.time_ns >= hi)) {
+      (*cut)++; /* while a snapshot was read: the snapshot holds it, or not */
+      continue;
+    }
     if ((err = bh_trace_write(w, &ev)) != 0)
       break;
+    kept++;
+    kept_allocs += ev.op == BH_EV_ALLOC;
+  }
   bh_trace_counts(t, c);
+  c->events = kept; /* what the written trace holds */
+  c->allocs = kept_allocs;
+  c->frees = kept - kept_allocs;
+  if (ring_lost > c->lost_events)
+    c->lost_events = ring_lost;
   if (r < 0)
     fprintf(stderr, "buddyhint record: %s\n", bh_trace_error(t));
   else if (err)
@@ -525,7 +560,7 @@ int cmd_record(int argc, char **argv) {
   if ((rc = bh_cli_out_open(VERB, out, &o)) != 0)
     return rc;
   bh_trace_writer_t *w;
-  if (bh_cli_out_writer(o, format, compression, &w)) {
+  if (bh_cli_out_writer2(o, format, compression, NULL, &w)) {
     fprintf(stderr, "buddyhint record: %s\n", bh_trace_error(NULL));
     bh_cli_out_abort(o);
     return BH_EXIT_FAIL;
@@ -545,6 +580,7 @@ int cmd_record(int argc, char **argv) {
   double t0 = 0, t1 = 0;
   pid_t pid = -1;
   bh_trace_counts_t c = {0};
+  bh_machine_t *machine = NULL; /* the description stored with the trace */
   drain_t drain;
   bool streaming = false;
   if (tracer_setup(&tr, buffer_kb, clock))
@@ -564,6 +600,7 @@ int cmd_record(int argc, char **argv) {
     goto restore_signals;
   }
   streaming = drain_start(&tr, &drain);
+  bh_cli_rec_snapshot(&machine, BH_SNAP_START, tr.dir); /* tracing is on: nothing slips by */
   pid = start_command(cmd, !strcmp(out, "-"), &user);
   if (pid < 0) {
     if (user.drop)
@@ -579,6 +616,8 @@ int cmd_record(int argc, char **argv) {
     goto restore_signals;
   }
   status = wait_command(pid);
+  if (machine)
+    bh_cli_rec_snapshot(&machine, BH_SNAP_END, tr.dir);
   tf_write(&tr, "tracing_on", "0");
   t1 = now_s();
   ok = !streaming || drain_finish(&drain) == 0;
@@ -592,7 +631,7 @@ restore_signals:
   if (!ok)
     goto cleanup;
 
-  unsigned long long overrun, dropped, in_buf = 0, written = 0;
+  unsigned long long overrun = 0, dropped = 0, in_buf = 0, written = 0;
   if (!streaming) /* the buffer still holds everything: its header says what was lost */
     header_counts(&tr, &in_buf, &written);
   if (lost_events(&tr, &overrun, &dropped) && (overrun || dropped))
@@ -607,13 +646,30 @@ restore_signals:
             written - in_buf, written);
   char trace_path[256];
   snprintf(trace_path, sizeof(trace_path), "%s/trace", tr.dir);
-  int copied = copy_trace(streaming ? drain.spool_path : trace_path, w, &c);
+  if (bh_cli_rec_describe(machine, w)) {
+    if (streaming)
+      unlink(drain.spool_path);
+    goto cleanup;
+  }
+  unsigned long long ring_lost = written > in_buf ? written - in_buf : 0;
+  if (overrun + dropped > ring_lost)
+    ring_lost = overrun + dropped;
+  uint64_t lo = 0, hi = 0, cut = 0;
+  bh_cli_rec_window(machine, &lo, &hi);
+  int copied =
+      copy_trace(streaming ? drain.spool_path : trace_path, w, &c, ring_lost, lo, hi, &cut);
+  if (cut)
+    fprintf(stderr,
+            "buddyhint record: %llu events before the start snapshot's free map was read or "
+            "after the end snapshot was begun are left out\n",
+            (unsigned long long)cut);
   if (streaming)
     fclose(drain.spool); /* the spool has no name: this is its end */
   if (copied)
     goto cleanup;
   rc = BH_EXIT_OK;
 cleanup:
+  bh_machine_free(machine);
   tracer_close(&tr);
   if (rc == BH_EXIT_OK && bh_trace_writer_close(w)) {
     fprintf(stderr, "buddyhint record: %s\n", bh_trace_error(NULL));

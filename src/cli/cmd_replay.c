@@ -47,6 +47,7 @@ int bh_cli_run_one(const char *verb, bh_cli_replay_t *c, const char *trace, bool
                ? BH_EXIT_USAGE
                : BH_EXIT_FAIL;
   }
+  bh_cli_warn_lost(verb, &s);
   int out_rc = bh_cli_close_out(timeline);
   if (print)
     bh_cli_print_summary(stdout, &s);

@@ -19,6 +19,8 @@ const char bh_cli_replay_help[] =
     "  --timeline FILE       write CSV samples over virtual time\n"
     "  --json FILE           write the summary as JSON ('-' for stdout)\n"
     "  --lenient             skip malformed trace lines (counted) instead of failing\n"
+    "  --strict              events the trace lost are an error (default: counted, with a\n"
+    "                        warning)\n"
     "  --no-pcp              disable per-CPU page lists\n"
     "  --no-grouping         disable grouping pages by mobility\n"
     "  --shuffle             shuffle top-order frees (page_alloc.shuffle)\n"
@@ -30,6 +32,19 @@ const char bh_cli_replay_help[] =
     "                        0: no compaction)\n"
     "  --compact-order0-only compaction moves order-0 pages only, as before Linux 6.9\n"
     "  --check-every N       run the invariant checker every N events\n"
+    "  --layout KIND         auto (default: the recorded machine's if the trace has a\n"
+    "                        description), trace (the machine's, or an error) or default\n"
+    "  --start-state KIND    auto (default: kpageflags, else counts, else empty), kpageflags\n"
+    "                        (the start snapshot's free map), counts (matching its buddyinfo\n"
+    "                        and pagetypeinfo and the trace), empty (every managed page free)\n"
+    "  --placement KIND      allocator (default: the arena chooses) or trace (each allocation\n"
+    "                        takes the recorded block itself, if it is free)\n"
+    "  --start DIR           the start snapshot from a directory of /proc files (buddyinfo,\n"
+    "                        pagetypeinfo, zoneinfo, optionally kpageflags); the layout is its\n"
+    "                        zoneinfo's\n"
+    "  --end DIR             the end snapshot from such a directory (for fidelity)\n"
+    "  --dump DIR            at the end of the trace, write the arena's buddyinfo,\n"
+    "                        pagetypeinfo, zoneinfo and vmstat to DIR (never over a file)\n"
     "  --quiet               no progress line\n";
 
 static int set_enum(const char *verb, const char *opt, const char *v, const char *const *names,
@@ -79,6 +94,9 @@ static int add_opt(const char *verb, bh_cli_replay_t *c, const char *kv) {
 int bh_cli_replay_opt(int argc, char **argv, int *i, bh_cli_replay_t *c) {
   static const char *const backings[] = {"mmap", "memfd", "sim"};
   static const char *const touches[] = {"page", "none", "full"};
+  static const char *const layouts[] = {"auto", "trace", "default"};
+  static const char *const starts[] = {"auto", "kpageflags", "counts", "empty"};
+  static const char *const placements[] = {"allocator", "trace"};
   const char *verb = argv[0], *v, *a = argv[*i];
   bh_replay_config_t *cfg = &c->cfg;
   uint64_t x;
@@ -88,6 +106,8 @@ int bh_cli_replay_opt(int argc, char **argv, int *i, bh_cli_replay_t *c) {
     cfg->speed = 1;
   } else if (!strcmp(a, "--lenient")) {
     cfg->lenient = true;
+  } else if (!strcmp(a, "--strict")) {
+    cfg->strict = true;
   } else if (!strcmp(a, "--no-pcp")) {
     cfg->arena.pcp = false;
   } else if (!strcmp(a, "--compact-order0-only")) {
@@ -198,6 +218,36 @@ int bh_cli_replay_opt(int argc, char **argv, int *i, bh_cli_replay_t *c) {
     if (cfg->arena.pageblock_order > x)
       cfg->arena.pageblock_order = (unsigned)x;
     return 1;
+  } else if (OPT("layout")) {
+    if (r < 0 || set_enum(verb, "layout", v, layouts, 3, &e))
+      return -1;
+    cfg->layout = (enum bh_layout_mode)e;
+    return 1;
+  } else if (OPT("start-state")) {
+    if (r < 0 || set_enum(verb, "start-state", v, starts, 4, &e))
+      return -1;
+    cfg->start = (enum bh_start_state)e;
+    return 1;
+  } else if (OPT("placement")) {
+    if (r < 0 || set_enum(verb, "placement", v, placements, 2, &e))
+      return -1;
+    cfg->placement = (enum bh_placement)e;
+    return 1;
+  } else if (OPT("start")) {
+    if (r < 0)
+      return -1;
+    cfg->start_dir = v;
+    return 1;
+  } else if (OPT("end")) {
+    if (r < 0)
+      return -1;
+    cfg->end_dir = v;
+    return 1;
+  } else if (OPT("dump")) {
+    if (r < 0)
+      return -1;
+    cfg->dump_dir = v;
+    return 1;
   } else if (OPT("check-every")) {
     if (r < 0 || num(verb, "check-every", v, 0, UINT64_MAX, &cfg->check_every))
       return -1;
@@ -286,6 +336,14 @@ int bh_cli_check_strategy(const char *verb, const bh_cli_replay_t *c, const char
 
 static double mib(uint64_t b) { return (double)b / (1024.0 * 1024.0); }
 
+void bh_cli_warn_lost(const char *verb, const bh_replay_summary_t *s) {
+  if (s->lost_events)
+    fprintf(stderr,
+            "buddyhint %s: warning: %s lost %lu events while it was recorded; the replay "
+            "misses them (--strict makes this an error)\n",
+            verb, s->trace, (unsigned long)s->lost_events);
+}
+
 void bh_cli_print_summary(FILE *f, const bh_replay_summary_t *s) {
   fprintf(f, "trace        %s (%s)\n", s->trace, s->trace_format);
   fprintf(f, "strategy     %s, %s backing, reports by %s\n", s->strategy, s->backing,
@@ -301,6 +359,8 @@ void bh_cli_print_summary(FILE *f, const bh_replay_summary_t *s) {
           (unsigned long)s->trace_failed_allocs, (unsigned long)s->split_frees,
           (unsigned long)s->orders_too_large, (unsigned long)s->lost_frees,
           (unsigned long)s->batched_dups);
+  if (s->lost_events)
+    fprintf(f, "             %lu events lost by the recording\n", (unsigned long)s->lost_events);
   fprintf(f, "time         %.3f s virtual, %.3f s wall, %.3f s cpu", s->virtual_seconds,
           s->wall_seconds, s->cpu_seconds);
   if (s->gaps_shortened)
@@ -320,6 +380,30 @@ void bh_cli_print_summary(FILE *f, const bh_replay_summary_t *s) {
             (unsigned long)s->arena_stats[BH_STAT_compact_runs],
             mib(s->arena_stats[BH_STAT_pgmigrate_success] << BH_PAGE_SHIFT),
             (unsigned long)s->arena_stats[BH_STAT_pgmigrate_fail]);
+  if (s->layout[0]) {
+    fprintf(f, "machine      %s layout, %s start, %s placement", s->layout, s->start_state,
+            s->placement);
+    if (s->pretrace_frees || s->start_conflicts || s->placement_conflicts)
+      fprintf(f,
+              "; %lu frees of memory allocated before the trace, %lu start conflicts, %lu "
+              "placement conflicts",
+              (unsigned long)s->pretrace_frees, (unsigned long)s->start_conflicts,
+              (unsigned long)s->placement_conflicts);
+    fprintf(f, "\n");
+  }
+  if (s->agreement.present)
+    fprintf(f, "agreement    %.1f %% of %lu allocations took the kernel's pfn\n",
+            s->agreement.allocs ? 100.0 * (double)s->agreement.same / (double)s->agreement.allocs
+                                : 0.0,
+            (unsigned long)s->agreement.allocs);
+  if (s->fidelity.present)
+    fprintf(f,
+            "fidelity     %.1f %% of free memory in the wrong order; order >= %u: %.1f MiB "
+            "predicted, %.1f MiB recorded (%+.1f %%); pageblocks of the wrong type %.1f %%\n",
+            100.0 * s->fidelity.free_order_error, s->fidelity.pageblock_order,
+            mib(s->fidelity.predicted_high_order_pages << BH_PAGE_SHIFT),
+            mib(s->fidelity.recorded_high_order_pages << BH_PAGE_SHIFT),
+            100.0 * s->fidelity.high_order_error, 100.0 * s->fidelity.pageblock_error);
   fprintf(f, "check        %ld violations\n", s->check_violations);
 }
 

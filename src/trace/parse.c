@@ -862,6 +862,29 @@ static inline const char *skip_blanks(const char *c, const char *e) {
   return c;
 }
 
+/* The rest of a lost-events marker "TIME L COUNT [cpu=N]" (version 2), from c. */
+static int native_lost(bh__tparse_t *p, const char *c, const char *e, bh_event_t *ev) {
+  const char *q;
+  char sb[48];
+  if (c == e)
+    return malformed(p, "missing count of lost events");
+  if (!field_end(q = scan_dec(c, e, &ev->pfn), e) || ev->pfn == 0)
+    return malformed(p, "bad count of lost events '%s'",
+                     shown(c, (size_t)(word_end(c, e) - c), sb, sizeof(sb)));
+  while ((c = skip_blanks(q, e)) < e && *c != '#') {
+    const char *v = KEY(c, e, "cpu=");
+    int64_t y;
+    if (!v)
+      return malformed(p, "a lost-events line takes cpu= only, not '%s'",
+                       shown(c, (size_t)(word_end(c, e) - c), sb, sizeof(sb)));
+    if (!field_end(q = scan_int(v, e, -1, INT32_MAX, &y), e))
+      return bad_value(p, "cpu", v, e);
+    ev->cpu = (int32_t)y;
+  }
+  ev->op = BH__EV_LOST;
+  return BH__LINE_LOST;
+}
+
 int bh__parse_native_line(bh__tparse_t *p, const char *s, size_t n, bool nul, bh_event_t *ev) {
   const char *c = s, *e = s + n, *q;
   char sb[48];
@@ -880,9 +903,12 @@ int bh__parse_native_line(bh__tparse_t *p, const char *s, size_t n, bool nul, bh
     return malformed(p, "bad time '%s'", shown(c, (size_t)(word_end(c, e) - c), sb, sizeof(sb)));
   if ((c = skip_blanks(q, e)) == e)
     return malformed(p, "missing op");
+  if (*c == 'L' && field_end(c + 1, e) && p->version >= BH__TRACE_TEXT_VERSION2)
+    return native_lost(p, skip_blanks(c + 1, e), e, ev);
   if (!field_end(c + 1, e) || (*c != 'A' && *c != 'F' && *c != 'B'))
-    return malformed(p, "bad op '%s' (A, F or B)",
-                     shown(c, (size_t)(word_end(c, e) - c), sb, sizeof(sb)));
+    return malformed(p, "bad op '%s' (A, F or B%s)",
+                     shown(c, (size_t)(word_end(c, e) - c), sb, sizeof(sb)),
+                     p->version >= BH__TRACE_TEXT_VERSION2 ? ", or L" : "");
   ev->op = *c == 'A' ? BH_EV_ALLOC : *c == 'F' ? BH_EV_FREE : BH_EV_FREE_BATCHED;
   if ((c = skip_blanks(c + 1, e)) == e)
     return malformed(p, "missing pfn");
@@ -904,4 +930,58 @@ int bh__parse_native_line(bh__tparse_t *p, const char *s, size_t n, bool nul, bh
     return malformed(p, "gfp= and failed= belong to allocations only");
   bh__trace_set_zone(p, ev);
   return BH__LINE_EVENT;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Lost-event markers in kernel text                                                         */
+/* ---------------------------------------------------------------------------------------- */
+
+/* The first occurrence of the NUL-terminated lit in s[0, n), or NULL. */
+static const char *find_lit(const char *s, size_t n, const char *lit) {
+  size_t m = strlen(lit);
+  for (const char *x = s; (size_t)(s + n - x) >= m; x++) {
+    x = memchr(x, lit[0], (size_t)(s + n - x));
+    if (!x || (size_t)(s + n - x) < m)
+      return NULL;
+    if (!memcmp(x, lit, m))
+      return x;
+  }
+  return NULL;
+}
+
+/* The decimal number at p (blanks skipped first), or 0. */
+static uint64_t dec_at(const char *p, const char *e) {
+  uint64_t v = 0;
+  p = skip_blanks(p, e);
+  const char *q = scan_dec(p, e, &v);
+  return q ? v : 0;
+}
+
+uint64_t bh__lost_in_line(const char *s, size_t n) {
+  const char *e = s + n, *x;
+  if ((x = find_lit(s, n, "entries-in-buffer/entries-written:"))) {
+    uint64_t in_buf = 0, written = 0;
+    const char *q = scan_dec(skip_blanks(x + 34, e), e, &in_buf);
+    if (q && q < e && *q == '/' && scan_dec(q + 1, e, &written))
+      return written > in_buf ? written - in_buf : 0;
+    return 0;
+  }
+  if ((x = find_lit(s, n, "[LOST ")))
+    return dec_at(x + 6, e) ? dec_at(x + 6, e) : 1;
+  if ((x = find_lit(s, n, "EVENTS DROPPED]"))) {
+    const char *b = find_lit(s, (size_t)(x - s), "[");
+    uint64_t v = b ? dec_at(b + 1, x) : 0;
+    return v ? v : 1;
+  }
+  if ((x = find_lit(s, n, "PERF_RECORD_LOST"))) {
+    const char *l = find_lit(x, (size_t)(e - x), " lost");
+    if (!l)
+      return 1;
+    l += 5;
+    if (l < e && *l == ':')
+      l++;
+    uint64_t v = dec_at(l, e);
+    return v ? v : 1;
+  }
+  return 0;
 }

@@ -12,7 +12,11 @@
 #include <stdint.h>
 #include <sys/mman.h>
 
-enum { BH__PFN_LIVE = 1, BH__PFN_DEAD = 2 /* skipped or failed: its free is dropped */ };
+enum {
+  BH__PFN_LIVE = 1,
+  BH__PFN_DEAD = 2,    /* skipped or failed: its free is dropped */
+  BH__PFN_PRETRACE = 3 /* memory allocated before the trace that compaction moved to val */
+};
 
 typedef struct bh__pfn_entry {
   uint64_t key;  /* recorded pfn + 1 (0 = empty slot) */

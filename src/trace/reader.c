@@ -54,13 +54,17 @@ struct bh_trace {
   bh__src_t src;
   unsigned char *buf;    /* decoded data window: unread bytes are buf[pos, len) */
   size_t pos, len, cap;
-  uint64_t base;         /* stream offset of buf[0] */
-  uint64_t nul_at;       /* NUL search (line_has_nul): the first NUL found, or nul_end */
-  uint64_t nul_end;      /* where that search stopped (stream offsets) */
-  bool eof;              /* the source has no more data */
-  bool skipping;         /* dropping the rest of an over-long line */
-  int src_err;           /* source error met while detecting, reported once the data is used */
-  int err;               /* sticky error */
+  uint64_t base;    /* stream offset of buf[0] */
+  uint64_t nul_at;  /* NUL search (line_has_nul): the first NUL found, or nul_end */
+  uint64_t nul_end; /* where that search stopped (stream offsets) */
+  bool eof;         /* the source has no more data */
+  bool skipping;    /* dropping the rest of an over-long line */
+  int src_err;      /* source error met while detecting, reported once the data is used */
+  int err;          /* sticky error */
+  int version;      /* of a native format (1 or 2); 0 for kernel text */
+  char *desc;       /* version 2: the machine description's text (NUL-terminated), or NULL */
+  size_t desc_len;
+  uint64_t desc_need; /* binary version 2: description bytes still to read at open */
   bh__tparse_t tp;
   bh_trace_counts_t counts;
   char msg[BH__TRACE_MSG_SIZE];     /* last error */
@@ -132,13 +136,25 @@ static int detect_binary(bh_trace_t *t, bool complete) {
   if (t->len < BH__TRACE_BIN_HEADER)
     return complete ? trace_fail(t, BH_EFORMAT, "truncated binary header") : DETECT_MORE;
   uint32_t version = load32(t->buf + 8), rsize = load32(t->buf + 12);
-  if (version != BH__TRACE_BIN_VERSION)
+  if (version != BH__TRACE_BIN_VERSION && version != BH__TRACE_BIN_VERSION2)
     return trace_fail(t, BH_EFORMAT, "unsupported binary trace version %u", version);
   if (rsize != BH__TRACE_BIN_RECORD)
-    return trace_fail(t, BH_EFORMAT, "bad record size %u (version 1 has %u)", rsize,
+    return trace_fail(t, BH_EFORMAT, "bad record size %u (version %u has %u)", rsize, version,
                       BH__TRACE_BIN_RECORD);
+  size_t header = BH__TRACE_BIN_HEADER;
+  if (version == BH__TRACE_BIN_VERSION2) { /* the description's length follows */
+    if (t->len < BH__TRACE_BIN_HEADER2)
+      return complete ? trace_fail(t, BH_EFORMAT, "truncated binary header") : DETECT_MORE;
+    uint64_t n = (uint64_t)load32(t->buf + 16) | (uint64_t)load32(t->buf + 20) << 32;
+    if (n > BH__TRACE_MAX_DESCRIPTION)
+      return trace_fail(t, BH_EFORMAT, "machine description of %llu bytes (at most %u)",
+                        (unsigned long long)n, BH__TRACE_MAX_DESCRIPTION);
+    t->desc_need = n;
+    header = BH__TRACE_BIN_HEADER2;
+  }
+  t->pos = header;
+  t->version = (int)version;
   t->format = BH_TRACE_NATIVE_BINARY;
-  t->pos = BH__TRACE_BIN_HEADER;
   return 0;
 }
 
@@ -156,8 +172,10 @@ static int detect_native_text(bh_trace_t *t, const char *s, size_t n) {
     return trace_fail(t, BH_EFORMAT, "bad native text header (expected '%s %d')",
                       BH__TRACE_TEXT_MAGIC, BH__TRACE_TEXT_VERSION);
   long v = strtol(s + i, NULL, 10);
-  if (v != BH__TRACE_TEXT_VERSION)
+  if (v != BH__TRACE_TEXT_VERSION && v != BH__TRACE_TEXT_VERSION2)
     return trace_fail(t, BH_EFORMAT, "unsupported native text version %ld", v);
+  t->version = (int)v;
+  t->tp.version = (int)v;
   t->format = BH_TRACE_NATIVE_TEXT;
   return 0;
 }
@@ -249,6 +267,104 @@ static int sniff(bh_trace_t *t) {
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* The machine description of a version 2 native trace                                      */
+/* ---------------------------------------------------------------------------------------- */
+
+enum { LINE_OK = 1, LINE_TOO_LONG = 2 };
+
+static int next_line(bh_trace_t *t, const char **line, size_t *n);
+static int line_malformed(bh_trace_t *t);
+
+/* Appends n bytes to t->desc (kept NUL-terminated).  Returns 0 or BH_ENOMEM. */
+static int desc_append(bh_trace_t *t, const char *p, size_t n, bool newline) {
+  char *d = realloc(t->desc, t->desc_len + n + 2);
+  if (!d)
+    return trace_fail(t, BH_ENOMEM, "out of memory");
+  memcpy(d + t->desc_len, p, n);
+  t->desc_len += n;
+  if (newline)
+    d[t->desc_len++] = '\n';
+  d[t->desc_len] = '\0';
+  t->desc = d;
+  return 0;
+}
+
+/* Binary: the description's bytes after the 24-byte header. */
+static int read_binary_description(bh_trace_t *t) {
+  if (!t->desc_need)
+    return 0;
+  if (!(t->desc = malloc(t->desc_need + 1)))
+    return trace_fail(t, BH_ENOMEM, "out of memory");
+  t->desc[0] = '\0';
+  while (t->desc_need) {
+    size_t k = t->len - t->pos < t->desc_need ? t->len - t->pos : (size_t)t->desc_need;
+    memcpy(t->desc + t->desc_len, t->buf + t->pos, k);
+    t->desc_len += k;
+    t->desc[t->desc_len] = '\0';
+    t->pos += k;
+    t->desc_need -= k;
+    if (!t->desc_need)
+      break;
+    if (t->eof)
+      return trace_fail(t, BH_EFORMAT, "truncated machine description");
+    int err = fill(t);
+    if (err)
+      return err;
+  }
+  if (memchr(t->desc, '\0', t->desc_len))
+    return trace_fail(t, BH_EFORMAT, "machine description holds a NUL byte");
+  return 0;
+}
+
+/* Text: the header line, then the lines that start with "#@" (the description's lines). */
+static int read_text_description(bh_trace_t *t) {
+  const char *s;
+  size_t n;
+  int r = next_line(t, &s, &n);
+  if (r <= 0)
+    return r;
+  t->counts.lines++;
+  t->counts.other_lines++; /* the header, a comment as in version 1 */
+  size_t m = sizeof(BH__TRACE_TEXT_DESC) - 1;
+  while ((r = next_line(t, &s, &n)) > 0) {
+    if (r == LINE_TOO_LONG) {
+      t->counts.lines++;
+      snprintf(t->tp.why, sizeof(t->tp.why), "line longer than %d bytes", BH_TRACE_MAX_LINE);
+      int err = line_malformed(t);
+      if (err)
+        return err;
+      continue;
+    }
+    if (n < m || memcmp(s, BH__TRACE_TEXT_DESC, m)) { /* the first event or comment: unread it */
+      t->pos = (size_t)((const unsigned char *)s - t->buf);
+      return 0;
+    }
+    t->counts.lines++;
+    if (memchr(s, '\0', n))
+      return trace_fail(t, BH_EFORMAT, "line %llu: machine description holds a NUL byte",
+                        (unsigned long long)t->counts.lines);
+    int err = desc_append(t, s + m, n - m, true);
+    if (err)
+      return err;
+  }
+  return r;
+}
+
+static int read_description(bh_trace_t *t) {
+  if (t->format == BH_TRACE_NATIVE_BINARY)
+    return read_binary_description(t);
+  if (t->format == BH_TRACE_NATIVE_TEXT && t->version >= BH__TRACE_TEXT_VERSION2)
+    return read_text_description(t);
+  return 0;
+}
+
+const char *bh_trace_description(const bh_trace_t *t, size_t *len) {
+  if (len)
+    *len = t && t->desc ? t->desc_len : 0;
+  return t ? t->desc : NULL;
+}
+
+/* ---------------------------------------------------------------------------------------- */
 /* Open / close                                                                              */
 /* ---------------------------------------------------------------------------------------- */
 
@@ -256,6 +372,7 @@ void bh_trace_close(bh_trace_t *t) {
   if (!t)
     return;
   bh__src_close(&t->src);
+  free(t->desc);
   free(t->buf);
   free(t->name);
   free(t);
@@ -289,6 +406,8 @@ int bh_trace_open(const char *path, const bh_trace_opts_t *opts, bh_trace_t **ou
     memcpy(t->msg, t->src_msg, sizeof(t->msg));
   else
     err = sniff(t);
+  if (!err)
+    err = read_description(t);
   if (err) {
     int e = errno;
     memcpy(tls_msg, t->msg, sizeof(tls_msg));
@@ -304,8 +423,6 @@ int bh_trace_open(const char *path, const bh_trace_opts_t *opts, bh_trace_t **ou
 /* ---------------------------------------------------------------------------------------- */
 /* Text                                                                                      */
 /* ---------------------------------------------------------------------------------------- */
-
-enum { LINE_OK = 1, LINE_TOO_LONG = 2 };
 
 /*
  * The next line without its '\n' (the last one may lack it).  Returns LINE_OK, LINE_TOO_LONG
@@ -404,6 +521,12 @@ static int next_text(bh_trace_t *t, bh_event_t *ev) {
       return event_out(t, ev);
     if (kind == BH__LINE_OTHER) {
       t->counts.other_lines++;
+      if (t->format != BH_TRACE_NATIVE_TEXT)
+        t->counts.lost_events += bh__lost_in_line(s, n);
+      continue;
+    }
+    if (kind == BH__LINE_LOST) {
+      t->counts.lost_events += ev->pfn;
       continue;
     }
     int err = line_malformed(t);
@@ -443,6 +566,17 @@ static inline bool decode_record(const unsigned char *r, bh_event_t *ev, const c
   return false;
 }
 
+/* What is wrong with a lost-events record (version 2), or NULL. */
+static const char *lost_record_problem(const unsigned char *r, const bh_event_t *ev) {
+  if (ev->order || ev->gfp || ev->failed || r[30] || r[31] || (r[29] & ~BH__TRACE_BIN_FAILED))
+    return "lost-events record with order, gfp or flags set";
+  if (!ev->pfn)
+    return "lost-events record of 0 events";
+  if (ev->cpu < -1)
+    return "pid, cpu or migratetype below -1";
+  return NULL;
+}
+
 static int next_binary(bh_trace_t *t, bh_event_t *ev) {
   for (;;) {
     size_t avail = t->len - t->pos;
@@ -468,6 +602,11 @@ static int next_binary(bh_trace_t *t, bh_event_t *ev) {
     if (bh__trace_likely(decode_record(r, ev, &why))) {
       bh__trace_set_zone(&t->tp, ev);
       return event_out(t, ev);
+    }
+    if (t->version >= BH__TRACE_BIN_VERSION2 && ev->op == BH__EV_LOST &&
+        !(why = lost_record_problem(r, ev))) {
+      t->counts.lost_events += ev->pfn;
+      continue;
     }
     int err = record_malformed(t, "%s (op %u, order %u)", why, r[26], r[27]);
     if (err)
@@ -563,6 +702,8 @@ int bh_trace_next(bh_trace_t *t, bh_event_t *ev) {
 const char *bh_trace_error(const bh_trace_t *t) { return t ? t->msg : tls_msg; }
 
 int bh_trace_format(const bh_trace_t *t) { return t ? t->format : 0; }
+
+int bh_trace_version(const bh_trace_t *t) { return t ? t->version : 0; }
 
 const char *bh_trace_format_name(const bh_trace_t *t) {
   switch (t ? t->format : 0) {

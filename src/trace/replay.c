@@ -15,6 +15,7 @@
 #include "hinting/hint.h"
 #include "hinting/reporter.h"
 #include "trace/pfnmap.h"
+#include "trace/replay_machine.h"
 #include "trace/trace_internal.h"
 #include "trace/json.h"
 
@@ -91,6 +92,19 @@ struct replay {
   uint8_t recent_count[256], recent_last[256];
   bool recent_counted;
   unsigned max_order_seen; /* the largest order of an allocation so far (split_containing) */
+  /* in a recorded machine's shape (replay_machine.c): its description and start state */
+  bh__rmachine_t rm;
+  bool shape;       /* the arena's pfns are the trace's: the paths of shaped_alloc and the rest */
+  bool place_trace; /* --placement trace */
+  bool agree;       /* counting placement agreement */
+  /* events up to this trace time happened while the start snapshot was read (0: none) */
+  uint64_t window_end;
+  /* compaction moved memory allocated before the trace: map entries made after the run */
+  struct pretrace_move {
+    uint64_t from, to;
+    unsigned order;
+  } * moves;
+  size_t nmoves, moves_cap;
 };
 
 static void set_err(struct replay *r, const char *fmt, ...) {
@@ -186,6 +200,7 @@ struct scan_state {
   bool keep;         /* keeping the events (a text trace, below keep_max so far) */
   size_t kept_cap;   /* room in sc->kept, in events */
   uint64_t keep_max; /* bh_replay_config_t.keep_max_bytes */
+  bh__first_events_t *fe; /* each page's first event, for a start state (or NULL) */
 };
 
 /* Makes room for more kept events, or stops keeping them past keep_max bytes. */
@@ -215,6 +230,8 @@ static inline __attribute__((always_inline)) int scan_event(void *ctx, const bh_
   sc->last = ev->time_ns;
   if (ev->cpu >= 0 && (unsigned)ev->cpu > sc->max_cpu)
     sc->max_cpu = (unsigned)ev->cpu;
+  if (bh__unlikely(st->fe != NULL))
+    bh__first_event(st->fe, ev);
   if (ev->op == BH_EV_ALLOC) {
     if (ev->failed)
       return 0;
@@ -272,12 +289,21 @@ static void format_name(bh_trace_t *t, char *out, size_t len) {
            plain ? "" : bh_trace_compression(t));
 }
 
+/* --strict: events the trace lost are an error rather than a count. */
+static int lost_check(struct replay *r, uint64_t lost) {
+  if (!lost || !r->cfg->strict)
+    return 0;
+  set_err(r, "%s: the trace lost %llu events (--strict)", r->cfg->trace, (unsigned long long)lost);
+  return BH_EFORMAT;
+}
+
 static int first_pass(struct replay *r, struct scan *sc) {
   bh_trace_t *t;
   int err = open_trace(r, &t);
   if (err)
     return err;
-  struct scan_state st = {.sc = sc, .keep_max = r->cfg->keep_max_bytes};
+  struct scan_state st = {
+      .sc = sc, .keep_max = r->cfg->keep_max_bytes, .fe = r->rm.fe.fe ? &r->rm.fe : NULL};
   if (bh__pfnmap_init(&st.live, 1 << 10)) {
     bh_trace_close(t);
     return BH_ENOMEM;
@@ -305,6 +331,8 @@ static int first_pass(struct replay *r, struct scan *sc) {
     sc->kept = NULL;
   }
   bh_trace_counts(t, &sc->counts);
+  if (!err)
+    err = lost_check(r, sc->counts.lost_events);
   format_name(t, sc->format, sizeof(sc->format));
   sc->map_cap = (st.live.mask + 1) / 2;
   bh__pfnmap_destroy(&st.live);
@@ -411,6 +439,40 @@ COLD static void touch_range(uint64_t *map, uint64_t pfn, uint64_t n) {
   }
 }
 
+/*
+ * Compaction moved memory the start state holds allocated before the trace: its recorded pfn
+ * now lives at new_pfn.  The map gets the entry after the run (inserting now could rehash the
+ * slots the reverse index points at).  Returns 0, or 1 to keep the block in place.
+ */
+COLD static int pretrace_moved(struct replay *r, uint64_t old_pfn, uint64_t new_pfn,
+                               unsigned order) {
+  if (r->nmoves == r->moves_cap) {
+    size_t cap = r->moves_cap ? r->moves_cap * 2 : 256;
+    struct pretrace_move *m = realloc(r->moves, cap * sizeof(*m));
+    if (!m)
+      return 1;
+    r->moves = m;
+    r->moves_cap = cap;
+  }
+  r->moves[r->nmoves++] = (struct pretrace_move){old_pfn, new_pfn, order};
+  if (r->touch_sim) /* the copy writes the new pages */
+    touch_range(r->touched, new_pfn, 1ull << order);
+  return 0;
+}
+
+/* The moves of pretrace_moved into the map. */
+COLD static void pretrace_moves_apply(struct replay *r) {
+  for (size_t i = 0; i < r->nmoves; i++) {
+    bh__pfn_entry_t *e = bh__pfnmap_insert(&r->map, r->moves[i].from);
+    if (!e)
+      break;
+    e->val = r->moves[i].to;
+    e->order = (uint8_t)r->moves[i].order;
+    e->kind = BH__PFN_PRETRACE;
+  }
+  r->nmoves = 0;
+}
+
 /* Compaction moved the block at old_pfn to new_pfn: the map entry follows it. */
 static int migrate_block(void *ctx, uint64_t old_pfn, uint64_t new_pfn, unsigned order) {
   struct replay *r = ctx;
@@ -420,14 +482,16 @@ static int migrate_block(void *ctx, uint64_t old_pfn, uint64_t new_pfn, unsigned
     memset(r->rev, 0, r->arena->nr_pages * sizeof(*r->rev));
     for (uint64_t i = 0; i <= r->map.mask; i++) {
       const bh__pfn_entry_t *e = &r->map.slots[i];
-      if (e->key && e->kind == BH__PFN_LIVE)
+      if (e->key && (e->kind == BH__PFN_LIVE || e->kind == BH__PFN_PRETRACE))
         r->rev[e->val] = (uint32_t)(i + 1);
     }
     r->rev_valid = true;
   }
   uint32_t slot = r->rev[old_pfn];
   bh__pfn_entry_t *e = slot ? &r->map.slots[slot - 1] : NULL;
-  if (!e || e->kind != BH__PFN_LIVE || e->val != old_pfn)
+  if (!e && r->shape && (r->arena->pages[old_pfn].flags & BH__PG_PRETRACE))
+    return pretrace_moved(r, old_pfn, new_pfn, order);
+  if (!e || (e->kind != BH__PFN_LIVE && e->kind != BH__PFN_PRETRACE) || e->val != old_pfn)
     return 1;
   e->val = new_pfn;
   r->rev[new_pfn] = slot;
@@ -448,13 +512,30 @@ static uint64_t kcompactd(struct replay *r) {
   r->rev_valid = false;
   bh_kcompactd_run(r->arena, r->cfg->compaction_proactiveness, r->next_compact, migrate_block, r,
                    &res, &next);
+  if (r->nmoves)
+    pretrace_moves_apply(r);
   return next > r->next_compact && next != UINT64_MAX ? next - r->next_compact
                                                       : BH_NS_PER_SEC / 2;
 }
 
 /* The hinting worker's steps due by virtual time t, and the checker after them if asked. */
+/*
+ * Resident memory only falls when a worker step reports (madvise, hole punch, or the sim
+ * model's discard); allocations, touches, refaults and compaction's copies only raise it.  So
+ * its peak is reached just before a step, or at the end: measured there (and at the end, in
+ * finish), rss_peak_bytes is exact, never below the live memory the trace held (every live
+ * page was written, unless --touch none).  Against the wall clock (--speed) the worker is a
+ * thread of its own and only the periodic samples see the peak.
+ */
 static void step_worker(struct replay *r, uint64_t t) {
-  if (r->cfg->speed <= 0 && bh_hint_advance(r->hint, t) > 0 && r->cfg->check_after_steps)
+  if (r->cfg->speed > 0)
+    return;
+  if (bh__hint_next_due(r->hint) <= t) {
+    uint64_t res = resident_bytes(r);
+    if (res > r->s->rss_peak_bytes)
+      r->s->rss_peak_bytes = res;
+  }
+  if (bh_hint_advance(r->hint, t) > 0 && r->cfg->check_after_steps)
     check(r);
 }
 
@@ -530,17 +611,78 @@ static void free_entry(struct replay *r, bh__pfn_entry_t *e, int cpu) {
   if (e->kind == BH__PFN_LIVE) {
     bh_free_pfn(r->arena, e->val, e->order, cpu);
     r->live_pages -= 1ull << e->order;
+  } else if (bh__unlikely(e->kind == BH__PFN_PRETRACE)) { /* moved by compaction */
+    bh_free_pfn(r->arena, e->val, e->order, cpu);
+    r->s->pretrace_frees++;
   }
   bh__pfnmap_delete(&r->map, e);
 }
 
 /* An allocation at a recorded pfn that is still allocated: its free was lost. */
 COLD static void free_lost(struct replay *r, bh__pfn_entry_t *e, int cpu) {
-  if (e->kind == BH__PFN_LIVE) {
+  if (e->kind == BH__PFN_LIVE || e->kind == BH__PFN_PRETRACE) {
     r->s->lost_frees++;
     bh_free_pfn(r->arena, e->val, e->order, cpu);
-    r->live_pages -= 1ull << e->order;
+    if (e->kind == BH__PFN_LIVE)
+      r->live_pages -= 1ull << e->order;
   }
+}
+
+/*
+ * An allocation in the recorded machine's shape: with --placement trace the recorded block
+ * itself if it is free (else a placement conflict and the allocator's choice); with the
+ * allocator's placement, whether it chose the kernel's pfn.  A recorded block that the start
+ * state holds allocated is a start conflict (a page on a pcp list that was not inferred, or an
+ * event between the snapshot and the trace).
+ */
+__attribute__((noinline)) static int shaped_alloc(struct replay *r, const bh_event_t *ev,
+                                                  uint64_t *pfn) {
+  bh_arena_t *a = r->arena;
+  bh_replay_summary_t *s = r->s;
+  bool inside = ev->pfn < a->nr_pages && (1ull << ev->order) <= a->nr_pages - ev->pfn;
+  if (inside && (a->pages[ev->pfn].flags & BH__PG_PRETRACE))
+    s->start_conflicts++;
+  if (r->rm.kfree)
+    bh__rm_kfree_mark(&r->rm, ev->pfn, ev->order, false);
+  if (r->place_trace) {
+    if (inside && bh_alloc_pfn_at(a, ev->gfp, ev->order, ev->cpu, ev->pfn) == BH_OK) {
+      *pfn = ev->pfn;
+      return BH_OK;
+    }
+    s->placement_conflicts++;
+  }
+  int rc = bh_alloc_pfn(a, ev->gfp, ev->order, ev->cpu, pfn);
+  if (rc == BH_OK && r->agree) {
+    bh_replay_agreement_t *g = &s->agreement;
+    int same = *pfn == ev->pfn, mt = bh_gfp_migratetype(ev->gfp);
+    g->allocs++;
+    g->same += (uint64_t)same;
+    g->by_order[ev->order][0]++;
+    g->by_order[ev->order][1] += (uint64_t)same;
+    g->by_mt[mt][0]++;
+    g->by_mt[mt][1] += (uint64_t)same;
+  }
+  return rc;
+}
+
+/*
+ * An allocation while the start snapshot was read: if the snapshot already saw it (its block
+ * is allocated in the start state, and was not before), that block is the allocation.
+ */
+COLD static bool window_alloc(struct replay *r, const bh_event_t *ev, bh__pfn_entry_t *e) {
+  if (ev->order > r->max_order || bh_arena_adopt(r->arena, ev->pfn, ev->order) != BH_OK)
+    return false;
+  e->val = ev->pfn;
+  e->kind = BH__PFN_LIVE;
+  if (r->rm.kfree)
+    bh__rm_kfree_mark(&r->rm, ev->pfn, ev->order, false);
+  r->s->allocs++;
+  r->s->window_events++;
+  r->live_pages += 1ull << ev->order;
+  if (r->live_pages > r->s->live_peak_bytes >> BH_PAGE_SHIFT)
+    r->s->live_peak_bytes = r->live_pages << BH_PAGE_SHIFT;
+  touch(r, ev->pfn, ev->order);
+  return true;
 }
 
 static inline int do_alloc(struct replay *r, const bh_event_t *ev) {
@@ -563,8 +705,11 @@ static inline int do_alloc(struct replay *r, const bh_event_t *ev) {
     s->orders_too_large++;
     return 0;
   }
+  if (bh__unlikely(ev->time_ns <= r->window_end) && window_alloc(r, ev, e))
+    return 0;
   uint64_t pfn;
-  if (bh__unlikely(bh_alloc_pfn(r->arena, ev->gfp, ev->order, ev->cpu, &pfn) != BH_OK)) {
+  if (bh__unlikely(r->shape) ? shaped_alloc(r, ev, &pfn) != BH_OK
+                             : bh_alloc_pfn(r->arena, ev->gfp, ev->order, ev->cpu, &pfn) != BH_OK) {
     s->alloc_failures++;
     return 0;
   }
@@ -692,11 +837,57 @@ COLD static void free_range_wide(struct replay *r, uint64_t next, uint64_t end, 
  * A free that is not of exactly one recorded block (e, NULL if there is no block at the pfn):
  * a piece of a larger block, a range of several blocks, or an unknown free.
  */
+/* Is every page of the block free in the arena (on the buddy or pcp lists)? */
+static bool block_free(const bh_arena_t *a, uint64_t pfn, unsigned order) {
+  uint64_t n = 1ull << order;
+  if (pfn >= a->nr_pages || n > a->nr_pages - pfn)
+    return false;
+  for (uint64_t p = pfn; p < pfn + n; p++) {
+    uint8_t f = a->pages[p].flags;
+    if (f & (BH__PG_ALLOC | BH__PG_ISOLATED))
+      return false;
+    if (!(f & BH__PG_STATE)) { /* inside a block: its head decides */
+      bool inside = false;
+      for (unsigned o = 1; o <= a->max_order && !inside; o++) {
+        const bh__page_t *h = &a->pages[p & ~((1ull << o) - 1)];
+        if ((h->flags & BH__PG_STATE) && h->order >= o)
+          inside = !(h->flags & BH__PG_ALLOC) && !(h->flags & BH__PG_ISOLATED);
+        if (h->flags & BH__PG_STATE)
+          break;
+      }
+      if (!inside)
+        return false;
+    }
+  }
+  return true;
+}
+
 COLD static void free_other(struct replay *r, uint64_t pfn, unsigned order, int cpu,
-                            bh__pfn_entry_t *e) {
+                            bh__pfn_entry_t *e, uint64_t time_ns, int op) {
   bh_replay_summary_t *s = r->s;
   if (!e || e->order > order)
     e = split_containing(r, pfn, order);
+  if (!e && r->shape && bh_arena_adopt(r->arena, pfn, order) == BH_OK) {
+    /* memory the start state holds allocated before the trace: an ordinary free */
+    bh_free_pfn(r->arena, pfn, order, cpu);
+    s->frees++;
+    s->pretrace_frees++;
+    return;
+  }
+  if (!e && time_ns <= r->window_end && block_free(r->arena, pfn, order)) {
+    s->window_events++; /* freed while the snapshot was read, which saw it free */
+    return;
+  }
+  if (!e && bh__rm_kfree_all(&r->rm, pfn, order)) {
+    /* memory the kernel had free: a batched free repeating one too long ago for recent[],
+     * or an allocation that left no event (alloc_pages_bulk takes pages from pcp lists
+     * without mm_page_alloc) */
+    if (op == BH_EV_FREE_BATCHED)
+      s->batched_dups++;
+    else
+      s->untraced_frees++;
+    return;
+  }
   if (!e) {
     s->unknown_frees++;
     return;
@@ -730,11 +921,13 @@ static inline void do_free(struct replay *r, const bh_event_t *ev) {
   }
   bh__pfn_entry_t *e = bh__pfnmap_find(&r->map, ev->pfn);
   if (bh__unlikely(!e || e->order != ev->order)) {
-    free_other(r, ev->pfn, ev->order, ev->cpu, e);
-    return;
+    free_other(r, ev->pfn, ev->order, ev->cpu, e, ev->time_ns, ev->op);
+  } else {
+    r->s->frees++;
+    free_entry(r, e, ev->cpu);
   }
-  r->s->frees++;
-  free_entry(r, e, ev->cpu);
+  if (bh__unlikely(r->rm.kfree != NULL))
+    bh__rm_kfree_mark(&r->rm, ev->pfn, ev->order, true);
 }
 
 /* ---- the run ---- */
@@ -756,7 +949,14 @@ static int setup(struct replay *r, const struct scan *sc) {
   uint64_t mem = cfg->memory_bytes;
   if (!mem)
     mem = (sc->peak << BH_PAGE_SHIFT) + (sc->peak << BH_PAGE_SHIFT) / 4 + (64ull << 20);
-  bh_replay_zone_layout(&ac, mem);
+  if (r->shape) { /* the machine's own layout: --memory does not apply */
+    int e = bh__rm_configure(&r->rm, &ac, r->err, r->errlen);
+    if (e)
+      return e;
+    mem = bh__rm_pages(&r->rm) << BH_PAGE_SHIFT;
+  } else {
+    bh_replay_zone_layout(&ac, mem);
+  }
   /* on the virtual clock only this thread touches the arena: no locks, as CONFIG_SMP=n */
   ac.smp = cfg->speed > 0;
   if (!ac.nr_cpus) /* one pcp slot per CPU seen in the trace */
@@ -770,6 +970,17 @@ static int setup(struct replay *r, const struct scan *sc) {
   if (err) {
     set_err(r, "cannot create a %lu MiB arena: %s", (unsigned long)(mem >> 20), bh_strerror(err));
     return err;
+  }
+  if (r->shape) { /* the start state, before hinting is attached */
+    err = bh__rm_populate(&r->rm, r->arena, r->arena->pcp_orders, ac.seed, r->s, r->err, r->errlen);
+    if (err)
+      return err;
+    r->place_trace = cfg->placement == BH_PLACEMENT_TRACE;
+    r->agree = !r->place_trace && r->rm.start != BH__START_EMPTY;
+    r->s->agreement.present = r->agree;
+    const bh_snapshot_t *snap = bh_machine_snapshot(r->rm.m, BH_SNAP_START);
+    if (r->rm.start != BH__START_EMPTY && snap)
+      r->window_end = snap->window_end_ns;
   }
   bh_hint_config_t hc = cfg->hint;
   if (cfg->speed > 0)
@@ -971,6 +1182,8 @@ static int play(struct replay *r, const struct scan *sc) {
       bh_trace_counts(t, &c);
     s->skipped_lines = c.other_lines;
     s->malformed_lines = c.malformed;
+    s->lost_events = c.lost_events;
+    err = lost_check(r, c.lost_events);
   }
   bh_trace_close(t);
   return err;
@@ -1034,6 +1247,7 @@ int bh_replay_run(const bh_replay_config_t *cfg, bh_replay_summary_t *out, char 
   if (!cfg || !out || !cfg->trace)
     return BH_EINVAL;
   struct replay r = {.cfg = cfg, .s = out, .err = err, .errlen = errlen};
+  int rc0;
   memset(out, 0, sizeof(*out));
   if (err && errlen)
     err[0] = 0;
@@ -1051,8 +1265,20 @@ int bh_replay_run(const bh_replay_config_t *cfg, bh_replay_summary_t *out, char 
     set_err(&r, "compaction proactiveness %u is not in 0..100", cfg->compaction_proactiveness);
     return BH_EINVAL;
   }
-  /* The first pass only sizes the arena and counts CPUs: with both given, one pass does. */
-  bool one_pass = cfg->memory_bytes && cfg->arena.nr_cpus;
+  if (cfg->dump_dir && (rc0 = bh__rm_dump_check(cfg->dump_dir, err, errlen)))
+    return rc0;
+  if ((rc0 = bh__rm_load(&r.rm, cfg, out, err, errlen))) {
+    bh__rm_free(&r.rm);
+    return rc0;
+  }
+  r.shape = r.rm.shape;
+  /* The first pass sizes the arena and counts CPUs: with both given, one pass does; in the
+   * machine's shape it also finds each page's first event for the start state. */
+  if ((rc0 = bh__rm_want_first_events(&r.rm))) {
+    bh__rm_free(&r.rm);
+    return rc0;
+  }
+  bool one_pass = cfg->memory_bytes && cfg->arena.nr_cpus && !r.rm.fe.fe;
   clock_gettime(CLOCK_MONOTONIC, &r.wall0);
   getrusage(RUSAGE_SELF, &r.ru0);
   struct scan sc = {.first = UINT64_MAX, .once = !rereadable(cfg->trace)};
@@ -1061,6 +1287,11 @@ int bh_replay_run(const bh_replay_config_t *cfg, bh_replay_summary_t *out, char 
     rc = setup(&r, &sc);
   if (!rc)
     rc = play(&r, &sc);
+  if (!rc) { /* the end of the trace: where the end snapshot was taken */
+    bh__rm_fidelity(&r.rm, r.arena, out);
+    if (cfg->dump_dir)
+      rc = bh__rm_dump(&r.rm, r.arena, cfg->dump_dir, err, errlen);
+  }
   if (!rc) {
     idle(&r);
     finish(&r);
@@ -1068,6 +1299,8 @@ int bh_replay_run(const bh_replay_config_t *cfg, bh_replay_summary_t *out, char 
   bh_hint_detach(r.hint);
   bh_arena_destroy(r.arena);
   bh__pfnmap_destroy(&r.map);
+  bh__rm_free(&r.rm);
+  free(r.moves);
   free(sc.kept);
   free(r.touched);
   free(r.rev);
@@ -1125,6 +1358,19 @@ int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *f, int indent) {
   ju64(&w, "batched_dups", s->batched_dups);
   ju64(&w, "gaps_shortened", s->gaps_shortened);
   ju64(&w, "time_reversals", s->time_reversals);
+  ju64(&w, "lost_events", s->lost_events);
+  jstr(&w, "layout", s->layout);
+  jstr(&w, "start_state", s->start_state);
+  jstr(&w, "placement", s->placement);
+  ju64(&w, "pretrace_frees", s->pretrace_frees);
+  ju64(&w, "start_conflicts", s->start_conflicts);
+  ju64(&w, "placement_conflicts", s->placement_conflicts);
+  ju64(&w, "start_pcp_pages", s->start_pcp_pages);
+  ju64(&w, "start_unplaced_blocks", s->start_unplaced_blocks);
+  ju64(&w, "start_unexplained_pages", s->start_unexplained_pages);
+  ju64(&w, "start_repaired_pages", s->start_repaired_pages);
+  ju64(&w, "window_events", s->window_events);
+  ju64(&w, "untraced_frees", s->untraced_frees);
   jdbl(&w, "virtual_seconds", s->virtual_seconds);
   jdbl(&w, "wall_seconds", s->wall_seconds);
   jdbl(&w, "cpu_seconds", s->cpu_seconds);
@@ -1139,6 +1385,8 @@ int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *f, int indent) {
   ju64(&w, "minflt", s->minflt);
   key(&w, "check_violations");
   fprintf(f, "%ld", s->check_violations);
+  bh__rm_json(f, s, w.indent ? "\n" : " ", w.indent);
+  w.n++;
   key(&w, "strategy_stats");
   fputc('{', f);
   for (int i = 0; i < s->nr_strategy_stats; i++) {

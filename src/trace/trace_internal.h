@@ -33,10 +33,21 @@
 #define BH__TRACE_BIN_HEADER 16
 #define BH__TRACE_BIN_RECORD 32
 #define BH__TRACE_BIN_VERSION 1
+/* Version 2: a machine description after the header (u64 length, then its text), and records
+ * of op BH__EV_LOST (events the recorder lost; pfn holds how many). */
+#define BH__TRACE_BIN_VERSION2 2
+#define BH__TRACE_BIN_HEADER2 24
 #define BH__TRACE_BIN_FAILED 0x01u
+/* The op of a lost-events marker in the version 2 native formats (never returned as an event). */
+#define BH__EV_LOST 4
+/* The longest machine description a reader accepts. */
+#define BH__TRACE_MAX_DESCRIPTION (256u << 20)
 /* Native text header line (without version). */
 #define BH__TRACE_TEXT_MAGIC "# buddyhint-trace"
 #define BH__TRACE_TEXT_VERSION 1
+#define BH__TRACE_TEXT_VERSION2 2
+/* Native text version 2: the machine description's lines follow the header, each after this. */
+#define BH__TRACE_TEXT_DESC "#@"
 
 /* ---------------------------------------------------------------------------------------- */
 /* Byte source: a file descriptor, decompressed on the fly (source.c)                        */
@@ -73,12 +84,14 @@ void bh__src_close(bh__src_t *src);
 enum bh__line_kind {
   BH__LINE_OTHER,     /* comment, blank line, another event */
   BH__LINE_EVENT,     /* one of our events, *ev filled */
-  BH__LINE_MALFORMED  /* names one of our events (or, native text, any line) but is bad */
+  BH__LINE_MALFORMED, /* names one of our events (or, native text, any line) but is bad */
+  BH__LINE_LOST       /* a lost-events marker: how many in ev->pfn */
 };
 
 /* State shared by the line parsers of one reader. */
 typedef struct bh__tparse {
-  uint64_t gfp_unknown;   /* names bh_gfp_parse did not know */
+  uint64_t gfp_unknown; /* names bh_gfp_parse did not know */
+  int version;          /* native text: the header's version (lost markers need 2) */
   /* one-entry cache of the last gfp_flags text: traces repeat a handful of masks */
   char gfp_text[64];
   size_t gfp_len;
@@ -100,8 +113,16 @@ typedef struct bh__kline_shape {
  * whether the n bytes at s hold a NUL byte: the reader knows that without a search per line. */
 int bh__parse_kernel_line(bh__tparse_t *p, const char *s, size_t n, bool nul, bh_event_t *ev,
                           bh__kline_shape_t *shape);
-/* Native text lines (nul as above). */
+/* Native text lines (nul as above); version 2 also has lost markers, "TIME L COUNT [cpu=N]". */
 int bh__parse_native_line(bh__tparse_t *p, const char *s, size_t n, bool nul, bh_event_t *ev);
+/*
+ * How many events a line of kernel text says were lost: ftrace's "CPU:N [LOST M EVENTS]",
+ * trace-cmd's "CPU:N [M EVENTS DROPPED]" (or "[EVENTS DROPPED]" without a count), perf
+ * script's "PERF_RECORD_LOST ... lost M" (and PERF_RECORD_LOST_SAMPLES), and the ftrace
+ * header "# entries-in-buffer/entries-written: A/B" (B - A).  Returns that number (1 for a
+ * marker without a count: at least one was lost), or 0 for any other line.
+ */
+uint64_t bh__lost_in_line(const char *s, size_t n);
 /* gfp_flags text through the parser's cache; returns bh_gfp_parse's result. */
 int bh__gfp_parse_cached(bh__tparse_t *p, const char *s, size_t n, uint32_t *gfp);
 

@@ -32,8 +32,11 @@ struct bh_trace_writer {
   bool owns; /* opened from a path: `out` is ours to commit or give up */
   bh__outfile_t out;
   int format, comp;
-  int err;               /* sticky */
-  uint64_t nr;           /* events written */
+  int version;      /* 1, or 2 (description and lost markers) */
+  bool header_done; /* the header is written when the first record or close comes */
+  char *desc;       /* version 2: the machine description's text, or NULL */
+  int err;          /* sticky */
+  uint64_t nr;      /* events written */
   char *name;
   unsigned char *buf;    /* uncompressed bytes not yet handed on */
   size_t len;
@@ -249,6 +252,24 @@ static const char *check_event(const bh_trace_writer_t *w, const bh_event_t *ev)
 /* Public calls                                                                              */
 /* ---------------------------------------------------------------------------------------- */
 
+/* Appends n bytes, handing the buffer on whenever it fills. */
+static int append_bytes(bh_trace_writer_t *w, const void *p, size_t n) {
+  const unsigned char *b = p;
+  while (n) {
+    size_t room = W_BUF_SIZE - w->len, k = n < room ? n : room;
+    memcpy(w->buf + w->len, b, k);
+    w->len += k;
+    b += k;
+    n -= k;
+    if (w->len == W_BUF_SIZE) {
+      int err = flush_buf(w, false);
+      if (err)
+        return err;
+    }
+  }
+  return 0;
+}
+
 static void writer_free(bh_trace_writer_t *w) {
   if (w->z_ready)
     deflateEnd(&w->z);
@@ -258,6 +279,7 @@ static void writer_free(bh_trace_writer_t *w) {
   free(w->buf);
   free(w->cbuf);
   free(w->name);
+  free(w->desc);
   free(w);
 }
 
@@ -280,24 +302,52 @@ static int start_encoder(bh_trace_writer_t *w) {
   return 0;
 }
 
-static void put_header(bh_trace_writer_t *w) {
-  if (w->format == BH_TRACE_NATIVE_BINARY) {
-    uint32_t version = htole32(BH__TRACE_BIN_VERSION), rsize = htole32(BH__TRACE_BIN_RECORD);
-    memcpy(w->buf, BH__TRACE_BIN_MAGIC, 8);
-    memcpy(w->buf + 8, &version, 4);
-    memcpy(w->buf + 12, &rsize, 4);
-    w->len = BH__TRACE_BIN_HEADER;
-  } else {
-    int n = snprintf((char *)w->buf, W_LINE_MAX,
-                     "%s %d\n# TIME_NS OP(A/F/B) PFN ORDER [cpu= pid= mt= gfp= failed=]\n",
-                     BH__TRACE_TEXT_MAGIC, BH__TRACE_TEXT_VERSION);
-    w->len = (size_t)n;
+/* The text description, each line after "#@", at the top of a version 2 text trace. */
+static int put_text_description(bh_trace_writer_t *w) {
+  for (const char *l = w->desc; l && *l;) {
+    const char *nl = strchr(l, '\n');
+    size_t n = nl ? (size_t)(nl - l) : strlen(l);
+    int err = append_bytes(w, BH__TRACE_TEXT_DESC, sizeof(BH__TRACE_TEXT_DESC) - 1);
+    if (!err)
+      err = append_bytes(w, l, n);
+    if (!err)
+      err = append_bytes(w, "\n", 1);
+    if (err)
+      return err;
+    l += n + (nl != NULL);
   }
+  return 0;
 }
 
-/* A writer on fd (path for the outfile, or -1 and name for a caller's descriptor). */
+/* The header, written before the first record (or at close): the format's version 1 header,
+ * or version 2's with the description. */
+static int put_header(bh_trace_writer_t *w) {
+  w->header_done = true;
+  if (w->format == BH_TRACE_NATIVE_BINARY) {
+    unsigned char h[BH__TRACE_BIN_HEADER2];
+    uint32_t version = htole32((uint32_t)w->version), rsize = htole32(BH__TRACE_BIN_RECORD);
+    uint64_t dlen = htole64(w->desc ? strlen(w->desc) : 0);
+    memcpy(h, BH__TRACE_BIN_MAGIC, 8);
+    memcpy(h + 8, &version, 4);
+    memcpy(h + 12, &rsize, 4);
+    memcpy(h + 16, &dlen, 8);
+    int err = append_bytes(w, h, w->version >= 2 ? BH__TRACE_BIN_HEADER2 : BH__TRACE_BIN_HEADER);
+    return err || !w->desc ? err : append_bytes(w, w->desc, strlen(w->desc));
+  }
+  char h[W_LINE_MAX];
+  int n = snprintf(h, sizeof(h), "%s %d\n", BH__TRACE_TEXT_MAGIC, w->version);
+  int err = append_bytes(w, h, (size_t)n);
+  if (!err && w->version >= 2)
+    err = put_text_description(w);
+  n = snprintf(h, sizeof(h), "# TIME_NS OP(A/F/B%s) PFN ORDER [cpu= pid= mt= gfp= failed=]\n",
+               w->version >= 2 ? "/L" : "");
+  return err ? err : append_bytes(w, h, (size_t)n);
+}
+
+/* A writer on fd (path for the outfile, or -1 and name for a caller's descriptor), of the
+ * native format's version 1 or 2 (with description, or NULL). */
 static int writer_new(const char *path, int fd, const char *name, int format, int compression,
-                      bh_trace_writer_t **out) {
+                      int version, const char *description, bh_trace_writer_t **out) {
   char *msg = bh__trace_tls_msg();
   if (out)
     *out = NULL;
@@ -316,10 +366,11 @@ static int writer_new(const char *path, int fd, const char *name, int format, in
   w->fd = fd;
   w->format = format;
   w->comp = compression;
+  w->version = version;
   w->name = strdup(path && !strcmp(path, "-") ? "<stdout>" : what);
   w->buf = malloc(W_BUF_SIZE);
   int err = 0;
-  if (!w->name || !w->buf)
+  if (!w->name || !w->buf || (description && !(w->desc = strdup(description))))
     err = w_fail(w, BH_ENOMEM, "out of memory");
   if (!err)
     err = start_encoder(w);
@@ -334,7 +385,6 @@ static int writer_new(const char *path, int fd, const char *name, int format, in
     errno = e;
     return err;
   }
-  put_header(w);
   *out = w;
   return 0;
 }
@@ -346,17 +396,52 @@ int bh_trace_writer_open(const char *path, int format, int compression, bh_trace
       *out = NULL;
     return BH_EINVAL;
   }
-  return writer_new(path, -1, NULL, format, compression, out);
+  return writer_new(path, -1, NULL, format, compression, 1, NULL, out);
+}
+
+static const char *fd_name(int fd, const char *name, char *buf, size_t size) {
+  if (name)
+    return name;
+  snprintf(buf, size, "<fd %d>", fd);
+  return buf;
 }
 
 int bh_trace_writer_fdopen(int fd, const char *name, int format, int compression,
                            bh_trace_writer_t **out) {
   char fdname[32];
-  if (!name) {
-    snprintf(fdname, sizeof(fdname), "<fd %d>", fd);
-    name = fdname;
+  return writer_new(NULL, fd, fd_name(fd, name, fdname, sizeof(fdname)), format, compression, 1,
+                    NULL, out);
+}
+
+/* A description too large for the format: BH_EINVAL with the message. */
+static int check_description(const char *what, const char *description, bh_trace_writer_t **out) {
+  if (!description || strlen(description) <= BH__TRACE_MAX_DESCRIPTION)
+    return 0;
+  if (out)
+    *out = NULL;
+  snprintf(bh__trace_tls_msg(), BH__TRACE_MSG_SIZE, "%s: machine description too large",
+           what ? what : "(null)");
+  return BH_EINVAL;
+}
+
+int bh_trace_writer_open2(const char *path, int format, int compression, const char *description,
+                          bh_trace_writer_t **out) {
+  int err = check_description(path, description, out);
+  if (!err && !path) {
+    snprintf(bh__trace_tls_msg(), BH__TRACE_MSG_SIZE, "(null): bad writer arguments");
+    if (out)
+      *out = NULL;
+    err = BH_EINVAL;
   }
-  return writer_new(NULL, fd, name, format, compression, out);
+  return err ? err : writer_new(path, -1, NULL, format, compression, 2, description, out);
+}
+
+int bh_trace_writer_fdopen2(int fd, const char *name, int format, int compression,
+                            const char *description, bh_trace_writer_t **out) {
+  char fdname[32];
+  name = fd_name(fd, name, fdname, sizeof(fdname));
+  int err = check_description(name, description, out);
+  return err ? err : writer_new(NULL, fd, name, format, compression, 2, description, out);
 }
 
 int bh_trace_write(bh_trace_writer_t *w, const bh_event_t *ev) {
@@ -367,7 +452,9 @@ int bh_trace_write(bh_trace_writer_t *w, const bh_event_t *ev) {
   const char *why = check_event(w, ev);
   if (bh__trace_unlikely(why != NULL))
     return w_fail(w, BH_EINVAL, "event %llu: %s", (unsigned long long)w->nr, why);
-  int err = reserve(w);
+  int err = w->header_done ? 0 : put_header(w);
+  if (!err)
+    err = reserve(w);
   if (err)
     return err;
   if (w->format == BH_TRACE_NATIVE_BINARY)
@@ -378,10 +465,55 @@ int bh_trace_write(bh_trace_writer_t *w, const bh_event_t *ev) {
   return 0;
 }
 
+int bh_trace_writer_set_description(bh_trace_writer_t *w, const char *description) {
+  if (!w || w->version < 2 || w->header_done ||
+      (description && strlen(description) > BH__TRACE_MAX_DESCRIPTION))
+    return BH_EINVAL;
+  char *d = description ? strdup(description) : NULL;
+  if (description && !d)
+    return BH_ENOMEM;
+  free(w->desc);
+  w->desc = d;
+  return 0;
+}
+
+int bh_trace_write_lost(bh_trace_writer_t *w, uint64_t time_ns, uint64_t n, int cpu) {
+  if (!w)
+    return BH_EINVAL;
+  if (w->err)
+    return w->err;
+  if (w->version < 2 || !n || cpu < -1 || (w->format == BH_TRACE_NATIVE_BINARY && cpu > INT16_MAX))
+    return w_fail(w, BH_EINVAL, "lost-events marker: %s",
+                  w->version < 2 ? "needs a version 2 writer (bh_trace_writer_open2)"
+                                 : "bad count or cpu");
+  int err = w->header_done ? 0 : put_header(w);
+  if (!err)
+    err = reserve(w);
+  if (err)
+    return err;
+  if (w->format == BH_TRACE_NATIVE_BINARY) {
+    bh_event_t ev = {
+        .time_ns = time_ns, .pfn = n, .pid = -1, .cpu = cpu, .op = BH__EV_LOST, .migratetype = -1};
+    encode_binary(w, &ev);
+  } else {
+    char *p = (char *)w->buf + w->len;
+    p = put_u64(p, time_ns);
+    p = put_str(p, " L ");
+    p = put_u64(p, n);
+    if (cpu >= 0)
+      p = put_i64(put_str(p, " cpu="), cpu);
+    *p++ = '\n';
+    w->len = (size_t)(p - (char *)w->buf);
+  }
+  return 0;
+}
+
 int bh_trace_writer_close(bh_trace_writer_t *w) {
   if (!w)
     return 0;
-  int err = flush_buf(w, true);
+  int err = w->header_done ? 0 : put_header(w);
+  if (!err)
+    err = flush_buf(w, true);
   if (w->owns && !err) /* closed and renamed into place; on failure the old file stays */
     err = bh__outfile_commit(&w->out, bh__trace_tls_msg(), BH__TRACE_MSG_SIZE);
   writer_free(w);

@@ -10,6 +10,7 @@
  */
 #include <buddyhint.h>
 #include <buddyhint/gen.h>
+#include <buddyhint/machine.h>
 #include <buddyhint/replay.h>
 #include <buddyhint/report.h>
 #include <buddyhint/strategy.h>
@@ -413,6 +414,85 @@ static void rows_trace(struct fixture *x) {
   ROW("bh_trace_write", "NULL event", bh_trace_write(x->w, NULL) == BH_EINVAL);
   ROW("bh_trace_writer_close", "NULL", bh_trace_writer_close(NULL) == 0);
   ROW("bh_trace_writer_abort", "NULL", (bh_trace_writer_abort(NULL), true));
+  size_t dlen = 1;
+  ROW("bh_trace_version", "NULL", bh_trace_version(NULL) == 0);
+  ROW("bh_trace_description", "NULL trace", bh_trace_description(NULL, &dlen) == NULL && !dlen);
+  ROW("bh_trace_description", "NULL length", (bh_trace_description(t, NULL), true));
+  ROW("bh_trace_writer_open2", "NULL path",
+      bh_trace_writer_open2(NULL, BH_TRACE_NATIVE_TEXT, 0, NULL, &w2) == BH_EINVAL);
+  ROW("bh_trace_writer_open2", "NULL out",
+      bh_trace_writer_open2(x->out, BH_TRACE_NATIVE_TEXT, 0, NULL, NULL) == BH_EINVAL);
+  ROW("bh_trace_writer_open2", "format out of range",
+      bh_trace_writer_open2(x->out, 99, 0, NULL, &w2) == BH_EINVAL);
+  ROW("bh_trace_writer_fdopen2", "fd -1",
+      bh_trace_writer_fdopen2(-1, "x", BH_TRACE_NATIVE_TEXT, 0, NULL, &w2) == BH_EINVAL);
+  ROW("bh_trace_writer_fdopen2", "NULL out",
+      bh_trace_writer_fdopen2(1, NULL, BH_TRACE_NATIVE_TEXT, 0, NULL, NULL) == BH_EINVAL);
+  ROW("bh_trace_writer_set_description", "NULL writer",
+      bh_trace_writer_set_description(NULL, "x") == BH_EINVAL);
+  ROW("bh_trace_writer_set_description", "a version 1 writer",
+      bh_trace_writer_set_description(x->w, "x") == BH_EINVAL);
+  ROW("bh_trace_write_lost", "NULL writer", bh_trace_write_lost(NULL, 0, 1, -1) == BH_EINVAL);
+  ROW("bh_trace_write_lost", "a version 1 writer",
+      bh_trace_write_lost(x->w, 0, 1, -1) == BH_EINVAL);
+}
+
+static void rows_machine(struct fixture *x) {
+  bh_machine_t *m = bh_machine_new(), *m2;
+  char err[128], *text;
+  size_t len;
+  bh_populate_t pop = {0};
+  const char *why = NULL;
+  ROW("bh_machine_new", "-", m != NULL);
+  ROW("bh_machine_free", "NULL", (bh_machine_free(NULL), true));
+  ROW("bh_machine_parse", "NULL text",
+      bh_machine_parse(NULL, 0, &m2, err, sizeof(err)) == BH_EINVAL && m2 == NULL);
+  ROW("bh_machine_parse", "NULL out", bh_machine_parse("x", 1, NULL, err, sizeof(err)) == BH_EINVAL);
+  ROW("bh_machine_parse", "NULL err", bh_machine_parse("x", 1, &m2, NULL, 0) != 0);
+  ROW("bh_machine_format", "NULL machine", bh_machine_format(NULL, &text, &len) == BH_EINVAL);
+  ROW("bh_machine_format", "NULL text", bh_machine_format(m, NULL, &len) == BH_EINVAL);
+  ROW("bh_machine_read_snapshot", "NULL machine",
+      bh_machine_read_snapshot(NULL, BH_SNAP_START, x->dir, 0, 0, err, sizeof(err)) == BH_EINVAL);
+  ROW("bh_machine_read_snapshot", "NULL dir",
+      bh_machine_read_snapshot(m, BH_SNAP_START, NULL, 0, 0, err, sizeof(err)) == BH_EINVAL);
+  ROW("bh_machine_read_snapshot", "snapshot out of range",
+      bh_machine_read_snapshot(m, 99, x->dir, 0, 0, err, sizeof(err)) == BH_EINVAL);
+  ROW("bh_machine_read_counts", "NULL machine",
+      bh_machine_read_counts(NULL, BH_SNAP_START, x->dir, 0, 0, err, sizeof(err)) == BH_EINVAL);
+  ROW("bh_machine_read_counts", "snapshot out of range",
+      bh_machine_read_counts(m, -1, x->dir, 0, 0, err, sizeof(err)) == BH_EINVAL);
+  ROW("bh_machine_read_freemap", "NULL machine",
+      bh_machine_read_freemap(NULL, BH_SNAP_START, x->dir, NULL, NULL, err, sizeof(err)) ==
+          BH_EINVAL);
+  ROW("bh_machine_read_freemap", "no such snapshot",
+      bh_machine_read_freemap(m, BH_SNAP_END, x->dir, NULL, NULL, err, sizeof(err)) == BH_EINVAL);
+  ROW("bh_machine_read_settings", "NULL", bh_machine_read_settings(NULL) == BH_EINVAL);
+  ROW("bh_machine_set_window", "NULL", bh_machine_set_window(NULL, 0, 0, 1) == BH_EINVAL);
+  ROW("bh_machine_set_window", "no such snapshot",
+      bh_machine_set_window(m, BH_SNAP_START, 0, 1) == BH_EINVAL);
+  ROW("bh_machine_info", "NULL", bh_machine_info(NULL) == NULL);
+  ROW("bh_machine_snapshot", "NULL", bh_machine_snapshot(NULL, BH_SNAP_START) == NULL);
+  ROW("bh_machine_snapshot", "out of range", bh_machine_snapshot(m, 99) == NULL);
+  ROW("bh_machine_section", "NULL machine", bh_machine_section(NULL, "machine") == NULL);
+  ROW("bh_machine_section", "NULL name", bh_machine_section(m, NULL) == NULL);
+  ROW("bh_machine_drop_snapshot", "NULL", (bh_machine_drop_snapshot(NULL, 0), true));
+  ROW("bh_machine_drop_snapshot", "out of range", (bh_machine_drop_snapshot(m, 99), true));
+  ROW("bh_machine_copy_snapshot", "NULL destination",
+      bh_machine_copy_snapshot(NULL, m, BH_SNAP_START, err, sizeof(err)) == BH_EINVAL);
+  ROW("bh_machine_copy_snapshot", "NULL source",
+      bh_machine_copy_snapshot(m, NULL, BH_SNAP_START, err, sizeof(err)) == BH_EINVAL);
+  ROW("bh_machine_zone_of", "NULL", bh_machine_zone_of(NULL, 0) == -1);
+  ROW("bh_arena_populate", "NULL arena", bh_arena_populate(NULL, &pop, &why) == BH_EINVAL && why);
+  ROW("bh_arena_populate", "NULL state", bh_arena_populate(x->a, NULL, NULL) == BH_EINVAL);
+  ROW("bh_arena_populate", "free blocks without their array", ({
+        pop.nr_free = 1;
+        bh_arena_populate(x->a, &pop, &why) == BH_EINVAL;
+      }));
+  ROW("bh_arena_adopt", "NULL", bh_arena_adopt(NULL, 0, 0) == BH_EINVAL);
+  ROW("bh_arena_adopt", "order out of range", bh_arena_adopt(x->a, 0, 99) == BH_EINVAL);
+  ROW("bh_alloc_pfn_at", "NULL", bh_alloc_pfn_at(NULL, 0, 0, 0, 0) == BH_EINVAL);
+  ROW("bh_alloc_pfn_at", "order out of range", bh_alloc_pfn_at(x->a, 0, 99, 0, 0) == BH_EINVAL);
+  bh_machine_free(m);
 }
 
 static void rows_gen_replay(struct fixture *x) {
@@ -497,6 +577,7 @@ static void test_api_argument_rule(void **state) {
   rows_report(&x);
   rows_strategy(&x);
   rows_trace(&x);
+  rows_machine(&x);
   rows_gen_replay(&x);
   teardown(&x);
   int missing = check_header(BH_SOURCE_DIR "/include/buddyhint.h");

@@ -163,6 +163,12 @@ golden convert-same-file "$BH" convert ftrace.txt ftrace.txt
 golden convert-no-args "$BH" convert
 golden convert-bad-compress "$BH" convert ftrace.txt out.txt --compress lz4
 
+# ---- machine: a snapshot from files of a Debian 6.1 guest, and a trace without one ----
+golden machine-help "$BH" machine --help
+golden machine-guest61 "$BH" machine --snapshot "$SRC/../trace/data/machine/guest61"
+golden machine-no-description "$BH" machine ftrace.txt
+golden machine-no-args "$BH" machine
+
 # ---- record (no recording here: that needs root and tracefs) ----
 golden record-no-command "$BH" record -o rec.txt
 golden record-no-output "$BH" record -- true

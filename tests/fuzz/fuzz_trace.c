@@ -12,6 +12,7 @@
  *     chunks), to LLVMFuzzerTestOneInput.  ctest runs it on the test fixtures (fuzz_trace_smoke),
  *     which under the ASan+UBSan build of `make test` is a short fuzz run of its own.
  */
+#include <buddyhint/machine.h>
 #include <buddyhint/replay.h>
 #include <buddyhint/trace.h>
 
@@ -55,6 +56,52 @@ static void read_all(const char *path, bool lenient) {
   bh_trace_close(t);
 }
 
+/* The input as a machine description: a parse that succeeds formats back to text that
+ * parses again to the same text. */
+static void machine_text(const uint8_t *data, size_t size) {
+  bh_machine_t *m, *m2;
+  char err[256], *t1, *t2;
+  size_t n1, n2;
+  if (bh_machine_parse((const char *)data, size, &m, err, sizeof(err)))
+    return;
+  if (bh_machine_format(m, &t1, &n1) == 0) {
+    if (bh_machine_parse(t1, n1, &m2, err, sizeof(err))) {
+      fprintf(stderr, "fuzz_trace: a formatted description does not parse: %s\n", err);
+      abort();
+    }
+    if (bh_machine_format(m2, &t2, &n2) == 0) {
+      if (n1 != n2 || memcmp(t1, t2, n1))
+        abort();
+      free(t2);
+    }
+    bh_machine_free(m2);
+    free(t1);
+  }
+  bh_machine_free(m);
+}
+
+/* Whether the trace's machine (if any) is small enough for the replay to take its shape: up
+ * to 1 GiB, so that a fuzzed layout cannot ask for terabytes. */
+static bool small_machine(const char *path) {
+  bh_trace_t *t;
+  if (bh_trace_open(path, NULL, &t))
+    return false;
+  size_t len;
+  const char *d = bh_trace_description(t, &len);
+  bh_machine_t *m;
+  char err[128];
+  bool small = false;
+  if (d && !bh_machine_parse(d, len, &m, err, sizeof(err))) {
+    const bh_machine_info_t *in = bh_machine_info(m);
+    small = true;
+    for (int i = 0; i < in->nr_zones; i++)
+      small = small && in->zones[i].start_pfn + in->zones[i].spanned_pages <= (1u << 18);
+    bh_machine_free(m);
+  }
+  bh_trace_close(t);
+  return small;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char path[64];
   int fd = as_file(data, size, path, sizeof(path));
@@ -62,6 +109,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   read_all(path, false);
   read_all(path, true);
+  machine_text(data, size);
 
   bh_replay_config_t rc;
   bh_replay_config_init(&rc);
@@ -74,6 +122,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   rc.hint.strategy = size & 1 ? "bubble" : "bitmap";
   rc.compaction_proactiveness = 100;
   rc.check_every = 64;
+  /* a described machine of up to 1 GiB in its own shape (start state, placement both ways) */
+  rc.layout = small_machine(path) ? BH_LAYOUT_AUTO : BH_LAYOUT_DEFAULT;
+  rc.placement = size & 2 ? BH_PLACEMENT_TRACE : BH_PLACEMENT_ALLOCATOR;
   bh_replay_summary_t s;
   char err[256];
   if (bh_replay_run(&rc, &s, err, sizeof(err)) == 0 && s.check_violations) {

@@ -1,0 +1,357 @@
+/*
+ * Starting from a machine's state, and following a kernel's own choices.
+ *
+ * bh_arena_populate gives a new arena the state of a recorded machine: exactly the given free
+ * blocks are free, on the buddy lists of their pageblock's type (or on pcp lists), and every
+ * other page of a zone is allocated "before the trace", an order-0 block flagged PG_PRETRACE.
+ * When a trace frees such memory, bh_arena_adopt joins the pages into the block the trace
+ * frees, so the free is an ordinary one.  bh_alloc_pfn_at takes the very block a kernel
+ * allocated, splitting the free block around it as __rmqueue_smallest/expand would have
+ * split it had the kernel's lists held it first.
+ *
+ * The invariant checker (bh_arena_check) is the test of all three: a populated arena must
+ * pass it, and its buddyinfo and pagetypeinfo dumps must be the given state's.
+ */
+#include "buddy/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void bh__discard_on_alloc(bh_arena_t *a, uint64_t pfn, unsigned order);
+
+static int bad(const char **why, const char *msg) {
+  if (why)
+    *why = msg;
+  return BH_EINVAL;
+}
+
+/* The zone that holds the max-order block of pfn, or NULL. */
+static bh__zone_t *zone_at(const bh_arena_t *a, uint64_t pfn) {
+  if (pfn >= a->nr_pages)
+    return NULL;
+  uint8_t id = a->block_zone[pfn >> a->max_order];
+  return id == 0xff ? NULL : &a->zones[id];
+}
+
+/* [pfn, pfn + n) inside the zone's span as the kernel has it. */
+static bool in_span(const bh__zone_t *z, uint64_t pfn, uint64_t n) {
+  return pfn >= z->zone_start_pfn && pfn + n <= z->zone_start_pfn + z->zone_spanned_pages;
+}
+
+static inline bool pb_absent(const bh_arena_t *a, uint64_t pfn) {
+  return a->pageblock[pfn >> a->pb_order] & BH__PB_ABSENT;
+}
+
+/* Every page of [pfn, pfn + n) is allocated before the trace and not claimed since. */
+static bool all_pretrace(const bh_arena_t *a, uint64_t pfn, uint64_t n) {
+  for (uint64_t i = pfn; i < pfn + n; i++) {
+    const bh__page_t *p = &a->pages[i];
+    if (p->flags != (BH__PG_ALLOC | BH__PG_PRETRACE) || p->order)
+      return false;
+  }
+  return true;
+}
+
+/* The migratetype of a block's pageblocks, or -1 if they differ or one is absent. */
+static int block_mt(const bh_arena_t *a, uint64_t pfn, unsigned order) {
+  int mt = bh__pb_mt(a, pfn);
+  uint64_t step = 1ull << a->pb_order, end = pfn + (1ull << order);
+  for (uint64_t b = pfn & ~(step - 1); b < end; b += step)
+    if (pb_absent(a, b) || bh__pb_mt(a, b) != mt)
+      return -1;
+  return mt;
+}
+
+/* Empties the zone's free lists and pcp lists and zeroes what counts them. */
+static void reset_zone(bh__zone_t *z) {
+  bh_arena_t *a = z->arena;
+  for (unsigned i = 0; i < (a->max_order + 1) * BH_MT_TYPES; i++)
+    bh__list_init(a, z->free_head + i);
+  memset(z->nr_free, 0, sizeof(z->nr_free));
+  atomic_store(&z->free_pages, 0);
+  z->nr_free_highatomic = 0;
+  z->isolated_pages = 0;
+  for (unsigned c = 0; z->pcp && c < a->cfg.nr_cpus; c++) {
+    for (unsigned i = 0; i < BH__NR_PCP_LISTS; i++)
+      bh__list_init(a, z->pcp[c].head + i);
+    z->pcp[c].count = 0;
+  }
+}
+
+/* Pageblock types; every page of the zone allocated before the trace. */
+static int set_pageblocks(bh__zone_t *z, const bh_populate_t *pop, const char **why) {
+  bh_arena_t *a = z->arena;
+  uint64_t step = 1ull << a->pb_order;
+  for (uint64_t pfn = z->start_pfn; pfn < z->start_pfn + z->spanned_pages; pfn += step) {
+    uint64_t b = pfn >> a->pb_order;
+    uint8_t v = b < pop->nr_pageblocks ? pop->pageblock_mt[b] : BH_PAGEBLOCK_ABSENT;
+    uint8_t keep = a->pageblock[b] & BH__PB_ABSENT; /* outside the span: stays absent */
+    if (v == BH_PAGEBLOCK_ABSENT)
+      a->pageblock[b] = BH_MT_MOVABLE | BH__PB_ABSENT;
+    else if (v < BH_MT_TYPES)
+      a->pageblock[b] = v | keep;
+    else
+      return bad(why, "a pageblock type is not a migratetype");
+    int mt = bh__pb_mt(a, pfn);
+    bool present = !(a->pageblock[b] & BH__PB_ABSENT);
+    /* allocated pages of their pageblock's kind (Movable ones movable unless a movable map is
+     * given); absent memory is never moved */
+    uint8_t pmt = !present                                        ? BH_MT_UNMOVABLE
+                  : mt == BH_MT_MOVABLE && pop->movable           ? BH_MT_UNMOVABLE
+                  : mt == BH_MT_HIGHATOMIC || mt == BH_MT_ISOLATE ? BH_MT_UNMOVABLE
+                                                                  : (uint8_t)mt;
+    for (uint64_t i = pfn; i < pfn + step; i++) {
+      a->pages[i].mt = pmt;
+      a->pages[i].priv = 0;
+      bh__pg_set(&a->pages[i],
+                 BH__PG_ALLOC | BH__PG_PRETRACE | (in_span(z, i, 1) ? 0 : BH__PG_NOPAGE), 0);
+    }
+  }
+  return 0;
+}
+
+static int set_movable(bh_arena_t *a, const bh_populate_t *pop, const char **why) {
+  for (size_t i = 0; i < pop->nr_movable; i++) {
+    const bh_page_run_t *r = &pop->movable[i];
+    if (r->pfn >= a->nr_pages || r->count > a->nr_pages - r->pfn)
+      return bad(why, "a movable run lies outside the arena");
+    for (uint64_t p = r->pfn; p < r->pfn + r->count; p++)
+      if ((a->pages[p].flags & BH__PG_PRETRACE) && !pb_absent(a, p))
+        a->pages[p].mt = BH_MT_MOVABLE;
+  }
+  return 0;
+}
+
+/* One free block onto the tail of its pageblock type's list. */
+static int add_free(bh_arena_t *a, uint64_t pfn, unsigned order, const char **why) {
+  uint64_t n = 1ull << order;
+  bh__zone_t *z = zone_at(a, pfn);
+  if (order > a->max_order || (pfn & (n - 1)))
+    return bad(why, "a free block is misaligned or above MAX_PAGE_ORDER");
+  if (!z || !in_span(z, pfn, n))
+    return bad(why, "a free block lies outside its zone's span");
+  int mt = block_mt(a, pfn, order);
+  if (mt < 0)
+    return bad(why, "a free block lies in an absent pageblock or across pageblocks of "
+                    "different types");
+  if (!all_pretrace(a, pfn, n))
+    return bad(why, "free blocks overlap");
+  for (uint64_t i = pfn + 1; i < pfn + n; i++)
+    bh__pg_set_flags(&a->pages[i], 0);
+  a->pages[pfn].mt = 0;
+  bh__add_to_free_list(z, pfn, order, mt, true);
+  return 0;
+}
+
+/* No free block may have a free buddy of its order that __free_one_page would merge it with. */
+static int check_merged(const bh_arena_t *a, uint64_t pfn, unsigned order, const char **why) {
+  if (order >= a->max_order)
+    return 0;
+  uint64_t buddy = pfn ^ (1ull << order);
+  const bh__page_t *b = &a->pages[buddy];
+  if (!(b->flags & BH__PG_BUDDY) || b->order != order)
+    return 0;
+  if (order >= a->pb_order) {
+    int m1 = bh__pb_mt(a, pfn), m2 = bh__pb_mt(a, buddy);
+    if (m1 != m2 && !(bh__mt_mergeable(m1) && bh__mt_mergeable(m2)))
+      return 0;
+  }
+  return bad(why, "two free blocks are buddies the kernel would have merged");
+}
+
+/* One block onto the tail of a pcp list. */
+static int add_pcp(bh_arena_t *a, const bh_pcp_block_t *pb, const char **why) {
+  uint64_t pfn = pb->pfn, n = 1ull << pb->order;
+  bh__zone_t *z = zone_at(a, pfn);
+  if (!z || !z->pcp || pb->order > a->max_order || !bh__pcp_order(a, pb->order))
+    return bad(why, "a pcp block of an order without pcp lists, or outside the zones");
+  if ((pfn & (n - 1)) || !in_span(z, pfn, n))
+    return bad(why, "a pcp block is misaligned or outside its zone's span");
+  int mt = block_mt(a, pfn, pb->order);
+  if (mt < 0 || mt == BH_MT_ISOLATE)
+    return bad(why, "a pcp block lies in an absent or isolated pageblock");
+  if (!all_pretrace(a, pfn, n))
+    return bad(why, "a pcp block overlaps a free block or another pcp block");
+  if (mt > BH_MT_RECLAIMABLE)
+    mt = BH_MT_MOVABLE; /* as free_unref_page: HighAtomic blocks go on the Movable list */
+  bh__pcp_t *pcp = &z->pcp[pb->cpu % a->cfg.nr_cpus];
+  for (uint64_t i = pfn + 1; i < pfn + n; i++)
+    bh__pg_set_flags(&a->pages[i], 0);
+  bh__pg_set(&a->pages[pfn], BH__PG_PCP, pb->order);
+  bh__list_add_tail(a, (uint32_t)pfn, pcp->head + bh__pcp_pindex(a, mt, pb->order));
+  pcp->count += (int)n;
+  return 0;
+}
+
+static void lock_zones(bh_arena_t *a, bool lock) {
+  for (int i = 0; i < a->nr_zones; i++) {
+    if (lock)
+      bh__zone_lock(&a->zones[i]);
+    else
+      bh__zone_unlock(&a->zones[i]);
+  }
+}
+
+int bh_arena_populate(bh_arena_t *a, const bh_populate_t *pop, const char **why) {
+  if (why)
+    *why = NULL;
+  if (!a || !pop || (pop->nr_pageblocks && !pop->pageblock_mt) || (pop->nr_free && !pop->free) ||
+      (pop->nr_pcp && !pop->pcp) || (pop->nr_movable && !pop->movable))
+    return bad(why, "missing arguments");
+  for (int i = 0; i < a->nr_zones; i++)
+    if (a->zones[i].notify_order != UINT8_MAX || a->zones[i].del_order != UINT8_MAX)
+      return BH_EBUSY;
+  int err = 0;
+  lock_zones(a, true);
+  for (int i = 0; !err && i < a->nr_zones; i++) {
+    reset_zone(&a->zones[i]);
+    err = set_pageblocks(&a->zones[i], pop, why);
+  }
+  if (!err)
+    err = set_movable(a, pop, why);
+  for (size_t i = 0; !err && i < pop->nr_free; i++) {
+    const bh_block_run_t *r = &pop->free[i];
+    for (uint64_t k = 0; !err && k < r->count; k++)
+      err = add_free(a, r->pfn + (k << r->order), r->order, why);
+  }
+  for (size_t i = 0; !err && i < pop->nr_free; i++) {
+    const bh_block_run_t *r = &pop->free[i];
+    for (uint64_t k = 0; !err && k < r->count; k++)
+      err = check_merged(a, r->pfn + (k << r->order), r->order, why);
+  }
+  for (size_t i = 0; !err && i < pop->nr_pcp; i++)
+    err = add_pcp(a, &pop->pcp[i], why);
+  lock_zones(a, false);
+  return err;
+}
+
+int bh_arena_adopt(bh_arena_t *a, uint64_t pfn, unsigned order) {
+  if (!a || order > a->max_order)
+    return BH_EINVAL;
+  uint64_t n = 1ull << order;
+  if (pfn >= a->nr_pages || n > a->nr_pages - pfn)
+    return BH_EFAULT;
+  if (pfn & (n - 1))
+    return BH_EALIGN;
+  bh__zone_t *z = zone_at(a, pfn);
+  if (!z || !in_span(z, pfn, n))
+    return BH_EFAULT;
+  bh__zone_lock(z);
+  if (!all_pretrace(a, pfn, n)) {
+    bh__zone_unlock(z);
+    return BH_ENOTALLOC;
+  }
+  for (uint64_t i = pfn + 1; i < pfn + n; i++)
+    bh__pg_set_flags(&a->pages[i], 0);
+  bh__pg_set(&a->pages[pfn], BH__PG_ALLOC, (uint8_t)order);
+  uint64_t step = 1ull << a->pb_order;
+  for (uint64_t b = pfn & ~(step - 1); b < pfn + n; b += step)
+    a->pageblock[b >> a->pb_order] &= (uint8_t)~BH__PB_ABSENT; /* initialised now */
+  bh__zone_unlock(z);
+  return BH_OK;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Allocating the block a kernel chose                                                       */
+/* ---------------------------------------------------------------------------------------- */
+
+/*
+ * The block of `high` order at head holds pfn: split it down to `low`, putting the halves that
+ * do not hold pfn at the head of their free lists (as expand puts the upper halves), and
+ * return pfn's block.
+ */
+static void split_around(bh__zone_t *z, uint64_t head, unsigned high, uint64_t pfn, unsigned low,
+                         int mt) {
+  while (high > low) {
+    high--;
+    uint64_t half = 1ull << high;
+    uint64_t other = pfn < head + half ? head + half : head;
+    if (other == head)
+      head += half;
+    bh__add_to_free_list(z, other, high, mt, false);
+    z->ev[BH_STAT_splits]++;
+  }
+}
+
+static const uint8_t pgalloc_stat[BH_NR_ZONE_TYPES] = {
+    BH_STAT_pgalloc_dma, BH_STAT_pgalloc_dma32, BH_STAT_pgalloc_normal, BH_STAT_pgalloc_movable};
+
+static void mark_allocated(bh__zone_t *z, uint64_t pfn, unsigned order, int mt, uint64_t *ev) {
+  bh__page_t *p = &z->arena->pages[pfn];
+  p->mt = (uint8_t)mt;
+  bh__pg_set(p, BH__PG_ALLOC, (uint8_t)order);
+  ev[pgalloc_stat[z->type]] += 1ull << order;
+  ev[BH_STAT_alloc_calls]++;
+  ev[BH_STAT_numa_hit]++;
+}
+
+/* The head of the block of state flag (PG_BUDDY or PG_PCP) that holds pfn, and its order. */
+static bool find_block(const bh_arena_t *a, uint64_t pfn, unsigned order, uint8_t flag,
+                       uint64_t *head, unsigned *horder) {
+  for (unsigned o = order; o <= a->max_order; o++) {
+    uint64_t h = pfn & ~((1ull << o) - 1);
+    const bh__page_t *p = &a->pages[h];
+    if ((bh__pg_flags(p) & flag) && bh__pg_order(p) == o) {
+      *head = h;
+      *horder = o;
+      return true;
+    }
+  }
+  return false;
+}
+
+/* The pcp whose list holds the block at pfn: walk to the list's head. */
+static bh__pcp_t *pcp_of(const bh__zone_t *z, uint64_t pfn) {
+  const bh_arena_t *a = z->arena;
+  uint32_t x = a->pages[pfn].next;
+  while (x < a->nr_pages)
+    x = a->pages[x].next;
+  unsigned c = (x - z->pcp[0].head) / BH__NR_PCP_LISTS;
+  return c < a->cfg.nr_cpus ? &z->pcp[c] : NULL;
+}
+
+int bh_alloc_pfn_at(bh_arena_t *a, unsigned gfp, unsigned order, int cpu, uint64_t pfn) {
+  (void)cpu;
+  if (!a || order > a->max_order || (gfp & ~BH__GFP_VALID))
+    return BH_EINVAL;
+  uint64_t n = 1ull << order, head;
+  if (pfn >= a->nr_pages || n > a->nr_pages - pfn)
+    return BH_EFAULT;
+  if (pfn & (n - 1))
+    return BH_EALIGN;
+  bh__zone_t *z = zone_at(a, pfn);
+  if (!z)
+    return BH_EFAULT;
+  int mt = a->cfg.mobility_grouping ? bh_gfp_migratetype(gfp) : BH_MT_UNMOVABLE;
+  unsigned high;
+  int err = BH_EBUSY;
+  bh__zone_lock(z);
+  if (find_block(a, pfn, order, BH__PG_BUDDY, &head, &high)) {
+    int bmt = bh__pb_mt(a, head);
+    bh__del_from_free_list(z, head, high, bmt, BH__DEL_ALLOC);
+    split_around(z, head, high, pfn, order, bmt);
+    mark_allocated(z, pfn, order, mt, z->ev);
+    err = BH_OK;
+  } else if (z->pcp && find_block(a, pfn, order, BH__PG_PCP, &head, &high)) {
+    bh__pcp_t *pcp = pcp_of(z, head);
+    if (pcp && bh__pcp_trylock(pcp)) {
+      bh__list_del(a, (uint32_t)head);
+      pcp->count -= 1 << high;
+      bh__pg_set_flags(&a->pages[head], 0);
+      /* the rest of a larger pcp block goes back to the buddy lists */
+      split_around(z, head, high, pfn, order, bh__pb_mt(a, head));
+      pcp->ev[BH_STAT_pcp_alloc]++;
+      mark_allocated(z, pfn, order, mt, pcp->ev);
+      bh__pcp_unlock(pcp);
+      err = BH_OK;
+    }
+  }
+  bh__zone_unlock(z);
+  if (err)
+    return err;
+  if (atomic_load_explicit(&a->any_discarded, memory_order_relaxed))
+    bh__discard_on_alloc(a, pfn, order);
+  if ((gfp & BH_GFP_ZERO) && a->base)
+    memset(a->base + (pfn << BH_PAGE_SHIFT), 0, BH_PAGE_SIZE << order);
+  return BH_OK;
+}
