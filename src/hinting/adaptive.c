@@ -25,27 +25,31 @@
  * lock.  A block it has not seen before gets the strategy mark (bh_block_set_mark) with the
  * scan's time as its value.  The allocator drops that mark whenever the block leaves its free
  * list (allocation, merge, split, isolation, compaction), at no cost to it, so a block that
- * still carries a mark has been free, as this block, at least since the time the mark holds.
- * The age of a block of order k is measured from there (up to one interval late), and the
- * block is due once it reaches
+ * still carries a mark has been free, as this block, at least since the time the mark holds
+ * (its age is known to within one interval).  A block of order k is due once it reaches
  *
- *     age(k) = age * growth^(order - 1 - k)        (defaults: age 1 s, growth 2)
+ *     age(k) = age * growth^(order - 1 - k)       (defaults: age 32 s, growth 1.1:
+ *                                                  32 s at order 8 ... 51.5 s at order 3)
  *
- * that is, one `age` for the largest aging order and `growth` times longer for each order
- * below.  With growth 2 the age is inversely proportional to the block's size: a report costs
- * about the same whatever its size (one call, a TLB flush), so a block must promise to stay
- * free for a time that makes its bytes worth the call, and the time a block has already stayed
- * free is the best predictor there is of how long it will stay free.  The defaults were
- * chosen by measurement (docs/ADAPTIVE.md).
+ * one `age` for the largest aging order and `growth` times longer for each order below.  With
+ * `runs` (the default) k is not the block's own order but the size class of the run of
+ * unreported free blocks it lies in, floor(log2(pages)): neighbours that one madvise call
+ * returns together are aged, and reported, together, and the run's youngest block holds the
+ * others back.  Measured on the recorded traces (docs/ADAPTIVE.md): the age has to outlast
+ * the time over which a workload reuses its free memory, or the strategy reports memory that
+ * is about to refault (from 28 s on no trace refaulted more than with bubble), and the age of
+ * the lowest order has to fit in the idle time over which memory is meant to come back (under
+ * a minute here), which bounds the growth; runs halve to third the madvise calls for the same
+ * memory.
  *
- * Due blocks are reported largest order first: when a scan finds more than the rate cap lets
- * it report (`rate` report calls per second, at most rate * interval calls at once; 0 is no
- * cap), the larger blocks go, the rest wait for the next scan.  The blocks a scan reports are
- * sorted by address before they are cut into batches, so that neighbours free at once (a run
- * of order 5, 4 and 3 blocks between two allocated pages) go to the host as one range.  A
- * batch is isolated (with the min watermark check), reported without the lock, put back at
- * the list tail and marked reported, as part one does: reported small blocks are reused last,
- * and their flag stays until the block leaves its list.
+ * Due blocks are reported largest first: when a scan finds more than the rate cap lets it
+ * report (`rate` host calls -- madvise ranges after merging neighbours -- per second, at most
+ * rate * interval at once; 0 is no cap), the larger ones go, the rest wait for the next scan.
+ * The blocks a scan reports are sorted by address before they are cut into batches, so that
+ * neighbours go to the host as one range.  A batch is isolated (with the min watermark
+ * check), reported without the lock, put back at the list tail and marked reported, as part
+ * one does: reported small blocks are reused last, and their flag stays until the block
+ * leaves its list.
  *
  * With low = order the aging part is off and the strategy reports exactly what bubble does.
  */
@@ -66,8 +70,8 @@ enum { AD_IDLE, AD_REQUESTED, AD_ACTIVE };
 
 #define AD_DEFAULT_DELAY_NS (2 * BH_NS_PER_SEC)    /* PAGE_REPORTING_DELAY = 2 * HZ */
 #define AD_DEFAULT_INTERVAL_NS (2 * BH_NS_PER_SEC) /* aging scan period */
-#define AD_DEFAULT_AGE_NS (1 * BH_NS_PER_SEC)      /* age of the largest aging order */
-#define AD_DEFAULT_GROWTH 2.0
+#define AD_DEFAULT_AGE_NS (32 * BH_NS_PER_SEC)     /* age of the largest aging order */
+#define AD_DEFAULT_GROWTH 1.1
 #define AD_DEFAULT_LOW 3     /* PAGE_ALLOC_COSTLY_ORDER: below it the pcp lists recycle blocks */
 #define AD_DEFAULT_RATE 16.0 /* aging report calls per second */
 #define AD_MAX_AGE_NS (24ull * 3600 * BH_NS_PER_SEC)
@@ -80,13 +84,20 @@ struct ad_blk {
   uint64_t pfn;
   uint32_t since; /* its mark: free since then (ms after epoch_ns) */
   uint8_t order;
-  uint8_t cls; /* the order whose age applies: its own, or its run's size class */
+  uint8_t cls;  /* the order whose age applies: its own, or its run's size class */
+  uint8_t take; /* chosen under the rate cap */
 };
 
 /* The batch of isolated blocks (entries [offset, capacity) are in use), as bubble's. */
 struct ad_batch {
   bh_report_range_t r[BH_REPORT_CAPACITY];
   unsigned offset;
+};
+
+/* Due blocks side by side, blk[first .. first + n): one range for the host. */
+struct ad_piece {
+  size_t first, n;
+  uint8_t cls;
 };
 
 struct adaptive {
@@ -105,12 +116,15 @@ struct adaptive {
   bool runs;          /* age by the run a block belongs to, not by the block alone */
   struct ad_blk *blk; /* one zone's scan */
   size_t nblk, blk_cap;
+  struct ad_piece *piece; /* the due blocks as host calls */
+  size_t piece_cap;
   /* part one's state machine, read by every notification */
   _Alignas(64) atomic_int state;
   _Atomic uint64_t pass_due; /* when a requested pass is due (UINT64_MAX: not known yet) */
   /* counters: one writer (the worker) except `requests` */
   _Alignas(64) ad_counter_t passes, scans, report_calls, report_errors, blocks_reported,
-      pages_reported, aged_report_calls, aged_blocks, aged_pages, marked, rate_deferred;
+      pages_reported, aged_report_calls, aged_host_calls, aged_blocks, aged_pages, marked,
+      rate_deferred;
   ad_counter_t skipped_reported, putback_merged, zone_skipped_wmark, isolate_fail, budget_exhausted,
       requeues, lock_ns, requests;
   ad_counter_t aged_by_order[BH_ORDER_LIMIT + 1];
@@ -354,14 +368,6 @@ static int cmp_blk_pfn(const void *x, const void *y) {
   return a->pfn < b->pfn ? -1 : a->pfn > b->pfn;
 }
 
-/* Larger class first, then by address. */
-static int cmp_blk_class(const void *x, const void *y) {
-  const struct ad_blk *a = x, *b = y;
-  if (a->cls != b->cls)
-    return a->cls > b->cls ? -1 : 1;
-  return cmp_blk_pfn(x, y);
-}
-
 static unsigned ilog2_u64(uint64_t v) { return 63u - (unsigned)__builtin_clzll(v); }
 
 /*
@@ -386,6 +392,7 @@ static size_t ad_due(struct adaptive *ad, uint32_t now_ms) {
     for (; i < j; i++) {
       struct ad_blk b = ad->blk[i];
       b.cls = (uint8_t)(ad->runs ? run_cls : b.order);
+      b.take = 0;
       if ((uint32_t)(now_ms - b.since) >= ad->age_ms[b.cls])
         ad->blk[n++] = b;
     }
@@ -393,11 +400,20 @@ static size_t ad_due(struct adaptive *ad, uint32_t now_ms) {
   return n;
 }
 
+/* Host calls (madvise ranges) a batch sorted by address takes: one per run of neighbours. */
+static long host_calls(const bh_report_range_t *r, unsigned m) {
+  long calls = m ? 1 : 0;
+  for (unsigned i = 1; i < m; i++)
+    calls += r[i - 1].pfn + (1ull << r[i - 1].order) != r[i].pfn;
+  return calls;
+}
+
 /*
  * Reports the due blocks c[0..n) of zone z, sorted by address, in batches of `capacity`.  A
  * block is taken only if it is still the unreported free block that carried our mark when the
- * scan saw it (a block that left its list lost the mark).  Returns the report calls made, or a
- * negative error if a report failed.
+ * scan saw it (a block that left its list lost the mark).  Returns the host calls the reports
+ * took (ranges after merging neighbours, what the rate cap counts), or a negative error if a
+ * report failed.
  */
 static long ad_report_aged(struct adaptive *ad, bh_zone_t *z, const struct ad_blk *c, size_t n) {
   long calls = 0;
@@ -423,7 +439,7 @@ static long ad_report_aged(struct adaptive *ad, bh_zone_t *z, const struct ad_bl
     if (!m)
       break;
     int err = ad_report(ad, r, m, true);
-    calls++;
+    calls += host_calls(r, m);
     t0 = wlock(z);
     ad_drain(ad, z, r, m, err == BH_OK);
     wunlock(ad, z, t0);
@@ -435,7 +451,7 @@ static long ad_report_aged(struct adaptive *ad, bh_zone_t *z, const struct ad_bl
   return calls;
 }
 
-/* The rate cap: report calls allowed now (a token bucket of rate * interval calls). */
+/* The rate cap: host calls allowed now (a token bucket of rate * interval calls). */
 static long ad_tokens(struct adaptive *ad, uint64_t now) {
   if (ad->rate <= 0)
     return LONG_MAX;
@@ -447,7 +463,53 @@ static long ad_tokens(struct adaptive *ad, uint64_t now) {
   ad->tokens_at = now;
   if (ad->tokens > burst)
     ad->tokens = burst;
-  return (long)ad->tokens;
+  return ad->tokens < 0 ? 0 : (long)ad->tokens;
+}
+
+static int cmp_piece(const void *x, const void *y) {
+  const struct ad_piece *a = x, *b = y;
+  if (a->cls != b->cls)
+    return a->cls > b->cls ? -1 : 1;
+  return a->first < b->first ? -1 : a->first > b->first;
+}
+
+/*
+ * The cap: the due blocks blk[0..n) (by address) make pieces of neighbours, one host call each
+ * (and one more per `capacity` blocks); the largest class goes first, and pieces are taken
+ * while `allowed` calls last.  Keeps the blocks taken at the front of blk[], by address, and
+ * returns how many; the rest wait for a later scan.
+ */
+static size_t ad_cap(struct adaptive *ad, size_t n, long allowed) {
+  size_t np = 0;
+  for (size_t i = 0; i < n;) {
+    size_t j = i + 1;
+    while (j < n && ad->blk[j - 1].pfn + (1ull << ad->blk[j - 1].order) == ad->blk[j].pfn)
+      j++;
+    if (np == ad->piece_cap) {
+      size_t cap = ad->piece_cap ? ad->piece_cap * 2 : 64;
+      struct ad_piece *p = realloc(ad->piece, cap * sizeof(*p));
+      if (!p)
+        break; /* out of memory: the pieces so far */
+      ad->piece = p;
+      ad->piece_cap = cap;
+    }
+    ad->piece[np++] = (struct ad_piece){.first = i, .n = j - i, .cls = ad->blk[i].cls};
+    i = j;
+  }
+  qsort(ad->piece, np, sizeof(*ad->piece), cmp_piece);
+  size_t taken = 0, k = 0;
+  for (; k < np && allowed > 0; k++) {
+    allowed -= 1 + (long)((ad->piece[k].n - 1) / ad->capacity);
+    for (size_t i = 0; i < ad->piece[k].n; i++)
+      ad->blk[ad->piece[k].first + i].take = 1;
+    taken += ad->piece[k].n;
+  }
+  bump(&ad->rate_deferred, n - taken);
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++)
+    if (ad->blk[i].take)
+      ad->blk[m++] = ad->blk[i];
+  return m;
 }
 
 /* One zone's aging orders: scan, pick the due blocks the cap allows, report them. */
@@ -463,13 +525,8 @@ static long ad_age_zone(struct adaptive *ad, bh_zone_t *z, uint32_t now_ms, long
   }
   qsort(ad->blk, ad->nblk, sizeof(*ad->blk), cmp_blk_pfn);
   size_t n = ad_due(ad, now_ms);
-  size_t max = allowed == LONG_MAX ? SIZE_MAX : (size_t)allowed * ad->capacity;
-  if (n > max) { /* the cap: the largest go first, the rest wait for a later scan */
-    qsort(ad->blk, n, sizeof(*ad->blk), cmp_blk_class);
-    bump(&ad->rate_deferred, n - max);
-    n = max;
-    qsort(ad->blk, n, sizeof(*ad->blk), cmp_blk_pfn);
-  }
+  if (n && allowed != LONG_MAX)
+    n = ad_cap(ad, n, allowed);
   return n ? ad_report_aged(ad, z, ad->blk, n) : 0;
 }
 
@@ -481,6 +538,7 @@ static void ad_age(struct adaptive *ad, uint64_t now) {
     long calls = ad_age_zone(ad, bh_arena_zone(ad->a, i), now_ms, allowed);
     if (calls < 0)
       break;
+    bump(&ad->aged_host_calls, (uint64_t)calls);
     if (allowed != LONG_MAX) {
       allowed -= calls;
       ad->tokens -= (double)calls;
@@ -590,6 +648,7 @@ static void ad_ages(struct adaptive *ad) {
 static void ad_destroy(void *state) {
   struct adaptive *ad = state;
   free(ad->blk);
+  free(ad->piece);
   free(ad);
 }
 
@@ -654,6 +713,7 @@ static void ad_stats(void *state, bh_stat_emit_fn emit, void *ctx) {
   emit(ctx, "blocks_reported", (double)get(&ad->blocks_reported));
   emit(ctx, "bytes_reported", (double)get(&ad->pages_reported) * (double)BH_PAGE_SIZE);
   emit(ctx, "aged_report_calls", (double)get(&ad->aged_report_calls));
+  emit(ctx, "aged_host_calls", (double)get(&ad->aged_host_calls));
   emit(ctx, "aged_blocks_reported", (double)get(&ad->aged_blocks));
   emit(ctx, "aged_bytes_reported", (double)get(&ad->aged_pages) * (double)BH_PAGE_SIZE);
   for (unsigned k = ad->low; k < ad->order; k++)
@@ -676,11 +736,11 @@ const bh_strategy_ops_t bh__strategy_adaptive = {
     .options = "order=pageblock_order  reporting order, as bubble's (delay, budget, tail, flag)\n"
                "low=3                  lowest order reported once it has stayed free "
                "(low=order: bubble)\n"
-               "age=1s                 idle age of a block of order-1 ...\n"
-               "growth=2               ... times growth for each order below: "
+               "age=32s                idle age of a block of order-1 ...\n"
+               "growth=1.1             ... times growth for each order below: "
                "age(k) = age * growth^(order-1-k)\n"
-               "rate=16                report calls per second for blocks below order "
-               "(0: no cap)\n"
+               "rate=16                host calls (madvise ranges) per second for blocks "
+               "below order (0: no cap)\n"
                "runs=1                 age a block by the size of the free run it is in "
                "(0: by its own order)\n"
                "interval=2s            how often the worker looks at the orders below order\n"

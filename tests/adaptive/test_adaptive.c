@@ -269,6 +269,38 @@ static void test_age(void **state) {
   bh_arena_destroy(a);
 }
 
+/*
+ * The defaults: age 32 s at order 8, growth 1.1, a scan every 2 s.  A lone order-8 block
+ * marked at the first scan (2 s) is due at 34 s; a lone order-3 block at 2 + 32 * 1.1^5 =
+ * 53.5 s, so at the scan of 54 s.
+ */
+static void test_age_defaults(void **state) {
+  (void)state;
+  struct at_craft c;
+  assert_true(at_craft_init(&c, BH_BACKING_SIM, 512 * MiB, 100, 2));
+  bh_arena_t *a = c.a;
+  uint64_t b3 = c.region[0] + 8, b8 = c.region[1] + 256;
+  at_free_pieces(&c, 0, 1, 1);
+  at_free_pieces(&c, 1, 32, 32);
+  assert_int_equal(bt_free_order(a, b8), 8);
+  bh_hint_t *h = attach(a, NULL);
+  assert_int_equal(bh_hint_next_due(h), 2 * SEC);
+  bh_hint_advance(h, 2 * SEC);
+  assert_true(marked(a, b3, NULL) && marked(a, b8, NULL));
+  bh_hint_advance(h, 32 * SEC);
+  assert_false(bt_reported(a, b8));
+  bh_hint_advance(h, 34 * SEC);
+  assert_true(bt_reported(a, b8));
+  bh_hint_advance(h, 52 * SEC);
+  assert_false(bt_reported(a, b3));
+  bh_hint_advance(h, 54 * SEC);
+  assert_true(bt_reported(a, b3));
+  assert_true(stat(h, "aged_order_8") == 1 && stat(h, "aged_order_3") == 1);
+  check_arena(a);
+  bh_hint_detach(h);
+  bh_arena_destroy(a);
+}
+
 /* ---- 2. reported small blocks go to the tail; allocation takes the flag (and mark) away ---- */
 
 static size_t list3(bh_arena_t *a, uint64_t *pfn, bool *rep, size_t max) {
@@ -411,7 +443,7 @@ static void test_runs(void **state) {
   runs_case(false);
 }
 
-/* ---- 4. the rate cap: at most rate * interval report calls per scan, largest first ---- */
+/* ---- 4. the rate cap: at most rate * interval host calls per scan, largest first ---- */
 
 static void test_rate_cap(void **state) {
   (void)state;
@@ -427,10 +459,12 @@ static void test_rate_cap(void **state) {
   assert_int_equal(bt_free_order(a, c.region[4] + 64), 6);
   assert_int_equal(bt_free_order(a, c.region[4] + 192), 6);
   assert_int_equal(bt_free_order(a, c.region[5] + 32), 5);
-  /* every aging order 1 s; one call of 4 blocks per second */
-  bh_hint_t *h = attach(a, "age=1s growth=1 interval=1s rate=1 capacity=4");
+  /* every aging order 1 s; four host calls per second, four blocks per report call: the
+   * blocks are lone, so each is one host call, and each scan makes one report call */
+  bh_hint_t *h = attach(a, "age=1s growth=1 interval=1s rate=4 capacity=4");
   bh_hint_advance(h, 2 * SEC);
   assert_true(stat(h, "aged_report_calls") == 1);
+  assert_true(stat(h, "aged_host_calls") == 4);
   assert_true(stat(h, "aged_order_6") == 2); /* the largest went first */
   assert_true(stat(h, "aged_order_5") == 1);
   assert_true(stat(h, "aged_order_3") == 1);
@@ -577,10 +611,15 @@ static void test_low_is_bubble_replay(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_options),       cmocka_unit_test(test_mark),
-      cmocka_unit_test(test_age),           cmocka_unit_test(test_tail_and_flag),
-      cmocka_unit_test(test_runs),          cmocka_unit_test(test_rate_cap),
-      cmocka_unit_test(test_low_is_bubble), cmocka_unit_test(test_low_is_bubble_replay),
+      cmocka_unit_test(test_options),
+      cmocka_unit_test(test_mark),
+      cmocka_unit_test(test_age),
+      cmocka_unit_test(test_age_defaults),
+      cmocka_unit_test(test_tail_and_flag),
+      cmocka_unit_test(test_runs),
+      cmocka_unit_test(test_rate_cap),
+      cmocka_unit_test(test_low_is_bubble),
+      cmocka_unit_test(test_low_is_bubble_replay),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
