@@ -16,7 +16,7 @@ mkdir -p "$work"
 fail=0
 strip() { grep -v -E '"(wall_seconds|cpu_seconds|minflt)":' "$1" | sed -E 's/"[a-z_]+_ns": [0-9]+/"_ns": -/g'; }
 for trace in "$traces/real-thp-256M.bht.zst" "$traces/gen-frag-stress-256M.bht.zst"; do
-  for strategy in none bitmap bubble; do
+  for strategy in none bitmap bubble adaptive; do
     for backing in sim mmap; do
       for run in 1 2; do
         if ! "$bh" replay "$trace" --strategy "$strategy" --backing "$backing" --quiet \
