@@ -72,8 +72,8 @@ enum { AD_IDLE, AD_REQUESTED, AD_ACTIVE };
 #define AD_DEFAULT_INTERVAL_NS (2 * BH_NS_PER_SEC) /* aging scan period */
 #define AD_DEFAULT_AGE_NS (32 * BH_NS_PER_SEC)     /* age of the largest aging order */
 #define AD_DEFAULT_GROWTH 1.1
-#define AD_DEFAULT_LOW 3     /* PAGE_ALLOC_COSTLY_ORDER: below it the pcp lists recycle blocks */
-#define AD_DEFAULT_RATE 16.0 /* aging report calls per second */
+#define AD_DEFAULT_LOW 3     /* PAGE_ALLOC_COSTLY_ORDER, as bubble:order=3 */
+#define AD_DEFAULT_RATE 16.0 /* host calls per second for the aging orders */
 #define AD_MAX_AGE_NS (24ull * 3600 * BH_NS_PER_SEC)
 #define AD_NS_PER_MS 1000000ull
 
@@ -111,7 +111,7 @@ struct adaptive {
   /* the aging part (worker only) */
   uint64_t epoch_ns;  /* marks hold milliseconds since this time (attach) */
   uint64_t aging_due; /* next scan */
-  double tokens;      /* report calls the rate cap allows now */
+  double tokens;      /* host calls the rate cap allows now */
   uint64_t tokens_at; /* when tokens was last refilled */
   bool runs;          /* age by the run a block belongs to, not by the block alone */
   struct ad_blk *blk; /* one zone's scan */
