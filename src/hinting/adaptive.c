@@ -496,7 +496,8 @@ static size_t ad_cap(struct adaptive *ad, size_t n, long allowed) {
     ad->piece[np++] = (struct ad_piece){.first = i, .n = j - i, .cls = ad->blk[i].cls};
     i = j;
   }
-  qsort(ad->piece, np, sizeof(*ad->piece), cmp_piece);
+  if (np) /* qsort wants an array, even for none */
+    qsort(ad->piece, np, sizeof(*ad->piece), cmp_piece);
   size_t taken = 0, k = 0;
   for (; k < np && allowed > 0; k++) {
     allowed -= 1 + (long)((ad->piece[k].n - 1) / ad->capacity);
@@ -523,6 +524,8 @@ static long ad_age_zone(struct adaptive *ad, bh_zone_t *z, uint32_t now_ms, long
     bump(&ad->zone_skipped_wmark, 1);
     return 0;
   }
+  if (!ad->nblk) /* nothing unreported in the aging orders (and maybe no array yet) */
+    return 0;
   qsort(ad->blk, ad->nblk, sizeof(*ad->blk), cmp_blk_pfn);
   size_t n = ad_due(ad, now_ms);
   if (n && allowed != LONG_MAX)
