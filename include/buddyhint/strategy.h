@@ -12,8 +12,10 @@
  * The helpers below let a strategy walk and change the free lists the way mm/page_reporting.c
  * does: isolate a free block (with the kernel's watermark check), report ranges to the host
  * (a real madvise on the arena), put blocks back at the list tail without a new notification,
- * and mark blocks reported.  A user adds a strategy in one file: fill a bh_strategy_ops_t and
- * call bh_strategy_register() before attaching.
+ * and mark blocks reported.  A block may also carry a mark of the strategy's own, which the
+ * allocator drops when the block leaves its free list: that tells a worker how long a block
+ * has stayed free without a hook on the free path.  A user adds a strategy in one file: fill a
+ * bh_strategy_ops_t and call bh_strategy_register() before attaching.
  */
 #ifndef BUDDYHINT_STRATEGY_H
 #define BUDDYHINT_STRATEGY_H
@@ -64,7 +66,8 @@ typedef struct bh_strategy_ops {
 /* Registers a strategy (the ops table must outlive its use).  Returns 0, BH_EBUSY if the name
  * is taken, BH_EINVAL for a table without name/create/step, BH_ENOMEM if the registry is full. */
 BH_API int bh_strategy_register(const bh_strategy_ops_t *ops);
-/* Finds a strategy by name; NULL if unknown.  Built in: "none", "bitmap", "bubble". */
+/* Finds a strategy by name; NULL if unknown.  Built in: "none", "bitmap", "bubble",
+ * "adaptive". */
 BH_API const bh_strategy_ops_t *bh_strategy_find(const char *name);
 /* The i-th registered strategy (0..), NULL past the end. */
 BH_API const bh_strategy_ops_t *bh_strategy_at(int i);
@@ -183,6 +186,25 @@ BH_API void bh_free_list_rotate(bh_zone_t *z, unsigned order, int mt, uint64_t p
 /* PageReported of a free block head. */
 BH_API bool bh_block_reported(const bh_zone_t *z, uint64_t pfn);
 BH_API void bh_block_set_reported(bh_zone_t *z, uint64_t pfn);
+/*
+ * A strategy's own mark on a free block head, carrying a 32-bit value (a time, a pass
+ * number).  The strategy sets it; the allocator drops it whenever the block leaves its free
+ * list -- allocation, merging as a buddy, splitting, isolation, compaction -- with the store
+ * that already clears PageReported there, so the mark costs the free and allocation paths
+ * nothing.  A change of list type keeps it, as it keeps PageReported; a block put back from
+ * isolation, a merged block and the halves of a split start unmarked.  So a block that still
+ * carries a mark has been free, as this block at this order, ever since the mark was set: a
+ * strategy learns how long memory has stayed free by marking blocks as its worker first sees
+ * them, where a hook on every free would tax the allocator.  There is one mark per block, for
+ * the strategy attached.
+ */
+/* True if pfn heads a free block that carries a mark; its value in *value (may be NULL). */
+BH_API bool bh_block_marked(const bh_zone_t *z, uint64_t pfn, uint32_t *value);
+/* Marks the free block at pfn with value, replacing an earlier mark.  Returns 0, or BH_EINVAL
+ * (and changes nothing) if pfn does not head a free block on a list of this zone. */
+BH_API int bh_block_set_mark(bh_zone_t *z, uint64_t pfn, uint32_t value);
+/* Removes the mark of the free block at pfn, if it has one. */
+BH_API void bh_block_clear_mark(bh_zone_t *z, uint64_t pfn);
 /*
  * __isolate_free_page: takes the free block at pfn of this order off its list, unless the
  * zone would fall below min watermark + 2^order.  Returns 0, BH_ENOSPC (watermark),

@@ -181,6 +181,8 @@ static void check_blocks(struct checker *c, bh__zone_t *z) {
     }
     if ((p->flags & BH__PG_REPORTED) && state != BH__PG_BUDDY)
       violation(c, "pfn %lu is marked reported but is not free", (unsigned long)pfn);
+    if ((p->flags & BH__PG_MARKED) && state != BH__PG_BUDDY)
+      violation(c, "pfn %lu carries a strategy's mark but is not free", (unsigned long)pfn);
     bool listed = c->seen[pfn >> 6] & (1ull << (pfn & 63));
     if ((state == BH__PG_BUDDY || state == BH__PG_PCP) && !listed)
       violation(c, "%s block pfn %lu order %u is on no list",

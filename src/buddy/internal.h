@@ -34,7 +34,9 @@ static const bool bh_debug = true;
  *   PG_ALLOC    head of an allocated block (order in `order`, request type in `mt`)
  *   PG_ISOLATED head of a free block taken off the lists by isolation (hinting)
  *   none        a page inside one of the above blocks
- * PG_REPORTED is meaningful on PG_BUDDY heads only (Linux's PageReported).
+ * PG_REPORTED is meaningful on PG_BUDDY heads only (Linux's PageReported), and so is
+ * PG_MARKED, a strategy's own mark (bh_block_set_mark) with its value in `priv`: both go with
+ * the store that clears the flags when a block leaves its free list.
  */
 enum {
   BH__PG_BUDDY = 1u << 0,
@@ -48,6 +50,7 @@ enum {
   /* with PG_ALLOC and PG_PRETRACE: outside every zone's span (pfn 0 on x86, the pages past a
    * zone's end in its last max-order block): allocated for good, never freed */
   BH__PG_NOPAGE = 1u << 6,
+  BH__PG_MARKED = 1u << 7,
   BH__PG_STATE = BH__PG_BUDDY | BH__PG_PCP | BH__PG_ALLOC | BH__PG_ISOLATED,
 };
 

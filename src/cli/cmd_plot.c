@@ -29,6 +29,8 @@ static void usage(FILE *out) {
           "                                                 stress, grouping on and off\n"
           "  compact.csv           (bench/exp_compact)     huge pages, throughput and time after\n"
           "                                                 compaction, large blocks vs order 0\n"
+          "  adaptive.csv          (bench/exp_adaptive)    resident memory against madvise\n"
+          "                                                 calls, one panel per trace\n"
           "  a replay timeline     (replay --timeline)     free memory per order over time (a\n"
           "                                                 heat map); several timelines, or\n"
           "                                                 --kind resident: resident memory\n"
@@ -64,6 +66,7 @@ typedef enum {
   IN_CORE,
   IN_FRAG,
   IN_COMPACT,
+  IN_ADAPTIVE,
   IN_REPLAY_TIMELINE
 } input_kind_t;
 
@@ -78,6 +81,7 @@ static const struct {
     {IN_CORE, "group,case,impl,", "core.gp"},
     {IN_FRAG, "kernel,grouping,reps,arena_mib", "frag.gp"},
     {IN_COMPACT, "mix,mode,reps,arena_mib", "compact.gp"},
+    {IN_ADAPTIVE, "trace,strategy,kind,age_s,growth,reps", "adaptive.gp"},
     {IN_REPLAY_TIMELINE, "time_s,live_bytes,resident_bytes", "replay_heatmap.gp"},
 };
 

@@ -40,6 +40,7 @@ static void register_builtins(void) {
   register_locked(&bh__strategy_none);
   register_locked(&bh__strategy_bitmap);
   register_locked(&bh__strategy_bubble);
+  register_locked(&bh__strategy_adaptive);
   pthread_mutex_unlock(&registry_mu);
 }
 

@@ -16,8 +16,8 @@ struct bh_hint {
   void *state;
   bh__reporter_t *reporter;
   bh_clock_mode_t clock;
-  _Atomic uint64_t now;     /* virtual time (virtual mode) */
-  _Atomic uint64_t wake_at; /* earliest requested step (BH_HINT_IDLE: none) */
+  _Atomic uint64_t now;       /* virtual time (virtual mode) */
+  _Atomic uint64_t wake_at;   /* earliest requested step (BH_HINT_IDLE: none) */
   _Atomic uint64_t step_next; /* the strategy's own next due time */
   _Atomic uint64_t steps;
   char error[256];
@@ -42,5 +42,6 @@ static inline uint64_t bh__hint_next_due(const struct bh_hint *h) {
 BH__INTERNAL extern const bh_strategy_ops_t bh__strategy_none;
 BH__INTERNAL extern const bh_strategy_ops_t bh__strategy_bitmap;
 BH__INTERNAL extern const bh_strategy_ops_t bh__strategy_bubble;
+BH__INTERNAL extern const bh_strategy_ops_t bh__strategy_adaptive;
 
 #endif

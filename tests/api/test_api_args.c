@@ -366,6 +366,14 @@ static void rows_strategy(struct fixture *x) {
   ROW("bh_free_list_rotate", "type out of range", (bh_free_list_rotate(z, 0, 99, 0), true));
   ROW("bh_block_reported", "NULL", !bh_block_reported(NULL, 0));
   ROW("bh_block_set_reported", "NULL", (bh_block_set_reported(NULL, 0), true));
+  uint32_t mark = 7;
+  ROW("bh_block_marked", "NULL zone", !bh_block_marked(NULL, 0, &mark) && mark == 7);
+  ROW("bh_block_marked", "NULL value", (bh_block_marked(z, bh_zone_start_pfn(z), NULL), true));
+  ROW("bh_block_marked", "pfn outside the zone", !bh_block_marked(z, UINT64_MAX, &mark));
+  ROW("bh_block_set_mark", "NULL", bh_block_set_mark(NULL, 0, 1) == BH_EINVAL);
+  ROW("bh_block_set_mark", "pfn outside the zone", bh_block_set_mark(z, UINT64_MAX, 1) == BH_EINVAL);
+  ROW("bh_block_clear_mark", "NULL", (bh_block_clear_mark(NULL, 0), true));
+  ROW("bh_block_clear_mark", "pfn outside the zone", (bh_block_clear_mark(z, UINT64_MAX), true));
   ROW("bh_zone_isolate", "NULL", bh_zone_isolate(NULL, 0, 0) == BH_EINVAL);
   ROW("bh_zone_putback", "NULL", bh_zone_putback(NULL, 0, 0, &b) == BH_EINVAL);
   ROW("bh_zone_release", "NULL", bh_zone_release(NULL, 0, 0, &b) == BH_EINVAL);

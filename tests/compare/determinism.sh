@@ -19,7 +19,7 @@ strip() { grep -v -E '"(wall_seconds|cpu_seconds|minflt)":' "$1" | sed -E 's/"[a
 # sim backing, and in the default layout in mmap backing, where every resident memory sample
 # of the whole machine's arena would cost a mincore over 24 GiB.
 for trace in "$traces/real-thp-256M.bht.zst" "$traces/gen-frag-stress-256M.bht.zst"; do
-  for strategy in none bitmap bubble; do
+  for strategy in none bitmap bubble adaptive; do
     for backing in sim mmap; do
       layout=auto
       [ "$backing" = mmap ] && layout=default

@@ -119,7 +119,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   rc.memory_bytes = 32ull << 20;
   rc.lenient = true;
   rc.idle_ns = 5ull * 1000000000ull;
-  rc.hint.strategy = size & 1 ? "bubble" : "bitmap";
+  /* adaptive with young ages, so that its scans report within the short idle */
+  static const bh_opt_t young[] = {{"age", "0"}, {"interval", "100ms"}};
+  static const char *const strategies[] = {"bitmap", "bubble", "adaptive"};
+  rc.hint.strategy = strategies[size % 3];
+  if (size % 3 == 2) {
+    rc.hint.opts = young;
+    rc.hint.nopts = 2;
+  }
   rc.compaction_proactiveness = 100;
   rc.check_every = 64;
   /* a described machine of up to 1 GiB in its own shape (start state, placement both ways) */
