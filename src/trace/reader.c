@@ -439,6 +439,22 @@ static uint32_t text_origin(bh_trace_t *t, const char *s, size_t n, const bh_eve
   return bh__origin_of_kernel_line(t->origins, s, n, t->format == BH_TRACE_PERF_SCRIPT, ev);
 }
 
+/*
+ * bpftrace's "Lost N events" line, which it prints among a script's output when its buffers
+ * overflow (examples/page-events.bt writes native text): N, or 0 for any other line.
+ */
+static uint64_t bpftrace_lost(const char *s, size_t n) {
+  if (n < 12 || memcmp(s, "Lost ", 5) || memcmp(s + n - 7, " events", 7))
+    return 0;
+  uint64_t v = 0;
+  for (size_t i = 5; i < n - 7; i++) {
+    if (s[i] < '0' || s[i] > '9' || v > UINT64_MAX / 10 - 1)
+      return 0;
+    v = v * 10 + (uint64_t)(s[i] - '0');
+  }
+  return v;
+}
+
 static int next_text(bh_trace_t *t, bh_event_t *ev) {
   for (;;) {
     const char *s = NULL;
@@ -461,6 +477,12 @@ static int next_text(bh_trace_t *t, bh_event_t *ev) {
       return event_out(t, ev);
     }
     if (kind == BH__LINE_OTHER) {
+      t->counts.other_lines++;
+      continue;
+    }
+    uint64_t lost = t->format == BH_TRACE_NATIVE_TEXT ? bpftrace_lost(s, n) : 0;
+    if (lost) {
+      t->counts.lost_events += lost;
       t->counts.other_lines++;
       continue;
     }

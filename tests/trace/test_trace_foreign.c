@@ -366,6 +366,32 @@ static void test_native_origins(void **state) {
   bh_trace_close(t);
 }
 
+/* bpftrace's "Lost N events" lines among native text (examples/page-events.bt). */
+static void test_native_bpftrace_lost(void **state) {
+  (void)state;
+  const char *p = tt_write_str("l.txt", "# buddyhint-trace 1\n"
+                                        "1 A 0x10 0\n"
+                                        "Lost 17 events\n"
+                                        "2 F 0x10 0\n"
+                                        "Lost 3 events\n");
+  bh_trace_t *t = open_ok(p, false);
+  bh_event_t *ev;
+  size_t n;
+  assert_int_equal(tt_read_all(t, &ev, &n), 0);
+  assert_int_equal(n, 2);
+  bh_trace_counts_t c;
+  bh_trace_counts(t, &c);
+  assert_int_equal(c.lost_events, 20);
+  assert_int_equal(c.other_lines, 3); /* the header and the two */
+  free(ev);
+  bh_trace_close(t);
+  p = tt_write_str("l2.txt", "# buddyhint-trace 1\nLost many events\n");
+  t = open_ok(p, false);
+  bh_event_t e;
+  assert_int_equal(bh_trace_next(t, &e), BH_EFORMAT);
+  bh_trace_close(t);
+}
+
 /* The interning table: ids stable, strings kept, growth past the first table size. */
 static void test_origin_table(void **state) {
   (void)state;
@@ -403,6 +429,7 @@ int main(void) {
       cmocka_unit_test(test_perf_script_callsites),
       cmocka_unit_test(test_ftrace_origins),
       cmocka_unit_test(test_native_origins),
+      cmocka_unit_test(test_native_bpftrace_lost),
       cmocka_unit_test(test_origin_table),
   };
   return cmocka_run_group_tests(tests, tt_setup, tt_teardown);
