@@ -433,7 +433,8 @@ static inline int event_out(bh_trace_t *t, bh_event_t *ev) {
 }
 
 /* The origin of a text event: the task name of a kernel line, the pid of a native one. */
-static uint32_t text_origin(bh_trace_t *t, const char *s, size_t n, const bh_event_t *ev) {
+__attribute__((noinline, cold)) static uint32_t text_origin(bh_trace_t *t, const char *s, size_t n,
+                                                            const bh_event_t *ev) {
   if (t->format == BH_TRACE_NATIVE_TEXT)
     return bh__origin_intern(t->origins, ev->pid, NULL, 0, NULL, 0);
   return bh__origin_of_kernel_line(t->origins, s, n, t->format == BH_TRACE_PERF_SCRIPT, ev);
@@ -443,7 +444,7 @@ static uint32_t text_origin(bh_trace_t *t, const char *s, size_t n, const bh_eve
  * bpftrace's "Lost N events" line, which it prints among a script's output when its buffers
  * overflow (examples/page-events.bt writes native text): N, or 0 for any other line.
  */
-static uint64_t bpftrace_lost(const char *s, size_t n) {
+__attribute__((noinline, cold)) static uint64_t bpftrace_lost(const char *s, size_t n) {
   if (n < 12 || memcmp(s, "Lost ", 5) || memcmp(s + n - 7, " events", 7))
     return 0;
   uint64_t v = 0;
@@ -605,6 +606,22 @@ static int next_foreign(bh_trace_t *t, bh_event_t *ev) {
   return r == 1 ? event_out(t, ev) : r;
 }
 
+/* bh_trace_next_batch of a trace.dat or perf.data. */
+static int foreign_batch(bh_trace_t *t, bh_event_t *evs, int max) {
+  int k = 0;
+  while (k < max) {
+    int r = next_foreign(t, &evs[k]);
+    if (r < 0) {
+      t->err = r;
+      return k ? k : r; /* the events before the error first; the error on the next call */
+    }
+    if (r == 0)
+      break;
+    k++;
+  }
+  return k;
+}
+
 int bh__trace_peek_records(bh_trace_t *t, const unsigned char **recs, int max) {
   if (t->format != BH_TRACE_NATIVE_BINARY || t->err || max < 1)
     return 0;
@@ -618,20 +635,10 @@ int bh_trace_next_batch(bh_trace_t *t, bh_event_t *evs, int max) {
     return BH_EINVAL;
   if (bh__trace_unlikely(t->err))
     return t->err;
+  if (bh__trace_unlikely(t->foreign))
+    return foreign_batch(t, evs, max);
   int k = 0;
   while (k < max) {
-    if (bh__trace_unlikely(t->foreign)) {
-      int r = next_foreign(t, &evs[k]);
-      if (r == 1) {
-        k++;
-        continue;
-      }
-      if (r < 0) {
-        t->err = r;
-        return k ? k : r;
-      }
-      break;
-    }
     if (t->format == BH_TRACE_NATIVE_BINARY) {
       k += binary_run(t, evs + k, max - k);
       if (k == max)
