@@ -320,14 +320,16 @@ static void test_perf_script_callsites(void **state) {
 
 static void test_ftrace_origins(void **state) {
   (void)state;
-  const char *p = tt_write_str(
-      "o.txt",
-      " Web Content-my-task-777 [003] d..1.  1.000001: mm_page_free: page=0 pfn=0x10 order=0\n"
-      "          memhog-4242    [001] d..1.  1.000002: mm_page_alloc: page=0 pfn=0x11 "
-      "order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE\n"
-      "          memhog-4242    [001] d..1.  1.000003: mm_page_alloc: page=0 pfn=0x12 "
-      "order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE\n"
-      "           <...>-99      [000] ....   1.000004: mm_page_free: page=0 pfn=0x11 order=0\n");
+  const char *p = tt_write_str("o.txt", " Web Content-my-task-777 [003] d..1.  1.000001: "
+                                        "mm_page_free: page=000000003b8e1cde pfn=0x10 order=0\n"
+                                        "          memhog-4242    [001] d..1.  1.000002: "
+                                        "mm_page_alloc: page=000000003b8e1cde pfn=0x11 "
+                                        "order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE\n"
+                                        "          memhog-4242    [001] d..1.  1.000003: "
+                                        "mm_page_alloc: page=000000003b8e1cde pfn=0x12 "
+                                        "order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE\n"
+                                        "           <...>-99      [000] ....   1.000004: "
+                                        "mm_page_free: page=000000003b8e1cde pfn=0x11 order=0\n");
   bh_trace_t *t = open_ok(p, true);
   bh_event_t *ev;
   size_t n;
