@@ -15,8 +15,9 @@ static void usage(FILE *out) {
           "                         [--lenient]\n"
           "\n"
           "Reads the trace IN in any format the reader knows (ftrace text, perf script, native\n"
-          "text or binary; plain, gzip or zstd), recognised by its content, and writes its\n"
-          "events to OUT in a native format.  '-' is standard input / output.\n"
+          "text or binary, plain, gzip or zstd; trace-cmd's trace.dat; perf's perf.data\n"
+          "through perf script), recognised by its content, and writes its events to OUT in\n"
+          "a native format.  '-' is standard input / output.\n"
           "\n"
           "options:\n"
           "  --format text|binary   default: binary if OUT ends in .bht or .bin (before any\n"
@@ -132,7 +133,8 @@ int cmd_convert(int argc, char **argv) {
     bh_trace_counts_t c;
     bh_trace_counts(t, &c);
     fprintf(stderr, "buddyhint convert: wrote %llu events to %s (%s, %s)\n",
-            (unsigned long long)c.events, out, bh_cli_format_name(format), bh_cli_compression_name(compression));
+            (unsigned long long)c.events, out, bh_cli_format_name(format),
+            bh_cli_compression_name(compression));
     rc = BH_EXIT_OK;
   }
   if (rc && strcmp(out, "-"))
