@@ -52,6 +52,12 @@ int bh__tracedat_open(const bh__foreign_ctx_t *ctx, bh__foreign_t **out) {
 
 #include <trace-cmd.h>
 
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 enum { MAX_KINDS = 5, GFP_CACHE = 64 };
 
 /* One of the events we read, with its fields as the file describes them. */
@@ -358,8 +364,46 @@ static int open_instances(struct tracedat *d) {
   return 0;
 }
 
+/*
+ * libtracecmd and libtraceevent trust the file's headers: a corrupt event format or buffer
+ * description can make tracecmd_open() or tracecmd_buffer_instance_handle() crash (seen with
+ * Debian 12's libtracecmd 1.3 on mutated files).  So a child process opens the file first, as
+ * the reader will; only if it survives does the reader open it itself.  It costs a fork and a
+ * second parse of the headers, not of the events.  Returns 0, or BH_EFORMAT if the child died.
+ */
+static int open_survives(const char *path) {
+  pid_t pid = fork();
+  if (pid < 0)
+    return 0; /* cannot check: go on */
+  if (pid == 0) {
+    /* the program's handlers (a test framework's, say) must not catch the crash in here */
+    static const int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+    for (size_t i = 0; i < sizeof(fatal) / sizeof(fatal[0]); i++)
+      signal(fatal[i], SIG_DFL);
+    int null = open("/dev/null", O_WRONLY);
+    if (null >= 0)
+      dup2(null, STDERR_FILENO); /* what the libraries print on their way down */
+    tracecmd_set_loglevel(TEP_LOG_NONE);
+    struct tracecmd_input *h =
+        tracecmd_open(path, TRACECMD_FL_LOAD_NO_PLUGINS | TRACECMD_FL_LOAD_NO_SYSTEM_PLUGINS);
+    for (int i = 0, n = h ? tracecmd_buffer_instances(h) : 0; i < n; i++)
+      tracecmd_buffer_instance_handle(h, i);
+    _exit(0);
+  }
+  int st;
+  while (waitpid(pid, &st, 0) < 0)
+    if (errno != EINTR)
+      return 0;
+  return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : BH_EFORMAT; /* died (a sanitizer exits 1) */
+}
+
 int bh__tracedat_open(const bh__foreign_ctx_t *ctx, bh__foreign_t **out) {
   *out = NULL;
+  if (open_survives(ctx->path)) {
+    snprintf(ctx->msg, BH__TRACE_MSG_SIZE,
+             "%s: a corrupt trace.dat (libtracecmd crashed opening it)", ctx->name);
+    return BH_EFORMAT;
+  }
   struct tracedat *d = calloc(1, sizeof(*d));
   if (!d) {
     snprintf(ctx->msg, BH__TRACE_MSG_SIZE, "%s: out of memory", ctx->name);

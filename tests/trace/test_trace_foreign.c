@@ -186,6 +186,47 @@ static void test_tracedat_truncated(void **state) {
   }
 }
 
+/*
+ * Single bytes changed in the fixture that make Debian 12's libtracecmd 1.3 crash when it
+ * opens the file (a mutation test found them): in libtraceevent's tep_parse_event (an event
+ * format), and in tracecmd_buffer_instance_handle (the instance buffer's description).  The
+ * reader must say the file is bad, or read it, and never crash.
+ */
+static void test_tracedat_crashing_corruptions(void **state) {
+  (void)state;
+  if (!BH_HAVE_TRACECMD)
+    return;
+  static const struct {
+    size_t at[3];
+    unsigned char v[3];
+    int n;
+  } cases[] = {
+      {{13909}, {54}, 1},
+      {{14073}, {181}, 1},
+      {{10528, 49883, 149706}, {152, 207, 41}, 3},
+  };
+  for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+    size_t len;
+    unsigned char *b = tt_read(TRACEDAT, &len);
+    for (int i = 0; i < cases[c].n; i++)
+      b[cases[c].at[i]] = cases[c].v[i];
+    const char *p = tt_write("corrupt.dat", b, len);
+    free(b);
+    bh_trace_t *t;
+    int err = bh_trace_open(p, NULL, &t);
+    if (err) {
+      assert_int_equal(err, BH_EFORMAT);
+      assert_non_null(strstr(bh_trace_error(NULL), p));
+      continue;
+    }
+    bh_event_t *ev;
+    size_t n;
+    tt_read_all(t, &ev, &n);
+    free(ev);
+    bh_trace_close(t);
+  }
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* perf.data and perf script text with call chains                                          */
 /* ---------------------------------------------------------------------------------------- */
@@ -426,6 +467,7 @@ int main(void) {
       cmocka_unit_test(test_tracedat_without_library),
       cmocka_unit_test(test_tracedat_compressed),
       cmocka_unit_test(test_tracedat_truncated),
+      cmocka_unit_test(test_tracedat_crashing_corruptions),
       cmocka_unit_test(test_perfdata_matches_script),
       cmocka_unit_test(test_perf_script_chains_plain_reader),
       cmocka_unit_test(test_perf_script_callsites),
