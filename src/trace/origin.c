@@ -31,6 +31,7 @@ struct bh__origins {
   uint32_t mask;
   char *str; /* string arena: each string NUL-terminated */
   size_t str_len, str_cap;
+  uint32_t last; /* the id interned last: events come in runs of one task */
 };
 
 _Static_assert(sizeof(bh_event_t) == 48, "origin lives in bh_event_t's padding");
@@ -128,11 +129,17 @@ uint32_t bh__origin_intern(bh__origins_t *o, int32_t pid, const char *comm, size
     comm = "", cl = 0;
   if (!site)
     site = "", sl = 0;
+  if (o->last) {
+    const struct origin_rec *r = &o->recs[o->last - 1];
+    if (r->pid == pid && r->comm_len == cl && r->site_len == sl &&
+        !memcmp(o->str + r->comm, comm, cl) && !memcmp(o->str + r->site, site, sl))
+      return o->last;
+  }
   uint64_t h = triple_hash(pid, comm, cl, site, sl);
   uint32_t i = (uint32_t)h & o->mask;
   for (uint32_t id; (id = o->slots[i]) != 0; i = (i + 1) & o->mask)
     if (same(o, &o->recs[id - 1], h, pid, comm, cl, site, sl))
-      return id;
+      return o->last = id;
   if (o->nr == UINT32_MAX - 1 || cl > UINT32_MAX / 2 || sl > UINT32_MAX / 2)
     return 0;
   if (o->nr == o->cap) {
@@ -155,7 +162,7 @@ uint32_t bh__origin_intern(bh__origins_t *o, int32_t pid, const char *comm, size
     o->slots[i] = 0;
     return 0;
   }
-  return o->nr;
+  return o->last = o->nr;
 }
 
 int bh__origin_get(const bh__origins_t *o, uint32_t id, bh_trace_origin_t *out) {
