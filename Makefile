@@ -34,8 +34,13 @@ CLANG_FORMAT   ?= clang-format
 ASAN_OPTIONS   ?= detect_leaks=1
 UBSAN_OPTIONS  ?= print_stacktrace=1
 
+# The other tools' traces: libtracecmd reads trace-cmd's trace.dat, perf (linux-perf) reads
+# perf.data for us, and the bpftrace example's test runs bpftrace for real.
+TRACE_TOOL_PACKAGES ?= libtracecmd-dev libtraceevent-dev linux-perf bpftrace
+
 DEB_PACKAGES := build-essential cmake pkg-config libcmocka-dev libjemalloc-dev libnuma-dev \
-                zlib1g-dev libzstd-dev gnuplot-nox libyaml-dev libjansson-dev
+                zlib1g-dev libzstd-dev gnuplot-nox libyaml-dev libjansson-dev \
+                $(TRACE_TOOL_PACKAGES)
 
 # The trace `make demo` compares the strategies on: a recorded memhog run (a guest without swap
 # that allocates, touches and frees 300 MiB), else the first sample trace there is.

@@ -22,6 +22,18 @@ enum bh_touch {
   BH_TOUCH_FULL  /* fill every allocated page */
 };
 
+/* What a replay attributes its memory to (bh_replay_config_t.by). */
+enum bh_replay_by {
+  BH_BY_NONE = 0,
+  BH_BY_PID,     /* the process (the trace's pid, which ftrace and perf give per thread) */
+  BH_BY_COMM,    /* the task name (ftrace, perf, trace.dat; the native formats have none) */
+  BH_BY_CALLSITE /* the call site (perf record -g: the first function outside the page
+                  * allocator); a trace without call chains has none */
+};
+
+/* The most rows an attribution keeps (bh_replay_config_t.by_top); the rest is one row. */
+#define BH_REPLAY_MAX_BY 32
+
 /* The longest gap between two events a replay plays out; longer ones are cut to this. */
 #define BH_REPLAY_MAX_GAP_NS (600ull * 1000000000ull)
 /* The longest idle time after the last event (idle_ns). */
@@ -103,6 +115,15 @@ typedef struct bh_replay_config {
   /* at the end of the trace, the arena's buddyinfo, pagetypeinfo, zoneinfo and vmstat in the
    * kernel's formats go to files of these names in this directory (made if missing) */
   const char *dump_dir;
+  /*
+   * Attribute resident memory and refaults to the trace's processes or call sites (default
+   * BH_BY_NONE: nothing is attributed, and the replay pays nothing for it).  Every page keeps
+   * the origin of the allocation that last held it, freed or not, so memory freed but not yet
+   * reported counts against whoever used it last.  The by_top heaviest keys (default 10, at
+   * most BH_REPLAY_MAX_BY) get a row of bh_replay_summary_t.by_rows, the rest one "(other)".
+   */
+  enum bh_replay_by by;
+  unsigned by_top;
 } bh_replay_config_t;
 
 /* Fills the defaults documented above (the arena defaults of bh_config_init). */
@@ -181,6 +202,19 @@ typedef struct bh_replay_summary {
   uint64_t rss_peak_bytes, rss_final_bytes, live_peak_bytes, live_final_bytes;
   uint64_t reported_bytes, madvise_calls, refaults, refault_blocks, minflt;
   long check_violations;
+  /* the command the trace was read through (perf.data: perf script ...), or "" */
+  char trace_command[512];
+  /* bh_replay_config_t.by: the rows, heaviest resident memory first */
+  enum bh_replay_by by;
+  int nr_by_rows;
+  struct bh_replay_by_row {
+    char key[96];            /* the pid, comm or call site; "(unknown)", "(other)" */
+    uint64_t allocs;         /* allocations the replay made for it */
+    uint64_t alloc_bytes;    /* memory they asked for */
+    uint64_t live_bytes;     /* of it, still allocated at the end */
+    uint64_t resident_bytes; /* resident at the end in pages it allocated last */
+    uint64_t refaults;       /* reported pages its allocations faulted back in */
+  } by_rows[BH_REPLAY_MAX_BY + 1];
   uint64_t arena_stats[BH_NR_STATS];
   int nr_strategy_stats;
   char strategy_stat_names[BH_REPLAY_MAX_STATS][32];
@@ -202,6 +236,12 @@ BH_API int bh_replay_run(const bh_replay_config_t *cfg, bh_replay_summary_t *out
  * Only cfg->zone_bytes is written.
  */
 BH_API void bh_replay_zone_layout(bh_config_t *cfg, uint64_t total);
+
+typedef struct bh_replay_by_row bh_replay_by_row_t;
+
+/* "pid", "comm", "callsite" (BH_BY_NONE: "none"); and back: 0 or BH_EINVAL. */
+BH_API const char *bh_replay_by_name(enum bh_replay_by by);
+BH_API int bh_replay_by_parse(const char *name, enum bh_replay_by *out);
 
 /* Writes the summary as one JSON object (keys documented in the README). */
 BH_API int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *out, int indent);

@@ -10,6 +10,9 @@
  *   "perf-script"    the text `perf script` prints for the kmem: tracepoints
  *   "native-text"    buddyhint's own line format, easy to write by hand or from a script
  *   "native-binary"  buddyhint's own fixed-size records, for fast replay
+ *   "trace-dat"      trace-cmd's trace.dat, read with libtracecmd where the library was built
+ *                    with it (the tracepoint formats stored in the file decode its fields)
+ *   "perf-data"      perf's perf.data, read through `perf script`, which must be installed
  *
  * Any of them may be compressed with gzip or zstd (recognised by the magic bytes).  The native
  * formats are described in traces/FORMAT.md and at the top of src/trace/reader.c.  The writer
@@ -58,6 +61,9 @@ typedef struct bh_event {
   int8_t migratetype; /* as recorded, -1 unknown */
   uint8_t zone;       /* enum bh_zone_type, bh_gfp_zone(gfp) for allocs; 0 for frees */
   uint8_t failed;     /* 1 for an alloc the kernel failed (page=(null), pfn 0) */
+  /* who made the event, when the trace was opened with bh_trace_opts_t.origins: an id for
+   * bh_trace_origin() (process, call site); 0 = unknown or not asked for */
+  uint32_t origin;
 } bh_event_t;
 
 /* ---------------------------------------------------------------------------------------- */
@@ -94,7 +100,9 @@ enum bh_trace_format {
   BH_TRACE_FTRACE = 1,
   BH_TRACE_PERF_SCRIPT = 2,
   BH_TRACE_NATIVE_TEXT = 3,
-  BH_TRACE_NATIVE_BINARY = 4
+  BH_TRACE_NATIVE_BINARY = 4,
+  BH_TRACE_TRACE_DAT = 5, /* trace-cmd's trace.dat */
+  BH_TRACE_PERF_DATA = 6  /* perf's perf.data */
 };
 
 enum bh_trace_compression {
@@ -106,6 +114,9 @@ enum bh_trace_compression {
 /* Reader options; a zero-initialised struct (or NULL) gives the defaults. */
 typedef struct bh_trace_opts {
   bool lenient; /* skip and count malformed lines/records instead of failing (default false) */
+  /* fill bh_event_t.origin: which process (pid, comm) and, where the trace has call chains
+   * (perf record -g), which call site made each event (default false: origin stays 0) */
+  bool origins;
 } bh_trace_opts_t;
 
 /* What the reader has seen so far. */
@@ -162,7 +173,7 @@ BH_API int bh_trace_next_batch(bh_trace_t *t, bh_event_t *evs, int max);
 BH_API const char *bh_trace_error(const bh_trace_t *t);
 
 /* The detected format: enum bh_trace_format, and its name ("ftrace", "perf-script",
- * "native-text", "native-binary"). */
+ * "native-text", "native-binary", "trace-dat", "perf-data"). */
 BH_API int bh_trace_format(const bh_trace_t *t);
 BH_API const char *bh_trace_format_name(const bh_trace_t *t);
 /* The version of a native format's header (1 or 2); 0 for ftrace and perf script text. */
@@ -177,6 +188,27 @@ BH_API void bh_trace_counts(const bh_trace_t *t, bh_trace_counts_t *out);
  * NULL if the trace has none.  Valid until bh_trace_close.
  */
 BH_API const char *bh_trace_description(const bh_trace_t *t, size_t *len);
+
+/*
+ * The command a trace is read through, for formats that need one ("perf script -i FILE ..." for
+ * perf-data), so that a program can say what it ran; NULL for the others.
+ */
+BH_API const char *bh_trace_command(const bh_trace_t *t);
+
+/* Who made an event (bh_event_t.origin).  The strings live as long as the trace. */
+typedef struct bh_trace_origin {
+  int32_t pid;          /* -1 unknown */
+  const char *comm;     /* the task's name, "" if the trace has none (native formats) */
+  const char *callsite; /* the first function of the call chain outside the page allocator
+                         * and the tracing code, "" without a call chain */
+} bh_trace_origin_t;
+
+/*
+ * Fills *out for origin id (an event's bh_event_t.origin).  Returns 0; BH_EINVAL for a NULL
+ * argument, BH_ENOENT for an id the trace has not given out (0 among them).
+ */
+BH_API int bh_trace_origin(const bh_trace_t *t, uint32_t id, bh_trace_origin_t *out);
+
 /* Closes the trace and frees it; NULL is accepted. */
 BH_API void bh_trace_close(bh_trace_t *t);
 

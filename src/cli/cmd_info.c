@@ -145,7 +145,9 @@ static void print_text(const bh_config_t *c, resolved_t *r) {
     printf("  %-12s %s\n", bh_gen_workload_at(i), bh_gen_summary(bh_gen_workload_at(i)));
 
   printf("\ntraces:\n");
-  printf("  read         ftrace, perf-script, native-text, native-binary (found by content)\n");
+  printf("  read         ftrace, perf-script, native-text, native-binary (found by content);\n"
+         "               trace-dat (a library built with libtracecmd), perf-data (through\n"
+         "               perf script)\n");
   printf("  write        native-text, native-binary\n");
   printf("  compression  none, gzip, zstd (read: found by magic bytes)\n");
 }
@@ -214,7 +216,7 @@ static void print_json(const bh_config_t *c, resolved_t *r) {
     bh__json_str(stdout, bh_gen_workload_at(i));
   }
   printf("],\n  \"trace_read_formats\": [\"ftrace\", \"perf-script\", \"native-text\", "
-         "\"native-binary\"],\n");
+         "\"native-binary\", \"trace-dat\", \"perf-data\"],\n");
   printf("  \"trace_write_formats\": [\"native-text\", \"native-binary\"],\n");
   printf("  \"compressions\": [\"none\", \"gzip\", \"zstd\"]\n}\n");
 }

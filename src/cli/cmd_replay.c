@@ -5,8 +5,9 @@ static void help(FILE *f) {
   fprintf(f,
           "usage: buddyhint replay TRACE [OPTIONS]\n\n"
           "Replays TRACE (ftrace or perf script text of kmem:mm_page_alloc/mm_page_free, or a\n"
-          "native trace; gzip/zstd compressed or not) through the allocator with one hinting\n"
-          "strategy, on a virtual clock from the trace timestamps, and prints a summary.\n\n"
+          "native trace, gzip/zstd compressed or not; a trace-cmd trace.dat or a perf.data)\n"
+          "through the allocator with one hinting strategy, on a virtual clock from the trace\n"
+          "timestamps, and prints a summary.\n\n"
           "options:\n%s"
           "  --reports FILE        write every block the strategy reported as CSV\n"
           "                        (time_s,pfn,order; time_s on the trace's clock)\n",

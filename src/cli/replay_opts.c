@@ -45,6 +45,11 @@ const char bh_cli_replay_help[] =
     "  --end DIR             the end snapshot from such a directory (for fidelity)\n"
     "  --dump DIR            at the end of the trace, write the arena's buddyinfo,\n"
     "                        pagetypeinfo, zoneinfo and vmstat to DIR (never over a file)\n"
+    "  --by pid|comm|callsite\n"
+    "                        attribute resident memory and refaults to the trace's\n"
+    "                        processes or call sites (perf record -g); a table after the\n"
+    "                        summary, \"by\" in the JSON\n"
+    "  --by-top N            rows of that table (default 10, at most 32; the rest is one)\n"
     "  --quiet               no progress line\n";
 
 static int set_enum(const char *verb, const char *opt, const char *v, const char *const *names,
@@ -248,6 +253,21 @@ int bh_cli_replay_opt(int argc, char **argv, int *i, bh_cli_replay_t *c) {
       return -1;
     cfg->dump_dir = v;
     return 1;
+  } else if (OPT("by")) {
+    enum bh_replay_by by;
+    if (r < 0)
+      return -1;
+    if (bh_replay_by_parse(v, &by) || by == BH_BY_NONE) {
+      bh_cli_usage_error(verb, "--by: unknown value '%s' (pid, comm or callsite)", v);
+      return -1;
+    }
+    cfg->by = by;
+    return 1;
+  } else if (OPT("by-top")) {
+    if (r < 0 || num(verb, "by-top", v, 1, BH_REPLAY_MAX_BY, &x))
+      return -1;
+    cfg->by_top = (unsigned)x;
+    return 1;
   } else if (OPT("check-every")) {
     if (r < 0 || num(verb, "check-every", v, 0, UINT64_MAX, &cfg->check_every))
       return -1;
@@ -344,8 +364,22 @@ void bh_cli_warn_lost(const char *verb, const bh_replay_summary_t *s) {
             verb, s->trace, (unsigned long)s->lost_events);
 }
 
+/* The --by table: one row per process or call site, heaviest resident memory first. */
+static void print_by(FILE *f, const bh_replay_summary_t *s) {
+  fprintf(f, "by %-27s %8s %11s %10s %12s %9s\n", bh_replay_by_name(s->by), "allocs", "alloc MiB",
+          "live MiB", "resident MiB", "refaults");
+  for (int i = 0; i < s->nr_by_rows; i++) {
+    const bh_replay_by_row_t *r = &s->by_rows[i];
+    fprintf(f, "   %-27.27s %8lu %11.1f %10.1f %12.1f %9lu\n", r->key, (unsigned long)r->allocs,
+            mib(r->alloc_bytes), mib(r->live_bytes), mib(r->resident_bytes),
+            (unsigned long)r->refaults);
+  }
+}
+
 void bh_cli_print_summary(FILE *f, const bh_replay_summary_t *s) {
   fprintf(f, "trace        %s (%s)\n", s->trace, s->trace_format);
+  if (s->trace_command[0])
+    fprintf(f, "read through %s\n", s->trace_command);
   fprintf(f, "strategy     %s, %s backing, reports by %s\n", s->strategy, s->backing,
           s->report_mode);
   fprintf(f, "arena        %.0f MiB, %lu cpus\n", mib(s->memory_bytes), (unsigned long)s->nr_cpus);
@@ -405,6 +439,8 @@ void bh_cli_print_summary(FILE *f, const bh_replay_summary_t *s) {
             mib(s->fidelity.recorded_high_order_pages << BH_PAGE_SHIFT),
             100.0 * s->fidelity.high_order_error, 100.0 * s->fidelity.pageblock_error);
   fprintf(f, "check        %ld violations\n", s->check_violations);
+  if (s->by)
+    print_by(f, s);
 }
 
 /* The outputs bh_cli_open_out opened, by their stream. */

@@ -38,6 +38,7 @@
  * has the shape of an ftrace or perf script event line.  A file of comments alone (an empty
  * ftrace buffer) is an ftrace trace without events.
  */
+#include "trace/foreign.h"
 #include "trace/trace_internal.h"
 
 #include <endian.h>
@@ -50,9 +51,9 @@
 struct bh_trace {
   char *name;
   bool lenient;
-  int format;            /* enum bh_trace_format */
+  int format; /* enum bh_trace_format */
   bh__src_t src;
-  unsigned char *buf;    /* decoded data window: unread bytes are buf[pos, len) */
+  unsigned char *buf; /* decoded data window: unread bytes are buf[pos, len) */
   size_t pos, len, cap;
   uint64_t base;    /* stream offset of buf[0] */
   uint64_t nul_at;  /* NUL search (line_has_nul): the first NUL found, or nul_end */
@@ -66,6 +67,9 @@ struct bh_trace {
   size_t desc_len;
   uint64_t desc_need; /* binary version 2: description bytes still to read at open */
   bh__tparse_t tp;
+  bh__foreign_t *foreign; /* trace.dat, perf.data: their own reader (foreign.h) */
+  bh__origins_t *origins; /* interning of event origins, NULL when not asked for */
+  bool own_origins;       /* origins is ours to free */
   bh_trace_counts_t counts;
   char msg[BH__TRACE_MSG_SIZE];     /* last error */
   char src_msg[BH__TRACE_MSG_SIZE]; /* the source's error, copied to msg when it is reported */
@@ -226,10 +230,27 @@ static int detect_kernel_text(bh_trace_t *t, bool complete) {
 }
 
 /* Returns 0 with t->format set, DETECT_MORE, or an error. */
+/* trace.dat and perf.data, which their own readers open by path (foreign.h). */
+static int detect_foreign(bh_trace_t *t) {
+  bool dat = bh__tracedat_magic(t->buf, t->len);
+  if (!dat && !bh__perfdata_magic(t->buf, t->len))
+    return 1;
+  if (t->src.comp != BH_TRACE_COMP_NONE)
+    return trace_fail(t, BH_EFORMAT, "a %s compressed with %s: decompress it first",
+                      dat ? "trace-cmd trace.dat" : "perf.data", bh_trace_compression(t));
+  t->format = dat ? BH_TRACE_TRACE_DAT : BH_TRACE_PERF_DATA;
+  return 0;
+}
+
 static int detect(bh_trace_t *t, bool complete) {
   static const char magic[] = BH__TRACE_BIN_MAGIC;
   if (t->len == 0)
     return complete ? trace_fail(t, BH_EFORMAT, "empty trace") : DETECT_MORE;
+  if (t->len < 10 && !complete)
+    return DETECT_MORE;
+  int r = detect_foreign(t);
+  if (r <= 0)
+    return r;
   size_t m = t->len < 8 ? t->len : 8;
   if (memcmp(t->buf, magic, m) == 0) {
     if (m == 8)
@@ -371,11 +392,33 @@ const char *bh_trace_description(const bh_trace_t *t, size_t *len) {
 void bh_trace_close(bh_trace_t *t) {
   if (!t)
     return;
+  bh__foreign_close(t->foreign);
+  if (t->own_origins)
+    bh__origins_free(t->origins);
   bh__src_close(&t->src);
   free(t->desc);
   free(t->buf);
   free(t->name);
   free(t);
+}
+
+/* Hands the file to the reader of its format (foreign.h); the byte source is not needed. */
+static int open_foreign(bh_trace_t *t, const char *path) {
+  bh__src_close(&t->src);
+  t->src.fd = -1;
+  if (!strcmp(path, "-"))
+    return trace_fail(t, BH_EFORMAT, "a %s cannot be read from standard input: give its file",
+                      t->format == BH_TRACE_TRACE_DAT ? "trace.dat" : "perf.data");
+  bh__foreign_ctx_t ctx = {.path = path,
+                           .name = t->name,
+                           .lenient = t->lenient,
+                           .origins = t->origins,
+                           .counts = &t->counts,
+                           .msg = t->msg};
+  if (t->format == BH_TRACE_PERF_SCRIPT) /* with origins: call chains give call sites */
+    return bh__perfscript_open(&ctx, &t->foreign);
+  return t->format == BH_TRACE_TRACE_DAT ? bh__tracedat_open(&ctx, &t->foreign)
+                                         : bh__perfdata_open(&ctx, &t->foreign);
 }
 
 int bh_trace_open(const char *path, const bh_trace_opts_t *opts, bh_trace_t **out) {
@@ -408,6 +451,12 @@ int bh_trace_open(const char *path, const bh_trace_opts_t *opts, bh_trace_t **ou
     err = sniff(t);
   if (!err)
     err = read_description(t);
+  if (!err && opts && opts->origins && !(t->origins = bh__origins_new()))
+    err = trace_fail(t, BH_ENOMEM, "out of memory");
+  t->own_origins = t->origins != NULL;
+  if (!err && (t->format == BH_TRACE_TRACE_DAT || t->format == BH_TRACE_PERF_DATA ||
+               (t->format == BH_TRACE_PERF_SCRIPT && t->origins && strcmp(path, "-"))))
+    err = open_foreign(t, path);
   if (err) {
     int e = errno;
     memcpy(tls_msg, t->msg, sizeof(tls_msg));
@@ -500,6 +549,30 @@ static inline int event_out(bh_trace_t *t, bh_event_t *ev) {
   return 1;
 }
 
+/* The origin of a text event: the task name of a kernel line, the pid of a native one. */
+__attribute__((noinline, cold)) static uint32_t text_origin(bh_trace_t *t, const char *s, size_t n,
+                                                            const bh_event_t *ev) {
+  if (t->format == BH_TRACE_NATIVE_TEXT)
+    return bh__origin_intern(t->origins, ev->pid, NULL, 0, NULL, 0);
+  return bh__origin_of_kernel_line(t->origins, s, n, t->format == BH_TRACE_PERF_SCRIPT, ev);
+}
+
+/*
+ * bpftrace's "Lost N events" line, which it prints among a script's output when its buffers
+ * overflow (examples/page-events.bt writes native text): N, or 0 for any other line.
+ */
+__attribute__((noinline, cold)) static uint64_t bpftrace_lost(const char *s, size_t n) {
+  if (n < 12 || memcmp(s, "Lost ", 5) || memcmp(s + n - 7, " events", 7))
+    return 0;
+  uint64_t v = 0;
+  for (size_t i = 5; i < n - 7; i++) {
+    if (s[i] < '0' || s[i] > '9' || v > UINT64_MAX / 10 - 1)
+      return 0;
+    v = v * 10 + (uint64_t)(s[i] - '0');
+  }
+  return v;
+}
+
 static int next_text(bh_trace_t *t, bh_event_t *ev) {
   for (;;) {
     const char *s = NULL;
@@ -517,8 +590,10 @@ static int next_text(bh_trace_t *t, bh_event_t *ev) {
       kind = t->format == BH_TRACE_NATIVE_TEXT ? bh__parse_native_line(&t->tp, s, n, nul, ev)
                                                : bh__parse_kernel_line(&t->tp, s, n, nul, ev, NULL);
     }
-    if (bh__trace_likely(kind == BH__LINE_EVENT))
+    if (bh__trace_likely(kind == BH__LINE_EVENT)) {
+      ev->origin = bh__trace_unlikely(t->origins) ? text_origin(t, s, n, ev) : 0;
       return event_out(t, ev);
+    }
     if (kind == BH__LINE_OTHER) {
       t->counts.other_lines++;
       if (t->format != BH_TRACE_NATIVE_TEXT)
@@ -527,6 +602,12 @@ static int next_text(bh_trace_t *t, bh_event_t *ev) {
     }
     if (kind == BH__LINE_LOST) {
       t->counts.lost_events += ev->pfn;
+      continue;
+    }
+    uint64_t lost = t->format == BH_TRACE_NATIVE_TEXT ? bpftrace_lost(s, n) : 0;
+    if (lost) {
+      t->counts.lost_events += lost;
+      t->counts.other_lines++;
       continue;
     }
     int err = line_malformed(t);
@@ -591,8 +672,8 @@ static int next_binary(bh_trace_t *t, bh_event_t *ev) {
         return 0;
       t->pos = t->len;
       t->counts.lines++;
-      int err = record_malformed(t, "truncated record (%zu of %d bytes)", avail,
-                                 BH__TRACE_BIN_RECORD);
+      int err =
+          record_malformed(t, "truncated record (%zu of %d bytes)", avail, BH__TRACE_BIN_RECORD);
       return err ? err : 0;
     }
     const unsigned char *r = t->buf + t->pos;
@@ -601,6 +682,7 @@ static int next_binary(bh_trace_t *t, bh_event_t *ev) {
     const char *why = NULL;
     if (bh__trace_likely(decode_record(r, ev, &why))) {
       bh__trace_set_zone(&t->tp, ev);
+      ev->origin = t->origins ? bh__origin_intern(t->origins, ev->pid, NULL, 0, NULL, 0) : 0;
       return event_out(t, ev);
     }
     if (t->version >= BH__TRACE_BIN_VERSION2 && ev->op == BH__EV_LOST &&
@@ -648,9 +730,34 @@ static int binary_run(bh_trace_t *t, bh_event_t *evs, int max) {
       break; /* next_binary reports it */
     ev->seq = seq++;
     bh__trace_set_zone(&t->tp, ev);
+    ev->origin = bh__trace_unlikely(t->origins)
+                     ? bh__origin_intern(t->origins, ev->pid, NULL, 0, NULL, 0)
+                     : 0;
   }
   k = (int)(ev - evs);
   bh__trace_take_records(t, k);
+  return k;
+}
+
+/* An event of a trace.dat or perf.data (foreign.h). */
+static int next_foreign(bh_trace_t *t, bh_event_t *ev) {
+  int r = bh__foreign_next(t->foreign, ev);
+  return r == 1 ? event_out(t, ev) : r;
+}
+
+/* bh_trace_next_batch of a trace.dat or perf.data. */
+static int foreign_batch(bh_trace_t *t, bh_event_t *evs, int max) {
+  int k = 0;
+  while (k < max) {
+    int r = next_foreign(t, &evs[k]);
+    if (r < 0) {
+      t->err = r;
+      return k ? k : r; /* the events before the error first; the error on the next call */
+    }
+    if (r == 0)
+      break;
+    k++;
+  }
   return k;
 }
 
@@ -667,6 +774,8 @@ int bh_trace_next_batch(bh_trace_t *t, bh_event_t *evs, int max) {
     return BH_EINVAL;
   if (bh__trace_unlikely(t->err))
     return t->err;
+  if (bh__trace_unlikely(t->foreign))
+    return foreign_batch(t, evs, max);
   int k = 0;
   while (k < max) {
     if (t->format == BH_TRACE_NATIVE_BINARY) {
@@ -693,7 +802,9 @@ int bh_trace_next(bh_trace_t *t, bh_event_t *ev) {
     return BH_EINVAL;
   if (bh__trace_unlikely(t->err))
     return t->err;
-  int r = t->format == BH_TRACE_NATIVE_BINARY ? next_binary(t, ev) : next_text(t, ev);
+  int r = t->foreign                            ? next_foreign(t, ev)
+          : t->format == BH_TRACE_NATIVE_BINARY ? next_binary(t, ev)
+                                                : next_text(t, ev);
   if (bh__trace_unlikely(r < 0))
     t->err = r;
   return r;
@@ -715,9 +826,32 @@ const char *bh_trace_format_name(const bh_trace_t *t) {
     return "native-text";
   case BH_TRACE_NATIVE_BINARY:
     return "native-binary";
+  case BH_TRACE_TRACE_DAT:
+    return "trace-dat";
+  case BH_TRACE_PERF_DATA:
+    return "perf-data";
   default:
     return "unknown";
   }
+}
+
+const char *bh_trace_command(const bh_trace_t *t) {
+  return t && t->foreign ? t->foreign->command : NULL;
+}
+
+int bh_trace_origin(const bh_trace_t *t, uint32_t id, bh_trace_origin_t *out) {
+  if (!t || !out)
+    return BH_EINVAL;
+  return bh__origin_get(t->origins, id, out);
+}
+
+void bh__trace_use_origins(bh_trace_t *t, bh__origins_t *o) {
+  if (t->own_origins)
+    bh__origins_free(t->origins);
+  t->origins = o;
+  t->own_origins = false;
+  if (t->foreign)
+    t->foreign->ctx.origins = o;
 }
 
 const char *bh_trace_compression(const bh_trace_t *t) {

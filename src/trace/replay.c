@@ -14,6 +14,7 @@
 #include "buddy/internal.h"
 #include "hinting/hint.h"
 #include "hinting/reporter.h"
+#include "trace/attrib.h"
 #include "trace/pfnmap.h"
 #include "trace/replay_machine.h"
 #include "trace/trace_internal.h"
@@ -105,6 +106,9 @@ struct replay {
     unsigned order;
   } * moves;
   size_t nmoves, moves_cap;
+  /* --by: event origins (one table for both passes) and the attribution; NULL without */
+  bh__origins_t *origins;
+  bh__attrib_t *attrib;
 };
 
 static void set_err(struct replay *r, const char *fmt, ...) {
@@ -142,6 +146,7 @@ struct kept_event {
   uint32_t gfp;
   int32_t cpu;
   uint8_t op, order, failed;
+  uint32_t origin; /* bh_event_t.origin (0 without --by) */
 };
 _Static_assert(sizeof(struct kept_event) == 32, "kept events stay 32 bytes");
 
@@ -152,10 +157,14 @@ static bool rereadable(const char *path) {
 }
 
 static int open_trace(struct replay *r, bh_trace_t **t) {
-  bh_trace_opts_t o = {.lenient = r->cfg->lenient};
+  bh_trace_opts_t o = {.lenient = r->cfg->lenient, .origins = r->origins != NULL};
   int err = bh_trace_open(r->cfg->trace, &o, t);
   if (err)
     set_err(r, "%s", bh_trace_error(NULL));
+  else if (r->origins)
+    bh__trace_use_origins(*t, r->origins);
+  if (!err && bh_trace_command(*t))
+    snprintf(r->s->trace_command, sizeof(r->s->trace_command), "%s", bh_trace_command(*t));
   return err;
 }
 
@@ -166,9 +175,9 @@ static int open_trace(struct replay *r, bh_trace_t **t) {
  * skips) through bh_trace_next_batch into evs.  Returns how many events, 0 at the end, or a
  * negative BH_E* code of the reader or of fn.
  */
-static inline __attribute__((always_inline)) int
-each_event(bh_trace_t *t, bh_event_t *evs, int max, int (*fn)(void *, const bh_event_t *),
-           void *ctx) {
+static inline __attribute__((always_inline)) int each_event(bh_trace_t *t, bh_event_t *evs, int max,
+                                                            int (*fn)(void *, const bh_event_t *),
+                                                            void *ctx) {
   const unsigned char *rec;
   int n = bh__trace_peek_records(t, &rec, max), k, err = 0;
   for (k = 0; k < n; k++, rec += BH__TRACE_BIN_RECORD) {
@@ -176,6 +185,7 @@ each_event(bh_trace_t *t, bh_event_t *evs, int max, int (*fn)(void *, const bh_e
       break;
     bh_event_t ev;
     bh__trace_decode_record(rec, &ev);
+    ev.origin = 0; /* records have none: --by reads through bh_trace_next_batch */
     if (bh__unlikely(err = fn(ctx, &ev))) {
       k++;
       break;
@@ -270,8 +280,8 @@ static inline __attribute__((always_inline)) int scan_keep_event(void *ctx, cons
   if (bh__unlikely(sc->events == st->kept_cap))
     keep_grow(st);
   if (st->keep)
-    sc->kept[sc->events] = (struct kept_event){ev->time_ns, ev->pfn,   ev->gfp,   ev->cpu,
-                                               ev->op,      ev->order, ev->failed};
+    sc->kept[sc->events] = (struct kept_event){ev->time_ns, ev->pfn,   ev->gfp,    ev->cpu,
+                                               ev->op,      ev->order, ev->failed, ev->origin};
   return scan_event(ctx, ev);
 }
 
@@ -496,6 +506,8 @@ static int migrate_block(void *ctx, uint64_t old_pfn, uint64_t new_pfn, unsigned
   e->val = new_pfn;
   r->rev[new_pfn] = slot;
   r->rev[old_pfn] = 0;
+  if (r->attrib)
+    bh__attrib_move(r->attrib, old_pfn, new_pfn, order);
   if (r->touch_sim) /* the copy writes the new pages */
     touch_range(r->touched, new_pfn, 1ull << order);
   return 0;
@@ -514,6 +526,8 @@ static uint64_t kcompactd(struct replay *r) {
                    &res, &next);
   if (r->nmoves)
     pretrace_moves_apply(r);
+  if (r->attrib) /* the refaults of compaction's copies are no allocation's */
+    r->attrib->refaults_seen = atomic_load(&r->arena->refault_pages);
   return next > r->next_compact && next != UINT64_MAX ? next - r->next_compact
                                                       : BH_NS_PER_SEC / 2;
 }
@@ -685,6 +699,14 @@ COLD static bool window_alloc(struct replay *r, const bh_event_t *ev, bh__pfn_en
   return true;
 }
 
+/* --by: the allocation of ev at arena pfn, and the refaults it took, for its origin. */
+COLD static int attrib_alloc(struct replay *r, const bh_event_t *ev, uint64_t pfn) {
+  uint64_t now = atomic_load(&r->arena->refault_pages);
+  int err = bh__attrib_alloc(r->attrib, pfn, ev->order, ev->origin, now - r->attrib->refaults_seen);
+  r->attrib->refaults_seen = now;
+  return err;
+}
+
 static inline int do_alloc(struct replay *r, const bh_event_t *ev) {
   bh_replay_summary_t *s = r->s;
   if (bh__unlikely(ev->failed)) {
@@ -716,6 +738,8 @@ static inline int do_alloc(struct replay *r, const bh_event_t *ev) {
   e->val = pfn;
   e->kind = BH__PFN_LIVE;
   s->allocs++;
+  if (bh__unlikely(r->attrib) && attrib_alloc(r, ev, pfn))
+    return BH_ENOMEM;
   r->live_pages += 1ull << ev->order;
   if (bh__unlikely(r->live_pages > s->live_peak_bytes >> BH_PAGE_SHIFT))
     s->live_peak_bytes = r->live_pages << BH_PAGE_SHIFT;
@@ -1130,12 +1154,34 @@ __attribute__((noinline)) static int play_some(struct replay *r, bh_trace_t *t, 
   return each_event(t, evs, max, play_event, r);
 }
 
+/*
+ * The next events of t with --by: through bh_trace_next_batch, where the reader fills in
+ * every event's origin (binary records read in place have none).  A loop of its own, so that
+ * play_some stays as it is.
+ */
+__attribute__((noinline)) static int play_some_origins(struct replay *r, bh_trace_t *t,
+                                                       bh_event_t *evs, int max) {
+  int n = bh_trace_next_batch(t, evs, max);
+  for (int k = 0; k < n; k++) {
+    int err = play_event(r, &evs[k]);
+    if (bh__unlikely(err))
+      return err;
+  }
+  return n;
+}
+
 /* The events the first pass kept, played in order. */
 __attribute__((noinline)) static int play_kept(struct replay *r, const struct kept_event *k,
                                                uint64_t n) {
   for (const struct kept_event *end = k + n; k < end; k++) {
-    bh_event_t ev = {.time_ns = k->time_ns, .pfn = k->pfn, .gfp = k->gfp, .cpu = k->cpu,
-                     .op = k->op, .order = k->order, .failed = k->failed};
+    bh_event_t ev = {.time_ns = k->time_ns,
+                     .pfn = k->pfn,
+                     .gfp = k->gfp,
+                     .cpu = k->cpu,
+                     .op = k->op,
+                     .order = k->order,
+                     .failed = k->failed,
+                     .origin = k->origin};
     int err = play_event(r, &ev);
     if (bh__unlikely(err))
       return err;
@@ -1165,7 +1211,10 @@ static int play(struct replay *r, const struct scan *sc) {
   r->total_events = sc->events;
   enum { BATCH = 256 };
   bh_event_t evs[BATCH];
-  if (t) {
+  if (t && r->origins) {
+    while ((err = play_some_origins(r, t, evs, BATCH)) > 0)
+      ;
+  } else if (t) {
     while ((err = play_some(r, t, evs, BATCH)) > 0)
       ;
   } else {
@@ -1213,6 +1262,43 @@ static double tv_secs(const struct timeval *tv) {
   return (double)tv->tv_sec + (double)tv->tv_usec / 1e6;
 }
 
+/*
+ * Which arena pages are resident at the end, one byte each (1 = resident): mincore for real
+ * memory, written and not discarded for the sim backing.  NULL when that cannot be found out.
+ */
+static uint8_t *resident_pages(struct replay *r) {
+  bh_arena_t *a = r->arena;
+  uint8_t *v = calloc(a->nr_pages ? a->nr_pages : 1, 1);
+  if (!v)
+    return NULL;
+  if (a->cfg.backing == BH_BACKING_SIM) {
+    for (uint64_t p = 0; r->touched && p < a->nr_pages; p++) {
+      uint64_t d =
+          a->discarded ? atomic_load_explicit(&a->discarded[p / 64], memory_order_relaxed) : 0;
+      v[p] = (uint8_t)(((r->touched[p / 64] & ~d) >> (p % 64)) & 1);
+    }
+    return v;
+  }
+  if (sysconf(_SC_PAGESIZE) == BH_PAGE_SIZE && a->base &&
+      !mincore(a->base, a->nr_pages << BH_PAGE_SHIFT, v)) {
+    for (uint64_t p = 0; p < a->nr_pages; p++)
+      v[p] &= 1;
+    return v;
+  }
+  for (uint64_t p = 0; p < a->nr_pages; p++) { /* host pages of another size */
+    uint64_t n = 0;
+    bh_arena_resident_range(a, p, 1, &n);
+    v[p] = n != 0;
+  }
+  return v;
+}
+
+static void attrib_rows(struct replay *r) {
+  uint8_t *res = resident_pages(r);
+  bh__attrib_rows(r->attrib, r->origins, &r->map, res, r->cfg->by_top ? r->cfg->by_top : 10, r->s);
+  free(res);
+}
+
 static void finish(struct replay *r) {
   bh_replay_summary_t *s = r->s;
   struct rusage ru;
@@ -1238,6 +1324,8 @@ static void finish(struct replay *r) {
              bh_report_mode_name(bh_hint_report_mode(r->hint)));
   }
   bh_stats_read(r->arena, s->arena_stats);
+  if (r->attrib)
+    attrib_rows(r);
   if (r->cfg->check_every || r->cfg->check_after_steps)
     check(r);
 }
@@ -1282,9 +1370,24 @@ int bh_replay_run(const bh_replay_config_t *cfg, bh_replay_summary_t *out, char 
   clock_gettime(CLOCK_MONOTONIC, &r.wall0);
   getrusage(RUSAGE_SELF, &r.ru0);
   struct scan sc = {.first = UINT64_MAX, .once = !rereadable(cfg->trace)};
-  int rc = one_pass ? 0 : first_pass(&r, &sc);
+  bh__attrib_t attrib;
+  int rc = 0;
+  if (cfg->by != BH_BY_NONE) {
+    if (cfg->by > BH_BY_CALLSITE) {
+      set_err(&r, "unknown attribution %d", (int)cfg->by);
+      rc = BH_EINVAL;
+    } else if (!(r.origins = bh__origins_new())) {
+      rc = BH_ENOMEM;
+    }
+  }
+  if (!rc && !one_pass)
+    rc = first_pass(&r, &sc);
   if (!rc)
     rc = setup(&r, &sc);
+  if (!rc && r.origins) {
+    rc = bh__attrib_init(&attrib, cfg->by, r.arena->nr_pages);
+    r.attrib = rc ? NULL : &attrib;
+  }
   if (!rc)
     rc = play(&r, &sc);
   if (!rc) { /* the end of the trace: where the end snapshot was taken */
@@ -1304,6 +1407,9 @@ int bh_replay_run(const bh_replay_config_t *cfg, bh_replay_summary_t *out, char 
   free(sc.kept);
   free(r.touched);
   free(r.rev);
+  if (r.attrib)
+    bh__attrib_destroy(r.attrib);
+  bh__origins_free(r.origins);
   return rc;
 }
 
@@ -1385,6 +1491,12 @@ int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *f, int indent) {
   ju64(&w, "minflt", s->minflt);
   key(&w, "check_violations");
   fprintf(f, "%ld", s->check_violations);
+  if (s->trace_command[0])
+    jstr(&w, "trace_command", s->trace_command);
+  if (s->by) {
+    key(&w, "by");
+    bh__attrib_json(s, f);
+  }
   bh__rm_json(f, s, w.indent ? "\n" : " ", w.indent);
   w.n++;
   key(&w, "strategy_stats");

@@ -422,6 +422,11 @@ static void rows_trace(struct fixture *x) {
   ROW("bh_trace_write", "NULL event", bh_trace_write(x->w, NULL) == BH_EINVAL);
   ROW("bh_trace_writer_close", "NULL", bh_trace_writer_close(NULL) == 0);
   ROW("bh_trace_writer_abort", "NULL", (bh_trace_writer_abort(NULL), true));
+  bh_trace_origin_t org;
+  ROW("bh_trace_command", "NULL", bh_trace_command(NULL) == NULL);
+  ROW("bh_trace_origin", "NULL trace", bh_trace_origin(NULL, 1, &org) == BH_EINVAL);
+  ROW("bh_trace_origin", "NULL out", bh_trace_origin(t, 1, NULL) == BH_EINVAL);
+  ROW("bh_trace_origin", "an id not given out", bh_trace_origin(t, 0, &org) == BH_ENOENT);
   size_t dlen = 1;
   ROW("bh_trace_version", "NULL", bh_trace_version(NULL) == 0);
   ROW("bh_trace_description", "NULL trace", bh_trace_description(NULL, &dlen) == NULL && !dlen);
@@ -519,6 +524,10 @@ static void rows_gen_replay(struct fixture *x) {
   ROW("bh_gen_write", "NULL writer",
       bh_gen_write("memhog", NULL, 0, NULL, err, sizeof(err)) == BH_EINVAL);
   ROW("bh_replay_config_init", "NULL", (bh_replay_config_init(NULL), true));
+  enum bh_replay_by by = BH_BY_PID;
+  ROW("bh_replay_by_name", "out of range", bh_replay_by_name((enum bh_replay_by)99) != NULL);
+  ROW("bh_replay_by_parse", "NULL name", bh_replay_by_parse(NULL, &by) == BH_EINVAL);
+  ROW("bh_replay_by_parse", "NULL out", bh_replay_by_parse("pid", NULL) == BH_EINVAL);
   ROW("bh_replay_run", "NULL config", bh_replay_run(NULL, &s, err, sizeof(err)) == BH_EINVAL);
   ROW("bh_replay_run", "NULL summary", ({
         bh_replay_config_init(&rc);
