@@ -43,8 +43,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void bh__discard_on_alloc(bh_arena_t *a, uint64_t pfn, unsigned order);
-
 #define COMPACT_CLUSTER_MAX 32 /* SWAP_CLUSTER_MAX */
 
 /* cc->freepages[order]: isolated free blocks in list order (a ring: head and tail inserts). */

@@ -360,4 +360,22 @@ BH__INTERNAL bool bh__pcp_order(const bh_arena_t *a, unsigned order);
 /* hint_core.c */
 BH__INTERNAL uint64_t bh__isolate_free_page(bh__zone_t *z, uint64_t pfn, unsigned order);
 
+/* discard.c: the discarded-page bitmap (a->discarded), which the core owns and a reporter
+ * marks. */
+/* Allocates a->discarded (one bit per page, all clear) if it is NULL: 1 if it did, 0 if there
+ * was one already, or BH_ENOMEM. */
+BH__INTERNAL int bh__discard_enable(bh_arena_t *a);
+/* Frees a->discarded and sets it to NULL.  No report and no allocation may run meanwhile. */
+BH__INTERNAL void bh__discard_disable(bh_arena_t *a);
+/* Marks pages [pfn, pfn + n) discarded; a->discarded must exist and the range lie in the arena. */
+BH__INTERNAL void bh__discard_mark(bh_arena_t *a, uint64_t pfn, uint64_t n);
+/*
+ * Called by the allocator when the block of 2^order pages at pfn is allocated: clears its
+ * pages' bits in a->discarded, adds the number of pages that were set to a->refault_pages and,
+ * if any was set, 1 to a->refault_blocks.  Does nothing if a->discarded is NULL.
+ */
+BH__INTERNAL void bh__discard_on_alloc(bh_arena_t *a, uint64_t pfn, unsigned order);
+/* Pages currently marked in a->discarded (0 if there is no bitmap). */
+BH__INTERNAL uint64_t bh__discarded_pages(const bh_arena_t *a);
+
 #endif

@@ -1182,9 +1182,6 @@ static inline uint64_t alloc_fast(bh_arena_t *a, const struct alloc_ctx *ac, uns
   return pfn;
 }
 
-/* Called on every block handed out: the reporter's refault accounting, zeroing. */
-void bh__discard_on_alloc(bh_arena_t *a, uint64_t pfn, unsigned order);
-
 static inline bool discarded_any(const bh_arena_t *a, uint64_t pfn, unsigned order) {
   if (bh__likely(!atomic_load_explicit(&a->any_discarded, memory_order_relaxed)))
     return false;

@@ -17,8 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void bh__discard_on_alloc(bh_arena_t *a, uint64_t pfn, unsigned order);
-
 static int bad(const char **why, const char *msg) {
   if (why)
     *why = msg;

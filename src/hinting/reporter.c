@@ -23,8 +23,9 @@
  * The batch is copied and sorted by pfn, and ranges that touch (end of one == start of the
  * next) are discarded by one call, as a host would merge adjacent scatterlist entries.  The
  * call is synchronous, like the report it models.  Every reported page is marked in the
- * arena's `discarded` bitmap; the allocator calls bh__discard_on_alloc() when it hands such a
- * page out again, which counts the refault the guest would take on the host.
+ * arena's `discarded` bitmap (bh__discard_mark; the core owns it, src/buddy/discard.c), and
+ * the allocator counts the refault the guest would take on the host when it hands such a page
+ * out again.
  */
 #include "hinting/reporter.h"
 
@@ -43,66 +44,6 @@ struct bh__reporter {
   bool owns_bitmap;
   _Atomic uint64_t calls, ranges, bytes, ns, errors;
 };
-
-/* ---- bitmap helpers ---------------------------------------------------------------------- */
-
-static uint64_t bh__bitmap_words(const bh_arena_t *a) { return (a->nr_pages + 63) / 64; }
-
-/* The mask of bits [from, to) within one 64-bit word, 0 <= from < to <= 64. */
-static uint64_t bh__word_mask(unsigned from, unsigned to) {
-  uint64_t hi = to == 64 ? ~0ULL : (1ULL << to) - 1;
-  return hi & ~((1ULL << from) - 1);
-}
-
-/* Sets the bits of pages [pfn, pfn + n). */
-static void bh__bits_set(_Atomic uint64_t *map, uint64_t pfn, uint64_t n) {
-  uint64_t end = pfn + n;
-  while (pfn < end) {
-    uint64_t w = pfn / 64, wend = (w + 1) * 64 < end ? (w + 1) * 64 : end;
-    uint64_t mask = bh__word_mask((unsigned)(pfn % 64), (unsigned)(wend - w * 64));
-    atomic_fetch_or_explicit(&map[w], mask, memory_order_relaxed);
-    pfn = wend;
-  }
-}
-
-/* Clears the bits of pages [pfn, pfn + n); returns how many were set. */
-static uint64_t bh__bits_clear(_Atomic uint64_t *map, uint64_t pfn, uint64_t n) {
-  uint64_t end = pfn + n, was = 0;
-  while (pfn < end) {
-    uint64_t w = pfn / 64, wend = (w + 1) * 64 < end ? (w + 1) * 64 : end;
-    uint64_t mask = bh__word_mask((unsigned)(pfn % 64), (unsigned)(wend - w * 64));
-    if (atomic_load_explicit(&map[w], memory_order_relaxed) & mask) {
-      uint64_t old = atomic_fetch_and_explicit(&map[w], ~mask, memory_order_relaxed);
-      was += (uint64_t)__builtin_popcountll(old & mask);
-    }
-    pfn = wend;
-  }
-  return was;
-}
-
-void bh__discard_on_alloc(bh_arena_t *a, uint64_t pfn, unsigned order) {
-  _Atomic uint64_t *map = a->discarded;
-  if (map == NULL || order > BH_ORDER_LIMIT || pfn >= a->nr_pages)
-    return;
-  uint64_t n = 1ULL << order;
-  if (n > a->nr_pages - pfn)
-    n = a->nr_pages - pfn;
-  uint64_t was = bh__bits_clear(map, pfn, n);
-  if (was) {
-    atomic_fetch_add_explicit(&a->refault_pages, was, memory_order_relaxed);
-    atomic_fetch_add_explicit(&a->refault_blocks, 1, memory_order_relaxed);
-  }
-}
-
-uint64_t bh__discarded_pages(const bh_arena_t *a) {
-  if (a->discarded == NULL)
-    return 0;
-  uint64_t sum = 0, words = bh__bitmap_words(a);
-  for (uint64_t w = 0; w < words; w++)
-    sum += (uint64_t)__builtin_popcountll(
-        atomic_load_explicit(&a->discarded[w], memory_order_relaxed));
-  return sum;
-}
 
 /* ---- modes ------------------------------------------------------------------------------- */
 
@@ -162,14 +103,12 @@ int bh__reporter_create(bh_arena_t *a, bh_report_mode_t mode, bh__reporter_t **o
     return BH_ENOMEM;
   r->arena = a;
   r->mode = mode;
-  if (a->discarded == NULL) {
-    a->discarded = calloc(bh__bitmap_words(a) + 1, sizeof *a->discarded);
-    if (a->discarded == NULL) {
-      free(r);
-      return BH_ENOMEM;
-    }
-    r->owns_bitmap = true;
+  int made = bh__discard_enable(a);
+  if (made < 0) {
+    free(r);
+    return made;
   }
+  r->owns_bitmap = made == 1;
   *out = r;
   return 0;
 }
@@ -177,12 +116,8 @@ int bh__reporter_create(bh_arena_t *a, bh_report_mode_t mode, bh__reporter_t **o
 void bh__reporter_destroy(bh__reporter_t *r) {
   if (r == NULL)
     return;
-  if (r->owns_bitmap) {
-    _Atomic uint64_t *map = r->arena->discarded;
-    atomic_store_explicit(&r->arena->any_discarded, false, memory_order_relaxed);
-    r->arena->discarded = NULL;
-    free((void *)map);
-  }
+  if (r->owns_bitmap)
+    bh__discard_disable(r->arena);
   free(r);
 }
 
@@ -235,8 +170,7 @@ static int bh__discard_call(const bh__reporter_t *r, uint64_t pfn, uint64_t n) {
   case BH_REPORT_FREE:
     return madvise(a->base + off, len, MADV_FREE);
   case BH_REPORT_PUNCH:
-    return fallocate(a->memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off,
-                     (off_t)len);
+    return fallocate(a->memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len);
   default:
     return 0;
   }
@@ -255,8 +189,7 @@ static int bh__discard_run(bh__reporter_t *r, uint64_t pfn, uint64_t n, size_t n
       return saved ? saved : EIO;
     }
   }
-  atomic_store_explicit(&r->arena->any_discarded, true, memory_order_relaxed);
-  bh__bits_set(r->arena->discarded, pfn, n);
+  bh__discard_mark(r->arena, pfn, n);
   atomic_fetch_add_explicit(&r->ranges, nranges, memory_order_relaxed);
   atomic_fetch_add_explicit(&r->bytes, n << BH_PAGE_SHIFT, memory_order_relaxed);
   return 0;

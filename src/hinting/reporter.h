@@ -1,11 +1,11 @@
 /*
- * The host side of free page reporting (reporter.c) and the `discarded` page bitmap.
+ * The host side of free page reporting (reporter.c).
  *
  * A strategy isolates free blocks, hands them to bh__reporter_report() in batches of up to
  * BH_REPORT_CAPACITY ranges, and puts them back when the call returns.  The reporter discards
- * the memory as the configured mode says and marks every reported page in arena->discarded;
- * the allocator core calls bh__discard_on_alloc() when it hands out a block with marked pages,
- * which clears the marks and counts the refaults the host would see.
+ * the memory as the configured mode says and marks every reported page in arena->discarded,
+ * a bitmap the allocator core owns (src/buddy/discard.c): the core clears the marks when it
+ * hands out a block with marked pages and counts the refaults the host would see.
  */
 #ifndef BH_HINTING_REPORTER_H
 #define BH_HINTING_REPORTER_H
@@ -26,8 +26,7 @@ typedef struct bh__reporter bh__reporter_t;
  *               (shared) arena, or a host page size other than BH_PAGE_SIZE;
  *   BH_ENOMEM.
  */
-BH__INTERNAL int bh__reporter_create(bh_arena_t *a, bh_report_mode_t mode,
-                                     bh__reporter_t **out);
+BH__INTERNAL int bh__reporter_create(bh_arena_t *a, bh_report_mode_t mode, bh__reporter_t **out);
 /* Detaches the reporter (freeing the bitmap if it allocated it); NULL is accepted.  No report
  * and no allocation may run on the arena meanwhile. */
 BH__INTERNAL void bh__reporter_destroy(bh__reporter_t *r);
@@ -45,21 +44,11 @@ BH__INTERNAL void bh__reporter_destroy(bh__reporter_t *r);
  *   BH_ESYS     a discard call failed (errno kept; the other runs are still discarded).
  * Nothing is discarded or counted on the first four errors.
  */
-BH__INTERNAL int bh__reporter_report(bh__reporter_t *r, const bh_report_range_t *ranges,
-                                     size_t n);
+BH__INTERNAL int bh__reporter_report(bh__reporter_t *r, const bh_report_range_t *ranges, size_t n);
 
 /* Copies the reporter's cumulative counters into *out. */
 BH__INTERNAL void bh__reporter_stats(const bh__reporter_t *r, bh_reporter_stats_t *out);
 /* The reporter's mode. */
 BH__INTERNAL bh_report_mode_t bh__reporter_mode(const bh__reporter_t *r);
-
-/*
- * Called by the allocator core when the block of 2^order pages at pfn is allocated: clears its
- * pages' bits in a->discarded, adds the number of pages that were set to a->refault_pages and,
- * if any was set, 1 to a->refault_blocks.  Does nothing if a->discarded is NULL.
- */
-BH__INTERNAL void bh__discard_on_alloc(bh_arena_t *a, uint64_t pfn, unsigned order);
-/* Pages currently marked in a->discarded (0 if there is no bitmap). */
-BH__INTERNAL uint64_t bh__discarded_pages(const bh_arena_t *a);
 
 #endif
