@@ -76,12 +76,15 @@ void bh__discard_on_alloc(bh_arena_t *a, uint64_t pfn, unsigned order) {
   }
 }
 
+BH__POPCNT_CLONES static uint64_t count_bits(const _Atomic uint64_t *map, uint64_t words) {
+  uint64_t sum = 0;
+  for (uint64_t w = 0; w < words; w++)
+    sum += (uint64_t)__builtin_popcountll(atomic_load_explicit(&map[w], memory_order_relaxed));
+  return sum;
+}
+
 uint64_t bh__discarded_pages(const bh_arena_t *a) {
   if (a->discarded == NULL)
     return 0;
-  uint64_t sum = 0, words = bitmap_words(a);
-  for (uint64_t w = 0; w < words; w++)
-    sum += (uint64_t)__builtin_popcountll(
-        atomic_load_explicit(&a->discarded[w], memory_order_relaxed));
-  return sum;
+  return count_bits(a->discarded, bitmap_words(a));
 }

@@ -16,6 +16,20 @@
 #define bh__unlikely(x) __builtin_expect(!!(x), 0)
 #define BH__INTERNAL __attribute__((visibility("hidden")))
 
+/*
+ * For a loop of __builtin_popcountll over a bitmap: on x86-64 a second copy compiled for the
+ * POPCNT instruction, chosen when the program loads if the CPU has it (GCC's and clang's
+ * target_clones); elsewhere, and on CPUs without it, the portable code (libgcc's popcount).
+ */
+#if defined(__x86_64__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define BH__POPCNT_CLONES __attribute__((target_clones("popcnt", "default")))
+#endif
+#endif
+#ifndef BH__POPCNT_CLONES
+#define BH__POPCNT_CLONES
+#endif
+
 /* Debug code that still compiles in release builds. */
 #ifdef NDEBUG
 static const bool bh_debug = false;

@@ -369,6 +369,22 @@ void bh_replay_zone_layout(bh_config_t *c, uint64_t total) {
 
 /* ---- resident memory and the timeline ---- */
 
+/* Pages set in touched and clear in discarded (NULL: none discarded), over `words` words. */
+BH__POPCNT_CLONES static uint64_t
+count_resident(const uint64_t *touched, const _Atomic uint64_t *discarded, uint64_t words) {
+  uint64_t pages = 0;
+  if (!discarded) {
+    for (uint64_t w = 0; w < words; w++)
+      pages += (uint64_t)__builtin_popcountll(touched[w]);
+    return pages;
+  }
+  for (uint64_t w = 0; w < words; w++) {
+    uint64_t d = atomic_load_explicit(&discarded[w], memory_order_relaxed);
+    pages += (uint64_t)__builtin_popcountll(touched[w] & ~d);
+  }
+  return pages;
+}
+
 static uint64_t resident_bytes(struct replay *r) {
   bh_arena_t *a = r->arena;
   if (a->cfg.backing != BH_BACKING_SIM) {
@@ -376,12 +392,10 @@ static uint64_t resident_bytes(struct replay *r) {
     bh_arena_resident(a, &b);
     return b;
   }
-  uint64_t pages = 0, words = (a->nr_pages + 63) / 64;
-  for (uint64_t w = 0; w < words; w++) {
-    uint64_t d = a->discarded ? atomic_load_explicit(&a->discarded[w], memory_order_relaxed) : 0;
-    pages += (uint64_t)__builtin_popcountll(r->touched[w] & ~d);
-  }
-  return pages << BH_PAGE_SHIFT;
+  /* before the first report nothing is discarded, and the bitmap need not be read */
+  const _Atomic uint64_t *d =
+      atomic_load_explicit(&a->any_discarded, memory_order_relaxed) ? a->discarded : NULL;
+  return count_resident(r->touched, d, (a->nr_pages + 63) / 64) << BH_PAGE_SHIFT;
 }
 
 static void timeline_header(struct replay *r) {
