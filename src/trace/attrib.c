@@ -140,8 +140,8 @@ void bh__attrib_rows(const bh__attrib_t *a, const bh__origins_t *o, const bh__pf
   for (uint64_t p = 0; resident && p < a->nr_pages; p++)
     if (resident[p] && a->page_origin[p] < n)
       k[a->page_origin[p]].row.resident_bytes += BH_PAGE_SIZE;
-  for (uint64_t i = 0; i <= map->mask; i++) {
-    const bh__pfn_entry_t *e = &map->slots[i];
+  for (uint64_t i = 0, slots = bh__pfnmap_slots(map); i < slots; i++) {
+    const bh__pfn_entry_t *e = bh__pfnmap_slot(map, i);
     if (!e->key || e->kind != BH__PFN_LIVE)
       continue;
     uint64_t first = e->val, pages = 1ull << e->order;

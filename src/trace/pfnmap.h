@@ -5,6 +5,13 @@
  * backward-shift deletion (no tombstones: replays delete as often as they insert).  The slots
  * are mmap'ed rather than malloc'ed so that, in the jemalloc baseline, jemalloc's statistics
  * hold the replayed blocks only.
+ *
+ * A map may also have a direct-indexed part (bh__pfnmap_init_dense): one entry per pfn of a
+ * range known beforehand, [base, base + span), which the replay's first pass measures.  A pfn
+ * in the range has its entry at dense[pfn - base], without hashing or probing, and costs
+ * memory only where the trace touches it (the entries are mapped lazily, 170 to a page); pfns
+ * outside it go to the hash part.  Both parts are numbered as one, dense first
+ * (bh__pfnmap_slots, bh__pfnmap_slot), for the walks over every entry.
  */
 #ifndef BH_TRACE_PFNMAP_H
 #define BH_TRACE_PFNMAP_H
@@ -27,9 +34,13 @@ typedef struct bh__pfn_entry {
 } bh__pfn_entry_t;
 
 typedef struct bh__pfnmap {
-  bh__pfn_entry_t *slots;
-  uint64_t mask, used;
-  /* the map grows when used reaches it: half the slots, where probe runs stay short (at 3/4
+  bh__pfn_entry_t *slots; /* the hash part: mask + 1 slots */
+  uint64_t mask;
+  uint64_t used;          /* entries in both parts */
+  uint64_t hused;         /* entries in the hash part */
+  bh__pfn_entry_t *dense; /* the direct-indexed part: span entries from pfn base (or NULL) */
+  uint64_t base, span;
+  /* the hash part grows when hused reaches it: half the slots, where probe runs stay short (at 3/4
    * a replay spent 10 % longer, mostly on the branches of longer runs) */
   uint64_t limit;
   unsigned shift; /* 64 - log2(slots) */
@@ -57,20 +68,63 @@ static inline int bh__pfnmap_init(bh__pfnmap_t *m, uint64_t cap) {
                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   m->slots = p == MAP_FAILED ? NULL : p;
   m->mask = n - 1;
-  m->used = 0;
+  m->used = m->hused = 0;
+  m->dense = NULL;
+  m->base = m->span = 0;
   m->limit = n / 2;
   m->shift = 64 - bits;
   return m->slots ? 0 : -1;
 }
 
+/* A map with a direct-indexed part for pfns [base, base + span) and a hash part of room for
+ * about cap entries; 0, or -1 when the memory cannot be mapped. */
+static inline int bh__pfnmap_init_dense(bh__pfnmap_t *m, uint64_t cap, uint64_t base,
+                                        uint64_t span) {
+  if (bh__pfnmap_init(m, cap))
+    return -1;
+  if (!span)
+    return 0;
+  void *p = mmap(NULL, span * sizeof(bh__pfn_entry_t), PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) {
+    munmap(m->slots, (m->mask + 1) * sizeof(bh__pfn_entry_t));
+    m->slots = NULL;
+    return -1;
+  }
+  m->dense = p;
+  m->base = base;
+  m->span = span;
+  return 0;
+}
+
 static inline void bh__pfnmap_destroy(bh__pfnmap_t *m) {
   if (m->slots)
     munmap(m->slots, (m->mask + 1) * sizeof(bh__pfn_entry_t));
-  m->slots = NULL;
+  if (m->dense)
+    munmap(m->dense, m->span * sizeof(bh__pfn_entry_t));
+  m->slots = m->dense = NULL;
+  m->span = 0;
+}
+
+/* The number of slots of both parts, and slot i of them (dense first); a slot whose key is 0
+ * is empty. */
+static inline uint64_t bh__pfnmap_slots(const bh__pfnmap_t *m) { return m->span + m->mask + 1; }
+static inline bh__pfn_entry_t *bh__pfnmap_slot(const bh__pfnmap_t *m, uint64_t i) {
+  return i < m->span ? &m->dense[i] : &m->slots[i - m->span];
+}
+/* The number of e in that numbering. */
+static inline uint64_t bh__pfnmap_index(const bh__pfnmap_t *m, const bh__pfn_entry_t *e) {
+  if (m->span && e >= m->dense && e < m->dense + m->span)
+    return (uint64_t)(e - m->dense);
+  return m->span + (uint64_t)(e - m->slots);
 }
 
 static inline bh__pfn_entry_t *bh__pfnmap_find(const bh__pfnmap_t *m, uint64_t pfn) {
   uint64_t key = pfn + 1;
+  if (pfn - m->base < m->span) {
+    bh__pfn_entry_t *e = &m->dense[pfn - m->base];
+    return e->key ? e : NULL;
+  }
   for (uint64_t i = bh__pfn_home(m, key);; i = (i + 1) & m->mask) {
     bh__pfn_entry_t *e = &m->slots[i];
     if (e->key == key)
@@ -87,9 +141,17 @@ static __attribute__((noinline, cold, unused)) int bh__pfnmap_grow(bh__pfnmap_t 
 /* The entry of pfn: the existing one, or a new zeroed one (m->used grows); NULL if full and
  * the map cannot grow. */
 static inline bh__pfn_entry_t *bh__pfnmap_insert(bh__pfnmap_t *m, uint64_t pfn) {
-  if (__builtin_expect(m->used >= m->limit, 0) && bh__pfnmap_grow(m))
-    return NULL;
   uint64_t key = pfn + 1;
+  if (pfn - m->base < m->span) {
+    bh__pfn_entry_t *e = &m->dense[pfn - m->base];
+    if (!e->key) {
+      *e = (bh__pfn_entry_t){.key = key};
+      m->used++;
+    }
+    return e;
+  }
+  if (__builtin_expect(m->hused >= m->limit, 0) && bh__pfnmap_grow(m))
+    return NULL;
   for (uint64_t i = bh__pfn_home(m, key);; i = (i + 1) & m->mask) {
     bh__pfn_entry_t *e = &m->slots[i];
     if (e->key == key)
@@ -97,6 +159,7 @@ static inline bh__pfn_entry_t *bh__pfnmap_insert(bh__pfnmap_t *m, uint64_t pfn) 
     if (!e->key) {
       *e = (bh__pfn_entry_t){.key = key};
       m->used++;
+      m->hused++;
       return e;
     }
   }
@@ -109,13 +172,22 @@ static __attribute__((noinline, cold, unused)) int bh__pfnmap_grow(bh__pfnmap_t 
   for (uint64_t i = 0; i <= m->mask; i++)
     if (m->slots[i].key)
       *bh__pfnmap_insert(&bigger, m->slots[i].key - 1) = m->slots[i];
-  bh__pfnmap_destroy(m);
+  munmap(m->slots, (m->mask + 1) * sizeof(bh__pfn_entry_t));
+  bigger.used = m->used;
+  bigger.dense = m->dense;
+  bigger.base = m->base;
+  bigger.span = m->span;
   *m = bigger;
   return 0;
 }
 
 /* Removes e, moving later entries of its probe run back so that no tombstone is left. */
 static inline void bh__pfnmap_delete(bh__pfnmap_t *m, bh__pfn_entry_t *e) {
+  if (m->span && e >= m->dense && e < m->dense + m->span) {
+    e->key = 0;
+    m->used--;
+    return;
+  }
   uint64_t i = (uint64_t)(e - m->slots), j = i;
   for (;;) {
     j = (j + 1) & m->mask;
@@ -131,6 +203,7 @@ static inline void bh__pfnmap_delete(bh__pfnmap_t *m, bh__pfn_entry_t *e) {
   }
   m->slots[i].key = 0;
   m->used--;
+  m->hused--;
 }
 
 #endif

@@ -130,7 +130,9 @@ static double secs_since(const struct timespec *t0) {
 
 struct scan {
   uint64_t first, last, peak, events;
-  uint64_t map_cap; /* room the first pass's map grew to, for the second's (0: one pass) */
+  uint64_t map_cap;        /* the most blocks the first pass saw live at once, for the second's map
+                            * (0: one pass) */
+  uint64_t pfn_lo, pfn_hi; /* the recorded blocks' pages lie in [pfn_lo, pfn_hi) */
   unsigned max_cpu;
   /* a text trace's events as the first pass read them, for the second to play without
    * parsing the text again (NULL: read the trace again), and what the reader counted */
@@ -203,14 +205,121 @@ static inline __attribute__((always_inline)) int each_event(bh_trace_t *t, bh_ev
   return n;
 }
 
+/*
+ * The first pass's blocks allocated and not freed, by recorded pfn: a byte per pfn below
+ * 2^32, the order of the block that starts there plus 1 (0: none), in chunks of 2^16 pfns
+ * mapped when first written (and unmapped at the end of the pass, so that the replay after it
+ * does not find them in its resident memory); the pfns above in a hash map.  A byte per page of the
+ * trace's range where the hash map took 48 to 96 bytes per block.
+ */
+#define LIVE_CHUNK_SHIFT 16
+#define LIVE_DIRECT_LIMIT (1ull << 32)
+struct live_blocks {
+  uint8_t **chunk;   /* by pfn >> LIVE_CHUNK_SHIFT; NULL: no block there yet */
+  size_t nchunks;    /* room in chunk */
+  uint64_t n, max_n; /* blocks now, and at most */
+  bh__pfnmap_t far;  /* pfns from LIVE_DIRECT_LIMIT */
+};
+
+/* The byte of pfn (< LIVE_DIRECT_LIMIT), its chunk made if `make`; NULL if there is none (or
+ * no memory for it). */
+COLD static uint8_t *live_chunk_make(struct live_blocks *l, uint64_t pfn) {
+  size_t c = (size_t)(pfn >> LIVE_CHUNK_SHIFT);
+  if (c >= l->nchunks) {
+    size_t n = l->nchunks ? l->nchunks : 16;
+    while (n <= c)
+      n *= 2;
+    uint8_t **p = realloc(l->chunk, n * sizeof(*p));
+    if (!p)
+      return NULL;
+    memset(p + l->nchunks, 0, (n - l->nchunks) * sizeof(*p));
+    l->chunk = p;
+    l->nchunks = n;
+  }
+  if (!l->chunk[c]) {
+    void *p = mmap(NULL, 1u << LIVE_CHUNK_SHIFT, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+      return NULL;
+    l->chunk[c] = p;
+  }
+  return &l->chunk[c][pfn & ((1u << LIVE_CHUNK_SHIFT) - 1)];
+}
+
+static inline uint8_t *live_byte(const struct live_blocks *l, uint64_t pfn) {
+  size_t c = (size_t)(pfn >> LIVE_CHUNK_SHIFT);
+  if (bh__unlikely(c >= l->nchunks) || bh__unlikely(!l->chunk[c]))
+    return NULL;
+  return &l->chunk[c][pfn & ((1u << LIVE_CHUNK_SHIFT) - 1)];
+}
+
+static void live_destroy(struct live_blocks *l) {
+  for (size_t c = 0; c < l->nchunks; c++)
+    if (l->chunk[c])
+      munmap(l->chunk[c], 1u << LIVE_CHUNK_SHIFT);
+  free(l->chunk);
+  l->chunk = NULL;
+  l->nchunks = 0;
+  bh__pfnmap_destroy(&l->far);
+}
+
+/* A block of `order` allocated at pfn: returns the order + 1 of the block that was live there
+ * (0: none), or -1 without memory. */
+static inline int live_insert(struct live_blocks *l, uint64_t pfn, unsigned order) {
+  int was;
+  if (bh__likely(pfn < LIVE_DIRECT_LIMIT)) {
+    uint8_t *b = live_byte(l, pfn);
+    if (bh__unlikely(!b) && !(b = live_chunk_make(l, pfn)))
+      return -1;
+    was = *b;
+    *b = (uint8_t)(order + 1);
+  } else {
+    bh__pfn_entry_t *e = bh__pfnmap_insert(&l->far, pfn);
+    if (!e)
+      return -1;
+    was = e->kind == BH__PFN_LIVE ? e->order + 1 : 0;
+    e->kind = BH__PFN_LIVE;
+    e->order = (uint8_t)order;
+  }
+  if (!was && ++l->n > l->max_n)
+    l->max_n = l->n;
+  return was;
+}
+
+/* The order + 1 of the block live at pfn (0: none); with `order` >= 0 it becomes that block's
+ * new order, with -1 the block is removed. */
+static inline int live_update(struct live_blocks *l, uint64_t pfn, int order, bool set) {
+  int was;
+  if (bh__likely(pfn < LIVE_DIRECT_LIMIT)) {
+    uint8_t *b = live_byte(l, pfn);
+    if (!b || !*b)
+      return 0;
+    was = *b;
+    if (set)
+      *b = (uint8_t)(order + 1);
+  } else {
+    bh__pfn_entry_t *e = bh__pfnmap_find(&l->far, pfn);
+    if (!e)
+      return 0;
+    was = e->order + 1;
+    if (set && order < 0)
+      bh__pfnmap_delete(&l->far, e);
+    else if (set)
+      e->order = (uint8_t)order;
+  }
+  if (set && order < 0)
+    l->n--;
+  return was;
+}
+
 struct scan_state {
   struct scan *sc;
-  bh__pfnmap_t live; /* the blocks allocated and not freed */
-  uint64_t cur;      /* their pages */
-  bool keep;         /* keeping the events (a text trace, below keep_max so far) */
-  size_t kept_cap;   /* room in sc->kept, in events */
-  uint64_t keep_max; /* bh_replay_config_t.keep_max_bytes */
-  bh__first_events_t *fe; /* each page's first event, for a start state (or NULL) */
+  struct live_blocks live; /* the blocks allocated and not freed */
+  uint64_t cur;            /* their pages */
+  bool keep;               /* keeping the events (a text trace, below keep_max so far) */
+  size_t kept_cap;         /* room in sc->kept, in events */
+  uint64_t keep_max;       /* bh_replay_config_t.keep_max_bytes */
+  bh__first_events_t *fe;  /* each page's first event, for a start state (or NULL) */
 };
 
 /* Makes room for more kept events, or stops keeping them past keep_max bytes. */
@@ -233,7 +342,7 @@ COLD static void keep_grow(struct scan_state *st) {
 static inline __attribute__((always_inline)) int scan_event(void *ctx, const bh_event_t *ev) {
   struct scan_state *st = ctx;
   struct scan *sc = st->sc;
-  bh__pfnmap_t *live = &st->live;
+  struct live_blocks *live = &st->live;
   uint64_t *cur = &st->cur;
   if (!sc->events++)
     sc->first = ev->time_ns;
@@ -245,29 +354,31 @@ static inline __attribute__((always_inline)) int scan_event(void *ctx, const bh_
   if (ev->op == BH_EV_ALLOC) {
     if (ev->failed)
       return 0;
-    bh__pfn_entry_t *e = bh__pfnmap_insert(live, ev->pfn);
-    if (!e)
+    int was = live_insert(live, ev->pfn, ev->order);
+    if (was < 0)
       return BH_ENOMEM;
-    if (e->kind == BH__PFN_LIVE)
-      *cur -= 1ull << e->order;
-    e->kind = BH__PFN_LIVE;
-    e->order = ev->order;
+    if (was)
+      *cur -= 1ull << (was - 1);
     *cur += 1ull << ev->order;
     if (*cur > sc->peak)
       sc->peak = *cur;
+    if (ev->pfn < sc->pfn_lo)
+      sc->pfn_lo = ev->pfn;
+    if (ev->pfn + (1ull << ev->order) > sc->pfn_hi)
+      sc->pfn_hi = ev->pfn + (1ull << ev->order);
   } else {
-    bh__pfn_entry_t *e = bh__pfnmap_find(live, ev->pfn);
     uint64_t n = 1ull << ev->order;
     if (ev->op == BH_EV_FREE_BATCHED)
       return 0; /* follows an mm_page_free of the same folio (an upper bound is fine) */
     /* pieces of larger blocks and unknown frees are not subtracted: the peak found is an
      * upper bound, which is what sizing needs */
-    if (e && ev->order >= e->order) {
-      *cur -= 1ull << e->order;
-      bh__pfnmap_delete(live, e);
-    } else if (e) {
+    int was = live_update(live, ev->pfn, 0, false);
+    if (was && ev->order >= was - 1) {
+      *cur -= 1ull << (was - 1);
+      live_update(live, ev->pfn, -1, true);
+    } else if (was) {
       *cur -= n;
-      e->order = 0;
+      live_update(live, ev->pfn, 0, true);
     }
   }
   return 0;
@@ -314,12 +425,13 @@ static int first_pass(struct replay *r, struct scan *sc) {
     return err;
   struct scan_state st = {
       .sc = sc, .keep_max = r->cfg->keep_max_bytes, .fe = r->rm.fe.fe ? &r->rm.fe : NULL};
-  if (bh__pfnmap_init(&st.live, 1 << 10)) {
+  if (bh__pfnmap_init(&st.live.far, 1 << 10)) {
     bh_trace_close(t);
     return BH_ENOMEM;
   }
   bool once = sc->once;
   memset(sc, 0, sizeof(*sc));
+  sc->pfn_lo = UINT64_MAX;
   /* binary records are read in place about as fast as kept events would be played */
   st.keep = (once || bh_trace_format(t) != BH_TRACE_NATIVE_BINARY) && st.keep_max;
   enum { BATCH = 256 };
@@ -344,8 +456,8 @@ static int first_pass(struct replay *r, struct scan *sc) {
   if (!err)
     err = lost_check(r, sc->counts.lost_events);
   format_name(t, sc->format, sizeof(sc->format));
-  sc->map_cap = (st.live.mask + 1) / 2;
-  bh__pfnmap_destroy(&st.live);
+  sc->map_cap = st.live.max_n;
+  live_destroy(&st.live);
   bh_trace_close(t);
   return err;
 }
@@ -504,15 +616,15 @@ static int migrate_block(void *ctx, uint64_t old_pfn, uint64_t new_pfn, unsigned
     if (!r->rev && !(r->rev = malloc(r->arena->nr_pages * sizeof(*r->rev))))
       return 1; /* without the index the block stays where it is */
     memset(r->rev, 0, r->arena->nr_pages * sizeof(*r->rev));
-    for (uint64_t i = 0; i <= r->map.mask; i++) {
-      const bh__pfn_entry_t *e = &r->map.slots[i];
+    for (uint64_t i = 0, n = bh__pfnmap_slots(&r->map); i < n; i++) {
+      const bh__pfn_entry_t *e = bh__pfnmap_slot(&r->map, i);
       if (e->key && (e->kind == BH__PFN_LIVE || e->kind == BH__PFN_PRETRACE))
         r->rev[e->val] = (uint32_t)(i + 1);
     }
     r->rev_valid = true;
   }
   uint32_t slot = r->rev[old_pfn];
-  bh__pfn_entry_t *e = slot ? &r->map.slots[slot - 1] : NULL;
+  bh__pfn_entry_t *e = slot ? bh__pfnmap_slot(&r->map, slot - 1) : NULL;
   if (!e && r->shape && (r->arena->pages[old_pfn].flags & BH__PG_PRETRACE))
     return pretrace_moved(r, old_pfn, new_pfn, order);
   if (!e || (e->kind != BH__PFN_LIVE && e->kind != BH__PFN_PRETRACE) || e->val != old_pfn)
@@ -542,8 +654,7 @@ static uint64_t kcompactd(struct replay *r) {
     pretrace_moves_apply(r);
   if (r->attrib) /* the refaults of compaction's copies are no allocation's */
     r->attrib->refaults_seen = atomic_load(&r->arena->refault_pages);
-  return next > r->next_compact && next != UINT64_MAX ? next - r->next_compact
-                                                      : BH_NS_PER_SEC / 2;
+  return next > r->next_compact && next != UINT64_MAX ? next - r->next_compact : BH_NS_PER_SEC / 2;
 }
 
 /* The hinting worker's steps due by virtual time t, and the checker after them if asked. */
@@ -855,8 +966,8 @@ COLD static void free_range_wide(struct replay *r, uint64_t next, uint64_t end, 
   uint64_t n = 0, *keys = malloc((r->map.used + 1) * sizeof(*keys));
   if (!keys)
     return;
-  for (uint64_t i = 0; i <= r->map.mask; i++) {
-    uint64_t k = r->map.slots[i].key;
+  for (uint64_t i = 0, slots = bh__pfnmap_slots(&r->map); i < slots; i++) {
+    uint64_t k = bh__pfnmap_slot(&r->map, i)->key;
     if (k && k - 1 >= next && k - 1 < end)
       keys[n++] = k - 1;
   }
@@ -934,7 +1045,7 @@ COLD static void free_other(struct replay *r, uint64_t pfn, unsigned order, int 
   uint64_t next = pfn + (1ull << e->order), end = pfn + (1ull << order);
   free_entry(r, e, cpu);
   /* a free larger than the recorded block: every other recorded block inside the range */
-  if (end - next > r->map.mask + 1) {
+  if (end - next > bh__pfnmap_slots(&r->map)) {
     free_range_wide(r, next, end, cpu);
     return;
   }
@@ -979,6 +1090,24 @@ static void on_report(void *ctx, const bh_report_range_t *ranges, size_t n) {
   double t = (double)(r->t0 + vt) / 1e9;
   for (size_t i = 0; i < n; i++)
     fprintf(r->cfg->reports, "%.6f,%lu,%u\n", t, (unsigned long)ranges[i].pfn, ranges[i].order);
+}
+
+/*
+ * The map from recorded pfn to arena block.  With a first pass, directly indexed over the
+ * range of pfns it saw allocated when that range has no more entries than the hash map would
+ * have slots: never larger, and the entries of pfns the trace never uses are never touched,
+ * so a trace that keeps its memory in one place (a memhog, a guest's own range) pays one entry
+ * per page it uses where the hash map took two to four per block.  Otherwise the hash map, as
+ * large as the most blocks live at once need (no rehashing on the way), or small.
+ */
+static int map_init(struct replay *r, const struct scan *sc) {
+  uint64_t cap = sc->map_cap > 1024 ? sc->map_cap : 1024, slots = 1024;
+  while (slots < cap * 2)
+    slots <<= 1;
+  uint64_t span = sc->pfn_hi > sc->pfn_lo ? sc->pfn_hi - sc->pfn_lo : 0;
+  if (sc->map_cap && span && span <= slots && span < (1ull << 31))
+    return bh__pfnmap_init_dense(&r->map, 1024, sc->pfn_lo, span) ? BH_ENOMEM : BH_OK;
+  return bh__pfnmap_init(&r->map, cap) ? BH_ENOMEM : BH_OK;
 }
 
 static int setup(struct replay *r, const struct scan *sc) {
@@ -1043,8 +1172,7 @@ static int setup(struct replay *r, const struct scan *sc) {
   r->max_order = r->arena->max_order;
   r->s->memory_bytes = r->arena->nr_pages << BH_PAGE_SHIFT;
   r->s->nr_cpus = ac.nr_cpus;
-  /* as large as the first pass's map grew (no rehashing on the way), or small */
-  return bh__pfnmap_init(&r->map, sc->map_cap > 1024 ? sc->map_cap : 1024) ? BH_ENOMEM : BH_OK;
+  return map_init(r, sc);
 }
 
 static void progress(struct replay *r, uint64_t done, uint64_t total) {
