@@ -577,7 +577,19 @@ static inline unsigned pindex_to_order(const bh_arena_t *a, unsigned pindex) {
 static atomic_uint next_thread_number;
 static _Thread_local __attribute__((tls_model("initial-exec"))) int tls_slot = -1;
 
-static int pcp_slot(bh_arena_t *a, int cpu) {
+/* pcp_slot's uncommon cases: a thread's first call, more threads than slots, per-CPU slots. */
+static __attribute__((noinline)) int pcp_slot_slow(bh_arena_t *a) {
+  unsigned n = a->cfg.nr_cpus;
+  if (a->cfg.pcp_key == BH_PCP_PER_THREAD) {
+    if (tls_slot < 0)
+      tls_slot = (int)atomic_fetch_add_explicit(&next_thread_number, 1, memory_order_relaxed);
+    return (int)((unsigned)tls_slot % n);
+  }
+  int c = sched_getcpu();
+  return c < 0 ? 0 : (int)((unsigned)c % n);
+}
+
+static inline __attribute__((always_inline)) int pcp_slot(bh_arena_t *a, int cpu) {
   unsigned n = a->cfg.nr_cpus;
   if (cpu >= 0)
     return bh__likely((unsigned)cpu < n) ? cpu : (int)((unsigned)cpu % n);
@@ -585,12 +597,8 @@ static int pcp_slot(bh_arena_t *a, int cpu) {
     unsigned s = (unsigned)tls_slot; /* -1 (no number yet) is never below n */
     if (bh__likely(s < n))
       return (int)s; /* no division while threads <= slots */
-    if ((int)s < 0)
-      tls_slot = (int)atomic_fetch_add_explicit(&next_thread_number, 1, memory_order_relaxed);
-    return (int)((unsigned)tls_slot % n);
   }
-  int c = sched_getcpu();
-  return c < 0 ? 0 : (int)((unsigned)c % n);
+  return pcp_slot_slow(a);
 }
 
 /*
@@ -1159,8 +1167,8 @@ int bh_gfp_migratetype(unsigned gfp) { return gfp_migratetype(gfp); }
  * the first time BELOW_HIGH must be set, a busy pcp, an empty list to refill) returns
  * UINT64_MAX before any side effect, and the caller takes the full path.
  */
-static inline uint64_t alloc_fast(bh_arena_t *a, const struct alloc_ctx *ac, unsigned order,
-                                  unsigned alloc_flags) {
+static inline __attribute__((always_inline)) uint64_t
+alloc_fast(bh_arena_t *a, const struct alloc_ctx *ac, unsigned order, unsigned alloc_flags) {
   bh__zone_t *z = &a->zones[ac->preferred];
   unsigned zflags = atomic_load_explicit(&z->flags, memory_order_relaxed);
   uint64_t mark =
@@ -1193,7 +1201,8 @@ static inline bool discarded_any(const bh_arena_t *a, uint64_t pfn, unsigned ord
   return true; /* the reporter scans whole words */
 }
 
-static void prep_new_page(bh_arena_t *a, uint64_t pfn, unsigned order, unsigned gfp) {
+static inline __attribute__((always_inline)) void prep_new_page(bh_arena_t *a, uint64_t pfn,
+                                                                unsigned order, unsigned gfp) {
   if (bh__unlikely(discarded_any(a, pfn, order)))
     bh__discard_on_alloc(a, pfn, order);
   if ((gfp & BH_GFP_ZERO) && a->base)
@@ -1328,7 +1337,12 @@ static uint64_t alloc_slowpath(bh_arena_t *a, const struct alloc_ctx *ac, unsign
   return pfn;
 }
 
-int bh_alloc_pfn(bh_arena_t *a, unsigned gfp, unsigned order, int cpu, uint64_t *pfn_out) {
+/*
+ * bh_alloc_pfn's body, inlined into it and into bh_alloc_pages so that the pointer interface
+ * pays no call of its own (the same holds for free_pfn below).
+ */
+static inline __attribute__((always_inline)) int
+alloc_pfn(bh_arena_t *a, unsigned gfp, unsigned order, int cpu, uint64_t *pfn_out) {
   if (!a || !pfn_out || order > a->max_order || (gfp & ~BH__GFP_VALID))
     return BH_EINVAL;
   struct alloc_ctx ac;
@@ -1369,11 +1383,16 @@ int bh_alloc_pfn(bh_arena_t *a, unsigned gfp, unsigned order, int cpu, uint64_t 
   return BH_OK;
 }
 
+int bh_alloc_pfn(bh_arena_t *a, unsigned gfp, unsigned order, int cpu, uint64_t *pfn_out) {
+  return alloc_pfn(a, gfp, order, cpu, pfn_out);
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* Freeing: validation, pcp or zone                                                          */
 /* ---------------------------------------------------------------------------------------- */
 
-static int check_free(const bh_arena_t *a, uint64_t pfn, unsigned order) {
+static inline __attribute__((always_inline)) int check_free(const bh_arena_t *a, uint64_t pfn,
+                                                            unsigned order) {
   if (pfn >= a->nr_pages)
     return BH_EFAULT;
   if (order > a->max_order)
@@ -1435,9 +1454,8 @@ void bh__free_pages_zone_locked(bh__zone_t *z, uint64_t pfn, unsigned order, int
   split_large_buddy(z, pfn, order);
 }
 
-int bh_free_pfn(bh_arena_t *a, uint64_t pfn, unsigned order, int cpu) {
-  if (!a)
-    return BH_EINVAL;
+static inline __attribute__((always_inline)) int free_pfn(bh_arena_t *a, uint64_t pfn,
+                                                          unsigned order, int cpu) {
   /*
    * The check and the state change are not one atomic step: two threads freeing the same
    * block at once is a caller bug we detect only on a best-effort basis, as Linux does with
@@ -1469,9 +1487,15 @@ int bh_free_pfn(bh_arena_t *a, uint64_t pfn, unsigned order, int cpu) {
   return BH_OK;
 }
 
+int bh_free_pfn(bh_arena_t *a, uint64_t pfn, unsigned order, int cpu) {
+  if (!a)
+    return BH_EINVAL;
+  return free_pfn(a, pfn, order, cpu);
+}
+
 void *bh_alloc_pages(bh_arena_t *a, unsigned gfp, unsigned order, int *err) {
   uint64_t pfn;
-  int e = !a ? BH_EINVAL : a->base ? bh_alloc_pfn(a, gfp, order, -1, &pfn) : BH_ENOTSUP;
+  int e = !a ? BH_EINVAL : a->base ? alloc_pfn(a, gfp, order, -1, &pfn) : BH_ENOTSUP;
   if (err)
     *err = e;
   return e ? NULL : a->base + (pfn << BH_PAGE_SHIFT);
@@ -1480,12 +1504,13 @@ void *bh_alloc_pages(bh_arena_t *a, unsigned gfp, unsigned order, int *err) {
 int bh_free_pages(bh_arena_t *a, void *addr, unsigned order) {
   if (!a)
     return BH_EINVAL;
-  int64_t pfn = bh_addr_to_pfn(a, addr);
-  if (pfn < 0)
+  /* bh_addr_to_pfn, inlined */
+  uintptr_t off = (uintptr_t)addr - (uintptr_t)a->base;
+  if (!a->base || !addr || (uintptr_t)addr < (uintptr_t)a->base || off >= a->map_bytes)
     return BH_EFAULT;
   if ((uintptr_t)addr & (BH_PAGE_SIZE - 1))
     return BH_EALIGN;
-  return bh_free_pfn(a, (uint64_t)pfn, order, -1);
+  return free_pfn(a, (uint64_t)(off >> BH_PAGE_SHIFT), order, -1);
 }
 
 void *bh_pfn_to_addr(const bh_arena_t *a, uint64_t pfn) {
