@@ -6,9 +6,9 @@
  *
  * RUN is a run-guest folder; REPORTS and TIMELINE are `buddyhint replay --reports` and
  * `--timeline` (sim backing, --sample 0.1) of RUN/guest/trace.bht.zst; the timeline counts
- * virtual seconds from the trace's first event, whose timestamp is --trace-start S.  Writes OUTDIR/NAME.json
- * and, for the figures, OUTDIR/NAME_rss.csv (time, measured and predicted resident MiB) and
- * OUTDIR/NAME_blocks.csv (every reported block: time, pfn, order, hit|observed_only|
+ * virtual seconds from the trace's first event, whose timestamp is --trace-start S.  Writes
+ * OUTDIR/NAME.json and, for the figures, OUTDIR/NAME_rss.csv (time, measured and predicted resident
+ * MiB) and OUTDIR/NAME_blocks.csv (every reported block: time, pfn, order, hit|observed_only|
  * predicted_only).
  *
  * Clocks.  The guest's markers are written at one moment to the trace (trace clock) and to the
@@ -422,8 +422,9 @@ int main(int argc, char **argv) {
     jnum(j, dm != 0 ? 100.0 * (dp - dm) / dm : NAN);
     fprintf(j, "}");
   }
-  fprintf(j, "\n  ],\n  \"all\": {\"observed_blocks\": %zu, \"predicted_blocks\": %zu, "
-             "\"matched\": %zu, \"recall_pct\": ",
+  fprintf(j,
+          "\n  ],\n  \"all\": {\"observed_blocks\": %zu, \"predicted_blocks\": %zu, "
+          "\"matched\": %zu, \"recall_pct\": ",
           all.obs, all.pred, all.hits);
   jnum(j, pct(all.hits, all.obs));
   fprintf(j, ", \"precision_pct\": ");
@@ -432,7 +433,8 @@ int main(int argc, char **argv) {
 
   /* passes: every observed one against the nearest predicted one */
   static pass_t po[4096], pp[4096];
-  size_t npo = passes(&obs, t_start, t_end, po, 4096), npp = passes(&pred, t_start, t_end, pp, 4096);
+  size_t npo = passes(&obs, t_start, t_end, po, 4096),
+         npp = passes(&pred, t_start, t_end, pp, 4096);
   static double dts[4096];
   size_t ndt = 0, within = 0;
   fprintf(j, "  \"passes\": [");
@@ -454,8 +456,9 @@ int main(int argc, char **argv) {
     }
   }
   qsort(dts, ndt, sizeof(double), cmp_dbl);
-  fprintf(j, "\n  ],\n  \"pass_timing\": {\"observed_passes\": %zu, \"predicted_passes\": %zu, "
-             "\"within_0_25_s\": %zu, \"median_abs_dt_s\": ",
+  fprintf(j,
+          "\n  ],\n  \"pass_timing\": {\"observed_passes\": %zu, \"predicted_passes\": %zu, "
+          "\"within_0_25_s\": %zu, \"median_abs_dt_s\": ",
           npo, npp, within);
   jnum(j, ndt ? dts[ndt / 2] : NAN);
   fprintf(j, ", \"max_abs_dt_s\": ");
