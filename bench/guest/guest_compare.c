@@ -2,13 +2,13 @@
  * guest_compare: the real guest against the replay's prediction of it (experiment 9).
  *
  *   guest_compare RUN REPORTS TIMELINE OUTDIR [--label NAME] [--arena-pages N]
- *                 [--trace-start S]
+ *                 [--trace-start S] [--dump DIR]
  *
  * RUN is a run-guest folder; REPORTS and TIMELINE are `buddyhint replay --reports` and
  * `--timeline` (sim backing, --sample 0.1) of RUN/guest/trace.bht.zst; the timeline counts
- * virtual seconds from the trace's first event, whose timestamp is --trace-start S.  Writes OUTDIR/NAME.json
- * and, for the figures, OUTDIR/NAME_rss.csv (time, measured and predicted resident MiB) and
- * OUTDIR/NAME_blocks.csv (every reported block: time, pfn, order, hit|observed_only|
+ * virtual seconds from the trace's first event, whose timestamp is --trace-start S.  Writes
+ * OUTDIR/NAME.json and, for the figures, OUTDIR/NAME_rss.csv (time, measured and predicted resident
+ * MiB) and OUTDIR/NAME_blocks.csv (every reported block: time, pfn, order, hit|observed_only|
  * predicted_only).
  *
  * Clocks.  The guest's markers are written at one moment to the trace (trace clock) and to the
@@ -32,8 +32,10 @@
  * from the replay's resident model.
  *
  * pcp.  Pages left on the per-cpu lists at the end: observed from the end snapshot's zoneinfo
- * (the "count:" of every pageset), predicted as the arena's pages that are neither live nor on
- * its free lists in the timeline's last sample before the end.
+ * (the "count:" of every pageset); predicted from the zoneinfo of the replay's --dump DIR (the
+ * arena at the end of the trace) where it is given, else as the arena's pages that are neither
+ * live nor on its free lists in the timeline's last sample before the end (which counts what
+ * the replay's start state holds allocated as pcp pages: only right for an empty start).
  */
 #include <errno.h>
 #include <math.h>
@@ -284,16 +286,28 @@ static void jnum(FILE *f, double v) {
     fprintf(f, "%.6g", v);
 }
 
+/* The pages on pcp lists in a zoneinfo: the sum of every pageset's "count:". */
+static unsigned long pcp_count(FILE *f) {
+  char line[4096];
+  unsigned long sum = 0, c;
+  while (fgets(line, sizeof(line), f))
+    if (sscanf(line, " count: %lu", &c) == 1)
+      sum += c;
+  fclose(f);
+  return sum;
+}
+
 int main(int argc, char **argv) {
   if (argc < 5) {
     fprintf(stderr, "usage: guest_compare RUN REPORTS TIMELINE OUTDIR [--label NAME] "
-                    "[--arena-pages N] [--trace-start S]\n");
+                    "[--arena-pages N] [--trace-start S] [--dump DIR]\n");
     return 2;
   }
   const char *run = argv[1], *reports = argv[2], *timeline = argv[3], *outdir = argv[4];
   const char *label = "guest";
   unsigned long total_pages = 0; /* the arena's, for the predicted pcp pages */
   double first_event = 0;        /* the timeline's time 0 on the trace clock */
+  const char *dump = NULL;       /* the replay's --dump DIR: its zoneinfo has the arena's pcp */
   for (int i = 5; i + 1 < argc; i++) {
     if (!strcmp(argv[i], "--label"))
       label = argv[++i];
@@ -301,6 +315,8 @@ int main(int argc, char **argv) {
       first_event = strtod(argv[++i], NULL);
     else if (!strcmp(argv[i], "--arena-pages"))
       total_pages = strtoul(argv[++i], NULL, 10);
+    else if (!strcmp(argv[i], "--dump"))
+      dump = argv[++i];
   }
 
   read_markers(run);
@@ -406,8 +422,9 @@ int main(int argc, char **argv) {
     jnum(j, dm != 0 ? 100.0 * (dp - dm) / dm : NAN);
     fprintf(j, "}");
   }
-  fprintf(j, "\n  ],\n  \"all\": {\"observed_blocks\": %zu, \"predicted_blocks\": %zu, "
-             "\"matched\": %zu, \"recall_pct\": ",
+  fprintf(j,
+          "\n  ],\n  \"all\": {\"observed_blocks\": %zu, \"predicted_blocks\": %zu, "
+          "\"matched\": %zu, \"recall_pct\": ",
           all.obs, all.pred, all.hits);
   jnum(j, pct(all.hits, all.obs));
   fprintf(j, ", \"precision_pct\": ");
@@ -416,7 +433,8 @@ int main(int argc, char **argv) {
 
   /* passes: every observed one against the nearest predicted one */
   static pass_t po[4096], pp[4096];
-  size_t npo = passes(&obs, t_start, t_end, po, 4096), npp = passes(&pred, t_start, t_end, pp, 4096);
+  size_t npo = passes(&obs, t_start, t_end, po, 4096),
+         npp = passes(&pred, t_start, t_end, pp, 4096);
   static double dts[4096];
   size_t ndt = 0, within = 0;
   fprintf(j, "  \"passes\": [");
@@ -438,8 +456,9 @@ int main(int argc, char **argv) {
     }
   }
   qsort(dts, ndt, sizeof(double), cmp_dbl);
-  fprintf(j, "\n  ],\n  \"pass_timing\": {\"observed_passes\": %zu, \"predicted_passes\": %zu, "
-             "\"within_0_25_s\": %zu, \"median_abs_dt_s\": ",
+  fprintf(j,
+          "\n  ],\n  \"pass_timing\": {\"observed_passes\": %zu, \"predicted_passes\": %zu, "
+          "\"within_0_25_s\": %zu, \"median_abs_dt_s\": ",
           npo, npp, within);
   jnum(j, ndt ? dts[ndt / 2] : NAN);
   fprintf(j, ", \"max_abs_dt_s\": ");
@@ -447,18 +466,16 @@ int main(int argc, char **argv) {
   fprintf(j, "},\n");
 
   /* pcp at the end */
-  unsigned long pcp_obs = 0;
-  f = open_in(run, "guest/end/zoneinfo");
-  while (fgets(line, sizeof(line), f)) {
-    unsigned long c;
-    if (sscanf(line, " count: %lu", &c) == 1)
-      pcp_obs += c;
-  }
-  fclose(f);
+  unsigned long pcp_obs = pcp_count(open_in(run, "guest/end/zoneinfo"));
   double pcp_pred = total_pages ? (double)total_pages - at(&pcp, t_end) : NAN;
+  const char *pcp_from = "timeline";
+  if (dump) {
+    pcp_pred = (double)pcp_count(open_in(dump, "zoneinfo"));
+    pcp_from = "dump";
+  }
   fprintf(j, "  \"pcp_pages_end\": {\"observed\": %lu, \"predicted\": ", pcp_obs);
   jnum(j, pcp_pred);
-  fprintf(j, "}\n}\n");
+  fprintf(j, ", \"predicted_from\": \"%s\"}\n}\n", pcp_from);
   if (fclose(j))
     die("cannot write %s", out);
 
