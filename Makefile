@@ -40,6 +40,7 @@ TRACE_TOOL_PACKAGES ?= libtracecmd-dev libtraceevent-dev linux-perf bpftrace
 
 DEB_PACKAGES := build-essential cmake pkg-config libcmocka-dev libjemalloc-dev libnuma-dev \
                 zlib1g-dev libzstd-dev gnuplot-nox libyaml-dev libjansson-dev nettle-dev jq \
+                groff-base man-db \
                 $(TRACE_TOOL_PACKAGES)
 
 # The trace `make demo` compares the strategies on: a recorded memhog run (a guest without swap
