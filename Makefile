@@ -39,7 +39,9 @@ UBSAN_OPTIONS  ?= print_stacktrace=1
 TRACE_TOOL_PACKAGES ?= libtracecmd-dev libtraceevent-dev linux-perf bpftrace
 
 DEB_PACKAGES := build-essential cmake pkg-config libcmocka-dev libjemalloc-dev libnuma-dev \
-                zlib1g-dev libzstd-dev gnuplot-nox libyaml-dev libjansson-dev \
+                zlib1g-dev libzstd-dev gnuplot-nox libyaml-dev libjansson-dev nettle-dev jq \
+                groff-base man-db python3-pandas python3-pytest python3-setuptools python3-pip \
+                python3-venv \
                 $(TRACE_TOOL_PACKAGES)
 
 # The trace `make demo` compares the strategies on: a recorded memhog run (a guest without swap
@@ -157,6 +159,8 @@ fuzz: deps
 
 install: build
 	$(CMAKE) --install $(BUILD) --prefix $(PREFIX)
+	@# the dynamic linker's cache learns the new library (ctypes in python/ finds it so)
+	@if [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then ldconfig; fi
 
 # One 1 GiB guest, one 100 MiB memhog round, reporting on, under QEMU (KVM where it works, else
 # TCG): fails if QEMU cannot be installed, the guest does not boot, the host sees no report, or

@@ -17,7 +17,7 @@ x(c) = c < 1 ? 0.5 : c
 sel(t, cond) = sprintf("< grep -v '^#' '%s' | tail -n +2 | awk -F, 'function lab(a) { return a == 2 || a == 8 || a == 16 || a == 32 || a == 48 } $1 == \"%s\" && (%s)' | sort -t, -k11,11g", input, t, cond)
 set logscale x
 set xlabel "madvise calls (log scale; 0 calls drawn at 0.5)" font ",9"
-set ylabel "final resident MiB" font ",9"
+set ylabel "final resident memory (MiB)" font ",9"
 set yrange [0:*]
 set tics font ",8"
 # panels below a band for the title and the key, placed by hand so that one key can span

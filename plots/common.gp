@@ -2,7 +2,8 @@
 #
 # The caller (plots/run-all, `buddyhint plot`) sets, with gnuplot -e:
 #   output  the file to write
-#   fmt     "png" (pngcairo if this gnuplot has it, else the libgd png terminal) or "svg"
+#   fmt     "png" (pngcairo if this gnuplot has it, else the libgd png terminal), "svg" or
+#           "pdf" (pdfcairo: vector, 7 x 4.2 in, the width of a two-column paper's figure*)
 #   scripts the folder of these scripts (to load this file)
 # and the script's own inputs (input, or n_inputs/input1../label1..).
 if (!exists("fmt")) fmt = "png"
@@ -10,13 +11,15 @@ if (!exists("width")) width = 1000
 if (!exists("height")) height = 600
 if (fmt eq "svg") {
   set terminal svg size width,height dynamic enhanced font "Sans,12" background rgb "white"
+} else { if (fmt eq "pdf") {
+  set terminal pdfcairo size 7in,(7.0 * height / width)in enhanced font "Sans,8" background rgb "white"
 } else {
   if (strstrt(GPVAL_TERMINALS, " pngcairo ") > 0) {
     set terminal pngcairo size width,height enhanced font "Sans,11" background rgb "white"
   } else {
     set terminal png size width,height enhanced font "Sans,11" background rgb "white"
   }
-}
+} }
 set output output
 
 # bench/ CSV files: '#' lines describe the machine, then a header line, then rows.
@@ -34,6 +37,14 @@ kcol(k) = k eq "none" ? "#d62728" : k eq "bitmap" ? "#1f77b4" : k eq "bubble" ? 
 # The same as integers, for "lc rgb variable".
 kcoli(k) = k eq "none" ? 0xd62728 : k eq "bitmap" ? 0x1f77b4 : k eq "bubble" ? 0x2ca02c : \
            k eq "jemalloc" ? 0x9467bd : k eq "none2" ? 0xff9896 : 0x7f7f7f
+
+# Series i of a plot with several: a colour and a dash pattern of its own (up to 8 series;
+# then colours repeat with other dashes), so that two runs of one strategy (bubble and
+# bubble:order=3) stay apart, in print and in black and white too.  The colours are the
+# Okabe-Ito palette, which readers with the common colour vision deficiencies tell apart.
+scols = "#000000 #E69F00 #56B4E9 #009E73 #D55E00 #0072B2 #CC79A7 #999999"
+scol(i) = word(scols, (i - 1) % 8 + 1)
+sdt(i) = (i - 1) % 5 + 1
 
 # The distinct values of CSV column `col` of file f, in order of appearance, space separated.
 distinct(f, col) = system(sprintf("grep -v '^#' '%s' | tail -n +2 | cut -d, -f%d | awk '!s[$0]++' | tr '\\n' ' '", f, col))

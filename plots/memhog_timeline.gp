@@ -23,5 +23,8 @@ do for [g=1:words(starts)] {
   set arrow 10 + g from first x, graph 0 to first x, graph 1 nohead dt 3 lc rgb "#888888"
   set label 10 + g sprintf("memhog in guest %d", g) at first x, graph 0.97 offset 0.5,0 left tc rgb "#555555" font ",9"
 }
-plot for [i=1:words(kinds)] input using 3:((strcol(2) eq word(kinds, i) && $1 == rep) ? $4 : NaN) \
-     with lines lw 2.5 lc rgb kcol(word(kinds, i)) title word(kinds, i)
+# one strategy's samples of the repetition, whatever the order of the rows
+sel(k) = sprintf("< grep -v '^#' '%s' | tail -n +2 | awk -F, '$1 == %d && $2 == \"%s\"'", input, rep, k)
+# the samples as steps (each holds until the next), a dash pattern per strategy
+plot for [i=1:words(kinds)] sel(word(kinds, i)) using 3:4 \
+     with steps lw 2.5 dt sdt(i) lc rgb kcol(word(kinds, i)) title word(kinds, i)

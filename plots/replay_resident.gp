@@ -1,21 +1,27 @@
 # Resident memory over time from several replay timelines (one per strategy, e.g.
-# `buddyhint compare` / `replay --timeline`), with the trace's live memory from the first.
-# Variables: n_inputs, input1..inputN, label1..labelN (labels default to the file names).
+# `replay --timeline`), or from one `compare --timeline` file (its first column names the run),
+# with the trace's live memory from the first.
+# Variables: n_inputs, input1..inputN, label1..labelN (labels default to the file names);
+# or long=1 and input: the runs of a compare timeline, in the order of the file.
+# The samples are drawn as steps: each value holds until the next sample, as measured, where
+# straight lines between samples would draw ramps and peaks that were never sampled.
 load scripts."/common.gp"
+if (!exists("long")) long = 0
 if (!exists("n_inputs")) n_inputs = 1
 if (!exists("input1")) input1 = input
-inp(i) = value(sprintf("input%d", i))
-lab(i) = exists(sprintf("label%d", i)) ? value(sprintf("label%d", i)) : inp(i)
-# colour by a strategy name inside the label when there is one
-others = "#ff7f0e #17becf #8c564b #e377c2 #bcbd22 #7f7f7f"
-lcol(s, i) = strstrt(s, "bubble") ? kcol("bubble") : strstrt(s, "bitmap") ? kcol("bitmap") : \
-          strstrt(s, "jemalloc") ? kcol("jemalloc") : strstrt(s, "none") ? kcol("none") : \
-          word(others, (i - 1) % 6 + 1)
-set title "Resident memory over time, per strategy (replay timelines)"
+if (long) { runs = distinct(input, 1); n_inputs = words(runs) }
+inp(i) = long ? input : value(sprintf("input%d", i))
+lab(i) = long ? word(runs, i) : exists(sprintf("label%d", i)) ? value(sprintf("label%d", i)) : inp(i)
+# the columns of time, live and resident memory (a compare timeline has "run" first)
+ct = long + 1
+cl = long + 2
+cr = long + 3
+pick(i, c) = long ? (strcol(1) eq word(runs, i) ? column(c) / 1048576.0 : NaN) : column(c) / 1048576.0
+set title "Resident memory over time, per strategy (replay timelines, sampled)" noenhanced
 set xlabel "time (s, the replay's virtual clock)"
 set ylabel "memory (MiB)"
 set yrange [0:*]
-set key center right box opaque
+set key center right box opaque noenhanced
 set autoscale xfix
-plot inp(1) using 1:($2/1048576.0) with lines dt 2 lw 2 lc rgb "#555555" title "live (allocated by the trace)", \
-     for [i=1:n_inputs] inp(i) using 1:($3/1048576.0) with lines lw 2.5 lc rgb lcol(lab(i), i) title "resident: ".lab(i)
+plot inp(1) using ct:(pick(1, cl)) with steps dt (4, 3) lw 1.8 lc rgb "#777777" title "live (allocated by the trace)", \
+     for [i=1:n_inputs] inp(i) using ct:(pick(i, cr)) with steps lw 2.5 dt sdt(i) lc rgb scol(i) title "resident: ".lab(i)

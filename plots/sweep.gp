@@ -12,15 +12,11 @@ set ylabel ylab noenhanced
 set key outside right top box opaque noenhanced
 set offsets graph 0.04, graph 0.04, graph 0.06, graph 0.06
 tt(i) = value(sprintf("title%d", i))
-others = "#ff7f0e #17becf #8c564b #e377c2 #bcbd22 #7f7f7f #1f77b4 #2ca02c #d62728 #9467bd"
-# the three strategies keep their colours when a series is the strategy alone
-lcol(s, i) = s eq "none" ? kcol("none") : s eq "bitmap" ? kcol("bitmap") : \
-             s eq "bubble" ? kcol("bubble") : s eq "jemalloc" ? kcol("jemalloc") : \
-             word(others, (i - 1) % 10 + 1)
+# every series its own colour and dash pattern (common.gp)
 if (categorical) {
   plot for [i=1:n_series] input index (i-1) using 1:3:4:5:xticlabels(2) with yerrorlines \
-       lw 2 pt 7 ps 0.8 lc rgb lcol(tt(i), i) title tt(i)
+       lw 2 dt sdt(i) pt 7 ps 0.8 lc rgb scol(i) title tt(i)
 } else {
   plot for [i=1:n_series] input index (i-1) using 1:3:4:5 with yerrorlines \
-       lw 2 pt 7 ps 0.8 lc rgb lcol(tt(i), i) title tt(i)
+       lw 2 dt sdt(i) pt 7 ps 0.8 lc rgb scol(i) title tt(i)
 }

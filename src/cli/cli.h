@@ -61,6 +61,8 @@ const char *bh_cli_format_name(int format);
 /* cmd_plot.c: the gnuplot scripts' folder (0, or -1 after a message); gnuplot on PATH. */
 int bh_cli_plot_find_scripts(const char *given, const char *script, char *dir, size_t len);
 bool bh_cli_have_gnuplot(void);
+/* The picture format of an output name: "png", "svg" or "pdf" by its suffix, else NULL. */
+const char *bh_cli_plot_format(const char *out);
 /* plot_sweep.c: true if the arguments ask for a sweep plot (--x, a folder, a .json table). */
 bool bh_cli_plot_is_sweep(int argc, char **argv);
 int bh_cli_plot_sweep(int argc, char **argv);

@@ -1,6 +1,7 @@
 /* buddyhint compare: the same trace once per strategy, one table. */
 #include "cli/baseline.h"
 #include "cli/replay_opts.h"
+#include "cli/run_json.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -12,13 +13,18 @@ static void help(FILE *f) {
   fprintf(f,
           "usage: buddyhint compare TRACE [--strategies LIST] [OPTIONS]\n\n"
           "Replays TRACE once per strategy (default none,bitmap,bubble) with the same\n"
-          "configuration and prints one table; --json FILE writes {\"runs\": [...]}.\n"
+          "configuration and prints one table; --json FILE writes {\"runs\": [...]}, each\n"
+          "run as replay --json writes it (with --json - standard output holds the JSON only\n"
+          "and the table goes to standard error).\n"
           "Strategy options are given as --opt NAME.KEY=VALUE, e.g. --opt bubble.delay=1s,\n"
           "or in the list as NAME:KEY=VALUE[:KEY=VALUE...], which also lets one strategy\n"
           "run more than once: --strategies none,bubble,bubble:order=3.  jemalloc takes\n"
           "jemalloc[:decay=MS][:muzzy=MS][:bg=0|1].\n\n"
           "options:\n"
-          "  --strategies LIST     comma-separated strategy names (with options, see above)\n%s",
+          "  --strategies LIST     comma-separated strategy names (with options, see above)\n"
+          "  --csv FILE            one CSV row per run, nested fields as dotted columns\n"
+          "  --timeline FILE       every run's samples over virtual time as one CSV, the\n"
+          "                        run's label in its first column, \"run\"\n%s",
           bh_cli_replay_help);
 }
 
@@ -151,14 +157,52 @@ static int parse_list(const bh_cli_replay_t *c, char *list, struct run_spec *spe
   return opts_named(c, specs, *nspecs);
 }
 
-static int run_all(bh_cli_replay_t *c, const char *trace, char *list) {
+/* compare's own options and outputs */
+struct compare_args {
+  const char *list, *csv_path, *timeline_path;
+};
+
+/* Appends one run's timeline CSV (header and samples) to out, each line prefixed with the
+ * run's label; the header only for the first run. */
+static void timeline_append(FILE *out, const char *buf, size_t len, const char *label,
+                            bool header) {
+  bool quote = strpbrk(label, ",\"\n") != NULL;
+  for (size_t i = 0, line = 0; i < len; line++) {
+    const char *nl = memchr(buf + i, '\n', len - i);
+    size_t end = nl ? (size_t)(nl - buf) + 1 : len;
+    if (line == 0 && header)
+      fprintf(out, "run,%.*s", (int)(end - i), buf + i);
+    else if (line > 0) {
+      if (quote) {
+        fputc('"', out);
+        for (const char *p = label; *p; p++)
+          fprintf(out, *p == '"' ? "\"\"" : "%c", *p);
+        fputc('"', out);
+      } else {
+        fputs(label, out);
+      }
+      fprintf(out, ",%.*s", (int)(end - i), buf + i);
+    }
+    i = end;
+  }
+}
+
+static int run_all(bh_cli_replay_t *c, const char *trace, char *list,
+                   const struct compare_args *a) {
   bh_replay_summary_t *runs = calloc(MAX_RUNS, sizeof(*runs));
   struct run_spec *specs = calloc(MAX_RUNS, sizeof(*specs));
   char(*labels)[64] = calloc(MAX_RUNS, sizeof(*labels));
-  FILE *json = NULL;
+  bh_cli_run_info_t *infos = calloc(MAX_RUNS, sizeof(*infos));
+  bh_replay_config_t *cfgs = calloc(MAX_RUNS, sizeof(*cfgs));
+  FILE *json = NULL, *csv = NULL, *timeline = NULL;
+  char *tl_buf = NULL;
+  size_t tl_len = 0;
+  bool tl_header = false;
+  const uint64_t given_memory = c->cfg.memory_bytes;
+  const unsigned given_cpus = c->cfg.arena.nr_cpus;
   int n = 0, nspecs = 0, rc = BH_EXIT_OK;
   bool failed = false; /* a replay could not run: the JSON would be partial */
-  if (!runs || !specs || !labels) {
+  if (!runs || !specs || !labels || !infos || !cfgs) {
     rc = BH_EXIT_FAIL;
     goto out;
   }
@@ -167,19 +211,50 @@ static int run_all(bh_cli_replay_t *c, const char *trace, char *list) {
   bh_cli_set_inputs(inputs);
   if ((rc = parse_list(c, list, specs, labels, &nspecs)) == 0)
     rc = bh_cli_open_out("compare", c->json_path, &json);
+  if (!rc)
+    rc = bh_cli_open_out("compare", a->csv_path, &csv);
+  if (!rc)
+    rc = bh_cli_open_out("compare", a->timeline_path, &timeline);
   bh_cli_set_inputs(NULL);
+  char sha[65] = "";
+  uint64_t bytes = 0;
+  if (!rc && (json || csv))
+    bh_cli_trace_sha256(trace, sha, &bytes);
+  /* with an output on standard output, the table goes to standard error */
+  FILE *tty = json == stdout || csv == stdout || timeline == stdout ? stderr : stdout;
   for (int i = 0; i < nspecs && rc == BH_EXIT_OK; i++) {
     struct run_spec *sp = &specs[i];
     c->cfg.hint.strategy = sp->name;
     c->cfg.hint.opts = sp->opts;
     c->cfg.hint.nopts = sp->nopts;
     c->cfg.trace = trace;
+    cfgs[i] = c->cfg; /* the run's settings as given, for its provenance */
+    cfgs[i].memory_bytes = given_memory;
+    cfgs[i].arena.nr_cpus = given_cpus;
+    infos[i] = (bh_cli_run_info_t){.cfg = &cfgs[i], .trace = trace, .bytes = bytes};
+    memcpy(infos[i].sha256, sha, sizeof(sha));
+    FILE *tl = NULL;
+    if (timeline && !(tl = open_memstream(&tl_buf, &tl_len))) {
+      rc = BH_EXIT_FAIL;
+      failed = true;
+      break;
+    }
+    c->cfg.timeline = tl;
     char err[1024];
     if (c->cfg.progress)
       fprintf(stderr, "compare: %s\n", sp->label);
     int e = bh_cli_is_baseline(sp->name) /* jemalloc, in a process of its own */
                 ? bh_cli_baseline_run(&c->cfg, sp->name, &runs[n], err, sizeof(err))
                 : bh_replay_run(&c->cfg, &runs[n], err, sizeof(err));
+    c->cfg.timeline = NULL;
+    if (tl && fclose(tl) && !e)
+      e = BH_ENOMEM;
+    if (tl && !e) { /* a jemalloc run may have no timeline: it adds no rows */
+      timeline_append(timeline, tl_buf, tl_len, sp->label, !tl_header);
+      tl_header |= tl_len > 0;
+    }
+    free(tl_buf);
+    tl_buf = NULL;
     if (e) {
       fprintf(stderr, "%s\n", err[0] ? err : bh_strerror(e));
       rc = e == BH_ENOMEM || e == BH_ESYS ? BH_EXIT_FAIL : BH_EXIT_USAGE;
@@ -202,53 +277,81 @@ static int run_all(bh_cli_replay_t *c, const char *trace, char *list) {
     n++;
   }
   if (n) {
-    printf("trace %s (%s), %.0f MiB arena, %s backing, %lu events, %.1f s virtual\n", trace,
-           runs[0].trace_format, mib(runs[0].memory_bytes), runs[0].backing,
-           (unsigned long)runs[0].events, runs[0].virtual_seconds);
+    fprintf(tty, "trace %s (%s), %.0f MiB arena, %s backing, %lu events, %.1f s virtual\n", trace,
+            runs[0].trace_format, mib(runs[0].memory_bytes), runs[0].backing,
+            (unsigned long)runs[0].events, runs[0].virtual_seconds);
     if (runs[0].layout[0])
-      printf("%s layout, %s start, %s placement%s\n", runs[0].layout, runs[0].start_state,
-             runs[0].placement,
-             runs[0].fidelity.present ? "; fidelity: free memory in the wrong order at the end "
-                                        "of the trace, and the error in free memory of "
-                                        "pageblock order and above"
-                                      : "");
-    printf("\n");
-    table(stdout, runs, n);
+      fprintf(tty, "%s layout, %s start, %s placement%s\n", runs[0].layout, runs[0].start_state,
+              runs[0].placement,
+              runs[0].fidelity.present ? "; fidelity: free memory in the wrong order at the end "
+                                         "of the trace, and the error in free memory of "
+                                         "pageblock order and above"
+                                       : "");
+    fprintf(tty, "\n");
+    table(tty, runs, n);
   }
-  if (json && !failed) {
-    fprintf(json, "{\"runs\": [\n");
-    for (int i = 0; i < n; i++) {
-      bh_replay_summary_json(&runs[i], json, 2);
-      fprintf(json, "%s\n", i + 1 < n ? "," : "");
+  if (!failed && json && bh_cli_runs_json(json, runs, infos, n) == BH_ENOMEM)
+    failed = true;
+  if (!failed && csv && bh_cli_runs_csv(csv, runs, infos, n) == BH_ENOMEM)
+    failed = true;
+  if (failed) { /* files already there are left as they were */
+    if (!rc) {
+      fprintf(stderr, "buddyhint compare: out of memory\n");
+      rc = BH_EXIT_FAIL;
     }
-    fprintf(json, "]}\n");
-    rc |= bh_cli_close_out(json);
+    bh_cli_abort_out(json);
+    bh_cli_abort_out(csv);
+    bh_cli_abort_out(timeline);
   } else {
-    bh_cli_abort_out(json); /* a file already there is left as it was */
+    rc |= bh_cli_close_out(json);
+    rc |= bh_cli_close_out(csv);
+    rc |= bh_cli_close_out(timeline);
   }
 out:
+  free(infos);
+  free(cfgs);
   free(runs);
   free(specs);
   free(labels);
   return rc;
 }
 
-/* compare's own options: --strategies, and a word about replay-only ones. */
+/* compare's own options: --strategies, --csv, --timeline, and a word about --strategy. */
 static int compare_opt(int argc, char **argv, int *i, void *ctx) {
+  struct compare_args *ca = ctx;
   const char *a = argv[*i];
-  if (!strcmp(a, "--strategy") || !strncmp(a, "--strategy=", 11) || !strcmp(a, "--timeline") ||
-      !strncmp(a, "--timeline=", 11)) {
+  if (!strcmp(a, "--strategy") || !strncmp(a, "--strategy=", 11)) {
     bh_cli_usage_error("compare", "'%s' is for replay; compare takes --strategies", a);
     return -1;
   }
-  return bh_cli_opt(argc, argv, i, "strategies", (const char **)ctx);
+  int r = bh_cli_opt(argc, argv, i, "strategies", &ca->list);
+  if (!r)
+    r = bh_cli_opt(argc, argv, i, "csv", &ca->csv_path);
+  if (!r)
+    r = bh_cli_opt(argc, argv, i, "timeline", &ca->timeline_path);
+  return r;
+}
+
+/* At most one output on standard output: 0, or -1 after a usage error. */
+static int one_stdout(const bh_cli_replay_t *c, const struct compare_args *a) {
+  const char *outs[] = {c->json_path, a->csv_path, a->timeline_path};
+  int n = 0;
+  for (int i = 0; i < 3; i++)
+    n += outs[i] && !strcmp(outs[i], "-");
+  if (n < 2)
+    return 0;
+  bh_cli_usage_error("compare", "--json, --csv and --timeline: only one can be standard output");
+  return -1;
 }
 
 int cmd_compare(int argc, char **argv) {
   bh_cli_replay_t c;
   bh_cli_replay_init(&c);
-  const char *trace, *list = "none,bitmap,bubble";
-  int r = bh_cli_replay_args(argc, argv, &c, &trace, compare_opt, &list, help);
+  const char *trace;
+  struct compare_args a = {.list = "none,bitmap,bubble"};
+  int r = bh_cli_replay_args(argc, argv, &c, &trace, compare_opt, &a, help);
+  if (!r && one_stdout(&c, &a))
+    r = -1;
   for (size_t k = 0; !r && k < c.nopts; k++)
     if (!strchr(c.opts[k].key, '.')) {
       bh_cli_usage_error("compare", "--opt %s: name the strategy, as NAME.%s", c.opts[k].key,
@@ -274,8 +377,8 @@ int cmd_compare(int argc, char **argv) {
   bh_trace_close(t);
   if (!r) {
     bh_cli_replay_finish(&c);
-    char *copy = strdup(list);
-    r = copy ? run_all(&c, trace, copy) : BH_EXIT_FAIL;
+    char *copy = strdup(a.list);
+    r = copy ? run_all(&c, trace, copy, &a) : BH_EXIT_FAIL;
     free(copy);
   } else {
     r = r > 0 ? BH_EXIT_OK : BH_EXIT_USAGE;

@@ -35,16 +35,20 @@ static void usage(FILE *out) {
           "                                                 heat map); several timelines, or\n"
           "                                                 --kind resident: resident memory\n"
           "                                                 over time, one line per file\n"
+          "  a compare timeline    (compare --timeline)    resident memory over time, one line\n"
+          "                                                 per run\n"
           "  a sweep folder        (buddyhint sweep)       with --x AXIS [--y METRIC]: the\n"
           "    or merge's .json                             metric (default rss_final_bytes)\n"
           "                                                 against an axis of the grid, a\n"
           "                                                 line per strategy, median and\n"
           "                                                 min..max over seeds; --where\n"
           "                                                 COL=VALUE (repeatable) picks rows\n"
-          "The format follows the suffix of -o: .png (pngcairo, else png) or .svg.\n"
+          "The format follows the suffix of -o: .png (pngcairo, else png), .svg, or .pdf\n"
+          "(pdfcairo, 7 inches wide: a two-column paper's full width).  Every series has a\n"
+          "colour and a dash pattern of its own; timelines are drawn as sampled (steps).\n"
           "\n"
           "options:\n"
-          "  -o FILE          the picture to write (.png or .svg)\n"
+          "  -o FILE          the picture to write (.png, .svg or .pdf)\n"
           "  --kind KIND      for replay timelines: heatmap (one file) or resident\n"
           "  --label TEXT     a name for each input in the legend, in order (default: the\n"
           "                   file name without .csv)\n"
@@ -67,7 +71,8 @@ typedef enum {
   IN_FRAG,
   IN_COMPACT,
   IN_ADAPTIVE,
-  IN_REPLAY_TIMELINE
+  IN_REPLAY_TIMELINE,
+  IN_COMPARE_TIMELINE
 } input_kind_t;
 
 static const struct {
@@ -83,6 +88,7 @@ static const struct {
     {IN_COMPACT, "mix,mode,reps,arena_mib", "compact.gp"},
     {IN_ADAPTIVE, "trace,strategy,kind,age_s,growth,reps", "adaptive.gp"},
     {IN_REPLAY_TIMELINE, "time_s,live_bytes,resident_bytes", "replay_heatmap.gp"},
+    {IN_COMPARE_TIMELINE, "run,time_s,live_bytes,resident_bytes", "replay_resident.gp"},
 };
 
 /* Reads the first line that is not a '#' comment; -1 if the file cannot be read. */
@@ -217,6 +223,15 @@ static void stem(const char *path, char *out, size_t len) {
     out[n - 4] = 0;
 }
 
+const char *bh_cli_plot_format(const char *out) {
+  size_t n = strlen(out);
+  static const char *const fmts[] = {"png", "svg", "pdf"};
+  for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++)
+    if (n > 4 && out[n - 4] == '.' && !strcmp(out + n - 3, fmts[i]))
+      return fmts[i];
+  return NULL;
+}
+
 int bh_cli_plot_find_scripts(const char *given, const char *script, char *dir, size_t len) {
   return find_scripts(given, script, dir, len);
 }
@@ -284,12 +299,9 @@ int cmd_plot(int argc, char **argv) {
     return bh_cli_usage_error(VERB, "no result file given (buddyhint plot --help)");
   if (!out)
     return bh_cli_usage_error(VERB, "no output given: -o FILE.png or -o FILE.svg");
-  size_t ol = strlen(out);
-  const char *fmt = ol > 4 && !strcmp(out + ol - 4, ".png")   ? "png"
-                    : ol > 4 && !strcmp(out + ol - 4, ".svg") ? "svg"
-                                                              : NULL;
+  const char *fmt = bh_cli_plot_format(out);
   if (!fmt)
-    return bh_cli_usage_error(VERB, "-o '%s': the name must end in .png or .svg", out);
+    return bh_cli_usage_error(VERB, "-o '%s': the name must end in .png, .svg or .pdf", out);
   if (kind && strcmp(kind, "heatmap") && strcmp(kind, "resident"))
     return bh_cli_usage_error(VERB, "--kind must be heatmap or resident, not '%s'", kind);
   uint64_t rep_n = 0;
@@ -317,7 +329,9 @@ int cmd_plot(int argc, char **argv) {
   }
   if (nin > 1 && k != IN_REPLAY_TIMELINE)
     return bh_cli_usage_error(VERB, "several inputs are only for replay timelines");
-  if (kind && k != IN_REPLAY_TIMELINE)
+  if (k == IN_COMPARE_TIMELINE && kind && strcmp(kind, "resident"))
+    return bh_cli_usage_error(VERB, "a compare timeline is drawn as --kind resident");
+  if (kind && k != IN_REPLAY_TIMELINE && k != IN_COMPARE_TIMELINE)
     return bh_cli_usage_error(VERB, "--kind is for replay timelines");
   if (kind && !strcmp(kind, "heatmap") && nin > 1)
     return bh_cli_usage_error(VERB, "--kind heatmap draws one timeline");
@@ -354,6 +368,10 @@ int cmd_plot(int argc, char **argv) {
     }
   } else {
     bad |= add_var(vars, sizeof(vars), "input", inputs[0]);
+    if (k == IN_COMPARE_TIMELINE) {
+      size_t l = strlen(vars);
+      snprintf(vars + l, sizeof(vars) - l, "long=1; ");
+    }
     if (k == IN_REPLAY_TIMELINE)
       bad |= add_var(vars, sizeof(vars), "label", nlab ? labels[0] : inputs[0]);
   }

@@ -1,5 +1,8 @@
 /* buddyhint replay: one trace, one strategy, a summary. */
 #include "cli/replay_opts.h"
+#include "cli/run_json.h"
+
+#include <string.h>
 
 static void help(FILE *f) {
   fprintf(f,
@@ -36,6 +39,9 @@ int bh_cli_run_one(const char *verb, bh_cli_replay_t *c, const char *trace, bool
     return rc;
   c->cfg.trace = trace;
   c->cfg.timeline = timeline;
+  bh_cli_run_info_t info = {.cfg = &c->cfg, .trace = trace};
+  if (json) /* before the replay: a trace read from a file that changes under it is caught */
+    bh_cli_trace_sha256(trace, info.sha256, &info.bytes);
   bh_replay_summary_t s;
   char err[1024];
   rc = bh_replay_run(&c->cfg, &s, err, sizeof(err));
@@ -43,18 +49,19 @@ int bh_cli_run_one(const char *verb, bh_cli_replay_t *c, const char *trace, bool
     fprintf(stderr, "%s\n", err[0] ? err : bh_strerror(rc));
     bh_cli_abort_out(timeline); /* a file already there is left as it was */
     bh_cli_abort_out(json);
-    return rc == BH_EFORMAT || rc == BH_EINVAL || rc == BH_ENOENT || rc == BH_ESYS ||
-                   rc == BH_EIO
+    return rc == BH_EFORMAT || rc == BH_EINVAL || rc == BH_ENOENT || rc == BH_ESYS || rc == BH_EIO
                ? BH_EXIT_USAGE
                : BH_EXIT_FAIL;
   }
   bh_cli_warn_lost(verb, &s);
   int out_rc = bh_cli_close_out(timeline);
-  if (print)
-    bh_cli_print_summary(stdout, &s);
-  if (json) {
-    bh_replay_summary_json(&s, json, 2);
-    fputc('\n', json);
+  if (print) /* with --json -, standard output holds the JSON only */
+    bh_cli_print_summary(json == stdout ? stderr : stdout, &s);
+  if (json && bh_cli_run_json(json, &s, &info) == BH_ENOMEM) {
+    fprintf(stderr, "buddyhint %s: out of memory writing the JSON\n", verb);
+    bh_cli_abort_out(json);
+    json = NULL;
+    out_rc = BH_EXIT_FAIL;
   }
   out_rc |= bh_cli_close_out(json);
   return out_rc || s.check_violations ? BH_EXIT_FAIL : BH_EXIT_OK;
@@ -77,6 +84,12 @@ int cmd_replay(int argc, char **argv) {
     return BH_EXIT_USAGE;
   }
   FILE *reports = NULL;
+  if (reports_path && !strcmp(reports_path, "-") && c.json_path && !strcmp(c.json_path, "-")) {
+    bh_cli_usage_error("replay", "--reports - and --json -: only one output can be standard "
+                                 "output");
+    bh_cli_replay_free(&c);
+    return BH_EXIT_USAGE;
+  }
   const char *inputs[] = {trace, NULL}; /* the reports may not be the trace */
   bh_cli_set_inputs(inputs);
   r = bh_cli_open_out("replay", reports_path, &reports);

@@ -1,5 +1,6 @@
 /* buddyhint: dispatches to one verb per file. */
 #include "cli/cli.h"
+#include "cli/run_json.h"
 
 #include <string.h>
 #include <unistd.h>
@@ -43,8 +44,10 @@ int main(int argc, char **argv) {
   if (!isatty(STDOUT_FILENO))
     setvbuf(stdout, NULL, _IOFBF, 1 << 20);
   for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
-    if (!strcmp(argv[1], verbs[i].name))
+    if (!strcmp(argv[1], verbs[i].name)) {
+      bh_cli_set_argv(argc - 1, argv + 1);
       return bh_cli_stdout_close(verbs[i].name, verbs[i].run(argc - 1, argv + 1));
+    }
   fprintf(stderr, "buddyhint: unknown verb '%s'\n", argv[1]);
   usage(stderr);
   return BH_EXIT_USAGE;

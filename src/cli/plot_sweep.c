@@ -350,12 +350,9 @@ int bh_cli_plot_sweep(int argc, char **argv) {
     return BH_EXIT_USAGE;
   if (!o.y)
     o.y = "rss_final_bytes";
-  size_t ol = strlen(o.out);
-  const char *fmt = ol > 4 && !strcmp(o.out + ol - 4, ".png")   ? "png"
-                    : ol > 4 && !strcmp(o.out + ol - 4, ".svg") ? "svg"
-                                                                : NULL;
+  const char *fmt = bh_cli_plot_format(o.out);
   if (!fmt)
-    return bh_cli_usage_error(VERB, "-o '%s': the name must end in .png or .svg", o.out);
+    return bh_cli_usage_error(VERB, "-o '%s': the name must end in .png, .svg or .pdf", o.out);
   if (!access(o.out, F_OK))
     return bh_cli_usage_error(VERB, "%s exists; name another file", o.out);
   bh_sweep_table_t t;

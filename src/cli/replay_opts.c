@@ -296,6 +296,11 @@ void bh_cli_replay_finish(bh_cli_replay_t *c) {
 
 int bh_cli_replay_check(const char *verb, const bh_cli_replay_t *c) {
   const bh_replay_config_t *cfg = &c->cfg;
+  if (c->json_path && c->timeline_path && !strcmp(c->json_path, "-") &&
+      !strcmp(c->timeline_path, "-")) {
+    bh_cli_usage_error(verb, "--json - and --timeline -: only one output can be standard output");
+    return -1;
+  }
   uint64_t block = BH_PAGE_SIZE << cfg->arena.max_order;
   uint64_t max = ((uint64_t)UINT32_MAX - 1000000) * BH_PAGE_SIZE / block * block;
   if (cfg->memory_bytes && (cfg->memory_bytes < block || cfg->memory_bytes > max)) {

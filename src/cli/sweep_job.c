@@ -12,6 +12,7 @@
  */
 #include "cli/baseline.h"
 #include "cli/replay_opts.h"
+#include "cli/run_json.h"
 #include "cli/sweep.h"
 
 #include <errno.h>
@@ -30,32 +31,34 @@ static bool tmp_path(char *buf, size_t len, const char *dir, const char *id, lon
   return snprintf(buf, len, "%s/jobs/.%s.%ld.%s", dir, id, pid, suffix) < (int)len;
 }
 
-/* The strategy label is coordinate 1 ("strategy"). */
-static int replay(const bh_sweep_job_t *j, bh_replay_summary_t *s) {
-  char *argv[BH_CLI_MAX_OPTS + 64];
+/* The strategy label is coordinate 1 ("strategy").  c is the job's configuration (the
+ * caller frees it); its argument vector, as a replay's, is the run's command line. */
+static int replay(const bh_sweep_job_t *j, bh_replay_summary_t *s, bh_cli_replay_t *c,
+                  bh_cli_run_info_t *info) {
+  static char *argv[BH_CLI_MAX_OPTS + 64];
   int argc = 0;
-  argv[argc++] = (char *)"sweep";
+  argv[argc++] = (char *)"replay";
   argv[argc++] = j->trace;
   for (size_t i = 0; i < j->nargs && argc < (int)(sizeof(argv) / sizeof(argv[0])) - 2; i++)
     argv[argc++] = j->args[i];
   argv[argc++] = (char *)"--quiet";
   argv[argc] = NULL;
-  bh_cli_replay_t c;
-  bh_cli_replay_init(&c);
+  bh_cli_set_argv(argc, argv);
   const char *trace;
-  int r = bh_cli_replay_args(argc, argv, &c, &trace, NULL, NULL, no_help);
-  if (r) {
-    bh_cli_replay_free(&c);
+  int r = bh_cli_replay_args(argc, argv, c, &trace, NULL, NULL, no_help);
+  if (r)
     return BH_EXIT_USAGE;
-  }
-  bh_cli_replay_finish(&c);
-  c.cfg.trace = trace;
+  bh_cli_replay_finish(c);
+  c->cfg.trace = trace;
+  *info = (bh_cli_run_info_t){.cfg = &c->cfg, .trace = trace};
+  bh_cli_trace_sha256(trace, info->sha256, &info->bytes);
+  bh_replay_config_t given = c->cfg; /* the settings as given: the run may size the arena */
   char err[1024] = "";
   const char *label = j->coords[BH_SWEEP_COL_STRATEGY];
-  int e = bh_cli_is_baseline(c.cfg.hint.strategy)
-              ? bh_cli_baseline_run(&c.cfg, c.cfg.hint.strategy, s, err, sizeof(err))
-              : bh_replay_run(&c.cfg, s, err, sizeof(err));
-  bh_cli_replay_free(&c);
+  int e = bh_cli_is_baseline(c->cfg.hint.strategy)
+              ? bh_cli_baseline_run(&c->cfg, c->cfg.hint.strategy, s, err, sizeof(err))
+              : bh_replay_run(&c->cfg, s, err, sizeof(err));
+  c->cfg = given;
   if (e) {
     fprintf(stderr, "%s\n", err[0] ? err : bh_strerror(e));
     return BH_EXIT_FAIL;
@@ -66,8 +69,8 @@ static int replay(const bh_sweep_job_t *j, bh_replay_summary_t *s) {
 }
 
 /* Writes the summary to tmp, syncs it and links it to final; 0 or -1 after a message. */
-static int publish(const char *dir, const bh_replay_summary_t *s, const char *tmp,
-                   const char *final) {
+static int publish(const char *dir, const bh_replay_summary_t *s, const bh_cli_run_info_t *info,
+                   const char *tmp, const char *final) {
   int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
   if (!f) {
@@ -76,9 +79,8 @@ static int publish(const char *dir, const bh_replay_summary_t *s, const char *tm
       close(fd);
     return -1;
   }
-  bh_replay_summary_json(s, f, 2);
-  fputc('\n', f);
-  bool bad = fflush(f) || ferror(f) || fsync(fileno(f));
+  bool bad = bh_cli_run_json(f, s, info) != BH_OK;
+  bad |= fflush(f) || ferror(f) || fsync(fileno(f));
   if (fclose(f) || bad) {
     fprintf(stderr, "sweep: cannot write %s: %s\n", tmp, strerror(errno));
     unlink(tmp);
@@ -121,9 +123,13 @@ static void child(const char *dir, const bh_sweep_job_t *j) {
   close(fd);
   setvbuf(stderr, NULL, _IONBF, 0);
   bh_replay_summary_t *s = calloc(1, sizeof(*s));
-  int rc = s ? replay(j, s) : BH_EXIT_FAIL;
-  if (rc == BH_EXIT_OK && publish(dir, s, tmp, final))
+  bh_cli_replay_t c;
+  bh_cli_replay_init(&c);
+  bh_cli_run_info_t info;
+  int rc = s ? replay(j, s, &c, &info) : BH_EXIT_FAIL;
+  if (rc == BH_EXIT_OK && publish(dir, s, &info, tmp, final))
     rc = BH_EXIT_FAIL;
+  bh_cli_replay_free(&c);
   free(s);
   fflush(NULL);
   if (rc == BH_EXIT_OK)

@@ -14,7 +14,8 @@ set -u
 bh=$1 traces=$2 work=$3
 mkdir -p "$work"
 fail=0
-strip() { grep -v -E '"(wall_seconds|cpu_seconds|minflt)":' "$1" | sed -E 's/"[a-z_]+_ns": [0-9]+/"_ns": -/g'; }
+strip() { grep -v -E '"(wall_seconds|cpu_seconds|minflt)":' "$1" | sed -E 's/"[a-z_]+_ns": [0-9]+/"_ns": -/g' |
+  sed '/^  "provenance": {/,/^  }$/d'; } # provenance: how the run was made (its file names)
 # The recorded trace replays in its machine's shape (a 24 GiB layout and its start state) in
 # sim backing, and in the default layout in mmap backing, where every resident memory sample
 # of the whole machine's arena would cost a mincore over 24 GiB.

@@ -43,6 +43,9 @@ cmake --install "$build" --prefix "$prefix" | sed "s|$prefix/||"
 # GNUInstallDirs may have chosen lib, lib64 or lib/<multiarch>: find the .pc where it went.
 pc=$(find "$prefix" -name buddyhint.pc -path '*/pkgconfig/*' | head -n 1)
 [ -n "$pc" ] || die "buddyhint.pc was not installed"
+for m in man1/buddyhint.1 man3/libbuddyhint.3; do
+  [ -n "$(find "$prefix" -path "*/man/$m")" ] || die "the manual page $m was not installed"
+done
 pcdir=$(dirname "$pc")
 libdir=$(dirname "$pcdir")
 

@@ -1,0 +1,12 @@
+"""libbuddyhint for analysis notebooks.
+
+replay() and compare() run the installed ``buddyhint`` command with ``--json -`` and return its
+runs (each with its provenance); load_runs() and load_timeline() read the files it writes;
+Arena is the allocator itself, through ctypes over libbuddyhint.so.
+"""
+from ._arena import Arena, BuddyhintError, GFP, library, version
+from ._runs import compare, load_runs, load_timeline, replay
+
+__all__ = ["Arena", "BuddyhintError", "GFP", "compare", "library", "load_runs",
+           "load_timeline", "replay", "version"]
+__version__ = "0.1.0"

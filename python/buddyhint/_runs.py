@@ -1,0 +1,106 @@
+"""Replays through the installed buddyhint command, and its output files as DataFrames."""
+import io
+import json
+import os
+import shutil
+import subprocess
+
+import pandas as pd
+
+from ._arena import BuddyhintError
+
+
+def _command():
+    cmd = os.environ.get("BUDDYHINT") or shutil.which("buddyhint")
+    if not cmd:
+        raise BuddyhintError("the buddyhint command is not installed (make install), or set "
+                             "BUDDYHINT to its path")
+    return cmd
+
+
+def _options(options):
+    """Keyword options as command-line options: backing="sim" -> --backing sim; True -> a
+    flag; False and None -> left out; a list -> the option once per item."""
+    args = []
+    for key, value in options.items():
+        flag = "--" + key.replace("_", "-")
+        if value is None or value is False:
+            continue
+        if value is True:
+            args.append(flag)
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                args += [flag, str(v)]
+        else:
+            args += [flag, str(value)]
+    return args
+
+
+def _run(args):
+    p = subprocess.run([_command()] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, check=False)
+    # exit 1 with a JSON is a run whose checker found violations: the JSON says so
+    if p.returncode not in (0, 1) or not p.stdout.strip():
+        raise BuddyhintError("buddyhint %s failed (exit %d): %s"
+                             % (args[0], p.returncode, p.stderr.strip()))
+    return json.loads(p.stdout)
+
+
+def replay(trace, strategy="none", opts=None, **options):
+    """One replay of trace with a strategy: the run as a dict (replay --json).
+
+    opts are the strategy's options ({"order": 3} -> --opt order=3); every other keyword is a
+    replay option (backing="sim", memory="2G", seed=7, idle=10, no_pcp=True).
+    """
+    args = ["replay", os.fspath(trace), "--strategy", strategy, "--json", "-", "--quiet"]
+    for k, v in (opts or {}).items():
+        args += ["--opt", "%s=%s" % (k, v)]
+    return _run(args + _options(options))
+
+
+def compare(trace, strategies=("none", "bitmap", "bubble"), **options):
+    """The trace once per strategy ("bubble:order=3" carries its options): a DataFrame with
+    a row per run, nested keys as dotted columns (provenance.trace.sha256)."""
+    if isinstance(strategies, str):
+        strategies = strategies.split(",")
+    args = ["compare", os.fspath(trace), "--strategies", ",".join(strategies), "--json", "-",
+            "--quiet"]
+    return _frame(_run(args + _options(options))["runs"])
+
+
+def _frame(runs):
+    df = pd.json_normalize(runs, sep=".")
+    return df
+
+
+def load_runs(path):
+    """A JSON file of runs as a DataFrame: compare's {"runs": [...]}, one replay's run, or
+    merge's table (its "runs" are already flat)."""
+    with open(path) as f:
+        doc = json.load(f)
+    if isinstance(doc, dict) and isinstance(doc.get("runs"), list):
+        return _frame(doc["runs"])
+    if isinstance(doc, dict):
+        return _frame([doc])
+    if isinstance(doc, list):
+        return _frame(doc)
+    raise BuddyhintError("%s: not a run, a list of runs or {\"runs\": [...]}" % path)
+
+
+def load_timeline(path, run=None):
+    """A timeline CSV (replay --timeline, or compare --timeline with its run column) as a
+    DataFrame, with time_s and MiB columns next to the byte ones; run picks one run of a
+    compare timeline."""
+    with open(path) as f:
+        text = "".join(line for line in f if not line.startswith("#"))
+    df = pd.read_csv(io.StringIO(text))
+    if "time_s" not in df.columns:
+        raise BuddyhintError("%s: not a replay or compare timeline (no time_s column)" % path)
+    if run is not None:
+        if "run" not in df.columns:
+            raise BuddyhintError("%s: a replay timeline has one run; run= is for compare's"
+                                 % path)
+        df = df[df["run"] == run].reset_index(drop=True)
+    for col in [c for c in df.columns if c.endswith("_bytes")]:
+        df[col[:-len("_bytes")] + "_mib"] = df[col] / 1048576.0
+    return df

@@ -1,0 +1,133 @@
+"""The Python package against an installed libbuddyhint and buddyhint command.
+
+Run by tests/python/run.sh (ctest python_package), which installs the build into a scratch
+prefix, pip-installs this package into a scratch virtual environment and runs this suite with
+that prefix on PATH and LD_LIBRARY_PATH: nothing here names the build folder.
+"""
+import ctypes
+import hashlib
+import json
+import os
+import subprocess
+
+import pandas as pd
+import pytest
+
+import buddyhint
+from buddyhint._arena import _Config
+
+TRACES = os.environ["BH_TRACES"]
+TRACE = os.path.join(TRACES, "gen-memhog-256M.bht.zst")
+
+
+def test_loaded_from_the_installed_copy():
+    # the package found the library and the command by the usual search, not by a path
+    assert "BUDDYHINT_LIBRARY" not in os.environ and "BUDDYHINT" not in os.environ
+    assert buddyhint.version() == buddyhint.__version__
+    assert buddyhint.__file__.startswith(os.environ["BH_VENV"])
+
+
+def test_config_struct_matches_the_library():
+    # bh_config_init's documented defaults (buddyhint.h), read through the ctypes mirror:
+    # a field out of place reads as something else
+    cfg = buddyhint._arena._PaddedConfig()
+    buddyhint.library().bh_config_init(ctypes.byref(cfg.cfg))
+    c = cfg.cfg
+    assert ctypes.sizeof(_Config) == 3200  # sizeof(bh_config_t) on x86-64
+    assert c.backing == 0 and c.nr_nodes == 1
+    assert list(c.zone_bytes) == [16 << 20, 496 << 20, 512 << 20, 0]
+    assert (c.max_order, c.pageblock_order) == (10, 9)
+    assert c.mobility_grouping and not c.shuffle and c.seed == 1
+    assert (c.watermark_scale_factor, c.watermark_boost_factor) == (10, 15000)
+    assert list(c.lowmem_reserve_ratio) == [256, 256, 32, 0]
+    assert c.pcp and c.nr_cpus == 2 and c.pcp_thp and not c.numa_bind
+    assert c.compact_large_blocks and c.smp and c.nr_layout_zones == 0
+    assert bytes(cfg.pad) == bytes(4096)  # nothing written past the mirror's end
+
+
+def test_arena_alloc_free_buddyinfo():
+    # without per-CPU lists, which would take a batch of order-3 blocks at once (rmqueue_pcplist)
+    zones = {"DMA": 0, "DMA32": 0, "Normal": 64 << 20}
+    with buddyhint.Arena({"backing": "sim", "zone_bytes": zones, "pcp": False}) as a:
+        bi = a.buddyinfo()
+        assert list(bi.columns) == ["node", "zone"] + list(range(11))
+        assert list(bi["zone"]) == ["Normal"]
+        assert int(bi.loc[0, 10]) == 16  # 64 MiB in 4 MiB blocks
+        pfn = a.alloc_pages(order=3)
+        assert 0 <= pfn < a.nr_pages and pfn % 8 == 0
+        bi = a.buddyinfo()
+        # one 4 MiB block split down to order 3: one free block at each order 3..9
+        assert int(bi.loc[0, 10]) == 15
+        assert [int(bi.loc[0, o]) for o in range(3, 10)] == [1] * 7
+        a.free_pages(pfn, order=3)
+        a.drain_pcp()
+        assert int(a.buddyinfo().loc[0, 10]) == 16
+        assert a.check() == 0
+
+
+def test_arena_errors():
+    with pytest.raises(buddyhint.BuddyhintError, match="unknown arena setting"):
+        buddyhint.Arena({"no_such": 1})
+    with pytest.raises(buddyhint.BuddyhintError, match="bad arena configuration"):
+        buddyhint.Arena({"backing": "sim", "max_order": 40})
+    with buddyhint.Arena({"backing": "sim", "zone_bytes": [0, 0, 8 << 20, 0]}) as a:
+        with pytest.raises(buddyhint.BuddyhintError):
+            a.free_pages(a.nr_pages + 1024, order=0)
+        with pytest.raises(buddyhint.BuddyhintError):
+            for _ in range(100):  # 8 MiB holds two 4 MiB blocks, less the reserves
+                a.alloc_pages(order=10)
+    a.close()
+    with pytest.raises(buddyhint.BuddyhintError, match="closed"):
+        a.alloc_pages()
+
+
+def test_replay_is_the_command_json():
+    run = buddyhint.replay(TRACE, strategy="bubble", opts={"order": 3}, backing="sim", seed=5)
+    out = subprocess.run(["buddyhint", "replay", TRACE, "--strategy", "bubble", "--opt",
+                          "order=3", "--backing", "sim", "--seed", "5", "--json", "-",
+                          "--quiet"], stdout=subprocess.PIPE, check=True, text=True).stdout
+    ref = json.loads(out)
+    for k in ("rss_final_bytes", "reported_bytes", "refaults", "events"):
+        assert run[k] == ref[k]
+    p = run["provenance"]
+    assert p["options"]["strategy_options"] == {"order": "3"} and p["seed"] == 5
+    with open(TRACE, "rb") as f:
+        assert p["trace"]["sha256"] == hashlib.sha256(f.read()).hexdigest()
+
+
+def test_compare_dataframe_and_load_runs(tmp_path):
+    df = buddyhint.compare(TRACE, ["none", "bubble", "bubble:order=3"], backing="sim")
+    assert isinstance(df, pd.DataFrame)
+    assert list(df["strategy"]) == ["none", "bubble", "bubble:order=3"]
+    assert "provenance.options.strategy_options.order" in df.columns
+    assert df["rss_final_bytes"].iloc[0] >= df["rss_final_bytes"].iloc[2]
+    path = tmp_path / "runs.json"
+    subprocess.run(["buddyhint", "compare", TRACE, "--strategies", "none,bubble:order=3",
+                    "--backing", "sim", "--quiet", "--json", str(path),
+                    "--timeline", str(tmp_path / "tl.csv")], check=True,
+                   stdout=subprocess.DEVNULL)
+    runs = buddyhint.load_runs(path)
+    assert list(runs["strategy"]) == ["none", "bubble:order=3"]
+    assert (runs["rss_final_bytes"].values == df["rss_final_bytes"].values[[0, 2]]).all()
+    tl = buddyhint.load_timeline(tmp_path / "tl.csv")
+    assert set(tl["run"]) == {"none", "bubble:order=3"}
+    one = buddyhint.load_timeline(tmp_path / "tl.csv", run="none")
+    assert (one["run"] == "none").all() and one["time_s"].is_monotonic_increasing
+    assert (one["resident_mib"] * 1048576 == one["resident_bytes"]).all()
+
+
+def test_load_runs_of_one_replay(tmp_path):
+    path = tmp_path / "r.json"
+    subprocess.run(["buddyhint", "replay", TRACE, "--backing", "sim", "--quiet", "--json",
+                    str(path)], check=True, stdout=subprocess.DEVNULL)
+    df = buddyhint.load_runs(path)
+    assert len(df) == 1 and df.loc[0, "strategy"] == "none"
+
+
+def test_bad_input_is_an_error(tmp_path):
+    with pytest.raises(buddyhint.BuddyhintError, match="failed"):
+        buddyhint.replay(tmp_path / "missing.trace")
+    bad = tmp_path / "x.csv"
+    bad.write_text("a,b\n1,2\n")
+    with pytest.raises(buddyhint.BuddyhintError, match="not a replay"):
+        buddyhint.load_timeline(bad)

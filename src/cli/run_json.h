@@ -1,0 +1,40 @@
+/* A run's JSON (replay, compare, sweep jobs): the summary and its provenance. */
+#ifndef BH_CLI_RUN_JSON_H
+#define BH_CLI_RUN_JSON_H
+
+#include "cli/cli.h"
+
+#include <buddyhint/replay.h>
+
+#include <jansson.h>
+
+/* How a run was made: its configuration (strategy and its options as that run had them) and
+ * its trace, with the SHA-256 of bh_cli_trace_sha256 ("" if unknown). */
+typedef struct bh_cli_run_info {
+  const bh_replay_config_t *cfg;
+  const char *trace;
+  char sha256[65];
+  uint64_t bytes;
+} bh_cli_run_info_t;
+
+/* The command's arguments, for the provenance (main.c; kept, not copied). */
+void bh_cli_set_argv(int argc, char **argv);
+/* The git revision the command was built from, or "unknown". */
+const char *bh_cli_git_revision(void);
+/* The SHA-256 of a regular file, as 64 hex digits, and its size: 0, or -1 (standard input, a
+ * FIFO, an unreadable file: hex is ""). */
+int bh_cli_trace_sha256(const char *path, char hex[65], uint64_t *bytes);
+/* The run as a JSON object (info NULL: the summary only); NULL if out of memory. */
+json_t *bh_cli_run_object(const bh_replay_summary_t *s, const bh_cli_run_info_t *info);
+/* One run, indented, and a newline: 0 or BH_EIO / BH_ENOMEM. */
+int bh_cli_run_json(FILE *f, const bh_replay_summary_t *s, const bh_cli_run_info_t *info);
+/* {"runs": [...]} of n runs. */
+int bh_cli_runs_json(FILE *f, const bh_replay_summary_t *runs, const bh_cli_run_info_t *infos,
+                     int n);
+/* One CSV row per run: a header, then the run objects with nested objects flattened into
+ * dotted columns (provenance.options.seed), arrays as JSON text; the columns are the union
+ * over the runs, in order of first appearance, empty where a run has none. */
+int bh_cli_runs_csv(FILE *f, const bh_replay_summary_t *runs, const bh_cli_run_info_t *infos,
+                    int n);
+
+#endif
