@@ -20,8 +20,17 @@
  * For a loop of __builtin_popcountll over a bitmap: on x86-64 a second copy compiled for the
  * POPCNT instruction, chosen when the program loads if the CPU has it (GCC's and clang's
  * target_clones); elsewhere, and on CPUs without it, the portable code (libgcc's popcount).
+ * Not under ThreadSanitizer: the clones' resolver (an ifunc) runs before its runtime is up.
  */
-#if defined(__x86_64__) && defined(__has_attribute)
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define BH__NO_IFUNC 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define BH__NO_IFUNC 1
+#endif
+#if defined(__x86_64__) && defined(__has_attribute) && !defined(BH__NO_IFUNC)
 #if __has_attribute(target_clones)
 #define BH__POPCNT_CLONES __attribute__((target_clones("popcnt", "default")))
 #endif
