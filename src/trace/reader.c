@@ -65,6 +65,7 @@ struct bh_trace {
   int version;      /* of a native format (1 or 2); 0 for kernel text */
   char *desc;       /* version 2: the machine description's text (NUL-terminated), or NULL */
   size_t desc_len;
+  size_t desc_cap;  /* text version 2: bytes allocated for desc */
   uint64_t desc_need; /* binary version 2: description bytes still to read at open */
   bh__tparse_t tp;
   bh__foreign_t *foreign; /* trace.dat, perf.data: their own reader (foreign.h) */
@@ -296,11 +297,18 @@ enum { LINE_OK = 1, LINE_TOO_LONG = 2 };
 static int next_line(bh_trace_t *t, const char **line, size_t *n);
 static int line_malformed(bh_trace_t *t);
 
-/* Appends n bytes to t->desc (kept NUL-terminated).  Returns 0 or BH_ENOMEM. */
+/* Appends n bytes to t->desc (kept NUL-terminated), growing it geometrically: a description
+ * holds a line per free block run, hundreds of thousands of them.  Returns 0 or BH_ENOMEM. */
 static int desc_append(bh_trace_t *t, const char *p, size_t n, bool newline) {
-  char *d = realloc(t->desc, t->desc_len + n + 2);
-  if (!d)
-    return trace_fail(t, BH_ENOMEM, "out of memory");
+  char *d = t->desc;
+  if (t->desc_len + n + 2 > t->desc_cap) {
+    size_t cap = t->desc_cap ? t->desc_cap : 4096;
+    while (cap < t->desc_len + n + 2)
+      cap *= 2;
+    if (!(d = realloc(t->desc, cap)))
+      return trace_fail(t, BH_ENOMEM, "out of memory");
+    t->desc_cap = cap;
+  }
   memcpy(d + t->desc_len, p, n);
   t->desc_len += n;
   if (newline)
