@@ -88,11 +88,10 @@ int bh_cli_out_open(const char *verb, const char *path, bh_cli_out_t **out);
 const char *bh_cli_out_writing(const bh_cli_out_t *o);
 /* A stdio stream on the output (standard output itself for "-"); NULL if out of memory. */
 FILE *bh_cli_out_stream(bh_cli_out_t *o);
-/* A trace writer on the output (it writes the descriptor; bh_cli_out_close finishes it). */
-int bh_cli_out_writer(bh_cli_out_t *o, int format, int compression, bh_trace_writer_t **w);
-/* The same, of the native format's version 2 (bh_trace_writer_fdopen2). */
-int bh_cli_out_writer2(bh_cli_out_t *o, int format, int compression, const char *description,
-                       bh_trace_writer_t **w);
+/* A trace writer on the output (it writes the descriptor; bh_cli_out_close finishes it): the
+ * native format's version 1, or version 2 with description (may be NULL). */
+int bh_cli_out_writer(bh_cli_out_t *o, int format, int compression, int version,
+                      const char *description, bh_trace_writer_t **w);
 /* Flushes and checks everything written, closes and renames into place.  BH_EXIT_OK, or
  * BH_EXIT_FAIL after the message (the temporary file is removed).  NULL is accepted. */
 int bh_cli_out_close(bh_cli_out_t *o);

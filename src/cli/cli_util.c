@@ -206,13 +206,11 @@ FILE *bh_cli_out_stream(bh_cli_out_t *o) {
   return o->f;
 }
 
-int bh_cli_out_writer(bh_cli_out_t *o, int format, int compression, bh_trace_writer_t **w) {
-  return bh_trace_writer_fdopen(o->of.fd, o->of.name, format, compression, w);
-}
-
-int bh_cli_out_writer2(bh_cli_out_t *o, int format, int compression, const char *description,
-                       bh_trace_writer_t **w) {
-  return bh_trace_writer_fdopen2(o->of.fd, o->of.name, format, compression, description, w);
+int bh_cli_out_writer(bh_cli_out_t *o, int format, int compression, int version,
+                      const char *description, bh_trace_writer_t **w) {
+  return version >= 2
+             ? bh_trace_writer_fdopen2(o->of.fd, o->of.name, format, compression, description, w)
+             : bh_trace_writer_fdopen(o->of.fd, o->of.name, format, compression, w);
 }
 
 static void out_free(bh_cli_out_t *o) {

@@ -142,8 +142,7 @@ int cmd_convert(int argc, char **argv) {
   const char *desc = given ? given : bh_trace_description(t, NULL);
   bool v2 = desc || bh_trace_version(t) != 1;
   bh_trace_writer_t *w;
-  if ((v2 ? bh_cli_out_writer2(o, format, compression, desc, &w)
-          : bh_cli_out_writer(o, format, compression, &w))) {
+  if (bh_cli_out_writer(o, format, compression, v2 ? 2 : 1, desc, &w)) {
     fprintf(stderr, "buddyhint convert: %s\n", bh_trace_error(NULL));
     bh_cli_out_abort(o);
     bh_trace_close(t);

@@ -168,7 +168,7 @@ int cmd_gen(int argc, char **argv) {
   bh_cli_out_t *file;
   if ((rc = bh_cli_out_open(VERB, out, &file)) != 0)
     goto done;
-  if (bh_cli_out_writer(file, format, compression, &o.w)) {
+  if (bh_cli_out_writer(file, format, compression, 1, NULL, &o.w)) {
     fprintf(stderr, "buddyhint gen: %s\n", bh_trace_error(NULL));
     bh_cli_out_abort(file);
     rc = BH_EXIT_FAIL;
@@ -191,7 +191,8 @@ int cmd_gen(int argc, char **argv) {
   fprintf(stderr,
           "buddyhint gen: %s: %llu events (%llu allocs, %llu frees) written to %s (%s, %s)\n",
           workload, (unsigned long long)o.events, (unsigned long long)o.allocs,
-          (unsigned long long)o.frees, out, bh_cli_format_name(format), bh_cli_compression_name(compression));
+          (unsigned long long)o.frees, out, bh_cli_format_name(format),
+          bh_cli_compression_name(compression));
   rc = BH_EXIT_OK;
 done:
   for (size_t i = 0; i < np; i++)

@@ -560,7 +560,7 @@ int cmd_record(int argc, char **argv) {
   if ((rc = bh_cli_out_open(VERB, out, &o)) != 0)
     return rc;
   bh_trace_writer_t *w;
-  if (bh_cli_out_writer2(o, format, compression, NULL, &w)) {
+  if (bh_cli_out_writer(o, format, compression, 2, NULL, &w)) {
     fprintf(stderr, "buddyhint record: %s\n", bh_trace_error(NULL));
     bh_cli_out_abort(o);
     return BH_EXIT_FAIL;
@@ -697,7 +697,7 @@ cleanup:
           "buddyhint record: '%s' (pid %d) %s after %.3f s; %llu events (%llu allocs, %llu "
           "frees) written to %s (%s, %s)\n",
           cmd[0], (int)pid, how, t1 - t0, (unsigned long long)c.events,
-          (unsigned long long)c.allocs, (unsigned long long)c.frees, out, bh_cli_format_name(format),
-          bh_cli_compression_name(compression));
+          (unsigned long long)c.allocs, (unsigned long long)c.frees, out,
+          bh_cli_format_name(format), bh_cli_compression_name(compression));
   return BH_EXIT_OK;
 }

@@ -79,6 +79,10 @@ struct bh__foreign {
   const char *command; /* what the file is read through, or NULL */
 };
 
+/* Writes "NAME: " and the message to f->ctx.msg; returns err. */
+int bh__foreign_fail(bh__foreign_t *f, int err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* The magic numbers: trace.dat starts with 17 08 44 "tracing", perf.data with "PERFILE2". */
 bool bh__tracedat_magic(const unsigned char *p, size_t n);
 bool bh__perfdata_magic(const unsigned char *p, size_t n);

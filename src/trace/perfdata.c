@@ -24,7 +24,6 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,20 +55,6 @@ struct perfdata {
   size_t site_len;
   char cmd[BH__TRACE_MSG_SIZE];
 };
-
-static int pd_fail(struct perfdata *d, int err, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int pd_fail(struct perfdata *d, int err, const char *fmt, ...) {
-  char *msg = d->base.ctx.msg;
-  int n = snprintf(msg, BH__TRACE_MSG_SIZE, "%s: ", d->base.ctx.name);
-  va_list ap;
-  va_start(ap, fmt);
-  if (n > 0 && n < BH__TRACE_MSG_SIZE)
-    vsnprintf(msg + n, BH__TRACE_MSG_SIZE - (size_t)n, fmt, ap);
-  va_end(ap);
-  return err;
-}
 
 /* ---- running perf ---- */
 
@@ -134,11 +119,12 @@ static int has_callchains(struct perfdata *d) {
   int fd;
   pid_t pid = spawn(argv, &fd, d->err_fd);
   if (pid < 0)
-    return pd_fail(d, errno == ENOENT ? BH_ENOTSUP : BH_ESYS,
-                   errno == ENOENT ? "a perf.data, which is read with `perf script`: install perf "
-                                     "(Debian: linux-perf)"
-                                   : "cannot run perf: %s",
-                   strerror(errno));
+    return bh__foreign_fail(&d->base, errno == ENOENT ? BH_ENOTSUP : BH_ESYS,
+                            errno == ENOENT
+                                ? "a perf.data, which is read with `perf script`: install perf "
+                                  "(Debian: linux-perf)"
+                                : "cannot run perf: %s",
+                            strerror(errno));
   FILE *f = fdopen(fd, "r");
   int chains = 0;
   char *line = NULL;
@@ -154,7 +140,8 @@ static int has_callchains(struct perfdata *d) {
   if (reap(pid) != 0) {
     char e[256];
     err_line(d->err_fd, e, sizeof(e));
-    return pd_fail(d, BH_EFORMAT, "perf evlist cannot read it%s%s", e[0] ? ": " : "", e);
+    return bh__foreign_fail(&d->base, BH_EFORMAT, "perf evlist cannot read it%s%s",
+                            e[0] ? ": " : "", e);
   }
   return chains;
 }
@@ -169,17 +156,18 @@ static int start_script(struct perfdata *d) {
            d->base.ctx.path, fields);
   d->base.command = d->cmd;
   if (ftruncate(d->err_fd, 0))
-    return pd_fail(d, BH_ESYS, "cannot reset perf's error output: %s", strerror(errno));
+    return bh__foreign_fail(&d->base, BH_ESYS, "cannot reset perf's error output: %s",
+                            strerror(errno));
   int fd;
   d->pid = spawn(argv, &fd, d->err_fd);
   if (d->pid < 0) {
     d->pid = 0;
-    return pd_fail(d, BH_ESYS, "cannot run perf script: %s", strerror(errno));
+    return bh__foreign_fail(&d->base, BH_ESYS, "cannot run perf script: %s", strerror(errno));
   }
   d->out = fdopen(fd, "r");
   if (!d->out) {
     close(fd);
-    return pd_fail(d, BH_ENOMEM, "out of memory");
+    return bh__foreign_fail(&d->base, BH_ENOMEM, "out of memory");
   }
   return 0;
 }
@@ -232,8 +220,8 @@ static int finish(struct perfdata *d) {
   if (st != 0) {
     char e[256];
     err_line(d->err_fd, e, sizeof(e));
-    d->status = pd_fail(d, BH_EIO, "perf script failed (%s %d)%s%s",
-                        st < 0 ? "killed, status" : "exit", st, e[0] ? ": " : "", e);
+    d->status = bh__foreign_fail(&d->base, BH_EIO, "perf script failed (%s %d)%s%s",
+                                 st < 0 ? "killed, status" : "exit", st, e[0] ? ": " : "", e);
   }
   return d->status;
 }
@@ -306,8 +294,8 @@ static int pd_next(bh__foreign_t *f, bh_event_t *ev) {
       continue;
     }
     if (kind == BH__LINE_MALFORMED) {
-      pd_fail(d, BH_EFORMAT, "line %llu of perf script's output: %s", (unsigned long long)c->lines,
-              d->tp.why);
+      bh__foreign_fail(&d->base, BH_EFORMAT, "line %llu of perf script's output: %s",
+                       (unsigned long long)c->lines, d->tp.why);
       if (!f->ctx.lenient)
         return BH_EFORMAT;
       c->malformed++;
@@ -343,7 +331,8 @@ int bh__perfdata_open(const bh__foreign_ctx_t *ctx, bh__foreign_t **out) {
   d->base.next = pd_next;
   d->base.close = pd_close;
   d->err_fd = memfd_create("perf-stderr", MFD_CLOEXEC);
-  int err = d->err_fd < 0 ? pd_fail(d, BH_ESYS, "memfd_create: %s", strerror(errno)) : 0;
+  int err =
+      d->err_fd < 0 ? bh__foreign_fail(&d->base, BH_ESYS, "memfd_create: %s", strerror(errno)) : 0;
   if (!err) {
     int r = has_callchains(d);
     if (r < 0)
@@ -387,7 +376,7 @@ int bh__perfscript_open(const bh__foreign_ctx_t *ctx, bh__foreign_t **out) {
   } else {
     cookie_io_functions_t io = {.read = src_cookie_read};
     if (!(d->out = fopencookie(d->src, "r", io)))
-      err = pd_fail(d, BH_ENOMEM, "out of memory");
+      err = bh__foreign_fail(&d->base, BH_ENOMEM, "out of memory");
   }
   if (err) {
     pd_close(&d->base);

@@ -65,7 +65,7 @@ struct bh_trace {
   int version;      /* of a native format (1 or 2); 0 for kernel text */
   char *desc;       /* version 2: the machine description's text (NUL-terminated), or NULL */
   size_t desc_len;
-  size_t desc_cap;  /* text version 2: bytes allocated for desc */
+  size_t desc_cap;    /* text version 2: bytes allocated for desc */
   uint64_t desc_need; /* binary version 2: description bytes still to read at open */
   bh__tparse_t tp;
   bh__foreign_t *foreign; /* trace.dat, perf.data: their own reader (foreign.h) */
@@ -411,6 +411,17 @@ void bh_trace_close(bh_trace_t *t) {
 }
 
 /* Hands the file to the reader of its format (foreign.h); the byte source is not needed. */
+int bh__foreign_fail(bh__foreign_t *f, int err, const char *fmt, ...) {
+  char *msg = f->ctx.msg;
+  int n = snprintf(msg, BH__TRACE_MSG_SIZE, "%s: ", f->ctx.name);
+  va_list ap;
+  va_start(ap, fmt);
+  if (n > 0 && n < BH__TRACE_MSG_SIZE)
+    vsnprintf(msg + n, BH__TRACE_MSG_SIZE - (size_t)n, fmt, ap);
+  va_end(ap);
+  return err;
+}
+
 static int open_foreign(bh_trace_t *t, const char *path) {
   bh__src_close(&t->src);
   t->src.fd = -1;

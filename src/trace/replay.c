@@ -27,7 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -151,12 +150,6 @@ struct kept_event {
   uint32_t origin; /* bh_event_t.origin (0 without --by) */
 };
 _Static_assert(sizeof(struct kept_event) == 32, "kept events stay 32 bytes");
-
-/* Whether the trace can be read a second time: a regular file (not "-", a FIFO, a device). */
-static bool rereadable(const char *path) {
-  struct stat st;
-  return strcmp(path, "-") && !stat(path, &st) && S_ISREG(st.st_mode);
-}
 
 static int open_trace(struct replay *r, bh_trace_t **t) {
   bh_trace_opts_t o = {.lenient = r->cfg->lenient, .origins = r->origins != NULL};
@@ -1511,7 +1504,7 @@ int bh_replay_run(const bh_replay_config_t *cfg, bh_replay_summary_t *out, char 
   bool one_pass = cfg->memory_bytes && cfg->arena.nr_cpus && !r.rm.fe.fe;
   clock_gettime(CLOCK_MONOTONIC, &r.wall0);
   getrusage(RUSAGE_SELF, &r.ru0);
-  struct scan sc = {.first = UINT64_MAX, .once = !rereadable(cfg->trace)};
+  struct scan sc = {.first = UINT64_MAX, .once = !bh__rm_rereadable(cfg->trace)};
   bh__attrib_t attrib;
   int rc = 0;
   if (cfg->by != BH_BY_NONE) {

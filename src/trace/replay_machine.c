@@ -34,12 +34,16 @@ static int rfail(char *err, size_t errlen, int code, const char *fmt, ...) {
   return code;
 }
 
+bool bh__rm_rereadable(const char *path) {
+  struct stat st;
+  return strcmp(path, "-") && !stat(path, &st) && S_ISREG(st.st_mode);
+}
+
 static int trace_description(const char *trace, bh_machine_t **out, char *err, size_t errlen) {
   *out = NULL;
-  struct stat st;
-  if (!strcmp(trace, "-") || stat(trace, &st) || !S_ISREG(st.st_mode))
-    return 0; /* standard input, a FIFO, a device: read once, by the replay (which warns if
-                 it holds a description it cannot use: the arena is laid out before it) */
+  if (!bh__rm_rereadable(trace))
+    return 0; /* standard input, a FIFO, a device: read once, by the replay, after the arena
+                 is laid out, so its description goes unused (docs/MACHINE-SHAPE.md) */
   bh_trace_t *t;
   int rc = bh_trace_open(trace, NULL, &t);
   if (rc)

@@ -46,6 +46,9 @@ static inline bool bh__rm_kfree_all(const bh__rmachine_t *rm, uint64_t pfn, unsi
   return true;
 }
 
+/* Whether the trace can be read a second time: a regular file (not "-", a FIFO, a device). */
+bool bh__rm_rereadable(const char *path);
+
 /* Reads the trace's description and the --start/--end directories, and decides layout,
  * start state and placement (into the summary's strings).  Returns 0 or an error (err). */
 int bh__rm_load(bh__rmachine_t *rm, const bh_replay_config_t *cfg, bh_replay_summary_t *s,

@@ -22,7 +22,6 @@
 #include "trace/foreign.h"
 #include "trace/trace_internal.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,20 +96,6 @@ struct tracedat {
   struct gfp_entry gfp_cache[GFP_CACHE];
 };
 
-static int td_fail(struct tracedat *d, int err, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int td_fail(struct tracedat *d, int err, const char *fmt, ...) {
-  char *msg = d->base.ctx.msg;
-  int n = snprintf(msg, BH__TRACE_MSG_SIZE, "%s: ", d->base.ctx.name);
-  va_list ap;
-  va_start(ap, fmt);
-  if (n > 0 && n < BH__TRACE_MSG_SIZE)
-    vsnprintf(msg + n, BH__TRACE_MSG_SIZE - (size_t)n, fmt, ap);
-  va_end(ap);
-  return err;
-}
-
 static void td_close(bh__foreign_t *f) {
   struct tracedat *d = (struct tracedat *)f;
   for (int i = 0; i < d->nst; i++)
@@ -148,12 +133,13 @@ static int add_kind(struct tracedat *d, const char *name, uint8_t op) {
     k->mt = tep_find_field(e, "migratetype");
   }
   if (!k->pfn)
-    return td_fail(d, BH_EFORMAT,
-                   "kmem:%s has no pfn field (a kernel that recorded struct page pointers): "
-                   "not supported",
-                   name);
+    return bh__foreign_fail(
+        &d->base, BH_EFORMAT,
+        "kmem:%s has no pfn field (a kernel that recorded struct page pointers): "
+        "not supported",
+        name);
   if (!k->order && op != BH_EV_FREE_BATCHED)
-    return td_fail(d, BH_EFORMAT, "kmem:%s has no order field", name);
+    return bh__foreign_fail(&d->base, BH_EFORMAT, "kmem:%s has no order field", name);
   d->nkinds++;
   return 0;
 }
@@ -320,8 +306,8 @@ static int td_next(bh__foreign_t *f, bh_event_t *ev) {
         ev->origin = origin_of(d, ev);
       return 1;
     }
-    td_fail(d, BH_EFORMAT, "cpu %d, time %llu.%09llu: %s", cpu, ts / 1000000000ull,
-            ts % 1000000000ull, why);
+    bh__foreign_fail(&d->base, BH_EFORMAT, "cpu %d, time %llu.%09llu: %s", cpu, ts / 1000000000ull,
+                     ts % 1000000000ull, why);
     if (!f->ctx.lenient)
       return BH_EFORMAT;
     c->malformed++;
@@ -336,7 +322,7 @@ static int add_streams(struct tracedat *d, struct tracecmd_input *h) {
     return 0;
   struct stream *st = realloc(d->st, (size_t)(d->nst + cpus) * sizeof(*st));
   if (!st)
-    return td_fail(d, BH_ENOMEM, "out of memory");
+    return bh__foreign_fail(&d->base, BH_ENOMEM, "out of memory");
   d->st = st;
   for (int c = 0; c < cpus; c++)
     d->st[d->nst++] = (struct stream){.h = h, .cpu = c};
@@ -350,12 +336,12 @@ static int open_instances(struct tracedat *d) {
     return 0;
   d->inst = calloc((size_t)n, sizeof(*d->inst));
   if (!d->inst)
-    return td_fail(d, BH_ENOMEM, "out of memory");
+    return bh__foreign_fail(&d->base, BH_ENOMEM, "out of memory");
   for (int i = 0; i < n; i++) {
     struct tracecmd_input *h = tracecmd_buffer_instance_handle(d->top, i);
     if (!h)
-      return td_fail(d, BH_EFORMAT, "cannot read buffer '%s'",
-                     tracecmd_buffer_instance_name(d->top, i));
+      return bh__foreign_fail(&d->base, BH_EFORMAT, "cannot read buffer '%s'",
+                              tracecmd_buffer_instance_name(d->top, i));
     d->inst[d->ninst++] = h;
     int err = add_streams(d, h);
     if (err)
@@ -419,7 +405,7 @@ int bh__tracedat_open(const bh__foreign_ctx_t *ctx, bh__foreign_t **out) {
       tracecmd_open(ctx->path, TRACECMD_FL_LOAD_NO_PLUGINS | TRACECMD_FL_LOAD_NO_SYSTEM_PLUGINS);
   int err = 0;
   if (!d->top)
-    err = td_fail(d, BH_EFORMAT, "not a trace.dat that libtracecmd can read");
+    err = bh__foreign_fail(&d->base, BH_EFORMAT, "not a trace.dat that libtracecmd can read");
   if (!err) {
     d->tep = tracecmd_get_tep(d->top);
     err = find_kinds(d);

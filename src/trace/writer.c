@@ -38,9 +38,9 @@ struct bh_trace_writer {
   int err;          /* sticky */
   uint64_t nr;      /* events written */
   char *name;
-  unsigned char *buf;    /* uncompressed bytes not yet handed on */
+  unsigned char *buf; /* uncompressed bytes not yet handed on */
   size_t len;
-  unsigned char *cbuf;   /* compressed output */
+  unsigned char *cbuf; /* compressed output */
   z_stream z;
   bool z_ready;
   ZSTD_CStream *zc;
@@ -358,6 +358,10 @@ static int writer_new(const char *path, int fd, const char *name, int format, in
     snprintf(msg, BH__TRACE_MSG_SIZE, "%s: bad writer arguments", what);
     return BH_EINVAL;
   }
+  if (description && strlen(description) > BH__TRACE_MAX_DESCRIPTION) {
+    snprintf(msg, BH__TRACE_MSG_SIZE, "%s: machine description too large", what);
+    return BH_EINVAL;
+  }
   bh_trace_writer_t *w = calloc(1, sizeof(*w));
   if (!w) {
     snprintf(msg, BH__TRACE_MSG_SIZE, "%s: out of memory", what);
@@ -390,12 +394,6 @@ static int writer_new(const char *path, int fd, const char *name, int format, in
 }
 
 int bh_trace_writer_open(const char *path, int format, int compression, bh_trace_writer_t **out) {
-  if (!path) {
-    snprintf(bh__trace_tls_msg(), BH__TRACE_MSG_SIZE, "(null): bad writer arguments");
-    if (out)
-      *out = NULL;
-    return BH_EINVAL;
-  }
   return writer_new(path, -1, NULL, format, compression, 1, NULL, out);
 }
 
@@ -413,35 +411,16 @@ int bh_trace_writer_fdopen(int fd, const char *name, int format, int compression
                     NULL, out);
 }
 
-/* A description too large for the format: BH_EINVAL with the message. */
-static int check_description(const char *what, const char *description, bh_trace_writer_t **out) {
-  if (!description || strlen(description) <= BH__TRACE_MAX_DESCRIPTION)
-    return 0;
-  if (out)
-    *out = NULL;
-  snprintf(bh__trace_tls_msg(), BH__TRACE_MSG_SIZE, "%s: machine description too large",
-           what ? what : "(null)");
-  return BH_EINVAL;
-}
-
 int bh_trace_writer_open2(const char *path, int format, int compression, const char *description,
                           bh_trace_writer_t **out) {
-  int err = check_description(path, description, out);
-  if (!err && !path) {
-    snprintf(bh__trace_tls_msg(), BH__TRACE_MSG_SIZE, "(null): bad writer arguments");
-    if (out)
-      *out = NULL;
-    err = BH_EINVAL;
-  }
-  return err ? err : writer_new(path, -1, NULL, format, compression, 2, description, out);
+  return writer_new(path, -1, NULL, format, compression, 2, description, out);
 }
 
 int bh_trace_writer_fdopen2(int fd, const char *name, int format, int compression,
                             const char *description, bh_trace_writer_t **out) {
   char fdname[32];
-  name = fd_name(fd, name, fdname, sizeof(fdname));
-  int err = check_description(name, description, out);
-  return err ? err : writer_new(NULL, fd, name, format, compression, 2, description, out);
+  return writer_new(NULL, fd, fd_name(fd, name, fdname, sizeof(fdname)), format, compression, 2,
+                    description, out);
 }
 
 int bh_trace_write(bh_trace_writer_t *w, const bh_event_t *ev) {

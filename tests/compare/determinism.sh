@@ -54,16 +54,16 @@ for trace in "${det_traces[@]}"; do
   done
 done
 strip_format() { strip "$1" | grep -v -E '"(trace|trace_format|skipped_lines)":'; }
-"$bh" convert "$traces/$fmt_trace.bht.zst" "$work/python.txt" 2>/dev/null || fail=1
-"$bh" convert "$traces/$fmt_trace.bht.zst" "$work/python.bht" 2>/dev/null || fail=1
-gzip -c "$work/python.txt" >"$work/python.txt.gz"
+"$bh" convert "$traces/$fmt_trace.bht.zst" "$work/fmt.txt" 2>/dev/null || fail=1
+"$bh" convert "$traces/$fmt_trace.bht.zst" "$work/fmt.bht" 2>/dev/null || fail=1
+gzip -c "$work/fmt.txt" >"$work/fmt.txt.gz"
 for strategy in none bubble; do
-  for t in python.bht python.txt python.txt.gz; do
+  for t in fmt.bht fmt.txt fmt.txt.gz; do
     "$bh" replay "$work/$t" --strategy "$strategy" --backing sim --quiet \
       --json "$work/$t.json" >/dev/null || { echo "FAIL: replay $t $strategy exited $?"; fail=1; }
   done
-  for t in python.txt python.txt.gz; do
-    if ! diff <(strip_format "$work/python.bht.json") <(strip_format "$work/$t.json"); then
+  for t in fmt.txt fmt.txt.gz; do
+    if ! diff <(strip_format "$work/fmt.bht.json") <(strip_format "$work/$t.json"); then
       echo "FAIL: $t $strategy: its summary differs from the binary trace's"
       fail=1
     else

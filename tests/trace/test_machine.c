@@ -205,30 +205,9 @@ static void test_freemap_of_arena(void **state) {
   cfg.smp = false;
   bh_arena_t *a;
   assert_int_equal(bh_arena_create(&cfg, &a), 0);
-  /* a fragmented state: many kinds interleaved, half freed */
-  uint64_t x = 12345, *live = calloc(200000, sizeof(uint64_t));
-  unsigned *ord = calloc(200000, sizeof(unsigned)), n = 0;
-  static const unsigned gfps[] = {BH_GFP_USER_MOVABLE, BH_GFP_KERNEL, BH_GFP_RECLAIMABLE,
-                                  BH_GFP_USER_MOVABLE};
-  for (int i = 0; i < 60000; i++) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    unsigned o = (x >> 8) % 8 ? 0 : (unsigned)((x >> 12) % 5);
-    uint64_t pfn;
-    if (!bh_alloc_pfn(a, gfps[(x >> 20) & 3], o, 0, &pfn)) {
-      live[n] = pfn;
-      ord[n++] = o;
-    }
-    if (n && (x >> 30) % 2) {
-      unsigned k = (unsigned)((x >> 33) % n);
-      assert_int_equal(bh_free_pfn(a, live[k], ord[k], 0), 0);
-      live[k] = live[--n];
-      ord[k] = ord[n];
-    }
-  }
-  bh_drain_pcp(a);          /* pcp pages are not buddy pages: with none the map is exact */
-  const char *dir = tt_dir; /* the files under their /proc names */
+  tt_churn(a, 12345, 60000, 60000); /* a fragmented state: many kinds interleaved, half freed */
+  bh_drain_pcp(a);                  /* pcp pages are not buddy pages: with none the map is exact */
+  const char *dir = tt_dir;         /* the files under their /proc names */
   write_text(dir, "zoneinfo", dump(a, bh_dump_zoneinfo));
   write_text(dir, "buddyinfo", dump(a, bh_dump_buddyinfo));
   write_text(dir, "pagetypeinfo", dump(a, bh_dump_pagetypeinfo));
@@ -287,8 +266,6 @@ static void test_freemap_of_arena(void **state) {
   free(t);
   bh_machine_free(m2);
   bh_machine_free(m);
-  free(live);
-  free(ord);
   bh_arena_destroy(a);
 }
 

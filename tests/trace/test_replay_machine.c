@@ -129,27 +129,7 @@ static bh_arena_t *crafted_arena(void) {
   cfg.smp = false;
   bh_arena_t *a;
   assert_int_equal(bh_arena_create(&cfg, &a), 0);
-  static const unsigned gfps[] = {BH_GFP_USER_MOVABLE, BH_GFP_KERNEL, BH_GFP_RECLAIMABLE,
-                                  BH_GFP_USER_MOVABLE};
-  uint64_t x = 99, live[20000];
-  unsigned ord[20000], n = 0;
-  for (int i = 0; i < 30000 && n < 20000; i++) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    unsigned o = (x >> 8) % 8 ? 0 : (unsigned)((x >> 12) % 5);
-    uint64_t pfn;
-    if (!bh_alloc_pfn(a, gfps[(x >> 20) & 3], o, 0, &pfn)) {
-      live[n] = pfn;
-      ord[n++] = o;
-    }
-    if (n && (x >> 30) % 2) {
-      unsigned k = (unsigned)((x >> 33) % n);
-      assert_int_equal(bh_free_pfn(a, live[k], ord[k], 0), 0);
-      live[k] = live[--n];
-      ord[k] = ord[n];
-    }
-  }
+  tt_churn(a, 99, 30000, 20000);
   bh_drain_pcp(a);
   return a;
 }

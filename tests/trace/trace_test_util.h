@@ -1,10 +1,11 @@
 /*
  * Helpers shared by the trace tests: a temporary directory, files written from memory,
- * gzip/zstd compression with the libraries' own APIs, and event comparison.
+ * gzip/zstd compression with the libraries' own APIs, event comparison, and a fragmented arena.
  */
 #ifndef BH_TRACE_TEST_UTIL_H
 #define BH_TRACE_TEST_UTIL_H
 
+#include <buddyhint.h>
 #include <buddyhint/trace.h>
 
 #include <stdarg.h>
@@ -176,6 +177,38 @@ static inline void tt_expect_open_error(const char *path, int err, const char *m
   assert_int_equal(bh_trace_open(path, NULL, &t), err);
   assert_null(t);
   assert_string_equal(bh_trace_error(NULL), msg);
+}
+
+/*
+ * A seeded mix of allocations of every mobility, orders 0..4, about half of them freed again:
+ * a fragmented arena.  Stops after `rounds` or once `max_live` blocks are live.
+ */
+static inline void tt_churn(bh_arena_t *a, uint64_t seed, int rounds, unsigned max_live) {
+  static const unsigned gfps[] = {BH_GFP_USER_MOVABLE, BH_GFP_KERNEL, BH_GFP_RECLAIMABLE,
+                                  BH_GFP_USER_MOVABLE};
+  uint64_t x = seed, *live = calloc(max_live, sizeof(uint64_t));
+  unsigned *ord = calloc(max_live, sizeof(unsigned)), n = 0;
+  assert_non_null(live);
+  assert_non_null(ord);
+  for (int i = 0; i < rounds && n < max_live; i++) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    unsigned o = (x >> 8) % 8 ? 0 : (unsigned)((x >> 12) % 5);
+    uint64_t pfn;
+    if (!bh_alloc_pfn(a, gfps[(x >> 20) & 3], o, 0, &pfn)) {
+      live[n] = pfn;
+      ord[n++] = o;
+    }
+    if (n && (x >> 30) % 2) {
+      unsigned k = (unsigned)((x >> 33) % n);
+      assert_int_equal(bh_free_pfn(a, live[k], ord[k], 0), 0);
+      live[k] = live[--n];
+      ord[k] = ord[n];
+    }
+  }
+  free(live);
+  free(ord);
 }
 
 #endif
