@@ -11,7 +11,11 @@
  */
 #include "trace/replay_machine.h"
 
+#include "buddy/internal.h"
 #include "trace/json.h"
+#include "trace/machine_internal.h"
+
+#include <buddyhint/strategy.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -195,6 +199,41 @@ int bh__rm_populate(bh__rmachine_t *rm, bh_arena_t *a, unsigned pcp_orders, uint
   s->start_repaired_pages = st.repaired_pages;
   bh__start_free(&st);
   return rc;
+}
+
+/* Marks the free block pfn of order reported in whichever zone holds it: false if no zone has
+ * it as a free block of that order. */
+static bool start_block_reported(bh_arena_t *a, uint64_t pfn, unsigned order) {
+  for (int i = 0; i < bh_arena_zone_count(a); i++) {
+    bh_zone_t *z = bh_arena_zone(a, i);
+    unsigned o;
+    bh_zone_lock(z);
+    bool found = bh_zone_free_block(z, pfn, &o, NULL) && o == order;
+    if (found)
+      bh_block_set_reported(z, pfn);
+    bh_zone_unlock(z);
+    if (found) {
+      if (a->discarded) /* the host has discarded it: its reuse is a refault */
+        bh__discard_mark(a, pfn, 1ull << order);
+      return true;
+    }
+  }
+  return false;
+}
+
+void bh__rm_start_reported(const bh__rmachine_t *rm, bh_arena_t *a, bh_replay_summary_t *s) {
+  size_t n = 0;
+  const bh_block_run_t *runs = rm->start == BH__START_KPAGEFLAGS
+                                   ? bh__machine_reported_runs(rm->m, BH_SNAP_START, &n)
+                                   : NULL;
+  for (size_t i = 0; i < n; i++)
+    for (uint64_t k = 0; k < runs[i].count; k++) {
+      uint64_t pfn = runs[i].pfn + (k << runs[i].order);
+      if (pfn < bh_arena_pages(a) && start_block_reported(a, pfn, runs[i].order))
+        s->start_reported_blocks++;
+      else
+        s->start_reported_missed++;
+    }
 }
 
 /* ---------------------------------------------------------------------------------------- */

@@ -12,6 +12,8 @@
  *    counts the ones that were not free.
  *  - A trace recorded before machine descriptions existed still replays, in the default
  *    layout from an empty start, and with --start DIR in the machine's.
+ *  - Free blocks the start snapshot records as reported start reported under the bubble
+ *    strategy: they are not reported again, the others are.
  */
 #include "trace_test_util.h"
 
@@ -48,9 +50,9 @@ static void section(FILE *f, const char *name, const char *text) {
   fprintf(f, "@%s %zu\n%s", name, lines, text);
 }
 
-/* The arena's state as a machine description with a start snapshot (exact free map) and,
- * if end, the same as the end snapshot. */
-static char *describe(bh_arena_t *a, bool end) {
+/* The arena's state as a machine description with a start snapshot (exact free map, and
+ * fm_extra's lines after it) and, if end, the same as the end snapshot. */
+static char *describe_with(bh_arena_t *a, bool end, const char *fm_extra) {
   char *fm = NULL, *out = NULL;
   size_t n = 0;
   FILE *f = open_memstream(&fm, &n);
@@ -65,6 +67,7 @@ static char *describe(bh_arena_t *a, bool end) {
   for (uint64_t b = 0; b < a->nr_pages >> a->pb_order; b++)
     fprintf(f, "P %lx %c1\n", (unsigned long)(b << a->pb_order),
             a->pageblock[b] & BH__PB_ABSENT ? '-' : letters[a->pageblock[b] & 7]);
+  fputs(fm_extra, f);
   fclose(f);
   char *zi = dump(a, bh_dump_zoneinfo), *bi = dump(a, bh_dump_buddyinfo),
        *pi = dump(a, bh_dump_pagetypeinfo);
@@ -90,6 +93,8 @@ static char *describe(bh_arena_t *a, bool end) {
   free(pi);
   return out;
 }
+
+static char *describe(bh_arena_t *a, bool end) { return describe_with(a, end, ""); }
 
 /* A trace of these native text lines (version 2, with desc, if given). */
 static const char *write_trace(const char *name, const char *desc, const char *lines) {
@@ -311,12 +316,117 @@ static void test_old_trace(void **state) {
   assert_string_equal(s.start_state, "counts");
 }
 
+/* Whether the test's kernel had reported the free block at pfn of order: every other one. */
+static bool was_reported(uint64_t pfn, unsigned order) { return (pfn >> order) & 1; }
+
+/*
+ * Runs the bubble strategy for 60 s on an idle machine started from a's free blocks, with R
+ * lines for the was_reported() ones if with_r.  Returns how many blocks it reported, asserting
+ * each is one of a's free blocks, reported once; *again: how many of them was_reported().
+ */
+static uint64_t bubble_from(bh_arena_t *a, bool with_r, uint64_t *again, bh_replay_summary_t *s) {
+  char *r = NULL;
+  size_t n = 0;
+  FILE *f = open_memstream(&r, &n);
+  uint64_t last = 0;
+  for (uint64_t p = 0; with_r && p < a->nr_pages; p++)
+    if ((a->pages[p].flags & BH__PG_BUDDY) && was_reported(p, a->pages[p].order)) {
+      fprintf(f, "R %lu %u\n", (unsigned long)(p - last), a->pages[p].order);
+      last = p + (1ull << a->pages[p].order);
+    }
+  fclose(f);
+  char *desc = describe_with(a, false, r);
+  const char *path =
+      write_trace(with_r ? "reported.bht" : "unreported.bht", desc, "# buddyhint-trace 1\n");
+  bh_replay_config_t cfg;
+  bh_replay_config_init(&cfg);
+  cfg.trace = path;
+  cfg.arena.backing = BH_BACKING_SIM;
+  cfg.hint.strategy = "bubble";
+  cfg.idle_ns = 60ull * BH_NS_PER_SEC; /* ~16 passes report an idle machine (page_reporting.c) */
+  char *csv = NULL, err[512] = "";
+  size_t csvn = 0;
+  cfg.reports = open_memstream(&csv, &csvn);
+  if (bh_replay_run(&cfg, s, err, sizeof(err)))
+    fail_msg("replay: %s", err);
+  fclose(cfg.reports);
+  assert_int_equal(s->check_violations, 0);
+  assert_string_equal(s->start_state, "kpageflags");
+  uint8_t *seen = calloc(a->nr_pages, 1);
+  uint64_t blocks = 0;
+  *again = 0;
+  for (char *l = strchr(csv, '\n'); l && l[1]; l = strchr(l + 1, '\n')) {
+    unsigned long pfn;
+    unsigned order;
+    double t;
+    assert_int_equal(sscanf(l + 1, "%lf,%lu,%u", &t, &pfn, &order), 3);
+    assert_true(pfn < a->nr_pages);
+    assert_int_equal(seen[pfn]++, 0); /* nothing is allocated: each block once */
+    assert_true(a->pages[pfn].flags & BH__PG_BUDDY);
+    assert_int_equal(a->pages[pfn].order, order);
+    blocks++;
+    *again += was_reported(pfn, order);
+  }
+  free(seen);
+  free(csv);
+  free(r);
+  free(desc);
+  return blocks;
+}
+
+/*
+ * A start snapshot whose free map says which blocks the guest had reported: they start with
+ * PageReported, and the kernel's reporting skips them (mm/page_reporting.c:186, "if
+ * (PageReported(page)) continue;"), so only the others are reported, each once.  The zones
+ * below low watermark + 32 << order free are skipped (mm/page_reporting.c:276): DMA here.
+ * Without the R lines every block is reported, the marked ones included.
+ */
+static void test_start_reported(void **state) {
+  (void)state;
+  bh_config_t cfg;
+  bh_config_init(&cfg);
+  cfg.backing = BH_BACKING_SIM;
+  cfg.zone_bytes[BH_ZONE_DMA] = 16 << 20;
+  cfg.zone_bytes[BH_ZONE_DMA32] = 240 << 20;
+  cfg.zone_bytes[BH_ZONE_NORMAL] = 256 << 20;
+  cfg.smp = false;
+  bh_arena_t *a;
+  assert_int_equal(bh_arena_create(&cfg, &a), 0);
+  tt_churn(a, 7, 3000, 2000); /* blocks of orders 9 and 10 among smaller ones */
+  bh_drain_pcp(a);
+  uint64_t marked = 0, eligible = 0, eligible_marked = 0, pbo = a->pb_order;
+  for (uint64_t p = 0; p < a->nr_pages; p++) {
+    if (!(a->pages[p].flags & BH__PG_BUDDY))
+      continue;
+    unsigned o = a->pages[p].order;
+    marked += was_reported(p, o);
+    if (o >= pbo && p >= 4096) { /* DMA32 and Normal, the reporting order and above */
+      eligible++;
+      eligible_marked += was_reported(p, o);
+    }
+  }
+  assert_true(eligible_marked > 0 && eligible_marked < eligible);
+  bh_replay_summary_t s;
+  uint64_t again;
+  uint64_t n = bubble_from(a, true, &again, &s);
+  print_message("start reported: %lu of %lu eligible blocks marked; %lu reported\n",
+                (unsigned long)eligible_marked, (unsigned long)eligible, (unsigned long)n);
+  assert_int_equal(s.start_reported_blocks, marked);
+  assert_int_equal(s.start_reported_missed, 0);
+  assert_int_equal(again, 0);
+  assert_int_equal(n, eligible - eligible_marked);
+  n = bubble_from(a, false, &again, &s);
+  assert_int_equal(s.start_reported_blocks, 0);
+  assert_int_equal(again, eligible_marked);
+  assert_int_equal(n, eligible);
+  bh_arena_destroy(a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_crafted_snapshot),
-      cmocka_unit_test(test_guest_dir),
-      cmocka_unit_test(test_pretrace_and_placement),
-      cmocka_unit_test(test_old_trace),
+      cmocka_unit_test(test_crafted_snapshot),       cmocka_unit_test(test_guest_dir),
+      cmocka_unit_test(test_pretrace_and_placement), cmocka_unit_test(test_old_trace),
+      cmocka_unit_test(test_start_reported),
   };
   return cmocka_run_group_tests(tests, tt_setup, tt_teardown);
 }
