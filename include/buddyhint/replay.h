@@ -157,6 +157,10 @@ typedef struct bh_replay_fidelity {
   /* pageblocks of the wrong type: sum over zones and types of |predicted - recorded| over
    * twice the recorded pageblocks */
   double pageblock_error;
+  /* free blocks reported (PageReported) at the end: the end snapshot's free map against the
+   * arena, matched by pfn and order; only where the free map records reporting */
+  bool reported_present;
+  uint64_t reported_recorded, reported_predicted, reported_matched;
 } bh_replay_fidelity_t;
 
 /* How often the arena chose the very block the kernel chose, overall and per order and the

@@ -46,9 +46,10 @@
  *                         absent) and how many pageblocks in a row, e.g. "M1528 U3 -512"
  *   M GAP COUNT           COUNT allocated pages that looked movable, GAP pages after the end
  *                         of the previous M line's (the start snapshot only)
+ *   reported N            N free blocks were reported, listed in R lines (a later addition: a
+ *                         map without this line says nothing of reporting)
  *   R GAP ORDER [COUNT]   COUNT reported free blocks, as F but GAP from the end of the previous
- *                         R line's blocks; each must be one of the F lines' blocks (a later
- *                         addition: maps without R lines say nothing of reporting)
+ *                         R line's blocks; each must be one of the F lines' blocks
  */
 #include "trace/machine_internal.h"
 
@@ -211,10 +212,15 @@ static uint64_t fm_unlisted_reported(const bh__snap_t *sn, size_t nf) {
   return UINT64_MAX;
 }
 
-const bh_block_run_t *bh__machine_reported_runs(const bh_machine_t *m, int which, size_t *n) {
+const bh_block_run_t *bh__machine_reported_runs(const bh_machine_t *m, int which, size_t *n,
+                                                bool *known) {
   *n = 0;
+  if (known)
+    *known = false;
   if (!m || which < 0 || which >= BH_NR_SNAPS || !m->snaps[which].pub.have_freemap)
     return NULL;
+  if (known)
+    *known = m->snaps[which].reported_known;
   *n = m->snaps[which].nr_reported_runs;
   return *n ? m->snaps[which].reported_runs : NULL;
 }
@@ -244,7 +250,7 @@ int bh__freemap_parse(bh_machine_t *m, int which, const char *text, size_t len, 
   memset(sn->pageblock_mt, BH_PB_ABSENT, npb);
   const char *s = text, *e = text + len, *l, *le;
   int line = 0, rc = 0;
-  uint64_t last_free = 0, last_mov = 0, last_rep = 0, v, pfn, n;
+  uint64_t last_free = 0, last_mov = 0, last_rep = 0, v, pfn, n, reported = 0, nrep = 0;
   while (!rc && bh__next_line(&s, e, &l, &le)) {
     line++;
     const char *p = fm_skip(l, le);
@@ -256,11 +262,11 @@ int bh__freemap_parse(bh_machine_t *m, int which, const char *text, size_t len, 
       continue;
     }
     char kind = *p;
-    if (!fm_end(p + 1, le) && kind != 's' && kind != 't') {
+    if (!fm_end(p + 1, le) && kind != 's' && kind != 't' && kind != 'r') {
       FM_FAIL("%s:%d: unknown line", sec, line);
       break;
     }
-    if (kind == 's' || kind == 't') { /* skew N, type_error N */
+    if (kind == 's' || kind == 't' || kind == 'r') { /* skew N, type_error N, reported N */
       const char *k = p;
       while (p < le && *p != ' ')
         p++;
@@ -270,6 +276,10 @@ int bh__freemap_parse(bh_machine_t *m, int which, const char *text, size_t len, 
         sn->pub.freemap_skew_pages = v;
       else if ((size_t)(p - k) == 10 && !memcmp(k, "type_error", 10))
         sn->pub.freemap_type_error_pages = v;
+      else if ((size_t)(p - k) == 8 && !memcmp(k, "reported", 8)) {
+        sn->reported_known = true;
+        reported = v;
+      }
       continue;
     }
     p = fm_skip(p + 1, le);
@@ -312,6 +322,7 @@ int bh__freemap_parse(bh_machine_t *m, int which, const char *text, size_t len, 
       } else {
         rc = fm_push(&sn->reported_runs, &sn->nr_reported_runs, &rcap, run);
         last_rep = pfn + (count << order);
+        nrep += count;
       }
     } else if (kind == 'M') {
       if (!fm_end(p = fm_dec(fm_skip(p, le), le, &n), le) || !n || pfn + n > end_pfn ||
@@ -358,7 +369,12 @@ int bh__freemap_parse(bh_machine_t *m, int which, const char *text, size_t len, 
   if (!rc && line == 0)
     FM_FAIL("%s: empty", sec);
   uint64_t stray;
-  if (!rc && (stray = fm_unlisted_reported(sn, nf)) != UINT64_MAX)
+  if (!rc && nrep && !sn->reported_known)
+    FM_FAIL("%s: R lines without a 'reported' line", sec);
+  else if (!rc && nrep != reported)
+    FM_FAIL("%s: R lines name %lu blocks, 'reported' says %lu", sec, (unsigned long)nrep,
+            (unsigned long)reported);
+  else if (!rc && (stray = fm_unlisted_reported(sn, nf)) != UINT64_MAX)
     FM_FAIL("%s: reported block at %#lx is not one of the free blocks", sec, (unsigned long)stray);
   if (rc) {
     bh__snap_free_map(sn);
@@ -544,6 +560,7 @@ static int add_free_run(struct zone_work *w, size_t *cap, uint64_t a, uint64_t b
 struct fm_text {
   struct sbuf f, r;        /* F lines, R lines */
   uint64_t last_f, last_r; /* the end of the previous F line's blocks, R line's */
+  uint64_t reported;       /* blocks in R lines */
   uint64_t skew, type_err; /* doubled */
 };
 
@@ -570,6 +587,8 @@ static void emit_blocks(const struct zone_work *w, const uint64_t *flags, struct
         sb_printf(b, "%c %lu %lu\n", rep ? 'R' : 'F', (unsigned long)(pfn - *last),
                   (unsigned long)order);
       *last = pfn + (c << order);
+      if (rep)
+        out->reported += c;
       i += c;
     }
   }
@@ -737,8 +756,9 @@ int bh__freemap_derive(bh_machine_t *m, int which, const uint64_t *flags, const 
     rc = derive_zone(m, which, zi, flags, n, pbt + (z->start_pfn >> pbo), &ft);
   }
   if (!rc) {
-    sb_printf(&out, "freemap 1\nskew %lu\ntype_error %lu\n", (unsigned long)(ft.skew / 2),
-              (unsigned long)(ft.type_err / 2));
+    sb_printf(&out, "freemap 1\nskew %lu\ntype_error %lu\nreported %lu\n",
+              (unsigned long)(ft.skew / 2), (unsigned long)(ft.type_err / 2),
+              (unsigned long)ft.reported);
     if (ft.f.p)
       sb_printf(&out, "%s", ft.f.p);
     if (ft.r.p)

@@ -30,6 +30,7 @@ typedef struct bh__snap {
    * free_runs' blocks */
   bh_block_run_t *reported_runs;
   size_t nr_reported_runs;
+  bool reported_known; /* the map says which blocks were reported (a "reported" line) */
 } bh__snap_t;
 
 struct bh_machine {
@@ -83,7 +84,9 @@ int bh__freemap_derive(bh_machine_t *m, int which, const uint64_t *flags, const 
                        uint64_t n, char **text, char *err, size_t errlen);
 void bh__snap_free_map(bh__snap_t *s);
 /* The free blocks snapshot which's free map records as reported (PG_reported), in pfn order;
- * their number in *n (0 and NULL without any). */
-const bh_block_run_t *bh__machine_reported_runs(const bh_machine_t *m, int which, size_t *n);
+ * their number in *n (0 and NULL without any).  *known (may be NULL): whether the map says
+ * which blocks were reported at all (maps written before it did hold no R lines). */
+const bh_block_run_t *bh__machine_reported_runs(const bh_machine_t *m, int which, size_t *n,
+                                                bool *known);
 
 #endif

@@ -224,7 +224,7 @@ static bool start_block_reported(bh_arena_t *a, uint64_t pfn, unsigned order) {
 void bh__rm_start_reported(const bh__rmachine_t *rm, bh_arena_t *a, bh_replay_summary_t *s) {
   size_t n = 0;
   const bh_block_run_t *runs = rm->start == BH__START_KPAGEFLAGS
-                                   ? bh__machine_reported_runs(rm->m, BH_SNAP_START, &n)
+                                   ? bh__machine_reported_runs(rm->m, BH_SNAP_START, &n, NULL)
                                    : NULL;
   for (size_t i = 0; i < n; i++)
     for (uint64_t k = 0; k < runs[i].count; k++) {
@@ -239,6 +239,35 @@ void bh__rm_start_reported(const bh__rmachine_t *rm, bh_arena_t *a, bh_replay_su
 /* ---------------------------------------------------------------------------------------- */
 /* Fidelity                                                                                  */
 /* ---------------------------------------------------------------------------------------- */
+
+/* The arena's reported free blocks against the end snapshot's (its R lines). */
+static void end_reported(const bh__rmachine_t *rm, bh_arena_t *a, bh_replay_fidelity_t *f) {
+  size_t n;
+  bool known;
+  const bh_block_run_t *runs = bh__machine_reported_runs(rm->m, BH_SNAP_END, &n, &known);
+  if (!known)
+    return;
+  f->reported_present = true;
+  for (int i = 0; i < bh_arena_zone_count(a); i++) {
+    bh_zone_t *z = bh_arena_zone(a, i);
+    bh_zone_lock(z);
+    for (unsigned o = 0; o <= bh_arena_max_order(a); o++)
+      for (int mt = 0; mt < BH_MT_TYPES; mt++)
+        for (uint64_t p = bh_free_list_first(z, o, mt); p != BH_PFN_NONE;
+             p = bh_free_list_next(z, o, mt, p))
+          f->reported_predicted += bh_block_reported(z, p);
+    for (size_t r = 0; r < n; r++)
+      for (uint64_t k = 0; k < runs[r].count; k++) {
+        uint64_t pfn = runs[r].pfn + (k << runs[r].order);
+        unsigned o;
+        f->reported_matched +=
+            bh_zone_free_block(z, pfn, &o, NULL) && o == runs[r].order && bh_block_reported(z, pfn);
+      }
+    bh_zone_unlock(z);
+  }
+  for (size_t r = 0; r < n; r++)
+    f->reported_recorded += runs[r].count;
+}
 
 void bh__rm_fidelity(const bh__rmachine_t *rm, bh_arena_t *a, bh_replay_summary_t *s) {
   const bh_snapshot_t *e = rm->m ? bh_machine_snapshot(rm->m, BH_SNAP_END) : NULL;
@@ -289,6 +318,7 @@ void bh__rm_fidelity(const bh__rmachine_t *rm, bh_arena_t *a, bh_replay_summary_
                 (double)f->recorded_high_order_pages
           : 0;
   f->pageblock_error = pb_rec ? (double)pb_l1 / (2.0 * (double)pb_rec) : 0;
+  end_reported(rm, a, f);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -487,5 +517,10 @@ void bh__rm_json(FILE *f, const bh_replay_summary_t *s, const char *nl, int inde
               (unsigned long)fi->zones[i].pb_recorded[t]);
     fprintf(f, "}}");
   }
-  fprintf(f, "]}");
+  fprintf(f, "]");
+  if (fi->reported_present)
+    fprintf(f, ", \"reported_blocks\": {\"recorded\": %lu, \"predicted\": %lu, \"matched\": %lu}",
+            (unsigned long)fi->reported_recorded, (unsigned long)fi->reported_predicted,
+            (unsigned long)fi->reported_matched);
+  fprintf(f, "}");
 }

@@ -214,22 +214,39 @@ static int parse_text(const char *t, bh_machine_t **m, char *err, size_t errlen)
   return bh_machine_parse(t, strlen(t), m, err, errlen);
 }
 
-/* A map without R lines (as written before they existed) reads, with no reported blocks; an
- * R line must name one of the free blocks.  Section line counts are kept by swapping one line
- * for another. */
+/* A map without R lines and the "reported" line (as written before they existed) reads, with
+ * no reported blocks and reporting unknown; R lines must add up to the "reported" line and
+ * name free blocks.  Section line counts are kept by swapping one line for another. */
 static void test_reported_lines(const char *t, size_t tn, const bh_block_run_t *rep) {
   char err[256], line[64];
   bh_machine_t *m;
   size_t n;
-  /* old: the R lines replaced by comments */
+  bool known = true;
+  /* old: the R lines and the reported line replaced by comments */
   char *old = strdup(t);
   for (char *p = old; (p = strstr(p, "\nR ")); p++)
     p[1] = '#';
+  char *rl = strstr(old, "\nreported ");
+  assert_non_null(rl);
+  rl[1] = '#';
   assert_int_equal(parse_text(old, &m, err, sizeof(err)), 0);
   assert_true(bh_machine_snapshot(m, BH_SNAP_START)->have_freemap);
-  assert_null(bh__machine_reported_runs(m, BH_SNAP_START, &n));
+  assert_null(bh__machine_reported_runs(m, BH_SNAP_START, &n, &known));
   assert_int_equal(n, 0);
+  assert_false(known);
   bh_machine_free(m);
+  /* R lines without the reported line, or not as many as it says */
+  char *cnt = strdup(t);
+  rl = strstr(cnt, "\nreported ");
+  rl[1] = '#';
+  assert_int_equal(parse_text(cnt, &m, err, sizeof(err)), BH_EFORMAT);
+  assert_non_null(strstr(err, "without a 'reported' line"));
+  strcpy(cnt, t);
+  rl = strstr(cnt, "\nreported ") + 10;
+  *rl = *rl == '9' ? '8' : (char)(*rl + 1); /* its first digit changed */
+  assert_int_equal(parse_text(cnt, &m, err, sizeof(err)), BH_EFORMAT);
+  assert_non_null(strstr(err, "'reported' says"));
+  free(cnt);
   /* the first R line moved one page on: misaligned */
   char *bad = strdup(t), *r = strstr(bad, "\nR ");
   assert_non_null(r);
@@ -296,7 +313,8 @@ static void test_freemap_of_arena(void **state) {
   assert_int_equal(r, s->nr_free_runs);
   /* the reported blocks: exactly the heads marked KPF_UPTODATE */
   size_t nrep, rr = 0, nrep_blocks = 0;
-  const bh_block_run_t *rep = bh__machine_reported_runs(m, BH_SNAP_START, &nrep);
+  bool known = false;
+  const bh_block_run_t *rep = bh__machine_reported_runs(m, BH_SNAP_START, &nrep, &known);
   k = 0;
   for (uint64_t p = 0; p < a->nr_pages; p++) {
     if (!(a->pages[p].flags & BH__PG_BUDDY) || !test_reported(p, a->pages[p].order))
@@ -311,6 +329,7 @@ static void test_freemap_of_arena(void **state) {
     }
   }
   assert_int_equal(rr, nrep);
+  assert_true(known);
   print_message("free map: %zu reported blocks in %zu R runs\n", nrep_blocks, nrep);
   assert_true(nrep_blocks > 0);
   /* pageblock counts per type exactly; the free blocks on other lists than pagetypeinfo
@@ -346,7 +365,7 @@ static void test_freemap_of_arena(void **state) {
   assert_int_equal(s2->nr_movable_runs, s->nr_movable_runs);
   assert_memory_equal(s2->pageblock_mt, s->pageblock_mt, s->nr_pageblocks);
   size_t nrep2;
-  const bh_block_run_t *rep2 = bh__machine_reported_runs(m2, BH_SNAP_START, &nrep2);
+  const bh_block_run_t *rep2 = bh__machine_reported_runs(m2, BH_SNAP_START, &nrep2, &known);
   assert_int_equal(nrep2, nrep);
   assert_memory_equal(rep2, rep, nrep * sizeof(*rep));
   bh_machine_free(m2);
