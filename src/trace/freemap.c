@@ -47,7 +47,7 @@
  *   M GAP COUNT           COUNT allocated pages that looked movable, GAP pages after the end
  *                         of the previous M line's (the start snapshot only)
  *   reported N            N free blocks were reported, listed in R lines (a later addition: a
- *                         map without this line says nothing of reporting)
+ *                         map with neither says nothing of reporting)
  *   R GAP ORDER [COUNT]   COUNT reported free blocks, as F but GAP from the end of the previous
  *                         R line's blocks; each must be one of the F lines' blocks
  */
@@ -369,8 +369,8 @@ int bh__freemap_parse(bh_machine_t *m, int which, const char *text, size_t len, 
   if (!rc && line == 0)
     FM_FAIL("%s: empty", sec);
   uint64_t stray;
-  if (!rc && nrep && !sn->reported_known)
-    FM_FAIL("%s: R lines without a 'reported' line", sec);
+  if (!rc && nrep && !sn->reported_known) /* R lines say it: a count is only a check */
+    sn->reported_known = true;
   else if (!rc && nrep != reported)
     FM_FAIL("%s: R lines name %lu blocks, 'reported' says %lu", sec, (unsigned long)nrep,
             (unsigned long)reported);

@@ -235,12 +235,14 @@ static void test_reported_lines(const char *t, size_t tn, const bh_block_run_t *
   assert_int_equal(n, 0);
   assert_false(known);
   bh_machine_free(m);
-  /* R lines without the reported line, or not as many as it says */
+  /* R lines without the reported line say it all the same; not as many as it says: refused */
   char *cnt = strdup(t);
   rl = strstr(cnt, "\nreported ");
   rl[1] = '#';
-  assert_int_equal(parse_text(cnt, &m, err, sizeof(err)), BH_EFORMAT);
-  assert_non_null(strstr(err, "without a 'reported' line"));
+  assert_int_equal(parse_text(cnt, &m, err, sizeof(err)), 0);
+  assert_non_null(bh__machine_reported_runs(m, BH_SNAP_START, &n, &known));
+  assert_true(known && n > 0);
+  bh_machine_free(m);
   strcpy(cnt, t);
   rl = strstr(cnt, "\nreported ") + 10;
   *rl = *rl == '9' ? '8' : (char)(*rl + 1); /* its first digit changed */
