@@ -176,17 +176,17 @@ typedef struct bh_replay_summary {
   char trace[512], strategy[64], backing[16], report_mode[16], trace_format[32];
   uint64_t events, allocs, frees, alloc_failures, unknown_frees, skipped_lines;
   uint64_t malformed_lines, trace_failed_allocs, split_frees, orders_too_large;
-  uint64_t lost_frees;     /* a recorded pfn allocated again while still live: freed for it */
-  uint64_t batched_dups;   /* mm_page_free_batched events repeating an mm_page_free */
-  uint64_t gaps_shortened; /* gaps between events cut to BH_REPLAY_MAX_GAP_NS */
-  uint64_t time_reversals; /* events timestamped before an earlier event (played at its time) */
-  uint64_t lost_events;    /* events the recording lost, as the trace says (bh_trace_counts_t) */
-  char layout[16];         /* "machine" or "default" */
-  char start_state[16];    /* "kpageflags", "counts" or "empty" */
-  char placement[16];      /* "allocator" or "trace" */
-  uint64_t pretrace_frees; /* frees of memory the start state holds allocated before the trace
-                              (played as frees; without a start state they are unknown_frees) */
-  uint64_t start_conflicts;         /* allocations of blocks the start state holds allocated */
+  uint64_t lost_frees;      /* a recorded pfn allocated again while still live: freed for it */
+  uint64_t batched_dups;    /* mm_page_free_batched events repeating an mm_page_free */
+  uint64_t gaps_shortened;  /* gaps between events cut to BH_REPLAY_MAX_GAP_NS */
+  uint64_t time_reversals;  /* events timestamped before an earlier event (played at its time) */
+  uint64_t lost_events;     /* events the recording lost, as the trace says (bh_trace_counts_t) */
+  char layout[16];          /* "machine" or "default" */
+  char start_state[16];     /* "kpageflags", "counts" or "empty" */
+  char placement[16];       /* "allocator" or "trace" */
+  uint64_t pretrace_frees;  /* frees of memory the start state holds allocated before the trace
+                               (played as frees; without a start state they are unknown_frees) */
+  uint64_t start_conflicts; /* allocations of blocks the start state holds allocated */
   uint64_t placement_conflicts;     /* --placement trace: recorded block not free in the arena */
   uint64_t start_pcp_pages;         /* pages the start state put on pcp lists */
   uint64_t start_unplaced_blocks;   /* counts start: free blocks that found no place */
