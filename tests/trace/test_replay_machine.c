@@ -13,7 +13,8 @@
  *  - A trace recorded before machine descriptions existed still replays, in the default
  *    layout from an empty start, and with --start DIR in the machine's.
  *  - Free blocks the start snapshot records as reported start reported under the bubble
- *    strategy: they are not reported again, the others are.
+ *    strategy: they are not reported again, the others are; they wait at the tail of their
+ *    free lists, so an allocation takes an unreported block first.
  */
 #include "trace_test_util.h"
 
@@ -482,11 +483,82 @@ static void test_start_reported(void **state) {
   bh_arena_destroy(a);
 }
 
+/*
+ * The start's reported blocks wait at the tail of their free lists, where
+ * page_reporting_drain() put them back (__putback_isolated_page, mm/page_reporting.c:120),
+ * and allocation takes a list's head (get_page_from_free_area, mm/page_alloc.c:743, from
+ * __rmqueue_smallest, mm/page_alloc.c:1641): an order-10 allocation takes the one unreported
+ * block, the highest of its zone, and refaults nothing, though the lowest blocks are first in
+ * pfn order.
+ */
+static void test_start_reported_tail(void **state) {
+  (void)state;
+  bh_config_t cfg;
+  bh_config_init(&cfg);
+  cfg.backing = BH_BACKING_SIM;
+  cfg.zone_bytes[BH_ZONE_DMA] = 16 << 20;
+  cfg.zone_bytes[BH_ZONE_DMA32] = 240 << 20;
+  cfg.zone_bytes[BH_ZONE_NORMAL] = 256 << 20;
+  cfg.smp = false;
+  bh_arena_t *a;
+  assert_int_equal(bh_arena_create(&cfg, &a), 0);
+  bh_drain_pcp(a);
+  bh_zone_info_t zn;
+  for (int i = 0; i < bh_zone_count(a); i++) {
+    bh_zone_info(a, i, &zn);
+    if (zn.type == BH_ZONE_NORMAL)
+      break;
+  }
+  assert_int_equal(zn.type, BH_ZONE_NORMAL);
+  uint64_t lo = zn.start_pfn, hi = zn.start_pfn + zn.spanned_pages, top = 0, nr = 0;
+  for (uint64_t p = lo; p < hi; p++)
+    if ((a->pages[p].flags & BH__PG_BUDDY) && a->pages[p].order == 10)
+      top = p;
+  char *r = NULL, *desc;
+  size_t n = 0;
+  FILE *f = open_memstream(&r, &n);
+  uint64_t last = 0;
+  for (uint64_t p = lo; p < top; p++)
+    if ((a->pages[p].flags & BH__PG_BUDDY) && a->pages[p].order == 10) {
+      fprintf(f, "R %lu 10\n", (unsigned long)(p - last));
+      last = p + 1024;
+      nr++;
+    }
+  fprintf(f, "reported %lu\n", (unsigned long)nr);
+  fclose(f);
+  assert_true(nr >= 32);
+  desc = describe_with(a, false, r, NULL);
+  char lines[256];
+  snprintf(lines, sizeof(lines),
+           "# buddyhint-trace 1\n1000 A %#lx 10 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n",
+           (unsigned long)top);
+  bh_replay_config_t rc;
+  bh_replay_config_init(&rc);
+  rc.trace = write_trace("tail.bht", desc, lines);
+  rc.arena.backing = BH_BACKING_SIM;
+  rc.hint.strategy = "bubble";
+  rc.idle_ns = 0;
+  bh_replay_summary_t s;
+  char err[512] = "";
+  if (bh_replay_run(&rc, &s, err, sizeof(err)))
+    fail_msg("replay: %s", err);
+  assert_int_equal(s.check_violations, 0);
+  assert_string_equal(s.placement, "allocator");
+  assert_int_equal(s.start_reported_blocks, nr);
+  assert_int_equal(s.refaults, 0);
+  assert_true(s.agreement.present);
+  assert_int_equal(s.agreement.allocs, 1);
+  assert_int_equal(s.agreement.same, 1); /* the kernel's choice: the unreported block */
+  free(r);
+  free(desc);
+  bh_arena_destroy(a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_crafted_snapshot),       cmocka_unit_test(test_guest_dir),
       cmocka_unit_test(test_pretrace_and_placement), cmocka_unit_test(test_old_trace),
-      cmocka_unit_test(test_start_reported),
+      cmocka_unit_test(test_start_reported),         cmocka_unit_test(test_start_reported_tail),
   };
   return cmocka_run_group_tests(tests, tt_setup, tt_teardown);
 }
