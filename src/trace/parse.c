@@ -714,15 +714,16 @@ static int fast_kernel_line(bh__tparse_t *p, const char *s, size_t n, bh_event_t
   int op;
   if (!(v = KEY(v, e, "mm_page_")))
     return FAST_NO;
-  if ((q = KEY(v, e, "alloc: ")))
+  /* the name and the first key in one compare where they fit in 16 bytes */
+  const char *page;
+  if ((page = KEY(v, e, "alloc: page=")))
     op = BH_EV_ALLOC;
-  else if ((q = KEY(v, e, "free: ")))
+  else if ((page = KEY(v, e, "free: page=")))
     op = BH_EV_FREE;
-  else if ((q = KEY(v, e, "free_batched: ")))
+  else if ((q = KEY(v, e, "free_batched:")) && (page = KEY(q, e, " page=")))
     op = BH_EV_FREE_BATCHED;
   else
     return FAST_NO;
-  const char *args = q - 1;
   memset(ev, 0, sizeof(*ev));
   ev->time_ns = digits_value(s, s + t2 + 1, s + t) * 1000000000u +
                 digits_value(s, s + t + 1, s + ic) * frac_scale[ic - 1 - t];
@@ -760,10 +761,19 @@ static int fast_kernel_line(bh__tparse_t *p, const char *s, size_t n, bh_event_t
   /* the arguments */
   uint64_t x;
   int64_t y;
-  if (!(v = KEY(args, e, " page=")))
-    return FAST_NO;
-  q = e - v > 16 && v[16] == ' ' && above_blank16(v) ? v + 16 : word_end(v, e);
-  bool null_page = q > v && (*v == '0' || *v == '(') && is_null_page(v, (size_t)(q - v));
+  v = page;
+  bool null_page;
+  if (e - v > 16 && v[16] == ' ' && above_blank16(v)) { /* %p's 16 hex digits */
+    uint64_t a, b;
+    memcpy(&a, v, 8);
+    memcpy(&b, v + 8, 8);
+    const uint64_t zeros = 0x3030303030303030ull; /* "00000000" */
+    null_page = a == zeros ? b == zeros : v[1] == 'x' || v[1] == 'X' ? is_null_page(v, 16) : false;
+    q = v + 16;
+  } else {
+    q = word_end(v, e);
+    null_page = q > v && (*v == '0' || *v == '(') && is_null_page(v, (size_t)(q - v));
+  }
   if (!(v = KEY(q, e, " pfn=")) || !((q = swar_num(v, e, &x)) || (q = scan_num(v, e, &x))))
     return FAST_NO;
   ev->pfn = x;
