@@ -280,7 +280,7 @@ int bh__gfp_parse_cached(bh__tparse_t *p, const char *s, size_t n, uint32_t *gfp
   }
   struct bh__gfp_memo *m = &p->gfp_memo[gfp_memo_slot(s, n)];
   int r;
-  if (m->len == n && memcmp(s, m->text, n) == 0) {
+  if (m->len == n && n && memcmp(s, m->text, n) == 0) { /* len 0 is an empty entry */
     *gfp = m->bits;
     r = m->unknown;
   } else {

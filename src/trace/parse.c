@@ -686,7 +686,7 @@ static inline bool fast_gfp(bh__tparse_t *p, const char *v, const char *e, uint3
 }
 
 /* s[0, n) is a line without NUL bytes and trailing blanks. */
-static int fast_kernel_line(bh__tparse_t *p, const char *s, size_t n, bh_event_t *ev) {
+HOT int fast_kernel_line(bh__tparse_t *p, const char *s, size_t n, bh_event_t *ev) {
   static const uint32_t frac_scale[10] = {0,     100000000, 10000000, 1000000, 100000,
                                           10000, 1000,      100,      10,      1};
   if (n < 64)
@@ -709,10 +709,10 @@ static int fast_kernel_line(bh__tparse_t *p, const char *s, size_t n, bh_event_t
     return FAST_NO;
   /* the event name */
   const char *e = s + n, *v = s + ic + 2, *q;
-  if ((q = KEY(v, e, "kmem:")))
-    v = q;
   int op;
-  if (!(v = KEY(v, e, "mm_page_")))
+  if ((q = KEY(v, e, "mm_page_")))
+    v = q;
+  else if (!(q = KEY(v, e, "kmem:")) || !(v = KEY(q, e, "mm_page_")))
     return FAST_NO;
   /* the name and the first key in one compare where they fit in 16 bytes */
   const char *page;
@@ -742,7 +742,8 @@ static int fast_kernel_line(bh__tparse_t *p, const char *s, size_t n, bh_event_t
     int k = pe - w - 2;
     if (k < 1 || k > 9 || s[pe - 1] != ']' || (nd >> (w + 1) & ((1ull << k) - 1)))
       return FAST_NO;
-    ev->cpu = (int32_t)digits_value(s, s + w + 1, s + pe - 1);
+    ev->cpu = k == 3 ? (s[w + 1] - '0') * 100 + (s[w + 2] - '0') * 10 + (s[w + 3] - '0')
+                     : (int32_t)digits_value(s, s + w + 1, s + pe - 1); /* "%03d" */
     pe = last_below(nb, w) + 1;
   }
   /* record-tgid's "(   1234)": skipped unread, as parse_prefix does */
@@ -797,15 +798,11 @@ static int fast_kernel_line(bh__tparse_t *p, const char *s, size_t n, bh_event_t
   return BH__LINE_EVENT;
 }
 
-int bh__parse_kernel_line(bh__tparse_t *p, const char *s, size_t n, bool nul, bh_event_t *ev,
-                          bh__kline_shape_t *shape) {
-  while (n > 0 && (is_blank(s[n - 1]) || s[n - 1] == '\r'))
-    n--;
-  if (!shape && !nul) {
-    int r = fast_kernel_line(p, s, n, ev);
-    if (bh__trace_likely(r != FAST_NO))
-      return r;
-  }
+/* The general parser: s[0, n) is a line without trailing blanks.  Kept out of line so that a
+ * line the fast path takes does not pay for its frame. */
+static __attribute__((noinline)) int general_kernel_line(bh__tparse_t *p, const char *s, size_t n,
+                                                         bool nul, bh_event_t *ev,
+                                                         bh__kline_shape_t *shape) {
   size_t f = (size_t)(blanks_end(s, s + n) - s);
   if (f == n || s[f] == '#')
     return BH__LINE_OTHER;
@@ -842,6 +839,18 @@ int bh__parse_kernel_line(bh__tparse_t *p, const char *s, size_t n, bool nul, bh
   if (r == BH__LINE_EVENT)
     bh__trace_set_zone(p, ev);
   return r;
+}
+
+int bh__parse_kernel_line(bh__tparse_t *p, const char *s, size_t n, bool nul, bh_event_t *ev,
+                          bh__kline_shape_t *shape) {
+  while (n > 0 && (is_blank(s[n - 1]) || s[n - 1] == '\r'))
+    n--;
+  if (!shape && !nul) {
+    int r = fast_kernel_line(p, s, n, ev);
+    if (bh__trace_likely(r != FAST_NO))
+      return r;
+  }
+  return general_kernel_line(p, s, n, nul, ev, shape);
 }
 
 /* ---------------------------------------------------------------------------------------- */

@@ -255,6 +255,12 @@ static void test_gfp_cache(void **state) {
     unknown += (uint64_t)r;
     assert_int_equal(p.gfp_unknown, unknown);
   }
+  /* an empty mask is an error both ways, not an empty memo entry */
+  uint32_t g;
+  assert_true(bh_gfp_parse("", 0, &g) < 0);
+  assert_true(bh__gfp_parse_cached(&p, "", 0, &g) < 0);
+  memset(&p, 0, sizeof(p));
+  assert_true(bh__gfp_parse_cached(&p, "", 0, &g) < 0);
 }
 
 /* A line of the bench's shape for event i (an alloc of pfn 0x100000 + i). */
