@@ -847,8 +847,10 @@ int bh__parse_kernel_line(bh__tparse_t *p, const char *s, size_t n, bool nul, bh
     n--;
   if (!shape && !nul) {
     int r = fast_kernel_line(p, s, n, ev);
-    if (bh__trace_likely(r != FAST_NO))
+    if (bh__trace_likely(r != FAST_NO)) {
+      p->fast_lines++;
       return r;
+    }
   }
   return general_kernel_line(p, s, n, nul, ev, shape);
 }

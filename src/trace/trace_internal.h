@@ -108,6 +108,7 @@ typedef struct bh__tparse {
   uint64_t zone_key;      /* gfp + 1 (0: empty) */
   uint8_t zone;
   char why[192];          /* what is wrong with a malformed line */
+  uint64_t fast_lines;    /* kernel text lines the fast path read (the tests check its reach) */
 } bh__tparse_t;
 
 /* What the format sniffing learns from a kernel text line. */
