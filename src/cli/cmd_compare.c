@@ -313,45 +313,62 @@ static int timeline_read(FILE *tl, char **buf, size_t *len) {
   return *buf && *len == (size_t)size ? 0 : -1;
 }
 
-/* The rows p->jobs at a time, each in a process of its own, started in their order; after a
- * failed row no more are started (those started finish). */
+/*
+ * The rows in processes of their own: jemalloc's first, beside the others and not counted in
+ * p->jobs (most of such a run is its real-time idle), then the others p->jobs at a time, in
+ * their order.  After a row that failed or found check violations, no row after it in the
+ * list is started; those before it still run, so that the rows -j 1 would print are there.
+ */
 static void run_parallel(const struct plan *p, struct row *rows, char **tl_buf, size_t *tl_len) {
   pid_t pid[MAX_RUNS] = {0};
   FILE *tl[MAX_RUNS] = {0};
-  int next = 0, running = 0;
-  bool stop = false;
-  while (running || (!stop && next < p->nspecs)) {
-    if (!stop && next < p->nspecs && running < (int)p->jobs) {
-      int i = next++;
+  int order[MAX_RUNS], n = 0, pos = 0, running = 0, own = 0, stop_at = p->nspecs;
+  for (int pass = 0; pass < 2; pass++)
+    for (int i = 0; i < p->nspecs; i++)
+      if (bh_cli_is_baseline(p->specs[i].name) == !pass)
+        order[n++] = i;
+  for (;;) {
+    while (pos < n && order[pos] >= stop_at)
+      pos++;
+    if (pos < n && (bh_cli_is_baseline(p->specs[order[pos]].name) || own < (int)p->jobs)) {
+      int i = order[pos++];
       pid[i] = start_row(p, i, rows, &tl[i]);
-      running += pid[i] > 0;
-      stop |= pid[i] <= 0;
+      if (pid[i] > 0) {
+        running++;
+        own += !bh_cli_is_baseline(p->specs[i].name);
+      } else if (i + 1 < stop_at) {
+        stop_at = i + 1;
+      }
       continue;
     }
+    if (!running)
+      break;
     int st, i = 0;
     pid_t q = waitpid(-1, &st, 0);
     if (q < 0 && errno == EINTR)
       continue;
     if (q < 0) { /* cannot happen while our own processes run: they are given up */
-      for (i = 0; i < next; i++)
+      for (i = 0; i < p->nspecs; i++)
         if (pid[i] > 0)
           row_fail(&rows[i], BH_ESYS, "waitpid");
       break;
     }
-    while (i < next && pid[i] != q)
+    while (i < p->nspecs && pid[i] != q)
       i++;
-    if (i == next)
+    if (i == p->nspecs)
       continue; /* not a run's */
     end_row(&rows[i], st);
     pid[i] = 0;
     running--;
+    own -= !bh_cli_is_baseline(p->specs[i].name);
     if (tl[i]) {
       if (!rows[i].e && timeline_read(tl[i], &tl_buf[i], &tl_len[i]))
         row_fail(&rows[i], BH_ESYS, "timeline: reading it back");
       fclose(tl[i]);
       tl[i] = NULL;
     }
-    stop |= rows[i].e != 0 || rows[i].s.check_violations != 0;
+    if ((rows[i].e || rows[i].s.check_violations) && i + 1 < stop_at)
+      stop_at = i + 1;
   }
   for (int i = 0; i < MAX_RUNS; i++)
     if (tl[i])
