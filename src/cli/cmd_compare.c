@@ -209,12 +209,36 @@ struct row {
   bh_replay_summary_t s;
 };
 
+/* The first pass over the trace, once for every run but jemalloc's (NULL *sh if none). */
+static int share_trace(const bh_cli_replay_t *c, const struct run_spec *specs, int nspecs,
+                       const char *trace, bh__replay_shared_t **sh) {
+  if (c->cfg.progress)
+    fprintf(stderr, "compare: reading %s\n", trace);
+  *sh = NULL;
+  int own = 0;
+  for (int i = 0; i < nspecs; i++)
+    own += !bh_cli_is_baseline(specs[i].name);
+  if (!own)
+    return 0;
+  bh_replay_config_t cfg = c->cfg;
+  cfg.trace = trace;
+  cfg.timeline = NULL;
+  char err[1024];
+  int e = bh__replay_share(&cfg, sh, err, sizeof(err));
+  if (!e)
+    return 0;
+  fprintf(stderr, "buddyhint compare: %s\n", err[0] ? err : bh_strerror(e));
+  return e == BH_ENOMEM || e == BH_ESYS ? BH_EXIT_FAIL : BH_EXIT_USAGE;
+}
+
 /* What every run of a compare shares: the runs' settings, the trace's first pass, the jobs. */
 struct plan {
   const bh_cli_replay_t *c;
   const struct run_spec *specs;
   const bh_replay_config_t *cfgs; /* per run: its settings (without a timeline) */
-  const bh__replay_shared_t *sh;  /* the kept events, NULL if no run replays in this process */
+  const char *trace;
+  bh__replay_shared_t *sh; /* the kept events (share_trace), NULL if no run replays here */
+  int share_rc;            /* share_trace's exit status: no run but jemalloc's if not 0 */
   int nspecs;
   unsigned jobs;
   bool timeline;
@@ -248,7 +272,9 @@ static void row_fail(struct row *out, int e, const char *what) {
 
 /* The rows one after another in this process (-j 1), each timeline in memory; the rows after
  * a failed one are not run. */
-static void run_serial(const struct plan *p, struct row *rows, char **tl_buf, size_t *tl_len) {
+static void run_serial(struct plan *p, struct row *rows, char **tl_buf, size_t *tl_len) {
+  if ((p->share_rc = share_trace(p->c, p->specs, p->nspecs, p->trace, &p->sh)))
+    return;
   for (int i = 0; i < p->nspecs; i++) {
     FILE *tl = NULL;
     if (p->timeline && !(tl = open_memstream(&tl_buf[i], &tl_len[i]))) {
@@ -319,7 +345,7 @@ static int timeline_read(FILE *tl, char **buf, size_t *len) {
  * their order.  After a row that failed or found check violations, no row after it in the
  * list is started; those before it still run, so that the rows -j 1 would print are there.
  */
-static void run_parallel(const struct plan *p, struct row *rows, char **tl_buf, size_t *tl_len) {
+static void run_parallel(struct plan *p, struct row *rows, char **tl_buf, size_t *tl_len) {
   pid_t pid[MAX_RUNS] = {0};
   FILE *tl[MAX_RUNS] = {0};
   int order[MAX_RUNS], n = 0, pos = 0, running = 0, own = 0, stop_at = p->nspecs;
@@ -330,6 +356,12 @@ static void run_parallel(const struct plan *p, struct row *rows, char **tl_buf, 
   for (;;) {
     while (pos < n && order[pos] >= stop_at)
       pos++;
+    /* the trace is read here once the jemalloc runs, which read it themselves, are started */
+    if (pos < n && !bh_cli_is_baseline(p->specs[order[pos]].name) && !p->sh && !p->share_rc &&
+        (p->share_rc = share_trace(p->c, p->specs, p->nspecs, p->trace, &p->sh))) {
+      stop_at = 0; /* no more runs */
+      continue;
+    }
     if (pos < n && (bh_cli_is_baseline(p->specs[order[pos]].name) || own < (int)p->jobs)) {
       int i = order[pos++];
       pid[i] = start_row(p, i, rows, &tl[i]);
@@ -428,26 +460,6 @@ static int run_error(const char *label, const struct row *r) {
   return r->e == BH_ENOMEM || r->e == BH_ESYS ? BH_EXIT_FAIL : BH_EXIT_USAGE;
 }
 
-/* The first pass over the trace, once for every run but jemalloc's (NULL *sh if none). */
-static int share_trace(const bh_cli_replay_t *c, const struct run_spec *specs, int nspecs,
-                       const char *trace, bh__replay_shared_t **sh) {
-  *sh = NULL;
-  int own = 0;
-  for (int i = 0; i < nspecs; i++)
-    own += !bh_cli_is_baseline(specs[i].name);
-  if (!own)
-    return 0;
-  bh_replay_config_t cfg = c->cfg;
-  cfg.trace = trace;
-  cfg.timeline = NULL;
-  char err[1024];
-  int e = bh__replay_share(&cfg, sh, err, sizeof(err));
-  if (!e)
-    return 0;
-  fprintf(stderr, "buddyhint compare: %s\n", err[0] ? err : bh_strerror(e));
-  return e == BH_ENOMEM || e == BH_ESYS ? BH_EXIT_FAIL : BH_EXIT_USAGE;
-}
-
 static int run_all(bh_cli_replay_t *c, const char *trace, char *list,
                    const struct compare_args *a) {
   struct row *rows = mmap(NULL, MAX_RUNS * sizeof(*rows), PROT_READ | PROT_WRITE,
@@ -495,18 +507,12 @@ static int run_all(bh_cli_replay_t *c, const char *trace, char *list,
     infos[i] = (bh_cli_run_info_t){.cfg = &cfgs[i], .trace = trace, .bytes = bytes};
     memcpy(infos[i].sha256, sha, sizeof(sha));
   }
-  if (!rc) {
-    if (c->cfg.progress)
-      fprintf(stderr, "compare: reading %s\n", trace);
-    rc = share_trace(c, specs, nspecs, trace, &sh);
-    failed = rc != 0;
-  }
   bool ran = !rc, tl_header = false;
   if (ran) {
     struct plan p = {.c = c,
                      .specs = specs,
                      .cfgs = cfgs,
-                     .sh = sh,
+                     .trace = trace,
                      .nspecs = nspecs,
                      .jobs = a->jobs ? a->jobs : online_cpus(),
                      .timeline = timeline != NULL};
@@ -514,6 +520,9 @@ static int run_all(bh_cli_replay_t *c, const char *trace, char *list,
       run_parallel(&p, rows, tl_buf, tl_len);
     else
       run_serial(&p, rows, tl_buf, tl_len);
+    sh = p.sh;
+    rc = p.share_rc;
+    failed = rc != 0;
   }
   /* in the rows' order, as -j 1 runs them: the runs up to the first that failed or found
    * check violations (-j 1 runs none after it), and every failure */

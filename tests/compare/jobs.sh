@@ -102,5 +102,18 @@ for j in 1 2 3; do
   [ "$(cat "$work/kept.json")" = old ] || bad "-j $j: the JSON already there was changed"
 done
 
+# a malformed trace: the one reading of it fails, before any buddy replay, whatever -j
+{ head -20 "$work/py.txt"; echo "garbage line"; sed -n 21,40p "$work/py.txt"; } >"$work/bad.txt"
+for j in 1 2; do
+  "$bh" compare "$work/bad.txt" -j "$j" --quiet --strategies none,bubble --json "$work/b.json" \
+    >"$work/b.out" 2>"$work/b.err"
+  rc=$?
+  [ "$rc" = 2 ] || bad "-j $j, a malformed trace: exit status $rc, not 2"
+  grep -q "^buddyhint compare: .*bad.txt:21: " "$work/b.err" ||
+    bad "-j $j, a malformed trace: $(cat "$work/b.err")"
+  grep -q "none:" "$work/b.err" && bad "-j $j, a malformed trace: a run started"
+  [ -e "$work/b.json" ] && bad "-j $j, a malformed trace: wrote the JSON"
+done
+
 [ $fail = 0 ] && echo "compare -j: ok"
 exit $fail
