@@ -212,14 +212,14 @@ struct row {
 /* The first pass over the trace, once for every run but jemalloc's (NULL *sh if none). */
 static int share_trace(const bh_cli_replay_t *c, const struct run_spec *specs, int nspecs,
                        const char *trace, bh__replay_shared_t **sh) {
-  if (c->cfg.progress)
-    fprintf(stderr, "compare: reading %s\n", trace);
   *sh = NULL;
   int own = 0;
   for (int i = 0; i < nspecs; i++)
     own += !bh_cli_is_baseline(specs[i].name);
   if (!own)
     return 0;
+  if (c->cfg.progress)
+    fprintf(stderr, "compare: reading %s\n", trace);
   bh_replay_config_t cfg = c->cfg;
   cfg.trace = trace;
   cfg.timeline = NULL;
