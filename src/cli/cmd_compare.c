@@ -516,7 +516,9 @@ static int run_all(bh_cli_replay_t *c, const char *trace, char *list,
                      .nspecs = nspecs,
                      .jobs = a->jobs ? a->jobs : online_cpus(),
                      .timeline = timeline != NULL};
-    if (p.jobs > 1 && nspecs > 1)
+    /* --dump: every run writes the same files, which the first run to finish would get; one
+     * after another, the second run refuses the files of the first before it replays */
+    if (p.jobs > 1 && nspecs > 1 && !c->cfg.dump_dir)
       run_parallel(&p, rows, tl_buf, tl_len);
     else
       run_serial(&p, rows, tl_buf, tl_len);
