@@ -3,8 +3,9 @@
  * once, keeps the decoded events (whatever the format, up to keep_max_bytes) and what it found
  * (span, CPUs, peak live memory, each page's first event for a recorded machine's start
  * state, the --by origins), and every replay given the result plays the kept events instead
- * of reading the trace again.  The result is only read by the replays: any number of them may
- * use it at once, in threads or in processes forked after it was made.
+ * of reading the trace again.  The replays only read the result: compare runs them one after
+ * another, or side by side in processes forked after it was made (whether the rest of a replay
+ * may run in several threads at once is not checked here).
  */
 #ifndef BH_TRACE_REPLAY_SHARED_H
 #define BH_TRACE_REPLAY_SHARED_H
