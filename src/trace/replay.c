@@ -1540,10 +1540,6 @@ int bh__replay_share(const bh_replay_config_t *cfg, bh__replay_shared_t **out, c
   return rc;
 }
 
-uint64_t bh__replay_shared_events(const bh__replay_shared_t *sh) {
-  return sh && sh->sc.kept ? sh->sc.events : 0;
-}
-
 void bh__replay_shared_free(bh__replay_shared_t *sh) {
   if (!sh)
     return;

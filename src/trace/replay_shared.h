@@ -22,9 +22,6 @@ typedef struct bh__replay_shared bh__replay_shared_t;
 int bh__replay_share(const bh_replay_config_t *cfg, bh__replay_shared_t **out, char *err,
                      size_t errlen);
 
-/* How many events sh keeps (0: the replays read the trace themselves). */
-uint64_t bh__replay_shared_events(const bh__replay_shared_t *sh);
-
 /*
  * bh_replay_run on the events of sh, which bh__replay_share made from the same trace and
  * settings (only the strategy and its options may differ).  The summary is the one
