@@ -188,10 +188,10 @@ static void tracer_close(tracer_t *tr) {
 /* The kmem events' formats, as the kernel describes them, and their decoder. */
 static int tracer_formats(tracer_t *tr) {
   const char *systems[] = {"kmem", NULL};
-  tr->tep = tracefs_local_events_system(NULL, systems);
+  tr->tep = tracefs_local_events_system(tr->dir, systems); /* the instance's own */
   char why[160] = "";
   if (!tr->tep)
-    snprintf(why, sizeof(why), "cannot read the kmem event formats in %s/events: %s", tr->root,
+    snprintf(why, sizeof(why), "cannot read the kmem event formats in %s/events: %s", tr->dir,
              strerror(errno ? errno : ENOENT));
   else if (bh__kmem_decoder_new(tr->tep, &tr->dec, why, sizeof(why)))
     ;
