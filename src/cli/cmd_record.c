@@ -64,9 +64,6 @@
 #define DEFAULT_BUFFER_KB 65536u
 #define MIN_BUFFER_KB 1024u
 
-static const char *const kmem_events[] = {"mm_page_alloc", "mm_page_free", "mm_page_free_batched"};
-#define NR_EVENTS 3
-
 static void usage(FILE *out) {
   fprintf(out,
           "usage: buddyhint record -o FILE [--buffer-kb N] [--format text|binary]\n"
@@ -117,6 +114,9 @@ static void usage(FILE *out) {
 }
 
 #if BH_HAVE_TRACEFS
+
+static const char *const kmem_events[] = {"mm_page_alloc", "mm_page_free", "mm_page_free_batched"};
+#define NR_EVENTS 3
 
 /* ---- tracefs, through libtracefs ---- */
 
