@@ -24,7 +24,8 @@ struct kind {
 struct gfp_entry {
   uint64_t raw;
   uint32_t bits;
-  int unknown; /* names bh_gfp_parse did not know */
+  int unknown;  /* names bh_gfp_parse did not know */
+  uint8_t zone; /* bh_gfp_zone(bits): a call into the allocator, so once per mask */
   bool used;
 };
 
@@ -133,12 +134,12 @@ static int64_t signed_value(const struct tep_format_field *f, uint64_t v) {
 }
 
 /*
- * The BH_GFP bits of a raw gfp_flags value: the kernel's flag names come from printing the
- * record with the event's own print format ("... gfp_flags=GFP_KERNEL|__GFP_ZERO"), then
- * bh_gfp_parse.  Cached by raw value: a trace has a handful of masks.
+ * The BH_GFP bits (and their zone) of a raw gfp_flags value: the kernel's flag names come from
+ * printing the record with the event's own print format ("... gfp_flags=GFP_KERNEL|__GFP_ZERO"),
+ * then bh_gfp_parse.  Cached by raw value: a trace has a handful of masks.
  */
-static uint32_t gfp_bits(bh__kmem_decoder_t *d, uint64_t raw, struct tep_record *rec,
-                         uint64_t *gfp_unknown) {
+static const struct gfp_entry *gfp_of(bh__kmem_decoder_t *d, uint64_t raw, struct tep_record *rec,
+                                      uint64_t *gfp_unknown) {
   struct gfp_entry *e = &d->gfp_cache[(raw * 0x9e3779b97f4a7c15ull) >> 58];
   if (!e->used || e->raw != raw) {
     trace_seq_reset(&d->seq);
@@ -157,12 +158,15 @@ static uint32_t gfp_bits(bh__kmem_decoder_t *d, uint64_t raw, struct tep_record 
       bits = 0;
       unknown = raw ? bh_gfp_parse(hex, (size_t)n, &bits) : 0;
     }
-    *e = (struct gfp_entry){
-        .raw = raw, .bits = bits, .unknown = unknown > 0 ? unknown : 0, .used = true};
+    *e = (struct gfp_entry){.raw = raw,
+                            .bits = bits,
+                            .unknown = unknown > 0 ? unknown : 0,
+                            .zone = (uint8_t)bh_gfp_zone(bits),
+                            .used = true};
   }
   /* unknown names count at every event that has them, as in text traces */
   *gfp_unknown += (uint64_t)e->unknown;
-  return e->bits;
+  return e;
 }
 
 int bh__kmem_decode(bh__kmem_decoder_t *d, struct tep_record *rec, bh_event_t *ev,
@@ -198,9 +202,13 @@ int bh__kmem_decode(bh__kmem_decoder_t *d, struct tep_record *rec, bh_event_t *e
     int64_t mt = signed_value(k->mt, v);
     ev->migratetype = (int8_t)(mt >= -1 && mt < 127 ? mt : -1);
   }
-  if (k->gfp && read_field(k->gfp, rec, &v))
-    ev->gfp = gfp_bits(d, v, rec, gfp_unknown);
-  ev->zone = (uint8_t)bh_gfp_zone(ev->gfp);
+  if (k->gfp && read_field(k->gfp, rec, &v)) {
+    const struct gfp_entry *g = gfp_of(d, v, rec, gfp_unknown);
+    ev->gfp = g->bits;
+    ev->zone = g->zone;
+  } else {
+    ev->zone = (uint8_t)bh_gfp_zone(0);
+  }
   return 1;
 }
 
