@@ -35,8 +35,9 @@ ASAN_OPTIONS   ?= detect_leaks=1
 UBSAN_OPTIONS  ?= print_stacktrace=1
 
 # The other tools' traces: libtracecmd reads trace-cmd's trace.dat, perf (linux-perf) reads
-# perf.data for us, and the bpftrace example's test runs bpftrace for real.
-TRACE_TOOL_PACKAGES ?= libtracecmd-dev libtraceevent-dev linux-perf bpftrace
+# perf.data for us, and the bpftrace example's test runs bpftrace for real.  `buddyhint record`
+# reads the kernel's ring buffers with libtracefs.
+TRACE_TOOL_PACKAGES ?= libtracecmd-dev libtraceevent-dev libtracefs-dev linux-perf bpftrace
 
 DEB_PACKAGES := build-essential cmake pkg-config libcmocka-dev libjemalloc-dev libnuma-dev \
                 zlib1g-dev libzstd-dev gnuplot-nox libyaml-dev libjansson-dev nettle-dev jq \

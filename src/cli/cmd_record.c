@@ -10,17 +10,25 @@
  * unless --as-root is given.  The trace is written to a temporary file beside FILE and renamed
  * to FILE at the end, so that a failed or killed recording never leaves a short trace there.
  *
- * Sequence: mount tracefs if needed; set the per-cpu buffer size, overwrite=0 (a full buffer
- * drops the newest events, counted as "dropped events", rather than overwriting the oldest);
- * clear the buffer; enable kmem:mm_page_alloc, mm_page_free and mm_page_free_batched;
- * tracing_on=1; fork and exec the command and wait for it; tracing_on=0; then the events go
- * through the ftrace reader into the native trace.
+ * The tracefs handling is libtracefs's.  Sequence: mount tracefs if needed; read the kmem
+ * events' formats (tracefs_local_events_system); set the per-cpu buffer size, overwrite=0 (a
+ * full buffer drops the newest events, counted as "dropped events", rather than overwriting
+ * the oldest); clear the buffer; enable kmem:mm_page_alloc, mm_page_free and
+ * mm_page_free_batched; tracing_on=1; fork and exec the command and wait for it;
+ * tracing_on=0; then the events go into the native trace.
  *
- * While the command runs, a thread drains the instance's `trace_pipe` (a consuming read) into
- * a temporary file, so the ring buffer only has to hold what arrives between two reads rather
- * than the whole run: a busy machine makes millions of page events a minute.  Lost events are
- * still counted from per_cpu/cpuN/stats and reported.  If trace_pipe cannot be opened, the
- * `trace` file is read after the run instead, and the buffer must hold everything.
+ * While the command runs, a thread drains every cpu's `per_cpu/cpuN/trace_pipe_raw` (consuming
+ * reads of whole ring buffer sub-buffers, tracefs_cpu_read, and tracefs_cpu_flush for the last
+ * ones) into one nameless temporary file per cpu, so the ring buffer only has to hold what
+ * arrives between two reads rather than the whole run: a busy machine makes millions of page
+ * events a minute.  The kernel formats no text.  Afterwards the sub-buffers are decoded with
+ * libtraceevent through the running kernel's own event formats (kmem_decode.c, shared with the
+ * trace.dat reader) and the cpus' events merged by timestamp.  Lost events are marked where a
+ * sub-buffer says the kernel lost some before it, and per cpu at the end for what
+ * per_cpu/cpuN/stats counts beyond that (with overwrite=0 the kernel drops events without
+ * marking a sub-buffer, so that is where most losses show).
+ *
+ * Without libtracefs at build time (BH_HAVE_TRACEFS 0) record says how to get it.
  */
 #include "cli/cli.h"
 #include "cli/record_machine.h"
@@ -28,7 +36,16 @@
 
 #include <buddyhint/trace.h>
 
-#include <dirent.h>
+#ifndef BH_HAVE_TRACEFS
+#define BH_HAVE_TRACEFS 0
+#endif
+#if BH_HAVE_TRACEFS
+#include "trace/kmem_decode.h"
+
+#include <kbuffer.h>
+#include <tracefs.h>
+#endif
+
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -38,19 +55,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #define VERB "record"
 #define TRACEFS "/sys/kernel/tracing"
-#define DEBUGFS_TRACING "/sys/kernel/debug/tracing"
 #define DEFAULT_BUFFER_KB 65536u
 #define MIN_BUFFER_KB 1024u
-
-static const char *const kmem_events[] = {"mm_page_alloc", "mm_page_free", "mm_page_free_batched"};
-#define NR_EVENTS 3
 
 static void usage(FILE *out) {
   fprintf(out,
@@ -101,74 +113,54 @@ static void usage(FILE *out) {
           DEFAULT_BUFFER_KB);
 }
 
-/* ---- tracefs ---- */
+#if BH_HAVE_TRACEFS
+
+static const char *const kmem_events[] = {"mm_page_alloc", "mm_page_free", "mm_page_free_batched"};
+#define NR_EVENTS 3
+
+/* ---- tracefs, through libtracefs ---- */
 
 typedef struct tracer {
-  char root[64]; /* the tracefs mount */
-  char dir[192]; /* where we work: our instance */
-  bool mounted;  /* we mounted tracefs (and unmount it at the end) */
-  bool instance; /* dir is an instance we made (and remove at the end) */
+  const char *root;              /* the tracefs mount (libtracefs's string) */
+  struct tracefs_instance *inst; /* our instance */
+  char *dir;                     /* its directory */
+  struct tep_handle *tep;        /* the kmem events' formats */
+  bh__kmem_decoder_t *dec;       /* ... and their decoder */
+  bool mounted;                  /* we mounted tracefs (and unmount it at the end) */
 } tracer_t;
-
-static int tf_write(const tracer_t *tr, const char *rel, const char *val) {
-  char p[512];
-  snprintf(p, sizeof(p), "%s/%s", tr->dir, rel);
-  int fd = open(p, O_WRONLY | O_TRUNC | O_CLOEXEC);
-  if (fd < 0)
-    return -errno;
-  size_t n = strlen(val);
-  ssize_t w = n ? write(fd, val, n) : 0;
-  int e = w < 0 ? errno : 0;
-  close(fd);
-  return e ? -e : 0;
-}
-
-/* Reads a small file, trailing newline dropped.  Returns 0 or -errno. */
-static int tf_read(const tracer_t *tr, const char *rel, char *buf, size_t cap) {
-  char p[512];
-  snprintf(p, sizeof(p), "%s/%s", tr->dir, rel);
-  int fd = open(p, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return -errno;
-  ssize_t n = read(fd, buf, cap - 1);
-  int e = n < 0 ? errno : 0;
-  close(fd);
-  if (n < 0)
-    return -e;
-  buf[n] = '\0';
-  while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
-    buf[--n] = '\0';
-  return 0;
-}
 
 /* Finds or mounts tracefs, removes stale instances and makes ours. */
 static int tracer_open(tracer_t *tr) {
   memset(tr, 0, sizeof(*tr));
-  if (!access(TRACEFS "/trace", F_OK)) {
-    snprintf(tr->root, sizeof(tr->root), "%s", TRACEFS);
-  } else if (!access(DEBUGFS_TRACING "/trace", F_OK)) {
-    snprintf(tr->root, sizeof(tr->root), "%s", DEBUGFS_TRACING);
-  } else {
-    if (mount("nodev", TRACEFS, "tracefs", 0, NULL)) {
-      fprintf(stderr, "buddyhint record: cannot mount tracefs at " TRACEFS ": %s\n",
-              strerror(errno));
-      return -1;
-    }
-    tr->mounted = true;
-    snprintf(tr->root, sizeof(tr->root), "%s", TRACEFS);
+  tracefs_set_loglevel(TEP_LOG_NONE); /* errors are ours to report */
+  int m = tracefs_tracing_dir_is_mounted(false, &tr->root);
+  if (m == 0) {
+    m = tracefs_tracing_dir_is_mounted(true, &tr->root);
+    tr->mounted = m >= 0;
+  }
+  if (m < 0 || !tr->root) {
+    fprintf(stderr, "buddyhint record: cannot mount tracefs at " TRACEFS ": %s\n",
+            strerror(errno ? errno : ENODEV));
+    return -1;
   }
   bh_cli_record_reap_stale(tr->root, kmem_events, NR_EVENTS);
   char name[64];
   bh_cli_record_instance_name(name, sizeof(name));
-  snprintf(tr->dir, sizeof(tr->dir), "%s/instances/%s", tr->root, name);
-  if (!mkdir(tr->dir, 0750)) {
-    tr->instance = true;
+  errno = 0;
+  tr->inst = tracefs_instance_create(name);
+  tr->dir = tr->inst ? tracefs_instance_get_dir(tr->inst) : NULL;
+  if (tr->inst && tr->dir && tracefs_instance_is_new(tr->inst))
     return 0;
-  }
+  int e = errno ? errno : EEXIST;
   fprintf(stderr,
-          "buddyhint record: cannot make a tracefs instance (%s): %s; the top-level buffer "
-          "is not used instead (that would clear other tracers' data)\n",
-          tr->dir, strerror(errno));
+          "buddyhint record: cannot make a tracefs instance (%s/instances/%s): %s; the top-level "
+          "buffer is not used instead (that would clear other tracers' data)\n",
+          tr->root, name, strerror(e));
+  if (tr->inst)
+    tracefs_instance_free(tr->inst);
+  free(tr->dir);
+  tr->inst = NULL;
+  tr->dir = NULL;
   if (tr->mounted && umount(tr->root))
     fprintf(stderr, "buddyhint record: warning: cannot unmount %s: %s\n", tr->root,
             strerror(errno));
@@ -177,92 +169,85 @@ static int tracer_open(tracer_t *tr) {
 
 /* Undoes tracer_open and whatever was changed since. */
 static void tracer_close(tracer_t *tr) {
-  tf_write(tr, "tracing_on", "0");
-  for (int i = 0; i < NR_EVENTS; i++) {
-    char rel[96];
-    snprintf(rel, sizeof(rel), "events/kmem/%s/enable", kmem_events[i]);
-    tf_write(tr, rel, "0");
-  }
-  if (tr->instance && rmdir(tr->dir))
+  bh__kmem_decoder_free(tr->dec);
+  if (tr->tep)
+    tep_free(tr->tep);
+  tracefs_trace_off(tr->inst);
+  for (int i = 0; i < NR_EVENTS; i++)
+    tracefs_event_disable(tr->inst, "kmem", kmem_events[i]);
+  if (tracefs_instance_destroy(tr->inst))
     fprintf(stderr, "buddyhint record: warning: cannot remove the tracefs instance %s: %s\n",
             tr->dir, strerror(errno));
+  tracefs_instance_free(tr->inst);
+  free(tr->dir);
   if (tr->mounted && umount(tr->root))
     fprintf(stderr, "buddyhint record: warning: cannot unmount %s: %s\n", tr->root,
             strerror(errno));
 }
 
+/* The kmem events' formats, as the kernel describes them, and their decoder. */
+static int tracer_formats(tracer_t *tr) {
+  const char *systems[] = {"kmem", NULL};
+  tr->tep = tracefs_local_events_system(tr->dir, systems); /* the instance's own */
+  char why[160] = "";
+  if (!tr->tep)
+    snprintf(why, sizeof(why), "cannot read the kmem event formats in %s/events: %s", tr->dir,
+             strerror(errno ? errno : ENOENT));
+  else if (bh__kmem_decoder_new(tr->tep, &tr->dec, why, sizeof(why)))
+    ;
+  else if (!tep_find_event_by_name(tr->tep, "kmem", kmem_events[0]))
+    snprintf(why, sizeof(why), "this kernel has no kmem:%s event", kmem_events[0]);
+  if (!why[0])
+    return 0;
+  fprintf(stderr, "buddyhint record: %s\n", why);
+  return -1;
+}
+
 static int tracer_setup(tracer_t *tr, unsigned buffer_kb, const char *clock) {
-  char kb[32];
-  int e;
-  if (clock && (e = tf_write(tr, "trace_clock", clock))) {
+  if (clock && tracefs_instance_file_write(tr->inst, "trace_clock", clock) < 0) {
     fprintf(stderr, "buddyhint record: cannot set trace_clock '%s' in %s: %s\n", clock, tr->dir,
-            strerror(-e));
+            strerror(errno));
     return -1;
   }
-  snprintf(kb, sizeof(kb), "%u", buffer_kb);
-  if ((e = tf_write(tr, "tracing_on", "0")) || (e = tf_write(tr, "buffer_size_kb", kb))) {
+  if (tracefs_trace_off(tr->inst) || tracefs_instance_set_buffer_size(tr->inst, buffer_kb, -1)) {
     fprintf(stderr, "buddyhint record: cannot set a %u KiB buffer per cpu in %s: %s\n", buffer_kb,
-            tr->dir, strerror(-e));
+            tr->dir, strerror(errno));
     return -1;
   }
-  if ((e = tf_write(tr, "options/overwrite", "0")))
-    fprintf(stderr, "buddyhint record: warning: cannot set options/overwrite: %s\n", strerror(-e));
-  if ((e = tf_write(tr, "trace", ""))) {
-    fprintf(stderr, "buddyhint record: cannot clear %s/trace: %s\n", tr->dir, strerror(-e));
+  if (tracefs_option_disable(tr->inst, TRACEFS_OPTION_OVERWRITE))
+    fprintf(stderr, "buddyhint record: warning: cannot set options/overwrite: %s\n",
+            strerror(errno));
+  if (tracefs_instance_file_clear(tr->inst, "trace")) {
+    fprintf(stderr, "buddyhint record: cannot clear %s/trace: %s\n", tr->dir, strerror(errno));
     return -1;
   }
   for (int i = 0; i < NR_EVENTS; i++) {
-    char rel[96];
-    snprintf(rel, sizeof(rel), "events/kmem/%s/enable", kmem_events[i]);
-    if ((e = tf_write(tr, rel, "1"))) {
+    errno = 0;
+    if (tracefs_event_enable(tr->inst, "kmem", kmem_events[i])) {
       fprintf(stderr, "buddyhint record: cannot enable kmem:%s: %s\n", kmem_events[i],
-              strerror(-e));
+              strerror(errno ? errno : ENOENT));
       return -1;
     }
   }
   return 0;
 }
 
-/* Sums "overrun" and "dropped events" over per_cpu/cpu*\/stats; false if none were readable. */
-static bool lost_events(const tracer_t *tr, unsigned long long *overrun,
-                        unsigned long long *dropped) {
-  char p[256];
-  snprintf(p, sizeof(p), "%s/per_cpu", tr->dir);
-  DIR *d = opendir(p);
-  bool any = false;
-  *overrun = *dropped = 0;
-  if (!d)
+/* Adds per_cpu/cpuN/stats's "overrun" and "dropped events"; false if it cannot be read. */
+static bool cpu_lost(const tracer_t *tr, int cpu, unsigned long long *overrun,
+                     unsigned long long *dropped) {
+  char rel[64];
+  snprintf(rel, sizeof(rel), "per_cpu/cpu%d/stats", cpu);
+  char *buf = tracefs_instance_file_read(tr->inst, rel, NULL);
+  if (!buf)
     return false;
-  struct dirent *e;
-  while ((e = readdir(d))) {
-    if (strncmp(e->d_name, "cpu", 3))
-      continue;
-    char rel[300], buf[1024];
-    snprintf(rel, sizeof(rel), "per_cpu/%s/stats", e->d_name);
-    if (tf_read(tr, rel, buf, sizeof(buf)))
-      continue;
-    any = true;
-    for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
-      if (!strncmp(line, "overrun:", 8))
-        *overrun += strtoull(line + 8, NULL, 10);
-      else if (!strncmp(line, "dropped events:", 15))
-        *dropped += strtoull(line + 15, NULL, 10);
-    }
+  for (char *save, *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+    if (!strncmp(line, "overrun:", 8))
+      *overrun += strtoull(line + 8, NULL, 10);
+    else if (!strncmp(line, "dropped events:", 15))
+      *dropped += strtoull(line + 15, NULL, 10);
   }
-  closedir(d);
-  return any;
-}
-
-/* The header line "# entries-in-buffer/entries-written: A/B" of the trace file. */
-static void header_counts(const tracer_t *tr, unsigned long long *in_buf,
-                          unsigned long long *written) {
-  char buf[2048];
-  *in_buf = *written = 0;
-  if (tf_read(tr, "trace", buf, sizeof(buf)))
-    return;
-  const char *s = strstr(buf, "entries-in-buffer/entries-written:");
-  if (s)
-    sscanf(s, "entries-in-buffer/entries-written: %llu/%llu", in_buf, written);
+  free(buf);
+  return true;
 }
 
 /* ---- the command ---- */
@@ -339,6 +324,276 @@ static double now_s(void) {
 }
 
 /* Per-cpu buffer size when --buffer-kb is not given. */
+
+/* ---- draining the per-cpu ring buffers while the command runs ---- */
+
+/* One cpu's ring buffer: its trace_pipe_raw and the spool its sub-buffers are copied to. */
+typedef struct cpu_spool {
+  struct tracefs_cpu *tcpu;
+  int cpu;
+  int fd; /* a nameless temporary file of whole sub-buffers, subbuf bytes each */
+} cpu_spool_t;
+
+typedef struct drain {
+  cpu_spool_t *cpus;
+  int ncpus;
+  int subbuf;       /* the ring buffer's sub-buffer (page) size */
+  void *buf;        /* one sub-buffer */
+  atomic_bool stop; /* set once tracing is off: drain what is left, then end */
+  int err;          /* errno of a failed write to a spool */
+  pthread_t thread;
+} drain_t;
+
+/* Appends the n bytes of buf read from c's ring buffer to its spool, zero-padded to a whole
+ * sub-buffer (the sub-buffer's own header says how much of it holds events). */
+static void spool_page(drain_t *d, cpu_spool_t *c, int n) {
+  char *p = d->buf;
+  if (n < d->subbuf)
+    memset(p + n, 0, (size_t)(d->subbuf - n));
+  for (size_t left = (size_t)d->subbuf; left && !d->err;) {
+    ssize_t w = write(c->fd, p, left);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      d->err = w < 0 ? errno : EIO;
+    else
+      left -= (size_t)w, p += w;
+  }
+}
+
+/* Copies up to max sub-buffers (0: all there are) of c's ring buffer to its spool; when
+ * flushing (tracing is off), the last, partly filled one too.  Returns how many. */
+static int drain_cpu(drain_t *d, cpu_spool_t *c, int max, bool flush) {
+  int got = 0;
+  while (!max || got < max) {
+    int n = flush ? tracefs_cpu_flush(c->tcpu, d->buf) : tracefs_cpu_read(c->tcpu, d->buf, true);
+    if (n <= 0)
+      break; /* empty for now (EAGAIN), or nothing more */
+    spool_page(d, c, n);
+    got++;
+  }
+  return got;
+}
+
+static void *drain_main(void *arg) {
+  drain_t *d = arg;
+  enum { BATCH = 64 }; /* sub-buffers per cpu per turn: no cpu waits for a busy one */
+  for (;;) {
+    bool stopping = atomic_load(&d->stop);
+    bool busy = false;
+    for (int i = 0; i < d->ncpus; i++)
+      busy |= drain_cpu(d, &d->cpus[i], stopping ? 0 : BATCH, stopping) == BATCH;
+    if (stopping)
+      return NULL; /* tracing was off before this last pass: nothing more can come */
+    if (!busy)
+      poll(NULL, 0, 100);
+  }
+}
+
+/* A nameless temporary file (a killed recorder leaves none behind); -1 with errno. */
+static int spool_open(void) {
+  const char *tmp = getenv("TMPDIR");
+  char path[64];
+  snprintf(path, sizeof(path), "%s/buddyhint-record-XXXXXX",
+           tmp && strlen(tmp) < 32 ? tmp : "/tmp");
+  int fd = mkostemp(path, O_CLOEXEC);
+  if (fd >= 0)
+    unlink(path);
+  return fd;
+}
+
+static void drain_free(drain_t *d) {
+  for (int i = 0; i < d->ncpus; i++) {
+    tracefs_cpu_close(d->cpus[i].tcpu);
+    if (d->cpus[i].fd >= 0)
+      close(d->cpus[i].fd);
+  }
+  free(d->cpus);
+  free(d->buf);
+  memset(d, 0, sizeof(*d));
+}
+
+/* Opens every cpu's trace_pipe_raw and spool and starts the thread; -1 after a message. */
+static int drain_start(const tracer_t *tr, drain_t *d) {
+  memset(d, 0, sizeof(*d));
+  long n = sysconf(_SC_NPROCESSORS_CONF);
+  d->cpus = calloc(n > 0 ? (size_t)n : 1, sizeof(*d->cpus));
+  int e = d->cpus ? 0 : ENOMEM;
+  for (int cpu = 0; !e && cpu < n; cpu++) {
+    struct tracefs_cpu *t = tracefs_cpu_open(tr->inst, cpu, true);
+    if (!t)
+      continue; /* a possible cpu that is not there */
+    cpu_spool_t *c = &d->cpus[d->ncpus++];
+    *c = (cpu_spool_t){.tcpu = t, .cpu = cpu, .fd = spool_open()};
+    if (c->fd < 0)
+      e = errno;
+    if (tracefs_cpu_read_size(t) > d->subbuf)
+      d->subbuf = tracefs_cpu_read_size(t);
+  }
+  if (!e && (!d->ncpus || d->subbuf <= 0))
+    e = ENOENT;
+  if (!e && !(d->buf = malloc((size_t)d->subbuf)))
+    e = ENOMEM;
+  atomic_init(&d->stop, false);
+  if (!e)
+    e = pthread_create(&d->thread, NULL, drain_main, d);
+  if (!e)
+    return 0;
+  fprintf(stderr,
+          "buddyhint record: cannot read the ring buffers of %s (per_cpu/*/trace_pipe_raw): %s\n",
+          tr->dir, strerror(e));
+  drain_free(d);
+  return -1;
+}
+
+/* Stops the thread after it has read what tracing left; 0, or -1 after a message if a spool
+ * could not be written.  The spools stay open for reading back. */
+static int drain_finish(drain_t *d) {
+  atomic_store(&d->stop, true);
+  pthread_join(d->thread, NULL);
+  if (!d->err)
+    return 0;
+  fprintf(stderr, "buddyhint record: cannot write the ring buffers' spool in %s: %s\n",
+          getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", strerror(d->err));
+  return -1;
+}
+
+/* ---- reading the spools back, in time order across cpus ---- */
+
+/* One cpu's spool being read: its current sub-buffer and event. */
+typedef struct stream {
+  const cpu_spool_t *c;
+  off_t off;  /* of the next sub-buffer */
+  void *page; /* the current one */
+  struct kbuffer *kbuf;
+  void *data; /* its current event, NULL: none (done when no page is left) */
+  unsigned long long ts;
+  uint64_t missed; /* events the kernel lost before the current sub-buffer, to report */
+  uint64_t lost;   /* all reported so far on this cpu */
+} stream_t;
+
+/* Moves s to its next event (first: next false); data stays NULL at the end.  -1 (errno) for
+ * a read error. */
+static int stream_next(stream_t *s, int subbuf, bool next) {
+  if (next && s->data)
+    s->data = kbuffer_next_event(s->kbuf, &s->ts);
+  while (!s->data) {
+    ssize_t n = pread(s->c->fd, s->page, (size_t)subbuf, s->off);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return -1;
+    if (n < subbuf)
+      return 0; /* the end (spools hold whole sub-buffers) */
+    s->off += subbuf;
+    if (kbuffer_load_subbuffer(s->kbuf, s->page))
+      continue; /* not a sub-buffer: nothing in it can be trusted */
+    int missed = kbuffer_missed_events(s->kbuf);
+    if (missed) /* the kernel lost events before this sub-buffer: how many if it says */
+      s->missed += missed > 0 ? (uint64_t)missed : 1;
+    s->data = kbuffer_read_event(s->kbuf, &s->ts);
+  }
+  return 0;
+}
+
+/* The stream whose current event comes first, or NULL at the end. */
+static stream_t *earliest(stream_t *st, int n) {
+  stream_t *best = NULL;
+  for (int i = 0; i < n; i++)
+    if (st[i].data && (!best || st[i].ts < best->ts))
+      best = &st[i];
+  return best;
+}
+
+/* What copy_events counts and where it keeps the events. */
+typedef struct copy {
+  bh_trace_writer_t *w;
+  bh_trace_counts_t *c;
+  uint64_t lo, hi; /* the events to keep: after lo, before hi (0: no bound) */
+  uint64_t cut;    /* events left out by that window */
+  const char *why; /* the last bad record's fault */
+  int err;         /* a failed write (BH_E*) */
+} copy_t;
+
+/* Writes the event at s (a lost-events marker first if the kernel lost some before it). */
+static void copy_one(copy_t *cp, const tracer_t *tr, stream_t *s) {
+  if (s->missed && !cp->err) {
+    cp->err = bh_trace_write_lost(cp->w, s->ts, s->missed, s->c->cpu);
+    s->lost += s->missed;
+    s->missed = 0;
+  }
+  struct tep_record rec = {
+      .ts = s->ts, .cpu = s->c->cpu, .data = s->data, .size = kbuffer_event_size(s->kbuf)};
+  bh_event_t ev;
+  const char *why;
+  int got = bh__kmem_decode(tr->dec, &rec, &ev, &cp->c->gfp_unknown, &why);
+  cp->c->lines++;
+  if (got == 0) {
+    cp->c->other_lines++;
+  } else if (got < 0) {
+    cp->c->malformed++; /* a strange record must not lose the recording */
+    cp->why = why;
+  } else if ((cp->lo && ev.time_ns <= cp->lo) || (cp->hi && ev.time_ns >= cp->hi)) {
+    cp->cut++; /* while a snapshot was read: the snapshot holds it, or not */
+  } else if (!cp->err && !(cp->err = bh_trace_write(cp->w, &ev))) {
+    cp->c->events++;
+    cp->c->allocs += ev.op == BH_EV_ALLOC;
+    cp->c->frees += ev.op != BH_EV_ALLOC;
+  }
+}
+
+/*
+ * Decodes the spools into the native trace, merged by timestamp, with a lost-events marker
+ * where a sub-buffer says the kernel lost events before it (at its first event, for its cpu),
+ * and one per cpu at the end for what the ring buffer's counters report beyond that.
+ * Returns 0, or -1 after a message.
+ */
+static int copy_events(const tracer_t *tr, const drain_t *d, copy_t *cp) {
+  stream_t *st = calloc((size_t)d->ncpus, sizeof(*st));
+  int n = 0, rc = 0;
+  for (; st && n < d->ncpus; n++) {
+    st[n] = (stream_t){
+        .c = &d->cpus[n], .page = malloc((size_t)d->subbuf), .kbuf = tep_kbuffer(tr->tep)};
+    if (!st[n].page || !st[n].kbuf || stream_next(&st[n], d->subbuf, false)) {
+      n++;
+      rc = -1;
+      break;
+    }
+  }
+  stream_t *s;
+  uint64_t last = 0;
+  while (!rc && !cp->err && (s = earliest(st, n))) {
+    copy_one(cp, tr, s);
+    last = s->ts;
+    if (stream_next(s, d->subbuf, true))
+      rc = -1;
+  }
+  if (!st || rc)
+    fprintf(stderr, "buddyhint record: cannot read the ring buffers' spool back: %s\n",
+            strerror(errno ? errno : ENOMEM));
+  for (int i = 0; i < n; i++) {
+    unsigned long long overrun = 0, dropped = 0;
+    cpu_lost(tr, st[i].c->cpu, &overrun, &dropped);
+    uint64_t lost = st[i].lost + st[i].missed;
+    if (overrun + dropped > lost)
+      lost = overrun + dropped;
+    if (!rc && !cp->err && lost > st[i].lost)
+      cp->err = bh_trace_write_lost(cp->w, last, lost - st[i].lost, st[i].c->cpu);
+    cp->c->lost_events += lost;
+    free(st[i].page);
+    kbuffer_free(st[i].kbuf);
+  }
+  free(st);
+  if (cp->err)
+    fprintf(stderr, "buddyhint record: %s\n", bh_trace_error(NULL));
+  else if (!rc && cp->c->malformed)
+    fprintf(stderr, "buddyhint record: warning: %llu malformed records skipped, the last: %s\n",
+            (unsigned long long)cp->c->malformed, cp->why);
+  return rc || cp->err ? -1 : 0;
+}
+
+#endif
+
 static unsigned default_buffer_kb(void) {
   unsigned kb = DEFAULT_BUFFER_KB;
   FILE *f = fopen("/proc/meminfo", "re");
@@ -360,135 +615,6 @@ static unsigned default_buffer_kb(void) {
 }
 
 /* Reads the recorded trace and writes it through w.  Returns 0 or -1 after a message. */
-/* ---- draining trace_pipe while the command runs ---- */
-
-typedef struct drain {
-  int pipe_fd;         /* the instance's trace_pipe, non-blocking */
-  FILE *spool;         /* temporary file holding the text read so far (already unlinked) */
-  char spool_path[64]; /* where it is read back: /proc/self/fd/N */
-  atomic_bool stop;    /* set once tracing is off: drain what is left, then end */
-  int err;             /* errno of a failed write to the spool */
-  pthread_t thread;
-} drain_t;
-
-static void *drain_main(void *arg) {
-  drain_t *d = arg;
-  static char buf[1 << 20];
-  for (;;) {
-    struct pollfd pfd = {.fd = d->pipe_fd, .events = POLLIN};
-    poll(&pfd, 1, 100); /* trace_pipe may wake only at buffer_percent: read on timeout too */
-    bool stopping = atomic_load(&d->stop);
-    for (;;) {
-      ssize_t n = read(d->pipe_fd, buf, sizeof(buf));
-      if (n > 0) {
-        if (fwrite(buf, 1, (size_t)n, d->spool) != (size_t)n && !d->err)
-          d->err = errno ? errno : EIO;
-        continue;
-      }
-      if (n < 0 && errno == EINTR)
-        continue;
-      break; /* EAGAIN: empty for now */
-    }
-    if (stopping)
-      return NULL; /* tracing was off before this last read: nothing more can come */
-  }
-}
-
-/* Starts the drain thread; false (and nothing to undo) if trace_pipe or the spool fails. */
-static bool drain_start(const tracer_t *tr, drain_t *d) {
-  char p[256];
-  snprintf(p, sizeof(p), "%s/trace_pipe", tr->dir);
-  d->pipe_fd = open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (d->pipe_fd < 0)
-    return false;
-  const char *tmp = getenv("TMPDIR");
-  snprintf(d->spool_path, sizeof(d->spool_path), "%s/buddyhint-record-XXXXXX",
-           tmp && strlen(tmp) < 32 ? tmp : "/tmp");
-  int fd = mkostemp(d->spool_path, O_CLOEXEC);
-  if (fd >= 0) { /* nameless from the start: a killed recorder leaves no spool behind */
-    unlink(d->spool_path);
-    snprintf(d->spool_path, sizeof(d->spool_path), "/proc/self/fd/%d", fd);
-  }
-  d->spool = fd >= 0 ? fdopen(fd, "w+") : NULL;
-  atomic_init(&d->stop, false);
-  d->err = 0;
-  if (!d->spool || pthread_create(&d->thread, NULL, drain_main, d) != 0) {
-    if (d->spool)
-      fclose(d->spool);
-    else if (fd >= 0)
-      close(fd);
-    close(d->pipe_fd);
-    return false;
-  }
-  return true;
-}
-
-/* Stops the thread after it has read what tracing left; 0, or -1 if the spool failed.  The
- * spool stays open, to be read back through spool_path: the caller closes it. */
-static int drain_finish(drain_t *d) {
-  atomic_store(&d->stop, true);
-  pthread_join(d->thread, NULL);
-  close(d->pipe_fd);
-  if (fflush(d->spool) && !d->err)
-    d->err = errno;
-  if (d->err) {
-    fprintf(stderr, "buddyhint record: cannot write %s: %s\n", d->spool_path, strerror(d->err));
-    return -1;
-  }
-  return 0;
-}
-
-/*
- * Reads the ftrace text at p (the spool, or the instance's `trace`) into the native trace,
- * with a lost-events marker where the text says events were lost ("[LOST N EVENTS]"), and one
- * at the end for what the ring buffer's counters report beyond that (ring_lost).
- */
-static int copy_trace(const char *p, bh_trace_writer_t *w, bh_trace_counts_t *c,
-                      unsigned long long ring_lost, uint64_t lo, uint64_t hi, uint64_t *cut) {
-  bh_trace_opts_t opts = {.lenient = true}; /* a strange line must not lose the recording */
-  bh_trace_t *t;
-  if (bh_trace_open(p, &opts, &t)) {
-    fprintf(stderr, "buddyhint record: %s\n", bh_trace_error(NULL));
-    return -1;
-  }
-  bh_event_t ev = {0};
-  int r, err = 0;
-  uint64_t lost = 0, kept = 0, kept_allocs = 0;
-  while ((r = bh_trace_next(t, &ev)) == 1 || r == 0) {
-    bh_trace_counts(t, c);
-    if (r == 0 && ring_lost > c->lost_events)
-      c->lost_events = ring_lost;
-    if (c->lost_events > lost &&
-        (err = bh_trace_write_lost(w, ev.time_ns, c->lost_events - lost, -1)) != 0)
-      break;
-    lost = c->lost_events;
-    if (r == 0)
-      break;
-    if ((lo && ev.time_ns <= lo) || (hi && ev.time_ns >= hi)) {
-      (*cut)++; /* while a snapshot was read: the snapshot holds it, or not */
-      continue;
-    }
-    if ((err = bh_trace_write(w, &ev)) != 0)
-      break;
-    kept++;
-    kept_allocs += ev.op == BH_EV_ALLOC;
-  }
-  bh_trace_counts(t, c);
-  c->events = kept; /* what the written trace holds */
-  c->allocs = kept_allocs;
-  c->frees = kept - kept_allocs;
-  if (ring_lost > c->lost_events)
-    c->lost_events = ring_lost;
-  if (r < 0)
-    fprintf(stderr, "buddyhint record: %s\n", bh_trace_error(t));
-  else if (err)
-    fprintf(stderr, "buddyhint record: %s\n", bh_trace_error(NULL));
-  if (!r && !err && c->malformed)
-    fprintf(stderr, "buddyhint record: warning: %llu malformed lines skipped, the last: %s\n",
-            (unsigned long long)c->malformed, bh_trace_error(t));
-  bh_trace_close(t);
-  return r < 0 || err ? -1 : 0;
-}
 
 int cmd_record(int argc, char **argv) {
   const char *out = NULL, *fmt = NULL, *comp = NULL, *kbs = NULL, *clock = NULL;
@@ -539,6 +665,12 @@ int cmd_record(int argc, char **argv) {
   int format, compression, rc;
   if ((rc = bh_cli_output_kind(VERB, out, fmt, comp, &format, &compression)) != 0)
     return rc;
+#if !BH_HAVE_TRACEFS
+  (void)cmd, (void)buffer_kb, (void)as_root, (void)clock;
+  fprintf(stderr, "buddyhint record: this buddyhint was built without libtracefs: install "
+                  "libtracefs-dev and libtraceevent-dev (make deps) and rebuild\n");
+  return BH_EXIT_FAIL;
+#else
   if (geteuid() != 0) {
     fprintf(stderr,
             "buddyhint record: record needs root: the kernel's tracepoints are "
@@ -581,9 +713,8 @@ int cmd_record(int argc, char **argv) {
   pid_t pid = -1;
   bh_trace_counts_t c = {0};
   bh_machine_t *machine = NULL; /* the description stored with the trace */
-  drain_t drain;
-  bool streaming = false;
-  if (tracer_setup(&tr, buffer_kb, clock))
+  drain_t drain = {0};
+  if (tracer_formats(&tr) || tracer_setup(&tr, buffer_kb, clock) || drain_start(&tr, &drain))
     goto cleanup;
   fprintf(stderr,
           "buddyhint record: tracing kmem page events system-wide in %s (%u KiB per "
@@ -595,11 +726,11 @@ int cmd_record(int argc, char **argv) {
   sigaction(SIGHUP, &fwd, &old[3]);
   fflush(NULL);
   t0 = now_s();
-  if (tf_write(&tr, "tracing_on", "1")) {
+  if (tracefs_trace_on(tr.inst)) {
     fprintf(stderr, "buddyhint record: cannot turn tracing on in %s\n", tr.dir);
+    drain_finish(&drain);
     goto restore_signals;
   }
-  streaming = drain_start(&tr, &drain);
   bh_cli_rec_snapshot(&machine, BH_SNAP_START, tr.dir); /* tracing is on: nothing slips by */
   pid = start_command(cmd, !strcmp(out, "-"), &user);
   if (pid < 0) {
@@ -608,21 +739,16 @@ int cmd_record(int argc, char **argv) {
               (unsigned)user.uid, (unsigned)user.gid, strerror(errno));
     else
       fprintf(stderr, "buddyhint record: cannot run '%s': %s\n", cmd[0], strerror(errno));
-    tf_write(&tr, "tracing_on", "0");
-    if (streaming) {
-      drain_finish(&drain);
-      fclose(drain.spool);
-    }
+    tracefs_trace_off(tr.inst);
+    drain_finish(&drain);
     goto restore_signals;
   }
   status = wait_command(pid);
   if (machine)
     bh_cli_rec_snapshot(&machine, BH_SNAP_END, tr.dir);
-  tf_write(&tr, "tracing_on", "0");
+  tracefs_trace_off(tr.inst);
   t1 = now_s();
-  ok = !streaming || drain_finish(&drain) == 0;
-  if (streaming && !ok)
-    fclose(drain.spool);
+  ok = drain_finish(&drain) == 0;
 restore_signals:
   sigaction(SIGINT, &old[0], NULL);
   sigaction(SIGQUIT, &old[1], NULL);
@@ -631,44 +757,29 @@ restore_signals:
   if (!ok)
     goto cleanup;
 
-  unsigned long long overrun = 0, dropped = 0, in_buf = 0, written = 0;
-  if (!streaming) /* the buffer still holds everything: its header says what was lost */
-    header_counts(&tr, &in_buf, &written);
-  if (lost_events(&tr, &overrun, &dropped) && (overrun || dropped))
+  unsigned long long overrun = 0, dropped = 0;
+  for (int k = 0; k < drain.ncpus; k++)
+    cpu_lost(&tr, drain.cpus[k].cpu, &overrun, &dropped);
+  if (overrun || dropped)
     fprintf(stderr,
             "buddyhint record: warning: events were lost (overrun %llu, dropped %llu): "
             "the trace is incomplete; try a larger --buffer-kb\n",
             overrun, dropped);
-  else if (written > in_buf)
-    fprintf(stderr,
-            "buddyhint record: warning: %llu of %llu events were lost: the trace is "
-            "incomplete; try a larger --buffer-kb\n",
-            written - in_buf, written);
-  char trace_path[256];
-  snprintf(trace_path, sizeof(trace_path), "%s/trace", tr.dir);
-  if (bh_cli_rec_describe(machine, w)) {
-    if (streaming)
-      unlink(drain.spool_path);
+  if (bh_cli_rec_describe(machine, w))
     goto cleanup;
-  }
-  unsigned long long ring_lost = written > in_buf ? written - in_buf : 0;
-  if (overrun + dropped > ring_lost)
-    ring_lost = overrun + dropped;
-  uint64_t lo = 0, hi = 0, cut = 0;
-  bh_cli_rec_window(machine, &lo, &hi);
-  int copied =
-      copy_trace(streaming ? drain.spool_path : trace_path, w, &c, ring_lost, lo, hi, &cut);
-  if (cut)
+  copy_t cp = {.w = w, .c = &c};
+  bh_cli_rec_window(machine, &cp.lo, &cp.hi);
+  int copied = copy_events(&tr, &drain, &cp);
+  if (cp.cut)
     fprintf(stderr,
             "buddyhint record: %llu events before the start snapshot's free map was read or "
             "after the end snapshot was begun are left out\n",
-            (unsigned long long)cut);
-  if (streaming)
-    fclose(drain.spool); /* the spool has no name: this is its end */
+            (unsigned long long)cp.cut);
   if (copied)
     goto cleanup;
   rc = BH_EXIT_OK;
 cleanup:
+  drain_free(&drain); /* the spools have no names: this is their end */
   bh_machine_free(machine);
   tracer_close(&tr);
   if (rc == BH_EXIT_OK && bh_trace_writer_close(w)) {
@@ -700,4 +811,5 @@ cleanup:
           (unsigned long long)c.allocs, (unsigned long long)c.frees, out,
           bh_cli_format_name(format), bh_cli_compression_name(compression));
   return BH_EXIT_OK;
+#endif
 }

@@ -13,7 +13,7 @@ set -u
 BH=$1 WL=$2 WORK=$3
 mkdir -p "$WORK"
 cd "$WORK" || exit 1
-rm -f rec.bht.zst rec.json compare.out machine.out
+rm -f rec.bht.zst rec.json compare.out machine.out rec.txt small.bht small.json
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "SKIP: recording needs root (the kernel's tracepoints are only reachable through tracefs)"
@@ -31,6 +31,11 @@ fail() {
 }
 
 if ! "$BH" record -o rec.bht.zst -- "$WL" 32 >record.out 2>record.err; then
+  if grep -q "built without libtracefs" record.err; then
+    echo "SKIP: this buddyhint was built without libtracefs (libtracefs-dev):"
+    cat record.err
+    exit 77
+  fi
   if grep -q "cannot mount tracefs" record.err; then
     echo "SKIP: tracefs cannot be mounted here:"
     cat record.err
@@ -41,6 +46,34 @@ if ! "$BH" record -o rec.bht.zst -- "$WL" 32 >record.out 2>record.err; then
   exit 1
 fi
 cat record.err
+
+# the events, read from the ring buffers' raw sub-buffers through the kernel's own formats:
+# counted as record says, in time order across cpus, allocations and frees, and the
+# workload's own faults among them (at least its 32 MiB of pages, under its pid)
+summary=$(grep -E "\(pid [0-9]+\) exited with status 0 after" record.err)
+read -r pid events allocs frees < <(sed -E \
+  's/.*\(pid ([0-9]+)\).*; ([0-9]+) events \(([0-9]+) allocs, ([0-9]+) frees\).*/\1 \2 \3 \4/' \
+  <<<"$summary")
+if [ -z "${frees:-}" ]; then
+  fail "no summary line in record's messages"
+else
+  [ "$allocs" -gt 0 ] && [ "$frees" -gt 0 ] || fail "$allocs allocs and $frees frees"
+  "$BH" convert rec.bht.zst rec.txt 2>convert.err || fail "convert (strict): $(cat convert.err)"
+  awk -v pid="$pid" -v want="$events" '
+    /^#/ || NF < 4 { next }
+    { n++; if ($1 + 0 < last) back++; last = $1 + 0 }
+    $2 == "A" && $0 ~ ("pid=" pid "( |$)") { pages += 2 ^ $4 }
+    $2 != "A" && $0 ~ ("pid=" pid "( |$)") { freed++ }
+    END {
+      bad = 0
+      if (n != want) { print "FAIL the trace has " n " events, record said " want; bad = 1 }
+      if (back) { print "FAIL " back " events earlier than the one before (cpus not merged)"; bad = 1 }
+      if (pages < 8192) { print "FAIL the workload (pid " pid ") allocated " pages + 0 " pages, not 32 MiB"; bad = 1 }
+      if (!freed) { print "FAIL no frees by the workload (pid " pid ")"; bad = 1 }
+      if (!bad) print "ok: " n " events in time order; pid " pid " allocated " pages " pages, freed " freed " times"
+      exit bad
+    }' rec.txt || fail "events"
+fi
 
 # the machine description: this machine's populated zones, with both snapshots
 "$BH" machine rec.bht.zst >machine.out || fail "machine: exit $?"
@@ -90,6 +123,23 @@ grep -q 'fidelity' compare.out || fail "compare: no fidelity column"
 "$BH" replay rec.bht.zst --backing sim --quiet --placement trace --json trace.json \
   >/dev/null || fail "replay --placement trace: exit $?"
 grep -q '"placement": "trace"' trace.json || fail "placement trace not in the JSON"
+
+# lost events: a 4 KiB buffer per cpu cannot hold a 64 MiB workload's events between two
+# reads; every event the kernel reports lost (overrun + dropped, per cpu) is in the trace
+"$BH" record --buffer-kb 4 -o small.bht -- "$WL" 64 >/dev/null 2>small.err ||
+  fail "record --buffer-kb 4: $(cat small.err)"
+read -r overrun dropped < <(sed -nE 's/.*events were lost \(overrun ([0-9]+), dropped ([0-9]+)\).*/\1 \2/p' small.err)
+"$BH" replay small.bht --backing sim --quiet --json small.json >/dev/null 2>&1 ||
+  fail "replay of the small-buffer trace: exit $?"
+lost_in_trace=$(awk '$1 == "\"lost_events\":" {v = $2; sub(/,$/, "", v); print v; exit}' small.json)
+if [ -z "${overrun:-}" ]; then
+  echo "note: a 4 KiB buffer lost no events here; the lost-event count is not checked"
+  [ "${lost_in_trace:-0}" = 0 ] || fail "record reported no loss, the trace has $lost_in_trace"
+elif [ "$lost_in_trace" != $((overrun + dropped)) ]; then
+  fail "record lost $overrun + $dropped events, the trace says $lost_in_trace"
+else
+  echo "ok: $lost_in_trace lost events reported and in the trace"
+fi
 
 if [ $fails -ne 0 ]; then
   echo "$fails failures"

@@ -302,6 +302,11 @@ tracefs_ok() {
   fi
   [ -d $TRACEFS/instances ] || { WHY="$TRACEFS has no instances"; return 1; }
   grep -q kmem:mm_page_alloc $TRACEFS/available_events || { WHY="no kmem:mm_page_alloc event"; return 1; }
+  # a buddyhint built without libtracefs refuses at once (a full one fails at the command)
+  if "$BH" record -o probe.bht -- nosuchcmd-bh 2>&1 | grep -q 'built without libtracefs'; then
+    WHY="this buddyhint was built without libtracefs (libtracefs-dev)"
+    return 1
+  fi
 }
 if ! tracefs_ok; then
   for n in record-nosuchcmd-onto-device record-nosuchcmd-onto-file record-onto-full \

@@ -1,0 +1,215 @@
+/*
+ * The kmem page events of a binary ring buffer record, read with libtraceevent (see
+ * kmem_decode.h): the trace.dat reader and `buddyhint record` share it.
+ */
+#include "trace/kmem_decode.h"
+
+#if BH_HAVE_TRACEEVENT
+
+#include "trace/trace_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAX_KINDS = 5, GFP_CACHE = 64 };
+
+/* One of the events we read, with its fields as the kernel describes them. */
+struct kind {
+  int id;
+  uint8_t op;
+  struct tep_format_field *pfn, *order, *gfp, *mt;
+};
+
+struct gfp_entry {
+  uint64_t raw;
+  uint32_t bits;
+  int unknown;  /* names bh_gfp_parse did not know */
+  uint8_t zone; /* bh_gfp_zone(bits): a call into the allocator, so once per mask */
+  bool used;
+};
+
+struct bh__kmem_decoder {
+  struct tep_handle *tep;
+  struct kind kinds[MAX_KINDS];
+  int nkinds;
+  struct trace_seq seq;
+  struct gfp_entry gfp_cache[GFP_CACHE];
+};
+
+void bh__kmem_decoder_free(bh__kmem_decoder_t *d) {
+  if (!d)
+    return;
+  trace_seq_destroy(&d->seq);
+  free(d);
+}
+
+/* ---- the events and their fields ---- */
+
+/* Finds the event kmem:name and its fields: 0 (found, or absent), or BH_EFORMAT. */
+static int add_kind(bh__kmem_decoder_t *d, const char *name, uint8_t op, char *msg, size_t len) {
+  struct tep_event *e = tep_find_event_by_name(d->tep, "kmem", name);
+  if (!e)
+    return 0;
+  struct kind *k = &d->kinds[d->nkinds];
+  memset(k, 0, sizeof(*k));
+  k->id = e->id;
+  k->op = op;
+  k->pfn = tep_find_field(e, "pfn");
+  k->order = tep_find_field(e, "order"); /* mm_page_free_batched has none: order 0 */
+  if (op == BH_EV_ALLOC) {
+    k->gfp = tep_find_field(e, "gfp_flags");
+    k->mt = tep_find_field(e, "migratetype");
+  }
+  if (!k->pfn) {
+    snprintf(msg, len,
+             "kmem:%s has no pfn field (a kernel that recorded struct page pointers): "
+             "not supported",
+             name);
+    return BH_EFORMAT;
+  }
+  if (!k->order && op != BH_EV_FREE_BATCHED) {
+    snprintf(msg, len, "kmem:%s has no order field", name);
+    return BH_EFORMAT;
+  }
+  d->nkinds++;
+  return 0;
+}
+
+int bh__kmem_decoder_new(struct tep_handle *tep, bh__kmem_decoder_t **out, char *msg, size_t len) {
+  static const struct {
+    const char *name;
+    uint8_t op;
+  } names[MAX_KINDS] = {
+      {"mm_page_alloc", BH_EV_ALLOC},
+      {"mm_page_free", BH_EV_FREE},
+      {"mm_page_free_batched", BH_EV_FREE_BATCHED},
+      {"mm_page_free_direct", BH_EV_FREE}, /* before Linux 3.3 */
+      {"mm_pagevec_free", BH_EV_FREE_BATCHED},
+  };
+  *out = NULL;
+  bh__kmem_decoder_t *d = calloc(1, sizeof(*d));
+  if (!d) {
+    snprintf(msg, len, "out of memory");
+    return BH_ENOMEM;
+  }
+  d->tep = tep;
+  trace_seq_init(&d->seq);
+  for (int i = 0; i < MAX_KINDS; i++) {
+    int err = add_kind(d, names[i].name, names[i].op, msg, len);
+    if (err) {
+      bh__kmem_decoder_free(d);
+      return err;
+    }
+  }
+  *out = d;
+  return 0;
+}
+
+static const struct kind *kind_of(const bh__kmem_decoder_t *d, int id) {
+  for (int i = 0; i < d->nkinds; i++)
+    if (d->kinds[i].id == id)
+      return &d->kinds[i];
+  return NULL;
+}
+
+/* ---- decoding a record ---- */
+
+static bool read_field(struct tep_format_field *f, struct tep_record *rec, uint64_t *v) {
+  unsigned long long x;
+  if (!f || f->offset < 0 || f->size <= 0 || f->offset + f->size > rec->size ||
+      tep_read_number_field(f, rec->data, &x))
+    return false;
+  *v = x;
+  return true;
+}
+
+/* A field's value sign-extended from its size when the format says it is signed. */
+static int64_t signed_value(const struct tep_format_field *f, uint64_t v) {
+  if (!(f->flags & TEP_FIELD_IS_SIGNED) || f->size >= 8)
+    return f->size >= 8 ? (int64_t)v : (int64_t)(v & ((1ull << (8 * f->size)) - 1));
+  uint64_t sign = 1ull << (8 * f->size - 1);
+  v &= (sign << 1) - 1;
+  return (int64_t)(v ^ sign) - (int64_t)sign;
+}
+
+/*
+ * The BH_GFP bits (and their zone) of a raw gfp_flags value: the kernel's flag names come from
+ * printing the record with the event's own print format ("... gfp_flags=GFP_KERNEL|__GFP_ZERO"),
+ * then bh_gfp_parse.  Cached by raw value: a trace has a handful of masks.
+ */
+static const struct gfp_entry *gfp_of(bh__kmem_decoder_t *d, uint64_t raw, struct tep_record *rec,
+                                      uint64_t *gfp_unknown) {
+  struct gfp_entry *e = &d->gfp_cache[(raw * 0x9e3779b97f4a7c15ull) >> 58];
+  if (!e->used || e->raw != raw) {
+    trace_seq_reset(&d->seq);
+    tep_print_event(d->tep, &d->seq, rec, "%s", TEP_PRINT_INFO);
+    trace_seq_terminate(&d->seq);
+    const char *s = d->seq.buffer ? strstr(d->seq.buffer, "gfp_flags=") : NULL;
+    uint32_t bits = 0;
+    int unknown = -1;
+    if (s) {
+      s += strlen("gfp_flags=");
+      unknown = bh_gfp_parse(s, strcspn(s, " \t\n"), &bits);
+    }
+    if (unknown < 0) { /* no names printed: the number, read with Linux 6.12's bit values */
+      char hex[24];
+      int n = snprintf(hex, sizeof(hex), "0x%llx", (unsigned long long)raw);
+      bits = 0;
+      unknown = raw ? bh_gfp_parse(hex, (size_t)n, &bits) : 0;
+    }
+    *e = (struct gfp_entry){.raw = raw,
+                            .bits = bits,
+                            .unknown = unknown > 0 ? unknown : 0,
+                            .zone = (uint8_t)bh_gfp_zone(bits),
+                            .used = true};
+  }
+  /* unknown names count at every event that has them, as in text traces */
+  *gfp_unknown += (uint64_t)e->unknown;
+  return e;
+}
+
+int bh__kmem_decode(bh__kmem_decoder_t *d, struct tep_record *rec, bh_event_t *ev,
+                    uint64_t *gfp_unknown, const char **why) {
+  const struct kind *k = kind_of(d, tep_data_type(d->tep, rec));
+  if (!k)
+    return 0;
+  uint64_t pfn, order = 0, v;
+  memset(ev, 0, sizeof(*ev));
+  ev->time_ns = rec->ts;
+  ev->cpu = rec->cpu;
+  ev->pid = tep_data_pid(d->tep, rec);
+  ev->op = k->op;
+  ev->migratetype = -1;
+  *why = NULL;
+  if (!read_field(k->pfn, rec, &pfn))
+    *why = "record too short for its pfn field";
+  else if (k->order && !read_field(k->order, rec, &order))
+    *why = "record too short for its order field";
+  else if (order > BH_TRACE_MAX_ORDER)
+    *why = "order above 63";
+  if (*why)
+    return -1;
+  ev->order = (uint8_t)order;
+  if (k->op != BH_EV_ALLOC) {
+    ev->pfn = pfn;
+    return 1;
+  }
+  ev->failed =
+      k->pfn->size >= 8 ? pfn == UINT64_MAX : pfn == (1ull << (8 * (unsigned)k->pfn->size)) - 1;
+  ev->pfn = ev->failed ? 0 : pfn;
+  if (k->mt && read_field(k->mt, rec, &v)) {
+    int64_t mt = signed_value(k->mt, v);
+    ev->migratetype = (int8_t)(mt >= -1 && mt < 127 ? mt : -1);
+  }
+  if (k->gfp && read_field(k->gfp, rec, &v)) {
+    const struct gfp_entry *g = gfp_of(d, v, rec, gfp_unknown);
+    ev->gfp = g->bits;
+    ev->zone = g->zone;
+  } else {
+    ev->zone = (uint8_t)bh_gfp_zone(0);
+  }
+  return 1;
+}
+
+#endif
