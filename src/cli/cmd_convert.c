@@ -151,10 +151,20 @@ int cmd_convert(int argc, char **argv) {
   bh_event_t ev = {0};
   int r, werr = 0;
   uint64_t lost = 0;
+  bool v1_lost = false;
   while ((r = bh_trace_next(t, &ev)) == 1 || r == 0) {
     /* lost events the reader met before this event (or at the end) keep their place */
     bh_trace_counts_t c;
     bh_trace_counts(t, &c);
+    if (c.lost_events > lost && !v2) { /* a version 1 trace cannot say so: never drop it */
+      fprintf(stderr,
+              "buddyhint convert: %s: says %llu events were lost, which a version 1 trace "
+              "cannot record; make its first line '# buddyhint-trace 2' to keep them as "
+              "lost-events markers\n",
+              in, (unsigned long long)(c.lost_events - lost));
+      v1_lost = true;
+      break;
+    }
     if (c.lost_events > lost &&
         (werr = bh_trace_write_lost(w, ev.time_ns, c.lost_events - lost, -1)) != 0)
       break;
@@ -165,13 +175,16 @@ int cmd_convert(int argc, char **argv) {
   char wmsg[512] = "";
   if (werr)
     snprintf(wmsg, sizeof(wmsg), "%s", bh_trace_error(NULL));
-  int cerr = r < 0 ? 0 : bh_trace_writer_close(w);
-  if (r < 0)
+  bool give_up = r < 0 || v1_lost; /* OUT is left as it was */
+  int cerr = give_up ? 0 : bh_trace_writer_close(w);
+  if (give_up)
     bh_trace_writer_abort(w);
   if (!werr && cerr)
     snprintf(wmsg, sizeof(wmsg), "%s", bh_trace_error(NULL));
 
-  if (r < 0) {
+  if (v1_lost) {
+    rc = BH_EXIT_USAGE; /* the input says more than the output can hold */
+  } else if (r < 0) {
     fprintf(stderr, "%s\n", bh_trace_error(t));
     if (r == BH_EFORMAT)
       fprintf(stderr, "buddyhint convert: %s is malformed (--lenient skips bad lines)\n", in);

@@ -162,6 +162,12 @@ golden convert-missing-input "$BH" convert nosuch.txt out.txt
 golden convert-same-file "$BH" convert ftrace.txt ftrace.txt
 golden convert-no-args "$BH" convert
 golden convert-bad-compress "$BH" convert ftrace.txt out.txt --compress lz4
+# bpftrace's "Lost N events" among native text: a version 2 trace keeps them as markers, a
+# version 1 trace cannot, and convert refuses rather than drop them (OUT is not written)
+golden convert-lost-v2 "$BH" convert lost_v2.txt -
+golden convert-lost-v1 "$BH" convert lost_v1.txt lost-v1-out.bht
+count=$((count + 1))
+if [ -e lost-v1-out.bht ]; then fail "convert-lost-v1 wrote its output"; else echo "ok   convert-lost-v1 leaves no output"; fi
 
 # ---- machine: a snapshot from files of a Debian 6.1 guest, and a trace without one ----
 golden machine-help "$BH" machine --help

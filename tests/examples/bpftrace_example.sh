@@ -29,7 +29,7 @@ if [ "$rc" -ne 0 ]; then
   cat "$TMP/bpftrace.err"
   exit 1
 fi
-head -n 1 "$TMP/pages.txt" | grep -qx '# buddyhint-trace 1' ||
+head -n 1 "$TMP/pages.txt" | grep -qx '# buddyhint-trace 2' ||
   { echo "FAIL: the first line is not the native text header"; head -n 3 "$TMP/pages.txt"; exit 1; }
 "$BH" convert "$TMP/pages.txt" "$TMP/pages.bht" 2>"$TMP/convert.err" ||
   { echo "FAIL: buddyhint convert:"; cat "$TMP/convert.err"; exit 1; }
