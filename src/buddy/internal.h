@@ -328,11 +328,14 @@ static inline void bh__list_init(bh_arena_t *a, uint32_t head) {
   bh__set_next(a, head, head);
   a->pages[head].prev = head;
 }
+/* The list operations read a->pages once: the compiler cannot tell that the stores to the
+ * links leave it unchanged, and would load it again after each. */
 static inline void bh__list_insert(bh_arena_t *a, uint32_t n, uint32_t prev, uint32_t next) {
-  a->pages[n].prev = prev;
-  bh__set_next(a, n, next);
-  bh__set_next(a, prev, n);
-  a->pages[next].prev = n;
+  bh__page_t *pg = a->pages;
+  pg[n].prev = prev;
+  __atomic_store_n(&pg[n].next, next, __ATOMIC_RELAXED);
+  __atomic_store_n(&pg[prev].next, n, __ATOMIC_RELAXED);
+  pg[next].prev = n;
 }
 static inline void bh__list_add(bh_arena_t *a, uint32_t n, uint32_t head) {
   bh__list_insert(a, n, head, a->pages[head].next);
@@ -341,11 +344,12 @@ static inline void bh__list_add_tail(bh_arena_t *a, uint32_t n, uint32_t head) {
   bh__list_insert(a, n, a->pages[head].prev, head);
 }
 static inline void bh__list_del(bh_arena_t *a, uint32_t n) {
-  uint32_t p = a->pages[n].prev, x = a->pages[n].next;
-  bh__set_next(a, p, x);
-  a->pages[x].prev = p;
-  bh__set_next(a, n, BH__NIL);
-  a->pages[n].prev = BH__NIL;
+  bh__page_t *pg = a->pages;
+  uint32_t p = pg[n].prev, x = pg[n].next;
+  __atomic_store_n(&pg[p].next, x, __ATOMIC_RELAXED);
+  pg[x].prev = p;
+  __atomic_store_n(&pg[n].next, BH__NIL, __ATOMIC_RELAXED);
+  pg[n].prev = BH__NIL;
 }
 
 /* gfp_ctx entries (see struct bh_arena). */
