@@ -202,6 +202,9 @@ struct bh_arena {
    * (BH__GC_*; index node << 12 | gfp) so that an allocation does one load for them */
   uint32_t *gfp_ctx;
   unsigned pcp_orders; /* bit per order that has pcp lists (0 without pcp) */
+  /* the pointer interface's order-0 fast path serves threads whose pcp slot number is below
+   * this: nr_cpus with order-0 pcp lists and per-thread slots, else 0 (one compare for all) */
+  unsigned fast_slots;
   int node_zone[BH_MAX_NODES][BH_NR_ZONE_TYPES]; /* zone id or -1 */
   _Atomic uint64_t shuffle_state;
   /* kswapd per node: reclaim passes that freed nothing (pgdat->kswapd_failures), and whether

@@ -528,7 +528,8 @@ static inline void account_alloc(bh_arena_t *a, uint64_t *ev, const bh__zone_t *
   bh__pg_set_alloc(&a->pages[pfn], (uint8_t)ac->mt, (uint8_t)order);
   ev[pgalloc_stat[z->type]] += 1ull << order;
   ev[BH_STAT_alloc_calls]++;
-  ev[z->node == ac->node ? BH_STAT_numa_hit : BH_STAT_numa_miss]++;
+  if (bh__unlikely(z->node != ac->node)) /* numa_hit is alloc_calls - numa_miss (bh_stats_read) */
+    ev[BH_STAT_numa_miss]++;
   if (z->id != ac->preferred)
     ev[BH_STAT_alloc_zone_fallback]++;
 }
@@ -1280,6 +1281,7 @@ int bh__build_gfp_ctx(bh_arena_t *a) {
     if (a->cfg.pcp_thp)
       a->pcp_orders |= 1u << a->pb_order;
   }
+  a->fast_slots = a->cfg.pcp && a->cfg.pcp_key == BH_PCP_PER_THREAD ? a->cfg.nr_cpus : 0;
   return BH_OK;
 }
 
@@ -1544,11 +1546,11 @@ alloc_pages_finish(bh__zone_t *z, uint64_t pfn, unsigned alloc_flags, unsigned g
 }
 
 void *bh_alloc_pages(bh_arena_t *a, unsigned gfp, unsigned order, int *err) {
-  if (bh__unlikely(!a || !a->base || order || (gfp & ~BH__GFP_VALID) || !(a->pcp_orders & 1) ||
-                   (gfp & BH_GFP_NOFALLBACK_WMARK) || a->cfg.pcp_key != BH_PCP_PER_THREAD))
+  if (bh__unlikely(!a || !a->base || order || (gfp & ~BH__GFP_VALID) ||
+                   (gfp & BH_GFP_NOFALLBACK_WMARK)))
     return alloc_pages_slow(a, gfp, order, err);
   unsigned slot = (unsigned)tls_slot; /* pcp_slot's common case; -1 is never below nr_cpus */
-  if (bh__unlikely(slot >= a->cfg.nr_cpus))
+  if (bh__unlikely(slot >= a->fast_slots))
     return alloc_pages_slow(a, gfp, order, err);
   struct alloc_ctx ac;
   ac.slot = (int)slot;
@@ -1614,7 +1616,8 @@ static __attribute__((noinline)) int free_pages_over_high(bh__zone_t *z, bh__pcp
 }
 
 int bh_free_pages(bh_arena_t *a, void *addr, unsigned order) {
-  if (bh__unlikely(!a || order || !(a->pcp_orders & 1) || a->cfg.pcp_key != BH_PCP_PER_THREAD))
+  unsigned slot = (unsigned)tls_slot;
+  if (bh__unlikely(!a || order || slot >= a->fast_slots))
     return free_pages_slow(a, addr, order);
   /* bh_addr_to_pfn's checks: with a mapping, an address below it (NULL too) wraps `off`
    * past map_bytes, the size of the mapping */
@@ -1628,8 +1631,7 @@ int bh_free_pages(bh_arena_t *a, void *addr, unsigned order) {
                    bh__pg_order(p) != 0))
     return free_pages_slow(a, addr, order);
   int mt = bh__pb_mt(a, pfn);
-  unsigned slot = (unsigned)tls_slot;
-  if (bh__unlikely(mt > BH_MT_RECLAIMABLE || slot >= a->cfg.nr_cpus))
+  if (bh__unlikely(mt > BH_MT_RECLAIMABLE))
     return free_pages_slow(a, addr, order);
   bh__zone_t *z = bh__pfn_zone(a, pfn);
   bh__pcp_t *pcp = &z->pcp[slot];
