@@ -202,6 +202,9 @@ struct bh_arena {
    * (BH__GC_*; index node << 12 | gfp) so that an allocation does one load for them */
   uint32_t *gfp_ctx;
   unsigned pcp_orders; /* bit per order that has pcp lists (0 without pcp) */
+  /* the pointer interface's order-0 fast path serves threads whose pcp slot number is below
+   * this: nr_cpus with order-0 pcp lists and per-thread slots, else 0 (one compare for all) */
+  unsigned fast_slots;
   int node_zone[BH_MAX_NODES][BH_NR_ZONE_TYPES]; /* zone id or -1 */
   _Atomic uint64_t shuffle_state;
   /* kswapd per node: reclaim passes that freed nothing (pgdat->kswapd_failures), and whether
@@ -328,11 +331,14 @@ static inline void bh__list_init(bh_arena_t *a, uint32_t head) {
   bh__set_next(a, head, head);
   a->pages[head].prev = head;
 }
+/* The list operations read a->pages once: the compiler cannot tell that the stores to the
+ * links leave it unchanged, and would load it again after each. */
 static inline void bh__list_insert(bh_arena_t *a, uint32_t n, uint32_t prev, uint32_t next) {
-  a->pages[n].prev = prev;
-  bh__set_next(a, n, next);
-  bh__set_next(a, prev, n);
-  a->pages[next].prev = n;
+  bh__page_t *pg = a->pages;
+  pg[n].prev = prev;
+  __atomic_store_n(&pg[n].next, next, __ATOMIC_RELAXED);
+  __atomic_store_n(&pg[prev].next, n, __ATOMIC_RELAXED);
+  pg[next].prev = n;
 }
 static inline void bh__list_add(bh_arena_t *a, uint32_t n, uint32_t head) {
   bh__list_insert(a, n, head, a->pages[head].next);
@@ -341,11 +347,12 @@ static inline void bh__list_add_tail(bh_arena_t *a, uint32_t n, uint32_t head) {
   bh__list_insert(a, n, a->pages[head].prev, head);
 }
 static inline void bh__list_del(bh_arena_t *a, uint32_t n) {
-  uint32_t p = a->pages[n].prev, x = a->pages[n].next;
-  bh__set_next(a, p, x);
-  a->pages[x].prev = p;
-  bh__set_next(a, n, BH__NIL);
-  a->pages[n].prev = BH__NIL;
+  bh__page_t *pg = a->pages;
+  uint32_t p = pg[n].prev, x = pg[n].next;
+  __atomic_store_n(&pg[p].next, x, __ATOMIC_RELAXED);
+  pg[x].prev = p;
+  __atomic_store_n(&pg[n].next, BH__NIL, __ATOMIC_RELAXED);
+  pg[n].prev = BH__NIL;
 }
 
 /* gfp_ctx entries (see struct bh_arena). */

@@ -523,12 +523,13 @@ static const uint8_t pgalloc_stat[BH_NR_ZONE_TYPES] = {
  * Marks the block allocated and counts it in ev; the caller holds the lock ev belongs to
  * (zone or pcp), so the block is never seen off a list without an owner.
  */
-static inline void account_alloc(uint64_t *ev, const bh__zone_t *z, uint64_t pfn, unsigned order,
-                                 const struct alloc_ctx *ac) {
-  bh__pg_set_alloc(&z->arena->pages[pfn], (uint8_t)ac->mt, (uint8_t)order);
+static inline void account_alloc(bh_arena_t *a, uint64_t *ev, const bh__zone_t *z, uint64_t pfn,
+                                 unsigned order, const struct alloc_ctx *ac) {
+  bh__pg_set_alloc(&a->pages[pfn], (uint8_t)ac->mt, (uint8_t)order);
   ev[pgalloc_stat[z->type]] += 1ull << order;
   ev[BH_STAT_alloc_calls]++;
-  ev[z->node == ac->node ? BH_STAT_numa_hit : BH_STAT_numa_miss]++;
+  if (bh__unlikely(z->node != ac->node)) /* numa_hit is alloc_calls - numa_miss (bh_stats_read) */
+    ev[BH_STAT_numa_miss]++;
   if (z->id != ac->preferred)
     ev[BH_STAT_alloc_zone_fallback]++;
 }
@@ -548,7 +549,7 @@ static uint64_t rmqueue_buddy(bh__zone_t *z, unsigned order, const struct alloc_
       pfn = rmqueue_smallest(z, order, BH_MT_HIGHATOMIC);
   }
   if (pfn != UINT64_MAX)
-    account_alloc(z->ev, z, pfn, order, ac);
+    account_alloc(z->arena, z->ev, z, pfn, order, ac);
   bh__zone_unlock(z);
   return pfn;
 }
@@ -689,14 +690,13 @@ static int rmqueue_bulk(bh__zone_t *z, bh__pcp_t *pcp, unsigned order, int count
 }
 
 /* Takes the first block of a non-empty pcp list; the caller holds the pcp lock. */
-static inline uint32_t pcp_take(bh__zone_t *z, bh__pcp_t *pcp, uint32_t head, unsigned order,
-                                const struct alloc_ctx *ac) {
-  bh_arena_t *a = z->arena;
+static inline uint32_t pcp_take(bh_arena_t *a, bh__zone_t *z, bh__pcp_t *pcp, uint32_t head,
+                                unsigned order, const struct alloc_ctx *ac) {
   uint32_t pfn = a->pages[head].next;
   bh__list_del(a, pfn);
   pcp->count -= 1 << order;
   pcp->ev[BH_STAT_pcp_alloc]++;
-  account_alloc(pcp->ev, z, pfn, order, ac);
+  account_alloc(a, pcp->ev, z, pfn, order, ac);
   return pfn;
 }
 
@@ -718,7 +718,7 @@ static uint64_t rmqueue_pcplist(bh__zone_t *z, unsigned order, const struct allo
       return UINT64_MAX;
     }
   }
-  uint32_t pfn = pcp_take(z, pcp, head, order, ac);
+  uint32_t pfn = pcp_take(a, z, pcp, head, order, ac);
   bh__pcp_unlock(pcp);
   return pfn;
 }
@@ -768,12 +768,30 @@ static int nr_pcp_free(bh__pcp_t *pcp, int batch, int high, bool free_high) {
 }
 
 /*
- * free_unref_page_commit: onto the head of the pcp list; drain when over the high mark.
- * zone_locked: the caller holds the zone lock already (compaction's frees).
+ * The end of free_unref_page_commit once the pcp list reached its high mark: drain it, then
+ * clear ZONE_BELOW_HIGH if the zone is above its high watermark again.
  */
-__attribute__((always_inline)) static inline void
-free_to_pcp(bh__zone_t *z, bh__pcp_t *pcp, uint64_t pfn, unsigned order, int mt, bool zone_locked) {
-  bh_arena_t *a = z->arena;
+static void pcp_over_high(bh__zone_t *z, bh__pcp_t *pcp, unsigned pindex, int high, bool free_high,
+                          bool zone_locked) {
+  free_pcppages_bulk(z, pcp, nr_pcp_free(pcp, pcp->batch, high, free_high), pindex, zone_locked);
+  /* high_wmark_pages(): the high mark plus the boost */
+  uint64_t high_mark = z->watermark[BH__WMARK_HIGH] +
+                       atomic_load_explicit(&z->watermark_boost, memory_order_relaxed);
+  if ((atomic_load_explicit(&z->flags, memory_order_relaxed) & BH__ZONE_BELOW_HIGH) &&
+      bh__zone_watermark_ok(z, 0, high_mark, BH_ZONE_MOVABLE, 0,
+                            atomic_load_explicit(&z->free_pages, memory_order_relaxed)))
+    atomic_fetch_and_explicit(&z->flags, ~(unsigned)BH__ZONE_BELOW_HIGH, memory_order_relaxed);
+}
+
+/*
+ * free_unref_page_commit up to its high check: onto the head of the pcp list, with the
+ * counters and the high/batch tuning.  Returns the high mark if the list reached it (the
+ * caller drains), else -1; *free_high tells the drain how much to free.
+ */
+__attribute__((always_inline)) static inline int pcp_add(bh_arena_t *a, bh__zone_t *z,
+                                                         bh__pcp_t *pcp, uint64_t pfn,
+                                                         unsigned order, int mt,
+                                                         bool *free_high_out) {
   pcp->alloc_factor >>= 1;
   unsigned pindex = order_to_pindex(a, mt, order);
   bh__pg_set(&a->pages[pfn], BH__PG_PCP, (uint8_t)order);
@@ -794,16 +812,20 @@ free_to_pcp(bh__zone_t *z, bh__pcp_t *pcp, uint64_t pfn, unsigned order, int mt,
   if (pcp->free_count < (batch << BH__PCP_BATCH_SCALE_MAX))
     pcp->free_count += 1 << order;
   int high = nr_pcp_high(pcp, z, batch, free_high);
-  if (pcp->count >= high) {
-    free_pcppages_bulk(z, pcp, nr_pcp_free(pcp, batch, high, free_high), pindex, zone_locked);
-    /* high_wmark_pages(): the high mark plus the boost */
-    uint64_t high_mark = z->watermark[BH__WMARK_HIGH] +
-                         atomic_load_explicit(&z->watermark_boost, memory_order_relaxed);
-    if ((atomic_load_explicit(&z->flags, memory_order_relaxed) & BH__ZONE_BELOW_HIGH) &&
-        bh__zone_watermark_ok(z, 0, high_mark, BH_ZONE_MOVABLE, 0,
-                              atomic_load_explicit(&z->free_pages, memory_order_relaxed)))
-      atomic_fetch_and_explicit(&z->flags, ~(unsigned)BH__ZONE_BELOW_HIGH, memory_order_relaxed);
-  }
+  *free_high_out = free_high;
+  return pcp->count >= high ? high : -1;
+}
+
+/*
+ * free_unref_page_commit: onto the head of the pcp list; drain when over the high mark.
+ * zone_locked: the caller holds the zone lock already (compaction's frees).
+ */
+__attribute__((always_inline)) static inline void
+free_to_pcp(bh__zone_t *z, bh__pcp_t *pcp, uint64_t pfn, unsigned order, int mt, bool zone_locked) {
+  bool free_high;
+  int high = pcp_add(z->arena, z, pcp, pfn, order, mt, &free_high);
+  if (high >= 0)
+    pcp_over_high(z, pcp, order_to_pindex(z->arena, mt, order), high, free_high, zone_locked);
 }
 
 static void drain_pcp(bh__zone_t *z, bh__pcp_t *pcp) {
@@ -1184,7 +1206,7 @@ alloc_fast(bh_arena_t *a, const struct alloc_ctx *ac, unsigned order, unsigned a
     return UINT64_MAX;
   }
   pcp->free_count >>= 1; /* as rmqueue_pcplist does */
-  uint32_t pfn = pcp_take(z, pcp, head, order, ac);
+  uint32_t pfn = pcp_take(a, z, pcp, head, order, ac);
   bh__pcp_unlock(pcp);
   boosted_wakeup(z, alloc_flags);
   return pfn;
@@ -1259,6 +1281,7 @@ int bh__build_gfp_ctx(bh_arena_t *a) {
     if (a->cfg.pcp_thp)
       a->pcp_orders |= 1u << a->pb_order;
   }
+  a->fast_slots = a->cfg.pcp && a->cfg.pcp_key == BH_PCP_PER_THREAD ? a->cfg.nr_cpus : 0;
   return BH_OK;
 }
 
@@ -1493,7 +1516,17 @@ int bh_free_pfn(bh_arena_t *a, uint64_t pfn, unsigned order, int cpu) {
   return free_pfn(a, pfn, order, cpu);
 }
 
-void *bh_alloc_pages(bh_arena_t *a, unsigned gfp, unsigned order, int *err) {
+/*
+ * The pointer interface has a fast path of its own for the common case: an order-0 request
+ * whose preferred zone passes the order-0 watermark shortcut, on the calling thread's own pcp
+ * slot, with a block on its pcp list (and, to free, a block that goes back onto one under the
+ * high mark).  It does what alloc_pfn and free_pfn do in that case, with no call, so that it
+ * needs no saved registers.  Anything else leaves it before any side effect for the general
+ * path (the same checks again, in their order), or, once the block is taken, for the
+ * out-of-line rest of the work.
+ */
+static __attribute__((noinline)) void *alloc_pages_slow(bh_arena_t *a, unsigned gfp, unsigned order,
+                                                        int *err) {
   uint64_t pfn;
   int e = !a ? BH_EINVAL : a->base ? alloc_pfn(a, gfp, order, -1, &pfn) : BH_ENOTSUP;
   if (err)
@@ -1501,7 +1534,68 @@ void *bh_alloc_pages(bh_arena_t *a, unsigned gfp, unsigned order, int *err) {
   return e ? NULL : a->base + (pfn << BH_PAGE_SHIFT);
 }
 
-int bh_free_pages(bh_arena_t *a, void *addr, unsigned order) {
+/* The end of rmqueue and prep_new_page, for a block the fast path took when either has work. */
+static __attribute__((noinline)) void *
+alloc_pages_finish(bh__zone_t *z, uint64_t pfn, unsigned alloc_flags, unsigned gfp, int *err) {
+  bh_arena_t *a = z->arena;
+  boosted_wakeup(z, alloc_flags);
+  prep_new_page(a, pfn, 0, gfp);
+  if (err)
+    *err = BH_OK;
+  return a->base + (pfn << BH_PAGE_SHIFT);
+}
+
+void *bh_alloc_pages(bh_arena_t *a, unsigned gfp, unsigned order, int *err) {
+  if (bh__unlikely(!a || !a->base || order || (gfp & ~BH__GFP_VALID) ||
+                   (gfp & BH_GFP_NOFALLBACK_WMARK)))
+    return alloc_pages_slow(a, gfp, order, err);
+  unsigned slot = (unsigned)tls_slot; /* pcp_slot's common case; -1 is never below nr_cpus */
+  if (bh__unlikely(slot >= a->fast_slots))
+    return alloc_pages_slow(a, gfp, order, err);
+  struct alloc_ctx ac;
+  ac.slot = (int)slot;
+  ac.node = a->cfg.nr_nodes == 1 ? 0 : ac.slot % (int)a->cfg.nr_nodes;
+  uint32_t gc = a->gfp_ctx[(unsigned)ac.node * (BH__GFP_VALID + 1) + gfp];
+  ac.highest = (int)(gc >> BH__GC_HIGHEST_SHIFT) & 7;
+  ac.mt = (int)(gc >> BH__GC_MT_SHIFT) & 7;
+  ac.gfp = gfp;
+  ac.preferred = (int)(gc & BH__GC_ZONE_MASK) - 1;
+  if (bh__unlikely((gc & BH__GC_BAD) || ac.preferred < 0))
+    return alloc_pages_slow(a, gfp, order, err);
+  unsigned alloc_flags = gc >> BH__GC_FLAGS_SHIFT;
+
+  /* alloc_fast without the full watermark check: only zone_watermark_fast's shortcut */
+  bh__zone_t *z = &a->zones[ac.preferred];
+  unsigned zflags = atomic_load_explicit(&z->flags, memory_order_relaxed);
+  uint64_t mark =
+      wmark_pages(z, (zflags & BH__ZONE_BELOW_HIGH) ? alloc_flags : BH__ALLOC_WMARK_HIGH);
+  int64_t free_pages = atomic_load_explicit(&z->free_pages, memory_order_relaxed);
+  int64_t reserved = (alloc_flags & BH__ALLOC_RESERVES) ? 0 : (int64_t)z->nr_free_highatomic;
+  int64_t usable = free_pages - (reserved < free_pages ? reserved : free_pages);
+  if (bh__unlikely(usable <= (int64_t)(mark + z->lowmem_reserve[ac.highest])))
+    return alloc_pages_slow(a, gfp, order, err);
+  bh__pcp_t *pcp = &z->pcp[slot];
+  if (bh__unlikely(!bh__pcp_trylock(pcp)))
+    return alloc_pages_slow(a, gfp, order, err);
+  uint32_t head = pcp->head + order_to_pindex(a, ac.mt, 0);
+  if (bh__unlikely(bh__list_empty(a, head))) {
+    bh__pcp_unlock(pcp);
+    return alloc_pages_slow(a, gfp, order, err);
+  }
+  pcp->free_count >>= 1; /* as rmqueue_pcplist does */
+  uint32_t pfn = pcp_take(a, z, pcp, head, 0, &ac);
+  bh__pcp_unlock(pcp);
+
+  if (bh__unlikely(
+          (atomic_load_explicit(&z->flags, memory_order_relaxed) & BH__ZONE_BOOSTED_WATERMARK) ||
+          atomic_load_explicit(&a->any_discarded, memory_order_relaxed) || (gfp & BH_GFP_ZERO)))
+    return alloc_pages_finish(z, pfn, alloc_flags, gfp, err);
+  if (err)
+    *err = BH_OK;
+  return a->base + ((uint64_t)pfn << BH_PAGE_SHIFT);
+}
+
+static __attribute__((noinline)) int free_pages_slow(bh_arena_t *a, void *addr, unsigned order) {
   if (!a)
     return BH_EINVAL;
   /* bh_addr_to_pfn, inlined */
@@ -1511,6 +1605,48 @@ int bh_free_pages(bh_arena_t *a, void *addr, unsigned order) {
   if ((uintptr_t)addr & (BH_PAGE_SIZE - 1))
     return BH_EALIGN;
   return free_pfn(a, (uint64_t)(off >> BH_PAGE_SHIFT), order, -1);
+}
+
+/* The fast free's block reached the pcp list's high mark: drain, then drop the pcp lock. */
+static __attribute__((noinline)) int free_pages_over_high(bh__zone_t *z, bh__pcp_t *pcp,
+                                                          unsigned pindex, int high) {
+  pcp_over_high(z, pcp, pindex, high, false, false);
+  bh__pcp_unlock(pcp);
+  return BH_OK;
+}
+
+int bh_free_pages(bh_arena_t *a, void *addr, unsigned order) {
+  unsigned slot = (unsigned)tls_slot;
+  if (bh__unlikely(!a || order || slot >= a->fast_slots))
+    return free_pages_slow(a, addr, order);
+  /* bh_addr_to_pfn's checks: with a mapping, an address below it (NULL too) wraps `off`
+   * past map_bytes, the size of the mapping */
+  uintptr_t off = (uintptr_t)addr - (uintptr_t)a->base;
+  if (bh__unlikely(!a->base || off >= a->map_bytes || ((uintptr_t)addr & (BH_PAGE_SIZE - 1))))
+    return free_pages_slow(a, addr, order);
+  uint64_t pfn = off >> BH_PAGE_SHIFT; /* below nr_pages: map_bytes is nr_pages pages */
+  /* check_free for order 0 (the alignment check has nothing to test) */
+  bh__page_t *p = &a->pages[pfn];
+  if (bh__unlikely((bh__pg_flags(p) & (BH__PG_ALLOC | BH__PG_NOPAGE)) != BH__PG_ALLOC ||
+                   bh__pg_order(p) != 0))
+    return free_pages_slow(a, addr, order);
+  int mt = bh__pb_mt(a, pfn);
+  if (bh__unlikely(mt > BH_MT_RECLAIMABLE))
+    return free_pages_slow(a, addr, order);
+  bh__zone_t *z = bh__pfn_zone(a, pfn);
+  bh__pcp_t *pcp = &z->pcp[slot];
+  if (bh__unlikely(!bh__pcp_trylock(pcp)))
+    return free_pages_slow(a, addr, order);
+
+  /* free_pfn and free_to_pcp for order 0 */
+  bh__pg_set_flags(p, 0);
+  pcp->ev[BH_STAT_free_calls]++;
+  bool free_high;
+  int high = pcp_add(a, z, pcp, pfn, 0, mt, &free_high);
+  if (bh__unlikely(high >= 0))
+    return free_pages_over_high(z, pcp, order_to_pindex(a, mt, 0), high);
+  bh__pcp_unlock(pcp);
+  return BH_OK;
 }
 
 void *bh_pfn_to_addr(const bh_arena_t *a, uint64_t pfn) {

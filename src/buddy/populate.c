@@ -279,8 +279,7 @@ static void mark_allocated(bh__zone_t *z, uint64_t pfn, unsigned order, int mt, 
   p->mt = (uint8_t)mt;
   bh__pg_set(p, BH__PG_ALLOC, (uint8_t)order);
   ev[pgalloc_stat[z->type]] += 1ull << order;
-  ev[BH_STAT_alloc_calls]++;
-  ev[BH_STAT_numa_hit]++;
+  ev[BH_STAT_alloc_calls]++; /* and numa_hit, which bh_stats_read derives */
 }
 
 /* The head of the block of state flag (PG_BUDDY or PG_PCP) that holds pfn, and its order. */

@@ -38,6 +38,9 @@ void bh_stats_read(const bh_arena_t *ca, uint64_t out[BH_NR_STATS]) {
       bh__pcp_unlock(pcp);
     }
   }
+  /* Every allocation counts alloc_calls and, served by another node than intended,
+   * numa_miss: numa_hit is the rest, derived here rather than counted on the hot path. */
+  out[BH_STAT_numa_hit] = out[BH_STAT_alloc_calls] - out[BH_STAT_numa_miss];
 }
 
 int bh_zone_count(const bh_arena_t *a) { return a ? a->nr_zones : 0; }
