@@ -1545,6 +1545,20 @@ alloc_pages_finish(bh__zone_t *z, uint64_t pfn, unsigned alloc_flags, unsigned g
   return a->base + (pfn << BH_PAGE_SHIFT);
 }
 
+/*
+ * The fast path found its pcp list locked (a remote drain): rmqueue falls back to the buddy
+ * lists of the same zone, once, as rmqueue_pcplist's failed trylock does, rather than the
+ * general path trying the pcp lock a second time.  Only if the buddy lists have nothing does
+ * the general path walk the zonelist.
+ */
+static __attribute__((noinline)) void *
+alloc_pages_pcp_busy(bh__zone_t *z, const struct alloc_ctx *ac, unsigned alloc_flags, int *err) {
+  uint64_t pfn = rmqueue_buddy(z, 0, ac, alloc_flags);
+  if (pfn == UINT64_MAX)
+    return alloc_pages_slow(z->arena, ac->gfp, 0, err);
+  return alloc_pages_finish(z, pfn, alloc_flags, ac->gfp, err);
+}
+
 void *bh_alloc_pages(bh_arena_t *a, unsigned gfp, unsigned order, int *err) {
   if (bh__unlikely(!a || !a->base || order || (gfp & ~BH__GFP_VALID) ||
                    (gfp & BH_GFP_NOFALLBACK_WMARK)))
@@ -1576,7 +1590,7 @@ void *bh_alloc_pages(bh_arena_t *a, unsigned gfp, unsigned order, int *err) {
     return alloc_pages_slow(a, gfp, order, err);
   bh__pcp_t *pcp = &z->pcp[slot];
   if (bh__unlikely(!bh__pcp_trylock(pcp)))
-    return alloc_pages_slow(a, gfp, order, err);
+    return alloc_pages_pcp_busy(z, &ac, alloc_flags, err);
   uint32_t head = pcp->head + order_to_pindex(a, ac.mt, 0);
   if (bh__unlikely(bh__list_empty(a, head))) {
     bh__pcp_unlock(pcp);
@@ -1635,8 +1649,11 @@ int bh_free_pages(bh_arena_t *a, void *addr, unsigned order) {
     return free_pages_slow(a, addr, order);
   bh__zone_t *z = bh__pfn_zone(a, pfn);
   bh__pcp_t *pcp = &z->pcp[slot];
-  if (bh__unlikely(!bh__pcp_trylock(pcp)))
-    return free_pages_slow(a, addr, order);
+  if (bh__unlikely(!bh__pcp_trylock(pcp))) { /* free_pfn's busy pcp: the buddy lists, once */
+    bh__pg_set_flags(p, 0);
+    free_one_page(z, pfn, 0);
+    return BH_OK;
+  }
 
   /* free_pfn and free_to_pcp for order 0 */
   bh__pg_set_flags(p, 0);

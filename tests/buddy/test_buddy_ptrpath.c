@@ -8,6 +8,8 @@
  */
 #include "buddy_test.h"
 
+#include "buddy/internal.h" /* the pcp lock, to make the calling thread's pcp busy */
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -188,11 +190,69 @@ static void test_ptrpath_bad_addresses(void **state) {
   bh_arena_destroy(a);
 }
 
+/*
+ * A busy pcp list (its lock held, as during a remote drain): the fast path's order-0
+ * allocation comes from the buddy lists of the same zone and its free goes to them, as
+ * rmqueue_pcplist's and free_unref_page's failed trylock do (mm/page_alloc.c:3112-3116 and
+ * :2758-2763 in 6.12; then rmqueue_buddy, :3162), the same as through the pfn interface.
+ */
+static void test_ptrpath_busy_pcp(void **state) {
+  (void)state;
+  bh_arena_t *ptr = make_arena(true, 2), *pfn = make_arena(true, 2);
+  uint8_t *base = bh_arena_base(ptr);
+  /* one pair each, so that this thread has its slot and its pcp list has pages */
+  uint8_t *p = bh_alloc_pages(ptr, BH_GFP_KERNEL, 0, NULL);
+  uint64_t got;
+  assert_non_null(p);
+  assert_int_equal(bh_alloc_pfn(pfn, BH_GFP_KERNEL, 0, -1, &got), BH_OK);
+  EXPECT_U64((uint64_t)(p - base) >> 12, got);
+  assert_int_equal(bh_free_pages(ptr, p, 0), BH_OK);
+  assert_int_equal(bh_free_pfn(pfn, got, 0, -1), BH_OK);
+  expect_same_state(ptr, pfn, 0);
+  /* the zone and pcp list the pair used, in both arenas */
+  int zi = -1, slot = -1;
+  for (int z = 0; z < bh_zone_count(ptr) && zi < 0; z++)
+    for (unsigned c = 0; c < 2; c++)
+      if (ptr->zones[z].pcp[c].count > 0) {
+        zi = z;
+        slot = (int)c;
+        break;
+      }
+  assert_true(zi >= 0);
+  bh__pcp_t *busy[2] = {&ptr->zones[zi].pcp[slot], &pfn->zones[zi].pcp[slot]};
+  int pcp_before = busy[0]->count;
+  uint64_t st[BH_NR_STATS];
+  bh_stats_read(ptr, st);
+  uint64_t pcp_allocs = st[BH_STAT_pcp_alloc], pcp_frees = st[BH_STAT_pcp_free];
+  for (int i = 0; i < 2; i++)
+    assert_true(bh__pcp_trylock(busy[i]));
+  int e = 77;
+  p = bh_alloc_pages(ptr, BH_GFP_KERNEL, 0, &e);
+  assert_int_equal(e, BH_OK);
+  assert_non_null(p);
+  assert_int_equal(bh_alloc_pfn(pfn, BH_GFP_KERNEL, 0, -1, &got), BH_OK);
+  EXPECT_U64((uint64_t)(p - base) >> 12, got);
+  assert_int_equal(busy[0]->count, pcp_before); /* not from the pcp list */
+  assert_int_equal(bh_free_pages(ptr, p, 0), BH_OK);
+  assert_int_equal(bh_free_pfn(pfn, got, 0, -1), BH_OK);
+  assert_int_equal(busy[0]->count, pcp_before); /* not onto it either */
+  bh_stats_read(ptr, st);
+  EXPECT_U64(st[BH_STAT_pcp_alloc], pcp_allocs);
+  EXPECT_U64(st[BH_STAT_pcp_free], pcp_frees);
+  for (int i = 0; i < 2; i++)
+    bh__pcp_unlock(busy[i]);
+  expect_same_state(ptr, pfn, 1);
+  bt_expect_clean(ptr);
+  bh_arena_destroy(ptr);
+  bh_arena_destroy(pfn);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ptrpath_same_as_pfn_smp),
       cmocka_unit_test(test_ptrpath_same_as_pfn_up),
       cmocka_unit_test(test_ptrpath_bad_addresses),
+      cmocka_unit_test(test_ptrpath_busy_pcp),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
