@@ -236,11 +236,11 @@ static void test_ptrpath_busy_pcp(void **state) {
   assert_int_equal(bh_free_pages(ptr, p, 0), BH_OK);
   assert_int_equal(bh_free_pfn(pfn, got, 0, -1), BH_OK);
   assert_int_equal(busy[0]->count, pcp_before); /* not onto it either */
-  bh_stats_read(ptr, st);
-  EXPECT_U64(st[BH_STAT_pcp_alloc], pcp_allocs);
-  EXPECT_U64(st[BH_STAT_pcp_free], pcp_frees);
   for (int i = 0; i < 2; i++)
     bh__pcp_unlock(busy[i]);
+  bh_stats_read(ptr, st); /* (which takes the pcp locks) */
+  EXPECT_U64(st[BH_STAT_pcp_alloc], pcp_allocs);
+  EXPECT_U64(st[BH_STAT_pcp_free], pcp_frees);
   expect_same_state(ptr, pfn, 1);
   bt_expect_clean(ptr);
   bh_arena_destroy(ptr);
