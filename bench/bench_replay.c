@@ -195,14 +195,14 @@ int main(int argc, char **argv) {
   fprintf(json, ",\n  \"events\": %lu,\n  \"cases\": [\n", (unsigned long)events);
   printf("replay speed, sim backing, one thread, %lu events, %d reps (events/s)\n",
          (unsigned long)events, o.reps);
-  printf("%-18s %-14s %12s %12s %12s %12s %12s\n", "case", "format", "median", "p10", "p90",
-         "best", "target");
+  printf("%-18s %-14s %12s %12s %12s %12s %12s\n", "case", "format", "median", "p10", "p90", "best",
+         "target");
   for (int j = 0; j < NROWS; j++) {
     struct row *r = &rows[j];
     bu_stats(&v[j * o.reps], o.reps, &r->st);
     const char *res = r->target ? (r->st.median >= r->target ? "PASS" : "FAIL") : "info";
-    printf("%-18s %-14s %12.0f %12.0f %12.0f %12.0f %12.0f %s\n", r->name, r->format,
-           r->st.median, r->st.p10, r->st.p90, r->st.max, r->target, res);
+    printf("%-18s %-14s %12.0f %12.0f %12.0f %12.0f %12.0f %s\n", r->name, r->format, r->st.median,
+           r->st.p10, r->st.p90, r->st.max, r->target, res);
     fprintf(csv, "%s,%s,%d,%lu,%d,%.0f,%.0f,%.0f,%.0f,%.0f,%s\n", r->name, r->format,
             r->one_pass ? 1 : 2, (unsigned long)events, o.reps, r->st.median, r->st.p10, r->st.p90,
             r->st.max, r->target, res);

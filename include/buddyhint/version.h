@@ -8,10 +8,8 @@
 
 #define BH__STR2(x) #x
 #define BH__STR(x) BH__STR2(x)
-#define BH_VERSION_STRING                                                      \
-  BH__STR(BH_VERSION_MAJOR) "." BH__STR(BH_VERSION_MINOR) "." BH__STR(        \
-      BH_VERSION_PATCH)
-#define BH_VERSION_NUMBER                                                      \
-  (BH_VERSION_MAJOR * 10000 + BH_VERSION_MINOR * 100 + BH_VERSION_PATCH)
+#define BH_VERSION_STRING                                                                          \
+  BH__STR(BH_VERSION_MAJOR) "." BH__STR(BH_VERSION_MINOR) "." BH__STR(BH_VERSION_PATCH)
+#define BH_VERSION_NUMBER (BH_VERSION_MAJOR * 10000 + BH_VERSION_MINOR * 100 + BH_VERSION_PATCH)
 
 #endif

@@ -57,9 +57,10 @@ enum { TOUCH_PAGE, TOUCH_NONE, TOUCH_FULL };
 #define PAGE_SHIFT 12
 #define DEFAULT_DECAY_MS 1000
 #define DEFAULT_IDLE_S 60.0
-#define MAX_IDLE_WALL_S 20.0 /* enough for a 10 s decay to finish (the background thread may sleep 10 s first) */
-#define SAMPLE_EVERY 0xffff  /* events between two samples (as the buddy replay) */
-#define SPLIT_MAX_ORDER 20   /* larger recorded blocks are not split into pieces */
+#define MAX_IDLE_WALL_S                                                                            \
+  20.0 /* enough for a 10 s decay to finish (the background thread may sleep 10 s first) */
+#define SAMPLE_EVERY 0xffff /* events between two samples (as the buddy replay) */
+#define SPLIT_MAX_ORDER 20  /* larger recorded blocks are not split into pieces */
 
 /* ---- options ---- */
 

@@ -14,7 +14,9 @@
 #include <unistd.h>
 
 #define BASELINE_PROG "buddyhint-jemalloc"
-#define MAX_IDLE_WALL_NS (20ull * 1000000000ull) /* a 10 s decay finishes in it: the background thread may sleep 10 s before it purges */
+#define MAX_IDLE_WALL_NS                                                                           \
+  (20ull * 1000000000ull) /* a 10 s decay finishes in it: the background thread may sleep 10 s     \
+                             before it purges */
 
 bool bh_cli_is_baseline(const char *name) {
   return name && (!strcmp(name, "jemalloc") || !strncmp(name, "jemalloc:", 9));

@@ -1,13 +1,14 @@
 /* buddyhint check: a replay with the invariant checker after every batch and worker step. */
 #include "cli/replay_opts.h"
 
-
 static void help(FILE *f) {
-  fprintf(f, "usage: buddyhint check TRACE [OPTIONS]\n\n"
-             "Replays TRACE like 'replay' (sim backing unless --backing is given) and runs the\n"
-             "invariant checker every 1000 events (--check-every N), after every hinting worker\n"
-             "step and at the end.  Violations are described on stderr; exit 1 if any.\n\n"
-             "options:\n%s", bh_cli_replay_help);
+  fprintf(f,
+          "usage: buddyhint check TRACE [OPTIONS]\n\n"
+          "Replays TRACE like 'replay' (sim backing unless --backing is given) and runs the\n"
+          "invariant checker every 1000 events (--check-every N), after every hinting worker\n"
+          "step and at the end.  Violations are described on stderr; exit 1 if any.\n\n"
+          "options:\n%s",
+          bh_cli_replay_help);
 }
 
 int cmd_check(int argc, char **argv) {

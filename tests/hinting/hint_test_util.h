@@ -71,8 +71,8 @@ static inline bh_arena_t *ht_arena(const ht_arena_spec_t *s) {
 }
 
 /* Attaches a strategy in the virtual clock with the arena's default report mode. */
-static inline int ht_attach(bh_arena_t *a, const char *strategy, const bh_opt_t *opts,
-                            size_t nopts, bh_clock_mode_t clock, bh_hint_t **h) {
+static inline int ht_attach(bh_arena_t *a, const char *strategy, const bh_opt_t *opts, size_t nopts,
+                            bh_clock_mode_t clock, bh_hint_t **h) {
   bh_hint_config_t hc;
   bh_hint_config_init(&hc);
   hc.strategy = strategy;

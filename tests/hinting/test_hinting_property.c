@@ -88,12 +88,14 @@ static void run_round(uint64_t seed, int round, struct totals *t) {
   static const struct {
     enum bh_backing backing;
     bh_report_mode_t mode;
-  } hosts[] = {{BH_BACKING_MMAP, BH_REPORT_DONTNEED}, {BH_BACKING_MMAP, BH_REPORT_DONTNEED},
-               {BH_BACKING_MMAP, BH_REPORT_FREE},     {BH_BACKING_MEMFD, BH_REPORT_PUNCH},
+  } hosts[] = {{BH_BACKING_MMAP, BH_REPORT_DONTNEED},
+               {BH_BACKING_MMAP, BH_REPORT_DONTNEED},
+               {BH_BACKING_MMAP, BH_REPORT_FREE},
+               {BH_BACKING_MEMFD, BH_REPORT_PUNCH},
                {BH_BACKING_SIM, BH_REPORT_NONE}};
   int host = (int)ht_below(&rng, 5);
-  ht_arena_spec_t spec = {.dma32_mib = 16, .normal_mib = 48, .pcp = pcp,
-                          .backing = hosts[host].backing};
+  ht_arena_spec_t spec = {
+      .dma32_mib = 16, .normal_mib = 48, .pcp = pcp, .backing = hosts[host].backing};
   bh_arena_t *a = ht_arena(&spec);
   bool data = bh_arena_base(a) != NULL;
   bh_hint_config_t hc;
@@ -106,11 +108,12 @@ static void run_round(uint64_t seed, int round, struct totals *t) {
   assert_int_equal(bh_hint_attach(a, &hc, &h), BH_OK);
   printf("  round %d: %s/%s, %d slots, pcp=%d threshold=%s batch=%s order=%s clear_on_alloc=%s "
          "recheck=%s\n",
-         round, hosts[host].backing == BH_BACKING_MMAP    ? "mmap"
-                : hosts[host].backing == BH_BACKING_MEMFD ? "memfd"
-                                                          : "sim",
-         bh_report_mode_name(hc.report), nslots, pcp, opts[0].value, opts[1].value,
-         opts[2].value, opts[3].value, opts[4].value);
+         round,
+         hosts[host].backing == BH_BACKING_MMAP    ? "mmap"
+         : hosts[host].backing == BH_BACKING_MEMFD ? "memfd"
+                                                   : "sim",
+         bh_report_mode_name(hc.report), nslots, pcp, opts[0].value, opts[1].value, opts[2].value,
+         opts[3].value, opts[4].value);
 
   static struct blk slot[SLOTS];
   memset(slot, 0, sizeof(slot));
@@ -148,8 +151,7 @@ static void run_round(uint64_t seed, int round, struct totals *t) {
     if (ht_below(&rng, 1000) == 0)
       bh_drain_pcp(a);
     /* mostly small steps; now and then a long idle period */
-    now += ht_below(&rng, 100) == 0 ? ht_below(&rng, 10 * BH_NS_PER_SEC)
-                                    : ht_below(&rng, 2000000);
+    now += ht_below(&rng, 100) == 0 ? ht_below(&rng, 10 * BH_NS_PER_SEC) : ht_below(&rng, 2000000);
     long steps = bh_hint_advance(h, now);
     if (steps < 0)
       t->errors++;

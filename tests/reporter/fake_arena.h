@@ -24,8 +24,8 @@ __attribute__((noreturn)) static inline void fake_die(const char *what) {
 
 /* Reserves bytes of address space at a FAKE_ALIGN boundary; the rest is unmapped. */
 static inline uint8_t *fake_reserve(size_t bytes) {
-  uint8_t *p = mmap(NULL, bytes + FAKE_ALIGN, PROT_NONE,
-                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  uint8_t *p =
+      mmap(NULL, bytes + FAKE_ALIGN, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED)
     fake_die("fake arena: reserve");
   uint8_t *base = (uint8_t *)(((uintptr_t)p + FAKE_ALIGN - 1) & ~(uintptr_t)(FAKE_ALIGN - 1));

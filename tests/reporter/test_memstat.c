@@ -46,7 +46,7 @@ static void test_arena_resident_exact(void **state) {
   assert_int_equal(resident(a, 5, 1), 1);
   assert_int_equal(resident(a, 6, 994), 0);
   assert_int_equal(resident(a, 1050, 100), 50);
-  assert_int_equal(resident(a, 65535, 2), 2);   /* across the chunk boundary */
+  assert_int_equal(resident(a, 65535, 2), 2); /* across the chunk boundary */
   assert_int_equal(resident(a, 65000, 131072 - 65000), 5);
   assert_int_equal(resident(a, 131071, 1), 1);
   assert_int_equal(resident(a, 131071, 0), 0);

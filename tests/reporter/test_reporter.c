@@ -75,9 +75,12 @@ static void test_create_refusals(void **state) {
   assert_null(mfd->discarded);
 
   /* The modes each backing does support; the bitmap lives as long as the reporter. */
-  const struct { struct bh_arena *a; bh_report_mode_t m; } ok[] = {
-      {sim, BH_REPORT_NONE},      {anon, BH_REPORT_DONTNEED}, {anon, BH_REPORT_FREE},
-      {anon, BH_REPORT_NONE},     {mfd, BH_REPORT_PUNCH},     {mfd, BH_REPORT_DONTNEED},
+  const struct {
+    struct bh_arena *a;
+    bh_report_mode_t m;
+  } ok[] = {
+      {sim, BH_REPORT_NONE},  {anon, BH_REPORT_DONTNEED}, {anon, BH_REPORT_FREE},
+      {anon, BH_REPORT_NONE}, {mfd, BH_REPORT_PUNCH},     {mfd, BH_REPORT_DONTNEED},
   };
   for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
     assert_int_equal(bh__reporter_create(ok[i].a, ok[i].m, &r), 0);
@@ -148,13 +151,16 @@ static void test_invalid_batches(void **state) {
   assert_int_equal(bh__reporter_create(a, BH_REPORT_DONTNEED, &r), 0);
   fake_fill(a, 0, 1024);
   const uint64_t last = a->nr_pages - 1;
-  const struct { bh_report_range_t v[2]; int err; } bad[] = {
-      {{{0, 0}, {1, 1}}, BH_EALIGN},         /* pfn 1 is not order-1 aligned */
-      {{{0, 0}, {last + 1, 0}}, BH_EFAULT},  /* past the end */
+  const struct {
+    bh_report_range_t v[2];
+    int err;
+  } bad[] = {
+      {{{0, 0}, {1, 1}}, BH_EALIGN},        /* pfn 1 is not order-1 aligned */
+      {{{0, 0}, {last + 1, 0}}, BH_EFAULT}, /* past the end */
       {{{0, 0}, {a->nr_pages - 512, 10}}, BH_EALIGN},
-      {{{1, 0}, {0, 15}}, BH_EFAULT},        /* aligned, larger than the arena */
-      {{{0, 9}, {256, 8}}, BH_EINVAL},       /* overlap */
-      {{{8, 3}, {8, 3}}, BH_EINVAL},         /* the same block twice */
+      {{{1, 0}, {0, 15}}, BH_EFAULT},  /* aligned, larger than the arena */
+      {{{0, 9}, {256, 8}}, BH_EINVAL}, /* overlap */
+      {{{8, 3}, {8, 3}}, BH_EINVAL},   /* the same block twice */
       {{{0, 0}, {0, BH_ORDER_LIMIT + 1}}, BH_EINVAL},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
@@ -395,7 +401,11 @@ static void test_refault_accounting(void **state) {
 /* Concurrent reports of disjoint pages: every counter and bit adds up. */
 #define THREADS 4
 #define REPORTS 200
-struct worker { bh__reporter_t *r; unsigned id; int err; };
+struct worker {
+  bh__reporter_t *r;
+  unsigned id;
+  int err;
+};
 
 static void *report_worker(void *p) {
   struct worker *w = p;
@@ -438,18 +448,12 @@ static void test_concurrent_reports(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_mode_names),
-      cmocka_unit_test(test_create_refusals),
-      cmocka_unit_test(test_coalesce_dontneed),
-      cmocka_unit_test(test_coalesce_dontneed_thp),
-      cmocka_unit_test(test_invalid_batches),
-      cmocka_unit_test(test_large_batches),
-      cmocka_unit_test(test_punch_memfd),
-      cmocka_unit_test(test_dontneed_memfd_only_unmaps),
-      cmocka_unit_test(test_madv_free),
-      cmocka_unit_test(test_none_counts_only),
-      cmocka_unit_test(test_sim_none),
-      cmocka_unit_test(test_refault_accounting),
+      cmocka_unit_test(test_mode_names),         cmocka_unit_test(test_create_refusals),
+      cmocka_unit_test(test_coalesce_dontneed),  cmocka_unit_test(test_coalesce_dontneed_thp),
+      cmocka_unit_test(test_invalid_batches),    cmocka_unit_test(test_large_batches),
+      cmocka_unit_test(test_punch_memfd),        cmocka_unit_test(test_dontneed_memfd_only_unmaps),
+      cmocka_unit_test(test_madv_free),          cmocka_unit_test(test_none_counts_only),
+      cmocka_unit_test(test_sim_none),           cmocka_unit_test(test_refault_accounting),
       cmocka_unit_test(test_concurrent_reports),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
