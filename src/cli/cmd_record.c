@@ -18,8 +18,8 @@
  * tracing_on=0; then the events go into the native trace.
  *
  * While the command runs, a thread drains every cpu's `per_cpu/cpuN/trace_pipe_raw` (consuming
- * reads of whole ring buffer sub-buffers, tracefs_cpu_read, and tracefs_cpu_flush for the last
- * ones) into one nameless temporary file per cpu, so the ring buffer only has to hold what
+ * reads of whole ring buffer sub-buffers, tracefs_cpu_buffered_read, and tracefs_cpu_flush for the
+ * last ones) into one nameless temporary file per cpu, so the ring buffer only has to hold what
  * arrives between two reads rather than the whole run: a busy machine makes millions of page
  * events a minute.  The kernel formats no text.  Afterwards the sub-buffers are decoded with
  * libtraceevent through the running kernel's own event formats (kmem_decode.c, shared with the
@@ -47,6 +47,7 @@
 #endif
 
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -366,7 +367,13 @@ static void spool_page(drain_t *d, cpu_spool_t *c, int n) {
 static int drain_cpu(drain_t *d, cpu_spool_t *c, int max, bool flush) {
   int got = 0;
   while (!max || got < max) {
-    int n = flush ? tracefs_cpu_flush(c->tcpu, d->buf) : tracefs_cpu_read(c->tcpu, d->buf, true);
+    /* Full sub-buffers only while the command runs (buffered_read splices, and the kernel's
+     * splice hands out full pages): a read() would hand out the page in use however little
+     * it holds, and a spool on tmpfs allocates a page for every page it is given, which is an
+     * event, which a read() hands out as a page of its own, and so on until the spool's
+     * filesystem is full.  The partly filled pages come with the flush, after tracing. */
+    int n = flush ? tracefs_cpu_flush(c->tcpu, d->buf)
+                  : tracefs_cpu_buffered_read(c->tcpu, d->buf, true);
     if (n <= 0)
       break; /* empty for now (EAGAIN), or nothing more */
     spool_page(d, c, n);
@@ -393,9 +400,10 @@ static void *drain_main(void *arg) {
 /* A nameless temporary file (a killed recorder leaves none behind); -1 with errno. */
 static int spool_open(void) {
   const char *tmp = getenv("TMPDIR");
-  char path[64];
-  snprintf(path, sizeof(path), "%s/buddyhint-record-XXXXXX",
-           tmp && strlen(tmp) < 32 ? tmp : "/tmp");
+  char path[PATH_MAX];
+  if (!tmp || !*tmp || strlen(tmp) > sizeof(path) - sizeof("/buddyhint-record-XXXXXX"))
+    tmp = "/tmp";
+  snprintf(path, sizeof(path), "%s/buddyhint-record-XXXXXX", tmp);
   int fd = mkostemp(path, O_CLOEXEC);
   if (fd >= 0)
     unlink(path);
