@@ -46,6 +46,16 @@ scols = "#000000 #E69F00 #56B4E9 #009E73 #D55E00 #0072B2 #CC79A7 #999999"
 scol(i) = word(scols, (i - 1) % 8 + 1)
 sdt(i) = (i - 1) % 5 + 1
 
+# A pipe that reads CSV f with every sample but the first of its series preceded by the
+# previous sample's values at the new sample's time, so that "with lines" draws the steps.
+# "with steps" would draw the same shape, but the cairo terminals start the dash pattern
+# afresh on every step, which turns long dash patterns solid on densely sampled series.
+# keycol: the column naming the series in a long-format file (0 for one series); the time is
+# the column after it.
+stepped(f, keycol) = sprintf("< awk -F, -v OFS=, -v k=%d '/^#/ { next } !h { h = 1; print; next } \
+  { key = k ? $k : \"\"; if (key in prev) { n = split(prev[key], a, \",\"); a[k + 1] = $(k + 1); \
+    l = a[1]; for (j = 2; j <= n; j++) l = l \",\" a[j]; print l } print; prev[key] = $0 }' '%s'", keycol, f)
+
 # The distinct values of CSV column `col` of file f, in order of appearance, space separated.
 distinct(f, col) = system(sprintf("grep -v '^#' '%s' | tail -n +2 | cut -d, -f%d | awk '!s[$0]++' | tr '\\n' ' '", f, col))
 # The first line of f that is not a comment, split by the caller with words() after subst.

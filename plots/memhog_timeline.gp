@@ -23,8 +23,11 @@ do for [g=1:words(starts)] {
   set arrow 10 + g from first x, graph 0 to first x, graph 1 nohead dt 3 lc rgb "#888888"
   set label 10 + g sprintf("memhog in guest %d", g) at first x, graph 0.97 offset 0.5,0 left tc rgb "#555555" font ",9"
 }
-# one strategy's samples of the repetition, whatever the order of the rows
-sel(k) = sprintf("< grep -v '^#' '%s' | tail -n +2 | awk -F, '$1 == %d && $2 == \"%s\"'", input, rep, k)
-# the samples as steps (each holds until the next), a dash pattern per strategy
+# one strategy's samples of the repetition, whatever the order of the rows, each but the
+# first preceded by the previous sample's values at its time: drawn "with lines", they are
+# steps (each sample holds until the next) whose dash pattern stays visible (see stepped())
+sel(k) = sprintf("< grep -v '^#' '%s' | tail -n +2 | awk -F, -v OFS=, '$1 == %d && $2 == \"%s\" \
+  { if (p != \"\") { n = split(p, a, \",\"); a[3] = $3; l = a[1]; for (j = 2; j <= n; j++) l = l \",\" a[j]; \
+    print l } print; p = $0 }'", input, rep, k)
 plot for [i=1:words(kinds)] sel(word(kinds, i)) using 3:4 \
-     with steps lw 2.5 dt sdt(i) lc rgb kcol(word(kinds, i)) title word(kinds, i)
+     with lines lw 2.5 dt sdt(i) lc rgb kcol(word(kinds, i)) title word(kinds, i)

@@ -12,13 +12,18 @@ set title sprintf("Free memory per order over time\n%s", label) noenhanced
 set xlabel "time (s, the replay's virtual clock)"
 set ylabel "order (block = 2^{order} pages of 4 KiB)"
 set cblabel "free memory in blocks of this order (MiB)"
-set yrange [-0.5:maxo + 0.5]
+# Each cell overlaps its neighbours by about a pixel: cells that only touch show the background
+# through the anti-aliased seam between them, as thin white lines.  The ranges hold the cells
+# whole, as gnuplot leaves a cell that sticks out of them out of the colour scale.
+ox = (STATS_max - STATS_min + dt) / width
+oy = (maxo + 1.0) / height
+set yrange [-0.5 - oy:maxo + 0.5 + oy]
 set ytics 1
-set xrange [STATS_min - dt/2:STATS_max + dt/2]
+set xrange [STATS_min - dt/2 - ox:STATS_max + dt/2 + ox]
 set logscale cb
 set palette defined (0 "#fff7bc", 1 "#fec44f", 2 "#d95f0e", 3 "#993404", 4 "#3f007d")
 set grid noxtics noytics
 unset key
 mib(k) = column(6 + k) * 2**k / 256.0
-plot for [k=0:maxo] input using 1:(k):(dt/2):(0.5):(mib(k) > 0 ? mib(k) : NaN) \
+plot for [k=0:maxo] input using 1:(k):(dt/2 + ox):(0.5 + oy):(mib(k) > 0 ? mib(k) : NaN) \
      with boxxyerror fs solid 1.0 noborder lc palette

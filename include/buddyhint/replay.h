@@ -157,6 +157,10 @@ typedef struct bh_replay_fidelity {
   /* pageblocks of the wrong type: sum over zones and types of |predicted - recorded| over
    * twice the recorded pageblocks */
   double pageblock_error;
+  /* free blocks reported (PageReported) at the end: the end snapshot's free map against the
+   * arena, matched by pfn and order; only where the free map records reporting */
+  bool reported_present;
+  uint64_t reported_recorded, reported_predicted, reported_matched;
 } bh_replay_fidelity_t;
 
 /* How often the arena chose the very block the kernel chose, overall and per order and the
@@ -172,23 +176,26 @@ typedef struct bh_replay_summary {
   char trace[512], strategy[64], backing[16], report_mode[16], trace_format[32];
   uint64_t events, allocs, frees, alloc_failures, unknown_frees, skipped_lines;
   uint64_t malformed_lines, trace_failed_allocs, split_frees, orders_too_large;
-  uint64_t lost_frees;     /* a recorded pfn allocated again while still live: freed for it */
-  uint64_t batched_dups;   /* mm_page_free_batched events repeating an mm_page_free */
-  uint64_t gaps_shortened; /* gaps between events cut to BH_REPLAY_MAX_GAP_NS */
-  uint64_t time_reversals; /* events timestamped before an earlier event (played at its time) */
-  uint64_t lost_events;    /* events the recording lost, as the trace says (bh_trace_counts_t) */
-  char layout[16];         /* "machine" or "default" */
-  char start_state[16];    /* "kpageflags", "counts" or "empty" */
-  char placement[16];      /* "allocator" or "trace" */
-  uint64_t pretrace_frees; /* frees of memory the start state holds allocated before the trace
-                              (played as frees; without a start state they are unknown_frees) */
-  uint64_t start_conflicts;         /* allocations of blocks the start state holds allocated */
+  uint64_t lost_frees;      /* a recorded pfn allocated again while still live: freed for it */
+  uint64_t batched_dups;    /* mm_page_free_batched events repeating an mm_page_free */
+  uint64_t gaps_shortened;  /* gaps between events cut to BH_REPLAY_MAX_GAP_NS */
+  uint64_t time_reversals;  /* events timestamped before an earlier event (played at its time) */
+  uint64_t lost_events;     /* events the recording lost, as the trace says (bh_trace_counts_t) */
+  char layout[16];          /* "machine" or "default" */
+  char start_state[16];     /* "kpageflags", "counts" or "empty" */
+  char placement[16];       /* "allocator" or "trace" */
+  uint64_t pretrace_frees;  /* frees of memory the start state holds allocated before the trace
+                               (played as frees; without a start state they are unknown_frees) */
+  uint64_t start_conflicts; /* allocations of blocks the start state holds allocated */
   uint64_t placement_conflicts;     /* --placement trace: recorded block not free in the arena */
   uint64_t start_pcp_pages;         /* pages the start state put on pcp lists */
   uint64_t start_unplaced_blocks;   /* counts start: free blocks that found no place */
   uint64_t start_unexplained_pages; /* first allocated by the trace, allocated in the start */
   uint64_t start_repaired_pages;    /* free in the free map, but first freed by the trace: the
                                        start state holds them allocated */
+  /* free blocks the free map records as reported (PG_reported) that start reported, and those
+   * that are not free blocks of that order in the start state (repaired, or not bubble) */
+  uint64_t start_reported_blocks, start_reported_missed;
   /* events while the start snapshot was read that it had already seen: an allocation of a
    * block it holds allocated (that block is the allocation), a free of one it holds free */
   uint64_t window_events;

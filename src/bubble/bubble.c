@@ -153,11 +153,14 @@ static void bub_notify(void *state, bh_zone_t *z, uint64_t pfn, unsigned order) 
   bub_request(b);
 }
 
-/* hwm only: a reported block leaves a free list (its flag is still visible here). */
+/* hwm only: a reported block leaves a free list (its flag is still visible here).  A block
+ * may carry the flag without having been counted: a replay starts the blocks its machine had
+ * reported already with it (the count then runs low, and requests come early, not never). */
 static void bub_del(void *state, bh_zone_t *z, uint64_t pfn, unsigned order, int reason) {
   struct bubble *b = state;
-  if (bh_block_reported(z, pfn))
-    b->zones[bh_zone_index(z)].reported[order]--;
+  uint64_t *rep = &b->zones[bh_zone_index(z)].reported[order];
+  if (bh_block_reported(z, pfn) && *rep)
+    (*rep)--;
 }
 
 /* ---- one pass ---- */

@@ -3,11 +3,18 @@
 #include "cli/replay_opts.h"
 #include "cli/run_json.h"
 
+#include "trace/replay_shared.h"
+
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define MAX_RUNS 16
+#define MAX_JOBS 4096 /* -j; more than MAX_RUNS is as many as there are runs */
 
 static void help(FILE *f) {
   fprintf(f,
@@ -24,7 +31,12 @@ static void help(FILE *f) {
           "  --strategies LIST     comma-separated strategy names (with options, see above)\n"
           "  --csv FILE            one CSV row per run, nested fields as dotted columns\n"
           "  --timeline FILE       every run's samples over virtual time as one CSV, the\n"
-          "                        run's label in its first column, \"run\"\n%s",
+          "                        run's label in its first column, \"run\"\n"
+          "  -j, --jobs N          runs at a time, each in a process of its own (default:\n"
+          "                        the CPUs online; 1 runs them one after another here).\n"
+          "                        The trace is read once for all of them; the results are\n"
+          "                        the same whatever N, but for wall_seconds, cpu_seconds\n"
+          "                        and minflt\n%s",
           bh_cli_replay_help);
 }
 
@@ -160,6 +172,7 @@ static int parse_list(const bh_cli_replay_t *c, char *list, struct run_spec *spe
 /* compare's own options and outputs */
 struct compare_args {
   const char *list, *csv_path, *timeline_path;
+  unsigned jobs; /* -j: runs at a time (0: the CPUs online) */
 };
 
 /* Appends one run's timeline CSV (header and samples) to out, each line prefixed with the
@@ -187,95 +200,223 @@ static void timeline_append(FILE *out, const char *buf, size_t len, const char *
   }
 }
 
-static int run_all(bh_cli_replay_t *c, const char *trace, char *list,
-                   const struct compare_args *a) {
-  bh_replay_summary_t *runs = calloc(MAX_RUNS, sizeof(*runs));
-  struct run_spec *specs = calloc(MAX_RUNS, sizeof(*specs));
-  char(*labels)[64] = calloc(MAX_RUNS, sizeof(*labels));
-  bh_cli_run_info_t *infos = calloc(MAX_RUNS, sizeof(*infos));
-  bh_replay_config_t *cfgs = calloc(MAX_RUNS, sizeof(*cfgs));
-  FILE *json = NULL, *csv = NULL, *timeline = NULL;
-  char *tl_buf = NULL;
-  size_t tl_len = 0;
-  bool tl_header = false;
-  const uint64_t given_memory = c->cfg.memory_bytes;
-  const unsigned given_cpus = c->cfg.arena.nr_cpus;
-  int n = 0, nspecs = 0, rc = BH_EXIT_OK;
-  bool failed = false; /* a replay could not run: the JSON would be partial */
-  if (!runs || !specs || !labels || !infos || !cfgs) {
-    rc = BH_EXIT_FAIL;
-    goto out;
+/* One run's outcome.  A run in a process of its own writes it into memory shared with this
+ * one (MAP_SHARED), where it is read when the process has ended. */
+struct row {
+  bool done; /* the run reported (e and, if 0, s) */
+  int e;     /* 0, or the run's BH_E* error, described in err */
+  char err[1024];
+  bh_replay_summary_t s;
+};
+
+/* The first pass over the trace, once for every run but jemalloc's (NULL *sh if none). */
+static int share_trace(const bh_cli_replay_t *c, const struct run_spec *specs, int nspecs,
+                       const char *trace, bh__replay_shared_t **sh) {
+  *sh = NULL;
+  int own = 0;
+  for (int i = 0; i < nspecs; i++)
+    own += !bh_cli_is_baseline(specs[i].name);
+  if (!own)
+    return 0;
+  if (c->cfg.progress)
+    fprintf(stderr, "compare: reading %s\n", trace);
+  bh_replay_config_t cfg = c->cfg;
+  cfg.trace = trace;
+  cfg.timeline = NULL;
+  char err[1024];
+  int e = bh__replay_share(&cfg, sh, err, sizeof(err));
+  if (!e)
+    return 0;
+  fprintf(stderr, "buddyhint compare: %s\n", err[0] ? err : bh_strerror(e));
+  return e == BH_ENOMEM || e == BH_ESYS ? BH_EXIT_FAIL : BH_EXIT_USAGE;
+}
+
+/* What every run of a compare shares: the runs' settings, the trace's first pass, the jobs. */
+struct plan {
+  const bh_cli_replay_t *c;
+  const struct run_spec *specs;
+  const bh_replay_config_t *cfgs; /* per run: its settings (without a timeline) */
+  const char *trace;
+  bh__replay_shared_t *sh; /* the kept events (share_trace), NULL if no run replays here */
+  int share_rc;            /* share_trace's exit status: no run but jemalloc's if not 0 */
+  int nspecs;
+  unsigned jobs;
+  bool timeline;
+};
+
+/* Runs row i, its timeline samples to tl (or NULL). */
+static void run_row(const struct plan *p, int i, FILE *tl, struct row *out) {
+  const struct run_spec *sp = &p->specs[i];
+  bh_replay_config_t cfg = p->cfgs[i];
+  cfg.timeline = tl;
+  out->err[0] = '\0';
+  int e = bh_cli_is_baseline(sp->name) /* jemalloc, in a process of its own */
+              ? bh_cli_baseline_run(&cfg, sp->name, &out->s, out->err, sizeof(out->err))
+              : bh__replay_run_shared(&cfg, p->sh, &out->s, out->err, sizeof(out->err));
+  if (tl && fflush(tl) && !e) {
+    snprintf(out->err, sizeof(out->err), "timeline: %s", strerror(errno));
+    e = BH_ESYS;
   }
-  /* every entry is checked before the first replay starts, and the output opened */
-  const char *inputs[] = {trace, NULL};
-  bh_cli_set_inputs(inputs);
-  if ((rc = parse_list(c, list, specs, labels, &nspecs)) == 0)
-    rc = bh_cli_open_out("compare", c->json_path, &json);
-  if (!rc)
-    rc = bh_cli_open_out("compare", a->csv_path, &csv);
-  if (!rc)
-    rc = bh_cli_open_out("compare", a->timeline_path, &timeline);
-  bh_cli_set_inputs(NULL);
-  char sha[65] = "";
-  uint64_t bytes = 0;
-  if (!rc && (json || csv))
-    bh_cli_trace_sha256(trace, sha, &bytes);
-  /* with an output on standard output, the table goes to standard error */
-  FILE *tty = json == stdout || csv == stdout || timeline == stdout ? stderr : stdout;
-  for (int i = 0; i < nspecs && rc == BH_EXIT_OK; i++) {
-    struct run_spec *sp = &specs[i];
-    c->cfg.hint.strategy = sp->name;
-    c->cfg.hint.opts = sp->opts;
-    c->cfg.hint.nopts = sp->nopts;
-    c->cfg.trace = trace;
-    cfgs[i] = c->cfg; /* the run's settings as given, for its provenance */
-    cfgs[i].memory_bytes = given_memory;
-    cfgs[i].arena.nr_cpus = given_cpus;
-    infos[i] = (bh_cli_run_info_t){.cfg = &cfgs[i], .trace = trace, .bytes = bytes};
-    memcpy(infos[i].sha256, sha, sizeof(sha));
+  if (!e && !bh_cli_is_baseline(sp->name)) /* jemalloc names its run with every setting */
+    snprintf(out->s.strategy, sizeof(out->s.strategy), "%s", sp->label);
+  out->e = e;
+  out->done = true;
+}
+
+/* A row that could not run. */
+static void row_fail(struct row *out, int e, const char *what) {
+  snprintf(out->err, sizeof(out->err), "%s: %s", what, strerror(errno));
+  out->e = e;
+  out->done = true;
+}
+
+/* The rows one after another in this process (-j 1), each timeline in memory; the rows after
+ * a failed one are not run. */
+static void run_serial(struct plan *p, struct row *rows, char **tl_buf, size_t *tl_len) {
+  if ((p->share_rc = share_trace(p->c, p->specs, p->nspecs, p->trace, &p->sh)))
+    return;
+  for (int i = 0; i < p->nspecs; i++) {
     FILE *tl = NULL;
-    if (timeline && !(tl = open_memstream(&tl_buf, &tl_len))) {
-      rc = BH_EXIT_FAIL;
-      failed = true;
-      break;
+    if (p->timeline && !(tl = open_memstream(&tl_buf[i], &tl_len[i]))) {
+      row_fail(&rows[i], BH_ENOMEM, "timeline");
+      return;
     }
-    c->cfg.timeline = tl;
-    char err[1024];
-    if (c->cfg.progress)
-      fprintf(stderr, "compare: %s\n", sp->label);
-    int e = bh_cli_is_baseline(sp->name) /* jemalloc, in a process of its own */
-                ? bh_cli_baseline_run(&c->cfg, sp->name, &runs[n], err, sizeof(err))
-                : bh_replay_run(&c->cfg, &runs[n], err, sizeof(err));
-    c->cfg.timeline = NULL;
-    if (tl && fclose(tl) && !e)
-      e = BH_ENOMEM;
-    if (tl && !e) { /* a jemalloc run may have no timeline: it adds no rows */
-      timeline_append(timeline, tl_buf, tl_len, sp->label, !tl_header);
-      tl_header |= tl_len > 0;
-    }
-    free(tl_buf);
-    tl_buf = NULL;
-    if (e) {
-      fprintf(stderr, "%s\n", err[0] ? err : bh_strerror(e));
-      rc = e == BH_ENOMEM || e == BH_ESYS ? BH_EXIT_FAIL : BH_EXIT_USAGE;
-      failed = true;
-      break;
-    }
-    if (!bh_cli_is_baseline(sp->name)) { /* jemalloc names its run with every setting */
-      snprintf(runs[n].strategy, sizeof(runs[n].strategy), "%s", sp->label);
-      /* the next replays get the arena this one sized: they skip the sizing pass over the
-       * trace, and their arena is the same */
-      if (!c->cfg.memory_bytes)
-        c->cfg.memory_bytes = runs[n].memory_bytes;
-      if (!c->cfg.arena.nr_cpus)
-        c->cfg.arena.nr_cpus = (unsigned)runs[n].nr_cpus;
-    }
-    if (runs[n].check_violations)
-      rc = BH_EXIT_FAIL;
-    if (!n)
-      bh_cli_warn_lost("compare", &runs[n]);
-    n++;
+    if (p->c->cfg.progress)
+      fprintf(stderr, "compare: %s\n", p->specs[i].label);
+    run_row(p, i, tl, &rows[i]);
+    if (tl && fclose(tl) && !rows[i].e)
+      row_fail(&rows[i], BH_ENOMEM, "timeline");
+    if (rows[i].e || rows[i].s.check_violations)
+      return;
   }
+}
+
+/* Starts row i in a process of its own; its timeline goes to a temporary file (*tl). */
+static pid_t start_row(const struct plan *p, int i, struct row *rows, FILE **tl) {
+  if (p->timeline && !(*tl = tmpfile())) {
+    row_fail(&rows[i], BH_ESYS, "timeline: a temporary file");
+    return -1;
+  }
+  if (p->c->cfg.progress)
+    fprintf(stderr, "compare: %s\n", p->specs[i].label);
+  fflush(stdout); /* nothing buffered is written twice */
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid == 0) { /* the run, and nothing else: no exit handlers, no buffers of the parent */
+    run_row(p, i, *tl, &rows[i]);
+    _exit(0);
+  }
+  if (pid < 0)
+    row_fail(&rows[i], BH_ESYS, "cannot start a process for the run");
+  return pid;
+}
+
+/* Row i's process ended with status st: its row is filled in, or says why not. */
+static void end_row(struct row *r, int st) {
+  if (WIFSIGNALED(st)) {
+    snprintf(r->err, sizeof(r->err), "the run was killed by signal %d (%s)", WTERMSIG(st),
+             strsignal(WTERMSIG(st)));
+    r->e = BH_ESYS;
+  } else if (!r->done || WEXITSTATUS(st)) {
+    snprintf(r->err, sizeof(r->err), "the run ended (status %d) without a result", WEXITSTATUS(st));
+    r->e = BH_ESYS;
+  }
+  r->done = true;
+}
+
+/* Reads a row's timeline back from its temporary file: 0, or -1. */
+static int timeline_read(FILE *tl, char **buf, size_t *len) {
+  int fd = fileno(tl);
+  off_t size = lseek(fd, 0, SEEK_END);
+  *buf = size >= 0 ? malloc((size_t)size + 1) : NULL;
+  *len = 0;
+  while (*buf && *len < (size_t)size) {
+    ssize_t n = pread(fd, *buf + *len, (size_t)size - *len, (off_t)*len);
+    if (n == 0 || (n < 0 && errno != EINTR))
+      break;
+    *len += n > 0 ? (size_t)n : 0;
+  }
+  return *buf && *len == (size_t)size ? 0 : -1;
+}
+
+/*
+ * The rows in processes of their own: jemalloc's first, beside the others and not counted in
+ * p->jobs (most of such a run is its real-time idle), then the others p->jobs at a time, in
+ * their order.  After a row that failed or found check violations, no row after it in the
+ * list is started; those before it still run, so that the rows -j 1 would print are there.
+ */
+static void run_parallel(struct plan *p, struct row *rows, char **tl_buf, size_t *tl_len) {
+  pid_t pid[MAX_RUNS] = {0};
+  FILE *tl[MAX_RUNS] = {0};
+  int order[MAX_RUNS], n = 0, pos = 0, running = 0, own = 0, stop_at = p->nspecs;
+  for (int pass = 0; pass < 2; pass++)
+    for (int i = 0; i < p->nspecs; i++)
+      if (bh_cli_is_baseline(p->specs[i].name) == !pass)
+        order[n++] = i;
+  for (;;) {
+    while (pos < n && order[pos] >= stop_at)
+      pos++;
+    /* the trace is read here once the jemalloc runs, which read it themselves, are started */
+    if (pos < n && !bh_cli_is_baseline(p->specs[order[pos]].name) && !p->sh && !p->share_rc &&
+        (p->share_rc = share_trace(p->c, p->specs, p->nspecs, p->trace, &p->sh))) {
+      stop_at = 0; /* no more runs */
+      continue;
+    }
+    if (pos < n && (bh_cli_is_baseline(p->specs[order[pos]].name) || own < (int)p->jobs)) {
+      int i = order[pos++];
+      pid[i] = start_row(p, i, rows, &tl[i]);
+      if (pid[i] > 0) {
+        running++;
+        own += !bh_cli_is_baseline(p->specs[i].name);
+      } else if (i + 1 < stop_at) {
+        stop_at = i + 1;
+      }
+      continue;
+    }
+    if (!running)
+      break;
+    int st, i = 0;
+    pid_t q = waitpid(-1, &st, 0);
+    if (q < 0 && errno == EINTR)
+      continue;
+    if (q < 0) { /* cannot happen while our own processes run: they are given up */
+      for (i = 0; i < p->nspecs; i++)
+        if (pid[i] > 0)
+          row_fail(&rows[i], BH_ESYS, "waitpid");
+      break;
+    }
+    while (i < p->nspecs && pid[i] != q)
+      i++;
+    if (i == p->nspecs)
+      continue; /* not a run's */
+    end_row(&rows[i], st);
+    pid[i] = 0;
+    running--;
+    own -= !bh_cli_is_baseline(p->specs[i].name);
+    if (tl[i]) {
+      if (!rows[i].e && timeline_read(tl[i], &tl_buf[i], &tl_len[i]))
+        row_fail(&rows[i], BH_ESYS, "timeline: reading it back");
+      fclose(tl[i]);
+      tl[i] = NULL;
+    }
+    if ((rows[i].e || rows[i].s.check_violations) && i + 1 < stop_at)
+      stop_at = i + 1;
+  }
+  for (int i = 0; i < MAX_RUNS; i++)
+    if (tl[i])
+      fclose(tl[i]);
+}
+
+/* The number of CPUs online, the default of -j. */
+static unsigned online_cpus(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (unsigned)n : 1;
+}
+
+/* Writes the outputs of rows [0, n) that ran: the table, and unless failed, the files. */
+static int outputs(const bh_replay_summary_t *runs, const bh_cli_run_info_t *infos, int n,
+                   bool failed, FILE *tty, FILE *json, FILE *csv, FILE *timeline, int rc,
+                   const char *trace) {
   if (n) {
     fprintf(tty, "trace %s (%s), %.0f MiB arena, %s backing, %lu events, %.1f s virtual\n", trace,
             runs[0].trace_format, mib(runs[0].memory_bytes), runs[0].backing,
@@ -307,7 +448,116 @@ static int run_all(bh_cli_replay_t *c, const char *trace, char *list,
     rc |= bh_cli_close_out(csv);
     rc |= bh_cli_close_out(timeline);
   }
+  return rc;
+}
+
+/* An error of a run, with the run's name. */
+static int run_error(const char *label, const struct row *r) {
+  const char *msg = r->err[0] ? r->err : bh_strerror(r->e);
+  if (!strncmp(msg, "compare: ", 9)) /* the baseline's messages say compare already */
+    msg += 9;
+  fprintf(stderr, "buddyhint compare: %s: %s\n", label, msg);
+  return r->e == BH_ENOMEM || r->e == BH_ESYS ? BH_EXIT_FAIL : BH_EXIT_USAGE;
+}
+
+static int run_all(bh_cli_replay_t *c, const char *trace, char *list,
+                   const struct compare_args *a) {
+  struct row *rows = mmap(NULL, MAX_RUNS * sizeof(*rows), PROT_READ | PROT_WRITE,
+                          MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  bh_replay_summary_t *runs = calloc(MAX_RUNS, sizeof(*runs));
+  struct run_spec *specs = calloc(MAX_RUNS, sizeof(*specs));
+  char(*labels)[64] = calloc(MAX_RUNS, sizeof(*labels));
+  bh_cli_run_info_t *infos = calloc(MAX_RUNS, sizeof(*infos));
+  bh_replay_config_t *cfgs = calloc(MAX_RUNS, sizeof(*cfgs));
+  char *tl_buf[MAX_RUNS] = {0};
+  size_t tl_len[MAX_RUNS] = {0};
+  bh__replay_shared_t *sh = NULL;
+  FILE *json = NULL, *csv = NULL, *timeline = NULL;
+  int n = 0, nspecs = 0, rc = BH_EXIT_OK;
+  bool failed = false; /* a replay could not run: the JSON would be partial */
+  if (rows == MAP_FAILED)
+    rows = NULL;
+  if (!rows || !runs || !specs || !labels || !infos || !cfgs) {
+    rc = BH_EXIT_FAIL;
+    goto out;
+  }
+  /* every entry is checked before the first replay starts, and the output opened */
+  const char *inputs[] = {trace, NULL};
+  bh_cli_set_inputs(inputs);
+  if ((rc = parse_list(c, list, specs, labels, &nspecs)) == 0)
+    rc = bh_cli_open_out("compare", c->json_path, &json);
+  if (!rc)
+    rc = bh_cli_open_out("compare", a->csv_path, &csv);
+  if (!rc)
+    rc = bh_cli_open_out("compare", a->timeline_path, &timeline);
+  bh_cli_set_inputs(NULL);
+  char sha[65] = "";
+  uint64_t bytes = 0;
+  if (!rc && (json || csv))
+    bh_cli_trace_sha256(trace, sha, &bytes);
+  /* with an output on standard output, the table goes to standard error */
+  FILE *tty = json == stdout || csv == stdout || timeline == stdout ? stderr : stdout;
+  for (int i = 0; !rc && i < nspecs; i++) { /* each run's settings, also its provenance */
+    cfgs[i] = c->cfg;
+    cfgs[i].hint.strategy = specs[i].name;
+    cfgs[i].hint.opts = specs[i].opts;
+    cfgs[i].hint.nopts = specs[i].nopts;
+    cfgs[i].trace = trace;
+    cfgs[i].timeline = NULL;
+    infos[i] = (bh_cli_run_info_t){.cfg = &cfgs[i], .trace = trace, .bytes = bytes};
+    memcpy(infos[i].sha256, sha, sizeof(sha));
+  }
+  bool ran = !rc, tl_header = false;
+  if (ran) {
+    struct plan p = {.c = c,
+                     .specs = specs,
+                     .cfgs = cfgs,
+                     .trace = trace,
+                     .nspecs = nspecs,
+                     .jobs = a->jobs ? a->jobs : online_cpus(),
+                     .timeline = timeline != NULL};
+    /* --dump: every run writes the same files, which the first run to finish would get; one
+     * after another, the second run refuses the files of the first before it replays */
+    if (p.jobs > 1 && nspecs > 1 && !c->cfg.dump_dir)
+      run_parallel(&p, rows, tl_buf, tl_len);
+    else
+      run_serial(&p, rows, tl_buf, tl_len);
+    sh = p.sh;
+    rc = p.share_rc;
+    failed = rc != 0;
+  }
+  /* in the rows' order, as -j 1 runs them: the runs up to the first that failed or found
+   * check violations (-j 1 runs none after it), and every failure */
+  for (int i = 0; ran && i < nspecs; i++) {
+    if (!rows[i].done)
+      continue;
+    if (rows[i].e) {
+      int e = run_error(specs[i].label, &rows[i]);
+      rc = failed ? rc : e;
+      failed = true;
+      continue;
+    }
+    if (failed)
+      continue;
+    runs[n] = rows[i].s;
+    if (timeline && tl_len[i]) /* a jemalloc run may have no timeline: it adds no rows */
+      timeline_append(timeline, tl_buf[i], tl_len[i], specs[i].label, !tl_header);
+    tl_header |= tl_len[i] > 0;
+    if (!n)
+      bh_cli_warn_lost("compare", &runs[n]);
+    n++;
+    if (runs[n - 1].check_violations) {
+      rc = BH_EXIT_FAIL;
+      break;
+    }
+  }
+  rc = outputs(runs, infos, n, failed, tty, json, csv, timeline, rc, trace);
 out:
+  for (int i = 0; i < MAX_RUNS; i++)
+    free(tl_buf[i]);
+  bh__replay_shared_free(sh);
+  if (rows)
+    munmap(rows, MAX_RUNS * sizeof(*rows));
   free(infos);
   free(cfgs);
   free(runs);
@@ -324,7 +574,22 @@ static int compare_opt(int argc, char **argv, int *i, void *ctx) {
     bh_cli_usage_error("compare", "'%s' is for replay; compare takes --strategies", a);
     return -1;
   }
-  int r = bh_cli_opt(argc, argv, i, "strategies", &ca->list);
+  const char *v;
+  int r = bh_cli_short_opt("compare", argc, argv, i, "-j", &v);
+  if (!r)
+    r = bh_cli_opt(argc, argv, i, "jobs", &v);
+  if (r > 0) {
+    uint64_t j;
+    if (bh_cli_parse_u64(v, 1, MAX_JOBS, &j)) {
+      bh_cli_usage_error("compare", "-j: '%s' is not a number of runs at a time in 1..%d", v,
+                         MAX_JOBS);
+      return -1;
+    }
+    ca->jobs = (unsigned)j;
+    return 1;
+  }
+  if (!r)
+    r = bh_cli_opt(argc, argv, i, "strategies", &ca->list);
   if (!r)
     r = bh_cli_opt(argc, argv, i, "csv", &ca->csv_path);
   if (!r)

@@ -28,6 +28,13 @@
  * not yet initialised, whose pages are in no zone yet) are absent: those with KPF_NOPAGE, then
  * from the zone's end those without free or flagged pages, as many as the counts say.
  *
+ * Reported blocks.  Free page reporting marks a block it has handed to the host PageReported
+ * (mm/page_reporting.c, page_reporting_drain), and the flag stays until the block leaves its
+ * free list (__del_page_from_free_list clears it).  PG_reported is PG_uptodate, which means
+ * nothing else on a buddy page (include/linux/page-flags.h), and kpageflags copies it as
+ * KPF_UPTODATE (fs/proc/page.c): a free block whose head has it has been reported already,
+ * and the kernel's reporting skips it until it is allocated or merged.
+ *
  * Text ("@start/freemap"):
  *   freemap 1
  *   skew PAGES
@@ -39,12 +46,17 @@
  *                         absent) and how many pageblocks in a row, e.g. "M1528 U3 -512"
  *   M GAP COUNT           COUNT allocated pages that looked movable, GAP pages after the end
  *                         of the previous M line's (the start snapshot only)
+ *   reported N            N free blocks were reported, listed in R lines (a later addition: a
+ *                         map with neither says nothing of reporting)
+ *   R GAP ORDER [COUNT]   COUNT reported free blocks, as F but GAP from the end of the previous
+ *                         R line's blocks; each must be one of the F lines' blocks
  */
 #include "trace/machine_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#define KPF_UPTODATE (1ull << 3)
 #define KPF_LRU (1ull << 5)
 #define KPF_SLAB (1ull << 7)
 #define KPF_BUDDY (1ull << 10)
@@ -159,6 +171,60 @@ static uint64_t layout_end(const bh_machine_t *m) {
   return (end + pb - 1) & ~(pb - 1);
 }
 
+/* Appends run to *runs (*n used of *cap): 0 or BH_ENOMEM. */
+static int fm_push(bh_block_run_t **runs, size_t *n, size_t *cap, bh_block_run_t run) {
+  if (*n == *cap) {
+    size_t c = *cap ? *cap * 2 : 64;
+    bh_block_run_t *q = realloc(*runs, c * sizeof(*q));
+    if (!q)
+      return BH_ENOMEM;
+    *runs = q;
+    *cap = c;
+  }
+  (*runs)[(*n)++] = run;
+  return 0;
+}
+
+/* The first reported block that is not one of the free blocks (both in pfn order), or
+ * UINT64_MAX if every one is. */
+static uint64_t fm_unlisted_reported(const bh__snap_t *sn, size_t nf) {
+  size_t i = 0;
+  uint64_t k = 0; /* the free block i, k */
+  for (size_t r = 0; r < sn->nr_reported_runs; r++) {
+    const bh_block_run_t *rr = &sn->reported_runs[r];
+    for (uint64_t j = 0; j < rr->count; j++) {
+      uint64_t pfn = rr->pfn + (j << rr->order);
+      for (; i < nf; i++, k = 0) {
+        const bh_block_run_t *f = &sn->free_runs[i];
+        if (pfn < f->pfn + ((uint64_t)f->count << f->order)) {
+          if (pfn >= f->pfn)
+            k = (pfn - f->pfn) >> f->order;
+          break;
+        }
+      }
+      if (i == nf)
+        return pfn;
+      const bh_block_run_t *f = &sn->free_runs[i];
+      if (f->order != rr->order || f->pfn + (k << f->order) != pfn)
+        return pfn;
+    }
+  }
+  return UINT64_MAX;
+}
+
+const bh_block_run_t *bh__machine_reported_runs(const bh_machine_t *m, int which, size_t *n,
+                                                bool *known) {
+  *n = 0;
+  if (known)
+    *known = false;
+  if (!m || which < 0 || which >= BH_NR_SNAPS || !m->snaps[which].pub.have_freemap)
+    return NULL;
+  if (known)
+    *known = m->snaps[which].reported_known;
+  *n = m->snaps[which].nr_reported_runs;
+  return *n ? m->snaps[which].reported_runs : NULL;
+}
+
 #define FM_FAIL(...) (rc = bh__machine_fail(err, errlen, BH_EFORMAT, __VA_ARGS__))
 
 int bh__freemap_parse(bh_machine_t *m, int which, const char *text, size_t len, char *err,
@@ -173,7 +239,7 @@ int bh__freemap_parse(bh_machine_t *m, int which, const char *text, size_t len, 
                             sec);
   unsigned pbo = m->info.pageblock_order, maxo = m->info.max_order;
   uint64_t end_pfn = layout_end(m), npb = end_pfn >> pbo;
-  size_t fcap = 256, mcap = 256, nf = 0, nm = 0;
+  size_t fcap = 256, mcap = 256, rcap = 0, nf = 0, nm = 0;
   sn->free_runs = malloc(fcap * sizeof(*sn->free_runs));
   sn->movable_runs = malloc(mcap * sizeof(*sn->movable_runs));
   sn->pageblock_mt = malloc(npb ? npb : 1);
@@ -184,7 +250,7 @@ int bh__freemap_parse(bh_machine_t *m, int which, const char *text, size_t len, 
   memset(sn->pageblock_mt, BH_PB_ABSENT, npb);
   const char *s = text, *e = text + len, *l, *le;
   int line = 0, rc = 0;
-  uint64_t last_free = 0, last_mov = 0, v, pfn, n;
+  uint64_t last_free = 0, last_mov = 0, last_rep = 0, v, pfn, n, reported = 0, nrep = 0;
   while (!rc && bh__next_line(&s, e, &l, &le)) {
     line++;
     const char *p = fm_skip(l, le);
@@ -196,11 +262,11 @@ int bh__freemap_parse(bh_machine_t *m, int which, const char *text, size_t len, 
       continue;
     }
     char kind = *p;
-    if (!fm_end(p + 1, le) && kind != 's' && kind != 't') {
+    if (!fm_end(p + 1, le) && kind != 's' && kind != 't' && kind != 'r') {
       FM_FAIL("%s:%d: unknown line", sec, line);
       break;
     }
-    if (kind == 's' || kind == 't') { /* skew N, type_error N */
+    if (kind == 's' || kind == 't' || kind == 'r') { /* skew N, type_error N, reported N */
       const char *k = p;
       while (p < le && *p != ' ')
         p++;
@@ -210,6 +276,10 @@ int bh__freemap_parse(bh_machine_t *m, int which, const char *text, size_t len, 
         sn->pub.freemap_skew_pages = v;
       else if ((size_t)(p - k) == 10 && !memcmp(k, "type_error", 10))
         sn->pub.freemap_type_error_pages = v;
+      else if ((size_t)(p - k) == 8 && !memcmp(k, "reported", 8)) {
+        sn->reported_known = true;
+        reported = v;
+      }
       continue;
     }
     p = fm_skip(p + 1, le);
@@ -217,15 +287,15 @@ int bh__freemap_parse(bh_machine_t *m, int which, const char *text, size_t len, 
       FM_FAIL("%s:%d: bad pfn", sec, line);
       break;
     }
-    if (kind == 'F' || kind == 'M') { /* a gap after the previous line's run */
-      uint64_t base = kind == 'F' ? last_free : last_mov;
+    if (kind == 'F' || kind == 'M' || kind == 'R') { /* a gap after the previous line's run */
+      uint64_t base = kind == 'F' ? last_free : kind == 'R' ? last_rep : last_mov;
       if (pfn > UINT64_MAX / 2 - base) {
         FM_FAIL("%s:%d: bad pfn", sec, line);
         break;
       }
       pfn += base;
     }
-    if (kind == 'F') {
+    if (kind == 'F' || kind == 'R') {
       uint64_t order, count = 1;
       if (!fm_end(p = fm_dec(fm_skip(p, le), le, &order), le) || order > maxo) {
         FM_FAIL("%s:%d: bad order", sec, line);
@@ -245,16 +315,15 @@ int bh__freemap_parse(bh_machine_t *m, int which, const char *text, size_t len, 
                 (unsigned long)pfn);
         break;
       }
-      if (nf == fcap) {
-        bh_block_run_t *q = realloc(sn->free_runs, (fcap *= 2) * sizeof(*q));
-        if (!q) {
-          rc = BH_ENOMEM;
-          break;
-        }
-        sn->free_runs = q;
+      bh_block_run_t run = {pfn, (uint32_t)count, (uint8_t)order};
+      if (kind == 'F') {
+        rc = fm_push(&sn->free_runs, &nf, &fcap, run);
+        last_free = pfn + (count << order);
+      } else {
+        rc = fm_push(&sn->reported_runs, &sn->nr_reported_runs, &rcap, run);
+        last_rep = pfn + (count << order);
+        nrep += count;
       }
-      sn->free_runs[nf++] = (bh_block_run_t){pfn, (uint32_t)count, (uint8_t)order};
-      last_free = pfn + (count << order);
     } else if (kind == 'M') {
       if (!fm_end(p = fm_dec(fm_skip(p, le), le, &n), le) || !n || pfn + n > end_pfn ||
           pfn + n < pfn) {
@@ -299,6 +368,14 @@ int bh__freemap_parse(bh_machine_t *m, int which, const char *text, size_t len, 
   }
   if (!rc && line == 0)
     FM_FAIL("%s: empty", sec);
+  uint64_t stray;
+  if (!rc && nrep && !sn->reported_known) /* R lines say it: a count is only a check */
+    sn->reported_known = true;
+  else if (!rc && nrep != reported)
+    FM_FAIL("%s: R lines name %lu blocks, 'reported' says %lu", sec, (unsigned long)nrep,
+            (unsigned long)reported);
+  else if (!rc && (stray = fm_unlisted_reported(sn, nf)) != UINT64_MAX)
+    FM_FAIL("%s: reported block at %#lx is not one of the free blocks", sec, (unsigned long)stray);
   if (rc) {
     bh__snap_free_map(sn);
     return rc;
@@ -479,10 +556,47 @@ static int add_free_run(struct zone_work *w, size_t *cap, uint64_t a, uint64_t b
   return 0;
 }
 
+/* The free map's text as it is derived, zone by zone. */
+struct fm_text {
+  struct sbuf f, r;        /* F lines, R lines */
+  uint64_t last_f, last_r; /* the end of the previous F line's blocks, R line's */
+  uint64_t reported;       /* blocks in R lines */
+  uint64_t skew, type_err; /* doubled */
+};
+
+/* Runs of one order of w's free blocks into the text: F lines of all of them, R lines of
+ * those whose head kpageflags marks reported (KPF_UPTODATE on a buddy head is PG_reported). */
+static void emit_blocks(const struct zone_work *w, const uint64_t *flags, struct fm_text *out) {
+  for (int rep = 0; rep < 2; rep++) {
+    struct sbuf *b = rep ? &out->r : &out->f;
+    uint64_t *last = rep ? &out->last_r : &out->last_f;
+    for (size_t i = 0; i < w->nb;) {
+      uint64_t pfn = w->blocks[i] >> 8, order = w->blocks[i] & 0xff, c = 1;
+      if (rep && !(flags[pfn] & KPF_UPTODATE)) {
+        i++;
+        continue;
+      }
+      while (i + c < w->nb && (w->blocks[i + c] & 0xff) == order &&
+             (w->blocks[i + c] >> 8) == pfn + (c << order) &&
+             (!rep || (flags[pfn + (c << order)] & KPF_UPTODATE)))
+        c++;
+      if (c > 1)
+        sb_printf(b, "%c %lu %lu %lu\n", rep ? 'R' : 'F', (unsigned long)(pfn - *last),
+                  (unsigned long)order, (unsigned long)c);
+      else
+        sb_printf(b, "%c %lu %lu\n", rep ? 'R' : 'F', (unsigned long)(pfn - *last),
+                  (unsigned long)order);
+      *last = pfn + (c << order);
+      if (rep)
+        out->reported += c;
+      i += c;
+    }
+  }
+}
+
 /* The pageblock types and free blocks of zone zi into the text; evidence from flags. */
 static int derive_zone(bh_machine_t *m, int which, int zi, const uint64_t *flags, uint64_t n,
-                       uint8_t *pbt, struct sbuf *fb, uint64_t *last_end, uint64_t *skew,
-                       uint64_t *type_err) {
+                       uint8_t *pbt, struct fm_text *out) {
   const bh_machine_zone_t *z = &m->info.zones[zi];
   const bh_snapshot_t *snap = &m->snaps[which].pub;
   unsigned pbo = m->info.pageblock_order, maxo = m->info.max_order;
@@ -592,20 +706,7 @@ static int derive_zone(bh_machine_t *m, int which, int zi, const uint64_t *flags
   assign_types(&w, pbo);
   for (size_t i = 0; i < w.nu; i++)
     memset(pbt + (w.u[i].pb - pb0), w.u[i].type, w.u[i].size);
-  /* free blocks into the text, runs of one order */
-  for (size_t i = 0; i < w.nb;) {
-    uint64_t pfn = w.blocks[i] >> 8, order = w.blocks[i] & 0xff, c = 1;
-    while (i + c < w.nb && (w.blocks[i + c] & 0xff) == order &&
-           (w.blocks[i + c] >> 8) == pfn + (c << order))
-      c++;
-    if (c > 1)
-      sb_printf(fb, "F %lu %lu %lu\n", (unsigned long)(pfn - *last_end), (unsigned long)order,
-                (unsigned long)c);
-    else
-      sb_printf(fb, "F %lu %lu\n", (unsigned long)(pfn - *last_end), (unsigned long)order);
-    *last_end = pfn + (c << order);
-    i += c;
-  }
+  emit_blocks(&w, flags, out);
   /* what the map says against buddyinfo and pagetypeinfo */
   int64_t hist[BH_SNAP_TYPES][BH_ORDER_LIMIT + 1];
   memset(hist, 0, sizeof(hist));
@@ -620,12 +721,12 @@ static int derive_zone(bh_machine_t *m, int which, int zi, const uint64_t *flags
       all += hist[t][o];
       if (w.have_counts) {
         int64_t d = hist[t][o] - (int64_t)w.counts->nr_free_mt[t][o];
-        *type_err += (uint64_t)(d < 0 ? -d : d) << o;
+        out->type_err += (uint64_t)(d < 0 ? -d : d) << o;
       }
     }
     if (snap->have_buddyinfo) {
       int64_t d = all - (int64_t)snap->zones[zi].nr_free[o];
-      *skew += (uint64_t)(d < 0 ? -d : d) << o;
+      out->skew += (uint64_t)(d < 0 ? -d : d) << o;
     }
   }
   free(w.u);
@@ -646,19 +747,22 @@ int bh__freemap_derive(bh_machine_t *m, int which, const uint64_t *flags, const 
   if (!pbt)
     return BH_ENOMEM;
   memset(pbt, BH_PB_ABSENT, npb);
-  struct sbuf fb = {0}, out = {0};
-  uint64_t skew = 0, type_err = 0, last_end = 0;
+  struct sbuf out = {0};
+  struct fm_text ft;
+  memset(&ft, 0, sizeof(ft));
   int rc = 0;
   for (int zi = 0; !rc && zi < m->info.nr_zones; zi++) {
     const bh_machine_zone_t *z = &m->info.zones[zi];
-    rc = derive_zone(m, which, zi, flags, n, pbt + (z->start_pfn >> pbo), &fb, &last_end, &skew,
-                     &type_err);
+    rc = derive_zone(m, which, zi, flags, n, pbt + (z->start_pfn >> pbo), &ft);
   }
   if (!rc) {
-    sb_printf(&out, "freemap 1\nskew %lu\ntype_error %lu\n", (unsigned long)(skew / 2),
-              (unsigned long)(type_err / 2));
-    if (fb.p)
-      sb_printf(&out, "%s", fb.p);
+    sb_printf(&out, "freemap 1\nskew %lu\ntype_error %lu\nreported %lu\n",
+              (unsigned long)(ft.skew / 2), (unsigned long)(ft.type_err / 2),
+              (unsigned long)ft.reported);
+    if (ft.f.p)
+      sb_printf(&out, "%s", ft.f.p);
+    if (ft.r.p)
+      sb_printf(&out, "%s", ft.r.p);
     /* pageblock types, 64 runs a line */
     for (uint64_t b = 0; b < npb;) {
       int runs = 0;
@@ -696,7 +800,10 @@ int bh__freemap_derive(bh_machine_t *m, int which, const uint64_t *flags, const 
       rc = BH_ENOMEM;
   }
   free(pbt);
-  free(fb.p);
+  free(ft.f.p);
+  free(ft.r.p);
+  if (ft.f.oom || ft.r.oom)
+    rc = rc ? rc : BH_ENOMEM;
   if (rc) {
     free(out.p);
     return rc;

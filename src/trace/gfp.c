@@ -262,15 +262,38 @@ int bh_gfp_format(uint32_t gfp, char *buf, size_t size) {
   return (int)len;
 }
 
+/* The memo slot of a gfp text: its length and its first and last (up to) 8 bytes, mixed. */
+static unsigned gfp_memo_slot(const char *s, size_t n) {
+  uint64_t a = 0, b = 0;
+  size_t k = n < 8 ? n : 8;
+  memcpy(&a, s, k);
+  memcpy(&b, s + n - k, k);
+  uint64_t x = ((a * 0x9e3779b97f4a7c15ull) ^ b ^ n) * 0xff51afd7ed558ccdull;
+  return (unsigned)(x >> 60);
+}
+
 int bh__gfp_parse_cached(bh__tparse_t *p, const char *s, size_t n, uint32_t *gfp) {
   if (n == p->gfp_len && n && memcmp(s, p->gfp_text, n) == 0) {
     *gfp = p->gfp_bits;
     p->gfp_unknown += (uint64_t)p->gfp_unknown_last;
     return p->gfp_unknown_last;
   }
-  int r = bh_gfp_parse(s, n, gfp);
-  if (r < 0)
-    return r;
+  struct bh__gfp_memo *m = &p->gfp_memo[gfp_memo_slot(s, n)];
+  int r;
+  if (m->len == n && n && memcmp(s, m->text, n) == 0) { /* len 0 is an empty entry */
+    *gfp = m->bits;
+    r = m->unknown;
+  } else {
+    r = bh_gfp_parse(s, n, gfp);
+    if (r < 0)
+      return r;
+    if (n <= sizeof(m->text)) {
+      memcpy(m->text, s, n);
+      m->len = n;
+      m->bits = *gfp;
+      m->unknown = r;
+    }
+  }
   p->gfp_unknown += (uint64_t)r;
   if (n <= sizeof(p->gfp_text)) {
     memcpy(p->gfp_text, s, n);

@@ -123,6 +123,10 @@ void bh__snap_free_map(bh__snap_t *s) {
   free(s->free_runs);
   free(s->pageblock_mt);
   free(s->movable_runs);
+  free(s->reported_runs);
+  s->reported_runs = NULL;
+  s->nr_reported_runs = 0;
+  s->reported_known = false;
   s->free_runs = NULL;
   s->pageblock_mt = NULL;
   s->movable_runs = NULL;

@@ -26,6 +26,11 @@ typedef struct bh__snap {
   bh_block_run_t *free_runs;
   uint8_t *pageblock_mt;
   bh_page_run_t *movable_runs;
+  /* free blocks the kernel had reported (PG_reported, R lines), in pfn order: each one of
+   * free_runs' blocks */
+  bh_block_run_t *reported_runs;
+  size_t nr_reported_runs;
+  bool reported_known; /* the map says which blocks were reported (a "reported" line) */
 } bh__snap_t;
 
 struct bh_machine {
@@ -78,5 +83,10 @@ int bh__freemap_parse(bh_machine_t *m, int which, const char *text, size_t len, 
 int bh__freemap_derive(bh_machine_t *m, int which, const uint64_t *flags, const uint64_t *count,
                        uint64_t n, char **text, char *err, size_t errlen);
 void bh__snap_free_map(bh__snap_t *s);
+/* The free blocks snapshot which's free map records as reported (PG_reported), in pfn order;
+ * their number in *n (0 and NULL without any).  *known (may be NULL): whether the map says
+ * which blocks were reported at all (maps written before it did hold no R lines). */
+const bh_block_run_t *bh__machine_reported_runs(const bh_machine_t *m, int which, size_t *n,
+                                                bool *known);
 
 #endif

@@ -169,6 +169,13 @@ static bool is_null_page(const char *s, size_t n) {
   }
   if (n == 0)
     return false;
+  /* a word of eight '0' at a time: the hashed pointers of real traces start with eight */
+  for (; n >= 8; s += 8, n -= 8) {
+    uint64_t x;
+    memcpy(&x, s, 8);
+    if (x != 0x3030303030303030ull)
+      return false;
+  }
   for (size_t i = 0; i < n; i++)
     if (s[i] != '0')
       return false;
@@ -181,10 +188,10 @@ static bool is_null_page(const char *s, size_t n) {
 
 /* Where the parts of an event line are. */
 struct kline {
-  size_t ts, ts_end;    /* timestamp [ts, ts_end) */
-  size_t ev, ev_end;    /* event name without the trailing ':' and the "kmem:" prefix */
-  size_t args;          /* first byte after the event name's ':' */
-  bool prefixed;        /* the event name had a "system:" prefix */
+  size_t ts, ts_end; /* timestamp [ts, ts_end) */
+  size_t ev, ev_end; /* event name without the trailing ':' and the "kmem:" prefix */
+  size_t args;       /* first byte after the event name's ':' */
+  bool prefixed;     /* the event name had a "system:" prefix */
 };
 
 /*
@@ -432,8 +439,7 @@ static int bad_value(bh__tparse_t *p, const char *what, const char *v, const cha
 static inline bool field_end(const char *q, const char *e) { return q && (q == e || is_blank(*q)); }
 
 /* A gfp flags word at v: the text of the last one is compared first, without a scan. */
-static inline const char *gfp_value(bh__tparse_t *p, const char *v, const char *e,
-                                    uint32_t *gfp) {
+static inline const char *gfp_value(bh__tparse_t *p, const char *v, const char *e, uint32_t *gfp) {
   size_t n = p->gfp_len;
   if (n && (size_t)(e - v) >= n && memcmp(v, p->gfp_text, n) == 0 && field_end(v + n, e)) {
     *gfp = p->gfp_bits;
@@ -518,13 +524,15 @@ static int parse_kernel_args(bh__tparse_t *p, const char *c, const char *e, bh_e
 
 /*
  * The fast path.  Nearly every line of a real trace has one of two shapes: the kernel's
- * "%16s-%-7d [%03d] FLAGS %5lu.%06lu: mm_page_alloc: page=%p pfn=0x%lx order=%d ..." (FLAGS
- * optional) or perf's "%16s %6d [%03d] %lu.%06lu: kmem:mm_page_alloc: ...", the kmem.h
+ * "%16s-%-7d [(%7d)] [%03d] FLAGS %5lu.%06lu: mm_page_alloc: page=%p pfn=0x%lx order=%d ..."
+ * (the tgid with options/record-tgid, FLAGS optional; the task name may hold blanks, dashes
+ * and ':') or perf's "%16s %6d [%03d] %lu.%06lu: kmem:mm_page_alloc: ...", the kmem.h
  * arguments in their printed order with one blank between them.  This reads just those and
  * gives up (FAST_NO) on anything else, the general parser above then starting over.  It only
  * takes lines the general parser reads the same way, with the same gfp cache updates, so no
- * event, count or message changes: where the two could differ (another ':' before the
- * timestamp, an integer timestamp, a (tgid), a PID/TID, other keys, other blanks) it gives up.
+ * event, count or message changes: where the two could differ (a ':' before the timestamp
+ * that find_timestamp could take, an integer timestamp, a PID/TID, other keys, other blanks)
+ * it gives up.
  *
  * The prefix is read on bitmasks: the first 64 bytes of the line, which hold everything up to
  * the timestamp's ':' in these shapes, are classified once (blank, digit, ':'), and each step
@@ -574,13 +582,13 @@ static inline int last_below(uint64_t m, int i) {
  * most significant in the lowest byte used, zeros in the bytes before it.  Pairs, then quads,
  * then the eight are combined: three multiply-adds instead of a loop.
  */
-static inline uint64_t dec8(uint64_t x) {
+HOT uint64_t dec8(uint64_t x) {
   x = (x * 10 + (x >> 8)) & 0x00ff00ff00ff00ffull;
   x = (x * 100 + (x >> 16)) & 0x0000ffff0000ffffull;
   return (x * 10000 + (x >> 32)) & 0xffffffffull;
 }
 
-static inline uint64_t hex8(uint64_t x) {
+HOT uint64_t hex8(uint64_t x) {
   x = (x << 4 | x >> 8) & 0x00ff00ff00ff00ffull;
   x = (x << 8 | x >> 16) & 0x0000ffff0000ffffull;
   return (x << 16 | x >> 32) & 0xffffffffull;
@@ -678,7 +686,7 @@ static inline bool fast_gfp(bh__tparse_t *p, const char *v, const char *e, uint3
 }
 
 /* s[0, n) is a line without NUL bytes and trailing blanks. */
-static int fast_kernel_line(bh__tparse_t *p, const char *s, size_t n, bh_event_t *ev) {
+HOT int fast_kernel_line(bh__tparse_t *p, const char *s, size_t n, bh_event_t *ev) {
   static const uint32_t frac_scale[10] = {0,     100000000, 10000000, 1000000, 100000,
                                           10000, 1000,      100,      10,      1};
   if (n < 64)
@@ -688,9 +696,12 @@ static int fast_kernel_line(bh__tparse_t *p, const char *s, size_t n, bh_event_t
   uint64_t nb = ~m.blank, nd = ~m.digit;
   /* not a comment; the first ':' ends "SECONDS.FRACTION" after a blank, with 1 to 10 digits of
    * seconds (the ns cannot overflow) and 1 to 9 decimals */
-  if (!m.colon || !nb || s[__builtin_ctzll(nb)] == '#')
+  /* a ':' without a blank after it or a digit before it (in "kworker/0:1", "memfd:x") is one
+   * find_timestamp passes over too */
+  uint64_t colon = m.colon & m.blank >> 1 & m.digit << 1;
+  if (!colon || !nb || s[__builtin_ctzll(nb)] == '#')
     return FAST_NO;
-  int ic = __builtin_ctzll(m.colon), t = last_below(nd, ic);
+  int ic = __builtin_ctzll(colon), t = last_below(nd, ic);
   if (t < 0 || t == ic - 1 || ic - 1 - t > 9 || s[t] != '.' || ic + 1 == (int)n || s[ic + 1] != ' ')
     return FAST_NO;
   int t2 = last_below(nd, t);
@@ -698,20 +709,21 @@ static int fast_kernel_line(bh__tparse_t *p, const char *s, size_t n, bh_event_t
     return FAST_NO;
   /* the event name */
   const char *e = s + n, *v = s + ic + 2, *q;
-  if ((q = KEY(v, e, "kmem:")))
-    v = q;
   int op;
-  if (!(v = KEY(v, e, "mm_page_")))
+  if ((q = KEY(v, e, "mm_page_")))
+    v = q;
+  else if (!(q = KEY(v, e, "kmem:")) || !(v = KEY(q, e, "mm_page_")))
     return FAST_NO;
-  if ((q = KEY(v, e, "alloc: ")))
+  /* the name and the first key in one compare where they fit in 16 bytes */
+  const char *page;
+  if ((page = KEY(v, e, "alloc: page=")))
     op = BH_EV_ALLOC;
-  else if ((q = KEY(v, e, "free: ")))
+  else if ((page = KEY(v, e, "free: page=")))
     op = BH_EV_FREE;
-  else if ((q = KEY(v, e, "free_batched: ")))
+  else if ((q = KEY(v, e, "free_batched:")) && (page = KEY(q, e, " page=")))
     op = BH_EV_FREE_BATCHED;
   else
     return FAST_NO;
-  const char *args = q - 1;
   memset(ev, 0, sizeof(*ev));
   ev->time_ns = digits_value(s, s + t2 + 1, s + t) * 1000000000u +
                 digits_value(s, s + t + 1, s + ic) * frac_scale[ic - 1 - t];
@@ -730,20 +742,39 @@ static int fast_kernel_line(bh__tparse_t *p, const char *s, size_t n, bh_event_t
     int k = pe - w - 2;
     if (k < 1 || k > 9 || s[pe - 1] != ']' || (nd >> (w + 1) & ((1ull << k) - 1)))
       return FAST_NO;
-    ev->cpu = (int32_t)digits_value(s, s + w + 1, s + pe - 1);
+    ev->cpu = k == 3 ? (s[w + 1] - '0') * 100 + (s[w + 2] - '0') * 10 + (s[w + 3] - '0')
+                     : (int32_t)digits_value(s, s + w + 1, s + pe - 1); /* "%03d" */
     pe = last_below(nb, w) + 1;
+  }
+  /* record-tgid's "(   1234)": skipped unread, as parse_prefix does */
+  if (pe > 0 && s[pe - 1] == ')') {
+    int o = pe - 2;
+    while (o >= 0 && s[o] != '(')
+      o--;
+    if (o < 0)
+      return FAST_NO;
+    pe = last_below(nb, o) + 1;
   }
   int d = last_below(nd, pe) + 1;
   if (d == 0 || d == pe || pe - d > 9 || (s[d - 1] != '-' && !(m.blank >> (d - 1) & 1)))
-    return FAST_NO; /* also a (tgid) or a PID/TID */
+    return FAST_NO; /* also a PID/TID */
   ev->pid = (int32_t)digits_value(s, s + d, s + pe);
   /* the arguments */
   uint64_t x;
   int64_t y;
-  if (!(v = KEY(args, e, " page=")))
-    return FAST_NO;
-  q = e - v > 16 && v[16] == ' ' && above_blank16(v) ? v + 16 : word_end(v, e);
-  bool null_page = q > v && (*v == '0' || *v == '(') && is_null_page(v, (size_t)(q - v));
+  v = page;
+  bool null_page;
+  if (e - v > 16 && v[16] == ' ' && above_blank16(v)) { /* %p's 16 hex digits */
+    uint64_t a, b;
+    memcpy(&a, v, 8);
+    memcpy(&b, v + 8, 8);
+    const uint64_t zeros = 0x3030303030303030ull; /* "00000000" */
+    null_page = a == zeros ? b == zeros : v[1] == 'x' || v[1] == 'X' ? is_null_page(v, 16) : false;
+    q = v + 16;
+  } else {
+    q = word_end(v, e);
+    null_page = q > v && (*v == '0' || *v == '(') && is_null_page(v, (size_t)(q - v));
+  }
   if (!(v = KEY(q, e, " pfn=")) || !((q = swar_num(v, e, &x)) || (q = scan_num(v, e, &x))))
     return FAST_NO;
   ev->pfn = x;
@@ -767,15 +798,11 @@ static int fast_kernel_line(bh__tparse_t *p, const char *s, size_t n, bh_event_t
   return BH__LINE_EVENT;
 }
 
-int bh__parse_kernel_line(bh__tparse_t *p, const char *s, size_t n, bool nul, bh_event_t *ev,
-                          bh__kline_shape_t *shape) {
-  while (n > 0 && (is_blank(s[n - 1]) || s[n - 1] == '\r'))
-    n--;
-  if (!shape && !nul) {
-    int r = fast_kernel_line(p, s, n, ev);
-    if (bh__trace_likely(r != FAST_NO))
-      return r;
-  }
+/* The general parser: s[0, n) is a line without trailing blanks.  Kept out of line so that a
+ * line the fast path takes does not pay for its frame. */
+static __attribute__((noinline)) int general_kernel_line(bh__tparse_t *p, const char *s, size_t n,
+                                                         bool nul, bh_event_t *ev,
+                                                         bh__kline_shape_t *shape) {
   size_t f = (size_t)(blanks_end(s, s + n) - s);
   if (f == n || s[f] == '#')
     return BH__LINE_OTHER;
@@ -814,6 +841,20 @@ int bh__parse_kernel_line(bh__tparse_t *p, const char *s, size_t n, bool nul, bh
   return r;
 }
 
+int bh__parse_kernel_line(bh__tparse_t *p, const char *s, size_t n, bool nul, bh_event_t *ev,
+                          bh__kline_shape_t *shape) {
+  while (n > 0 && (is_blank(s[n - 1]) || s[n - 1] == '\r'))
+    n--;
+  if (!shape && !nul) {
+    int r = fast_kernel_line(p, s, n, ev);
+    if (bh__trace_likely(r != FAST_NO)) {
+      p->fast_lines++;
+      return r;
+    }
+  }
+  return general_kernel_line(p, s, n, nul, ev, shape);
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* Native text                                                                               */
 /* ---------------------------------------------------------------------------------------- */
@@ -849,7 +890,8 @@ static int parse_native_key(bh__tparse_t *p, const char *c, const char *e, bh_ev
     q = word_end(c, e);
     const char *eq = memchr(c, '=', (size_t)(q - c));
     if (!eq)
-      return malformed(p, "expected key=value, got '%s'", shown(c, (size_t)(q - c), sb, sizeof(sb)));
+      return malformed(p, "expected key=value, got '%s'",
+                       shown(c, (size_t)(q - c), sb, sizeof(sb)));
     return malformed(p, "unknown key '%s'", shown(c, (size_t)(eq - c), sb, sizeof(sb)));
   }
   *end = q;

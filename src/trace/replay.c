@@ -17,6 +17,7 @@
 #include "trace/attrib.h"
 #include "trace/pfnmap.h"
 #include "trace/replay_machine.h"
+#include "trace/replay_shared.h"
 #include "trace/trace_internal.h"
 #include "trace/json.h"
 
@@ -411,7 +412,8 @@ static int lost_check(struct replay *r, uint64_t lost) {
   return BH_EFORMAT;
 }
 
-static int first_pass(struct replay *r, struct scan *sc) {
+/* keep_all: keep the events of a binary trace too (for several replays: bh__replay_share) */
+static int first_pass(struct replay *r, struct scan *sc, bool keep_all) {
   bh_trace_t *t;
   int err = open_trace(r, &t);
   if (err)
@@ -426,7 +428,7 @@ static int first_pass(struct replay *r, struct scan *sc) {
   memset(sc, 0, sizeof(*sc));
   sc->pfn_lo = UINT64_MAX;
   /* binary records are read in place about as fast as kept events would be played */
-  st.keep = (once || bh_trace_format(t) != BH_TRACE_NATIVE_BINARY) && st.keep_max;
+  st.keep = (once || keep_all || bh_trace_format(t) != BH_TRACE_NATIVE_BINARY) && st.keep_max;
   enum { BATCH = 256 };
   bh_event_t evs[BATCH];
   while ((err = scan_some(t, evs, BATCH, &st)) > 0)
@@ -1151,6 +1153,8 @@ static int setup(struct replay *r, const struct scan *sc) {
             bh_hint_last_error()[0] ? bh_hint_last_error() : bh_strerror(err));
     return err;
   }
+  if (r->shape && hc.strategy && !strcmp(hc.strategy, "bubble"))
+    bh__rm_start_reported(&r->rm, r->arena, r->s);
   if (cfg->reports) {
     fprintf(cfg->reports, "time_s,pfn,order\n");
     r->hint->on_report = on_report;
@@ -1465,8 +1469,95 @@ static void finish(struct replay *r) {
     check(r);
 }
 
+/* ---- one first pass for several replays ---- */
+
+struct bh__replay_shared {
+  struct scan sc;         /* kept: the events, or NULL */
+  uint32_t *fe;           /* each page's first event (bh__first_events_t.fe), or NULL */
+  uint64_t fe_pages;      /* its entries */
+  bh__origins_t *origins; /* --by: the origins the kept events name, or NULL */
+};
+
+/* A replay's first pass taken from sh: true, or false when sh does not fit (the replay then
+ * makes its own).  The kept events and the origins stay sh's (borrowed: sc->kept is
+ * sh->sc.kept, and r->origins sh->origins when there are kept events). */
+static bool use_shared(struct replay *r, const bh__replay_shared_t *sh, struct scan *sc) {
+  if (r->rm.fe.fe && (!sh->fe || sh->fe_pages != r->rm.fe.nr_pages))
+    return false;
+  if (sh->sc.kept && !r->origins != !sh->origins)
+    return false;
+  if (r->rm.fe.fe)
+    memcpy(r->rm.fe.fe, sh->fe, sh->fe_pages * sizeof(*sh->fe));
+  *sc = sh->sc;
+  if (sc->kept && r->origins) { /* the origins the kept events name; the replay only reads them */
+    bh__origins_free(r->origins);
+    r->origins = sh->origins;
+  }
+  return true;
+}
+
+int bh__replay_share(const bh_replay_config_t *cfg, bh__replay_shared_t **out, char *err,
+                     size_t errlen) {
+  if (!cfg || !out || !cfg->trace)
+    return BH_EINVAL;
+  *out = NULL;
+  if (err && errlen)
+    err[0] = 0;
+  bh__replay_shared_t *sh = calloc(1, sizeof(*sh));
+  bh_replay_summary_t *s = calloc(1, sizeof(*s)); /* bh__rm_load's strings, not used */
+  struct replay r = {.cfg = cfg, .s = s, .err = err, .errlen = errlen};
+  int rc = sh && s ? 0 : BH_ENOMEM;
+  if (!rc)
+    rc = bh__rm_load(&r.rm, cfg, s, err, errlen);
+  if (!rc)
+    rc = bh__rm_want_first_events(&r.rm);
+  if (!rc && cfg->by != BH_BY_NONE) {
+    if (cfg->by > BH_BY_CALLSITE) {
+      set_err(&r, "unknown attribution %d", (int)cfg->by);
+      rc = BH_EINVAL;
+    } else if (!(r.origins = bh__origins_new())) {
+      rc = BH_ENOMEM;
+    }
+  }
+  if (!rc) {
+    /* binary records carry no origins in place: with --by only a text trace's are kept */
+    sh->sc = (struct scan){.first = UINT64_MAX, .once = !bh__rm_rereadable(cfg->trace)};
+    rc = first_pass(&r, &sh->sc, !r.origins);
+  }
+  if (!rc) {
+    sh->fe = r.rm.fe.fe;
+    sh->fe_pages = r.rm.fe.nr_pages;
+    r.rm.fe.fe = NULL;
+    if (sh->sc.kept) {
+      sh->origins = r.origins;
+      r.origins = NULL;
+    }
+    *out = sh;
+    sh = NULL;
+  }
+  bh__rm_free(&r.rm);
+  bh__origins_free(r.origins);
+  bh__replay_shared_free(sh);
+  free(s);
+  return rc;
+}
+
+void bh__replay_shared_free(bh__replay_shared_t *sh) {
+  if (!sh)
+    return;
+  free(sh->sc.kept);
+  free(sh->fe);
+  bh__origins_free(sh->origins);
+  free(sh);
+}
+
 int bh_replay_run(const bh_replay_config_t *cfg, bh_replay_summary_t *out, char *err,
                   size_t errlen) {
+  return bh__replay_run_shared(cfg, NULL, out, err, errlen);
+}
+
+int bh__replay_run_shared(const bh_replay_config_t *cfg, const bh__replay_shared_t *sh,
+                          bh_replay_summary_t *out, char *err, size_t errlen) {
   if (!cfg || !out || !cfg->trace)
     return BH_EINVAL;
   struct replay r = {.cfg = cfg, .s = out, .err = err, .errlen = errlen};
@@ -1515,8 +1606,11 @@ int bh_replay_run(const bh_replay_config_t *cfg, bh_replay_summary_t *out, char 
       rc = BH_ENOMEM;
     }
   }
-  if (!rc && !one_pass)
-    rc = first_pass(&r, &sc);
+  bool borrowed = false; /* sc.kept and r.origins are sh's */
+  if (!rc && sh)
+    borrowed = use_shared(&r, sh, &sc);
+  if (!rc && !borrowed && !one_pass)
+    rc = first_pass(&r, &sc, false);
   if (!rc)
     rc = setup(&r, &sc);
   if (!rc && r.origins) {
@@ -1539,12 +1633,14 @@ int bh_replay_run(const bh_replay_config_t *cfg, bh_replay_summary_t *out, char 
   bh__pfnmap_destroy(&r.map);
   bh__rm_free(&r.rm);
   free(r.moves);
-  free(sc.kept);
+  if (!borrowed)
+    free(sc.kept);
   free(r.touched);
   free(r.rev);
   if (r.attrib)
     bh__attrib_destroy(r.attrib);
-  bh__origins_free(r.origins);
+  if (!borrowed || !sc.kept || !r.origins)
+    bh__origins_free(r.origins);
   return rc;
 }
 
@@ -1610,6 +1706,8 @@ int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *f, int indent) {
   ju64(&w, "start_unplaced_blocks", s->start_unplaced_blocks);
   ju64(&w, "start_unexplained_pages", s->start_unexplained_pages);
   ju64(&w, "start_repaired_pages", s->start_repaired_pages);
+  ju64(&w, "start_reported_blocks", s->start_reported_blocks);
+  ju64(&w, "start_reported_missed", s->start_reported_missed);
   ju64(&w, "window_events", s->window_events);
   ju64(&w, "untraced_frees", s->untraced_frees);
   jdbl(&w, "virtual_seconds", s->virtual_seconds);

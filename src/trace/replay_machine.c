@@ -11,7 +11,11 @@
  */
 #include "trace/replay_machine.h"
 
+#include "buddy/internal.h"
 #include "trace/json.h"
+#include "trace/machine_internal.h"
+
+#include <buddyhint/strategy.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -197,9 +201,80 @@ int bh__rm_populate(bh__rmachine_t *rm, bh_arena_t *a, unsigned pcp_orders, uint
   return rc;
 }
 
+/*
+ * Marks the free block pfn of order reported in whichever zone holds it, at the tail of its
+ * free list, where page_reporting_drain() put it back (__putback_isolated_page): the
+ * allocator takes blocks from the head, unreported ones first.  It goes there as the kernel's
+ * reporting moved it, isolated and put back (which counts in the arena's isolate statistics).
+ * False if no zone has it as a free block of that order.
+ */
+static bool start_block_reported(bh_arena_t *a, uint64_t pfn, unsigned order) {
+  for (int i = 0; i < bh_arena_zone_count(a); i++) {
+    bh_zone_t *z = bh_arena_zone(a, i);
+    unsigned o;
+    bh_zone_lock(z);
+    bool found = bh_zone_free_block(z, pfn, &o, NULL) && o == order;
+    if (found && !bh_zone_isolate(z, pfn, order)) /* else (watermark): where it is */
+      bh_zone_putback(z, pfn, order, &found);
+    if (found)
+      bh_block_set_reported(z, pfn);
+    bh_zone_unlock(z);
+    if (found) {
+      if (a->discarded) /* the host has discarded it: its reuse is a refault */
+        bh__discard_mark(a, pfn, 1ull << order);
+      return true;
+    }
+  }
+  return false;
+}
+
+void bh__rm_start_reported(const bh__rmachine_t *rm, bh_arena_t *a, bh_replay_summary_t *s) {
+  size_t n = 0;
+  const bh_block_run_t *runs = rm->start == BH__START_KPAGEFLAGS
+                                   ? bh__machine_reported_runs(rm->m, BH_SNAP_START, &n, NULL)
+                                   : NULL;
+  for (size_t i = 0; i < n; i++)
+    for (uint64_t k = 0; k < runs[i].count; k++) {
+      uint64_t pfn = runs[i].pfn + (k << runs[i].order);
+      if (pfn < bh_arena_pages(a) && start_block_reported(a, pfn, runs[i].order))
+        s->start_reported_blocks++;
+      else
+        s->start_reported_missed++;
+    }
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* Fidelity                                                                                  */
 /* ---------------------------------------------------------------------------------------- */
+
+/* The arena's reported free blocks against the end snapshot's (its R lines). */
+static void end_reported(const bh__rmachine_t *rm, bh_arena_t *a, bh_replay_fidelity_t *f) {
+  size_t n;
+  bool known;
+  const bh_block_run_t *runs = bh__machine_reported_runs(rm->m, BH_SNAP_END, &n, &known);
+  if (!known)
+    return;
+  f->reported_present = true;
+  for (int i = 0; i < bh_arena_zone_count(a); i++) {
+    bh_zone_t *z = bh_arena_zone(a, i);
+    bh_zone_lock(z);
+    for (unsigned o = 0; o <= bh_arena_max_order(a); o++)
+      for (int mt = 0; mt < BH_MT_TYPES; mt++)
+        for (uint64_t p = bh_free_list_first(z, o, mt); p != BH_PFN_NONE;
+             p = bh_free_list_next(z, o, mt, p))
+          f->reported_predicted += bh_block_reported(z, p);
+    for (size_t r = 0; r < n; r++)
+      for (uint64_t k = 0; k < runs[r].count; k++) {
+        uint64_t pfn = runs[r].pfn + (k << runs[r].order);
+        unsigned o;
+        f->reported_matched +=
+            bh_zone_free_block(z, pfn, &o, NULL) && o == runs[r].order && bh_block_reported(z, pfn);
+      }
+    bh_zone_unlock(z);
+  }
+  for (size_t r = 0; r < n; r++)
+    f->reported_recorded += runs[r].count;
+}
 
 void bh__rm_fidelity(const bh__rmachine_t *rm, bh_arena_t *a, bh_replay_summary_t *s) {
   const bh_snapshot_t *e = rm->m ? bh_machine_snapshot(rm->m, BH_SNAP_END) : NULL;
@@ -250,6 +325,7 @@ void bh__rm_fidelity(const bh__rmachine_t *rm, bh_arena_t *a, bh_replay_summary_
                 (double)f->recorded_high_order_pages
           : 0;
   f->pageblock_error = pb_rec ? (double)pb_l1 / (2.0 * (double)pb_rec) : 0;
+  end_reported(rm, a, f);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -448,5 +524,10 @@ void bh__rm_json(FILE *f, const bh_replay_summary_t *s, const char *nl, int inde
               (unsigned long)fi->zones[i].pb_recorded[t]);
     fprintf(f, "}}");
   }
-  fprintf(f, "]}");
+  fprintf(f, "]");
+  if (fi->reported_present)
+    fprintf(f, ", \"reported_blocks\": {\"recorded\": %lu, \"predicted\": %lu, \"matched\": %lu}",
+            (unsigned long)fi->reported_recorded, (unsigned long)fi->reported_predicted,
+            (unsigned long)fi->reported_matched);
+  fprintf(f, "}");
 }

@@ -62,6 +62,13 @@ int bh__rm_configure(const bh__rmachine_t *rm, bh_config_t *ac, char *err, size_
 /* Gives the new arena its start state (before hinting is attached). */
 int bh__rm_populate(bh__rmachine_t *rm, bh_arena_t *a, unsigned pcp_orders, uint64_t seed,
                     bh_replay_summary_t *s, char *err, size_t errlen);
+/*
+ * After free page reporting (bubble) is attached: the start state's free blocks that the free
+ * map records as reported get PageReported, as page_reporting_drain left them, and their pages
+ * count as discarded by the host, so the strategy does not report them again and their reuse
+ * is a refault.  Counts into s->start_reported_blocks / _missed.
+ */
+void bh__rm_start_reported(const bh__rmachine_t *rm, bh_arena_t *a, bh_replay_summary_t *s);
 /* At the end of the trace: the fidelity against the end snapshot. */
 void bh__rm_fidelity(const bh__rmachine_t *rm, bh_arena_t *a, bh_replay_summary_t *s);
 /* Refuses a --dump directory whose files exist already (nothing is ever overwritten). */

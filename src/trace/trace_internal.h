@@ -97,10 +97,18 @@ typedef struct bh__tparse {
   size_t gfp_len;
   uint32_t gfp_bits;
   int gfp_unknown_last;
+  /* the masks before it, by a hash of their text: real traces interleave a dozen of them */
+  struct bh__gfp_memo {
+    char text[64];
+    size_t len; /* 0: empty */
+    uint32_t bits;
+    int unknown;
+  } gfp_memo[16];
   /* one-entry cache of bh_gfp_zone (a call into the allocator) for the same reason */
   uint64_t zone_key;      /* gfp + 1 (0: empty) */
   uint8_t zone;
   char why[192];          /* what is wrong with a malformed line */
+  uint64_t fast_lines;    /* kernel text lines the fast path read (the tests check its reach) */
 } bh__tparse_t;
 
 /* What the format sniffing learns from a kernel text line. */

@@ -11,6 +11,7 @@
 #include <buddyhint/machine.h>
 
 #include "buddy/internal.h"
+#include "trace/machine_internal.h"
 
 #define MDATA BH_SOURCE_DIR "/tests/trace/data/machine"
 
@@ -167,8 +168,17 @@ static char *dump(bh_arena_t *a, int (*fn)(bh_arena_t *, FILE *)) {
   return buf;
 }
 
+/* Whether the test's kernel has reported the free block at pfn of order: every other block of
+ * order 3 or above, by its pfn. */
+static bool test_reported(uint64_t pfn, unsigned order) {
+  return order >= 3 && ((pfn >> order) & 1);
+}
+
 /* kpageflags as the kernel would report the arena: every page of a free block KPF_BUDDY,
- * allocated pages flagged by their kind, pcp pages and pages of no zone 0 / KPF_NOPAGE. */
+ * allocated pages flagged by their kind, pcp pages and pages of no zone 0 / KPF_NOPAGE.
+ * PG_reported (KPF_UPTODATE) on the heads of test_reported() blocks; PG_uptodate also on
+ * allocated movable pages (page cache) and on the tails of other free blocks, where it says
+ * nothing of reporting. */
 static void write_kpageflags(bh_arena_t *a, const char *dir) {
   uint64_t *f = calloc(a->nr_pages, sizeof(uint64_t));
   for (uint64_t p = 0; p < a->nr_pages;) {
@@ -184,6 +194,12 @@ static void write_kpageflags(bh_arena_t *a, const char *dir) {
       n = 1;
     for (uint64_t i = p; i < p + n; i++)
       f[i] = v;
+    if ((pg->flags & BH__PG_BUDDY) && test_reported(p, pg->order))
+      f[p] |= 1ull << 3;
+    else if ((pg->flags & BH__PG_BUDDY) && n > 1)
+      f[p + 1] |= 1ull << 3;
+    else if ((pg->flags & BH__PG_ALLOC) && pg->mt == BH_MT_MOVABLE)
+      f[p] |= 1ull << 3;
     p += n;
   }
   char path[512];
@@ -192,6 +208,72 @@ static void write_kpageflags(bh_arena_t *a, const char *dir) {
   assert_int_equal(fwrite(f, sizeof(uint64_t), a->nr_pages, o), a->nr_pages);
   fclose(o);
   free(f);
+}
+
+static int parse_text(const char *t, bh_machine_t **m, char *err, size_t errlen) {
+  return bh_machine_parse(t, strlen(t), m, err, errlen);
+}
+
+/* A map without R lines and the "reported" line (as written before they existed) reads, with
+ * no reported blocks and reporting unknown; R lines must add up to the "reported" line and
+ * name free blocks.  Section line counts are kept by swapping one line for another. */
+static void test_reported_lines(const char *t, size_t tn, const bh_block_run_t *rep) {
+  char err[256], line[64];
+  bh_machine_t *m;
+  size_t n;
+  bool known = true;
+  /* old: the R lines and the reported line replaced by comments */
+  char *old = strdup(t);
+  for (char *p = old; (p = strstr(p, "\nR ")); p++)
+    p[1] = '#';
+  char *rl = strstr(old, "\nreported ");
+  assert_non_null(rl);
+  rl[1] = '#';
+  assert_int_equal(parse_text(old, &m, err, sizeof(err)), 0);
+  assert_true(bh_machine_snapshot(m, BH_SNAP_START)->have_freemap);
+  assert_null(bh__machine_reported_runs(m, BH_SNAP_START, &n, &known));
+  assert_int_equal(n, 0);
+  assert_false(known);
+  bh_machine_free(m);
+  /* R lines without the reported line say it all the same; not as many as it says: refused */
+  char *cnt = strdup(t);
+  rl = strstr(cnt, "\nreported ");
+  rl[1] = '#';
+  assert_int_equal(parse_text(cnt, &m, err, sizeof(err)), 0);
+  assert_non_null(bh__machine_reported_runs(m, BH_SNAP_START, &n, &known));
+  assert_true(known && n > 0);
+  bh_machine_free(m);
+  strcpy(cnt, t);
+  rl = strstr(cnt, "\nreported ") + 10;
+  *rl = *rl == '9' ? '8' : (char)(*rl + 1); /* its first digit changed */
+  assert_int_equal(parse_text(cnt, &m, err, sizeof(err)), BH_EFORMAT);
+  assert_non_null(strstr(err, "'reported' says"));
+  free(cnt);
+  /* the first R line moved one page on: misaligned */
+  char *bad = strdup(t), *r = strstr(bad, "\nR ");
+  assert_non_null(r);
+  snprintf(line, sizeof(line), "R %lu %u", (unsigned long)rep[0].pfn + 1, rep[0].order);
+  char *nl = strchr(r + 1, '\n');
+  size_t keep = strlen(nl);
+  memmove(r + 1 + strlen(line), nl, keep + 1);
+  memcpy(r + 1, line, strlen(line));
+  assert_int_equal(parse_text(bad, &m, err, sizeof(err)), BH_EFORMAT);
+  assert_non_null(strstr(err, "misaligned"));
+  /* the first R line's block at half its order: aligned, but not one of the free blocks */
+  strcpy(bad, t);
+  r = strstr(bad, "\nR ");
+  nl = strchr(r + 1, '\n');
+  snprintf(line, sizeof(line), "R %lu %u", /* its upper half: the next lines' gaps still hold */
+           (unsigned long)(rep[0].pfn + (1ull << (rep[0].order - 1))), rep[0].order - 1);
+  keep = strlen(nl);
+  memmove(r + 1 + strlen(line), nl, keep + 1);
+  memcpy(r + 1, line, strlen(line));
+  assert_int_equal(parse_text(bad, &m, err, sizeof(err)), BH_EFORMAT);
+  if (!strstr(err, "not one of the free blocks"))
+    fail_msg("unexpected error: %s", err);
+  free(bad);
+  free(old);
+  (void)tn;
 }
 
 static void test_freemap_of_arena(void **state) {
@@ -231,6 +313,27 @@ static void test_freemap_of_arena(void **state) {
     }
   }
   assert_int_equal(r, s->nr_free_runs);
+  /* the reported blocks: exactly the heads marked KPF_UPTODATE */
+  size_t nrep, rr = 0, nrep_blocks = 0;
+  bool known = false;
+  const bh_block_run_t *rep = bh__machine_reported_runs(m, BH_SNAP_START, &nrep, &known);
+  k = 0;
+  for (uint64_t p = 0; p < a->nr_pages; p++) {
+    if (!(a->pages[p].flags & BH__PG_BUDDY) || !test_reported(p, a->pages[p].order))
+      continue;
+    assert_true(rr < nrep);
+    assert_int_equal(rep[rr].pfn + ((uint64_t)k << rep[rr].order), p);
+    assert_int_equal(rep[rr].order, a->pages[p].order);
+    nrep_blocks++;
+    if (++k == rep[rr].count) {
+      rr++;
+      k = 0;
+    }
+  }
+  assert_int_equal(rr, nrep);
+  assert_true(known);
+  print_message("free map: %zu reported blocks in %zu R runs\n", nrep_blocks, nrep);
+  assert_true(nrep_blocks > 0);
   /* pageblock counts per type exactly; the free blocks on other lists than pagetypeinfo
    * says: the inference's error, small next to the free memory */
   for (int zi = 0; zi < bh_zone_count(a); zi++) {
@@ -263,8 +366,13 @@ static void test_freemap_of_arena(void **state) {
   assert_int_equal(s2->nr_free_runs, s->nr_free_runs);
   assert_int_equal(s2->nr_movable_runs, s->nr_movable_runs);
   assert_memory_equal(s2->pageblock_mt, s->pageblock_mt, s->nr_pageblocks);
-  free(t);
+  size_t nrep2;
+  const bh_block_run_t *rep2 = bh__machine_reported_runs(m2, BH_SNAP_START, &nrep2, &known);
+  assert_int_equal(nrep2, nrep);
+  assert_memory_equal(rep2, rep, nrep * sizeof(*rep));
   bh_machine_free(m2);
+  test_reported_lines(t, tn, rep);
+  free(t);
   bh_machine_free(m);
   bh_arena_destroy(a);
 }

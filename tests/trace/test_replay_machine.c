@@ -12,6 +12,9 @@
  *    counts the ones that were not free.
  *  - A trace recorded before machine descriptions existed still replays, in the default
  *    layout from an empty start, and with --start DIR in the machine's.
+ *  - Free blocks the start snapshot records as reported start reported under the bubble
+ *    strategy: they are not reported again, the others are; they wait at the tail of their
+ *    free lists, so an allocation takes an unreported block first.
  */
 #include "trace_test_util.h"
 
@@ -48,10 +51,9 @@ static void section(FILE *f, const char *name, const char *text) {
   fprintf(f, "@%s %zu\n%s", name, lines, text);
 }
 
-/* The arena's state as a machine description with a start snapshot (exact free map) and,
- * if end, the same as the end snapshot. */
-static char *describe(bh_arena_t *a, bool end) {
-  char *fm = NULL, *out = NULL;
+/* The arena's free map, with extra's lines after it (malloc'd). */
+static char *free_map(bh_arena_t *a, const char *extra) {
+  char *fm = NULL;
   size_t n = 0;
   FILE *f = open_memstream(&fm, &n);
   fprintf(f, "freemap 1\n");
@@ -65,7 +67,18 @@ static char *describe(bh_arena_t *a, bool end) {
   for (uint64_t b = 0; b < a->nr_pages >> a->pb_order; b++)
     fprintf(f, "P %lx %c1\n", (unsigned long)(b << a->pb_order),
             a->pageblock[b] & BH__PB_ABSENT ? '-' : letters[a->pageblock[b] & 7]);
+  fputs(extra, f);
   fclose(f);
+  return fm;
+}
+
+/* The arena's state as a machine description with a start snapshot (exact free map, and
+ * fm_extra's lines after it) and, if end, the same as the end snapshot (with a free map of
+ * end_extra's lines after it, if end_extra is not NULL). */
+static char *describe_with(bh_arena_t *a, bool end, const char *fm_extra, const char *end_extra) {
+  char *fm = free_map(a, fm_extra), *out = NULL;
+  size_t n = 0;
+  FILE *f;
   char *zi = dump(a, bh_dump_zoneinfo), *bi = dump(a, bh_dump_buddyinfo),
        *pi = dump(a, bh_dump_pagetypeinfo);
   f = open_memstream(&out, &n);
@@ -79,8 +92,13 @@ static char *describe(bh_arena_t *a, bool end) {
     section(f, name, bi);
     snprintf(name, sizeof(name), "%s/pagetypeinfo", s);
     section(f, name, pi);
-    if (!w)
+    if (!w) {
       section(f, "start/freemap", fm);
+    } else if (end_extra) {
+      char *efm = free_map(a, end_extra);
+      section(f, "end/freemap", efm);
+      free(efm);
+    }
   }
   fprintf(f, "@end\n");
   fclose(f);
@@ -90,6 +108,8 @@ static char *describe(bh_arena_t *a, bool end) {
   free(pi);
   return out;
 }
+
+static char *describe(bh_arena_t *a, bool end) { return describe_with(a, end, "", NULL); }
 
 /* A trace of these native text lines (version 2, with desc, if given). */
 static const char *write_trace(const char *name, const char *desc, const char *lines) {
@@ -311,12 +331,234 @@ static void test_old_trace(void **state) {
   assert_string_equal(s.start_state, "counts");
 }
 
+/* Whether the test's kernel had reported the free block at pfn of order: every other one. */
+static bool was_reported(uint64_t pfn, unsigned order) { return (pfn >> order) & 1; }
+
+/* Reported at the end of 60 s idle with bubble: every block of the reporting order and above
+ * outside DMA (pfn 4096 on), and whatever started reported. */
+static bool end_reported(uint64_t pfn, unsigned order, bool with_r) {
+  return (pfn >= 4096 && order >= 9) || (with_r && was_reported(pfn, order));
+}
+
+/* A free map's "reported" line and R lines for a's free blocks that start reported (end: that
+ * end reported), malloc'd. */
+static char *r_lines(bh_arena_t *a, bool end, bool with_r) {
+  char *r = NULL;
+  size_t n = 0;
+  FILE *f = open_memstream(&r, &n);
+  uint64_t last = 0, nr = 0;
+  for (int pass = 0; pass < 2; pass++)
+    for (uint64_t p = 0; p < a->nr_pages; p++) {
+      if (!(a->pages[p].flags & BH__PG_BUDDY))
+        continue;
+      unsigned o = a->pages[p].order;
+      if (end ? !end_reported(p, o, with_r) : !(with_r && was_reported(p, o)))
+        continue;
+      if (!pass) {
+        nr++;
+        continue;
+      }
+      fprintf(f, "R %lu %u\n", (unsigned long)(p - last), o);
+      last = p + (1ull << o);
+    }
+  fclose(f);
+  char *out = NULL;
+  f = open_memstream(&out, &n);
+  fprintf(f, "reported %lu\n%s", (unsigned long)nr, r);
+  fclose(f);
+  free(r);
+  return out;
+}
+
+/*
+ * Runs the bubble strategy for 60 s on a nearly idle machine started from a's free blocks, with R
+ * lines for the was_reported() ones if with_r, and an end snapshot whose R lines are the
+ * end_reported() ones.  Returns how many blocks it reported, asserting each is one of a's
+ * free blocks, reported once; *again: how many of them was_reported().
+ */
+static uint64_t bubble_from(bh_arena_t *a, bool with_r, uint64_t *again, bh_replay_summary_t *s) {
+  char *r = r_lines(a, false, with_r), *er = r_lines(a, true, with_r);
+  char *desc = describe_with(a, true, r, er);
+  /* 60 s of trace, idle but for one page of DMA32 taken at the start and given back at the
+   * end (where the end snapshot is compared): ~16 passes report an idle machine
+   * (page_reporting.c) */
+  uint64_t x = 4096;
+  while (!(a->pages[x].flags & BH__PG_BUDDY) || a->pages[x].order || was_reported(x, 0))
+    x++;
+  char lines[256];
+  snprintf(lines, sizeof(lines),
+           "# buddyhint-trace 1\n1000 A %#lx 0 cpu=0 gfp=GFP_KERNEL\n60000001000 F %#lx 0 cpu=0\n",
+           (unsigned long)x, (unsigned long)x);
+  const char *path = write_trace(with_r ? "reported.bht" : "unreported.bht", desc, lines);
+  bh_replay_config_t cfg;
+  bh_replay_config_init(&cfg);
+  cfg.trace = path;
+  cfg.arena.backing = BH_BACKING_SIM;
+  cfg.hint.strategy = "bubble";
+  cfg.placement = BH_PLACEMENT_TRACE; /* the page the trace names */
+  cfg.idle_ns = 0;
+  char *csv = NULL, err[512] = "";
+  size_t csvn = 0;
+  cfg.reports = open_memstream(&csv, &csvn);
+  if (bh_replay_run(&cfg, s, err, sizeof(err)))
+    fail_msg("replay: %s", err);
+  fclose(cfg.reports);
+  assert_int_equal(s->check_violations, 0);
+  assert_string_equal(s->start_state, "kpageflags");
+  uint8_t *seen = calloc(a->nr_pages, 1);
+  uint64_t blocks = 0;
+  *again = 0;
+  for (char *l = strchr(csv, '\n'); l && l[1]; l = strchr(l + 1, '\n')) {
+    unsigned long pfn;
+    unsigned order;
+    double t;
+    assert_int_equal(sscanf(l + 1, "%lf,%lu,%u", &t, &pfn, &order), 3);
+    assert_true(pfn < a->nr_pages);
+    assert_int_equal(seen[pfn]++, 0); /* nothing is allocated: each block once */
+    assert_true(a->pages[pfn].flags & BH__PG_BUDDY);
+    assert_int_equal(a->pages[pfn].order, order);
+    blocks++;
+    *again += was_reported(pfn, order);
+  }
+  free(seen);
+  free(csv);
+  free(r);
+  free(er);
+  free(desc);
+  return blocks;
+}
+
+/*
+ * A start snapshot whose free map says which blocks the guest had reported: they start with
+ * PageReported, and the kernel's reporting skips them (mm/page_reporting.c:186, "if
+ * (PageReported(page)) continue;"), so only the others are reported, each once.  The zones
+ * below low watermark + 32 << order free are skipped (mm/page_reporting.c:276): DMA here.
+ * Without the R lines every block is reported, the marked ones included.
+ */
+static void test_start_reported(void **state) {
+  (void)state;
+  bh_config_t cfg;
+  bh_config_init(&cfg);
+  cfg.backing = BH_BACKING_SIM;
+  cfg.zone_bytes[BH_ZONE_DMA] = 16 << 20;
+  cfg.zone_bytes[BH_ZONE_DMA32] = 240 << 20;
+  cfg.zone_bytes[BH_ZONE_NORMAL] = 256 << 20;
+  cfg.smp = false;
+  bh_arena_t *a;
+  assert_int_equal(bh_arena_create(&cfg, &a), 0);
+  tt_churn(a, 7, 3000, 2000); /* blocks of orders 9 and 10 among smaller ones */
+  bh_drain_pcp(a);
+  uint64_t marked = 0, eligible = 0, eligible_marked = 0, pbo = a->pb_order;
+  for (uint64_t p = 0; p < a->nr_pages; p++) {
+    if (!(a->pages[p].flags & BH__PG_BUDDY))
+      continue;
+    unsigned o = a->pages[p].order;
+    marked += was_reported(p, o);
+    if (o >= pbo && p >= 4096) { /* DMA32 and Normal, the reporting order and above */
+      eligible++;
+      eligible_marked += was_reported(p, o);
+    }
+  }
+  assert_true(eligible_marked > 0 && eligible_marked < eligible);
+  bh_replay_summary_t s;
+  uint64_t again;
+  uint64_t n = bubble_from(a, true, &again, &s);
+  print_message("start reported: %lu of %lu eligible blocks marked; %lu reported\n",
+                (unsigned long)eligible_marked, (unsigned long)eligible, (unsigned long)n);
+  assert_int_equal(s.start_reported_blocks, marked);
+  assert_int_equal(s.start_reported_missed, 0);
+  assert_int_equal(again, 0);
+  assert_int_equal(n, eligible - eligible_marked);
+  /* at the end the arena's reported blocks are the end snapshot's */
+  assert_true(s.fidelity.reported_present);
+  assert_int_equal(s.fidelity.reported_recorded, marked + eligible - eligible_marked);
+  assert_int_equal(s.fidelity.reported_predicted, s.fidelity.reported_recorded);
+  assert_int_equal(s.fidelity.reported_matched, s.fidelity.reported_recorded);
+  n = bubble_from(a, false, &again, &s);
+  assert_int_equal(s.start_reported_blocks, 0);
+  assert_int_equal(again, eligible_marked);
+  assert_int_equal(n, eligible);
+  assert_int_equal(s.fidelity.reported_recorded, eligible);
+  assert_int_equal(s.fidelity.reported_matched, eligible);
+  bh_arena_destroy(a);
+}
+
+/*
+ * The start's reported blocks wait at the tail of their free lists, where
+ * page_reporting_drain() put them back (__putback_isolated_page, mm/page_reporting.c:120),
+ * and allocation takes a list's head (get_page_from_free_area, mm/page_alloc.c:743, from
+ * __rmqueue_smallest, mm/page_alloc.c:1641): an order-10 allocation takes the one unreported
+ * block, the highest of its zone, and refaults nothing, though the lowest blocks are first in
+ * pfn order.
+ */
+static void test_start_reported_tail(void **state) {
+  (void)state;
+  bh_config_t cfg;
+  bh_config_init(&cfg);
+  cfg.backing = BH_BACKING_SIM;
+  cfg.zone_bytes[BH_ZONE_DMA] = 16 << 20;
+  cfg.zone_bytes[BH_ZONE_DMA32] = 240 << 20;
+  cfg.zone_bytes[BH_ZONE_NORMAL] = 256 << 20;
+  cfg.smp = false;
+  bh_arena_t *a;
+  assert_int_equal(bh_arena_create(&cfg, &a), 0);
+  bh_drain_pcp(a);
+  bh_zone_info_t zn;
+  for (int i = 0; i < bh_zone_count(a); i++) {
+    bh_zone_info(a, i, &zn);
+    if (zn.type == BH_ZONE_NORMAL)
+      break;
+  }
+  assert_int_equal(zn.type, BH_ZONE_NORMAL);
+  uint64_t lo = zn.start_pfn, hi = zn.start_pfn + zn.spanned_pages, top = 0, nr = 0;
+  for (uint64_t p = lo; p < hi; p++)
+    if ((a->pages[p].flags & BH__PG_BUDDY) && a->pages[p].order == 10)
+      top = p;
+  char *r = NULL, *desc;
+  size_t n = 0;
+  FILE *f = open_memstream(&r, &n);
+  uint64_t last = 0;
+  for (uint64_t p = lo; p < top; p++)
+    if ((a->pages[p].flags & BH__PG_BUDDY) && a->pages[p].order == 10) {
+      fprintf(f, "R %lu 10\n", (unsigned long)(p - last));
+      last = p + 1024;
+      nr++;
+    }
+  fprintf(f, "reported %lu\n", (unsigned long)nr);
+  fclose(f);
+  assert_true(nr >= 32);
+  desc = describe_with(a, false, r, NULL);
+  char lines[256];
+  snprintf(lines, sizeof(lines),
+           "# buddyhint-trace 1\n1000 A %#lx 10 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n",
+           (unsigned long)top);
+  bh_replay_config_t rc;
+  bh_replay_config_init(&rc);
+  rc.trace = write_trace("tail.bht", desc, lines);
+  rc.arena.backing = BH_BACKING_SIM;
+  rc.hint.strategy = "bubble";
+  rc.idle_ns = 0;
+  bh_replay_summary_t s;
+  char err[512] = "";
+  if (bh_replay_run(&rc, &s, err, sizeof(err)))
+    fail_msg("replay: %s", err);
+  assert_int_equal(s.check_violations, 0);
+  assert_string_equal(s.placement, "allocator");
+  assert_int_equal(s.start_reported_blocks, nr);
+  assert_int_equal(s.refaults, 0);
+  assert_true(s.agreement.present);
+  assert_int_equal(s.agreement.allocs, 1);
+  assert_int_equal(s.agreement.same, 1); /* the kernel's choice: the unreported block */
+  free(r);
+  free(desc);
+  bh_arena_destroy(a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_crafted_snapshot),
-      cmocka_unit_test(test_guest_dir),
-      cmocka_unit_test(test_pretrace_and_placement),
-      cmocka_unit_test(test_old_trace),
+      cmocka_unit_test(test_crafted_snapshot),       cmocka_unit_test(test_guest_dir),
+      cmocka_unit_test(test_pretrace_and_placement), cmocka_unit_test(test_old_trace),
+      cmocka_unit_test(test_start_reported),         cmocka_unit_test(test_start_reported_tail),
   };
   return cmocka_run_group_tests(tests, tt_setup, tt_teardown);
 }

@@ -47,6 +47,41 @@ static const char *const valid[] = {
     "          bash-5 [002]   512.000004: mm_page_free: page=ffffea0000000080 pfn=2 order=1",
     "                bash-5       [002]   512.000004: mm_page_free: page=ffffea0000000080 "
     "pfn=12345678 order=1",
+    /* recorded on 6.18: hashed page pointers, task names with ':', flags variants, with and
+     * without the (tgid) column */
+    "            bash-18096   [001] ..... 26431.215373: mm_page_alloc: page=00000000f4c9908c "
+    "pfn=0x17ce0a order=1 migratetype=0 gfp_flags=GFP_KERNEL_ACCOUNT|__GFP_ZERO|__GFP_COMP",
+    "           cmake-17818   [001] d..1. 26431.677866: mm_page_alloc: page=0000000056ef7bcd "
+    "pfn=0x32f1a0 order=1 migratetype=2 "
+    "gfp_flags=GFP_NOWAIT|__GFP_RECLAIMABLE|__GFP_NORETRY|__GFP_COMP",
+    " memfd:sealed-91-15689   [001] .N.2. 26431.445140: mm_page_free_batched: "
+    "page=00000000cb0779be pfn=0x1d4a3c order=0",
+    "     kworker/0:1-8467    [000] ..s1. 26431.718828: mm_page_free: page=00000000096c15e6 "
+    "pfn=0x2c14f3 order=0",
+    "             cc1-18380   (  18380) [001] ..... 26436.870992: mm_page_alloc: "
+    "page=000000000d099457 pfn=0x25aa5d order=0 migratetype=1 "
+    "gfp_flags=GFP_HIGHUSER_MOVABLE|__GFP_ZERO|__GFP_COMP",
+    " memfd:sealed-91-15002   (  15002) [001] ..... 26436.904973: mm_page_alloc: "
+    "page=00000000faf742cb pfn=0x1ba509 order=0 migratetype=1 "
+    "gfp_flags=GFP_HIGHUSER_MOVABLE|__GFP_ZERO|__GFP_COMP",
+    "            bash-18403   (  18403) [000] .Ns2. 26436.958471: mm_page_free: "
+    "page=00000000e6541c9a pfn=0x2554bc order=0",
+    "     kworker/0:1-8467    (   8467) [000] ..... 26437.106516: mm_page_free: "
+    "page=0000000087b86f82 pfn=0x12bcab order=0",
+    "         python3-18394   (  18394) [001] ...2. 26436.876509: mm_page_free_batched: "
+    "page=00000000946ecc76 pfn=0x20bf65 order=0",
+    /* the same layouts as other kernels and options print them: an unknown tgid, blanks in
+     * the name, 4 flags, no flags, a decimal pfn, a long uptime, a NULL page */
+    "           <...>-31      (-------) [000] d..2. 99999.600000: mm_page_free: "
+    "page=00000000a1b2c3d4 pfn=0x200 order=0",
+    " Web Content-my-task-777 (    700) [003] d..1  1234.567901: mm_page_free: "
+    "page=00000000a1b2c3d4 pfn=1090227 order=2",
+    "          memhog-4242    (   4242) [001] 1234.567890: mm_page_alloc: page=0000000000000000 "
+    "pfn=0x0 order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE",
+    "     kworker/u8:2-1234567 (1234567) [127] .....  31536000.000001: mm_page_alloc: "
+    "page=000000003b8e1cde pfn=0x10a2b3 order=0 migratetype=0 gfp_flags=GFP_KERNEL",
+    "         kswapd0-91      (     91) [001] dNh3. 26436.958471: mm_page_free: "
+    "page=00000000e6541c9a pfn=0x7fffffff order=10",
     /* before 3.3: the frees' old names */
     "          memhog-4242  [001]   300.000002: mm_page_free_direct: page=ffffea0004289c40 "
     "pfn=1090227 order=0",
@@ -124,6 +159,109 @@ static void test_fast_equals_general(void **state) {
       both_ways(&fast, &gen, buf, n + 1);
     }
   }
+}
+
+/*
+ * Lines recorded from a 6.18 kernel through tracefs (kmem/mm_page_alloc, mm_page_free,
+ * mm_page_free_batched), without and then with options/record-tgid, on a machine compiling
+ * and running scripts: the first line of each task name, flags column, event and gfp mask,
+ * and every 20,000th line.  Each is parsed both ways, and the fast path must have read every
+ * event line; then the reader's events must be the general parser's, in order.
+ */
+static void test_recorded_lines(void **state) {
+  (void)state;
+  const char *path = BH_SOURCE_DIR "/tests/trace/data/ftrace_real_6.18.txt";
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  struct side fast, gen;
+  memset(&fast, 0, sizeof(fast));
+  memset(&gen, 0, sizeof(gen));
+  bh__tparse_t ref;
+  memset(&ref, 0, sizeof(ref));
+  enum { MAX_EVENTS = 2000 };
+  bh_event_t *want = calloc(MAX_EVENTS, sizeof(*want));
+  assert_non_null(want);
+  size_t nwant = 0, tgid_lines = 0, cap = 0;
+  char *line = NULL;
+  ssize_t len;
+  while ((len = getline(&line, &cap, f)) > 0) {
+    size_t n = (size_t)len - (line[len - 1] == '\n');
+    both_ways(&fast, &gen, line, n);
+    bh__kline_shape_t shape;
+    bh_event_t ev;
+    int kind = bh__parse_kernel_line(&ref, line, n, false, &ev, &shape);
+    assert_int_not_equal(kind, BH__LINE_MALFORMED);
+    if (kind == BH__LINE_EVENT) {
+      assert_true(nwant < MAX_EVENTS);
+      want[nwant++] = ev;
+      tgid_lines += memchr(line, '(', n) != NULL;
+    }
+  }
+  free(line);
+  fclose(f);
+  assert_true(nwant > 400);
+  assert_true(tgid_lines > 200 && tgid_lines < nwant - 200);
+  assert_int_equal(fast.p.fast_lines, nwant); /* the fast path read every one of them */
+
+  bh_trace_t *t;
+  assert_int_equal(bh_trace_open(path, NULL, &t), 0);
+  bh_event_t ev;
+  size_t got = 0;
+  int r;
+  while ((r = bh_trace_next(t, &ev)) == 1) {
+    assert_true(got < nwant);
+    ev.seq = want[got].seq;
+    tt_assert_event_equal(&ev, &want[got]);
+    got++;
+  }
+  assert_int_equal(r, 0);
+  assert_int_equal(got, nwant);
+  bh_trace_close(t);
+  free(want);
+}
+
+/*
+ * The parser's gfp caches (the last mask and the memo of earlier ones) against bh_gfp_parse:
+ * 40 masks, more than the memo holds, some with names it does not know, in a seeded order
+ * that revisits them, so that entries are hit, evicted and refilled.
+ */
+static void test_gfp_cache(void **state) {
+  (void)state;
+  static const char *const parts[] = {"GFP_KERNEL", "GFP_HIGHUSER_MOVABLE",
+                                      "GFP_NOWAIT", "GFP_KERNEL_ACCOUNT",
+                                      "GFP_ATOMIC", "GFP_TRANSHUGE"};
+  static const char *const extra[] = {"",
+                                      "|__GFP_ZERO",
+                                      "|__GFP_COMP",
+                                      "|__GFP_ZERO|__GFP_COMP",
+                                      "|__GFP_NOWARN",
+                                      "|__GFP_MADE_UP",
+                                      "|__GFP_ALSO_UNKNOWN"};
+  char masks[42][96];
+  size_t nm = 0;
+  for (size_t i = 0; i < 6; i++)
+    for (size_t j = 0; j < 7; j++)
+      snprintf(masks[nm++], sizeof(masks[0]), "%s%s", parts[i], extra[j]);
+  bh__tparse_t p;
+  memset(&p, 0, sizeof(p));
+  uint64_t unknown = 0, x = 0x9e3779b97f4a7c15ull;
+  for (unsigned k = 0; k < 20000; k++) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    const char *m = masks[(x >> 32) % (k % 3 ? 6 : nm)]; /* a few hot, the rest now and then */
+    uint32_t want = 0, got = 0;
+    int r = bh_gfp_parse(m, strlen(m), &want);
+    assert_true(r >= 0);
+    assert_int_equal(bh__gfp_parse_cached(&p, m, strlen(m), &got), r);
+    assert_int_equal(got, want);
+    unknown += (uint64_t)r;
+    assert_int_equal(p.gfp_unknown, unknown);
+  }
+  /* an empty mask is an error both ways, not an empty memo entry */
+  uint32_t g;
+  assert_true(bh_gfp_parse("", 0, &g) < 0);
+  assert_true(bh__gfp_parse_cached(&p, "", 0, &g) < 0);
+  memset(&p, 0, sizeof(p));
+  assert_true(bh__gfp_parse_cached(&p, "", 0, &g) < 0);
 }
 
 /* A line of the bench's shape for event i (an alloc of pfn 0x100000 + i). */
@@ -255,8 +393,8 @@ static void test_binary_record_check(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_fast_equals_general),
-      cmocka_unit_test(test_nul_bytes_across_refills),
+      cmocka_unit_test(test_fast_equals_general), cmocka_unit_test(test_recorded_lines),
+      cmocka_unit_test(test_gfp_cache),           cmocka_unit_test(test_nul_bytes_across_refills),
       cmocka_unit_test(test_binary_record_check),
   };
   return cmocka_run_group_tests(tests, tt_setup, tt_teardown);
