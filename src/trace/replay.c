@@ -188,8 +188,7 @@ static inline __attribute__((always_inline)) int each_event(bh_trace_t *t, bh_ev
       break;
     bh_event_t ev;
     bh__trace_decode_record(rec, &ev);
-    ev.origin = 0;        /* records have none: --by reads through bh_trace_next_batch */
-    ev.percpu_refill = 0; /* pcp events are not read in place (not bh__trace_record_ok) */
+    ev.origin = 0; /* records have none: --by reads through bh_trace_next_batch */
     if (bh__unlikely(err = fn(ctx, &ev))) {
       k++;
       break;

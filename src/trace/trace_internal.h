@@ -178,6 +178,7 @@ static inline void bh__trace_decode_record(const unsigned char *r, bh_event_t *e
   ev->order = (uint8_t)(tail >> 24);
   ev->migratetype = (int8_t)(uint8_t)(tail >> 32);
   ev->failed = (uint8_t)(tail >> 40) & BH__TRACE_BIN_FAILED;
+  ev->percpu_refill = 0; /* a pcp event's (version 3) is read by the reader's slow path */
 }
 
 /*

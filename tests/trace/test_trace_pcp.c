@@ -161,6 +161,7 @@ static void test_round_trip(void **state) {
     bh_trace_counts_t c = read_path(out, false, &back, &m);
     assert_int_equal(m, 2);
     assert_int_equal(back[0].op, BH_EV_ALLOC);
+    assert_int_equal(back[0].percpu_refill, 0); /* the skipped Z before it had refill=1 */
     assert_int_equal(back[1].op, BH_EV_FREE);
     assert_int_equal(back[1].seq, 1);
     assert_int_equal(c.events, 2);
