@@ -193,6 +193,7 @@ typedef struct bh_replay_summary {
    * those whose block was not where the event says (free, on a pcp list), and zone_locked
    * events without percpu_refill (the allocation that follows takes the block) */
   uint64_t pcp_events_applied, pcp_events_missed, pcp_events_direct;
+  uint64_t pcp_drains_missed;       /* of pcp_events_missed, the drains (the rest are refills) */
   uint64_t start_pcp_pages;         /* pages the start state put on pcp lists */
   uint64_t start_unplaced_blocks;   /* counts start: free blocks that found no place */
   uint64_t start_unexplained_pages; /* first allocated by the trace, allocated in the start */

@@ -1309,10 +1309,12 @@ COLD static void pcp_event(struct replay *r, const bh_event_t *ev) {
     s->pcp_events_direct++;
     return;
   }
-  if (rc == BH_OK)
+  if (rc == BH_OK) {
     s->pcp_events_applied++;
-  else
+  } else {
     s->pcp_events_missed++;
+    s->pcp_drains_missed += ev->op == BH_EV_PCPU_DRAIN;
+  }
 }
 
 /*
@@ -1763,6 +1765,7 @@ int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *f, int indent) {
   ju64(&w, "pcp_events_applied", s->pcp_events_applied);
   ju64(&w, "pcp_events_missed", s->pcp_events_missed);
   ju64(&w, "pcp_events_direct", s->pcp_events_direct);
+  ju64(&w, "pcp_drains_missed", s->pcp_drains_missed);
   ju64(&w, "start_pcp_pages", s->start_pcp_pages);
   ju64(&w, "start_unplaced_blocks", s->start_unplaced_blocks);
   ju64(&w, "start_unexplained_pages", s->start_unexplained_pages);

@@ -637,6 +637,7 @@ static void test_pcp_events(void **state) {
     assert_int_equal(s.pcp_events_applied, 4);
     assert_int_equal(s.pcp_events_missed, 1);
     assert_int_equal(s.pcp_events_direct, 1);
+    assert_int_equal(s.pcp_drains_missed, 1);
     assert_int_equal(s.placement_conflicts, 0);
     assert_int_equal(s.allocs, 1);
     assert_int_equal(s.frees, 1);
