@@ -210,6 +210,8 @@ int bh__kmem_decode(bh__kmem_decoder_t *d, struct tep_record *rec, bh_event_t *e
     }
     if (k->refill && read_field(k->refill, rec, &v))
       ev->percpu_refill = signed_value(k->refill, v) != 0;
+    else if (k->op == BH_EV_ALLOC_ZONE_LOCKED) /* before 5.19 no field: printed "order == 0" */
+      ev->percpu_refill = order == 0;
     return 1;
   }
   ev->failed =
