@@ -705,7 +705,10 @@ COLD static void advance_slow(struct replay *r, uint64_t t) {
     take_samples(r, tick, false);
     step_worker(r, tick);
     if (tick == r->next_tick) {
-      bh_vmstat_tick(r->arena); /* the vmstat worker, once a second */
+      /* the vmstat worker, once a second: its pcp decay drains are in the trace's drain
+       * events when it has them */
+      if (!r->pcp_trace)
+        bh_vmstat_tick(r->arena);
       r->next_tick += BH_NS_PER_SEC;
     }
     if (tick == r->next_compact)
