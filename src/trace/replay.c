@@ -1039,7 +1039,7 @@ COLD static void free_other(struct replay *r, uint64_t pfn, unsigned order, int 
     e = split_containing(r, pfn, order);
   if (!e && r->shape && bh_arena_adopt(r->arena, pfn, order) == BH_OK) {
     /* memory the start state holds allocated before the trace: an ordinary free */
-    bh_free_pfn(r->arena, pfn, order, cpu);
+    arena_free(r, pfn, order, cpu);
     s->frees++;
     s->pretrace_frees++;
     return;
