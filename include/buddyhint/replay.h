@@ -187,7 +187,13 @@ typedef struct bh_replay_summary {
   uint64_t pretrace_frees;  /* frees of memory the start state holds allocated before the trace
                                (played as frees; without a start state they are unknown_frees) */
   uint64_t start_conflicts; /* allocations of blocks the start state holds allocated */
-  uint64_t placement_conflicts;     /* --placement trace: recorded block not free in the arena */
+  uint64_t placement_conflicts; /* --placement trace: recorded block not free in the arena */
+  /* --placement trace with a trace that has the pcp events (mm_page_pcpu_drain,
+   * mm_page_alloc_zone_locked): those that moved a block between the pcp and the free lists,
+   * those whose block was not where the event says (free, on a pcp list), and zone_locked
+   * events without percpu_refill (the allocation that follows takes the block) */
+  uint64_t pcp_events_applied, pcp_events_missed, pcp_events_direct;
+  uint64_t pcp_drains_missed;       /* of pcp_events_missed, the drains (the rest are refills) */
   uint64_t start_pcp_pages;         /* pages the start state put on pcp lists */
   uint64_t start_unplaced_blocks;   /* counts start: free blocks that found no place */
   uint64_t start_unexplained_pages; /* first allocated by the trace, allocated in the start */

@@ -39,9 +39,15 @@ extern "C" {
 /* ---------------------------------------------------------------------------------------- */
 
 enum bh_ev_op {
-  BH_EV_ALLOC = 1,       /* mm_page_alloc */
-  BH_EV_FREE = 2,        /* mm_page_free */
-  BH_EV_FREE_BATCHED = 3 /* mm_page_free_batched */
+  BH_EV_ALLOC = 1,        /* mm_page_alloc */
+  BH_EV_FREE = 2,         /* mm_page_free */
+  BH_EV_FREE_BATCHED = 3, /* mm_page_free_batched */
+  /* 4 is the native formats' lost-events marker, never an event */
+  /* The pcp events, returned only when asked for (bh_trace_opts_t.pcp_events): */
+  BH_EV_PCPU_DRAIN = 5,       /* mm_page_pcpu_drain: a block goes from a pcp list to the buddy
+                               * lists (free_pcppages_bulk) */
+  BH_EV_ALLOC_ZONE_LOCKED = 6 /* mm_page_alloc_zone_locked: a block taken from the buddy lists
+                               * (__rmqueue_smallest); percpu_refill says it may go to a pcp list */
 };
 
 /* Orders above this are malformed in every format (the replay decides what an arena takes). */
@@ -61,6 +67,9 @@ typedef struct bh_event {
   int8_t migratetype; /* as recorded, -1 unknown */
   uint8_t zone;       /* enum bh_zone_type, bh_gfp_zone(gfp) for allocs; 0 for frees */
   uint8_t failed;     /* 1 for an alloc the kernel failed (page=(null), pfn 0) */
+  /* BH_EV_ALLOC_ZONE_LOCKED only: the event's percpu_refill (1: an order and migratetype the
+   * pcp lists take, pcp_allowed_order(order) && mt < MIGRATE_PCPTYPES); else 0 */
+  uint8_t percpu_refill;
   /* who made the event, when the trace was opened with bh_trace_opts_t.origins: an id for
    * bh_trace_origin() (process, call site); 0 = unknown or not asked for */
   uint32_t origin;
@@ -117,6 +126,9 @@ typedef struct bh_trace_opts {
   /* fill bh_event_t.origin: which process (pid, comm) and, where the trace has call chains
    * (perf record -g), which call site made each event (default false: origin stays 0) */
   bool origins;
+  /* return the pcp events (BH_EV_PCPU_DRAIN, BH_EV_ALLOC_ZONE_LOCKED) of kernel text and of
+   * version 3 native traces (default false: they are skipped as lines of other events) */
+  bool pcp_events;
 } bh_trace_opts_t;
 
 /* What the reader has seen so far. */
@@ -260,6 +272,14 @@ BH_API int bh_trace_writer_fdopen2(int fd, const char *name, int format, int com
  * first).  Returns 0, BH_EINVAL (a version 1 writer, too late, above 256 MiB), BH_ENOMEM.
  */
 BH_API int bh_trace_writer_set_description(bh_trace_writer_t *w, const char *description);
+
+/*
+ * Lets a version 2 writer write the pcp events (BH_EV_PCPU_DRAIN, BH_EV_ALLOC_ZONE_LOCKED): its
+ * header then says version 3, which readers before version 3 refuse rather than misread.  Only
+ * before the first event or marker.  Returns 0, or BH_EINVAL (NULL, a version 1 writer, too
+ * late).
+ */
+BH_API int bh_trace_writer_pcp_events(bh_trace_writer_t *w);
 
 /*
  * Appends a marker: n (>= 1) events were lost at time_ns on cpu (-1: unknown).  Readers count

@@ -387,6 +387,23 @@ BH__INTERNAL unsigned bh__pcp_pindex(const bh_arena_t *a, int mt, unsigned order
 /* whether orders has pcp lists (pcp_allowed_order) */
 BH__INTERNAL bool bh__pcp_order(const bh_arena_t *a, unsigned order);
 
+/*
+ * populate.c: the pcp lists moved as a kernel's trace says (mm_page_alloc_zone_locked with
+ * percpu_refill, mm_page_pcpu_drain), for a replay that follows the kernel's own pfns.
+ * bh__pcp_refill_at: the free block of `order` at pfn (inside a buddy block, which is split
+ * around it as expand() would) goes to the tail of cpu's pcp list for (mt, order), as
+ * rmqueue_bulk puts it (mt outside the pcp types: its pageblock's).  bh__pcp_drain_at: the
+ * block of `order` at pfn on a pcp list goes back to the buddy lists, merging
+ * (free_pcppages_bulk's __free_one_page).  bh__pcp_free_nodrain: a free onto the head of cpu's
+ * pcp list with no high/batch drain decision (the trace's drain events make them); other
+ * blocks and bad frees go to bh_free_pfn.  Return BH_OK, BH_EBUSY (the block is not where the
+ * event says), BH_EINVAL/BH_EFAULT/BH_EALIGN (not a pcp order, outside, unaligned), or
+ * bh_free_pfn's errors.
+ */
+BH__INTERNAL int bh__pcp_refill_at(bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int cpu);
+BH__INTERNAL int bh__pcp_drain_at(bh_arena_t *a, uint64_t pfn, unsigned order);
+BH__INTERNAL int bh__pcp_free_nodrain(bh_arena_t *a, uint64_t pfn, unsigned order, int cpu);
+
 /* hint_core.c */
 BH__INTERNAL uint64_t bh__isolate_free_page(bh__zone_t *z, uint64_t pfn, unsigned order);
 

@@ -352,3 +352,109 @@ int bh_alloc_pfn_at(bh_arena_t *a, unsigned gfp, unsigned order, int cpu, uint64
     memset(a->base + (pfn << BH_PAGE_SHIFT), 0, BH_PAGE_SIZE << order);
   return BH_OK;
 }
+
+/* ---------------------------------------------------------------------------------------- */
+/* The pcp lists as a kernel's pcp events move them                                          */
+/* ---------------------------------------------------------------------------------------- */
+
+/* The pcp list type of a block of pageblock type mt, as free_unref_page chooses it: -1 for an
+ * isolated pageblock (its frees bypass the pcp lists). */
+static int pcp_mt(int mt) {
+  if (mt <= BH_MT_RECLAIMABLE)
+    return mt;
+  return mt == BH_MT_ISOLATE ? -1 : BH_MT_MOVABLE;
+}
+
+/* pfn, order: inside the arena, aligned, a zone with pcp lists for that order; else NULL. */
+static bh__zone_t *pcp_zone(const bh_arena_t *a, uint64_t pfn, unsigned order, int *err) {
+  uint64_t n = 1ull << order;
+  *err = BH_EINVAL;
+  if (order > a->max_order || !bh__pcp_order(a, order))
+    return NULL;
+  *err = BH_EFAULT;
+  if (pfn >= a->nr_pages || n > a->nr_pages - pfn)
+    return NULL;
+  *err = BH_EALIGN;
+  if (pfn & (n - 1))
+    return NULL;
+  bh__zone_t *z = zone_at(a, pfn);
+  *err = z && z->pcp ? BH_OK : BH_EINVAL;
+  return *err ? NULL : z;
+}
+
+int bh__pcp_refill_at(bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int cpu) {
+  int err;
+  bh__zone_t *z = a ? pcp_zone(a, pfn, order, &err) : NULL;
+  if (!z)
+    return a ? err : BH_EINVAL;
+  uint64_t head;
+  unsigned high;
+  bh__pcp_t *pcp = &z->pcp[cpu < 0 ? 0 : (unsigned)cpu % a->cfg.nr_cpus];
+  bh__pcp_lock(pcp); /* the pcp lock, then the zone lock, as rmqueue_pcplist/rmqueue_bulk */
+  bh__zone_lock(z);
+  err = BH_EBUSY;
+  if (find_block(a, pfn, order, BH__PG_BUDDY, &head, &high)) {
+    int bmt = bh__pb_mt(a, head);
+    if (mt < 0 || mt >= BH_MT_PCPTYPES)
+      mt = pcp_mt(bmt) < 0 ? BH_MT_MOVABLE : pcp_mt(bmt);
+    bh__del_from_free_list(z, head, high, bmt, BH__DEL_ALLOC);
+    split_around(z, head, high, pfn, order, bmt); /* expand() */
+    bh__pg_set(&a->pages[pfn], BH__PG_PCP, (uint8_t)order);
+    bh__list_add_tail(a, (uint32_t)pfn, pcp->head + bh__pcp_pindex(a, mt, order));
+    pcp->count += 1 << order;
+    z->ev[BH_STAT_pcp_refill_pages] += 1ull << order;
+    err = BH_OK;
+  }
+  bh__zone_unlock(z);
+  bh__pcp_unlock(pcp);
+  return err;
+}
+
+int bh__pcp_drain_at(bh_arena_t *a, uint64_t pfn, unsigned order) {
+  int err;
+  bh__zone_t *z = a ? pcp_zone(a, pfn, order, &err) : NULL;
+  if (!z)
+    return a ? err : BH_EINVAL;
+  bh__page_t *p = &a->pages[pfn];
+  if (!(bh__pg_flags(p) & BH__PG_PCP) || bh__pg_order(p) != order)
+    return BH_EBUSY;
+  bh__pcp_t *pcp = pcp_of(z, pfn);
+  if (!pcp)
+    return BH_EBUSY;
+  bh__pcp_lock(pcp);
+  bh__zone_lock(z);
+  err = BH_EBUSY;
+  if ((bh__pg_flags(p) & BH__PG_PCP) && bh__pg_order(p) == order) { /* still there */
+    bh__list_del(a, (uint32_t)pfn);
+    bh__pg_set_flags(p, 0);
+    pcp->count -= 1 << order;
+    z->ev[BH_STAT_pcp_drain_pages] += 1ull << order;
+    bh__free_one_page(z, pfn, order, bh__pb_mt(a, pfn), BH__FPI_NONE);
+    err = BH_OK;
+  }
+  bh__zone_unlock(z);
+  bh__pcp_unlock(pcp);
+  return err;
+}
+
+int bh__pcp_free_nodrain(bh_arena_t *a, uint64_t pfn, unsigned order, int cpu) {
+  int err;
+  bh__zone_t *z = a ? pcp_zone(a, pfn, order, &err) : NULL;
+  bh__page_t *p = z ? &a->pages[pfn] : NULL;
+  /* anything but a plain allocated block of a pcp order in a pcp pageblock: bh_free_pfn's
+   * own checks and path (its errors, the buddy lists for an isolated pageblock) */
+  if (!z || (bh__pg_flags(p) & (BH__PG_ALLOC | BH__PG_NOPAGE)) != BH__PG_ALLOC ||
+      bh__pg_order(p) != order || pcp_mt(bh__pb_mt(a, pfn)) < 0)
+    return bh_free_pfn(a, pfn, order, cpu);
+  bh__pcp_t *pcp = &z->pcp[cpu < 0 ? 0 : (unsigned)cpu % a->cfg.nr_cpus];
+  bh__pcp_lock(pcp);
+  bh__pg_set_flags(p, 0);
+  bh__pg_set(p, BH__PG_PCP, (uint8_t)order);
+  bh__list_add(a, (uint32_t)pfn, pcp->head + bh__pcp_pindex(a, pcp_mt(bh__pb_mt(a, pfn)), order));
+  pcp->count += 1 << order;
+  pcp->ev[BH_STAT_free_calls]++;
+  pcp->ev[BH_STAT_pcp_free]++;
+  pcp->ev[BH_STAT_pgfree] += 1ull << order;
+  bh__pcp_unlock(pcp);
+  return BH_OK;
+}

@@ -68,7 +68,8 @@
 static void usage(FILE *out) {
   fprintf(out,
           "usage: buddyhint record -o FILE [--buffer-kb N] [--format text|binary]\n"
-          "                        [--compress none|gzip|zstd] [--as-root] [--] CMD [ARGS]...\n"
+          "                        [--compress none|gzip|zstd] [--as-root] [--pcp-events]\n"
+          "                        [--] CMD [ARGS]...\n"
           "\n"
           "Records the page allocator events of the running kernel (kmem:mm_page_alloc,\n"
           "mm_page_free, mm_page_free_batched) while CMD runs, and writes them as a native\n"
@@ -105,6 +106,9 @@ static void usage(FILE *out) {
           "                         'local', which is per cpu; 'mono' or 'global' keep the\n"
           "                         events of different cpus in one order)\n"
           "  --as-root              run CMD as root even under sudo\n"
+          "  --pcp-events           also record mm_page_pcpu_drain and mm_page_alloc_zone_locked\n"
+          "                         (blocks moving between the pcp and the buddy lists; many):\n"
+          "                         the trace is then native version 3\n"
           "  -h, --help             this help\n"
           "\n"
           "The event count, the duration and CMD's exit status go to standard error; CMD's\n"
@@ -116,8 +120,12 @@ static void usage(FILE *out) {
 
 #if BH_HAVE_TRACEFS
 
-static const char *const kmem_events[] = {"mm_page_alloc", "mm_page_free", "mm_page_free_batched"};
+/* the page events, then (--pcp-events) the pcp lists' exchanges with the buddy lists */
+static const char *const kmem_events[] = {"mm_page_alloc", "mm_page_free", "mm_page_free_batched",
+                                          "mm_page_pcpu_drain", "mm_page_alloc_zone_locked"};
 #define NR_EVENTS 3
+#define NR_PCP_EVENTS 5
+static int nr_events = NR_EVENTS; /* NR_PCP_EVENTS with --pcp-events */
 
 /* ---- tracefs, through libtracefs ---- */
 
@@ -144,7 +152,7 @@ static int tracer_open(tracer_t *tr) {
             strerror(errno ? errno : ENODEV));
     return -1;
   }
-  bh_cli_record_reap_stale(tr->root, kmem_events, NR_EVENTS);
+  bh_cli_record_reap_stale(tr->root, kmem_events, NR_PCP_EVENTS);
   char name[64];
   bh_cli_record_instance_name(name, sizeof(name));
   errno = 0;
@@ -174,7 +182,7 @@ static void tracer_close(tracer_t *tr) {
   if (tr->tep)
     tep_free(tr->tep);
   tracefs_trace_off(tr->inst);
-  for (int i = 0; i < NR_EVENTS; i++)
+  for (int i = 0; i < nr_events; i++)
     tracefs_event_disable(tr->inst, "kmem", kmem_events[i]);
   if (tracefs_instance_destroy(tr->inst))
     fprintf(stderr, "buddyhint record: warning: cannot remove the tracefs instance %s: %s\n",
@@ -195,6 +203,8 @@ static int tracer_formats(tracer_t *tr) {
     snprintf(why, sizeof(why), "cannot read the kmem event formats in %s/events: %s", tr->dir,
              strerror(errno ? errno : ENOENT));
   else if (bh__kmem_decoder_new(tr->tep, &tr->dec, why, sizeof(why)))
+    ;
+  else if (nr_events > NR_EVENTS && bh__kmem_decoder_add_pcp(tr->dec, why, sizeof(why)))
     ;
   else if (!tep_find_event_by_name(tr->tep, "kmem", kmem_events[0]))
     snprintf(why, sizeof(why), "this kernel has no kmem:%s event", kmem_events[0]);
@@ -222,7 +232,7 @@ static int tracer_setup(tracer_t *tr, unsigned buffer_kb, const char *clock) {
     fprintf(stderr, "buddyhint record: cannot clear %s/trace: %s\n", tr->dir, strerror(errno));
     return -1;
   }
-  for (int i = 0; i < NR_EVENTS; i++) {
+  for (int i = 0; i < nr_events; i++) {
     errno = 0;
     if (tracefs_event_enable(tr->inst, "kmem", kmem_events[i])) {
       fprintf(stderr, "buddyhint record: cannot enable kmem:%s: %s\n", kmem_events[i],
@@ -546,7 +556,7 @@ static void copy_one(copy_t *cp, const tracer_t *tr, stream_t *s) {
   } else if (!cp->err && !(cp->err = bh_trace_write(cp->w, &ev))) {
     cp->c->events++;
     cp->c->allocs += ev.op == BH_EV_ALLOC;
-    cp->c->frees += ev.op != BH_EV_ALLOC;
+    cp->c->frees += ev.op == BH_EV_FREE || ev.op == BH_EV_FREE_BATCHED;
   }
 }
 
@@ -626,7 +636,7 @@ static unsigned default_buffer_kb(void) {
 
 int cmd_record(int argc, char **argv) {
   const char *out = NULL, *fmt = NULL, *comp = NULL, *kbs = NULL, *clock = NULL;
-  bool as_root = false;
+  bool as_root = false, pcp_events = false;
   int i = 1, r;
   while (i < argc) {
     const char *a = argv[i];
@@ -648,6 +658,9 @@ int cmd_record(int argc, char **argv) {
         return BH_EXIT_USAGE;
     } else if (!strcmp(a, "--as-root")) {
       as_root = true;
+      i++;
+    } else if (!strcmp(a, "--pcp-events")) {
+      pcp_events = true;
       i++;
     } else if (a[0] == '-') {
       return bh_cli_usage_error(VERB, "unknown option '%s'", a);
@@ -674,7 +687,7 @@ int cmd_record(int argc, char **argv) {
   if ((rc = bh_cli_output_kind(VERB, out, fmt, comp, &format, &compression)) != 0)
     return rc;
 #if !BH_HAVE_TRACEFS
-  (void)cmd, (void)buffer_kb, (void)as_root, (void)clock;
+  (void)cmd, (void)buffer_kb, (void)as_root, (void)clock, (void)pcp_events;
   fprintf(stderr, "buddyhint record: this buddyhint was built without libtracefs: install "
                   "libtracefs-dev and libtraceevent-dev (make deps) and rebuild\n");
   return BH_EXIT_FAIL;
@@ -705,6 +718,9 @@ int cmd_record(int argc, char **argv) {
     bh_cli_out_abort(o);
     return BH_EXIT_FAIL;
   }
+  if (pcp_events)
+    bh_trace_writer_pcp_events(w); /* a fresh version 2 writer: cannot fail */
+  nr_events = pcp_events ? NR_PCP_EVENTS : NR_EVENTS;
   tracer_t tr;
   rc = BH_EXIT_FAIL;
   if (tracer_open(&tr)) {

@@ -12,13 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { MAX_KINDS = 5, GFP_CACHE = 64 };
+enum { MAX_KINDS = 7, PAGE_KINDS = 5, GFP_CACHE = 64 };
 
 /* One of the events we read, with its fields as the kernel describes them. */
 struct kind {
   int id;
   uint8_t op;
-  struct tep_format_field *pfn, *order, *gfp, *mt;
+  struct tep_format_field *pfn, *order, *gfp, *mt, *refill;
 };
 
 struct gfp_entry {
@@ -60,6 +60,9 @@ static int add_kind(bh__kmem_decoder_t *d, const char *name, uint8_t op, char *m
   if (op == BH_EV_ALLOC) {
     k->gfp = tep_find_field(e, "gfp_flags");
     k->mt = tep_find_field(e, "migratetype");
+  } else if (op == BH_EV_PCPU_DRAIN || op == BH_EV_ALLOC_ZONE_LOCKED) {
+    k->mt = tep_find_field(e, "migratetype");
+    k->refill = tep_find_field(e, "percpu_refill"); /* mm_page_alloc_zone_locked's */
   }
   if (!k->pfn) {
     snprintf(msg, len,
@@ -80,7 +83,7 @@ int bh__kmem_decoder_new(struct tep_handle *tep, bh__kmem_decoder_t **out, char 
   static const struct {
     const char *name;
     uint8_t op;
-  } names[MAX_KINDS] = {
+  } names[PAGE_KINDS] = {
       {"mm_page_alloc", BH_EV_ALLOC},
       {"mm_page_free", BH_EV_FREE},
       {"mm_page_free_batched", BH_EV_FREE_BATCHED},
@@ -95,7 +98,7 @@ int bh__kmem_decoder_new(struct tep_handle *tep, bh__kmem_decoder_t **out, char 
   }
   d->tep = tep;
   trace_seq_init(&d->seq);
-  for (int i = 0; i < MAX_KINDS; i++) {
+  for (int i = 0; i < PAGE_KINDS; i++) {
     int err = add_kind(d, names[i].name, names[i].op, msg, len);
     if (err) {
       bh__kmem_decoder_free(d);
@@ -104,6 +107,14 @@ int bh__kmem_decoder_new(struct tep_handle *tep, bh__kmem_decoder_t **out, char 
   }
   *out = d;
   return 0;
+}
+
+int bh__kmem_decoder_add_pcp(bh__kmem_decoder_t *d, char *msg, size_t len) {
+  for (int i = 0; i < d->nkinds; i++)
+    if (d->kinds[i].op == BH_EV_PCPU_DRAIN || d->kinds[i].op == BH_EV_ALLOC_ZONE_LOCKED)
+      return 0; /* added already */
+  int err = add_kind(d, "mm_page_pcpu_drain", BH_EV_PCPU_DRAIN, msg, len);
+  return err ? err : add_kind(d, "mm_page_alloc_zone_locked", BH_EV_ALLOC_ZONE_LOCKED, msg, len);
 }
 
 static const struct kind *kind_of(const bh__kmem_decoder_t *d, int id) {
@@ -193,6 +204,14 @@ int bh__kmem_decode(bh__kmem_decoder_t *d, struct tep_record *rec, bh_event_t *e
   ev->order = (uint8_t)order;
   if (k->op != BH_EV_ALLOC) {
     ev->pfn = pfn;
+    if (k->mt && read_field(k->mt, rec, &v)) {
+      int64_t mt = signed_value(k->mt, v);
+      ev->migratetype = (int8_t)(mt >= -1 && mt < 127 ? mt : -1);
+    }
+    if (k->refill && read_field(k->refill, rec, &v))
+      ev->percpu_refill = signed_value(k->refill, v) != 0;
+    else if (k->op == BH_EV_ALLOC_ZONE_LOCKED) /* before 5.19 no field: printed "order == 0" */
+      ev->percpu_refill = order == 0;
     return 1;
   }
   ev->failed =

@@ -246,23 +246,27 @@ static const struct {
     {"mm_page_free_batched", BH_EV_FREE_BATCHED},
     {"mm_page_free_direct", BH_EV_FREE},
     {"mm_pagevec_free", BH_EV_FREE_BATCHED},
+    /* the pcp events (Linux 6.12 kmem.h: "page=%p pfn=0x%lx order=%d migratetype=%d", and
+     * mm_page_alloc_zone_locked's "... percpu_refill=%d"), only when the reader asks for them */
+    {"mm_page_pcpu_drain", BH_EV_PCPU_DRAIN},
+    {"mm_page_alloc_zone_locked", BH_EV_ALLOC_ZONE_LOCKED},
 };
-enum { NR_EVENTS = sizeof(events) / sizeof(events[0]) };
+enum { NR_EVENTS = sizeof(events) / sizeof(events[0]), NR_PAGE_EVENTS = NR_EVENTS - 2 };
 
-/* Our op for an event name, 0 for another event. */
-static int event_op(const char *s, size_t n) {
+/* Our op for an event name, 0 for another event (the pcp events too unless pcp). */
+static int event_op(const char *s, size_t n, bool pcp) {
   if (n < 12 || memcmp(s, "mm_page", 7) != 0)
     return 0;
-  for (size_t i = 0; i < NR_EVENTS; i++)
+  for (size_t i = 0; i < (pcp ? NR_EVENTS : NR_PAGE_EVENTS); i++)
     if (strlen(events[i].name) == n && memcmp(s, events[i].name, n) == 0)
       return events[i].op;
   return 0;
 }
 
 /* Does a line that has no event-line shape still name one of our events? */
-static bool names_our_event(const char *s, size_t n) {
+static bool names_our_event(const char *s, size_t n, bool pcp) {
   char mark[32];
-  for (size_t i = 0; i < NR_EVENTS; i++) {
+  for (size_t i = 0; i < (pcp ? NR_EVENTS : NR_PAGE_EVENTS); i++) {
     size_t k = strlen(events[i].name);
     memcpy(mark, events[i].name, k);
     mark[k] = ':';
@@ -350,7 +354,7 @@ static const char *parse_prefix(const char *s, size_t ts, bh_event_t *ev, bool *
 }
 
 /* Fields of the kmem events. */
-enum { F_PAGE = 1, F_PFN = 2, F_ORDER = 4, F_MT = 8, F_GFP = 16 };
+enum { F_PAGE = 1, F_PFN = 2, F_ORDER = 4, F_MT = 8, F_GFP = 16, F_REFILL = 32 };
 
 /*
  * Eight bytes at a time: the high bit of each byte of x that is not a blank.  A byte of
@@ -496,6 +500,12 @@ static int parse_kernel_args(bh__tparse_t *p, const char *c, const char *e, bh_e
       if (!q)
         return bad_value(p, "gfp_flags", v, e);
       seen |= F_GFP;
+    } else if (ev->op == BH_EV_ALLOC_ZONE_LOCKED && (v = KEY(c, e, "percpu_refill="))) {
+      q = scan_int(v, e, 0, 1, &y);
+      if (!field_end(q, e))
+        return bad_value(p, "percpu_refill", v, e);
+      ev->percpu_refill = (uint8_t)y;
+      seen |= F_REFILL;
     } else { /* another key: skipped */
       q = c;
       while (q < e && *q != '=' && !is_blank(*q))
@@ -512,9 +522,14 @@ static int parse_kernel_args(bh__tparse_t *p, const char *c, const char *e, bh_e
   unsigned need = F_PAGE | F_PFN | F_ORDER;
   if (ev->op == BH_EV_ALLOC)
     need |= F_MT | F_GFP;
+  else if (ev->op == BH_EV_PCPU_DRAIN)
+    need |= F_MT;
+  else if (ev->op == BH_EV_ALLOC_ZONE_LOCKED)
+    need |= F_MT | F_REFILL;
   if (bh__trace_unlikely((seen & need) != need)) {
-    static const char *const names[] = {"page", "pfn", "order", "migratetype", "gfp_flags"};
-    for (unsigned bit = 0; bit < 5; bit++)
+    static const char *const names[] = {"page",        "pfn",       "order",
+                                        "migratetype", "gfp_flags", "percpu_refill"};
+    for (unsigned bit = 0; bit < 6; bit++)
       if ((need & ~seen) & (1u << bit))
         return malformed(p, "missing %s=", names[bit]);
   }
@@ -807,17 +822,17 @@ static __attribute__((noinline)) int general_kernel_line(bh__tparse_t *p, const 
   if (f == n || s[f] == '#')
     return BH__LINE_OTHER;
   if (bh__trace_unlikely(nul)) {
-    if (!names_our_event(s, n))
+    if (!names_our_event(s, n, p->pcp))
       return BH__LINE_OTHER;
     return malformed(p, "embedded NUL byte");
   }
   struct kline k;
   if (!find_timestamp(s, n, &k)) {
-    if (names_our_event(s, n))
+    if (names_our_event(s, n, p->pcp))
       return malformed(p, "cannot find the 'TIMESTAMP: EVENT:' part");
     return BH__LINE_OTHER;
   }
-  int op = event_op(s + k.ev, k.ev_end - k.ev);
+  int op = event_op(s + k.ev, k.ev_end - k.ev, p->pcp);
   bool perf_sep = false;
   memset(ev, 0, sizeof(*ev));
   const char *why = parse_prefix(s, k.ts, ev, &perf_sep);
@@ -878,6 +893,10 @@ static int parse_native_key(bh__tparse_t *p, const char *c, const char *e, bh_ev
   } else if ((v = KEY(c, e, "gfp="))) {
     if (!(q = gfp_value(p, v, e, &ev->gfp)))
       return bad_value(p, "gfp", v, e);
+  } else if (ev->op == BH_EV_ALLOC_ZONE_LOCKED && (v = KEY(c, e, "refill="))) {
+    if (!field_end(q = scan_int(v, e, 0, 1, &y), e))
+      return bad_value(p, "refill", v, e);
+    ev->percpu_refill = (uint8_t)y;
   } else if ((v = KEY(c, e, "failed="))) {
     if (!field_end(q = scan_int(v, e, 0, 1, &y), e)) {
       char sb[48];
@@ -947,11 +966,18 @@ int bh__parse_native_line(bh__tparse_t *p, const char *s, size_t n, bool nul, bh
     return malformed(p, "missing op");
   if (*c == 'L' && field_end(c + 1, e) && p->version >= BH__TRACE_TEXT_VERSION2)
     return native_lost(p, skip_blanks(c + 1, e), e, ev);
-  if (!field_end(c + 1, e) || (*c != 'A' && *c != 'F' && *c != 'B'))
+  bool pcp_op = (*c == 'D' || *c == 'Z') && p->version >= BH__TRACE_TEXT_VERSION3;
+  if (!field_end(c + 1, e) || (*c != 'A' && *c != 'F' && *c != 'B' && !pcp_op))
     return malformed(p, "bad op '%s' (A, F or B%s)",
                      shown(c, (size_t)(word_end(c, e) - c), sb, sizeof(sb)),
-                     p->version >= BH__TRACE_TEXT_VERSION2 ? ", or L" : "");
-  ev->op = *c == 'A' ? BH_EV_ALLOC : *c == 'F' ? BH_EV_FREE : BH_EV_FREE_BATCHED;
+                     p->version >= BH__TRACE_TEXT_VERSION3   ? ", or L, D, Z"
+                     : p->version >= BH__TRACE_TEXT_VERSION2 ? ", or L"
+                                                             : "");
+  ev->op = *c == 'A'   ? BH_EV_ALLOC
+           : *c == 'F' ? BH_EV_FREE
+           : *c == 'B' ? BH_EV_FREE_BATCHED
+           : *c == 'D' ? BH_EV_PCPU_DRAIN
+                       : BH_EV_ALLOC_ZONE_LOCKED;
   if ((c = skip_blanks(c + 1, e)) == e)
     return malformed(p, "missing pfn");
   if (!field_end(q = scan_num(c, e, &ev->pfn), e))
@@ -970,6 +996,8 @@ int bh__parse_native_line(bh__tparse_t *p, const char *s, size_t n, bool nul, bh
   }
   if (ev->op != BH_EV_ALLOC && (ev->gfp || ev->failed))
     return malformed(p, "gfp= and failed= belong to allocations only");
+  if (pcp_op && !p->pcp)
+    return BH__LINE_OTHER; /* not asked for */
   bh__trace_set_zone(p, ev);
   return BH__LINE_EVENT;
 }

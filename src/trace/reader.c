@@ -141,13 +141,14 @@ static int detect_binary(bh_trace_t *t, bool complete) {
   if (t->len < BH__TRACE_BIN_HEADER)
     return complete ? trace_fail(t, BH_EFORMAT, "truncated binary header") : DETECT_MORE;
   uint32_t version = load32(t->buf + 8), rsize = load32(t->buf + 12);
-  if (version != BH__TRACE_BIN_VERSION && version != BH__TRACE_BIN_VERSION2)
+  if (version != BH__TRACE_BIN_VERSION && version != BH__TRACE_BIN_VERSION2 &&
+      version != BH__TRACE_BIN_VERSION3)
     return trace_fail(t, BH_EFORMAT, "unsupported binary trace version %u", version);
   if (rsize != BH__TRACE_BIN_RECORD)
     return trace_fail(t, BH_EFORMAT, "bad record size %u (version %u has %u)", rsize, version,
                       BH__TRACE_BIN_RECORD);
   size_t header = BH__TRACE_BIN_HEADER;
-  if (version == BH__TRACE_BIN_VERSION2) { /* the description's length follows */
+  if (version >= BH__TRACE_BIN_VERSION2) { /* the description's length follows */
     if (t->len < BH__TRACE_BIN_HEADER2)
       return complete ? trace_fail(t, BH_EFORMAT, "truncated binary header") : DETECT_MORE;
     uint64_t n = (uint64_t)load32(t->buf + 16) | (uint64_t)load32(t->buf + 20) << 32;
@@ -177,7 +178,7 @@ static int detect_native_text(bh_trace_t *t, const char *s, size_t n) {
     return trace_fail(t, BH_EFORMAT, "bad native text header (expected '%s %d')",
                       BH__TRACE_TEXT_MAGIC, BH__TRACE_TEXT_VERSION);
   long v = strtol(s + i, NULL, 10);
-  if (v != BH__TRACE_TEXT_VERSION && v != BH__TRACE_TEXT_VERSION2)
+  if (v != BH__TRACE_TEXT_VERSION && v != BH__TRACE_TEXT_VERSION2 && v != BH__TRACE_TEXT_VERSION3)
     return trace_fail(t, BH_EFORMAT, "unsupported native text version %ld", v);
   t->version = (int)v;
   t->tp.version = (int)v;
@@ -454,6 +455,7 @@ int bh_trace_open(const char *path, const bh_trace_opts_t *opts, bh_trace_t **ou
   }
   t->src.fd = -1;
   t->lenient = opts && opts->lenient;
+  t->tp.pcp = opts && opts->pcp_events;
   t->name = strdup(strcmp(path, "-") == 0 ? "<stdin>" : path);
   t->cap = BH__TRACE_BUF_SIZE;
   t->buf = malloc(t->cap);
@@ -563,7 +565,7 @@ static inline int event_out(bh_trace_t *t, bh_event_t *ev) {
   ev->seq = t->counts.events++;
   if (ev->op == BH_EV_ALLOC)
     t->counts.allocs++;
-  else
+  else if (bh__trace_likely(ev->op <= BH_EV_FREE_BATCHED))
     t->counts.frees++;
   return 1;
 }
@@ -666,6 +668,20 @@ static inline bool decode_record(const unsigned char *r, bh_event_t *ev, const c
   return false;
 }
 
+/* What is wrong with a pcp event's record (version 3), or NULL; its percpu_refill into ev. */
+static const char *pcp_record_problem(const unsigned char *r, bh_event_t *ev) {
+  if (ev->order > BH_TRACE_MAX_ORDER)
+    return "order above 63";
+  if (ev->gfp || ev->failed || r[30] || r[31] ||
+      (r[29] & ~(ev->op == BH_EV_ALLOC_ZONE_LOCKED ? BH__TRACE_BIN_REFILL : 0u)))
+    return "pcp event record with gfp, failed or reserved bits set";
+  if (ev->pid < -1 || ev->cpu < -1 || ev->migratetype < -1)
+    return "pid, cpu or migratetype below -1";
+  ev->percpu_refill = (r[29] & BH__TRACE_BIN_REFILL) != 0;
+  ev->zone = 0;
+  return NULL;
+}
+
 /* What is wrong with a lost-events record (version 2), or NULL. */
 static const char *lost_record_problem(const unsigned char *r, const bh_event_t *ev) {
   if (ev->order || ev->gfp || ev->failed || r[30] || r[31] || (r[29] & ~BH__TRACE_BIN_FAILED))
@@ -708,6 +724,16 @@ static int next_binary(bh_trace_t *t, bh_event_t *ev) {
         !(why = lost_record_problem(r, ev))) {
       t->counts.lost_events += ev->pfn;
       continue;
+    }
+    if (t->version >= BH__TRACE_BIN_VERSION3 &&
+        (ev->op == BH_EV_PCPU_DRAIN || ev->op == BH_EV_ALLOC_ZONE_LOCKED) &&
+        !(why = pcp_record_problem(r, ev))) {
+      if (!t->tp.pcp) {
+        t->counts.other_lines++;
+        continue;
+      }
+      ev->origin = t->origins ? bh__origin_intern(t->origins, ev->pid, NULL, 0, NULL, 0) : 0;
+      return event_out(t, ev);
     }
     int err = record_malformed(t, "%s (op %u, order %u)", why, r[26], r[27]);
     if (err)

@@ -97,7 +97,10 @@ struct replay {
   bh__rmachine_t rm;
   bool shape;       /* the arena's pfns are the trace's: the paths of shaped_alloc and the rest */
   bool place_trace; /* --placement trace */
-  bool agree;       /* counting placement agreement */
+  /* the trace's pcp events move the pcp lists (--placement trace with a trace that has them):
+   * frees onto a pcp list then make no drain decision of their own */
+  bool pcp_trace;
+  bool agree; /* counting placement agreement */
   /* events up to this trace time happened while the start snapshot was read (0: none) */
   uint64_t window_end;
   /* compaction moved memory allocated before the trace: map entries made after the run */
@@ -134,6 +137,7 @@ struct scan {
                             * (0: one pass) */
   uint64_t pfn_lo, pfn_hi; /* the recorded blocks' pages lie in [pfn_lo, pfn_hi) */
   unsigned max_cpu;
+  uint64_t pcp_events; /* mm_page_pcpu_drain and mm_page_alloc_zone_locked events */
   /* a text trace's events as the first pass read them, for the second to play without
    * parsing the text again (NULL: read the trace again), and what the reader counted */
   struct kept_event *kept;
@@ -153,7 +157,10 @@ struct kept_event {
 _Static_assert(sizeof(struct kept_event) == 32, "kept events stay 32 bytes");
 
 static int open_trace(struct replay *r, bh_trace_t **t) {
-  bh_trace_opts_t o = {.lenient = r->cfg->lenient, .origins = r->origins != NULL};
+  /* the pcp events are of use where the arena's pfns are the kernel's */
+  bh_trace_opts_t o = {.lenient = r->cfg->lenient,
+                       .origins = r->origins != NULL,
+                       .pcp_events = r->cfg->placement == BH_PLACEMENT_TRACE};
   int err = bh_trace_open(r->cfg->trace, &o, t);
   if (err)
     set_err(r, "%s", bh_trace_error(NULL));
@@ -343,6 +350,10 @@ static inline __attribute__((always_inline)) int scan_event(void *ctx, const bh_
   sc->last = ev->time_ns;
   if (ev->cpu >= 0 && (unsigned)ev->cpu > sc->max_cpu)
     sc->max_cpu = (unsigned)ev->cpu;
+  if (bh__unlikely(ev->op >= BH_EV_PCPU_DRAIN)) { /* no page changes hands */
+    sc->pcp_events++;
+    return 0;
+  }
   if (bh__unlikely(st->fe != NULL))
     bh__first_event(st->fe, ev);
   if (ev->op == BH_EV_ALLOC) {
@@ -387,6 +398,10 @@ static inline __attribute__((always_inline)) int scan_keep_event(void *ctx, cons
   if (st->keep)
     sc->kept[sc->events] = (struct kept_event){ev->time_ns, ev->pfn,   ev->gfp,    ev->cpu,
                                                ev->op,      ev->order, ev->failed, ev->origin};
+  if (st->keep && bh__unlikely(ev->op >= BH_EV_PCPU_DRAIN)) { /* gfp and failed are free */
+    sc->kept[sc->events].gfp = (uint32_t)(ev->migratetype + 1);
+    sc->kept[sc->events].failed = ev->percpu_refill;
+  }
   return scan_event(ctx, ev);
 }
 
@@ -690,7 +705,10 @@ COLD static void advance_slow(struct replay *r, uint64_t t) {
     take_samples(r, tick, false);
     step_worker(r, tick);
     if (tick == r->next_tick) {
-      bh_vmstat_tick(r->arena); /* the vmstat worker, once a second */
+      /* the vmstat worker, once a second: its pcp decay drains are in the trace's drain
+       * events when it has them */
+      if (!r->pcp_trace)
+        bh_vmstat_tick(r->arena);
       r->next_tick += BH_NS_PER_SEC;
     }
     if (tick == r->next_compact)
@@ -741,12 +759,20 @@ static inline void touch(struct replay *r, uint64_t pfn, unsigned order) {
       p[i << BH_PAGE_SHIFT] = (uint8_t)(pfn + i);
 }
 
+/* A free: with the trace's pcp events, onto a pcp list without a drain decision of its own. */
+static inline void arena_free(struct replay *r, uint64_t pfn, unsigned order, int cpu) {
+  if (bh__unlikely(r->pcp_trace))
+    bh__pcp_free_nodrain(r->arena, pfn, order, cpu);
+  else
+    bh_free_pfn(r->arena, pfn, order, cpu);
+}
+
 static void free_entry(struct replay *r, bh__pfn_entry_t *e, int cpu) {
   if (e->kind == BH__PFN_LIVE) {
-    bh_free_pfn(r->arena, e->val, e->order, cpu);
+    arena_free(r, e->val, e->order, cpu);
     r->live_pages -= 1ull << e->order;
   } else if (bh__unlikely(e->kind == BH__PFN_PRETRACE)) { /* moved by compaction */
-    bh_free_pfn(r->arena, e->val, e->order, cpu);
+    arena_free(r, e->val, e->order, cpu);
     r->s->pretrace_frees++;
   }
   bh__pfnmap_delete(&r->map, e);
@@ -756,7 +782,7 @@ static void free_entry(struct replay *r, bh__pfn_entry_t *e, int cpu) {
 COLD static void free_lost(struct replay *r, bh__pfn_entry_t *e, int cpu) {
   if (e->kind == BH__PFN_LIVE || e->kind == BH__PFN_PRETRACE) {
     r->s->lost_frees++;
-    bh_free_pfn(r->arena, e->val, e->order, cpu);
+    arena_free(r, e->val, e->order, cpu);
     if (e->kind == BH__PFN_LIVE)
       r->live_pages -= 1ull << e->order;
   }
@@ -1013,7 +1039,7 @@ COLD static void free_other(struct replay *r, uint64_t pfn, unsigned order, int 
     e = split_containing(r, pfn, order);
   if (!e && r->shape && bh_arena_adopt(r->arena, pfn, order) == BH_OK) {
     /* memory the start state holds allocated before the trace: an ordinary free */
-    bh_free_pfn(r->arena, pfn, order, cpu);
+    arena_free(r, pfn, order, cpu);
     s->frees++;
     s->pretrace_frees++;
     return;
@@ -1138,6 +1164,7 @@ static int setup(struct replay *r, const struct scan *sc) {
     if (err)
       return err;
     r->place_trace = cfg->placement == BH_PLACEMENT_TRACE;
+    r->pcp_trace = r->place_trace && sc->pcp_events;
     r->agree = !r->place_trace && r->rm.start != BH__START_EMPTY;
     r->s->agreement.present = r->agree;
     const bh_snapshot_t *snap = bh_machine_snapshot(r->rm.m, BH_SNAP_START);
@@ -1266,6 +1293,34 @@ COLD static void poll(struct replay *r) {
 }
 
 /*
+ * A pcp event (--placement trace): a refill moves the recorded block from the free lists to
+ * the CPU's pcp list, a drain moves it back.  A zone_locked event without percpu_refill, and
+ * one for a block that an allocation takes at once (rmqueue_buddy), need nothing: the
+ * allocation's bh_alloc_pfn_at takes the block from a pcp list as well as from the free lists.
+ */
+COLD static void pcp_event(struct replay *r, const bh_event_t *ev) {
+  bh_replay_summary_t *s = r->s;
+  if (!r->place_trace) /* not read then; a caller's own events */
+    return;
+  r->pcp_trace = true;
+  int rc;
+  if (ev->op == BH_EV_PCPU_DRAIN) {
+    rc = bh__pcp_drain_at(r->arena, ev->pfn, ev->order);
+  } else if (ev->percpu_refill) {
+    rc = bh__pcp_refill_at(r->arena, ev->pfn, ev->order, ev->migratetype, ev->cpu);
+  } else {
+    s->pcp_events_direct++;
+    return;
+  }
+  if (rc == BH_OK) {
+    s->pcp_events_applied++;
+  } else {
+    s->pcp_events_missed++;
+    s->pcp_drains_missed += ev->op == BH_EV_PCPU_DRAIN;
+  }
+}
+
+/*
  * One event: the clock first (worker steps, ticks, samples due before the event), then the
  * event.  Everything that is not needed for every event is behind one comparison (clock_due,
  * next_poll): this is most of a replay's time outside the allocator.  Inlined into both
@@ -1279,8 +1334,10 @@ static inline __attribute__((always_inline)) int play_event(void *ctx, const bh_
     int err = do_alloc(r, ev);
     if (bh__unlikely(err))
       return err;
-  } else {
+  } else if (bh__likely(ev->op <= BH_EV_FREE_BATCHED)) {
     do_free(r, ev);
+  } else {
+    pcp_event(r, ev);
   }
   if (bh__unlikely(r->events == r->next_poll))
     poll(r);
@@ -1321,6 +1378,12 @@ __attribute__((noinline)) static int play_kept(struct replay *r, const struct ke
                      .order = k->order,
                      .failed = k->failed,
                      .origin = k->origin};
+    if (bh__unlikely(k->op >= BH_EV_PCPU_DRAIN)) { /* as scan_keep_event keeps them */
+      ev.migratetype = (int8_t)((int)k->gfp - 1);
+      ev.percpu_refill = k->failed;
+      ev.gfp = 0;
+      ev.failed = 0;
+    }
     int err = play_event(r, &ev);
     if (bh__unlikely(err))
       return err;
@@ -1702,6 +1765,10 @@ int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *f, int indent) {
   ju64(&w, "pretrace_frees", s->pretrace_frees);
   ju64(&w, "start_conflicts", s->start_conflicts);
   ju64(&w, "placement_conflicts", s->placement_conflicts);
+  ju64(&w, "pcp_events_applied", s->pcp_events_applied);
+  ju64(&w, "pcp_events_missed", s->pcp_events_missed);
+  ju64(&w, "pcp_events_direct", s->pcp_events_direct);
+  ju64(&w, "pcp_drains_missed", s->pcp_drains_missed);
   ju64(&w, "start_pcp_pages", s->start_pcp_pages);
   ju64(&w, "start_unplaced_blocks", s->start_unplaced_blocks);
   ju64(&w, "start_unexplained_pages", s->start_unexplained_pages);

@@ -37,7 +37,11 @@
  * of op BH__EV_LOST (events the recorder lost; pfn holds how many). */
 #define BH__TRACE_BIN_VERSION2 2
 #define BH__TRACE_BIN_HEADER2 24
+/* Version 3: version 2 and records of the pcp events (ops BH_EV_PCPU_DRAIN and
+ * BH_EV_ALLOC_ZONE_LOCKED, the latter's percpu_refill in flag bit 1). */
+#define BH__TRACE_BIN_VERSION3 3
 #define BH__TRACE_BIN_FAILED 0x01u
+#define BH__TRACE_BIN_REFILL 0x02u
 /* The op of a lost-events marker in the version 2 native formats (never returned as an event). */
 #define BH__EV_LOST 4
 /* The longest machine description a reader accepts. */
@@ -46,6 +50,8 @@
 #define BH__TRACE_TEXT_MAGIC "# buddyhint-trace"
 #define BH__TRACE_TEXT_VERSION 1
 #define BH__TRACE_TEXT_VERSION2 2
+/* Version 3: version 2 and the pcp events (ops D and Z, key refill=). */
+#define BH__TRACE_TEXT_VERSION3 3
 /* Native text version 2: the machine description's lines follow the header, each after this. */
 #define BH__TRACE_TEXT_DESC "#@"
 
@@ -92,6 +98,7 @@ enum bh__line_kind {
 typedef struct bh__tparse {
   uint64_t gfp_unknown; /* names bh_gfp_parse did not know */
   int version;          /* native text: the header's version (lost markers need 2) */
+  bool pcp;             /* return the pcp events (bh_trace_opts_t.pcp_events), else skip them */
   /* one-entry cache of the last gfp_flags text: traces repeat a handful of masks */
   char gfp_text[64];
   size_t gfp_len;
@@ -171,6 +178,7 @@ static inline void bh__trace_decode_record(const unsigned char *r, bh_event_t *e
   ev->order = (uint8_t)(tail >> 24);
   ev->migratetype = (int8_t)(uint8_t)(tail >> 32);
   ev->failed = (uint8_t)(tail >> 40) & BH__TRACE_BIN_FAILED;
+  ev->percpu_refill = 0; /* a pcp event's (version 3) is read by the reader's slow path */
 }
 
 /*

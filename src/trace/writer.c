@@ -32,7 +32,7 @@ struct bh_trace_writer {
   bool owns; /* opened from a path: `out` is ours to commit or give up */
   bh__outfile_t out;
   int format, comp;
-  int version;      /* 1, or 2 (description and lost markers) */
+  int version;      /* 1, 2 (description and lost markers), 3 (and the pcp events) */
   bool header_done; /* the header is written when the first record or close comes */
   char *desc;       /* version 2: the machine description's text, or NULL */
   int err;          /* sticky */
@@ -178,7 +178,7 @@ static char *put_hex(char *p, uint64_t v) {
 }
 
 static int encode_text(bh_trace_writer_t *w, const bh_event_t *ev) {
-  static const char ops[] = {'?', 'A', 'F', 'B'};
+  static const char ops[] = {'?', 'A', 'F', 'B', 'L', 'D', 'Z'};
   char *p = (char *)w->buf + w->len;
   p = put_u64(p, ev->time_ns);
   *p++ = ' ';
@@ -202,6 +202,8 @@ static int encode_text(bh_trace_writer_t *w, const bh_event_t *ev) {
   }
   if (ev->failed)
     p = put_str(p, " failed=1");
+  if (ev->percpu_refill)
+    p = put_str(p, " refill=1");
   *p++ = '\n';
   w->len = (size_t)(p - (char *)w->buf);
   return 0;
@@ -220,7 +222,8 @@ static void encode_binary(bh_trace_writer_t *w, const bh_event_t *ev) {
   r[26] = ev->op;
   r[27] = ev->order;
   r[28] = (uint8_t)ev->migratetype;
-  r[29] = ev->failed ? BH__TRACE_BIN_FAILED : 0;
+  r[29] = (uint8_t)((ev->failed ? BH__TRACE_BIN_FAILED : 0) |
+                    (ev->percpu_refill ? BH__TRACE_BIN_REFILL : 0));
   r[30] = 0;
   r[31] = 0;
   w->len += BH__TRACE_BIN_RECORD;
@@ -228,8 +231,13 @@ static void encode_binary(bh_trace_writer_t *w, const bh_event_t *ev) {
 
 /* Returns NULL if the format can hold ev, else what is wrong. */
 static const char *check_event(const bh_trace_writer_t *w, const bh_event_t *ev) {
-  if (ev->op < BH_EV_ALLOC || ev->op > BH_EV_FREE_BATCHED)
+  bool pcp = ev->op == BH_EV_PCPU_DRAIN || ev->op == BH_EV_ALLOC_ZONE_LOCKED;
+  if ((ev->op < BH_EV_ALLOC || ev->op > BH_EV_FREE_BATCHED) && !pcp)
     return "bad op";
+  if (pcp && w->version < 3)
+    return "a pcp event needs a version 3 writer (bh_trace_writer_pcp_events)";
+  if (ev->percpu_refill > 1 || (ev->percpu_refill && ev->op != BH_EV_ALLOC_ZONE_LOCKED))
+    return "percpu_refill set on another event than mm_page_alloc_zone_locked";
   if (ev->order > BH_TRACE_MAX_ORDER)
     return "order above 63";
   if (ev->pid < -1 || ev->cpu < -1 || ev->migratetype < -1)
@@ -339,8 +347,11 @@ static int put_header(bh_trace_writer_t *w) {
   int err = append_bytes(w, h, (size_t)n);
   if (!err && w->version >= 2)
     err = put_text_description(w);
-  n = snprintf(h, sizeof(h), "# TIME_NS OP(A/F/B%s) PFN ORDER [cpu= pid= mt= gfp= failed=]\n",
-               w->version >= 2 ? "/L" : "");
+  n = snprintf(h, sizeof(h), "# TIME_NS OP(A/F/B%s) PFN ORDER [cpu= pid= mt= gfp= failed=%s]\n",
+               w->version >= 3   ? "/L/D/Z"
+               : w->version >= 2 ? "/L"
+                                 : "",
+               w->version >= 3 ? " refill=" : "");
   return err ? err : append_bytes(w, h, (size_t)n);
 }
 
@@ -453,6 +464,13 @@ int bh_trace_writer_set_description(bh_trace_writer_t *w, const char *descriptio
     return BH_ENOMEM;
   free(w->desc);
   w->desc = d;
+  return 0;
+}
+
+int bh_trace_writer_pcp_events(bh_trace_writer_t *w) {
+  if (!w || w->version < 2 || w->header_done)
+    return BH_EINVAL;
+  w->version = 3;
   return 0;
 }
 

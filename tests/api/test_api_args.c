@@ -445,6 +445,9 @@ static void rows_trace(struct fixture *x) {
       bh_trace_writer_set_description(NULL, "x") == BH_EINVAL);
   ROW("bh_trace_writer_set_description", "a version 1 writer",
       bh_trace_writer_set_description(x->w, "x") == BH_EINVAL);
+  ROW("bh_trace_writer_pcp_events", "NULL writer", bh_trace_writer_pcp_events(NULL) == BH_EINVAL);
+  ROW("bh_trace_writer_pcp_events", "a version 1 writer",
+      bh_trace_writer_pcp_events(x->w) == BH_EINVAL);
   ROW("bh_trace_write_lost", "NULL writer", bh_trace_write_lost(NULL, 0, 1, -1) == BH_EINVAL);
   ROW("bh_trace_write_lost", "a version 1 writer",
       bh_trace_write_lost(x->w, 0, 1, -1) == BH_EINVAL);

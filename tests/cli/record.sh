@@ -13,7 +13,7 @@ set -u
 BH=$1 WL=$2 WORK=$3
 mkdir -p "$WORK"
 cd "$WORK" || exit 1
-rm -f rec.bht.zst rec.json compare.out machine.out rec.txt small.bht small.json
+rm -f rec.bht.zst rec.json compare.out machine.out rec.txt small.bht small.json pcp.bht pcp.json
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "SKIP: recording needs root (the kernel's tracepoints are only reachable through tracefs)"
@@ -139,6 +139,24 @@ elif [ "$lost_in_trace" != $((overrun + dropped)) ]; then
   fail "record lost $overrun + $dropped events, the trace says $lost_in_trace"
 else
   echo "ok: $lost_in_trace lost events reported and in the trace"
+fi
+
+# --pcp-events: a version 3 trace whose pcp events a --placement trace replay applies (the
+# refills and drains of blocks the start state has where the kernel had them).  512 MiB: more
+# than the pcp lists hold (pcp->high), so that the kernel refills and drains them
+if "$BH" record --pcp-events -o pcp.bht -- "$WL" 512 >/dev/null 2>pcp.err; then
+  [ "$(od -An -tu4 -j8 -N4 pcp.bht | tr -d ' ')" = 3 ] || fail "record --pcp-events: not version 3"
+  "$BH" replay pcp.bht --backing sim --quiet --placement trace --json pcp.json >/dev/null ||
+    fail "replay --placement trace of the pcp trace: exit $?"
+  applied=$(awk '$1 == "\"pcp_events_applied\":" {v = $2; sub(/,$/, "", v); print v; exit}' pcp.json)
+  missed=$(awk '$1 == "\"pcp_events_missed\":" {v = $2; sub(/,$/, "", v); print v; exit}' pcp.json)
+  if [ "${applied:-0}" -gt 0 ] && [ "${missed:-0}" -lt "$applied" ]; then
+    echo "ok: pcp events: $applied applied, $missed missed"
+  else
+    fail "pcp events: ${applied:-none} applied, ${missed:-none} missed"
+  fi
+else
+  fail "record --pcp-events: $(cat pcp.err)"
 fi
 
 if [ $fails -ne 0 ]; then

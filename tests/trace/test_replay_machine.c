@@ -554,11 +554,122 @@ static void test_start_reported_tail(void **state) {
   bh_arena_destroy(a);
 }
 
+/* The pcp pages of a dump's zoneinfo: its "count:" lines summed. */
+static long zoneinfo_pcp(const char *dir) {
+  char path[512];
+  snprintf(path, sizeof(path), "%s/zoneinfo", dir);
+  char *zi = slurp(path);
+  long sum = 0;
+  for (const char *q = zi; (q = strstr(q, "count:")); q += 6)
+    sum += strtol(q + 6, NULL, 10);
+  free(zi);
+  return sum;
+}
+
+/* Native text lines into a version 3 trace of format fmt with desc, the pcp events kept. */
+static const char *write_trace3(const char *name, int fmt, const char *desc, const char *lines) {
+  const char *p = tt_path(name);
+  bh_trace_writer_t *w;
+  assert_int_equal(bh_trace_writer_open2(p, fmt, BH_TRACE_COMP_NONE, desc, &w), 0);
+  assert_int_equal(bh_trace_writer_pcp_events(w), 0);
+  bh_trace_opts_t o = {.pcp_events = true};
+  bh_trace_t *t;
+  assert_int_equal(bh_trace_open(tt_write_str("lines3.txt", lines), &o, &t), 0);
+  bh_event_t ev;
+  while (bh_trace_next(t, &ev) == 1)
+    assert_int_equal(bh_trace_write(w, &ev), 0);
+  bh_trace_close(t);
+  assert_int_equal(bh_trace_writer_close(w), 0);
+  return p;
+}
+
+/* A --placement trace replay of path, its end state dumped into a new directory dir. */
+static long replay_pcp(const char *path, const char *dir, bh_replay_summary_t *s) {
+  bh_replay_config_t cfg;
+  bh_replay_config_init(&cfg);
+  cfg.trace = path;
+  cfg.placement = BH_PLACEMENT_TRACE;
+  cfg.dump_dir = tt_path(dir);
+  replay(&cfg, s);
+  return zoneinfo_pcp(cfg.dump_dir);
+}
+
+/*
+ * --placement trace with the pcp events: a refill (mm_page_alloc_zone_locked, percpu_refill=1)
+ * moves the block from the free lists to the CPU's pcp list, a drain (mm_page_pcpu_drain) back;
+ * an event whose block is not where it says is counted, not applied; a zone_locked event
+ * without percpu_refill needs nothing; an allocation takes a refilled block from the pcp list
+ * (no placement conflict).  At the end the pcp lists hold the freed block and the refilled one
+ * nobody allocated: one page more than the same page events leave without the pcp events.
+ * Read from native text (the first pass keeps the events for the second) and binary.
+ */
+static void test_pcp_events(void **state) {
+  (void)state;
+  bh_arena_t *a = crafted_arena();
+  char *desc = describe(a, false);
+  uint64_t fb[2] = {UINT64_MAX, UINT64_MAX};
+  int k = 0;
+  for (uint64_t p = 4096; p < a->nr_pages && k < 2; p++)
+    if ((a->pages[p].flags & BH__PG_BUDDY) && a->pages[p].order == 0 &&
+        bh__pb_mt(a, p) < BH_MT_PCPTYPES)
+      fb[k++] = p;
+  assert_int_equal(k, 2);
+  unsigned long f0 = (unsigned long)fb[0], f1 = (unsigned long)fb[1];
+  char lines[1024];
+  snprintf(lines, sizeof(lines),
+           "# buddyhint-trace 3\n"
+           "1000 Z %#lx 0 cpu=0 mt=1 refill=1\n" /* refill: applied */
+           "2000 D %#lx 0 cpu=0 mt=1\n"          /* drain: applied */
+           "3000 D %#lx 0 cpu=0 mt=1\n"          /* not on a pcp list: missed */
+           "4000 Z %#lx 0 cpu=1 mt=1 refill=0\n" /* direct */
+           "5000 Z %#lx 0 cpu=1 mt=1 refill=1\n" /* refill: applied */
+           "6000 A %#lx 0 cpu=1 mt=1 gfp=GFP_HIGHUSER_MOVABLE\n"
+           "7000 F %#lx 0 cpu=1\n"
+           "8000 Z %#lx 0 cpu=0 mt=1 refill=1\n", /* refill: applied, never allocated */
+           f0, f0, f0, f0, f0, f0, f0, f1);
+  char *paths[2]; /* tt_path's buffers are reused */
+  paths[0] = strdup(write_trace3("pcp3.txt", BH_TRACE_NATIVE_TEXT, desc, lines));
+  paths[1] = strdup(write_trace3("pcp3.bht", BH_TRACE_NATIVE_BINARY, desc, lines));
+  bh_replay_summary_t s;
+  long with[2];
+  for (int i = 0; i < 2; i++) {
+    with[i] = replay_pcp(paths[i], i ? "dump-pcp-bin" : "dump-pcp-txt", &s);
+    assert_int_equal(s.pcp_events_applied, 4);
+    assert_int_equal(s.pcp_events_missed, 1);
+    assert_int_equal(s.pcp_events_direct, 1);
+    assert_int_equal(s.pcp_drains_missed, 1);
+    assert_int_equal(s.placement_conflicts, 0);
+    assert_int_equal(s.allocs, 1);
+    assert_int_equal(s.frees, 1);
+  }
+  assert_int_equal(with[0], with[1]);
+  /* the page events alone (a version 2 trace: its reader skipped the pcp lines) */
+  char *v2 = strdup(write_trace("pcp2.bht", desc, lines));
+  long without = replay_pcp(v2, "dump-pcp-v2", &s);
+  free(v2);
+  assert_int_equal(s.pcp_events_applied + s.pcp_events_missed + s.pcp_events_direct, 0);
+  assert_int_equal(with[1], without + 1);
+  /* allocator placement does not read them */
+  bh_replay_config_t cfg;
+  bh_replay_config_init(&cfg);
+  cfg.trace = paths[1];
+  replay(&cfg, &s);
+  assert_int_equal(s.pcp_events_applied + s.pcp_events_missed + s.pcp_events_direct, 0);
+  free(paths[0]);
+  free(paths[1]);
+  free(desc);
+  bh_arena_destroy(a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_crafted_snapshot),       cmocka_unit_test(test_guest_dir),
-      cmocka_unit_test(test_pretrace_and_placement), cmocka_unit_test(test_old_trace),
-      cmocka_unit_test(test_start_reported),         cmocka_unit_test(test_start_reported_tail),
+      cmocka_unit_test(test_crafted_snapshot),
+      cmocka_unit_test(test_guest_dir),
+      cmocka_unit_test(test_pretrace_and_placement),
+      cmocka_unit_test(test_old_trace),
+      cmocka_unit_test(test_start_reported),
+      cmocka_unit_test(test_start_reported_tail),
+      cmocka_unit_test(test_pcp_events),
   };
   return cmocka_run_group_tests(tests, tt_setup, tt_teardown);
 }

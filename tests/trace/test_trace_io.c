@@ -379,9 +379,9 @@ static void test_binary_errors(void **state) {
   bh_trace_close(t);
   p = tt_write("short-hdr.bin", b, 9);
   tt_expect_open_error(p, BH_EFORMAT, tt_msg(p, ": truncated binary header"));
-  b[8] = 3;
-  p = tt_write("v3.bin", b, 16);
-  tt_expect_open_error(p, BH_EFORMAT, tt_msg(p, ": unsupported binary trace version 3"));
+  b[8] = 4;
+  p = tt_write("v4.bin", b, 16);
+  tt_expect_open_error(p, BH_EFORMAT, tt_msg(p, ": unsupported binary trace version 4"));
   b[8] = 2; /* version 2 has a 24-byte header: the description's length */
   p = tt_write("v2-short.bin", b, 16);
   tt_expect_open_error(p, BH_EFORMAT, tt_msg(p, ": truncated binary header"));

@@ -442,8 +442,8 @@ static void test_detect_errors(void **state) {
       p, BH_EFORMAT,
       tt_msg(p, ": unrecognised trace format (not ftrace, perf script or a buddyhint trace)"));
 
-  p = tt_write_str("v3.txt", "# buddyhint-trace 3\n1 A 1 0\n");
-  tt_expect_open_error(p, BH_EFORMAT, tt_msg(p, ": unsupported native text version 3"));
+  p = tt_write_str("v4.txt", "# buddyhint-trace 4\n1 A 1 0\n");
+  tt_expect_open_error(p, BH_EFORMAT, tt_msg(p, ": unsupported native text version 4"));
 
   p = tt_write_str("vx.txt", "# buddyhint-trace one\n");
   tt_expect_open_error(p, BH_EFORMAT,

@@ -1,0 +1,117 @@
+/*
+ * The pcp lists moved as a kernel's trace says (bh__pcp_refill_at, bh__pcp_drain_at,
+ * bh__pcp_free_nodrain in populate.c): a refill is mm_page_alloc_zone_locked with
+ * percpu_refill, a block that __rmqueue_smallest took (Linux 6.12 mm/page_alloc.c:1645-1649:
+ * page_del_and_expand, then the event) and rmqueue_bulk put at the tail of the CPU's list
+ * (mm/page_alloc.c:2350); a drain is mm_page_pcpu_drain, a block free_pcppages_bulk took off a
+ * pcp list and gave to __free_one_page (mm/page_alloc.c:1257-1264), which merges it.
+ */
+#include "buddy_test.h"
+
+#include "buddy/internal.h"
+
+#include <stdlib.h>
+
+#define NORMAL_START 131072 /* DMA 4096 + DMA32 126976 pages */
+#define TOP 10              /* MAX_PAGE_ORDER: Normal is free in order-10 blocks */
+
+static bh_arena_t *default_sim(void) {
+  bh_config_t c;
+  bh_config_init(&c);
+  c.backing = BH_BACKING_SIM;
+  return bt_create(&c);
+}
+
+/* The pcp list of cpu in zone 2 (Normal) for (mt, order), as pfns from the head. */
+static int list_of(bh_arena_t *a, int cpu, int mt, unsigned order, uint64_t *out, int max) {
+  bh__zone_t *z = &a->zones[2];
+  uint32_t head = z->pcp[cpu].head + bh__pcp_pindex(a, mt, order);
+  int n = 0;
+  for (uint32_t x = a->pages[head].next; x != head && n < max; x = a->pages[x].next)
+    out[n++] = x;
+  return n;
+}
+
+/* A refill splits the free top block around the pfn as expand() does, and puts the block at
+ * the tail of that CPU's list; a drain merges it back into the top block. */
+static void test_refill_and_drain(void **state) {
+  (void)state;
+  bh_arena_t *a = default_sim();
+  bh_zone_info_t z0 = bt_zone(a, 2);
+  uint64_t top_blocks = z0.nr_free[TOP];
+  uint64_t pfn = NORMAL_START + 5; /* inside the first top block, not at its head */
+  EXPECT_U64(bh__pcp_refill_at(a, pfn, 0, BH_MT_MOVABLE, 1), BH_OK);
+  uint64_t p2 = NORMAL_START + 64;
+  EXPECT_U64(bh__pcp_refill_at(a, p2, 0, BH_MT_MOVABLE, 1), BH_OK);
+  bh_zone_info_t z = bt_zone(a, 2);
+  EXPECT_U64(z.pcp_pages, 2);
+  EXPECT_U64(z.free_pages, z0.free_pages - 2);
+  EXPECT_U64(z.nr_free[TOP], top_blocks - 1);
+  /* split around +5: one block of each order 0..9 (+4, +6, +0, +8, ... +512); +64 then takes
+   * order 0 of the order-6 block at +64, leaving one of each order 0..5 there */
+  for (unsigned o = 0; o < TOP; o++)
+    EXPECT_U64(z.nr_free[o], z0.nr_free[o] + (o < 6 ? 2 : o == 6 ? 0 : 1));
+  uint64_t l[4];
+  EXPECT_U64(list_of(a, 1, BH_MT_MOVABLE, 0, l, 4), 2);
+  EXPECT_U64(l[0], pfn); /* tail-added: in the order refilled */
+  EXPECT_U64(l[1], p2);
+  EXPECT_U64(list_of(a, 0, BH_MT_MOVABLE, 0, l, 4), 0);
+  /* a second refill of the same block finds it gone from the free lists */
+  EXPECT_U64(bh__pcp_refill_at(a, pfn, 0, BH_MT_MOVABLE, 0), BH_EBUSY);
+  /* an allocation at the recorded pfn takes it from the pcp list */
+  EXPECT_U64(bh_alloc_pfn_at(a, BH_GFP_MOVABLE, 0, 1, p2), BH_OK);
+  EXPECT_U64(bt_zone(a, 2).pcp_pages, 1);
+  /* drains: not on a pcp list (allocated, free, wrong order) is EBUSY and changes nothing */
+  EXPECT_U64(bh__pcp_drain_at(a, p2, 0), BH_EBUSY);
+  EXPECT_U64(bh__pcp_drain_at(a, NORMAL_START + 4, 0), BH_EBUSY);
+  EXPECT_U64(bh__pcp_drain_at(a, pfn & ~1ull, 1), BH_EBUSY);
+  EXPECT_U64(bh__pcp_drain_at(a, NORMAL_START + 3, 1), BH_EALIGN);
+  EXPECT_U64(bh__pcp_drain_at(a, pfn, 0), BH_OK);
+  EXPECT_U64(bt_zone(a, 2).pcp_pages, 0);
+  bt_free(a, p2, 0, 1); /* onto the pcp list (the model's own free) */
+  EXPECT_U64(bh__pcp_drain_at(a, p2, 0), BH_OK);
+  z = bt_zone(a, 2);
+  EXPECT_U64(z.free_pages, z0.free_pages);
+  EXPECT_U64(z.nr_free[TOP], top_blocks); /* merged all the way up */
+  for (unsigned o = 0; o < TOP; o++)
+    EXPECT_U64(z.nr_free[o], z0.nr_free[o]);
+  bt_expect_clean(a);
+  bt_expect_all_free(a);
+  bh_arena_destroy(a);
+}
+
+/* Frees without drain decisions: past pcp->high nothing goes back to the buddy lists, where
+ * the model's own free (free_unref_page_commit) drains a batch. */
+static void test_free_nodrain(void **state) {
+  (void)state;
+  bh_arena_t *a = default_sim();
+  enum { N = 2000 }; /* above this arena's high (at most managed/8 / cpus) for one slot */
+  uint64_t *p = malloc(N * sizeof(*p));
+  for (int i = 0; i < N; i++)
+    p[i] = bt_alloc(a, BH_GFP_MOVABLE, 0, 0);
+  bh_drain_pcp(a);
+  uint64_t drains = bt_stat(a, BH_STAT_pcp_drain);
+  for (int i = 0; i < N; i++)
+    EXPECT_U64(bh__pcp_free_nodrain(a, p[i], 0, 0), BH_OK);
+  EXPECT_U64(bt_stat(a, BH_STAT_pcp_drain), drains);
+  EXPECT_U64(bt_zone(a, 2).pcp_pages, N);
+  EXPECT_U64(bt_zone(a, 2).pcp_high < N, 1);
+  uint64_t l[1];
+  EXPECT_U64(list_of(a, 0, BH_MT_MOVABLE, 0, l, 1), 1);
+  EXPECT_U64(l[0], p[N - 1]); /* head-added, as a free */
+  /* a double free is bh_free_pfn's error */
+  EXPECT_U64(bh__pcp_free_nodrain(a, p[0], 0, 0), BH_ENOTALLOC);
+  bt_expect_clean(a);
+  bh_drain_pcp(a);
+  bt_expect_all_free(a);
+  free(p);
+  bh_arena_destroy(a);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_refill_and_drain),
+      cmocka_unit_test(test_free_nodrain),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

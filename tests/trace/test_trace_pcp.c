@@ -1,0 +1,212 @@
+/*
+ * The pcp events (mm_page_pcpu_drain, mm_page_alloc_zone_locked): read from ftrace text and the
+ * version 3 native formats only when bh_trace_opts_t.pcp_events asks for them, written by a
+ * version 3 writer, refused by readers and writers of earlier versions.
+ */
+#include "trace_test_util.h"
+
+/* Opens path with or without the pcp events and reads it all; returns the counts. */
+static bh_trace_counts_t read_path(const char *path, bool pcp, bh_event_t **evs, size_t *n) {
+  bh_trace_opts_t o = {.pcp_events = pcp};
+  bh_trace_t *t;
+  assert_int_equal(bh_trace_open(path, &o, &t), 0);
+  assert_int_equal(tt_read_all(t, evs, n), 0);
+  bh_trace_counts_t c;
+  bh_trace_counts(t, &c);
+  bh_trace_close(t);
+  return c;
+}
+
+/* Linux 6.12 kmem.h's TP_printk of the two events, as ftrace prints them. */
+static const char ftrace_pcp[] =
+    "# tracer: nop\n"
+    "   memhog-4242 [001] d..1.  1234.500000: mm_page_alloc_zone_locked: page=000000003b8e1cde "
+    "pfn=0x10a2b0 order=0 migratetype=1 percpu_refill=1\n"
+    "   memhog-4242 [001] d..1.  1234.567890: mm_page_alloc: page=000000003b8e1cde "
+    "pfn=0x10a2b0 order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE\n"
+    "  kworker-77   [000] d..2.  1235.000001: mm_page_pcpu_drain: page=00000000a1b2c3d4 "
+    "pfn=0x10a2b8 order=3 migratetype=0\n"
+    "   memhog-4242 [001] d..1.  1235.100000: mm_page_alloc_zone_locked: page=000000003b8e1cde "
+    "pfn=0x10a400 order=9 migratetype=1 percpu_refill=0\n";
+
+static void test_ftrace(void **state) {
+  (void)state;
+  const char *p = tt_write_str("pcp.txt", ftrace_pcp);
+  bh_event_t *evs;
+  size_t n;
+  /* not asked for: the alloc alone, the pcp lines are lines of other events, no frees */
+  bh_trace_counts_t c = read_path(p, false, &evs, &n);
+  assert_int_equal(n, 1);
+  assert_int_equal(evs[0].op, BH_EV_ALLOC);
+  assert_int_equal(c.other_lines, 1 + 3);
+  assert_int_equal(c.frees, 0);
+  free(evs);
+  c = read_path(p, true, &evs, &n);
+  assert_int_equal(n, 4);
+  assert_int_equal(c.allocs, 1);
+  assert_int_equal(c.frees, 0); /* a drain is no free of a page */
+  assert_int_equal(evs[0].op, BH_EV_ALLOC_ZONE_LOCKED);
+  assert_int_equal(evs[0].pfn, 0x10a2b0);
+  assert_int_equal(evs[0].percpu_refill, 1);
+  assert_int_equal(evs[0].migratetype, 1);
+  assert_int_equal(evs[0].cpu, 1);
+  assert_int_equal(evs[0].time_ns, 1234500000000ull);
+  assert_int_equal(evs[2].op, BH_EV_PCPU_DRAIN);
+  assert_int_equal(evs[2].pfn, 0x10a2b8);
+  assert_int_equal(evs[2].order, 3);
+  assert_int_equal(evs[2].migratetype, 0);
+  assert_int_equal(evs[2].cpu, 0);
+  assert_int_equal(evs[2].pid, 77);
+  assert_int_equal(evs[3].order, 9);
+  assert_int_equal(evs[3].percpu_refill, 0);
+  free(evs);
+  /* a zone_locked line without its percpu_refill is malformed when asked for */
+  p = tt_write_str("pcp-bad.txt",
+                   "   memhog-4242 [001] d..1.  1234.500000: mm_page_alloc_zone_locked: "
+                   "page=000000003b8e1cde pfn=0x10a2b0 order=0 migratetype=1\n");
+  bh_trace_opts_t o = {.pcp_events = true};
+  bh_trace_t *t;
+  bh_event_t ev;
+  assert_int_equal(bh_trace_open(p, &o, &t), 0);
+  assert_int_equal(bh_trace_next(t, &ev), BH_EFORMAT);
+  assert_non_null(strstr(bh_trace_error(t), "missing percpu_refill="));
+  bh_trace_close(t);
+}
+
+static const char native3[] = "# buddyhint-trace 3\n"
+                              "100 Z 0x200 0 cpu=1 mt=1 refill=1\n"
+                              "200 A 0x200 0 cpu=1 mt=1 gfp=GFP_KERNEL\n"
+                              "300 D 0x208 3 cpu=0 mt=0\n"
+                              "400 F 0x200 0 cpu=1\n";
+
+static void test_native_text(void **state) {
+  (void)state;
+  const char *p = tt_write_str("n3.txt", native3);
+  bh_event_t *evs;
+  size_t n;
+  bh_trace_counts_t c = read_path(p, false, &evs, &n);
+  assert_int_equal(n, 2);
+  assert_int_equal(c.other_lines, 1 + 2); /* the header and the two pcp lines */
+  free(evs);
+  c = read_path(p, true, &evs, &n);
+  assert_int_equal(n, 4);
+  assert_int_equal(c.allocs, 1);
+  assert_int_equal(c.frees, 1);
+  assert_int_equal(evs[0].op, BH_EV_ALLOC_ZONE_LOCKED);
+  assert_int_equal(evs[0].percpu_refill, 1);
+  assert_int_equal(evs[2].op, BH_EV_PCPU_DRAIN);
+  assert_int_equal(evs[2].pfn, 0x208);
+  assert_int_equal(evs[2].order, 3);
+  assert_int_equal(evs[2].seq, 2);
+  free(evs);
+  /* version 2 has no D or Z: malformed, never misread; refill= belongs to Z only */
+  static const char *const bad[] = {"# buddyhint-trace 2\n300 D 0x208 3\n",
+                                    "# buddyhint-trace 3\n300 D 0x208 3 refill=1\n",
+                                    "# buddyhint-trace 3\n300 Z 0x208 3 refill=2\n"};
+  static const char *const why[] = {"bad op 'D'", "unknown key 'refill'", "bad refill '2'"};
+  for (int i = 0; i < 3; i++) {
+    bh_trace_opts_t o = {.pcp_events = true};
+    bh_trace_t *t;
+    bh_event_t ev;
+    assert_int_equal(bh_trace_open(tt_write_str("bad.txt", bad[i]), &o, &t), 0);
+    assert_int_equal(bh_trace_next(t, &ev), BH_EFORMAT);
+    assert_non_null(strstr(bh_trace_error(t), why[i]));
+    bh_trace_close(t);
+  }
+}
+
+/* Both native formats: a version 3 writer writes what the reader gives back, field by field. */
+static void test_round_trip(void **state) {
+  (void)state;
+  const char *p = tt_write_str("src.txt", native3);
+  bh_event_t *in;
+  size_t n;
+  read_path(p, true, &in, &n);
+  static const int formats[] = {BH_TRACE_NATIVE_TEXT, BH_TRACE_NATIVE_BINARY};
+  for (int f = 0; f < 2; f++) {
+    const char *out = tt_path(f ? "rt.bht" : "rt.txt");
+    bh_trace_writer_t *w;
+    assert_int_equal(bh_trace_writer_open2(out, formats[f], BH_TRACE_COMP_NONE, "x 1\n", &w), 0);
+    /* a version 2 writer refuses them */
+    assert_int_equal(bh_trace_write(w, &in[0]), BH_EINVAL);
+    bh_trace_writer_abort(w);
+    assert_int_equal(bh_trace_writer_open2(out, formats[f], BH_TRACE_COMP_NONE, "x 1\n", &w), 0);
+    assert_int_equal(bh_trace_writer_pcp_events(w), 0);
+    bh_event_t bad = in[2];
+    bad.percpu_refill = 1; /* on a drain */
+    assert_int_equal(bh_trace_write(w, &bad), BH_EINVAL);
+    bh_trace_writer_abort(w);
+    assert_int_equal(bh_trace_writer_open2(out, formats[f], BH_TRACE_COMP_NONE, "x 1\n", &w), 0);
+    assert_int_equal(bh_trace_writer_pcp_events(w), 0);
+    for (size_t i = 0; i < n; i++)
+      assert_int_equal(bh_trace_write(w, &in[i]), 0);
+    assert_int_equal(bh_trace_writer_pcp_events(w), BH_EINVAL); /* too late */
+    assert_int_equal(bh_trace_writer_close(w), 0);
+    bh_trace_opts_t o = {.pcp_events = true};
+    bh_trace_t *t;
+    assert_int_equal(bh_trace_open(out, &o, &t), 0);
+    assert_int_equal(bh_trace_format(t), formats[f]);
+    assert_int_equal(bh_trace_version(t), 3);
+    bh_event_t *back;
+    size_t m;
+    assert_int_equal(tt_read_all(t, &back, &m), 0);
+    bh_trace_close(t);
+    assert_int_equal(m, n);
+    for (size_t i = 0; i < n; i++) {
+      tt_assert_event_equal(&back[i], &in[i]);
+      assert_int_equal(back[i].percpu_refill, in[i].percpu_refill);
+    }
+    free(back);
+    /* without pcp_events: the page events alone, in their order */
+    bh_trace_counts_t c = read_path(out, false, &back, &m);
+    assert_int_equal(m, 2);
+    assert_int_equal(back[0].op, BH_EV_ALLOC);
+    assert_int_equal(back[0].percpu_refill, 0); /* the skipped Z before it had refill=1 */
+    assert_int_equal(back[1].op, BH_EV_FREE);
+    assert_int_equal(back[1].seq, 1);
+    assert_int_equal(c.events, 2);
+    free(back);
+  }
+  free(in);
+}
+
+/* A version 2 binary trace with a pcp record: malformed, as any unknown op. */
+static void test_binary_v2_refuses(void **state) {
+  (void)state;
+  const char *out = tt_path("v3.bht");
+  bh_trace_writer_t *w;
+  assert_int_equal(bh_trace_writer_open2(out, BH_TRACE_NATIVE_BINARY, BH_TRACE_COMP_NONE, NULL, &w),
+                   0);
+  assert_int_equal(bh_trace_writer_pcp_events(w), 0);
+  bh_event_t ev = {.time_ns = 5,
+                   .pfn = 0x40,
+                   .pid = -1,
+                   .cpu = 2,
+                   .op = BH_EV_PCPU_DRAIN,
+                   .order = 1,
+                   .migratetype = 2};
+  assert_int_equal(bh_trace_write(w, &ev), 0);
+  assert_int_equal(bh_trace_writer_close(w), 0);
+  size_t len;
+  unsigned char *b = tt_read(out, &len);
+  assert_int_equal(b[8], 3); /* the version */
+  b[8] = 2;
+  const char *v2 = tt_write("v2.bht", b, len);
+  free(b);
+  bh_trace_opts_t o = {.pcp_events = true};
+  bh_trace_t *t;
+  assert_int_equal(bh_trace_open(v2, &o, &t), 0);
+  assert_int_equal(bh_trace_next(t, &ev), BH_EFORMAT);
+  assert_non_null(strstr(bh_trace_error(t), "bad op"));
+  bh_trace_close(t);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_ftrace),
+      cmocka_unit_test(test_native_text),
+      cmocka_unit_test(test_round_trip),
+      cmocka_unit_test(test_binary_v2_refuses),
+  };
+  return cmocka_run_group_tests(tests, tt_setup, tt_teardown);
+}
