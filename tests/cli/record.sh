@@ -159,6 +159,21 @@ else
   fail "record --pcp-events: $(cat pcp.err)"
 fi
 
+# the spool on a small tmpfs, as a guest's initramfs /tmp: an idle command must not fill it.
+# (A read() of trace_pipe_raw hands out partly filled pages, and every page written to tmpfs
+# is a page allocation, so a new event: such a spool feeds itself until tmpfs is full.)
+mkdir -p spool-tmpfs
+if mount -t tmpfs -o size=256m tmpfs spool-tmpfs; then
+  if TMPDIR=$PWD/spool-tmpfs "$BH" record -o idle.bht -- sleep 1 >/dev/null 2>idle.err; then
+    echo "ok: recorded with the spool on a 256 MiB tmpfs"
+  else
+    fail "record with its spool on a 256 MiB tmpfs: $(tail -n 2 idle.err)"
+  fi
+  umount spool-tmpfs
+else
+  fail "cannot mount a tmpfs for the spool (as root)"
+fi
+
 if [ $fails -ne 0 ]; then
   echo "$fails failures"
   exit 1
