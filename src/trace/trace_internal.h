@@ -62,17 +62,17 @@
 typedef struct bh__src {
   int fd;
   bool close_fd;
-  int comp;               /* enum bh_trace_compression */
-  const char *name;       /* for messages */
-  char *msg;              /* where errors are formatted (BH__TRACE_MSG_SIZE bytes) */
-  unsigned char *in;      /* raw (compressed) bytes */
-  size_t in_pos, in_len;  /* unread raw bytes are in[in_pos, in_len) */
+  int comp;              /* enum bh_trace_compression */
+  const char *name;      /* for messages */
+  char *msg;             /* where errors are formatted (BH__TRACE_MSG_SIZE bytes) */
+  unsigned char *in;     /* raw (compressed) bytes */
+  size_t in_pos, in_len; /* unread raw bytes are in[in_pos, in_len) */
   bool in_eof;
-  int err;                /* sticky error of the source */
+  int err; /* sticky error of the source */
   z_stream z;
   bool z_ready, z_member_end;
   ZSTD_DStream *zd;
-  size_t zd_hint;         /* last ZSTD_decompressStream result: 0 = at a frame boundary */
+  size_t zd_hint; /* last ZSTD_decompressStream result: 0 = at a frame boundary */
 } bh__src_t;
 
 /* Opens path ("-" = stdin) and looks at the first bytes for a compression magic.  Returns 0 or
@@ -112,16 +112,16 @@ typedef struct bh__tparse {
     int unknown;
   } gfp_memo[16];
   /* one-entry cache of bh_gfp_zone (a call into the allocator) for the same reason */
-  uint64_t zone_key;      /* gfp + 1 (0: empty) */
+  uint64_t zone_key; /* gfp + 1 (0: empty) */
   uint8_t zone;
-  char why[192];          /* what is wrong with a malformed line */
-  uint64_t fast_lines;    /* kernel text lines the fast path read (the tests check its reach) */
+  char why[192];       /* what is wrong with a malformed line */
+  uint64_t fast_lines; /* kernel text lines the fast path read (the tests check its reach) */
 } bh__tparse_t;
 
 /* What the format sniffing learns from a kernel text line. */
 typedef struct bh__kline_shape {
-  bool event_line;        /* the line has the task/pid/cpu/timestamp/event prefix */
-  bool perf;              /* it looks like perf script (sys:event, "comm pid") */
+  bool event_line; /* the line has the task/pid/cpu/timestamp/event prefix */
+  bool perf;       /* it looks like perf script (sys:event, "comm pid") */
 } bh__kline_shape_t;
 
 /* ftrace and perf script lines (one parser: the shapes differ only in the prefix).  nul says

@@ -371,7 +371,8 @@ static void rows_strategy(struct fixture *x) {
   ROW("bh_block_marked", "NULL value", (bh_block_marked(z, bh_zone_start_pfn(z), NULL), true));
   ROW("bh_block_marked", "pfn outside the zone", !bh_block_marked(z, UINT64_MAX, &mark));
   ROW("bh_block_set_mark", "NULL", bh_block_set_mark(NULL, 0, 1) == BH_EINVAL);
-  ROW("bh_block_set_mark", "pfn outside the zone", bh_block_set_mark(z, UINT64_MAX, 1) == BH_EINVAL);
+  ROW("bh_block_set_mark", "pfn outside the zone",
+      bh_block_set_mark(z, UINT64_MAX, 1) == BH_EINVAL);
   ROW("bh_block_clear_mark", "NULL", (bh_block_clear_mark(NULL, 0), true));
   ROW("bh_block_clear_mark", "pfn outside the zone", (bh_block_clear_mark(z, UINT64_MAX), true));
   ROW("bh_zone_isolate", "NULL", bh_zone_isolate(NULL, 0, 0) == BH_EINVAL);
@@ -463,7 +464,8 @@ static void rows_machine(struct fixture *x) {
   ROW("bh_machine_free", "NULL", (bh_machine_free(NULL), true));
   ROW("bh_machine_parse", "NULL text",
       bh_machine_parse(NULL, 0, &m2, err, sizeof(err)) == BH_EINVAL && m2 == NULL);
-  ROW("bh_machine_parse", "NULL out", bh_machine_parse("x", 1, NULL, err, sizeof(err)) == BH_EINVAL);
+  ROW("bh_machine_parse", "NULL out",
+      bh_machine_parse("x", 1, NULL, err, sizeof(err)) == BH_EINVAL);
   ROW("bh_machine_parse", "NULL err", bh_machine_parse("x", 1, &m2, NULL, 0) != 0);
   ROW("bh_machine_format", "NULL machine", bh_machine_format(NULL, &text, &len) == BH_EINVAL);
   ROW("bh_machine_format", "NULL text", bh_machine_format(m, NULL, &len) == BH_EINVAL);

@@ -96,7 +96,7 @@ static void test_keep_or_not_same_replay(void **state) {
   replay(txt, 128ull << 20, &all);
   assert_int_equal(all.events, 196608);
   assert_true(all.reported_bytes > 0); /* bubble had something to do */
-  replay(txt, 3ull << 20, &part); /* 65,536 events fit, 131,072 do not */
+  replay(txt, 3ull << 20, &part);      /* 65,536 events fit, 131,072 do not */
   replay(txt, 1, &none);
   replay(txt, 0, &off);
   replay(gz, 128ull << 20, &zipped);

@@ -14,8 +14,8 @@
 static void write_trace(const char *path) {
   bh_trace_writer_t *w;
   assert_int_equal(bh_trace_writer_open(path, BH_TRACE_NATIVE_BINARY, BH_TRACE_COMP_NONE, &w), 0);
-  const bh_opt_t params[] = {{"size", "200M"}, {"thp", "1"}, {"duration", "100ms"},
-                             {"hold", "50ms"}};
+  const bh_opt_t params[] = {
+      {"size", "200M"}, {"thp", "1"}, {"duration", "100ms"}, {"hold", "50ms"}};
   char err[256];
   assert_int_equal(bh_gen_write("memhog", params, 4, w, err, sizeof(err)), 0);
   assert_int_equal(bh_trace_writer_close(w), 0);

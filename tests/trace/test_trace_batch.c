@@ -48,8 +48,12 @@ static const char *write_binary(const char *name, int nev, bool bad_record_at_en
   bh_trace_writer_t *w;
   assert_int_equal(bh_trace_writer_open(p, BH_TRACE_NATIVE_BINARY, BH_TRACE_COMP_NONE, &w), 0);
   for (int i = 0; i < nev; i++) {
-    bh_event_t ev = {.time_ns = 1000u + (uint64_t)i, .pfn = 0x1000u + (uint64_t)i, .pid = 7,
-                     .cpu = i % 3, .op = i % 2 ? BH_EV_FREE : BH_EV_ALLOC, .order = 0,
+    bh_event_t ev = {.time_ns = 1000u + (uint64_t)i,
+                     .pfn = 0x1000u + (uint64_t)i,
+                     .pid = 7,
+                     .cpu = i % 3,
+                     .op = i % 2 ? BH_EV_FREE : BH_EV_ALLOC,
+                     .order = 0,
                      .migratetype = -1};
     if (ev.op == BH_EV_ALLOC)
       ev.gfp = BH_GFP_USER_MOVABLE;

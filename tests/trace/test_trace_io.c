@@ -104,11 +104,15 @@ static void test_writer_output(void **state) {
   (void)state;
   bh_event_t e[2];
   memset(e, 0, sizeof(e));
-  e[0] = (bh_event_t){.time_ns = 1000, .pfn = 0x10a2b3, .op = BH_EV_ALLOC, .cpu = 1,
-                      .pid = 4242, .migratetype = 1,
+  e[0] = (bh_event_t){.time_ns = 1000,
+                      .pfn = 0x10a2b3,
+                      .op = BH_EV_ALLOC,
+                      .cpu = 1,
+                      .pid = 4242,
+                      .migratetype = 1,
                       .gfp = BH_GFP_MOVABLE | BH_GFP_HIGHMEM | BH_GFP_ZERO};
-  e[1] = (bh_event_t){.time_ns = 2000, .pfn = 0x10a2b3, .op = BH_EV_FREE, .cpu = -1, .pid = -1,
-                      .migratetype = -1};
+  e[1] = (bh_event_t){
+      .time_ns = 2000, .pfn = 0x10a2b3, .op = BH_EV_FREE, .cpu = -1, .pid = -1, .migratetype = -1};
   const char *p = tt_path("out.txt");
   write_events(p, BH_TRACE_NATIVE_TEXT, BH_TRACE_COMP_NONE, e, 2);
   size_t len;
@@ -128,13 +132,13 @@ static void test_writer_output(void **state) {
   write_events(p, BH_TRACE_NATIVE_BINARY, BH_TRACE_COMP_NONE, e, 1);
   unsigned char *b = tt_read(p, &len);
   static const unsigned char want[48] = {
-      'B', 'H', 'T', 'R', 'A', 'C', 'E', '1', 1, 0, 0, 0, 32, 0, 0, 0,
-      0xe8, 0x03, 0, 0, 0, 0, 0, 0,       /* time_ns 1000 */
-      0xb3, 0xa2, 0x10, 0, 0, 0, 0, 0,    /* pfn */
-      0x8a, 0, 0, 0,                      /* gfp MOVABLE|HIGHMEM|ZERO = 0x8a */
-      0x92, 0x10, 0, 0,                   /* pid 4242 */
-      0xff, 0xff,                         /* cpu -1 */
-      1, 9, 1, 1, 0, 0};                  /* op, order, mt, flags, reserved */
+      'B',  'H',  'T',  'R', 'A',  'C',  'E', '1', 1, 0, 0, 0,
+      32,   0,    0,    0,   0xe8, 0x03, 0,   0,   0, 0, 0, 0, /* time_ns 1000 */
+      0xb3, 0xa2, 0x10, 0,   0,    0,    0,   0,               /* pfn */
+      0x8a, 0,    0,    0,                                     /* gfp MOVABLE|HIGHMEM|ZERO = 0x8a */
+      0x92, 0x10, 0,    0,                                     /* pid 4242 */
+      0xff, 0xff,                                              /* cpu -1 */
+      1,    9,    1,    1,   0,    0};                         /* op, order, mt, flags, reserved */
   assert_int_equal(len, 48);
   assert_memory_equal(b, want, 48);
   free(b);
@@ -295,9 +299,9 @@ static size_t make_binary(unsigned char *b, size_t nrec) {
     memset(r, 0, 32);
     r[0] = (unsigned char)(i + 1); /* time_ns */
     r[8] = (unsigned char)(0x40 + i);
-    memset(r + 20, 0xff, 6);       /* pid, cpu -1 */
+    memset(r + 20, 0xff, 6); /* pid, cpu -1 */
     r[26] = BH_EV_FREE;
-    r[28] = 0xff;                  /* mt -1 */
+    r[28] = 0xff; /* mt -1 */
   }
   return 16 + 32 * nrec;
 }
@@ -359,7 +363,8 @@ static void test_binary_errors(void **state) {
   assert_int_equal(ev.pid, -1);
   assert_int_equal(ev.migratetype, -1);
   assert_int_equal(bh_trace_next(t, &ev), BH_EFORMAT);
-  assert_string_equal(bh_trace_error(t), tt_msg(p, ": record 2: truncated record (10 of 32 bytes)"));
+  assert_string_equal(bh_trace_error(t),
+                      tt_msg(p, ": record 2: truncated record (10 of 32 bytes)"));
   assert_int_equal(bh_trace_next(t, &ev), BH_EFORMAT);
   bh_trace_close(t);
   bh_trace_opts_t o = {.lenient = true};
@@ -502,8 +507,8 @@ static void test_truncated_compressed(void **state) {
   const int formats[] = {BH_TRACE_NATIVE_TEXT, BH_TRACE_NATIVE_BINARY};
   for (int f = 0; f < 2; f++) {
     for (int c = BH_TRACE_COMP_GZIP; c <= BH_TRACE_COMP_ZSTD; c++) {
-      const char *what = c == BH_TRACE_COMP_GZIP ? "truncated gzip stream"
-                                                 : "truncated zstd stream";
+      const char *what =
+          c == BH_TRACE_COMP_GZIP ? "truncated gzip stream" : "truncated zstd stream";
       char full[512], name[32];
       snprintf(name, sizeof(name), "full-%d-%d", f, c);
       snprintf(full, sizeof(full), "%s", tt_path(name));
@@ -552,8 +557,8 @@ static void test_corrupt_compressed(void **state) {
       b[i] ^= 0x5a;
     tt_write(c == BH_TRACE_COMP_GZIP ? "corrupt.gz" : "corrupt.zst", b, len);
     free(b);
-    const char *prefix = c == BH_TRACE_COMP_GZIP ? ": corrupt gzip stream: "
-                                                 : ": corrupt zstd stream: ";
+    const char *prefix =
+        c == BH_TRACE_COMP_GZIP ? ": corrupt gzip stream: " : ": corrupt zstd stream: ";
     /* lenient: records decoded from the damaged part may be skipped; the stream error is not */
     bh_trace_opts_t o = {.lenient = true};
     bh_trace_t *t;
