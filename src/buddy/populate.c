@@ -395,8 +395,9 @@ int bh__pcp_refill_at(bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int c
   err = BH_EBUSY;
   if (find_block(a, pfn, order, BH__PG_BUDDY, &head, &high)) {
     int bmt = bh__pb_mt(a, head);
+    int list_mt = pcp_mt(bmt);
     if (mt < 0 || mt >= BH_MT_PCPTYPES)
-      mt = pcp_mt(bmt) < 0 ? BH_MT_MOVABLE : pcp_mt(bmt);
+      mt = list_mt < 0 ? BH_MT_MOVABLE : list_mt;
     bh__del_from_free_list(z, head, high, bmt, BH__DEL_ALLOC);
     split_around(z, head, high, pfn, order, bmt); /* expand() */
     bh__pg_set(&a->pages[pfn], BH__PG_PCP, (uint8_t)order);
@@ -443,14 +444,14 @@ int bh__pcp_free_nodrain(bh_arena_t *a, uint64_t pfn, unsigned order, int cpu) {
   bh__page_t *p = z ? &a->pages[pfn] : NULL;
   /* anything but a plain allocated block of a pcp order in a pcp pageblock: bh_free_pfn's
    * own checks and path (its errors, the buddy lists for an isolated pageblock) */
+  int mt = z ? pcp_mt(bh__pb_mt(a, pfn)) : -1;
   if (!z || (bh__pg_flags(p) & (BH__PG_ALLOC | BH__PG_NOPAGE)) != BH__PG_ALLOC ||
-      bh__pg_order(p) != order || pcp_mt(bh__pb_mt(a, pfn)) < 0)
+      bh__pg_order(p) != order || mt < 0)
     return bh_free_pfn(a, pfn, order, cpu);
   bh__pcp_t *pcp = &z->pcp[cpu < 0 ? 0 : (unsigned)cpu % a->cfg.nr_cpus];
   bh__pcp_lock(pcp);
-  bh__pg_set_flags(p, 0);
   bh__pg_set(p, BH__PG_PCP, (uint8_t)order);
-  bh__list_add(a, (uint32_t)pfn, pcp->head + bh__pcp_pindex(a, pcp_mt(bh__pb_mt(a, pfn)), order));
+  bh__list_add(a, (uint32_t)pfn, pcp->head + bh__pcp_pindex(a, mt, order));
   pcp->count += 1 << order;
   pcp->ev[BH_STAT_free_calls]++;
   pcp->ev[BH_STAT_pcp_free]++;

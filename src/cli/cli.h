@@ -44,6 +44,9 @@ int bh_cli_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 int bh_cli_parse_double(const char *s, double min, double max, double *out);
 /* True if arg is "-h" or "--help". */
 bool bh_cli_is_help(const char *arg);
+
+/* The CPUs online (at least 1): the default of -j for compare and sweep. */
+unsigned bh_cli_online_cpus(void);
 /* Looks for "--name=value" or "--name value" at argv[*i]; on a match stores the value,
  * advances *i past what it consumed and returns 1; returns 0 if argv[*i] is not --name, -1 if
  * the value is missing (after printing a usage error). */

@@ -55,6 +55,11 @@ int bh_cli_parse_double(const char *s, double min, double max, double *out) {
   return 0;
 }
 
+unsigned bh_cli_online_cpus(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (unsigned)n : 1;
+}
+
 bool bh_cli_is_help(const char *arg) {
   return arg && (!strcmp(arg, "-h") || !strcmp(arg, "--help"));
 }

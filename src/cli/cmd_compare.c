@@ -407,12 +407,6 @@ static void run_parallel(struct plan *p, struct row *rows, char **tl_buf, size_t
       fclose(tl[i]);
 }
 
-/* The number of CPUs online, the default of -j. */
-static unsigned online_cpus(void) {
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 0 ? (unsigned)n : 1;
-}
-
 /* Writes the outputs of rows [0, n) that ran: the table, and unless failed, the files. */
 static int outputs(const bh_replay_summary_t *runs, const bh_cli_run_info_t *infos, int n,
                    bool failed, FILE *tty, FILE *json, FILE *csv, FILE *timeline, int rc,
@@ -514,7 +508,7 @@ static int run_all(bh_cli_replay_t *c, const char *trace, char *list,
                      .cfgs = cfgs,
                      .trace = trace,
                      .nspecs = nspecs,
-                     .jobs = a->jobs ? a->jobs : online_cpus(),
+                     .jobs = a->jobs ? a->jobs : bh_cli_online_cpus(),
                      .timeline = timeline != NULL};
     /* --dump: every run writes the same files, which the first run to finish would get; one
      * after another, the second run refuses the files of the first before it replays */

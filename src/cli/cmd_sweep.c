@@ -291,7 +291,7 @@ static void progress(bool tty, size_t fin, size_t ntodo, size_t failed, size_t r
 }
 
 static int run_local(const opts_t *o, const bh_sweep_t *s, const size_t *todo, size_t ntodo) {
-  unsigned n = o->jobs ? o->jobs : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+  unsigned n = o->jobs ? o->jobs : bh_cli_online_cpus();
   if (n < 1)
     n = 1;
   pid_t *pids = calloc(n, sizeof(pid_t));

@@ -202,12 +202,12 @@ int bh__kmem_decode(bh__kmem_decoder_t *d, struct tep_record *rec, bh_event_t *e
   if (*why)
     return -1;
   ev->order = (uint8_t)order;
+  if (k->mt && read_field(k->mt, rec, &v)) {
+    int64_t mt = signed_value(k->mt, v);
+    ev->migratetype = (int8_t)(mt >= -1 && mt < 127 ? mt : -1);
+  }
   if (k->op != BH_EV_ALLOC) {
     ev->pfn = pfn;
-    if (k->mt && read_field(k->mt, rec, &v)) {
-      int64_t mt = signed_value(k->mt, v);
-      ev->migratetype = (int8_t)(mt >= -1 && mt < 127 ? mt : -1);
-    }
     if (k->refill && read_field(k->refill, rec, &v))
       ev->percpu_refill = signed_value(k->refill, v) != 0;
     else if (k->op == BH_EV_ALLOC_ZONE_LOCKED) /* before 5.19 no field: printed "order == 0" */
@@ -217,10 +217,6 @@ int bh__kmem_decode(bh__kmem_decoder_t *d, struct tep_record *rec, bh_event_t *e
   ev->failed =
       k->pfn->size >= 8 ? pfn == UINT64_MAX : pfn == (1ull << (8 * (unsigned)k->pfn->size)) - 1;
   ev->pfn = ev->failed ? 0 : pfn;
-  if (k->mt && read_field(k->mt, rec, &v)) {
-    int64_t mt = signed_value(k->mt, v);
-    ev->migratetype = (int8_t)(mt >= -1 && mt < 127 ? mt : -1);
-  }
   if (k->gfp && read_field(k->gfp, rec, &v)) {
     const struct gfp_entry *g = gfp_of(d, v, rec, gfp_unknown);
     ev->gfp = g->bits;

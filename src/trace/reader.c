@@ -85,11 +85,9 @@ static int trace_fail(bh_trace_t *t, int err, const char *fmt, ...)
 
 /* A problem of the whole file: "FILE: what". */
 static int trace_fail(bh_trace_t *t, int err, const char *fmt, ...) {
-  int n = snprintf(t->msg, sizeof(t->msg), "%s: ", t->name);
   va_list ap;
   va_start(ap, fmt);
-  if (n > 0 && (size_t)n < sizeof(t->msg))
-    vsnprintf(t->msg + n, sizeof(t->msg) - (size_t)n, fmt, ap);
+  bh__msg_vset(t->msg, sizeof(t->msg), t->name, fmt, ap);
   va_end(ap);
   return err;
 }
@@ -411,18 +409,16 @@ void bh_trace_close(bh_trace_t *t) {
   free(t);
 }
 
-/* Hands the file to the reader of its format (foreign.h); the byte source is not needed. */
+/* A reader of another tool's format failed: "FILE: what" (foreign.h). */
 int bh__foreign_fail(bh__foreign_t *f, int err, const char *fmt, ...) {
-  char *msg = f->ctx.msg;
-  int n = snprintf(msg, BH__TRACE_MSG_SIZE, "%s: ", f->ctx.name);
   va_list ap;
   va_start(ap, fmt);
-  if (n > 0 && n < BH__TRACE_MSG_SIZE)
-    vsnprintf(msg + n, BH__TRACE_MSG_SIZE - (size_t)n, fmt, ap);
+  bh__msg_vset(f->ctx.msg, BH__TRACE_MSG_SIZE, f->ctx.name, fmt, ap);
   va_end(ap);
   return err;
 }
 
+/* Hands the file to the reader of its format (foreign.h); the byte source is not needed. */
 static int open_foreign(bh_trace_t *t, const char *path) {
   bh__src_close(&t->src);
   t->src.fd = -1;

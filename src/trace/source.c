@@ -22,12 +22,16 @@
 static int src_fail(bh__src_t *src, int err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+void bh__msg_vset(char *msg, size_t len, const char *name, const char *fmt, va_list ap) {
+  int n = snprintf(msg, len, "%s: ", name);
+  if (n > 0 && (size_t)n < len)
+    vsnprintf(msg + n, len - (size_t)n, fmt, ap);
+}
+
 static int src_fail(bh__src_t *src, int err, const char *fmt, ...) {
-  int n = snprintf(src->msg, BH__TRACE_MSG_SIZE, "%s: ", src->name);
   va_list ap;
   va_start(ap, fmt);
-  if (n > 0 && n < BH__TRACE_MSG_SIZE)
-    vsnprintf(src->msg + n, BH__TRACE_MSG_SIZE - (size_t)n, fmt, ap);
+  bh__msg_vset(src->msg, BH__TRACE_MSG_SIZE, src->name, fmt, ap);
   va_end(ap);
   src->err = err;
   return err;

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <string.h>
 #include <endian.h>
@@ -21,6 +22,9 @@
 
 /* Size of a formatted error message, and of the decoded-data window of a reader. */
 #define BH__TRACE_MSG_SIZE 512
+
+/* Formats "NAME: " and then fmt's text into msg (len bytes), as every trace error reads. */
+void bh__msg_vset(char *msg, size_t len, const char *name, const char *fmt, va_list ap);
 #define BH__TRACE_RAW_CHUNK (256u << 10)
 /* 256 KiB: four of the longest lines, and small enough that a refill leaves most of a
  * core's L2 to the replay (1 MiB cost a binary replay 4 % of its speed) */

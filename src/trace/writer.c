@@ -50,12 +50,9 @@ static int w_fail(bh_trace_writer_t *w, int err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 static int w_fail(bh_trace_writer_t *w, int err, const char *fmt, ...) {
-  char *msg = bh__trace_tls_msg();
-  int n = snprintf(msg, BH__TRACE_MSG_SIZE, "%s: ", w->name ? w->name : "?");
   va_list ap;
   va_start(ap, fmt);
-  if (n > 0 && n < BH__TRACE_MSG_SIZE)
-    vsnprintf(msg + n, BH__TRACE_MSG_SIZE - (size_t)n, fmt, ap);
+  bh__msg_vset(bh__trace_tls_msg(), BH__TRACE_MSG_SIZE, w->name ? w->name : "?", fmt, ap);
   va_end(ap);
   return err;
 }

@@ -217,7 +217,7 @@ static int parse_text(const char *t, bh_machine_t **m, char *err, size_t errlen)
 /* A map without R lines and the "reported" line (as written before they existed) reads, with
  * no reported blocks and reporting unknown; R lines must add up to the "reported" line and
  * name free blocks.  Section line counts are kept by swapping one line for another. */
-static void test_reported_lines(const char *t, size_t tn, const bh_block_run_t *rep) {
+static void test_reported_lines(const char *t, const bh_block_run_t *rep) {
   char err[256], line[64];
   bh_machine_t *m;
   size_t n;
@@ -273,7 +273,6 @@ static void test_reported_lines(const char *t, size_t tn, const bh_block_run_t *
     fail_msg("unexpected error: %s", err);
   free(bad);
   free(old);
-  (void)tn;
 }
 
 static void test_freemap_of_arena(void **state) {
@@ -371,7 +370,7 @@ static void test_freemap_of_arena(void **state) {
   assert_int_equal(nrep2, nrep);
   assert_memory_equal(rep2, rep, nrep * sizeof(*rep));
   bh_machine_free(m2);
-  test_reported_lines(t, tn, rep);
+  test_reported_lines(t, rep);
   free(t);
   bh_machine_free(m);
   bh_arena_destroy(a);

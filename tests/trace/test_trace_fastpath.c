@@ -222,7 +222,7 @@ static void test_recorded_lines(void **state) {
 
 /*
  * The parser's gfp caches (the last mask and the memo of earlier ones) against bh_gfp_parse:
- * 40 masks, more than the memo holds, some with names it does not know, in a seeded order
+ * 42 masks, more than the memo holds, some with names it does not know, in a seeded order
  * that revisits them, so that entries are hit, evicted and refilled.
  */
 static void test_gfp_cache(void **state) {
