@@ -1649,13 +1649,14 @@ int bh_free_pages(bh_arena_t *a, void *addr, unsigned order) {
     return free_pages_slow(a, addr, order);
   bh__zone_t *z = bh__pfn_zone(a, pfn);
   bh__pcp_t *pcp = &z->pcp[slot];
-  bh__pg_set_flags(p, 0);
   if (bh__unlikely(!bh__pcp_trylock(pcp))) { /* free_pfn's busy pcp: the buddy lists, once */
+    bh__pg_set_flags(p, 0);
     free_one_page(z, pfn, 0);
     return BH_OK;
   }
 
   /* free_pfn and free_to_pcp for order 0 */
+  bh__pg_set_flags(p, 0);
   pcp->ev[BH_STAT_free_calls]++;
   bool free_high;
   int high = pcp_add(a, z, pcp, pfn, 0, mt, &free_high);
