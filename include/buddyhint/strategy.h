@@ -41,6 +41,16 @@ typedef struct bh_opt {
   const char *key, *value;
 } bh_opt_t;
 
+/* Capabilities of a strategy (bh_strategy_ops_t.flags). */
+enum {
+  /* The strategy marks the blocks it reports PageReported (bh_block_set_reported) and leaves
+   * them alone until they leave their free list, as free page reporting does
+   * (mm/page_reporting.c).  A replay that starts from a recorded machine's state starts the
+   * blocks that machine had reported (kpageflags' KPF_UPTODATE) marked and discarded, as the
+   * guest's kernel left them.  Without the flag a strategy starts with no block reported. */
+  BH_STRATEGY_PAGE_REPORTED = 1u << 0,
+};
+
 /* Emits one named statistic of a strategy. */
 typedef void (*bh_stat_emit_fn)(void *ctx, const char *name, double value);
 
@@ -61,6 +71,7 @@ typedef struct bh_strategy_ops {
   uint64_t (*step)(void *state, uint64_t now_ns);
   /* Emits the strategy's counters (may be NULL). */
   void (*stats)(void *state, bh_stat_emit_fn emit, void *ctx);
+  unsigned flags; /* BH_STRATEGY_* capabilities (added in 0.2: a table built for 0.1 lacks it) */
 } bh_strategy_ops_t;
 
 /* Registers a strategy (the ops table must outlive its use).  Returns 0, BH_EBUSY if the name

@@ -3,7 +3,7 @@
 #define BUDDYHINT_VERSION_H
 
 #define BH_VERSION_MAJOR 0
-#define BH_VERSION_MINOR 1
+#define BH_VERSION_MINOR 2
 #define BH_VERSION_PATCH 0
 
 #define BH__STR2(x) #x

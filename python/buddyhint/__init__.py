@@ -9,4 +9,4 @@ from ._runs import compare, load_runs, load_timeline, replay
 
 __all__ = ["Arena", "BuddyhintError", "GFP", "compare", "library", "load_runs",
            "load_timeline", "replay", "version"]
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -436,4 +436,5 @@ const bh_strategy_ops_t bh__strategy_bubble = {
     .del = bub_del,
     .step = bub_step,
     .stats = bub_stats,
+    .flags = BH_STRATEGY_PAGE_REPORTED,
 };

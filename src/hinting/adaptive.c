@@ -755,4 +755,5 @@ const bh_strategy_ops_t bh__strategy_adaptive = {
     .notify = ad_notify,
     .step = ad_step,
     .stats = ad_stats,
+    .flags = BH_STRATEGY_PAGE_REPORTED,
 };

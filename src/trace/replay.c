@@ -1180,7 +1180,7 @@ static int setup(struct replay *r, const struct scan *sc) {
             bh_hint_last_error()[0] ? bh_hint_last_error() : bh_strerror(err));
     return err;
   }
-  if (r->shape && hc.strategy && !strcmp(hc.strategy, "bubble"))
+  if (r->shape && (bh_hint_strategy(r->hint)->flags & BH_STRATEGY_PAGE_REPORTED))
     bh__rm_start_reported(&r->rm, r->arena, r->s);
   if (cfg->reports) {
     fprintf(cfg->reports, "time_s,pfn,order\n");

@@ -20,6 +20,7 @@
 
 #include <buddyhint/machine.h>
 #include <buddyhint/replay.h>
+#include <buddyhint/strategy.h>
 
 #include "buddy/internal.h"
 
@@ -491,8 +492,10 @@ static void test_start_reported(void **state) {
  * block, the highest of its zone, and refaults nothing, though the lowest blocks are first in
  * pfn order.
  */
-static void test_start_reported_tail(void **state) {
-  (void)state;
+/* The tail test's machine: an arena whose Normal zone's order-10 free blocks below the highest
+ * one are reported in its free map, and a trace of one order-10 allocation at the highest.
+ * Sets *nr to the reported blocks and returns the trace's path. */
+static const char *reported_tail_trace(bh_arena_t **out, uint64_t *nr_out) {
   bh_config_t cfg;
   bh_config_init(&cfg);
   cfg.backing = BH_BACKING_SIM;
@@ -532,16 +535,35 @@ static void test_start_reported_tail(void **state) {
   snprintf(lines, sizeof(lines),
            "# buddyhint-trace 1\n1000 A %#lx 10 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n",
            (unsigned long)top);
+  const char *path = write_trace("tail.bht", desc, lines);
+  free(r);
+  free(desc);
+  *out = a;
+  *nr_out = nr;
+  return path;
+}
+
+static int replay_strategy(const char *trace, const char *strategy, bh_replay_summary_t *s) {
   bh_replay_config_t rc;
   bh_replay_config_init(&rc);
-  rc.trace = write_trace("tail.bht", desc, lines);
+  rc.trace = trace;
   rc.arena.backing = BH_BACKING_SIM;
-  rc.hint.strategy = "bubble";
+  rc.hint.strategy = strategy;
   rc.idle_ns = 0;
-  bh_replay_summary_t s;
   char err[512] = "";
-  if (bh_replay_run(&rc, &s, err, sizeof(err)))
-    fail_msg("replay: %s", err);
+  int ret = bh_replay_run(&rc, s, err, sizeof(err));
+  if (ret)
+    fail_msg("replay with %s: %s", strategy, err);
+  return ret;
+}
+
+static void test_start_reported_tail(void **state) {
+  (void)state;
+  bh_arena_t *a;
+  uint64_t nr;
+  const char *trace = reported_tail_trace(&a, &nr);
+  bh_replay_summary_t s;
+  replay_strategy(trace, "bubble", &s);
   assert_int_equal(s.check_violations, 0);
   assert_string_equal(s.placement, "allocator");
   assert_int_equal(s.start_reported_blocks, nr);
@@ -549,8 +571,62 @@ static void test_start_reported_tail(void **state) {
   assert_true(s.agreement.present);
   assert_int_equal(s.agreement.allocs, 1);
   assert_int_equal(s.agreement.same, 1); /* the kernel's choice: the unreported block */
-  free(r);
-  free(desc);
+  bh_arena_destroy(a);
+}
+
+/* A user's strategy that keeps PageReported: it reports nothing, it only says so. */
+static int keeper_create(bh_hint_t *h, const bh_opt_t *o, size_t n, void **st) {
+  (void)o, (void)n;
+  bh_hint_set_orders(h, UINT8_MAX, UINT8_MAX);
+  *st = h;
+  return 0;
+}
+static void keeper_destroy(void *st) { (void)st; }
+static uint64_t keeper_step(void *st, uint64_t now) {
+  (void)st, (void)now;
+  return BH_HINT_IDLE;
+}
+
+/*
+ * Which strategies start with the machine's reported blocks is their capability
+ * (BH_STRATEGY_PAGE_REPORTED), not their name: bubble and adaptive keep PageReported as
+ * mm/page_reporting.c does, a user's strategy may say it does, and bitmap hinting or no
+ * hinting start with none reported (their guest would not have set the flag).
+ */
+static void test_start_reported_capability(void **state) {
+  (void)state;
+  static const bh_strategy_ops_t keeper = {.name = "test-keeper",
+                                           .summary = "keeps PageReported, reports nothing",
+                                           .create = keeper_create,
+                                           .destroy = keeper_destroy,
+                                           .step = keeper_step,
+                                           .flags = BH_STRATEGY_PAGE_REPORTED};
+  int reg = bh_strategy_register(&keeper);
+  assert_true(reg == 0 || reg == BH_EBUSY);
+  bh_arena_t *a;
+  uint64_t nr;
+  const char *trace = reported_tail_trace(&a, &nr);
+  static const struct {
+    const char *strategy;
+    bool starts_reported;
+  } cases[] = {{"bubble", true},
+               {"adaptive", true},
+               {"test-keeper", true},
+               {"bitmap", false},
+               {"none", false}};
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    bh_replay_summary_t s;
+    replay_strategy(trace, cases[i].strategy, &s);
+    print_message("%-12s start_reported_blocks %lu refaults %lu\n", cases[i].strategy,
+                  (unsigned long)s.start_reported_blocks, (unsigned long)s.refaults);
+    assert_int_equal(s.check_violations, 0);
+    assert_int_equal(s.start_reported_blocks, cases[i].starts_reported ? nr : 0);
+    assert_int_equal(s.start_reported_missed, 0);
+    /* the marked blocks wait at the list tail: the allocation takes the unmarked head */
+    if (cases[i].starts_reported)
+      assert_int_equal(s.agreement.same, 1);
+    assert_int_equal(s.refaults, 0);
+  }
   bh_arena_destroy(a);
 }
 
@@ -669,6 +745,7 @@ int main(void) {
       cmocka_unit_test(test_old_trace),
       cmocka_unit_test(test_start_reported),
       cmocka_unit_test(test_start_reported_tail),
+      cmocka_unit_test(test_start_reported_capability),
       cmocka_unit_test(test_pcp_events),
   };
   return cmocka_run_group_tests(tests, tt_setup, tt_teardown);
