@@ -1095,11 +1095,14 @@ static inline void boosted_wakeup(bh__zone_t *z, unsigned alloc_flags) {
   }
 }
 
-/* rmqueue: pcp for small orders, else (or if the pcp is busy/empty) the buddy lists. */
+/*
+ * rmqueue: pcp for small orders, else (or if the pcp is busy/empty) the buddy lists.
+ * pcp_busy: the caller already found this zone's pcp lock taken, for this very call.
+ */
 static uint64_t rmqueue_zone(bh__zone_t *z, const struct alloc_ctx *ac, unsigned order,
-                             unsigned alloc_flags) {
+                             unsigned alloc_flags, bool pcp_busy) {
   uint64_t pfn = UINT64_MAX;
-  if (bh__likely(pcp_allowed_order(z->arena, order))) {
+  if (bh__likely(pcp_allowed_order(z->arena, order) && !pcp_busy)) {
     pfn = rmqueue_pcplist(z, order, ac, alloc_flags);
     if (pfn != UINT64_MAX)
       goto out;
@@ -1116,8 +1119,9 @@ out:
  * remote node or failing everywhere drops the flag and walks again, so that locality and then
  * avoiding fragmentation win, in that order.
  */
-static uint64_t get_page_from_freelist(bh_arena_t *a, const struct alloc_ctx *ac, unsigned order,
-                                       unsigned alloc_flags, int *zone_out) {
+static uint64_t get_page_from_freelist_busy(bh_arena_t *a, const struct alloc_ctx *ac,
+                                            unsigned order, unsigned alloc_flags, int *zone_out,
+                                            int busy_zone) {
   const int *zl = a->zonelist[ac->node];
   int n = zonelist_len(a, ac);
 retry:;
@@ -1142,7 +1146,10 @@ retry:;
       continue;
     }
   try_this_zone:;
-    uint64_t pfn = rmqueue_zone(z, ac, order, alloc_flags);
+    bool busy = zl[i] == busy_zone;
+    if (busy) /* the trylock failed once: a later visit (a NOFRAGMENT retry) tries again */
+      busy_zone = -1;
+    uint64_t pfn = rmqueue_zone(z, ac, order, alloc_flags, busy);
     if (pfn != UINT64_MAX) {
       if (bh__unlikely(alloc_flags & BH__ALLOC_HIGHATOMIC))
         reserve_highatomic_pageblock(z, pfn, order);
@@ -1159,6 +1166,11 @@ retry:;
     goto retry;
   }
   return UINT64_MAX;
+}
+
+static uint64_t get_page_from_freelist(bh_arena_t *a, const struct alloc_ctx *ac, unsigned order,
+                                       unsigned alloc_flags, int *zone_out) {
+  return get_page_from_freelist_busy(a, ac, order, alloc_flags, zone_out, -1);
 }
 
 static inline int gfp_zone(unsigned gfp) {
@@ -1182,12 +1194,17 @@ static inline int gfp_migratetype(unsigned gfp) {
 int bh_gfp_zone(unsigned gfp) { return gfp_zone(gfp); }
 int bh_gfp_migratetype(unsigned gfp) { return gfp_migratetype(gfp); }
 
+/* alloc_fast's answer when the preferred zone passed its watermark but its pcp lock was taken */
+#define BH__FAST_PCP_BUSY (UINT64_MAX - 1)
+
 /*
  * The fast path of get_page_from_freelist: the preferred zone (the first of the zonelist)
  * passes its watermark and the pcp list of the request's type has a block.  It does what the
  * zonelist walk does for its first zone, without the walk.  Anything else (a failed check,
- * the first time BELOW_HIGH must be set, a busy pcp, an empty list to refill) returns
- * UINT64_MAX before any side effect, and the caller takes the full path.
+ * the first time BELOW_HIGH must be set, an empty list to refill) returns UINT64_MAX before
+ * any side effect, and the caller takes the full path; a busy pcp returns BH__FAST_PCP_BUSY,
+ * and the full path starts without that zone's pcp, as rmqueue_pcplist's one failed trylock
+ * sends rmqueue to the buddy lists (6.12 mm/page_alloc.c:3112-3116, :2758-2763).
  */
 static inline __attribute__((always_inline)) uint64_t
 alloc_fast(bh_arena_t *a, const struct alloc_ctx *ac, unsigned order, unsigned alloc_flags) {
@@ -1199,7 +1216,7 @@ alloc_fast(bh_arena_t *a, const struct alloc_ctx *ac, unsigned order, unsigned a
     return UINT64_MAX;
   bh__pcp_t *pcp = &z->pcp[ac->slot];
   if (bh__unlikely(!bh__pcp_trylock(pcp)))
-    return UINT64_MAX;
+    return BH__FAST_PCP_BUSY;
   uint32_t head = pcp->head + order_to_pindex(a, ac->mt, order);
   if (bh__unlikely(bh__list_empty(a, head))) {
     bh__pcp_unlock(pcp);
@@ -1362,10 +1379,11 @@ static uint64_t alloc_slowpath(bh_arena_t *a, const struct alloc_ctx *ac, unsign
 
 /*
  * bh_alloc_pfn's body, inlined into it and into bh_alloc_pages so that the pointer interface
- * pays no call of its own (the same holds for free_pfn below).
+ * pays no call of its own (the same holds for free_pfn below).  pcp_busy: the pointer
+ * interface's fast path already found the calling slot's pcp lock taken.
  */
 static inline __attribute__((always_inline)) int
-alloc_pfn(bh_arena_t *a, unsigned gfp, unsigned order, int cpu, uint64_t *pfn_out) {
+alloc_pfn(bh_arena_t *a, unsigned gfp, unsigned order, int cpu, uint64_t *pfn_out, bool pcp_busy) {
   if (!a || !pfn_out || order > a->max_order || (gfp & ~BH__GFP_VALID))
     return BH_EINVAL;
   struct alloc_ctx ac;
@@ -1383,12 +1401,17 @@ alloc_pfn(bh_arena_t *a, unsigned gfp, unsigned order, int cpu, uint64_t *pfn_ou
 
   unsigned alloc_flags = gc >> BH__GC_FLAGS_SHIFT;
 
-  int zid = -1;
+  int zid = -1, busy_zone = pcp_busy ? ac.preferred : -1;
   uint64_t pfn = UINT64_MAX;
-  if (bh__likely(pcp_allowed_order(a, order) && !(gfp & BH_GFP_NOFALLBACK_WMARK)))
+  if (bh__likely(!pcp_busy && pcp_allowed_order(a, order) && !(gfp & BH_GFP_NOFALLBACK_WMARK))) {
     pfn = alloc_fast(a, &ac, order, alloc_flags);
+    if (bh__unlikely(pfn == BH__FAST_PCP_BUSY)) {
+      busy_zone = ac.preferred;
+      pfn = UINT64_MAX;
+    }
+  }
   if (pfn == UINT64_MAX)
-    pfn = get_page_from_freelist(a, &ac, order, alloc_flags, &zid);
+    pfn = get_page_from_freelist_busy(a, &ac, order, alloc_flags, &zid, busy_zone);
   else
     zid = ac.preferred;
   if (pfn == UINT64_MAX)
@@ -1407,7 +1430,7 @@ alloc_pfn(bh_arena_t *a, unsigned gfp, unsigned order, int cpu, uint64_t *pfn_ou
 }
 
 int bh_alloc_pfn(bh_arena_t *a, unsigned gfp, unsigned order, int cpu, uint64_t *pfn_out) {
-  return alloc_pfn(a, gfp, order, cpu, pfn_out);
+  return alloc_pfn(a, gfp, order, cpu, pfn_out, false);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -1528,7 +1551,7 @@ int bh_free_pfn(bh_arena_t *a, uint64_t pfn, unsigned order, int cpu) {
 static __attribute__((noinline)) void *alloc_pages_slow(bh_arena_t *a, unsigned gfp, unsigned order,
                                                         int *err) {
   uint64_t pfn;
-  int e = !a ? BH_EINVAL : a->base ? alloc_pfn(a, gfp, order, -1, &pfn) : BH_ENOTSUP;
+  int e = !a ? BH_EINVAL : a->base ? alloc_pfn(a, gfp, order, -1, &pfn, false) : BH_ENOTSUP;
   if (err)
     *err = e;
   return e ? NULL : a->base + (pfn << BH_PAGE_SHIFT);
@@ -1546,17 +1569,16 @@ alloc_pages_finish(bh__zone_t *z, uint64_t pfn, unsigned alloc_flags, unsigned g
 }
 
 /*
- * The fast path found its pcp list locked (a remote drain): rmqueue falls back to the buddy
- * lists of the same zone, once, as rmqueue_pcplist's failed trylock does, rather than the
- * general path trying the pcp lock a second time.  Only if the buddy lists have nothing does
- * the general path walk the zonelist.
+ * The fast path found its pcp list locked (a remote drain): the general path, whose first
+ * zone (the preferred one, whose watermark the fast path passed) takes the buddy lists
+ * instead of trying the pcp lock again, as rmqueue_pcplist's failed trylock does.
  */
-static __attribute__((noinline)) void *
-alloc_pages_pcp_busy(bh__zone_t *z, const struct alloc_ctx *ac, unsigned alloc_flags, int *err) {
-  uint64_t pfn = rmqueue_buddy(z, 0, ac, alloc_flags);
-  if (pfn == UINT64_MAX)
-    return alloc_pages_slow(z->arena, ac->gfp, 0, err);
-  return alloc_pages_finish(z, pfn, alloc_flags, ac->gfp, err);
+static __attribute__((noinline)) void *alloc_pages_pcp_busy(bh_arena_t *a, unsigned gfp, int *err) {
+  uint64_t pfn;
+  int e = alloc_pfn(a, gfp, 0, -1, &pfn, true);
+  if (err)
+    *err = e;
+  return e ? NULL : a->base + (pfn << BH_PAGE_SHIFT);
 }
 
 void *bh_alloc_pages(bh_arena_t *a, unsigned gfp, unsigned order, int *err) {
@@ -1590,7 +1612,7 @@ void *bh_alloc_pages(bh_arena_t *a, unsigned gfp, unsigned order, int *err) {
     return alloc_pages_slow(a, gfp, order, err);
   bh__pcp_t *pcp = &z->pcp[slot];
   if (bh__unlikely(!bh__pcp_trylock(pcp)))
-    return alloc_pages_pcp_busy(z, &ac, alloc_flags, err);
+    return alloc_pages_pcp_busy(a, gfp, err);
   uint32_t head = pcp->head + order_to_pindex(a, ac.mt, 0);
   if (bh__unlikely(bh__list_empty(a, head))) {
     bh__pcp_unlock(pcp);
