@@ -53,8 +53,7 @@
  *
  * With low = order the aging part is off and the strategy reports exactly what bubble does.
  */
-#include <buddyhint.h>
-#include <buddyhint/strategy.h>
+#include "hinting/page_reporting.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -66,9 +65,6 @@
 
 extern const bh_strategy_ops_t bh__strategy_adaptive;
 
-enum { AD_IDLE, AD_REQUESTED, AD_ACTIVE };
-
-#define AD_DEFAULT_DELAY_NS (2 * BH_NS_PER_SEC)    /* PAGE_REPORTING_DELAY = 2 * HZ */
 #define AD_DEFAULT_INTERVAL_NS (2 * BH_NS_PER_SEC) /* aging scan period */
 #define AD_DEFAULT_AGE_NS (32 * BH_NS_PER_SEC)     /* age of the largest aging order */
 #define AD_DEFAULT_GROWTH 1.1
@@ -77,7 +73,7 @@ enum { AD_IDLE, AD_REQUESTED, AD_ACTIVE };
 #define AD_MAX_AGE_NS (24ull * 3600 * BH_NS_PER_SEC)
 #define AD_NS_PER_MS 1000000ull
 
-typedef _Atomic uint64_t ad_counter_t;
+typedef bh__pr_counter_t ad_counter_t;
 
 /* An unreported free block of an aging order, as a scan saw it. */
 struct ad_blk {
@@ -88,12 +84,6 @@ struct ad_blk {
   uint8_t take; /* chosen under the rate cap */
 };
 
-/* The batch of isolated blocks (entries [offset, capacity) are in use), as bubble's. */
-struct ad_batch {
-  bh_report_range_t r[BH_REPORT_CAPACITY];
-  unsigned offset;
-};
-
 /* Due blocks side by side, blk[first .. first + n): one range for the host. */
 struct ad_piece {
   size_t first, n;
@@ -101,10 +91,11 @@ struct ad_piece {
 };
 
 struct adaptive {
+  bh__prdev_t pr; /* part one: page_reporting's cycle (src/hinting/page_reporting.c) */
   bh_hint_t *h;
   bh_arena_t *a;
-  unsigned order, low, max_order, capacity;
-  uint64_t delay_ns, interval_ns, age_ns;
+  unsigned order, low, max_order, capacity; /* copies of pr's, for part two */
+  uint64_t interval_ns, age_ns;
   double growth, rate;
   uint64_t age_ms[BH_ORDER_LIMIT + 1]; /* the idle age of each aging order, in ms */
   int nzones;
@@ -118,204 +109,41 @@ struct adaptive {
   size_t nblk, blk_cap;
   struct ad_piece *piece; /* the due blocks as host calls */
   size_t piece_cap;
-  /* part one's state machine, read by every notification */
-  _Alignas(64) atomic_int state;
-  _Atomic uint64_t pass_due; /* when a requested pass is due (UINT64_MAX: not known yet) */
-  /* counters: one writer (the worker) except `requests` */
-  _Alignas(64) ad_counter_t passes, scans, report_calls, report_errors, blocks_reported,
-      pages_reported, aged_report_calls, aged_host_calls, aged_blocks, aged_pages, marked,
-      rate_deferred;
-  ad_counter_t skipped_reported, putback_merged, zone_skipped_wmark, isolate_fail, budget_exhausted,
-      requeues, lock_ns, requests;
+  /* part two's counters (part one's, and the totals, are pr's); the worker writes them */
+  _Alignas(64) ad_counter_t scans, aged_report_calls, aged_host_calls, aged_blocks,
+      aged_pages, marked, rate_deferred;
   ad_counter_t aged_by_order[BH_ORDER_LIMIT + 1];
 };
 
-/* ---- small helpers ---- */
-
-static uint64_t mono_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * BH_NS_PER_SEC + (uint64_t)ts.tv_nsec;
-}
-
-static inline void bump(ad_counter_t *c, uint64_t n) {
-  atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n, memory_order_relaxed);
-}
-
-static inline uint64_t get(ad_counter_t *c) {
-  return atomic_load_explicit(c, memory_order_relaxed);
-}
-
-static uint64_t wlock(bh_zone_t *z) {
-  bh_zone_lock(z);
-  return mono_ns();
-}
-
-static void wunlock(struct adaptive *ad, bh_zone_t *z, uint64_t t0) {
-  bump(&ad->lock_ns, mono_ns() - t0);
-  bh_zone_unlock(z);
-}
-
-static uint64_t pages_of(const bh_report_range_t *r, unsigned n) {
-  uint64_t pages = 0;
-  for (unsigned i = 0; i < n; i++)
-    pages += 1ull << r[i].order;
-  return pages;
-}
-
 /* ---- part one: page_reporting at the reporting order ---- */
 
-/* __page_reporting_request */
-static void ad_request(struct adaptive *ad) {
-  if (atomic_load_explicit(&ad->state, memory_order_relaxed) == AD_REQUESTED)
-    return;
-  if (atomic_exchange(&ad->state, AD_REQUESTED) != AD_IDLE)
-    return; /* ACTIVE: the worker sees REQUESTED when its pass ends and requeues */
-  atomic_fetch_add_explicit(&ad->requests, 1, memory_order_relaxed);
-  atomic_store(&ad->pass_due, bh_hint_now(ad->h) + ad->delay_ns);
-  bh_hint_request(ad->h, ad->delay_ns);
-}
-
-/* page_reporting_notify_free: under the zone lock, for final orders >= ad->order. */
+/* page_reporting_notify_free: under the zone lock, for final orders >= the reporting order. */
 static void ad_notify(void *state, bh_zone_t *z, uint64_t pfn, unsigned order) {
-  ad_request(state);
+  struct adaptive *ad = state;
+  bh__pr_request(&ad->pr);
 }
 
-/* Reports n ranges; counts them, and the aging part's separately. */
-static int ad_report(struct adaptive *ad, const bh_report_range_t *r, unsigned n, bool aged) {
-  int err = bh_hint_report(ad->h, r, n);
-  bump(&ad->report_calls, 1);
-  if (aged)
-    bump(&ad->aged_report_calls, 1);
-  if (err) {
-    bump(&ad->report_errors, 1);
+static void bump(ad_counter_t *c, uint64_t n) { bh__pr_bump(c, n); }
+static uint64_t get(ad_counter_t *c) { return bh__pr_get(c); }
+static uint64_t wlock(bh_zone_t *z) { return bh__pr_lock(z); }
+static void wunlock(struct adaptive *ad, bh_zone_t *z, uint64_t t0) {
+  bh__pr_unlock(&ad->pr, z, t0);
+}
+
+/* Reports n aging-order ranges: counted in the totals, and as aged. */
+static int ad_report_aged_batch(struct adaptive *ad, const bh_report_range_t *r, unsigned n) {
+  bump(&ad->aged_report_calls, 1);
+  int err = bh__pr_report(&ad->pr, r, n);
+  if (err)
     return err;
-  }
-  uint64_t pages = pages_of(r, n);
-  bump(&ad->blocks_reported, n);
-  bump(&ad->pages_reported, pages);
-  if (aged) {
-    bump(&ad->aged_blocks, n);
-    bump(&ad->aged_pages, pages);
-    for (unsigned i = 0; i < n; i++)
-      bump(&ad->aged_by_order[r[i].order], 1);
-  }
-  return BH_OK;
-}
-
-/* page_reporting_drain: back to the list tail; marked reported if the report went through and
- * the block did not merge.  Zone lock held. */
-static void ad_drain(struct adaptive *ad, bh_zone_t *z, const bh_report_range_t *r, unsigned n,
-                     bool reported) {
+  uint64_t pages = 0;
   for (unsigned i = 0; i < n; i++) {
-    bool still_head = false;
-    bh_zone_putback(z, r[i].pfn, r[i].order, &still_head);
-    if (!reported)
-      continue;
-    if (still_head)
-      bh_block_set_reported(z, r[i].pfn);
-    else
-      bump(&ad->putback_merged, 1);
+    pages += 1ull << r[i].order;
+    bump(&ad->aged_by_order[r[i].order], 1);
   }
-}
-
-/* page_reporting_cycle over one free list, with the budget and the rotation. */
-static int ad_cycle(struct adaptive *ad, bh_zone_t *z, unsigned order, int mt,
-                    struct ad_batch *bt) {
-  uint64_t t0 = wlock(z);
-  uint64_t pfn = bh_free_list_first(z, order, mt);
-  if (pfn == BH_PFN_NONE) {
-    wunlock(ad, z, t0);
-    return BH_OK;
-  }
-  uint64_t per_call = (uint64_t)ad->capacity * 16;
-  int64_t budget = (int64_t)((bh_zone_nr_free(z, order) + per_call - 1) / per_call);
-  uint64_t stop = BH_PFN_NONE;
-  int err = BH_OK;
-  while (pfn != BH_PFN_NONE) {
-    uint64_t next = bh_free_list_next(z, order, mt, pfn);
-    if (bh_block_reported(z, pfn)) {
-      bump(&ad->skipped_reported, 1);
-      pfn = next;
-      continue;
-    }
-    if (budget < 0) {
-      atomic_store(&ad->state, AD_REQUESTED);
-      bump(&ad->budget_exhausted, 1);
-      stop = pfn;
-      break;
-    }
-    if (bt->offset) {
-      if (bh_zone_isolate(z, pfn, order) != BH_OK) {
-        bump(&ad->isolate_fail, 1);
-        stop = pfn;
-        break;
-      }
-      bt->r[--bt->offset] = (bh_report_range_t){.pfn = pfn, .order = order};
-      pfn = next;
-      continue;
-    }
-    bh_free_list_rotate(z, order, mt, pfn);
-    wunlock(ad, z, t0);
-    err = ad_report(ad, bt->r, ad->capacity, false);
-    bt->offset = ad->capacity;
-    budget--;
-    t0 = wlock(z);
-    ad_drain(ad, z, bt->r, ad->capacity, err == BH_OK);
-    pfn = bh_free_list_first(z, order, mt);
-    if (err) {
-      stop = pfn;
-      break;
-    }
-  }
-  if (stop != BH_PFN_NONE)
-    bh_free_list_rotate(z, order, mt, stop);
-  wunlock(ad, z, t0);
-  return err;
-}
-
-/* page_reporting_process_zone */
-static int ad_pass_zone(struct adaptive *ad, bh_zone_t *z) {
-  uint64_t t0 = wlock(z);
-  bool room = bh_zone_low_wmark_ok(z, (uint64_t)ad->capacity << ad->order);
-  wunlock(ad, z, t0);
-  if (!room) {
-    bump(&ad->zone_skipped_wmark, 1);
-    return BH_OK;
-  }
-  struct ad_batch bt;
-  bt.offset = ad->capacity;
-  for (unsigned order = ad->order; order <= ad->max_order; order++)
-    for (int mt = 0; mt < BH_MT_TYPES; mt++) {
-      if (mt == BH_MT_ISOLATE)
-        continue;
-      int err = ad_cycle(ad, z, order, mt, &bt);
-      if (err)
-        return err;
-    }
-  unsigned left = ad->capacity - bt.offset;
-  if (!left)
-    return BH_OK;
-  int err = ad_report(ad, &bt.r[bt.offset], left, false);
-  t0 = wlock(z);
-  ad_drain(ad, z, &bt.r[bt.offset], left, err == BH_OK);
-  wunlock(ad, z, t0);
-  return err;
-}
-
-/* page_reporting_process: one pass over every zone; a requeue if more came meanwhile. */
-static void ad_pass(struct adaptive *ad, uint64_t now) {
-  atomic_store(&ad->pass_due, UINT64_MAX);
-  atomic_store(&ad->state, AD_ACTIVE);
-  bump(&ad->passes, 1);
-  for (int i = 0; i < ad->nzones; i++)
-    if (ad_pass_zone(ad, bh_arena_zone(ad->a, i)))
-      break;
-  int expected = AD_ACTIVE;
-  if (atomic_compare_exchange_strong(&ad->state, &expected, AD_IDLE))
-    return;
-  bump(&ad->requeues, 1);
-  atomic_store(&ad->pass_due, now + ad->delay_ns);
+  bump(&ad->aged_blocks, n);
+  bump(&ad->aged_pages, pages);
+  return BH_OK;
 }
 
 /* ---- part two: aging orders ---- */
@@ -429,7 +257,7 @@ static long ad_report_aged(struct adaptive *ad, bh_zone_t *z, const struct ad_bl
           !bh_block_marked(z, c[i].pfn, NULL) || bh_block_reported(z, c[i].pfn))
         continue;
       if (bh_zone_isolate(z, c[i].pfn, order) != BH_OK) {
-        bump(&ad->isolate_fail, 1);
+        bump(&ad->pr.isolate_fail, 1);
         stop = true;
         break;
       }
@@ -438,10 +266,10 @@ static long ad_report_aged(struct adaptive *ad, bh_zone_t *z, const struct ad_bl
     wunlock(ad, z, t0);
     if (!m)
       break;
-    int err = ad_report(ad, r, m, true);
+    int err = ad_report_aged_batch(ad, r, m);
     calls += host_calls(r, m);
     t0 = wlock(z);
-    ad_drain(ad, z, r, m, err == BH_OK);
+    bh__pr_drain(&ad->pr, z, r, m, err == BH_OK);
     wunlock(ad, z, t0);
     if (err)
       return err;
@@ -521,7 +349,7 @@ static long ad_age_zone(struct adaptive *ad, bh_zone_t *z, uint32_t now_ms, long
   wunlock(ad, z, t0);
   ad_scan_zone(ad, z, now_ms);
   if (!room) {
-    bump(&ad->zone_skipped_wmark, 1);
+    bump(&ad->pr.zone_skipped_wmark, 1);
     return 0;
   }
   if (!ad->nblk) /* nothing unreported in the aging orders (and maybe no array yet) */
@@ -554,13 +382,14 @@ static void ad_age(struct adaptive *ad, uint64_t now) {
 
 static uint64_t ad_step(void *state, uint64_t now) {
   struct adaptive *ad = state;
-  if (atomic_load(&ad->state) == AD_REQUESTED && now >= atomic_load(&ad->pass_due))
-    ad_pass(ad, now);
+  if (atomic_load(&ad->pr.state) == BH__PR_REQUESTED && now >= atomic_load(&ad->pr.pass_due) &&
+      bh__pr_pass(&ad->pr))
+    atomic_store(&ad->pr.pass_due, now + ad->pr.delay_ns); /* requeued */
   if (ad->low < ad->order && now >= ad->aging_due)
     ad_age(ad, now);
   uint64_t next = ad->low < ad->order ? ad->aging_due : BH_HINT_IDLE;
-  if (atomic_load(&ad->state) == AD_REQUESTED) {
-    uint64_t due = atomic_load(&ad->pass_due);
+  if (atomic_load(&ad->pr.state) == BH__PR_REQUESTED) {
+    uint64_t due = atomic_load(&ad->pr.pass_due);
     if (due < next)
       next = due;
   }
@@ -599,7 +428,7 @@ static int ad_options(struct adaptive *ad, const bh_opt_t *opts, size_t nopts) {
       ad->low = (unsigned)v;
       low_given = true;
     } else if (!strcmp(o->key, "delay")) {
-      err = bh_opt_duration(o, &ad->delay_ns);
+      err = bh_opt_duration(o, &ad->pr.delay_ns);
     } else if (!strcmp(o->key, "interval")) {
       err = bh_opt_duration(o, &ad->interval_ns);
       if (!err && (ad->interval_ns < AD_NS_PER_MS || ad->interval_ns > AD_MAX_AGE_NS))
@@ -661,26 +490,26 @@ static int ad_create(bh_hint_t *h, const bh_opt_t *opts, size_t nopts, void **st
   if (!ad)
     return BH_ENOMEM;
   memset(ad, 0, sizeof(*ad));
+  bh__pr_init(&ad->pr, h);
   ad->h = h;
   ad->a = a;
   ad->max_order = bh_arena_max_order(a);
   ad->order = bh_arena_pageblock_order(a);
   ad->low = AD_DEFAULT_LOW;
   ad->capacity = BH_REPORT_CAPACITY;
-  ad->delay_ns = AD_DEFAULT_DELAY_NS;
   ad->interval_ns = AD_DEFAULT_INTERVAL_NS;
   ad->age_ns = AD_DEFAULT_AGE_NS;
   ad->growth = AD_DEFAULT_GROWTH;
   ad->rate = AD_DEFAULT_RATE;
   ad->runs = true;
   ad->nzones = bh_arena_zone_count(a);
-  atomic_init(&ad->state, AD_IDLE);
-  atomic_init(&ad->pass_due, UINT64_MAX);
   int err = ad_options(ad, opts, nopts);
   if (err) {
     ad_destroy(ad);
     return err;
   }
+  ad->pr.order = ad->order; /* part one reports at the order, in batches of the capacity */
+  ad->pr.capacity = ad->capacity;
   ad_ages(ad);
   uint64_t now = bh_hint_now(h);
   ad->epoch_ns = now;
@@ -689,7 +518,7 @@ static int ad_create(bh_hint_t *h, const bh_opt_t *opts, size_t nopts, void **st
   ad->tokens = ad->rate * (double)ad->interval_ns / 1e9;
   *state = ad;
   bh_hint_set_orders(h, ad->order, UINT8_MAX);
-  ad_request(ad); /* page_reporting_register: the initial flush */
+  bh__pr_request(&ad->pr); /* page_reporting_register: the initial flush */
   if (ad->low < ad->order)
     bh_hint_request(h, ad->interval_ns); /* the first aging scan */
   return BH_OK;
@@ -707,14 +536,14 @@ static void ad_stats(void *state, bh_stat_emit_fn emit, void *ctx) {
   struct adaptive *ad = state;
   uint64_t ev[BH_NR_STATS];
   bh_stats_read(ad->a, ev);
-  emit(ctx, "passes", (double)get(&ad->passes));
+  emit(ctx, "passes", (double)get(&ad->pr.passes));
   emit(ctx, "scans", (double)get(&ad->scans));
-  emit(ctx, "requests", (double)get(&ad->requests));
-  emit(ctx, "requeues", (double)get(&ad->requeues));
-  emit(ctx, "report_calls", (double)get(&ad->report_calls));
-  emit(ctx, "report_errors", (double)get(&ad->report_errors));
-  emit(ctx, "blocks_reported", (double)get(&ad->blocks_reported));
-  emit(ctx, "bytes_reported", (double)get(&ad->pages_reported) * (double)BH_PAGE_SIZE);
+  emit(ctx, "requests", (double)get(&ad->pr.requests));
+  emit(ctx, "requeues", (double)get(&ad->pr.requeues));
+  emit(ctx, "report_calls", (double)get(&ad->pr.report_calls));
+  emit(ctx, "report_errors", (double)get(&ad->pr.report_errors));
+  emit(ctx, "blocks_reported", (double)get(&ad->pr.blocks_reported));
+  emit(ctx, "bytes_reported", (double)get(&ad->pr.pages_reported) * (double)BH_PAGE_SIZE);
   emit(ctx, "aged_report_calls", (double)get(&ad->aged_report_calls));
   emit(ctx, "aged_host_calls", (double)get(&ad->aged_host_calls));
   emit(ctx, "aged_blocks_reported", (double)get(&ad->aged_blocks));
@@ -723,12 +552,12 @@ static void ad_stats(void *state, bh_stat_emit_fn emit, void *ctx) {
     emit(ctx, order_names[k], (double)get(&ad->aged_by_order[k]));
   emit(ctx, "marked", (double)get(&ad->marked));
   emit(ctx, "rate_deferred", (double)get(&ad->rate_deferred));
-  emit(ctx, "skipped_reported", (double)get(&ad->skipped_reported));
-  emit(ctx, "putback_merged", (double)get(&ad->putback_merged));
-  emit(ctx, "zone_skipped_wmark", (double)get(&ad->zone_skipped_wmark));
-  emit(ctx, "isolate_fail", (double)get(&ad->isolate_fail));
-  emit(ctx, "budget_exhausted", (double)get(&ad->budget_exhausted));
-  emit(ctx, "lock_ns", (double)get(&ad->lock_ns));
+  emit(ctx, "skipped_reported", (double)get(&ad->pr.skipped_reported));
+  emit(ctx, "putback_merged", (double)get(&ad->pr.putback_merged));
+  emit(ctx, "zone_skipped_wmark", (double)get(&ad->pr.zone_skipped_wmark));
+  emit(ctx, "isolate_fail", (double)get(&ad->pr.isolate_fail));
+  emit(ctx, "budget_exhausted", (double)get(&ad->pr.budget_exhausted));
+  emit(ctx, "lock_ns", (double)get(&ad->pr.lock_ns));
   emit(ctx, "reported_alloc", (double)ev[BH_STAT_reported_alloc]);
   emit(ctx, "reported_merge", (double)ev[BH_STAT_reported_merge]);
 }
