@@ -11,6 +11,7 @@
  * The seed is BH_TEST_SEED if set, else time-based, and is printed first.
  */
 #include "buddy_test.h"
+#include "test_rng.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -45,12 +46,7 @@ struct world {
   uint64_t allocs, frees, enospc, pages_allocated, pages_freed;
 };
 
-static uint64_t next_rand(struct world *w) { /* splitmix64 */
-  uint64_t z = (w->rng += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
+static uint64_t next_rand(struct world *w) { return test_splitmix64(&w->rng); }
 
 static unsigned below(struct world *w, unsigned n) { return (unsigned)(next_rand(w) % n); }
 

@@ -7,6 +7,7 @@
  * every step (result) and regularly (counters, zone state, /proc/zoneinfo text).
  */
 #include "buddy_test.h"
+#include "test_rng.h"
 
 #include "buddy/internal.h" /* the pcp lock, to make the calling thread's pcp busy */
 
@@ -22,12 +23,7 @@ struct live {
 };
 
 static uint64_t rng_state;
-static uint64_t rng(void) { /* splitmix64 */
-  uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
+static uint64_t rng(void) { return test_splitmix64(&rng_state); }
 
 static bh_arena_t *make_arena(bool smp, unsigned nr_cpus) {
   bh_config_t c = bt_cfg_one_zone(BH_ZONE_NORMAL, ZONE_BYTES);

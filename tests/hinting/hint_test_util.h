@@ -7,6 +7,7 @@
 #define BH_TEST_HINT_UTIL_H
 
 #include "buddy/internal.h"
+#include "test_rng.h"
 
 #include <buddyhint.h>
 #include <buddyhint/report.h>
@@ -160,12 +161,7 @@ typedef struct ht_rng {
   uint64_t s;
 } ht_rng_t;
 
-static inline uint64_t ht_rnd(ht_rng_t *r) {
-  uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
+static inline uint64_t ht_rnd(ht_rng_t *r) { return test_splitmix64(&r->s); }
 
 static inline uint64_t ht_below(ht_rng_t *r, uint64_t n) { return n ? ht_rnd(r) % n : 0; }
 

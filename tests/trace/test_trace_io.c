@@ -1,5 +1,6 @@
 /* Native binary, compressed input, writer round trips, truncated and corrupt data. */
 #include "trace_test_util.h"
+#include "test_rng.h"
 
 #include <sys/stat.h>
 
@@ -13,12 +14,7 @@
 
 static uint64_t rng_state;
 
-static uint64_t rng(void) { /* splitmix64 */
-  uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
+static uint64_t rng(void) { return test_splitmix64(&rng_state); }
 
 static uint64_t test_seed(void) {
   const char *s = getenv("BH_TRACE_SEED");
