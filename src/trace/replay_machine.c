@@ -19,24 +19,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static int rfail(char *err, size_t errlen, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int rfail(char *err, size_t errlen, int code, const char *fmt, ...) {
-  if (err && errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-  }
-  return code;
-}
 
 bool bh__rm_rereadable(const char *path) {
   struct stat st;
@@ -51,12 +37,12 @@ static int trace_description(const char *trace, bh_machine_t **out, char *err, s
   bh_trace_t *t;
   int rc = bh_trace_open(trace, NULL, &t);
   if (rc)
-    return rfail(err, errlen, rc, "%s", bh_trace_error(NULL));
+    return bh__machine_fail(err, errlen, rc, "%s", bh_trace_error(NULL));
   size_t len;
   const char *d = bh_trace_description(t, &len);
   char msg[256] = "";
   if (d && (rc = bh_machine_parse(d, len, out, msg, sizeof(msg))))
-    rfail(err, errlen, rc, "%s: machine description: %s", trace, msg);
+    bh__machine_fail(err, errlen, rc, "%s: machine description: %s", trace, msg);
   bh_trace_close(t);
   return rc;
 }
@@ -77,7 +63,7 @@ static int read_dirs(bh__rmachine_t *rm, const bh_replay_config_t *cfg, char *er
     bh_machine_free(rm->m);
     rm->m = n;
     if (rc)
-      return rfail(err, errlen, rc, "--start/--end: %s", msg);
+      return bh__machine_fail(err, errlen, rc, "--start/--end: %s", msg);
     return 0;
   }
   if (cfg->end_dir) {
@@ -85,7 +71,7 @@ static int read_dirs(bh__rmachine_t *rm, const bh_replay_config_t *cfg, char *er
       return BH_ENOMEM;
     int rc = bh_machine_read_snapshot(rm->m, BH_SNAP_END, cfg->end_dir, 0, 0, msg, sizeof(msg));
     if (rc)
-      return rfail(err, errlen, rc, "--end: %s", msg);
+      return bh__machine_fail(err, errlen, rc, "--end: %s", msg);
   }
   return 0;
 }
@@ -100,10 +86,11 @@ int bh__rm_load(bh__rmachine_t *rm, const bh_replay_config_t *cfg, bh_replay_sum
     return rc;
   bool has_layout = rm->m && bh_machine_info(rm->m)->nr_zones > 0;
   if (cfg->layout == BH_LAYOUT_TRACE && !has_layout)
-    return rfail(err, errlen, BH_EINVAL,
-                 "%s has no machine description (record it with buddyhint record, or give "
-                 "--start DIR)",
-                 cfg->trace);
+    return bh__machine_fail(
+        err, errlen, BH_EINVAL,
+        "%s has no machine description (record it with buddyhint record, or give "
+        "--start DIR)",
+        cfg->trace);
   rm->shape = has_layout && cfg->layout != BH_LAYOUT_DEFAULT;
   const bh_snapshot_t *snap = rm->m ? bh_machine_snapshot(rm->m, BH_SNAP_START) : NULL;
   bool freemap = snap && snap->have_freemap,
@@ -118,21 +105,22 @@ int bh__rm_load(bh__rmachine_t *rm, const bh_replay_config_t *cfg, bh_replay_sum
   case BH_START_KPAGEFLAGS:
   case BH_START_COUNTS:
     if (!rm->shape)
-      return rfail(err, errlen, BH_EINVAL,
-                   "a start state from a snapshot needs the machine's layout (%s)",
-                   has_layout ? "not --layout default" : "the trace has no description");
+      return bh__machine_fail(err, errlen, BH_EINVAL,
+                              "a start state from a snapshot needs the machine's layout (%s)",
+                              has_layout ? "not --layout default" : "the trace has no description");
     if (cfg->start == BH_START_KPAGEFLAGS ? !freemap : !counts)
-      return rfail(err, errlen, BH_EINVAL, "the start snapshot has no %s",
-                   cfg->start == BH_START_KPAGEFLAGS ? "free map (kpageflags)"
-                                                     : "buddyinfo and pagetypeinfo");
+      return bh__machine_fail(err, errlen, BH_EINVAL, "the start snapshot has no %s",
+                              cfg->start == BH_START_KPAGEFLAGS ? "free map (kpageflags)"
+                                                                : "buddyinfo and pagetypeinfo");
     rm->start = cfg->start == BH_START_KPAGEFLAGS ? BH__START_KPAGEFLAGS : BH__START_COUNTS;
     break;
   default:
     rm->start = BH__START_EMPTY;
   }
   if (cfg->placement == BH_PLACEMENT_TRACE && !rm->shape)
-    return rfail(err, errlen, BH_EINVAL,
-                 "--placement trace needs the machine's layout (its pfns are the trace's)");
+    return bh__machine_fail(
+        err, errlen, BH_EINVAL,
+        "--placement trace needs the machine's layout (its pfns are the trace's)");
   static const char *const starts[] = {"empty", "kpageflags", "counts"};
   snprintf(s->layout, sizeof(s->layout), "%s", rm->shape ? "machine" : "default");
   snprintf(s->start_state, sizeof(s->start_state), "%s", starts[rm->start]);
@@ -176,7 +164,7 @@ int bh__rm_populate(bh__rmachine_t *rm, bh_arena_t *a, unsigned pcp_orders, uint
   free(rm->fe.fe); /* used up */
   rm->fe.fe = NULL;
   if (rc)
-    return rfail(err, errlen, rc, "start state: %s", msg[0] ? msg : bh_strerror(rc));
+    return bh__machine_fail(err, errlen, rc, "start state: %s", msg[0] ? msg : bh_strerror(rc));
   rm->nr_pages = bh_arena_pages(a);
   rm->kfree = calloc((rm->nr_pages + 63) / 64, sizeof(uint64_t));
   if (!rm->kfree) {
@@ -192,7 +180,7 @@ int bh__rm_populate(bh__rmachine_t *rm, bh_arena_t *a, unsigned pcp_orders, uint
   const char *why = NULL;
   rc = bh_arena_populate(a, &st.pop, &why);
   if (rc)
-    rfail(err, errlen, rc, "start state: %s", why ? why : bh_strerror(rc));
+    bh__machine_fail(err, errlen, rc, "start state: %s", why ? why : bh_strerror(rc));
   s->start_pcp_pages = st.pcp_pages;
   s->start_unplaced_blocks = st.unplaced_blocks;
   s->start_unexplained_pages = st.unexplained_pages;
@@ -340,7 +328,8 @@ int bh__rm_dump_check(const char *dir, char *err, size_t errlen) {
     struct stat st;
     snprintf(p, sizeof(p), "%s/%s", dir, dump_files[i]);
     if (!lstat(p, &st))
-      return rfail(err, errlen, BH_EINVAL, "--dump: %s exists already (give a new directory)", p);
+      return bh__machine_fail(err, errlen, BH_EINVAL,
+                              "--dump: %s exists already (give a new directory)", p);
   }
   return 0;
 }
@@ -406,7 +395,8 @@ static int dump_one(const bh__rmachine_t *rm, bh_arena_t *a, const char *dir, in
   if (!f) {
     if (fd >= 0)
       close(fd);
-    return rfail(err, errlen, BH_ESYS, "--dump: cannot write in %s: %s", dir, strerror(errno));
+    return bh__machine_fail(err, errlen, BH_ESYS, "--dump: cannot write in %s: %s", dir,
+                            strerror(errno));
   }
   const bh_machine_info_t *in = rm->m ? bh_machine_info(rm->m) : NULL;
   const bh_config_t *c = bh_arena_config(a);
@@ -431,8 +421,8 @@ static int dump_one(const bh__rmachine_t *rm, bh_arena_t *a, const char *dir, in
     rc = BH_ESYS;
   if (rc) {
     unlink(tmp);
-    return rfail(err, errlen, rc, "--dump: cannot write %s: %s", path,
-                 rc == BH_ESYS ? strerror(errno) : bh_strerror(rc));
+    return bh__machine_fail(err, errlen, rc, "--dump: cannot write %s: %s", path,
+                            rc == BH_ESYS ? strerror(errno) : bh_strerror(rc));
   }
   return 0;
 }
@@ -440,7 +430,8 @@ static int dump_one(const bh__rmachine_t *rm, bh_arena_t *a, const char *dir, in
 int bh__rm_dump(const bh__rmachine_t *rm, bh_arena_t *a, const char *dir, char *err,
                 size_t errlen) {
   if (mkdir(dir, 0777) && errno != EEXIST)
-    return rfail(err, errlen, BH_ESYS, "--dump: cannot make %s: %s", dir, strerror(errno));
+    return bh__machine_fail(err, errlen, BH_ESYS, "--dump: cannot make %s: %s", dir,
+                            strerror(errno));
   for (int i = 0; i < 4; i++) {
     int rc = dump_one(rm, a, dir, i, err, errlen);
     if (rc)
