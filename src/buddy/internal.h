@@ -222,6 +222,12 @@ struct bh_arena {
    * replay without reports, or before the first, pays one test per allocation) */
   _Atomic bool any_discarded;
   _Atomic uint64_t refault_pages, refault_blocks;
+  /* The pages set in `discarded` (kept as bits change, so a count costs no pass), and, when
+   * the arena's owner models written pages (bh__discard_set_touched), the owner's bitmap of
+   * them and the pages set in both. */
+  _Atomic uint64_t discarded_count;
+  const _Atomic uint64_t *touched;
+  _Atomic uint64_t touched_discarded;
 };
 
 /* ---- helpers shared by the core files ---- */
@@ -422,7 +428,38 @@ BH__INTERNAL void bh__discard_mark(bh_arena_t *a, uint64_t pfn, uint64_t n);
  * if any was set, 1 to a->refault_blocks.  Does nothing if a->discarded is NULL.
  */
 BH__INTERNAL void bh__discard_on_alloc(bh_arena_t *a, uint64_t pfn, unsigned order);
-/* Pages currently marked in a->discarded (0 if there is no bitmap). */
+/* Pages currently marked in a->discarded (0 if there is no bitmap), kept as bits change. */
 BH__INTERNAL uint64_t bh__discarded_pages(const bh_arena_t *a);
+/*
+ * Written pages, for an owner that models them (the replay's sim backing): `touched` is its
+ * bitmap, one bit per page, set when a page is first written and never cleared, with at least
+ * (nr_pages + 63) / 64 words, alive as long as the arena (NULL: none).  The core then keeps
+ * the number of pages both written and discarded as its own bits change, so that the owner's
+ * resident count, written minus that, costs no pass over the bitmaps.  The owner sets its bits
+ * on its own thread, a reporter may mark on another: a page is never written while it is
+ * being marked (it is isolated, not allocated), so the two meet on no bit they both change.
+ * The bitmap must be all clear when it is set here.
+ */
+BH__INTERNAL void bh__discard_set_touched(bh_arena_t *a, const _Atomic uint64_t *touched);
+/* bh__discard_on_touch's rare half: the pages of `hit` were written while discarded. */
+BH__INTERNAL void bh__discard_touched_hit(bh_arena_t *a, uint64_t hit);
+/*
+ * The owner has just set the bits `fresh` of word w of its touched bitmap (bits that were
+ * clear): those of them that are discarded count as written and discarded.  Inline, for every
+ * first write: one load and a test when none of them is discarded, as allocation leaves them.
+ */
+static inline void bh__discard_on_touch(bh_arena_t *a, uint64_t w, uint64_t fresh) {
+  const _Atomic uint64_t *map = a->discarded;
+  if (map == NULL)
+    return;
+  uint64_t hit = fresh & atomic_load_explicit(&map[w], memory_order_relaxed);
+  if (bh__unlikely(hit))
+    bh__discard_touched_hit(a, hit);
+}
+/* Pages set both in a->discarded and in the owner's touched bitmap (0 if either is missing). */
+BH__INTERNAL uint64_t bh__discard_touched_pages(const bh_arena_t *a);
+/* The same by a full pass over both bitmaps, and into *discarded (if not NULL) the pages set in
+ * a->discarded: the check of the kept counts. */
+BH__INTERNAL uint64_t bh__discard_recount(const bh_arena_t *a, uint64_t *discarded);
 
 #endif

@@ -76,8 +76,15 @@ struct replay {
   uint64_t total_events;      /* in the trace, for the progress line (0: one pass) */
   bool progress;              /* show the progress line */
   uint64_t live_pages;
-  uint64_t *touched;  /* sim backing: pages ever written, for the resident model */
-  bool touch_sim;     /* sim backing and a --touch other than none: allocations set touched */
+  /* sim backing: pages ever written, for the resident model (the arena's core reads it too,
+   * bh__discard_set_touched, on the hinting worker's thread when pacing), and how many */
+  _Atomic uint64_t *touched;
+  uint64_t touched_pages;
+  bool touch_sim; /* sim backing and a --touch other than none: allocations set touched */
+  /* BH_REPLAY_CHECK_RESIDENT set: every resident count is checked against a full recount;
+   * the first difference is kept in drift and fails the run */
+  bool check_resident;
+  char drift[160];
   unsigned max_order; /* the arena's, read for every allocation */
   struct timespec wall0;
   struct rusage ru0;
@@ -491,22 +498,43 @@ void bh_replay_zone_layout(bh_config_t *c, uint64_t total) {
 
 /* ---- resident memory and the timeline ---- */
 
-/* Pages set in touched and clear in discarded (NULL: none discarded), over `words` words. */
-BH__POPCNT_CLONES static uint64_t
-count_resident(const uint64_t *touched, const _Atomic uint64_t *discarded, uint64_t words) {
-  uint64_t pages = 0;
-  if (!discarded) {
-    for (uint64_t w = 0; w < words; w++)
-      pages += (uint64_t)__builtin_popcountll(touched[w]);
-    return pages;
-  }
+/*
+ * Pages set in touched, and of them those clear in discarded (NULL: none discarded), over
+ * `words` words: the full recount that checks the kept counts (BH_REPLAY_CHECK_RESIDENT).
+ */
+BH__POPCNT_CLONES static uint64_t count_resident(const _Atomic uint64_t *touched,
+                                                 const _Atomic uint64_t *discarded, uint64_t words,
+                                                 uint64_t *written) {
+  uint64_t pages = 0, all = 0;
   for (uint64_t w = 0; w < words; w++) {
-    uint64_t d = atomic_load_explicit(&discarded[w], memory_order_relaxed);
-    pages += (uint64_t)__builtin_popcountll(touched[w] & ~d);
+    uint64_t t = atomic_load_explicit(&touched[w], memory_order_relaxed);
+    uint64_t d = discarded ? atomic_load_explicit(&discarded[w], memory_order_relaxed) : 0;
+    all += (uint64_t)__builtin_popcountll(t);
+    pages += (uint64_t)__builtin_popcountll(t & ~d);
   }
+  *written = all;
   return pages;
 }
 
+/* The kept counts against a full pass over the bitmaps; the first difference goes to drift. */
+COLD static void check_resident(struct replay *r, uint64_t pages) {
+  bh_arena_t *a = r->arena;
+  uint64_t written, discarded;
+  uint64_t want = count_resident(r->touched, a->discarded, (a->nr_pages + 63) / 64, &written);
+  bh__discard_recount(a, &discarded);
+  if (r->drift[0] ||
+      (want == pages && written == r->touched_pages && discarded == bh__discarded_pages(a)))
+    return;
+  snprintf(r->drift, sizeof(r->drift),
+           "resident count drifted at %.3f s: kept %lu resident, %lu written, %lu discarded; "
+           "recounted %lu, %lu, %lu",
+           (double)r->vnow / 1e9, (unsigned long)pages, (unsigned long)r->touched_pages,
+           (unsigned long)bh__discarded_pages(a), (unsigned long)want, (unsigned long)written,
+           (unsigned long)discarded);
+}
+
+/* Resident bytes now; for the sim backing, the pages written minus those of them discarded,
+ * both kept as the bitmaps change. */
 static uint64_t resident_bytes(struct replay *r) {
   bh_arena_t *a = r->arena;
   if (a->cfg.backing != BH_BACKING_SIM) {
@@ -514,10 +542,10 @@ static uint64_t resident_bytes(struct replay *r) {
     bh_arena_resident(a, &b);
     return b;
   }
-  /* before the first report nothing is discarded, and the bitmap need not be read */
-  const _Atomic uint64_t *d =
-      atomic_load_explicit(&a->any_discarded, memory_order_relaxed) ? a->discarded : NULL;
-  return count_resident(r->touched, d, (a->nr_pages + 63) / 64) << BH_PAGE_SHIFT;
+  uint64_t pages = r->touched_pages - bh__discard_touched_pages(a);
+  if (bh__unlikely(r->check_resident))
+    check_resident(r, pages);
+  return pages << BH_PAGE_SHIFT;
 }
 
 static void timeline_header(struct replay *r) {
@@ -575,12 +603,38 @@ static void set_clock_due(struct replay *r) {
     r->clock_due = 0; /* pacing, or one pass before the first event: every event in general */
 }
 
+/*
+ * Sets the bits `mask` of word w of the touched map and counts the ones that were clear; those
+ * the core tells apart if discarded.  Only this thread writes the map: a relaxed load and
+ * store, no locked instruction.
+ */
+static inline void touch_word(struct replay *r, uint64_t w, uint64_t mask) {
+  uint64_t old = atomic_load_explicit(&r->touched[w], memory_order_relaxed);
+  uint64_t fresh = mask & ~old;
+  if (!fresh)
+    return;
+  atomic_store_explicit(&r->touched[w], old | mask, memory_order_relaxed);
+  r->touched_pages += fresh == ~0ull ? 64 : (uint64_t)__builtin_popcountll(fresh);
+  bh__discard_on_touch(r->arena, w, fresh);
+}
+
+/* touch_word for one page: the common order-0 allocation, no popcount. */
+static inline void touch_page(struct replay *r, uint64_t pfn) {
+  uint64_t w = pfn >> 6, bit = 1ull << (pfn & 63);
+  uint64_t old = atomic_load_explicit(&r->touched[w], memory_order_relaxed);
+  if (old & bit)
+    return;
+  atomic_store_explicit(&r->touched[w], old | bit, memory_order_relaxed);
+  r->touched_pages++;
+  bh__discard_on_touch(r->arena, w, bit);
+}
+
 /* Sets bits [pfn, pfn + n) of the touched map a word at a time. */
-COLD static void touch_range(uint64_t *map, uint64_t pfn, uint64_t n) {
+COLD static void touch_range(struct replay *r, uint64_t pfn, uint64_t n) {
   for (uint64_t i = pfn, end = pfn + n; i < end;) {
     unsigned b = (unsigned)(i & 63);
     uint64_t w = end - i < 64 - b ? end - i : 64 - b;
-    map[i >> 6] |= (w == 64 ? ~0ull : (1ull << w) - 1) << b;
+    touch_word(r, i >> 6, (w == 64 ? ~0ull : (1ull << w) - 1) << b);
     i += w;
   }
 }
@@ -602,7 +656,7 @@ COLD static int pretrace_moved(struct replay *r, uint64_t old_pfn, uint64_t new_
   }
   r->moves[r->nmoves++] = (struct pretrace_move){old_pfn, new_pfn, order};
   if (r->touch_sim) /* the copy writes the new pages */
-    touch_range(r->touched, new_pfn, 1ull << order);
+    touch_range(r, new_pfn, 1ull << order);
   return 0;
 }
 
@@ -645,7 +699,7 @@ static int migrate_block(void *ctx, uint64_t old_pfn, uint64_t new_pfn, unsigned
   if (r->attrib)
     bh__attrib_move(r->attrib, old_pfn, new_pfn, order);
   if (r->touch_sim) /* the copy writes the new pages */
-    touch_range(r->touched, new_pfn, 1ull << order);
+    touch_range(r, new_pfn, 1ull << order);
   return 0;
 }
 
@@ -744,9 +798,9 @@ static inline void touch(struct replay *r, uint64_t pfn, unsigned order) {
   uint64_t n = 1ull << order;
   if (bh__likely(r->touch_sim)) {
     if (bh__likely(order == 0))
-      r->touched[pfn >> 6] |= 1ull << (pfn & 63);
+      touch_page(r, pfn);
     else
-      touch_range(r->touched, pfn, n);
+      touch_range(r, pfn, n);
     return;
   }
   if (a->cfg.backing == BH_BACKING_SIM)
@@ -1188,9 +1242,13 @@ static int setup(struct replay *r, const struct scan *sc) {
     r->hint->on_report_ctx = r;
   }
   if (ac.backing == BH_BACKING_SIM) {
-    r->touched = calloc((size_t)(r->arena->nr_pages + 63) / 64, sizeof(uint64_t));
+    r->touched = calloc((size_t)(r->arena->nr_pages + 63) / 64, sizeof(*r->touched));
     if (!r->touched)
       return BH_ENOMEM;
+    bh__discard_set_touched(r->arena, r->touched);
+    const char *check = getenv("BH_REPLAY_CHECK_RESIDENT");
+    /* against the wall clock the worker marks pages while a recount runs: no exact check */
+    r->check_resident = check && *check && strcmp(check, "0") && !(cfg->speed > 0);
     r->touch_sim = cfg->touch != BH_TOUCH_NONE;
   }
   r->max_order = r->arena->max_order;
@@ -1477,7 +1535,8 @@ static uint8_t *resident_pages(struct replay *r) {
     for (uint64_t p = 0; r->touched && p < a->nr_pages; p++) {
       uint64_t d =
           a->discarded ? atomic_load_explicit(&a->discarded[p / 64], memory_order_relaxed) : 0;
-      v[p] = (uint8_t)(((r->touched[p / 64] & ~d) >> (p % 64)) & 1);
+      uint64_t t = atomic_load_explicit(&r->touched[p / 64], memory_order_relaxed);
+      v[p] = (uint8_t)(((t & ~d) >> (p % 64)) & 1);
     }
     return v;
   }
@@ -1691,6 +1750,10 @@ int bh__replay_run_shared(const bh_replay_config_t *cfg, const bh__replay_shared
     idle(&r);
     finish(&r);
   }
+  if (!rc && r.drift[0]) {
+    set_err(&r, "%s", r.drift);
+    rc = BH_EINVAL;
+  }
   bh_hint_detach(r.hint);
   bh_arena_destroy(r.arena);
   bh__pfnmap_destroy(&r.map);
@@ -1698,7 +1761,7 @@ int bh__replay_run_shared(const bh_replay_config_t *cfg, const bh__replay_shared
   free(r.moves);
   if (!borrowed)
     free(sc.kept);
-  free(r.touched);
+  free((void *)r.touched);
   free(r.rev);
   if (r.attrib)
     bh__attrib_destroy(r.attrib);
