@@ -264,9 +264,22 @@ static void live_destroy(struct live_blocks *l) {
   bh__pfnmap_destroy(&l->far);
 }
 
+/* live_insert for a pfn from LIVE_DIRECT_LIMIT, in the far map.  Out of line: such pfns are
+ * rare, and inlined into every event of the first pass the hash code would crowd it. */
+COLD static int live_insert_far(struct live_blocks *l, uint64_t pfn, unsigned order) {
+  bh__pfn_entry_t *e = bh__pfnmap_hinsert(&l->far, pfn);
+  if (!e)
+    return -1;
+  int was = e->kind == BH__PFN_LIVE ? e->order + 1 : 0;
+  e->kind = BH__PFN_LIVE;
+  e->order = (uint8_t)order;
+  return was;
+}
+
 /* A block of `order` allocated at pfn: returns the order + 1 of the block that was live there
  * (0: none), or -1 without memory. */
-static inline int live_insert(struct live_blocks *l, uint64_t pfn, unsigned order) {
+static inline __attribute__((always_inline)) int live_insert(struct live_blocks *l, uint64_t pfn,
+                                                             unsigned order) {
   int was;
   if (bh__likely(pfn < LIVE_DIRECT_LIMIT)) {
     uint8_t *b = live_byte(l, pfn);
@@ -274,22 +287,32 @@ static inline int live_insert(struct live_blocks *l, uint64_t pfn, unsigned orde
       return -1;
     was = *b;
     *b = (uint8_t)(order + 1);
-  } else {
-    bh__pfn_entry_t *e = bh__pfnmap_hinsert(&l->far, pfn);
-    if (!e)
-      return -1;
-    was = e->kind == BH__PFN_LIVE ? e->order + 1 : 0;
-    e->kind = BH__PFN_LIVE;
-    e->order = (uint8_t)order;
+  } else if ((was = live_insert_far(l, pfn, order)) < 0) {
+    return -1;
   }
   if (!was && ++l->n > l->max_n)
     l->max_n = l->n;
   return was;
 }
 
+/* live_update's part for a pfn from LIVE_DIRECT_LIMIT, in the far map (out of line, as
+ * live_insert_far). */
+COLD static int live_update_far(struct live_blocks *l, uint64_t pfn, int order, bool set) {
+  bh__pfn_entry_t *e = bh__pfnmap_hfind(&l->far, pfn);
+  if (!e)
+    return 0;
+  int was = e->order + 1;
+  if (set && order < 0)
+    bh__pfnmap_hdelete(&l->far, e);
+  else if (set)
+    e->order = (uint8_t)order;
+  return was;
+}
+
 /* The order + 1 of the block live at pfn (0: none); with `order` >= 0 it becomes that block's
  * new order, with -1 the block is removed. */
-static inline int live_update(struct live_blocks *l, uint64_t pfn, int order, bool set) {
+static inline __attribute__((always_inline)) int live_update(struct live_blocks *l, uint64_t pfn,
+                                                             int order, bool set) {
   int was;
   if (bh__likely(pfn < LIVE_DIRECT_LIMIT)) {
     uint8_t *b = live_byte(l, pfn);
@@ -298,15 +321,8 @@ static inline int live_update(struct live_blocks *l, uint64_t pfn, int order, bo
     was = *b;
     if (set)
       *b = (uint8_t)(order + 1);
-  } else {
-    bh__pfn_entry_t *e = bh__pfnmap_hfind(&l->far, pfn);
-    if (!e)
-      return 0;
-    was = e->order + 1;
-    if (set && order < 0)
-      bh__pfnmap_hdelete(&l->far, e);
-    else if (set)
-      e->order = (uint8_t)order;
+  } else if (!(was = live_update_far(l, pfn, order, set))) {
+    return 0;
   }
   if (set && order < 0)
     l->n--;
