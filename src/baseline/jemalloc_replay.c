@@ -345,8 +345,9 @@ static void *map_pages(size_t bytes) {
   return p == MAP_FAILED ? NULL : p;
 }
 
-/* The pfn map (trace/pfnmap.h, shared with the buddy replay): val holds the block's address,
- * aux 1 + the index of its split parent (0: not split). */
+/* The pfn map (trace/pfnmap.h, shared with the buddy replay), its hash part only, used through
+ * the hash part's own functions: val holds the block's address, aux 1 + the index of its split
+ * parent (0: not split). */
 #define E_PTR(e) ((char *)(uintptr_t)(e)->val)
 
 /* ---- state ---- */
@@ -448,7 +449,7 @@ static void free_entry(run_t *r, bh__pfn_entry_t *e) {
     }
     r->live_pages -= 1ull << e->order;
   }
-  bh__pfnmap_delete(&r->map, e);
+  bh__pfnmap_hdelete(&r->map, e);
 }
 
 static int do_alloc(run_t *r, const bh_event_t *ev) {
@@ -457,13 +458,13 @@ static int do_alloc(run_t *r, const bh_event_t *ev) {
     s->trace_failed_allocs++;
     return 0;
   }
-  bh__pfn_entry_t *old = bh__pfnmap_find(&r->map, ev->pfn);
+  bh__pfn_entry_t *old = bh__pfnmap_hfind(&r->map, ev->pfn);
   if (old) {
     if (old->kind == BH__PFN_LIVE)
       s->lost_frees++;
     free_entry(r, old);
   }
-  bh__pfn_entry_t *e = bh__pfnmap_insert(&r->map, ev->pfn);
+  bh__pfn_entry_t *e = bh__pfnmap_hinsert(&r->map, ev->pfn);
   if (!e)
     return BH_ENOMEM;
   e->order = ev->order;
@@ -541,9 +542,9 @@ static int split_block(run_t *r, bh__pfn_entry_t *e, uint64_t base) {
     if (par || new_parent(r, p, 1ull << k, &idx))
       return BH_ENOMEM;
   }
-  bh__pfnmap_delete(&r->map, e);
+  bh__pfnmap_hdelete(&r->map, e);
   for (uint64_t i = 0; i < (1ull << k); i++) {
-    bh__pfn_entry_t *x = bh__pfnmap_insert(&r->map, base + i);
+    bh__pfn_entry_t *x = bh__pfnmap_hinsert(&r->map, base + i);
     if (!x)
       return BH_ENOMEM;
     x->order = 0;
@@ -563,14 +564,14 @@ static int split_block(run_t *r, bh__pfn_entry_t *e, uint64_t base) {
 static bh__pfn_entry_t *split_containing(run_t *r, uint64_t pfn, unsigned order, int *err) {
   for (unsigned k = order + 1; k <= SPLIT_MAX_ORDER; k++) {
     uint64_t base = pfn & ~((1ull << k) - 1);
-    bh__pfn_entry_t *e = bh__pfnmap_find(&r->map, base);
+    bh__pfn_entry_t *e = bh__pfnmap_hfind(&r->map, base);
     if (!e)
       continue;
     if (e->order < k || e->order > SPLIT_MAX_ORDER)
       return NULL; /* the block recorded at base ends before pfn (or is too large to split) */
     if ((*err = split_block(r, e, base)) != 0)
       return NULL;
-    return bh__pfnmap_find(&r->map, pfn);
+    return bh__pfnmap_hfind(&r->map, pfn);
   }
   return NULL;
 }
@@ -589,7 +590,7 @@ static void free_range(run_t *r, uint64_t pfn, unsigned order) {
   uint64_t n = 1ull << order;
   if (order < 24 || n <= r->map.mask + 1) {
     for (uint64_t i = 0; i < n;) {
-      bh__pfn_entry_t *x = bh__pfnmap_find(&r->map, pfn + i);
+      bh__pfn_entry_t *x = bh__pfnmap_hfind(&r->map, pfn + i);
       if (!x) {
         i++;
         continue;
@@ -623,12 +624,12 @@ static int do_free(run_t *r, const bh_event_t *ev) {
   if (ev->op == BH_EV_FREE)
     r->recent[r->recent_pos++ & 63] = ev->pfn + 1;
   int err = 0;
-  bh__pfn_entry_t *e = bh__pfnmap_find(&r->map, ev->pfn);
+  bh__pfn_entry_t *e = bh__pfnmap_hfind(&r->map, ev->pfn);
   if (e && e->order > ev->order) { /* a piece of a block recorded at this pfn */
     if (e->order > SPLIT_MAX_ORDER)
       e = NULL;
     else if ((err = split_block(r, e, ev->pfn)) == 0)
-      e = bh__pfnmap_find(&r->map, ev->pfn);
+      e = bh__pfnmap_hfind(&r->map, ev->pfn);
   } else if (!e) {
     e = split_containing(r, ev->pfn, ev->order, &err);
   }

@@ -141,10 +141,10 @@ void bh__attrib_rows(const bh__attrib_t *a, const bh__origins_t *o, const bh__pf
     if (resident[p] && a->page_origin[p] < n)
       k[a->page_origin[p]].row.resident_bytes += BH_PAGE_SIZE;
   for (uint64_t i = 0, slots = bh__pfnmap_slots(map); i < slots; i++) {
-    const bh__pfn_entry_t *e = bh__pfnmap_slot(map, i);
-    if (!e->key || e->kind != BH__PFN_LIVE)
+    bh__pfn_ref_t e = bh__pfnmap_slot(map, i);
+    if (!bh__pfn_ok(e) || bh__pfn_kind(e) != BH__PFN_LIVE)
       continue;
-    uint64_t first = e->val, pages = 1ull << e->order;
+    uint64_t first = bh__pfn_val(e), pages = 1ull << bh__pfn_order(e);
     if (first < a->nr_pages && a->page_origin[first] < n)
       k[a->page_origin[first]].row.live_bytes += pages << BH_PAGE_SHIFT;
   }

@@ -271,9 +271,22 @@ static void live_destroy(struct live_blocks *l) {
   bh__pfnmap_destroy(&l->far);
 }
 
+/* live_insert for a pfn from LIVE_DIRECT_LIMIT, in the far map.  Out of line: such pfns are
+ * rare, and inlined into every event of the first pass the hash code would crowd it. */
+COLD static int live_insert_far(struct live_blocks *l, uint64_t pfn, unsigned order) {
+  bh__pfn_entry_t *e = bh__pfnmap_hinsert(&l->far, pfn);
+  if (!e)
+    return -1;
+  int was = e->kind == BH__PFN_LIVE ? e->order + 1 : 0;
+  e->kind = BH__PFN_LIVE;
+  e->order = (uint8_t)order;
+  return was;
+}
+
 /* A block of `order` allocated at pfn: returns the order + 1 of the block that was live there
  * (0: none), or -1 without memory. */
-static inline int live_insert(struct live_blocks *l, uint64_t pfn, unsigned order) {
+static inline __attribute__((always_inline)) int live_insert(struct live_blocks *l, uint64_t pfn,
+                                                             unsigned order) {
   int was;
   if (bh__likely(pfn < LIVE_DIRECT_LIMIT)) {
     uint8_t *b = live_byte(l, pfn);
@@ -281,22 +294,32 @@ static inline int live_insert(struct live_blocks *l, uint64_t pfn, unsigned orde
       return -1;
     was = *b;
     *b = (uint8_t)(order + 1);
-  } else {
-    bh__pfn_entry_t *e = bh__pfnmap_insert(&l->far, pfn);
-    if (!e)
-      return -1;
-    was = e->kind == BH__PFN_LIVE ? e->order + 1 : 0;
-    e->kind = BH__PFN_LIVE;
-    e->order = (uint8_t)order;
+  } else if ((was = live_insert_far(l, pfn, order)) < 0) {
+    return -1;
   }
   if (!was && ++l->n > l->max_n)
     l->max_n = l->n;
   return was;
 }
 
+/* live_update's part for a pfn from LIVE_DIRECT_LIMIT, in the far map (out of line, as
+ * live_insert_far). */
+COLD static int live_update_far(struct live_blocks *l, uint64_t pfn, int order, bool set) {
+  bh__pfn_entry_t *e = bh__pfnmap_hfind(&l->far, pfn);
+  if (!e)
+    return 0;
+  int was = e->order + 1;
+  if (set && order < 0)
+    bh__pfnmap_hdelete(&l->far, e);
+  else if (set)
+    e->order = (uint8_t)order;
+  return was;
+}
+
 /* The order + 1 of the block live at pfn (0: none); with `order` >= 0 it becomes that block's
  * new order, with -1 the block is removed. */
-static inline int live_update(struct live_blocks *l, uint64_t pfn, int order, bool set) {
+static inline __attribute__((always_inline)) int live_update(struct live_blocks *l, uint64_t pfn,
+                                                             int order, bool set) {
   int was;
   if (bh__likely(pfn < LIVE_DIRECT_LIMIT)) {
     uint8_t *b = live_byte(l, pfn);
@@ -305,15 +328,8 @@ static inline int live_update(struct live_blocks *l, uint64_t pfn, int order, bo
     was = *b;
     if (set)
       *b = (uint8_t)(order + 1);
-  } else {
-    bh__pfn_entry_t *e = bh__pfnmap_find(&l->far, pfn);
-    if (!e)
-      return 0;
-    was = e->order + 1;
-    if (set && order < 0)
-      bh__pfnmap_delete(&l->far, e);
-    else if (set)
-      e->order = (uint8_t)order;
+  } else if (!(was = live_update_far(l, pfn, order, set))) {
+    return 0;
   }
   if (set && order < 0)
     l->n--;
@@ -663,12 +679,12 @@ COLD static int pretrace_moved(struct replay *r, uint64_t old_pfn, uint64_t new_
 /* The moves of pretrace_moved into the map. */
 COLD static void pretrace_moves_apply(struct replay *r) {
   for (size_t i = 0; i < r->nmoves; i++) {
-    bh__pfn_entry_t *e = bh__pfnmap_insert(&r->map, r->moves[i].from);
-    if (!e)
+    bh__pfn_ref_t e = bh__pfnmap_insert(&r->map, r->moves[i].from, BH__PFN_PRETRACE);
+    if (!bh__pfn_ok(e))
       break;
-    e->val = r->moves[i].to;
-    e->order = (uint8_t)r->moves[i].order;
-    e->kind = BH__PFN_PRETRACE;
+    bh__pfn_set_val(e, r->moves[i].to);
+    bh__pfn_set_order(e, r->moves[i].order);
+    bh__pfn_set_kind(e, BH__PFN_PRETRACE);
   }
   r->nmoves = 0;
 }
@@ -681,19 +697,20 @@ static int migrate_block(void *ctx, uint64_t old_pfn, uint64_t new_pfn, unsigned
       return 1; /* without the index the block stays where it is */
     memset(r->rev, 0, r->arena->nr_pages * sizeof(*r->rev));
     for (uint64_t i = 0, n = bh__pfnmap_slots(&r->map); i < n; i++) {
-      const bh__pfn_entry_t *e = bh__pfnmap_slot(&r->map, i);
-      if (e->key && (e->kind == BH__PFN_LIVE || e->kind == BH__PFN_PRETRACE))
-        r->rev[e->val] = (uint32_t)(i + 1);
+      bh__pfn_ref_t e = bh__pfnmap_slot(&r->map, i);
+      if (bh__pfn_ok(e) && (bh__pfn_kind(e) == BH__PFN_LIVE || bh__pfn_kind(e) == BH__PFN_PRETRACE))
+        r->rev[bh__pfn_val(e)] = (uint32_t)(i + 1);
     }
     r->rev_valid = true;
   }
   uint32_t slot = r->rev[old_pfn];
-  bh__pfn_entry_t *e = slot ? bh__pfnmap_slot(&r->map, slot - 1) : NULL;
-  if (!e && r->shape && (r->arena->pages[old_pfn].flags & BH__PG_PRETRACE))
+  bh__pfn_ref_t e = slot ? bh__pfnmap_slot(&r->map, slot - 1) : (bh__pfn_ref_t){0};
+  if (!bh__pfn_ok(e) && r->shape && (r->arena->pages[old_pfn].flags & BH__PG_PRETRACE))
     return pretrace_moved(r, old_pfn, new_pfn, order);
-  if (!e || (e->kind != BH__PFN_LIVE && e->kind != BH__PFN_PRETRACE) || e->val != old_pfn)
+  if (!bh__pfn_ok(e) || (bh__pfn_kind(e) != BH__PFN_LIVE && bh__pfn_kind(e) != BH__PFN_PRETRACE) ||
+      bh__pfn_val(e) != old_pfn)
     return 1;
-  e->val = new_pfn;
+  bh__pfn_set_val(e, new_pfn);
   r->rev[new_pfn] = slot;
   r->rev[old_pfn] = 0;
   if (r->attrib)
@@ -821,24 +838,26 @@ static inline void arena_free(struct replay *r, uint64_t pfn, unsigned order, in
     bh_free_pfn(r->arena, pfn, order, cpu);
 }
 
-static void free_entry(struct replay *r, bh__pfn_entry_t *e, int cpu) {
-  if (e->kind == BH__PFN_LIVE) {
-    arena_free(r, e->val, e->order, cpu);
-    r->live_pages -= 1ull << e->order;
-  } else if (bh__unlikely(e->kind == BH__PFN_PRETRACE)) { /* moved by compaction */
-    arena_free(r, e->val, e->order, cpu);
+static void free_entry(struct replay *r, bh__pfn_ref_t e, int cpu) {
+  unsigned kind = bh__pfn_kind(e), order = bh__pfn_order(e);
+  if (kind == BH__PFN_LIVE) {
+    arena_free(r, bh__pfn_val(e), order, cpu);
+    r->live_pages -= 1ull << order;
+  } else if (bh__unlikely(kind == BH__PFN_PRETRACE)) { /* moved by compaction */
+    arena_free(r, bh__pfn_val(e), order, cpu);
     r->s->pretrace_frees++;
   }
   bh__pfnmap_delete(&r->map, e);
 }
 
 /* An allocation at a recorded pfn that is still allocated: its free was lost. */
-COLD static void free_lost(struct replay *r, bh__pfn_entry_t *e, int cpu) {
-  if (e->kind == BH__PFN_LIVE || e->kind == BH__PFN_PRETRACE) {
+COLD static void free_lost(struct replay *r, bh__pfn_ref_t e, int cpu) {
+  unsigned kind = bh__pfn_kind(e), order = bh__pfn_order(e);
+  if (kind == BH__PFN_LIVE || kind == BH__PFN_PRETRACE) {
     r->s->lost_frees++;
-    arena_free(r, e->val, e->order, cpu);
-    if (e->kind == BH__PFN_LIVE)
-      r->live_pages -= 1ull << e->order;
+    arena_free(r, bh__pfn_val(e), order, cpu);
+    if (kind == BH__PFN_LIVE)
+      r->live_pages -= 1ull << order;
   }
 }
 
@@ -883,11 +902,11 @@ __attribute__((noinline)) static int shaped_alloc(struct replay *r, const bh_eve
  * An allocation while the start snapshot was read: if the snapshot already saw it (its block
  * is allocated in the start state, and was not before), that block is the allocation.
  */
-COLD static bool window_alloc(struct replay *r, const bh_event_t *ev, bh__pfn_entry_t *e) {
+COLD static bool window_alloc(struct replay *r, const bh_event_t *ev, bh__pfn_ref_t e) {
   if (ev->order > r->max_order || bh_arena_adopt(r->arena, ev->pfn, ev->order) != BH_OK)
     return false;
-  e->val = ev->pfn;
-  e->kind = BH__PFN_LIVE;
+  bh__pfn_set_val(e, ev->pfn);
+  bh__pfn_set_kind(e, BH__PFN_LIVE);
   if (r->rm.kfree)
     bh__rm_kfree_mark(&r->rm, ev->pfn, ev->order, false);
   r->s->allocs++;
@@ -914,13 +933,13 @@ static inline int do_alloc(struct replay *r, const bh_event_t *ev) {
     return 0;
   }
   uint64_t used = r->map.used;
-  bh__pfn_entry_t *e = bh__pfnmap_insert(&r->map, ev->pfn);
-  if (bh__unlikely(!e))
+  bh__pfn_ref_t e = bh__pfnmap_insert(&r->map, ev->pfn, BH__PFN_DEAD);
+  if (bh__unlikely(!bh__pfn_ok(e)))
     return BH_ENOMEM;
   if (bh__unlikely(r->map.used == used))
     free_lost(r, e, ev->cpu);
-  e->order = ev->order;
-  e->kind = BH__PFN_DEAD;
+  bh__pfn_set_order(e, ev->order);
+  bh__pfn_set_kind(e, BH__PFN_DEAD);
   if (bh__unlikely(ev->order > r->max_order_seen))
     r->max_order_seen = ev->order;
   if (bh__unlikely(ev->order > r->max_order)) {
@@ -935,8 +954,8 @@ static inline int do_alloc(struct replay *r, const bh_event_t *ev) {
     s->alloc_failures++;
     return 0;
   }
-  e->val = pfn;
-  e->kind = BH__PFN_LIVE;
+  bh__pfn_set_val(e, pfn);
+  bh__pfn_set_kind(e, BH__PFN_LIVE);
   s->allocs++;
   if (bh__unlikely(r->attrib) && attrib_alloc(r, ev, pfn))
     return BH_ENOMEM;
@@ -953,36 +972,36 @@ static inline int do_alloc(struct replay *r, const bh_event_t *ev) {
  * pfn.  Blocks the arena never held (too large, failed) and larger than 2^16 pages are dropped
  * whole instead of being split.
  */
-COLD static bh__pfn_entry_t *split_containing(struct replay *r, uint64_t pfn, unsigned order) {
+COLD static bh__pfn_ref_t split_containing(struct replay *r, uint64_t pfn, unsigned order) {
   /* Above the largest order allocated, base is one already looked at or holds no block that
    * reaches pfn: stopping there saves ~60 lookups per unknown free. */
   for (unsigned k = order + 1; k <= r->max_order_seen; k++) {
     uint64_t base = pfn & ~((1ull << k) - 1);
-    bh__pfn_entry_t *e = bh__pfnmap_find(&r->map, base);
-    if (!e || e->order <= order || pfn - base >= (1ull << e->order))
+    bh__pfn_ref_t e = bh__pfnmap_find(&r->map, base);
+    if (!bh__pfn_ok(e) || bh__pfn_order(e) <= order || pfn - base >= (1ull << bh__pfn_order(e)))
       continue;
-    unsigned big = e->order;
-    uint64_t sim = e->val;
-    uint8_t kind = e->kind;
+    unsigned big = bh__pfn_order(e);
+    uint64_t sim = bh__pfn_val(e);
+    unsigned kind = bh__pfn_kind(e);
     if (kind != BH__PFN_LIVE && big > 16) {
       bh__pfnmap_delete(&r->map, e);
-      return NULL;
+      return (bh__pfn_ref_t){0};
     }
     if (kind == BH__PFN_LIVE)
       bh_split_pages(r->arena, sim, big);
     bh__pfnmap_delete(&r->map, e);
     for (uint64_t i = 0; i < (1ull << big); i++) {
-      bh__pfn_entry_t *p = bh__pfnmap_insert(&r->map, base + i);
-      if (!p)
-        return NULL;
-      p->val = sim + i;
-      p->order = 0;
-      p->kind = kind;
+      bh__pfn_ref_t p = bh__pfnmap_insert(&r->map, base + i, kind);
+      if (!bh__pfn_ok(p))
+        return p;
+      bh__pfn_set_val(p, sim + i);
+      bh__pfn_set_order(p, 0);
+      bh__pfn_set_kind(p, kind);
     }
     r->s->split_frees++;
     return bh__pfnmap_find(&r->map, pfn);
   }
-  return NULL;
+  return (bh__pfn_ref_t){0};
 }
 
 static inline unsigned recent_bucket(uint64_t key) {
@@ -1042,15 +1061,17 @@ COLD static void free_range_wide(struct replay *r, uint64_t next, uint64_t end, 
   if (!keys)
     return;
   for (uint64_t i = 0, slots = bh__pfnmap_slots(&r->map); i < slots; i++) {
-    uint64_t k = bh__pfnmap_slot(&r->map, i)->key;
-    if (k && k - 1 >= next && k - 1 < end)
-      keys[n++] = k - 1;
+    if (!bh__pfn_ok(bh__pfnmap_slot(&r->map, i)))
+      continue;
+    uint64_t k = bh__pfnmap_slot_pfn(&r->map, i);
+    if (k >= next && k < end)
+      keys[n++] = k;
   }
   qsort(keys, n, sizeof(*keys), cmp_u64);
   for (uint64_t i = 0; i < n; i++) {
-    bh__pfn_entry_t *x = keys[i] >= next ? bh__pfnmap_find(&r->map, keys[i]) : NULL;
-    if (x) {
-      next = keys[i] + (1ull << x->order);
+    bh__pfn_ref_t x = keys[i] >= next ? bh__pfnmap_find(&r->map, keys[i]) : (bh__pfn_ref_t){0};
+    if (bh__pfn_ok(x)) {
+      next = keys[i] + (1ull << bh__pfn_order(x));
       free_entry(r, x, cpu);
     }
   }
@@ -1087,22 +1108,22 @@ static bool block_free(const bh_arena_t *a, uint64_t pfn, unsigned order) {
 }
 
 COLD static void free_other(struct replay *r, uint64_t pfn, unsigned order, int cpu,
-                            bh__pfn_entry_t *e, uint64_t time_ns, int op) {
+                            bh__pfn_ref_t e, uint64_t time_ns, int op) {
   bh_replay_summary_t *s = r->s;
-  if (!e || e->order > order)
+  if (!bh__pfn_ok(e) || bh__pfn_order(e) > order)
     e = split_containing(r, pfn, order);
-  if (!e && r->shape && bh_arena_adopt(r->arena, pfn, order) == BH_OK) {
+  if (!bh__pfn_ok(e) && r->shape && bh_arena_adopt(r->arena, pfn, order) == BH_OK) {
     /* memory the start state holds allocated before the trace: an ordinary free */
     arena_free(r, pfn, order, cpu);
     s->frees++;
     s->pretrace_frees++;
     return;
   }
-  if (!e && time_ns <= r->window_end && block_free(r->arena, pfn, order)) {
+  if (!bh__pfn_ok(e) && time_ns <= r->window_end && block_free(r->arena, pfn, order)) {
     s->window_events++; /* freed while the snapshot was read, which saw it free */
     return;
   }
-  if (!e && bh__rm_kfree_all(&r->rm, pfn, order)) {
+  if (!bh__pfn_ok(e) && bh__rm_kfree_all(&r->rm, pfn, order)) {
     /* memory the kernel had free: a batched free repeating one too long ago for recent[],
      * or an allocation that left no event (alloc_pages_bulk takes pages from pcp lists
      * without mm_page_alloc) */
@@ -1112,12 +1133,12 @@ COLD static void free_other(struct replay *r, uint64_t pfn, unsigned order, int 
       s->untraced_frees++;
     return;
   }
-  if (!e) {
+  if (!bh__pfn_ok(e)) {
     s->unknown_frees++;
     return;
   }
   s->frees++;
-  uint64_t next = pfn + (1ull << e->order), end = pfn + (1ull << order);
+  uint64_t next = pfn + (1ull << bh__pfn_order(e)), end = pfn + (1ull << order);
   free_entry(r, e, cpu);
   /* a free larger than the recorded block: every other recorded block inside the range */
   if (end - next > bh__pfnmap_slots(&r->map)) {
@@ -1125,12 +1146,12 @@ COLD static void free_other(struct replay *r, uint64_t pfn, unsigned order, int 
     return;
   }
   for (uint64_t q = next; q < end;) {
-    bh__pfn_entry_t *x = bh__pfnmap_find(&r->map, q);
-    if (!x) {
+    bh__pfn_ref_t x = bh__pfnmap_find(&r->map, q);
+    if (!bh__pfn_ok(x)) {
       q++;
       continue;
     }
-    next = q + (1ull << x->order);
+    next = q + (1ull << bh__pfn_order(x));
     free_entry(r, x, cpu);
     q = next;
   }
@@ -1143,8 +1164,8 @@ static inline void do_free(struct replay *r, const bh_event_t *ev) {
     r->s->batched_dups++;
     return;
   }
-  bh__pfn_entry_t *e = bh__pfnmap_find(&r->map, ev->pfn);
-  if (bh__unlikely(!e || e->order != ev->order)) {
+  bh__pfn_ref_t e = bh__pfnmap_find(&r->map, ev->pfn);
+  if (bh__unlikely(!bh__pfn_ok(e) || bh__pfn_order(e) != ev->order)) {
     free_other(r, ev->pfn, ev->order, ev->cpu, e, ev->time_ns, ev->op);
   } else {
     r->s->frees++;
@@ -1169,19 +1190,23 @@ static void on_report(void *ctx, const bh_report_range_t *ranges, size_t n) {
 
 /*
  * The map from recorded pfn to arena block.  With a first pass, directly indexed over the
- * range of pfns it saw allocated when that range has no more entries than the hash map would
- * have slots: never larger, and the entries of pfns the trace never uses are never touched,
- * so a trace that keeps its memory in one place (a memhog, a guest's own range) pays one entry
- * per page it uses where the hash map took two to four per block.  Otherwise the hash map, as
- * large as the most blocks live at once need (no rehashing on the way), or small.
+ * range of pfns it saw allocated when that range's 8-byte cells take no more memory than the
+ * hash map's 24-byte slots would: never larger, and the cells of pfns the trace never uses are
+ * never touched, so a trace that keeps its memory in one place (a memhog, a guest's own range)
+ * pays 8 bytes per page it uses where the hash map took two to four 24-byte slots per block.
+ * A cell holds a 32-bit arena pfn, so an arena of 2^32 pages or more keeps the hash map.
+ * Otherwise the hash map, as large as the most blocks live at once need (no rehashing on the
+ * way), or small.
  */
 static int map_init(struct replay *r, const struct scan *sc) {
   uint64_t cap = sc->map_cap > 1024 ? sc->map_cap : 1024, slots = 1024;
   while (slots < cap * 2)
     slots <<= 1;
   uint64_t span = sc->pfn_hi > sc->pfn_lo ? sc->pfn_hi - sc->pfn_lo : 0;
-  if (sc->map_cap && span && span <= slots && span < (1ull << 31))
-    return bh__pfnmap_init_dense(&r->map, 1024, sc->pfn_lo, span) ? BH_ENOMEM : BH_OK;
+  uint64_t max_val = r->arena->nr_pages - 1;
+  if (sc->map_cap && span && span < (1ull << 31) && max_val <= UINT32_MAX &&
+      span * sizeof(bh__pfn_cell_t) <= slots * sizeof(bh__pfn_entry_t))
+    return bh__pfnmap_init_dense(&r->map, 1024, sc->pfn_lo, span, max_val) ? BH_ENOMEM : BH_OK;
   return bh__pfnmap_init(&r->map, cap) ? BH_ENOMEM : BH_OK;
 }
 
