@@ -700,12 +700,15 @@ static inline bool fast_gfp(bh__tparse_t *p, const char *v, const char *e, uint3
   return word_end(v, e) == e && gfp_value(p, v, e, gfp);
 }
 
-/* s[0, n) is a line without NUL bytes and trailing blanks. */
-HOT int fast_kernel_line(bh__tparse_t *p, const char *s, size_t n, bh_event_t *ev) {
-  static const uint32_t frac_scale[10] = {0,     100000000, 10000000, 1000000, 100000,
-                                          10000, 1000,      100,      10,      1};
-  if (n < 64)
-    return FAST_NO;
+static const uint32_t frac_scale[10] = {0,     100000000, 10000000, 1000000, 100000,
+                                        10000, 1000,      100,      10,      1};
+
+/*
+ * The line start by the walk over the classified first 64 bytes: sets ev's time, pid and cpu
+ * and returns the position of the timestamp's ':' (FAST_NO where the fast path gives up).  A
+ * start it reads is cached in p->kprefix for prefix_hit.  n >= 64.
+ */
+static inline int prefix_walk(bh__tparse_t *p, const char *s, size_t n, bh_event_t *ev) {
   struct cls64 m;
   classify64(s, &m);
   uint64_t nb = ~m.blank, nd = ~m.digit;
@@ -721,6 +724,99 @@ HOT int fast_kernel_line(bh__tparse_t *p, const char *s, size_t n, bh_event_t *e
     return FAST_NO;
   int t2 = last_below(nd, t);
   if (t2 < 0 || t2 == t - 1 || t - 1 - t2 > 10 || !(m.blank >> t2 & 1))
+    return FAST_NO;
+  /* back from the blank before the timestamp: [FLAGS] [CPU] PID; [w, pe) is a word */
+  int pe = last_below(nb, t2) + 1, w = last_below(m.blank, pe) + 1;
+  if (pe == 0 || w == 0)
+    return FAST_NO;
+  int32_t cpu = -1;
+  if (s[w] != '[' && !is_digit(s[w])) { /* flags */
+    pe = last_below(nb, w) + 1;
+    w = last_below(m.blank, pe) + 1;
+    if (pe == 0 || w == 0 || s[w] != '[')
+      return FAST_NO;
+  }
+  if (s[w] == '[') { /* "[DIGITS]" */
+    int k = pe - w - 2;
+    if (k < 1 || k > 9 || s[pe - 1] != ']' || (nd >> (w + 1) & ((1ull << k) - 1)))
+      return FAST_NO;
+    cpu = k == 3 ? (s[w + 1] - '0') * 100 + (s[w + 2] - '0') * 10 + (s[w + 3] - '0')
+                 : (int32_t)digits_value(s, s + w + 1, s + pe - 1); /* "%03d" */
+    pe = last_below(nb, w) + 1;
+  }
+  /* record-tgid's "(   1234)": skipped unread, as parse_prefix does */
+  if (pe > 0 && s[pe - 1] == ')') {
+    int o = pe - 2;
+    while (o >= 0 && s[o] != '(')
+      o--;
+    if (o < 0)
+      return FAST_NO;
+    pe = last_below(nb, o) + 1;
+  }
+  int d = last_below(nd, pe) + 1;
+  if (d == 0 || d == pe || pe - d > 9 || (s[d - 1] != '-' && !(m.blank >> (d - 1) & 1)))
+    return FAST_NO; /* also a PID/TID */
+  ev->pid = (int32_t)digits_value(s, s + d, s + pe);
+  ev->cpu = cpu;
+  ev->time_ns = digits_value(s, s + t2 + 1, s + t) * 1000000000u +
+                digits_value(s, s + t + 1, s + ic) * frac_scale[ic - 1 - t];
+  struct bh__kprefix *c = &p->kprefix;
+  memcpy(c->text, s, 64);
+  c->len = (uint8_t)(t2 + 1);
+  c->secs = (uint8_t)(t - t2 - 1);
+  c->frac = (uint8_t)(ic - 1 - t);
+  c->pid = ev->pid;
+  c->cpu = cpu;
+  return ic;
+}
+
+/*
+ * Does the line start with the cached start, followed by a timestamp with as many digits
+ * before and after its '.' and then ": "?  prefix_walk would then read the same pid and cpu
+ * and stop at the same ':', because it reads nothing before the seconds but those bytes, and
+ * after them only where the digits, the '.' and the first such ':' are.  Sets ev's time, pid
+ * and cpu and returns the ':' position, or FAST_NO where prefix_walk is to be asked.  n >= 64.
+ */
+static inline int prefix_hit(const struct bh__kprefix *c, const char *s, size_t n, bh_event_t *ev) {
+  int l = c->len, dot = l + c->secs, ic = dot + 1 + c->frac;
+  if (!l || (size_t)ic + 1 >= n)
+    return FAST_NO;
+  uint64_t differ, digit;
+#ifdef __SSE2__
+  const __m128i zero = _mm_set1_epi8('0'), nine = _mm_set1_epi8(9);
+  differ = digit = 0;
+  for (int i = 0; i < 4; i++) {
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(s + 16 * i));
+    __m128i y = _mm_loadu_si128((const __m128i *)(const void *)(c->text + 16 * i));
+    __m128i t = _mm_sub_epi8(x, zero); /* a digit iff t <= 9, unsigned */
+    differ |= (uint64_t)(uint16_t)~_mm_movemask_epi8(_mm_cmpeq_epi8(x, y)) << (16 * i);
+    digit |= (uint64_t)(uint16_t)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(t, nine), t))
+             << (16 * i);
+  }
+#else
+  differ = memcmp(s, c->text, (size_t)l) != 0;
+  digit = 0;
+  for (int i = l; i < ic; i++)
+    digit |= (uint64_t)is_digit(s[i]) << i;
+#endif
+  uint64_t before = (1ull << l) - 1, stamp = ((1ull << ic) - 1) & ~before;
+  if ((differ & before) || (digit & stamp) != (stamp & ~(1ull << dot)) || s[dot] != '.' ||
+      s[ic] != ':' || s[ic + 1] != ' ')
+    return FAST_NO;
+  ev->pid = c->pid;
+  ev->cpu = c->cpu;
+  ev->time_ns = digits_value(s, s + l, s + dot) * 1000000000u +
+                digits_value(s, s + dot + 1, s + ic) * frac_scale[c->frac];
+  return ic;
+}
+
+/* s[0, n) is a line without NUL bytes and trailing blanks. */
+HOT int fast_kernel_line(bh__tparse_t *p, const char *s, size_t n, bh_event_t *ev) {
+  if (n < 64)
+    return FAST_NO;
+  memset(ev, 0, sizeof(*ev)); /* a line given up on is parsed again from scratch */
+  int ic = prefix_hit(&p->kprefix, s, n, ev);
+  if (ic == FAST_NO && (ic = prefix_walk(p, s, n, ev)) == FAST_NO)
     return FAST_NO;
   /* the event name */
   const char *e = s + n, *v = s + ic + 2, *q;
@@ -739,41 +835,6 @@ HOT int fast_kernel_line(bh__tparse_t *p, const char *s, size_t n, bh_event_t *e
     op = BH_EV_FREE_BATCHED;
   else
     return FAST_NO;
-  memset(ev, 0, sizeof(*ev));
-  ev->time_ns = digits_value(s, s + t2 + 1, s + t) * 1000000000u +
-                digits_value(s, s + t + 1, s + ic) * frac_scale[ic - 1 - t];
-  /* back from the blank before the timestamp: [FLAGS] [CPU] PID; [w, pe) is a word */
-  int pe = last_below(nb, t2) + 1, w = last_below(m.blank, pe) + 1;
-  if (pe == 0 || w == 0)
-    return FAST_NO;
-  ev->cpu = -1;
-  if (s[w] != '[' && !is_digit(s[w])) { /* flags */
-    pe = last_below(nb, w) + 1;
-    w = last_below(m.blank, pe) + 1;
-    if (pe == 0 || w == 0 || s[w] != '[')
-      return FAST_NO;
-  }
-  if (s[w] == '[') { /* "[DIGITS]" */
-    int k = pe - w - 2;
-    if (k < 1 || k > 9 || s[pe - 1] != ']' || (nd >> (w + 1) & ((1ull << k) - 1)))
-      return FAST_NO;
-    ev->cpu = k == 3 ? (s[w + 1] - '0') * 100 + (s[w + 2] - '0') * 10 + (s[w + 3] - '0')
-                     : (int32_t)digits_value(s, s + w + 1, s + pe - 1); /* "%03d" */
-    pe = last_below(nb, w) + 1;
-  }
-  /* record-tgid's "(   1234)": skipped unread, as parse_prefix does */
-  if (pe > 0 && s[pe - 1] == ')') {
-    int o = pe - 2;
-    while (o >= 0 && s[o] != '(')
-      o--;
-    if (o < 0)
-      return FAST_NO;
-    pe = last_below(nb, o) + 1;
-  }
-  int d = last_below(nd, pe) + 1;
-  if (d == 0 || d == pe || pe - d > 9 || (s[d - 1] != '-' && !(m.blank >> (d - 1) & 1)))
-    return FAST_NO; /* also a PID/TID */
-  ev->pid = (int32_t)digits_value(s, s + d, s + pe);
   /* the arguments */
   uint64_t x;
   int64_t y;

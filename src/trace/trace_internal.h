@@ -115,6 +115,15 @@ typedef struct bh__tparse {
     uint32_t bits;
     int unknown;
   } gfp_memo[16];
+  /* the line start (task, pid, tgid, cpu, flags: everything before the seconds) of the last
+   * line whose start the fast path read in full, with the digit counts of its timestamp: most
+   * lines of a real trace start as the one before them */
+  struct bh__kprefix {
+    char text[64];
+    uint8_t len;        /* bytes before the seconds (0: empty) */
+    uint8_t secs, frac; /* digits of the seconds and of the fraction */
+    int32_t pid, cpu;
+  } kprefix;
   /* one-entry cache of bh_gfp_zone (a call into the allocator) for the same reason */
   uint64_t zone_key; /* gfp + 1 (0: empty) */
   uint8_t zone;
