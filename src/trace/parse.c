@@ -777,7 +777,8 @@ static inline int prefix_walk(bh__tparse_t *p, const char *s, size_t n, bh_event
  * after them only where the digits, the '.' and the first such ':' are.  Sets ev's time, pid
  * and cpu and returns the ':' position, or FAST_NO where prefix_walk is to be asked.  n >= 64.
  */
-static inline int prefix_hit(const struct bh__kprefix *c, const char *s, size_t n, bh_event_t *ev) {
+static inline int prefix_hit(bh__tparse_t *p, const char *s, size_t n, bh_event_t *ev) {
+  const struct bh__kprefix *c = &p->kprefix;
   int l = c->len, dot = l + c->secs, ic = dot + 1 + c->frac;
   if (!l || (size_t)ic + 1 >= n)
     return FAST_NO;
@@ -805,6 +806,7 @@ static inline int prefix_hit(const struct bh__kprefix *c, const char *s, size_t 
     return FAST_NO;
   ev->pid = c->pid;
   ev->cpu = c->cpu;
+  p->start_hits++;
   ev->time_ns = digits_value(s, s + l, s + dot) * 1000000000u +
                 digits_value(s, s + dot + 1, s + ic) * frac_scale[c->frac];
   return ic;
@@ -815,7 +817,7 @@ HOT int fast_kernel_line(bh__tparse_t *p, const char *s, size_t n, bh_event_t *e
   if (n < 64)
     return FAST_NO;
   memset(ev, 0, sizeof(*ev)); /* a line given up on is parsed again from scratch */
-  int ic = prefix_hit(&p->kprefix, s, n, ev);
+  int ic = prefix_hit(p, s, n, ev);
   if (ic == FAST_NO && (ic = prefix_walk(p, s, n, ev)) == FAST_NO)
     return FAST_NO;
   /* the event name */

@@ -129,6 +129,7 @@ typedef struct bh__tparse {
   uint8_t zone;
   char why[192];       /* what is wrong with a malformed line */
   uint64_t fast_lines; /* kernel text lines the fast path read (the tests check its reach) */
+  uint64_t start_hits; /* lines whose start was the cached one (the tests check it) */
 } bh__tparse_t;
 
 /* What the format sniffing learns from a kernel text line. */
