@@ -609,6 +609,13 @@ HOT uint64_t hex8(uint64_t x) {
   return (x << 16 | x >> 32) & 0xffffffffull;
 }
 
+/* Are all 8 bytes of x ASCII digits?  A digit is 0x30..0x39: its high nibble is 3, and
+ * still is after adding 6 (a byte with another high nibble fails either way, carry or not). */
+HOT bool all_digits8(uint64_t x) {
+  const uint64_t high = 0xf0f0f0f0f0f0f0f0ull, zeros = 0x3030303030303030ull;
+  return (((x & high) ^ zeros) | (((x + 0x0606060606060606ull) & high) ^ zeros)) == 0;
+}
+
 /* The value of the digits [p, e) (known to be digits, at most 19).  lo is where the line
  * starts: the last 8 are converted at once when the 8 bytes before e are in it. */
 HOT uint64_t digits_value(const char *lo, const char *p, const char *e) {
@@ -762,9 +769,12 @@ static inline int prefix_walk(bh__tparse_t *p, const char *s, size_t n, bh_event
                 digits_value(s, s + t + 1, s + ic) * frac_scale[ic - 1 - t];
   struct bh__kprefix *c = &p->kprefix;
   memcpy(c->text, s, 64);
-  c->len = (uint8_t)(t2 + 1);
   c->secs = (uint8_t)(t - t2 - 1);
   c->frac = (uint8_t)(ic - 1 - t);
+  /* up to 8 digits each, with 8 bytes before the '.': else the next line walks again too */
+  c->len = c->secs <= 8 && c->frac <= 8 && t >= 8 ? (uint8_t)(t2 + 1) : 0;
+  c->keep_secs = ~0ull << (8 * (8 - c->secs));
+  c->keep_frac = ~0ull << (8 * (8 - c->frac));
   c->pid = ev->pid;
   c->cpu = cpu;
   return ic;
@@ -780,35 +790,41 @@ static inline int prefix_walk(bh__tparse_t *p, const char *s, size_t n, bh_event
 static inline int prefix_hit(bh__tparse_t *p, const char *s, size_t n, bh_event_t *ev) {
   const struct bh__kprefix *c = &p->kprefix;
   int l = c->len, dot = l + c->secs, ic = dot + 1 + c->frac;
-  if (!l || (size_t)ic + 1 >= n)
+  if (!l || (size_t)ic + 1 >= n || s[dot] != '.' || s[ic] != ':' || s[ic + 1] != ' ')
     return FAST_NO;
-  uint64_t differ, digit;
 #ifdef __SSE2__
-  const __m128i zero = _mm_set1_epi8('0'), nine = _mm_set1_epi8(9);
-  differ = digit = 0;
-  for (int i = 0; i < 4; i++) {
-    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(s + 16 * i));
-    __m128i y = _mm_loadu_si128((const __m128i *)(const void *)(c->text + 16 * i));
-    __m128i t = _mm_sub_epi8(x, zero); /* a digit iff t <= 9, unsigned */
-    differ |= (uint64_t)(uint16_t)~_mm_movemask_epi8(_mm_cmpeq_epi8(x, y)) << (16 * i);
-    digit |= (uint64_t)(uint16_t)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(t, nine), t))
-             << (16 * i);
+  int i = 0;
+  for (; i + 16 <= l; i += 16) {
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+    __m128i y = _mm_loadu_si128((const __m128i *)(const void *)(c->text + i));
+    if (_mm_movemask_epi8(_mm_cmpeq_epi8(x, y)) != 0xffff)
+      return FAST_NO;
+  }
+  if (i < l) { /* l < 64 <= n: the 16 bytes at i are in the line */
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+    __m128i y = _mm_loadu_si128((const __m128i *)(const void *)(c->text + i));
+    if (~(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, y)) & ((1u << (l - i)) - 1))
+      return FAST_NO;
   }
 #else
-  differ = memcmp(s, c->text, (size_t)l) != 0;
-  digit = 0;
-  for (int i = l; i < ic; i++)
-    digit |= (uint64_t)is_digit(s[i]) << i;
+  if (memcmp(s, c->text, (size_t)l) != 0)
+    return FAST_NO;
 #endif
-  uint64_t before = (1ull << l) - 1, stamp = ((1ull << ic) - 1) & ~before;
-  if ((differ & before) || (digit & stamp) != (stamp & ~(1ull << dot)) || s[dot] != '.' ||
-      s[ic] != ':' || s[ic + 1] != ' ')
+  /* the seconds are the last bytes of the word that ends at the '.', the fraction of the one
+   * that ends at the ':' (prefix_walk caches only such stamps): the bytes before them are
+   * made '0', then each byte must be a digit */
+  const uint64_t zeros = 0x3030303030303030ull;
+  uint64_t xs, xf;
+  memcpy(&xs, s + dot - 8, 8);
+  memcpy(&xf, s + ic - 8, 8);
+  xs = (xs & c->keep_secs) | (zeros & ~c->keep_secs);
+  xf = (xf & c->keep_frac) | (zeros & ~c->keep_frac);
+  if (!all_digits8(xs) || !all_digits8(xf))
     return FAST_NO;
   ev->pid = c->pid;
   ev->cpu = c->cpu;
   p->start_hits++;
-  ev->time_ns = digits_value(s, s + l, s + dot) * 1000000000u +
-                digits_value(s, s + dot + 1, s + ic) * frac_scale[c->frac];
+  ev->time_ns = dec8(xs - zeros) * 1000000000u + dec8(xf - zeros) * frac_scale[c->frac];
   return ic;
 }
 

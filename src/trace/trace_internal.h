@@ -120,8 +120,9 @@ typedef struct bh__tparse {
    * lines of a real trace start as the one before them */
   struct bh__kprefix {
     char text[64];
-    uint8_t len;        /* bytes before the seconds (0: empty) */
-    uint8_t secs, frac; /* digits of the seconds and of the fraction */
+    uint8_t len;                   /* bytes before the seconds (0: empty) */
+    uint8_t secs, frac;            /* digits of the seconds and of the fraction */
+    uint64_t keep_secs, keep_frac; /* the bytes of those digits in the words ending at them */
     int32_t pid, cpu;
   } kprefix;
   /* one-entry cache of bh_gfp_zone (a call into the allocator) for the same reason */
