@@ -775,6 +775,7 @@ static inline int prefix_walk(bh__tparse_t *p, const char *s, size_t n, bh_event
   c->len = c->secs <= 8 && c->frac <= 8 && t >= 8 ? (uint8_t)(t2 + 1) : 0;
   c->keep_secs = ~0ull << (8 * (8 - c->secs));
   c->keep_frac = ~0ull << (8 * (8 - c->frac));
+  c->secs_word = 0; /* no word of digits: the next hit converts its seconds */
   c->pid = ev->pid;
   c->cpu = cpu;
   return ic;
@@ -788,7 +789,7 @@ static inline int prefix_walk(bh__tparse_t *p, const char *s, size_t n, bh_event
  * and cpu and returns the ':' position, or FAST_NO where prefix_walk is to be asked.  n >= 64.
  */
 static inline int prefix_hit(bh__tparse_t *p, const char *s, size_t n, bh_event_t *ev) {
-  const struct bh__kprefix *c = &p->kprefix;
+  struct bh__kprefix *c = &p->kprefix;
   int l = c->len, dot = l + c->secs, ic = dot + 1 + c->frac;
   if (!l || (size_t)ic + 1 >= n || s[dot] != '.' || s[ic] != ':' || s[ic + 1] != ' ')
     return FAST_NO;
@@ -819,12 +820,18 @@ static inline int prefix_hit(bh__tparse_t *p, const char *s, size_t n, bh_event_
   memcpy(&xf, s + ic - 8, 8);
   xs = (xs & c->keep_secs) | (zeros & ~c->keep_secs);
   xf = (xf & c->keep_frac) | (zeros & ~c->keep_frac);
-  if (!all_digits8(xs) || !all_digits8(xf))
+  if (!all_digits8(xf))
     return FAST_NO;
+  if (xs != c->secs_word) { /* the seconds of the line before are kept in ns */
+    if (!all_digits8(xs))
+      return FAST_NO;
+    c->secs_word = xs;
+    c->secs_ns = dec8(xs - zeros) * 1000000000u;
+  }
   ev->pid = c->pid;
   ev->cpu = c->cpu;
   p->start_hits++;
-  ev->time_ns = dec8(xs - zeros) * 1000000000u + dec8(xf - zeros) * frac_scale[c->frac];
+  ev->time_ns = c->secs_ns + dec8(xf - zeros) * frac_scale[c->frac];
   return ic;
 }
 

@@ -123,6 +123,7 @@ typedef struct bh__tparse {
     uint8_t len;                   /* bytes before the seconds (0: empty) */
     uint8_t secs, frac;            /* digits of the seconds and of the fraction */
     uint64_t keep_secs, keep_frac; /* the bytes of those digits in the words ending at them */
+    uint64_t secs_word, secs_ns;   /* the last seconds seen after it (as a word) and their ns */
     int32_t pid, cpu;
   } kprefix;
   /* one-entry cache of bh_gfp_zone (a call into the allocator) for the same reason */
