@@ -639,11 +639,9 @@ HOT uint64_t digits_value(const char *lo, const char *p, const char *e) {
  * digits and 8 bytes are left (the common pfn): returns its end, or NULL where scan_num is
  * to be asked.
  */
-static inline const char *swar_num(const char *p, const char *e, uint64_t *out) {
+HOT const char *swar_digits(const char *p, const char *e, bool hex, uint64_t *out) {
 #ifdef BH_SWAR
   const uint64_t H = 0x8080808080808080ull, ones = 0x0101010101010101ull;
-  bool hex = e - p >= 3 && p[0] == '0' && (p[1] | 0x20) == 'x';
-  p += hex ? 2 : 0;
   if (e - p < 8)
     return NULL;
   uint64_t x, y;
@@ -665,9 +663,15 @@ static inline const char *swar_num(const char *p, const char *e, uint64_t *out) 
     *out = dec8(x - (ones * '0' & ~0ull << (8 * (8 - k))));
   return p + k;
 #else
-  (void)p, (void)e, (void)out;
+  (void)p, (void)e, (void)hex, (void)out;
   return NULL;
 #endif
+}
+
+/* The same after "0x" (hex) or at a decimal. */
+static inline const char *swar_num(const char *p, const char *e, uint64_t *out) {
+  bool hex = e - p >= 3 && p[0] == '0' && (p[1] | 0x20) == 'x';
+  return swar_digits(p + (hex ? 2 : 0), e, hex, out);
 }
 
 /* A small decimal in [lo, hi] (lo >= 0, hi <= 99) as scan_int reads it, when it is 1 or 2
@@ -852,9 +856,11 @@ HOT int fast_kernel_line(bh__tparse_t *p, const char *s, size_t n, bh_event_t *e
     return FAST_NO;
   /* the name and the first key in one compare where they fit in 16 bytes */
   const char *page;
-  if ((page = KEY(v, e, "alloc: page=")))
+  if (e - v < 5)
+    return FAST_NO;
+  if (v[0] == 'a' && (page = KEY(v, e, "alloc: page=")))
     op = BH_EV_ALLOC;
-  else if ((page = KEY(v, e, "free: page=")))
+  else if (v[4] == ':' && (page = KEY(v, e, "free: page=")))
     op = BH_EV_FREE;
   else if ((q = KEY(v, e, "free_batched:")) && (page = KEY(q, e, " page=")))
     op = BH_EV_FREE_BATCHED;
@@ -876,7 +882,10 @@ HOT int fast_kernel_line(bh__tparse_t *p, const char *s, size_t n, bh_event_t *e
     q = word_end(v, e);
     null_page = q > v && (*v == '0' || *v == '(') && is_null_page(v, (size_t)(q - v));
   }
-  if (!(v = KEY(q, e, " pfn=")) || !((q = swar_num(v, e, &x)) || (q = scan_num(v, e, &x))))
+  if ((v = KEY(q, e, " pfn=0x"))) { /* as scan_num reads it, the "0x" known */
+    if (!((q = swar_digits(v, e, true, &x)) || (q = scan_num(v - 2, e, &x))))
+      return FAST_NO;
+  } else if (!(v = KEY(q, e, " pfn=")) || !((q = swar_num(v, e, &x)) || (q = scan_num(v, e, &x))))
     return FAST_NO;
   ev->pfn = x;
   if (!(v = KEY(q, e, " order=")) || !(q = small_int(v, e, BH_TRACE_MAX_ORDER, &y)))
