@@ -717,7 +717,7 @@ static const uint32_t frac_scale[10] = {0,     100000000, 10000000, 1000000, 100
 /*
  * The line start by the walk over the classified first 64 bytes: sets ev's time, pid and cpu
  * and returns the position of the timestamp's ':' (FAST_NO where the fast path gives up).  A
- * start it reads is cached in p->kprefix for prefix_hit.  n >= 64.
+ * start it reads replaces the older of the two in p->kprefix.  n >= 64.
  */
 static inline int prefix_walk(bh__tparse_t *p, const char *s, size_t n, bh_event_t *ev) {
   struct cls64 m;
@@ -771,7 +771,8 @@ static inline int prefix_walk(bh__tparse_t *p, const char *s, size_t n, bh_event
   ev->cpu = cpu;
   ev->time_ns = digits_value(s, s + t2 + 1, s + t) * 1000000000u +
                 digits_value(s, s + t + 1, s + ic) * frac_scale[ic - 1 - t];
-  struct bh__kprefix *c = &p->kprefix;
+  p->kprefix_last ^= 1; /* the other one is replaced */
+  struct bh__kprefix *c = &p->kprefix[p->kprefix_last];
   memcpy(c->text, s, 64);
   c->secs = (uint8_t)(t - t2 - 1);
   c->frac = (uint8_t)(ic - 1 - t);
@@ -786,14 +787,14 @@ static inline int prefix_walk(bh__tparse_t *p, const char *s, size_t n, bh_event
 }
 
 /*
- * Does the line start with the cached start, followed by a timestamp with as many digits
+ * Does the line start with the cached start c, followed by a timestamp with as many digits
  * before and after its '.' and then ": "?  prefix_walk would then read the same pid and cpu
  * and stop at the same ':', because it reads nothing before the seconds but those bytes, and
  * after them only where the digits, the '.' and the first such ':' are.  Sets ev's time, pid
  * and cpu and returns the ':' position, or FAST_NO where prefix_walk is to be asked.  n >= 64.
  */
-static inline int prefix_hit(bh__tparse_t *p, const char *s, size_t n, bh_event_t *ev) {
-  struct bh__kprefix *c = &p->kprefix;
+static inline int start_hit(bh__tparse_t *p, struct bh__kprefix *c, const char *s, size_t n,
+                            bh_event_t *ev) {
   int l = c->len, dot = l + c->secs, ic = dot + 1 + c->frac;
   if (!l || (size_t)ic + 1 >= n || s[dot] != '.' || s[ic] != ':' || s[ic + 1] != ' ')
     return FAST_NO;
@@ -836,6 +837,14 @@ static inline int prefix_hit(bh__tparse_t *p, const char *s, size_t n, bh_event_
   ev->cpu = c->cpu;
   p->start_hits++;
   ev->time_ns = c->secs_ns + dec8(xf - zeros) * frac_scale[c->frac];
+  return ic;
+}
+
+/* start_hit with the start that matched last, then with the other. */
+static inline int prefix_hit(bh__tparse_t *p, const char *s, size_t n, bh_event_t *ev) {
+  int k = p->kprefix_last, ic = start_hit(p, &p->kprefix[k], s, n, ev);
+  if (ic == FAST_NO && (ic = start_hit(p, &p->kprefix[k ^ 1], s, n, ev)) != FAST_NO)
+    p->kprefix_last = (uint8_t)(k ^ 1);
   return ic;
 }
 

@@ -115,9 +115,9 @@ typedef struct bh__tparse {
     uint32_t bits;
     int unknown;
   } gfp_memo[16];
-  /* the line start (task, pid, tgid, cpu, flags: everything before the seconds) of the last
-   * line whose start the fast path read in full, with the digit counts of its timestamp: most
-   * lines of a real trace start as the one before them */
+  /* the line starts (task, pid, tgid, cpu, flags: everything before the seconds) of the last
+   * two lines whose start the fast path read in full, with the digit counts of their
+   * timestamps: most lines of a real trace start as one of the two starts seen last */
   struct bh__kprefix {
     char text[64];
     uint8_t len;                   /* bytes before the seconds (0: empty) */
@@ -125,7 +125,8 @@ typedef struct bh__tparse {
     uint64_t keep_secs, keep_frac; /* the bytes of those digits in the words ending at them */
     uint64_t secs_word, secs_ns;   /* the last seconds seen after it (as a word) and their ns */
     int32_t pid, cpu;
-  } kprefix;
+  } kprefix[2];
+  uint8_t kprefix_last; /* the one that matched or was walked last */
   /* one-entry cache of bh_gfp_zone (a call into the allocator) for the same reason */
   uint64_t zone_key; /* gfp + 1 (0: empty) */
   uint8_t zone;
