@@ -793,8 +793,7 @@ static inline int prefix_walk(bh__tparse_t *p, const char *s, size_t n, bh_event
  * after them only where the digits, the '.' and the first such ':' are.  Sets ev's time, pid
  * and cpu and returns the ':' position, or FAST_NO where prefix_walk is to be asked.  n >= 64.
  */
-static inline int start_hit(bh__tparse_t *p, struct bh__kprefix *c, const char *s, size_t n,
-                            bh_event_t *ev) {
+HOT int start_hit(bh__tparse_t *p, struct bh__kprefix *c, const char *s, size_t n, bh_event_t *ev) {
   int l = c->len, dot = l + c->secs, ic = dot + 1 + c->frac;
   if (!l || (size_t)ic + 1 >= n || s[dot] != '.' || s[ic] != ':' || s[ic + 1] != ' ')
     return FAST_NO;
