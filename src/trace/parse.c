@@ -777,9 +777,10 @@ static inline int prefix_walk(bh__tparse_t *p, const char *s, size_t n, bh_event
   c->secs = (uint8_t)(t - t2 - 1);
   c->frac = (uint8_t)(ic - 1 - t);
   /* up to 8 digits each, with 8 bytes before the '.': else the next line walks again too */
-  c->len = c->secs <= 8 && c->frac <= 8 && t >= 8 ? (uint8_t)(t2 + 1) : 0;
-  c->keep_secs = ~0ull << (8 * (8 - c->secs));
-  c->keep_frac = ~0ull << (8 * (8 - c->frac));
+  bool fits = c->secs <= 8 && c->frac <= 8 && t >= 8;
+  c->len = fits ? (uint8_t)(t2 + 1) : 0;
+  c->keep_secs = fits ? ~0ull << (8 * (8 - c->secs)) : 0;
+  c->keep_frac = fits ? ~0ull << (8 * (8 - c->frac)) : 0;
   c->secs_word = 0; /* no word of digits: the next hit converts its seconds */
   c->pid = ev->pid;
   c->cpu = cpu;
