@@ -609,6 +609,13 @@ HOT uint64_t hex8(uint64_t x) {
   return (x << 16 | x >> 32) & 0xffffffffull;
 }
 
+/* Are all 8 bytes of x ASCII digits?  A digit is 0x30..0x39: its high nibble is 3, and
+ * still is after adding 6 (a byte with another high nibble fails either way, carry or not). */
+HOT bool all_digits8(uint64_t x) {
+  const uint64_t high = 0xf0f0f0f0f0f0f0f0ull, zeros = 0x3030303030303030ull;
+  return (((x & high) ^ zeros) | (((x + 0x0606060606060606ull) & high) ^ zeros)) == 0;
+}
+
 /* The value of the digits [p, e) (known to be digits, at most 19).  lo is where the line
  * starts: the last 8 are converted at once when the 8 bytes before e are in it. */
 HOT uint64_t digits_value(const char *lo, const char *p, const char *e) {
@@ -632,11 +639,9 @@ HOT uint64_t digits_value(const char *lo, const char *p, const char *e) {
  * digits and 8 bytes are left (the common pfn): returns its end, or NULL where scan_num is
  * to be asked.
  */
-static inline const char *swar_num(const char *p, const char *e, uint64_t *out) {
+HOT const char *swar_digits(const char *p, const char *e, bool hex, uint64_t *out) {
 #ifdef BH_SWAR
   const uint64_t H = 0x8080808080808080ull, ones = 0x0101010101010101ull;
-  bool hex = e - p >= 3 && p[0] == '0' && (p[1] | 0x20) == 'x';
-  p += hex ? 2 : 0;
   if (e - p < 8)
     return NULL;
   uint64_t x, y;
@@ -658,9 +663,15 @@ static inline const char *swar_num(const char *p, const char *e, uint64_t *out) 
     *out = dec8(x - (ones * '0' & ~0ull << (8 * (8 - k))));
   return p + k;
 #else
-  (void)p, (void)e, (void)out;
+  (void)p, (void)e, (void)hex, (void)out;
   return NULL;
 #endif
+}
+
+/* The same after "0x" (hex) or at a decimal. */
+static inline const char *swar_num(const char *p, const char *e, uint64_t *out) {
+  bool hex = e - p >= 3 && p[0] == '0' && (p[1] | 0x20) == 'x';
+  return swar_digits(p + (hex ? 2 : 0), e, hex, out);
 }
 
 /* A small decimal in [lo, hi] (lo >= 0, hi <= 99) as scan_int reads it, when it is 1 or 2
@@ -700,12 +711,15 @@ static inline bool fast_gfp(bh__tparse_t *p, const char *v, const char *e, uint3
   return word_end(v, e) == e && gfp_value(p, v, e, gfp);
 }
 
-/* s[0, n) is a line without NUL bytes and trailing blanks. */
-HOT int fast_kernel_line(bh__tparse_t *p, const char *s, size_t n, bh_event_t *ev) {
-  static const uint32_t frac_scale[10] = {0,     100000000, 10000000, 1000000, 100000,
-                                          10000, 1000,      100,      10,      1};
-  if (n < 64)
-    return FAST_NO;
+static const uint32_t frac_scale[10] = {0,     100000000, 10000000, 1000000, 100000,
+                                        10000, 1000,      100,      10,      1};
+
+/*
+ * The line start by the walk over the classified first 64 bytes: sets ev's time, pid and cpu
+ * and returns the position of the timestamp's ':' (FAST_NO where the fast path gives up).  A
+ * start it reads replaces the older of the two in p->kprefix.  n >= 64.
+ */
+static inline int prefix_walk(bh__tparse_t *p, const char *s, size_t n, bh_event_t *ev) {
   struct cls64 m;
   classify64(s, &m);
   uint64_t nb = ~m.blank, nd = ~m.digit;
@@ -722,31 +736,11 @@ HOT int fast_kernel_line(bh__tparse_t *p, const char *s, size_t n, bh_event_t *e
   int t2 = last_below(nd, t);
   if (t2 < 0 || t2 == t - 1 || t - 1 - t2 > 10 || !(m.blank >> t2 & 1))
     return FAST_NO;
-  /* the event name */
-  const char *e = s + n, *v = s + ic + 2, *q;
-  int op;
-  if ((q = KEY(v, e, "mm_page_")))
-    v = q;
-  else if (!(q = KEY(v, e, "kmem:")) || !(v = KEY(q, e, "mm_page_")))
-    return FAST_NO;
-  /* the name and the first key in one compare where they fit in 16 bytes */
-  const char *page;
-  if ((page = KEY(v, e, "alloc: page=")))
-    op = BH_EV_ALLOC;
-  else if ((page = KEY(v, e, "free: page=")))
-    op = BH_EV_FREE;
-  else if ((q = KEY(v, e, "free_batched:")) && (page = KEY(q, e, " page=")))
-    op = BH_EV_FREE_BATCHED;
-  else
-    return FAST_NO;
-  memset(ev, 0, sizeof(*ev));
-  ev->time_ns = digits_value(s, s + t2 + 1, s + t) * 1000000000u +
-                digits_value(s, s + t + 1, s + ic) * frac_scale[ic - 1 - t];
   /* back from the blank before the timestamp: [FLAGS] [CPU] PID; [w, pe) is a word */
   int pe = last_below(nb, t2) + 1, w = last_below(m.blank, pe) + 1;
   if (pe == 0 || w == 0)
     return FAST_NO;
-  ev->cpu = -1;
+  int32_t cpu = -1;
   if (s[w] != '[' && !is_digit(s[w])) { /* flags */
     pe = last_below(nb, w) + 1;
     w = last_below(m.blank, pe) + 1;
@@ -757,8 +751,8 @@ HOT int fast_kernel_line(bh__tparse_t *p, const char *s, size_t n, bh_event_t *e
     int k = pe - w - 2;
     if (k < 1 || k > 9 || s[pe - 1] != ']' || (nd >> (w + 1) & ((1ull << k) - 1)))
       return FAST_NO;
-    ev->cpu = k == 3 ? (s[w + 1] - '0') * 100 + (s[w + 2] - '0') * 10 + (s[w + 3] - '0')
-                     : (int32_t)digits_value(s, s + w + 1, s + pe - 1); /* "%03d" */
+    cpu = k == 3 ? (s[w + 1] - '0') * 100 + (s[w + 2] - '0') * 10 + (s[w + 3] - '0')
+                 : (int32_t)digits_value(s, s + w + 1, s + pe - 1); /* "%03d" */
     pe = last_below(nb, w) + 1;
   }
   /* record-tgid's "(   1234)": skipped unread, as parse_prefix does */
@@ -774,6 +768,113 @@ HOT int fast_kernel_line(bh__tparse_t *p, const char *s, size_t n, bh_event_t *e
   if (d == 0 || d == pe || pe - d > 9 || (s[d - 1] != '-' && !(m.blank >> (d - 1) & 1)))
     return FAST_NO; /* also a PID/TID */
   ev->pid = (int32_t)digits_value(s, s + d, s + pe);
+  ev->cpu = cpu;
+  ev->time_ns = digits_value(s, s + t2 + 1, s + t) * 1000000000u +
+                digits_value(s, s + t + 1, s + ic) * frac_scale[ic - 1 - t];
+  p->kprefix_last ^= 1; /* the other one is replaced */
+  struct bh__kprefix *c = &p->kprefix[p->kprefix_last];
+  memcpy(c->text, s, 64);
+  c->secs = (uint8_t)(t - t2 - 1);
+  c->frac = (uint8_t)(ic - 1 - t);
+  /* up to 8 digits each, with 8 bytes before the '.': else the next line walks again too */
+  bool fits = c->secs <= 8 && c->frac <= 8 && t >= 8;
+  c->len = fits ? (uint8_t)(t2 + 1) : 0;
+  c->keep_secs = fits ? ~0ull << (8 * (8 - c->secs)) : 0;
+  c->keep_frac = fits ? ~0ull << (8 * (8 - c->frac)) : 0;
+  c->secs_word = 0; /* no word of digits: the next hit converts its seconds */
+  c->pid = ev->pid;
+  c->cpu = cpu;
+  return ic;
+}
+
+/*
+ * Does the line start with the cached start c, followed by a timestamp with as many digits
+ * before and after its '.' and then ": "?  prefix_walk would then read the same pid and cpu
+ * and stop at the same ':', because it reads nothing before the seconds but those bytes, and
+ * after them only where the digits, the '.' and the first such ':' are.  Sets ev's time, pid
+ * and cpu and returns the ':' position, or FAST_NO where prefix_walk is to be asked.  n >= 64.
+ */
+HOT int start_hit(bh__tparse_t *p, struct bh__kprefix *c, const char *s, size_t n, bh_event_t *ev) {
+  int l = c->len, dot = l + c->secs, ic = dot + 1 + c->frac;
+  if (!l || (size_t)ic + 1 >= n || s[dot] != '.' || s[ic] != ':' || s[ic + 1] != ' ')
+    return FAST_NO;
+#ifdef __SSE2__
+  int i = 0;
+  for (; i + 16 <= l; i += 16) {
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+    __m128i y = _mm_loadu_si128((const __m128i *)(const void *)(c->text + i));
+    if (_mm_movemask_epi8(_mm_cmpeq_epi8(x, y)) != 0xffff)
+      return FAST_NO;
+  }
+  if (i < l) { /* l < 64 <= n: the 16 bytes at i are in the line */
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+    __m128i y = _mm_loadu_si128((const __m128i *)(const void *)(c->text + i));
+    if (~(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, y)) & ((1u << (l - i)) - 1))
+      return FAST_NO;
+  }
+#else
+  if (memcmp(s, c->text, (size_t)l) != 0)
+    return FAST_NO;
+#endif
+  /* the seconds are the last bytes of the word that ends at the '.', the fraction of the one
+   * that ends at the ':' (prefix_walk caches only such stamps): the bytes before them are
+   * made '0', then each byte must be a digit */
+  const uint64_t zeros = 0x3030303030303030ull;
+  uint64_t xs, xf;
+  memcpy(&xs, s + dot - 8, 8);
+  memcpy(&xf, s + ic - 8, 8);
+  xs = (xs & c->keep_secs) | (zeros & ~c->keep_secs);
+  xf = (xf & c->keep_frac) | (zeros & ~c->keep_frac);
+  if (!all_digits8(xf))
+    return FAST_NO;
+  if (xs != c->secs_word) { /* the seconds of the line before are kept in ns */
+    if (!all_digits8(xs))
+      return FAST_NO;
+    c->secs_word = xs;
+    c->secs_ns = dec8(xs - zeros) * 1000000000u;
+  }
+  ev->pid = c->pid;
+  ev->cpu = c->cpu;
+  p->start_hits++;
+  ev->time_ns = c->secs_ns + dec8(xf - zeros) * frac_scale[c->frac];
+  return ic;
+}
+
+/* start_hit with the start that matched last, then with the other. */
+static inline int prefix_hit(bh__tparse_t *p, const char *s, size_t n, bh_event_t *ev) {
+  int k = p->kprefix_last, ic = start_hit(p, &p->kprefix[k], s, n, ev);
+  if (ic == FAST_NO && (ic = start_hit(p, &p->kprefix[k ^ 1], s, n, ev)) != FAST_NO)
+    p->kprefix_last = (uint8_t)(k ^ 1);
+  return ic;
+}
+
+/* s[0, n) is a line without NUL bytes and trailing blanks. */
+HOT int fast_kernel_line(bh__tparse_t *p, const char *s, size_t n, bh_event_t *ev) {
+  if (n < 64)
+    return FAST_NO;
+  memset(ev, 0, sizeof(*ev)); /* a line given up on is parsed again from scratch */
+  int ic = prefix_hit(p, s, n, ev);
+  if (ic == FAST_NO && (ic = prefix_walk(p, s, n, ev)) == FAST_NO)
+    return FAST_NO;
+  /* the event name */
+  const char *e = s + n, *v = s + ic + 2, *q;
+  int op;
+  if ((q = KEY(v, e, "mm_page_")))
+    v = q;
+  else if (!(q = KEY(v, e, "kmem:")) || !(v = KEY(q, e, "mm_page_")))
+    return FAST_NO;
+  /* the name and the first key in one compare where they fit in 16 bytes */
+  const char *page;
+  if (e - v < 5)
+    return FAST_NO;
+  if (v[0] == 'a' && (page = KEY(v, e, "alloc: page=")))
+    op = BH_EV_ALLOC;
+  else if (v[4] == ':' && (page = KEY(v, e, "free: page=")))
+    op = BH_EV_FREE;
+  else if ((q = KEY(v, e, "free_batched:")) && (page = KEY(q, e, " page=")))
+    op = BH_EV_FREE_BATCHED;
+  else
+    return FAST_NO;
   /* the arguments */
   uint64_t x;
   int64_t y;
@@ -790,7 +891,10 @@ HOT int fast_kernel_line(bh__tparse_t *p, const char *s, size_t n, bh_event_t *e
     q = word_end(v, e);
     null_page = q > v && (*v == '0' || *v == '(') && is_null_page(v, (size_t)(q - v));
   }
-  if (!(v = KEY(q, e, " pfn=")) || !((q = swar_num(v, e, &x)) || (q = scan_num(v, e, &x))))
+  if ((v = KEY(q, e, " pfn=0x"))) { /* as scan_num reads it, the "0x" known */
+    if (!((q = swar_digits(v, e, true, &x)) || (q = scan_num(v - 2, e, &x))))
+      return FAST_NO;
+  } else if (!(v = KEY(q, e, " pfn=")) || !((q = swar_num(v, e, &x)) || (q = scan_num(v, e, &x))))
     return FAST_NO;
   ev->pfn = x;
   if (!(v = KEY(q, e, " order=")) || !(q = small_int(v, e, BH_TRACE_MAX_ORDER, &y)))

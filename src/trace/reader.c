@@ -590,30 +590,46 @@ __attribute__((noinline, cold)) static uint64_t bpftrace_lost(const char *s, siz
   return v;
 }
 
-static int next_text(bh_trace_t *t, bh_event_t *ev) {
-  for (;;) {
-    const char *s = NULL;
+/*
+ * Up to max events of a text trace into evs: returns how many, fewer only at the end or at an
+ * error, which goes to *err (0 at the end; the events before it are returned first).  A line
+ * that lies whole in the window is cut here, in the loop; the others go through next_line.
+ */
+static int text_batch(bh_trace_t *t, bh_event_t *evs, int max, int *err) {
+  const bool native = t->format == BH_TRACE_NATIVE_TEXT;
+  int k = 0;
+  while (k < max) {
+    const char *s = (const char *)t->buf + t->pos, *nl;
     size_t n = 0;
-    int r = next_line(t, &s, &n);
-    if (r <= 0)
-      return r;
+    int r;
+    if (bh__trace_likely(!t->skipping && (nl = memchr(s, '\n', t->len - t->pos)) != NULL &&
+                         (size_t)(nl - s) <= BH_TRACE_MAX_LINE)) {
+      n = (size_t)(nl - s);
+      t->pos += n + 1;
+      r = LINE_OK;
+    } else if ((r = next_line(t, &s, &n)) <= 0) {
+      *err = r;
+      return k;
+    }
     t->counts.lines++;
+    bh_event_t *ev = &evs[k];
     int kind;
     if (r == LINE_TOO_LONG) {
       snprintf(t->tp.why, sizeof(t->tp.why), "line longer than %d bytes", BH_TRACE_MAX_LINE);
       kind = BH__LINE_MALFORMED;
     } else {
       bool nul = line_has_nul(t, (size_t)((const unsigned char *)s - t->buf), n);
-      kind = t->format == BH_TRACE_NATIVE_TEXT ? bh__parse_native_line(&t->tp, s, n, nul, ev)
-                                               : bh__parse_kernel_line(&t->tp, s, n, nul, ev, NULL);
+      kind = native ? bh__parse_native_line(&t->tp, s, n, nul, ev)
+                    : bh__parse_kernel_line(&t->tp, s, n, nul, ev, NULL);
     }
     if (bh__trace_likely(kind == BH__LINE_EVENT)) {
       ev->origin = bh__trace_unlikely(t->origins) ? text_origin(t, s, n, ev) : 0;
-      return event_out(t, ev);
+      k += event_out(t, ev);
+      continue;
     }
     if (kind == BH__LINE_OTHER) {
       t->counts.other_lines++;
-      if (t->format != BH_TRACE_NATIVE_TEXT)
+      if (!native)
         t->counts.lost_events += bh__lost_in_line(s, n);
       continue;
     }
@@ -621,16 +637,25 @@ static int next_text(bh_trace_t *t, bh_event_t *ev) {
       t->counts.lost_events += ev->pfn;
       continue;
     }
-    uint64_t lost = t->format == BH_TRACE_NATIVE_TEXT ? bpftrace_lost(s, n) : 0;
+    uint64_t lost = native ? bpftrace_lost(s, n) : 0;
     if (lost) {
       t->counts.lost_events += lost;
       t->counts.other_lines++;
       continue;
     }
-    int err = line_malformed(t);
-    if (err)
-      return err;
+    int e = line_malformed(t);
+    if (e) {
+      *err = e;
+      return k;
+    }
   }
+  return k;
+}
+
+/* The next text event: 1, 0 at the end, or an error. */
+static int next_text(bh_trace_t *t, bh_event_t *ev) {
+  int err = 0;
+  return text_batch(t, ev, 1, &err) ? 1 : err;
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -817,14 +842,20 @@ int bh_trace_next_batch(bh_trace_t *t, bh_event_t *evs, int max) {
     return t->err;
   if (bh__trace_unlikely(t->foreign))
     return foreign_batch(t, evs, max);
+  if (t->format != BH_TRACE_NATIVE_BINARY) {
+    int err = 0, k = text_batch(t, evs, max, &err);
+    if (err < 0) {
+      t->err = err;
+      return k ? k : err; /* the events before the error first; the error on the next call */
+    }
+    return k;
+  }
   int k = 0;
   while (k < max) {
-    if (t->format == BH_TRACE_NATIVE_BINARY) {
-      k += binary_run(t, evs + k, max - k);
-      if (k == max)
-        break;
-    }
-    int r = t->format == BH_TRACE_NATIVE_BINARY ? next_binary(t, &evs[k]) : next_text(t, &evs[k]);
+    k += binary_run(t, evs + k, max - k);
+    if (k == max)
+      break;
+    int r = next_binary(t, &evs[k]);
     if (r == 1) {
       k++;
       continue;

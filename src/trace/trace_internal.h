@@ -115,11 +115,24 @@ typedef struct bh__tparse {
     uint32_t bits;
     int unknown;
   } gfp_memo[16];
+  /* the line starts (task, pid, tgid, cpu, flags: everything before the seconds) of the last
+   * two lines whose start the fast path read in full, with the digit counts of their
+   * timestamps: most lines of a real trace start as one of the two starts seen last */
+  struct bh__kprefix {
+    char text[64];
+    uint8_t len;                   /* bytes before the seconds (0: empty) */
+    uint8_t secs, frac;            /* digits of the seconds and of the fraction */
+    uint64_t keep_secs, keep_frac; /* the bytes of those digits in the words ending at them */
+    uint64_t secs_word, secs_ns;   /* the last seconds seen after it (as a word) and their ns */
+    int32_t pid, cpu;
+  } kprefix[2];
+  uint8_t kprefix_last; /* the one that matched or was walked last */
   /* one-entry cache of bh_gfp_zone (a call into the allocator) for the same reason */
   uint64_t zone_key; /* gfp + 1 (0: empty) */
   uint8_t zone;
   char why[192];       /* what is wrong with a malformed line */
   uint64_t fast_lines; /* kernel text lines the fast path read (the tests check its reach) */
+  uint64_t start_hits; /* lines whose start was the cached one (the tests check it) */
 } bh__tparse_t;
 
 /* What the format sniffing learns from a kernel text line. */

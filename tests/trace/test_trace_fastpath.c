@@ -264,6 +264,107 @@ static void test_gfp_cache(void **state) {
   assert_true(bh__gfp_parse_cached(&p, "", 0, &g) < 0);
 }
 
+/*
+ * The cache of the last two line starts (everything before the seconds): lines that start as
+ * one of the lines before them, with timestamps of the same and of other shapes, with the ':'
+ * at the last place the fast path takes it, and with two and three starts alternating.  Each
+ * is parsed both ways in this order; hit says whether the fast path must have taken its start
+ * from the cache.
+ */
+static void test_line_start_cache(void **state) {
+  (void)state;
+  const char *a = "          memhog-4242    [001] .....  1234.";
+  const char *args = ": mm_page_alloc: page=000000003b8e1cde pfn=0x10a2b3 order=0 migratetype=1 "
+                     "gfp_flags=GFP_KERNEL";
+  static const struct {
+    const char *start, *stamp, *rest;
+    bool hit, fast; /* the start from the cache, the line read by the fast path */
+  } seq[] = {
+      {NULL, "567890", NULL, false, true},
+      {NULL, "567891", NULL, true, true},
+      {NULL, "5678912", NULL, false, true}, /* one more decimal */
+      {NULL, "5678913", NULL, true, true},
+      {NULL, "567891", NULL, true, true},   /* the start before, still cached */
+      {NULL, "56789:", NULL, false, false}, /* the digits end early */
+      {NULL, "5678a1", NULL, false, false},
+      {NULL, "567.91", NULL, false, false},
+      {NULL, "567892", ":mm_page_alloc: page=0 pfn=0x1 order=0", false, false}, /* no blank */
+      {NULL, "567893", ": sched_switch: prev_comm=memhog prev_pid=4242 prev_prio=120", true, false},
+      {NULL, "567894", ": mm_page_free: page=00000000a1b2c3d4 pfn=0x10a2b3 order=0", true, true},
+      {"          memhog-4243    [001] .....  1234.", "567895", NULL, false, true},
+      {"          memhog-4243    [002] .....  1234.", "567896", NULL, false, true},
+      {"          memhog-4243    [002] d..1.  1234.", "567897", NULL, false, true},
+      {"          memhog-4243    [002] d..1. 12345.", "567898", NULL, false, true},
+      {"          memhog-4243    [002] d..1. 12345.", "567899", NULL, true, true},
+      {"          memhog-4243    [002] d..1. 12345:", "567899", NULL, false, false},
+      {"     kworker/0:1-8467    (   8467) [000] ..s1. 26437.", "106516", NULL, false, true},
+      {"     kworker/0:1-8467    (   8467) [000] ..s1. 26437.", "106517", NULL, true, true},
+      {"     kworker/0:1-8467    (   8468) [000] ..s1. 26437.", "106518", NULL, false, true},
+      /* other seconds after the same start: converted again, and checked */
+      {"          memhog-4243    [002] d..1. 12345679.", "000001", NULL, false, true},
+      {"          memhog-4243    [002] d..1. 12345679.", "000002", NULL, true, true},
+      {"          memhog-4243    [002] d..1. 1234567a.", "000003", NULL, false, false},
+      {"          memhog-4243    [002] d..1. 12345680.", "000004", NULL, true, true},
+      {"          memhog-4243    [002] d..1. 12345679.", "000005", NULL, true, true},
+      /* stamps with more than 8 digits on a side, and one that ends before byte 8, are not
+       * cached: the next line walks again */
+      {NULL, "567891234", NULL, false, true},
+      {NULL, "567891235", NULL, false, true},
+      {"          memhog-4243    [002] d..1. 123456789.", "567899", NULL, false, true},
+      {"          memhog-4243    [002] d..1. 123456789.", "567899", NULL, false, true},
+      {"          memhog-4243    [002] d..1. 12345678.", "567899", NULL, false, true},
+      {"          memhog-4243    [002] d..1. 12345678.", "567899", NULL, true, true},
+      {"x 5 ", "1.000001", ": mm_page_free: page=00000000a1b2c3d4 pfn=0x10a2b3 order=0", false,
+       true},
+      {"x 5 ", "1.000002", ": mm_page_free: page=00000000a1b2c3d4 pfn=0x10a2b3 order=0", false,
+       true},
+      /* the ':' at byte 62, the last the fast path takes, then at 63 */
+      {"a very long task name with blanks-8467    [000] ..s1. 1.", "000001", NULL, false, true},
+      {"a very long task name with blanks-8467    [000] ..s1. 2.", "000002", NULL, true, true},
+      {"a very long task name with blanks-8467    [000] ..s1. 2.", "0000021", NULL, false, false},
+      /* two starts alternating are both kept; a third replaces the one used less recently */
+      {NULL, "600001", NULL, false, true},
+      {"            bash-18096   [001] ..... 26431.", "215373", NULL, false, true},
+      {NULL, "600002", NULL, true, true},
+      {"            bash-18096   [001] ..... 26431.", "215374", NULL, true, true},
+      {NULL, "600003", NULL, true, true},
+      {"            bash-18096   [000] ..... 26431.", "215375", NULL, false, true},
+      {"            bash-18096   [001] ..... 26431.", "215376", NULL, false, true},
+      {NULL, "600004", NULL, false, true},
+      {"            bash-18096   [001] ..... 26431.", "215377", NULL, true, true},
+  };
+  struct side fast, gen;
+  memset(&fast, 0, sizeof(fast));
+  memset(&gen, 0, sizeof(gen));
+  char line[512];
+  for (size_t i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
+    int n = snprintf(line, sizeof(line), "%s%s%s", seq[i].start ? seq[i].start : a, seq[i].stamp,
+                     seq[i].rest ? seq[i].rest : args);
+    assert_true(n > 0 && (size_t)n < sizeof(line));
+    if (i >= 33 && i <= 35)
+      assert_ptr_equal(strchr(line + 50, ':'), line + (i == 35 ? 63 : 62));
+    uint64_t hits = fast.p.start_hits, lines = fast.p.fast_lines;
+    both_ways(&fast, &gen, line, (size_t)n);
+    if (fast.p.start_hits != hits + seq[i].hit)
+      fail_msg("line %zu: start %s the cache: '%s'", i, seq[i].hit ? "not from" : "from", line);
+    assert_int_equal(fast.kind, seq[i].fast ? BH__LINE_EVENT : gen.kind);
+    if (seq[i].fast)
+      assert_int_equal(fast.p.fast_lines, lines + 1);
+    /* each third prefix and a copy with that byte changed, after the line itself, on copies
+     * of the two states (so the sequence's cache stays as the lines above leave it) */
+    struct side efast = fast, egen = gen;
+    for (int k = 0; k < n; k += 3) {
+      both_ways(&efast, &egen, line, (size_t)n);
+      both_ways(&efast, &egen, line, (size_t)k);
+      char c = line[k];
+      line[k] = c == '9' ? '0' : c == ' ' ? ':' : '9';
+      both_ways(&efast, &egen, line, (size_t)n);
+      line[k] = c;
+    }
+  }
+  assert_int_equal(fast.p.start_hits, 16);
+}
+
 /* A line of the bench's shape for event i (an alloc of pfn 0x100000 + i). */
 static int bench_line(char *buf, size_t cap, unsigned i) {
   return snprintf(buf, cap,
@@ -393,8 +494,11 @@ static void test_binary_record_check(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_fast_equals_general), cmocka_unit_test(test_recorded_lines),
-      cmocka_unit_test(test_gfp_cache),           cmocka_unit_test(test_nul_bytes_across_refills),
+      cmocka_unit_test(test_fast_equals_general),
+      cmocka_unit_test(test_recorded_lines),
+      cmocka_unit_test(test_gfp_cache),
+      cmocka_unit_test(test_line_start_cache),
+      cmocka_unit_test(test_nul_bytes_across_refills),
       cmocka_unit_test(test_binary_record_check),
   };
   return cmocka_run_group_tests(tests, tt_setup, tt_teardown);
