@@ -269,7 +269,7 @@ static unsigned gfp_memo_slot(const char *s, size_t n) {
   memcpy(&a, s, k);
   memcpy(&b, s + n - k, k);
   uint64_t x = ((a * 0x9e3779b97f4a7c15ull) ^ b ^ n) * 0xff51afd7ed558ccdull;
-  return (unsigned)(x >> 60);
+  return (unsigned)(x >> 56); /* 256 slots */
 }
 
 int bh__gfp_parse_cached(bh__tparse_t *p, const char *s, size_t n, uint32_t *gfp) {

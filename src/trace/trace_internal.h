@@ -104,17 +104,17 @@ typedef struct bh__tparse {
   int version;          /* native text: the header's version (lost markers need 2) */
   bool pcp;             /* return the pcp events (bh_trace_opts_t.pcp_events), else skip them */
   /* one-entry cache of the last gfp_flags text: traces repeat a handful of masks */
-  char gfp_text[64];
+  char gfp_text[128];
   size_t gfp_len;
   uint32_t gfp_bits;
   int gfp_unknown_last;
-  /* the masks before it, by a hash of their text: real traces interleave a dozen of them */
+  /* the masks before it, by a hash of their text: real traces interleave a dozen or two */
   struct bh__gfp_memo {
-    char text[64];
+    char text[128]; /* room for the longest masks kernels print (GFP_HIGHUSER_MOVABLE|...: 89) */
     size_t len; /* 0: empty */
     uint32_t bits;
     int unknown;
-  } gfp_memo[16];
+  } gfp_memo[256];
   /* the line starts (task, pid, tgid, cpu, flags: everything before the seconds) of the last
    * two lines whose start the fast path read in full, with the digit counts of their
    * timestamps: most lines of a real trace start as one of the two starts seen last */

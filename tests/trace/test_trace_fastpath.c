@@ -222,8 +222,9 @@ static void test_recorded_lines(void **state) {
 
 /*
  * The parser's gfp caches (the last mask and the memo of earlier ones) against bh_gfp_parse:
- * 42 masks, more than the memo holds, some with names it does not know, in a seeded order
- * that revisits them, so that entries are hit, evicted and refilled.
+ * 294 masks, more than the memo holds, some with names it does not know, some longer than
+ * its entries take, in a seeded order that revisits them, so that entries are hit, evicted and
+ * refilled.
  */
 static void test_gfp_cache(void **state) {
   (void)state;
@@ -237,15 +238,31 @@ static void test_gfp_cache(void **state) {
                                       "|__GFP_NOWARN",
                                       "|__GFP_MADE_UP",
                                       "|__GFP_ALSO_UNKNOWN"};
-  char masks[42][96];
-  size_t nm = 0;
+  /* long tails: masks of 64 to 128 characters are memoized too, longer ones never are */
+  static const char *const tail[] = {"",
+                                     "|__GFP_NORETRY",
+                                     "|__GFP_MEMALLOC",
+                                     "|__GFP_NOMEMALLOC|__GFP_HARDWALL",
+                                     "|__GFP_THISNODE|__GFP_ACCOUNT|__GFP_HARDWALL",
+                                     "|__GFP_RETRY_MAYFAIL|__GFP_NOMEMALLOC|__GFP_HARDWALL",
+                                     "|__GFP_RETRY_MAYFAIL|__GFP_NOMEMALLOC|__GFP_HARDWALL|"
+                                     "__GFP_THISNODE|__GFP_ACCOUNT|__GFP_NOLOCKDEP"};
+  static char masks[6 * 7 * 7][256]; /* parts x extra x tail */
+  size_t nm = 0, longest = 0;
   for (size_t i = 0; i < 6; i++)
     for (size_t j = 0; j < 7; j++)
-      snprintf(masks[nm++], sizeof(masks[0]), "%s%s", parts[i], extra[j]);
+      for (size_t t = 0; t < sizeof(tail) / sizeof(tail[0]); t++) {
+        snprintf(masks[nm], sizeof(masks[0]), "%s%s%s", parts[i], extra[j], tail[t]);
+        if (strlen(masks[nm]) > longest)
+          longest = strlen(masks[nm]);
+        nm++;
+      }
+  assert_true(nm > sizeof(((bh__tparse_t *)0)->gfp_memo) / sizeof(struct bh__gfp_memo));
+  assert_true(longest > sizeof(((struct bh__gfp_memo *)0)->text));
   bh__tparse_t p;
   memset(&p, 0, sizeof(p));
   uint64_t unknown = 0, x = 0x9e3779b97f4a7c15ull;
-  for (unsigned k = 0; k < 20000; k++) {
+  for (unsigned k = 0; k < 40000; k++) {
     x ^= x << 13, x ^= x >> 7, x ^= x << 17;
     const char *m = masks[(x >> 32) % (k % 3 ? 6 : nm)]; /* a few hot, the rest now and then */
     uint32_t want = 0, got = 0;
