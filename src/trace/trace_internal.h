@@ -111,7 +111,7 @@ typedef struct bh__tparse {
   /* the masks before it, by a hash of their text: real traces interleave a dozen or two */
   struct bh__gfp_memo {
     char text[128]; /* room for the longest masks kernels print (GFP_HIGHUSER_MOVABLE|...: 89) */
-    size_t len; /* 0: empty */
+    size_t len;     /* 0: empty */
     uint32_t bits;
     int unknown;
   } gfp_memo[256];
