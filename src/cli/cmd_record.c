@@ -195,9 +195,40 @@ static void tracer_close(tracer_t *tr) {
 }
 
 /* The kmem events' formats, as the kernel describes them, and their decoder. */
+/*
+ * The instance's sub-buffer header and kmem event formats, parsed into a tep of our own.  This
+ * is what tracefs_local_events_system(dir, {"kmem"}) reads, without the /proc/kallsyms,
+ * saved_cmdlines and printk_formats it loads as well: the kmem events print none of them, and
+ * loading them took 70 % of a short recording under AddressSanitizer.  An event whose format
+ * cannot be read or parsed is left out, as there (the checks below say which is missing).
+ */
+static struct tep_handle *kmem_tep(const tracer_t *tr) {
+  struct tep_handle *tep = tep_alloc();
+  if (!tep)
+    return NULL;
+  int size = 0;
+  char *buf = tracefs_instance_file_read(tr->inst, "events/header_page", &size);
+  if (!buf) {
+    int e = errno;
+    tep_free(tep);
+    errno = e;
+    return NULL;
+  }
+  tep_parse_header_page(tep, buf, size, sizeof(long));
+  free(buf);
+  for (size_t i = 0; i < sizeof(kmem_events) / sizeof(kmem_events[0]); i++) {
+    char rel[96];
+    snprintf(rel, sizeof(rel), "events/kmem/%s/format", kmem_events[i]);
+    if ((buf = tracefs_instance_file_read(tr->inst, rel, &size)) != NULL) {
+      tep_parse_event(tep, buf, (unsigned long)size, "kmem");
+      free(buf);
+    }
+  }
+  return tep;
+}
+
 static int tracer_formats(tracer_t *tr) {
-  const char *systems[] = {"kmem", NULL};
-  tr->tep = tracefs_local_events_system(tr->dir, systems); /* the instance's own */
+  tr->tep = kmem_tep(tr); /* the instance's own */
   char why[160] = "";
   if (!tr->tep)
     snprintf(why, sizeof(why), "cannot read the kmem event formats in %s/events: %s", tr->dir,
