@@ -216,6 +216,10 @@ static struct tep_handle *kmem_tep(const tracer_t *tr) {
   }
   tep_parse_header_page(tep, buf, size, sizeof(long));
   free(buf);
+  /* what the tep of a local trace has: this machine's long size, page size and byte order */
+  tep_set_long_size(tep, sizeof(long));
+  tep_set_page_size(tep, getpagesize());
+  tep_set_file_bigendian(tep, tep_is_local_bigendian(tep) ? TEP_BIG_ENDIAN : TEP_LITTLE_ENDIAN);
   for (size_t i = 0; i < sizeof(kmem_events) / sizeof(kmem_events[0]); i++) {
     char rel[96];
     snprintf(rel, sizeof(rel), "events/kmem/%s/format", kmem_events[i]);
