@@ -91,14 +91,12 @@ struct ad_piece {
 };
 
 struct adaptive {
-  bh__prdev_t pr; /* part one: page_reporting's cycle (src/hinting/page_reporting.c) */
-  bh_hint_t *h;
-  bh_arena_t *a;
-  unsigned order, low, max_order, capacity; /* copies of pr's, for part two */
+  bh__prdev_t pr; /* part one, page_reporting's cycle (src/hinting/page_reporting.c), and
+                   * the settings both parts share: the arena, order, max_order, capacity */
+  unsigned low;
   uint64_t interval_ns, age_ns;
   double growth, rate;
   uint64_t age_ms[BH_ORDER_LIMIT + 1]; /* the idle age of each aging order, in ms */
-  int nzones;
   /* the aging part (worker only) */
   uint64_t epoch_ns;  /* marks hold milliseconds since this time (attach) */
   uint64_t aging_due; /* next scan */
@@ -168,7 +166,7 @@ static int blk_push(struct adaptive *ad, uint64_t pfn, unsigned order, uint32_t 
 static void ad_scan_zone(struct adaptive *ad, bh_zone_t *z, uint32_t now_ms) {
   ad->nblk = 0;
   uint64_t t0 = wlock(z);
-  for (unsigned k = ad->low; k < ad->order; k++) {
+  for (unsigned k = ad->low; k < ad->pr.order; k++) {
     for (int mt = 0; mt < BH_MT_TYPES; mt++) {
       if (mt == BH_MT_ISOLATE)
         continue;
@@ -215,8 +213,8 @@ static size_t ad_due(struct adaptive *ad, uint32_t now_ms) {
            j++)
         pages += 1ull << ad->blk[j].order;
     unsigned run_cls = ilog2_u64(pages);
-    if (run_cls > ad->order - 1)
-      run_cls = ad->order - 1;
+    if (run_cls > ad->pr.order - 1)
+      run_cls = ad->pr.order - 1;
     for (; i < j; i++) {
       struct ad_blk b = ad->blk[i];
       b.cls = (uint8_t)(ad->runs ? run_cls : b.order);
@@ -251,7 +249,7 @@ static long ad_report_aged(struct adaptive *ad, bh_zone_t *z, const struct ad_bl
     unsigned m = 0;
     bool stop = false;
     uint64_t t0 = wlock(z);
-    for (; i < n && m < ad->capacity; i++) {
+    for (; i < n && m < ad->pr.capacity; i++) {
       unsigned order;
       if (!bh_zone_free_block(z, c[i].pfn, &order, NULL) || order != c[i].order ||
           !bh_block_marked(z, c[i].pfn, NULL) || bh_block_reported(z, c[i].pfn))
@@ -328,7 +326,7 @@ static size_t ad_cap(struct adaptive *ad, size_t n, long allowed) {
     qsort(ad->piece, np, sizeof(*ad->piece), cmp_piece);
   size_t taken = 0, k = 0;
   for (; k < np && allowed > 0; k++) {
-    allowed -= 1 + (long)((ad->piece[k].n - 1) / ad->capacity);
+    allowed -= 1 + (long)((ad->piece[k].n - 1) / ad->pr.capacity);
     for (size_t i = 0; i < ad->piece[k].n; i++)
       ad->blk[ad->piece[k].first + i].take = 1;
     taken += ad->piece[k].n;
@@ -345,7 +343,7 @@ static size_t ad_cap(struct adaptive *ad, size_t n, long allowed) {
 static long ad_age_zone(struct adaptive *ad, bh_zone_t *z, uint32_t now_ms, long allowed) {
   uint64_t t0 = wlock(z);
   /* room to hold a full batch of the largest aging order off the lists */
-  bool room = bh_zone_low_wmark_ok(z, (uint64_t)ad->capacity << (ad->order - 1));
+  bool room = bh_zone_low_wmark_ok(z, (uint64_t)ad->pr.capacity << (ad->pr.order - 1));
   wunlock(ad, z, t0);
   ad_scan_zone(ad, z, now_ms);
   if (!room) {
@@ -365,8 +363,8 @@ static void ad_age(struct adaptive *ad, uint64_t now) {
   bump(&ad->scans, 1);
   uint32_t now_ms = (uint32_t)((now - ad->epoch_ns) / AD_NS_PER_MS);
   long allowed = ad_tokens(ad, now);
-  for (int i = 0; i < ad->nzones; i++) {
-    long calls = ad_age_zone(ad, bh_arena_zone(ad->a, i), now_ms, allowed);
+  for (int i = 0; i < ad->pr.nzones; i++) {
+    long calls = ad_age_zone(ad, bh_arena_zone(ad->pr.a, i), now_ms, allowed);
     if (calls < 0)
       break;
     bump(&ad->aged_host_calls, (uint64_t)calls);
@@ -385,9 +383,9 @@ static uint64_t ad_step(void *state, uint64_t now) {
   if (atomic_load(&ad->pr.state) == BH__PR_REQUESTED && now >= atomic_load(&ad->pr.pass_due) &&
       bh__pr_pass(&ad->pr))
     atomic_store(&ad->pr.pass_due, now + ad->pr.delay_ns); /* requeued */
-  if (ad->low < ad->order && now >= ad->aging_due)
+  if (ad->low < ad->pr.order && now >= ad->aging_due)
     ad_age(ad, now);
-  uint64_t next = ad->low < ad->order ? ad->aging_due : BH_HINT_IDLE;
+  uint64_t next = ad->low < ad->pr.order ? ad->aging_due : BH_HINT_IDLE;
   if (atomic_load(&ad->pr.state) == BH__PR_REQUESTED) {
     uint64_t due = atomic_load(&ad->pr.pass_due);
     if (due < next)
@@ -418,13 +416,13 @@ static int ad_options(struct adaptive *ad, const bh_opt_t *opts, size_t nopts) {
     uint64_t v = 0;
     int err = BH_OK;
     if (!o->key) {
-      bh_hint_set_error(ad->h, "adaptive: option without a name");
+      bh_hint_set_error(ad->pr.h, "adaptive: option without a name");
       return BH_EINVAL;
     } else if (!strcmp(o->key, "order")) {
-      err = bh_opt_u64(o, 1, ad->max_order, &v);
-      ad->order = (unsigned)v;
+      err = bh_opt_u64(o, 1, ad->pr.max_order, &v);
+      ad->pr.order = (unsigned)v;
     } else if (!strcmp(o->key, "low")) {
-      err = bh_opt_u64(o, 0, ad->max_order, &v);
+      err = bh_opt_u64(o, 0, ad->pr.max_order, &v);
       ad->low = (unsigned)v;
       low_given = true;
     } else if (!strcmp(o->key, "delay")) {
@@ -447,20 +445,21 @@ static int ad_options(struct adaptive *ad, const bh_opt_t *opts, size_t nopts) {
       err = bh_opt_u64(o, 1, BH_REPORT_CAPACITY, &v);
       if (!err && (v & (v - 1)))
         err = BH_EINVAL;
-      ad->capacity = (unsigned)v;
+      ad->pr.capacity = (unsigned)v;
     } else {
-      bh_hint_set_error(ad->h, "adaptive: unknown option '%s'", o->key);
+      bh_hint_set_error(ad->pr.h, "adaptive: unknown option '%s'", o->key);
       return BH_EINVAL;
     }
     if (err) {
-      bh_hint_set_error(ad->h, "adaptive: bad value '%s' for %s", o->value ? o->value : "", o->key);
+      bh_hint_set_error(ad->pr.h, "adaptive: bad value '%s' for %s", o->value ? o->value : "",
+                        o->key);
       return BH_EINVAL;
     }
   }
-  if (!low_given && ad->low > ad->order)
-    ad->low = ad->order;
-  if (ad->low > ad->order) {
-    bh_hint_set_error(ad->h, "adaptive: low=%u is above order=%u", ad->low, ad->order);
+  if (!low_given && ad->low > ad->pr.order)
+    ad->low = ad->pr.order;
+  if (ad->low > ad->pr.order) {
+    bh_hint_set_error(ad->pr.h, "adaptive: low=%u is above order=%u", ad->low, ad->pr.order);
     return BH_EINVAL;
   }
   return BH_OK;
@@ -470,7 +469,7 @@ static int ad_options(struct adaptive *ad, const bh_opt_t *opts, size_t nopts) {
  * bits, which wrap after 49 days). */
 static void ad_ages(struct adaptive *ad) {
   double ns = (double)ad->age_ns;
-  for (unsigned k = ad->order; k-- > 0;) {
+  for (unsigned k = ad->pr.order; k-- > 0;) {
     double capped = ns < (double)AD_MAX_AGE_NS ? ns : (double)AD_MAX_AGE_NS;
     ad->age_ms[k] = (uint64_t)(capped / AD_NS_PER_MS + 0.5);
     ns *= ad->growth;
@@ -485,31 +484,22 @@ static void ad_destroy(void *state) {
 }
 
 static int ad_create(bh_hint_t *h, const bh_opt_t *opts, size_t nopts, void **state) {
-  bh_arena_t *a = bh_hint_arena(h);
   struct adaptive *ad = aligned_alloc(64, (sizeof(*ad) + 63) & ~(size_t)63);
   if (!ad)
     return BH_ENOMEM;
   memset(ad, 0, sizeof(*ad));
   bh__pr_init(&ad->pr, h);
-  ad->h = h;
-  ad->a = a;
-  ad->max_order = bh_arena_max_order(a);
-  ad->order = bh_arena_pageblock_order(a);
   ad->low = AD_DEFAULT_LOW;
-  ad->capacity = BH_REPORT_CAPACITY;
   ad->interval_ns = AD_DEFAULT_INTERVAL_NS;
   ad->age_ns = AD_DEFAULT_AGE_NS;
   ad->growth = AD_DEFAULT_GROWTH;
   ad->rate = AD_DEFAULT_RATE;
   ad->runs = true;
-  ad->nzones = bh_arena_zone_count(a);
   int err = ad_options(ad, opts, nopts);
   if (err) {
     ad_destroy(ad);
     return err;
   }
-  ad->pr.order = ad->order; /* part one reports at the order, in batches of the capacity */
-  ad->pr.capacity = ad->capacity;
   ad_ages(ad);
   uint64_t now = bh_hint_now(h);
   ad->epoch_ns = now;
@@ -517,9 +507,9 @@ static int ad_create(bh_hint_t *h, const bh_opt_t *opts, size_t nopts, void **st
   ad->tokens_at = now;
   ad->tokens = ad->rate * (double)ad->interval_ns / 1e9;
   *state = ad;
-  bh_hint_set_orders(h, ad->order, UINT8_MAX);
+  bh_hint_set_orders(h, ad->pr.order, UINT8_MAX);
   bh__pr_request(&ad->pr); /* page_reporting_register: the initial flush */
-  if (ad->low < ad->order)
+  if (ad->low < ad->pr.order)
     bh_hint_request(h, ad->interval_ns); /* the first aging scan */
   return BH_OK;
 }
@@ -535,7 +525,7 @@ _Static_assert(sizeof(order_names) / sizeof(order_names[0]) == BH_ORDER_LIMIT + 
 static void ad_stats(void *state, bh_stat_emit_fn emit, void *ctx) {
   struct adaptive *ad = state;
   uint64_t ev[BH_NR_STATS];
-  bh_stats_read(ad->a, ev);
+  bh_stats_read(ad->pr.a, ev);
   emit(ctx, "passes", (double)get(&ad->pr.passes));
   emit(ctx, "scans", (double)get(&ad->scans));
   emit(ctx, "requests", (double)get(&ad->pr.requests));
@@ -548,7 +538,7 @@ static void ad_stats(void *state, bh_stat_emit_fn emit, void *ctx) {
   emit(ctx, "aged_host_calls", (double)get(&ad->aged_host_calls));
   emit(ctx, "aged_blocks_reported", (double)get(&ad->aged_blocks));
   emit(ctx, "aged_bytes_reported", (double)get(&ad->aged_pages) * (double)BH_PAGE_SIZE);
-  for (unsigned k = ad->low; k < ad->order; k++)
+  for (unsigned k = ad->low; k < ad->pr.order; k++)
     emit(ctx, order_names[k], (double)get(&ad->aged_by_order[k]));
   emit(ctx, "marked", (double)get(&ad->marked));
   emit(ctx, "rate_deferred", (double)get(&ad->rate_deferred));
