@@ -130,27 +130,26 @@ uint64_t bh__discard_touched_pages(const bh_arena_t *a) {
   return a->discarded ? atomic_load_explicit(&a->touched_discarded, memory_order_relaxed) : 0;
 }
 
-/* Over `words` words: the bits set in map (returned) and those also set in touched. */
-BH__POPCNT_CLONES static uint64_t count_bits(const _Atomic uint64_t *map,
-                                             const _Atomic uint64_t *touched, uint64_t words,
-                                             uint64_t *both) {
-  uint64_t sum = 0, sum_both = 0;
+/* Over `words` words: the bits set in map (NULL: none) into *in_map, in touched (NULL: none)
+ * into *in_touched, and in both into *in_both. */
+BH__POPCNT_CLONES static void count_bits(const _Atomic uint64_t *map,
+                                         const _Atomic uint64_t *touched, uint64_t words,
+                                         uint64_t *in_map, uint64_t *in_touched,
+                                         uint64_t *in_both) {
+  uint64_t m = 0, t = 0, b = 0;
   for (uint64_t w = 0; w < words; w++) {
-    uint64_t d = atomic_load_explicit(&map[w], memory_order_relaxed);
-    sum += (uint64_t)__builtin_popcountll(d);
-    if (touched)
-      sum_both += (uint64_t)__builtin_popcountll(
-          d & atomic_load_explicit(&touched[w], memory_order_relaxed));
+    uint64_t d = map ? atomic_load_explicit(&map[w], memory_order_relaxed) : 0;
+    uint64_t x = touched ? atomic_load_explicit(&touched[w], memory_order_relaxed) : 0;
+    m += (uint64_t)__builtin_popcountll(d);
+    t += (uint64_t)__builtin_popcountll(x);
+    b += (uint64_t)__builtin_popcountll(d & x);
   }
-  *both = sum_both;
-  return sum;
+  *in_map = m;
+  *in_touched = t;
+  *in_both = b;
 }
 
-uint64_t bh__discard_recount(const bh_arena_t *a, uint64_t *discarded) {
-  uint64_t both = 0, all = 0;
-  if (a->discarded)
-    all = count_bits(a->discarded, a->touched, bitmap_words(a), &both);
-  if (discarded)
-    *discarded = all;
-  return both;
+void bh__discard_recount(const bh_arena_t *a, uint64_t *discarded, uint64_t *touched,
+                         uint64_t *both) {
+  count_bits(a->discarded, a->touched, bitmap_words(a), discarded, touched, both);
 }

@@ -458,8 +458,9 @@ static inline void bh__discard_on_touch(bh_arena_t *a, uint64_t w, uint64_t fres
 }
 /* Pages set both in a->discarded and in the owner's touched bitmap (0 if either is missing). */
 BH__INTERNAL uint64_t bh__discard_touched_pages(const bh_arena_t *a);
-/* The same by a full pass over both bitmaps, and into *discarded (if not NULL) the pages set in
- * a->discarded: the check of the kept counts. */
-BH__INTERNAL uint64_t bh__discard_recount(const bh_arena_t *a, uint64_t *discarded);
+/* The kept counts recounted by one pass over both bitmaps, to check them: the pages set in
+ * a->discarded, in the owner's touched bitmap, and in both. */
+BH__INTERNAL void bh__discard_recount(const bh_arena_t *a, uint64_t *discarded, uint64_t *touched,
+                                      uint64_t *both);
 
 #endif

@@ -1548,13 +1548,18 @@ int bh_free_pfn(bh_arena_t *a, uint64_t pfn, unsigned order, int cpu) {
  * path (the same checks again, in their order), or, once the block is taken, for the
  * out-of-line rest of the work.
  */
-static __attribute__((noinline)) void *alloc_pages_slow(bh_arena_t *a, unsigned gfp, unsigned order,
-                                                        int *err) {
+/* The general path (alloc_pfn); pcp_busy: the fast path found its pcp lock taken. */
+static __attribute__((noinline)) void *
+alloc_pages_general(bh_arena_t *a, unsigned gfp, unsigned order, int *err, bool pcp_busy) {
   uint64_t pfn;
-  int e = !a ? BH_EINVAL : a->base ? alloc_pfn(a, gfp, order, -1, &pfn, false) : BH_ENOTSUP;
+  int e = !a ? BH_EINVAL : a->base ? alloc_pfn(a, gfp, order, -1, &pfn, pcp_busy) : BH_ENOTSUP;
   if (err)
     *err = e;
   return e ? NULL : a->base + (pfn << BH_PAGE_SHIFT);
+}
+
+static inline void *alloc_pages_slow(bh_arena_t *a, unsigned gfp, unsigned order, int *err) {
+  return alloc_pages_general(a, gfp, order, err, false);
 }
 
 /* The end of rmqueue and prep_new_page, for a block the fast path took when either has work. */
@@ -1566,19 +1571,6 @@ alloc_pages_finish(bh__zone_t *z, uint64_t pfn, unsigned alloc_flags, unsigned g
   if (err)
     *err = BH_OK;
   return a->base + (pfn << BH_PAGE_SHIFT);
-}
-
-/*
- * The fast path found its pcp list locked (a remote drain): the general path, whose first
- * zone (the preferred one, whose watermark the fast path passed) takes the buddy lists
- * instead of trying the pcp lock again, as rmqueue_pcplist's failed trylock does.
- */
-static __attribute__((noinline)) void *alloc_pages_pcp_busy(bh_arena_t *a, unsigned gfp, int *err) {
-  uint64_t pfn;
-  int e = alloc_pfn(a, gfp, 0, -1, &pfn, true);
-  if (err)
-    *err = e;
-  return e ? NULL : a->base + (pfn << BH_PAGE_SHIFT);
 }
 
 void *bh_alloc_pages(bh_arena_t *a, unsigned gfp, unsigned order, int *err) {
@@ -1611,8 +1603,9 @@ void *bh_alloc_pages(bh_arena_t *a, unsigned gfp, unsigned order, int *err) {
   if (bh__unlikely(usable <= (int64_t)(mark + z->lowmem_reserve[ac.highest])))
     return alloc_pages_slow(a, gfp, order, err);
   bh__pcp_t *pcp = &z->pcp[slot];
-  if (bh__unlikely(!bh__pcp_trylock(pcp)))
-    return alloc_pages_pcp_busy(a, gfp, err);
+  if (bh__unlikely(!bh__pcp_trylock(pcp))) /* a remote drain: rmqueue_pcplist's one failed
+                                            * trylock sends the first zone to its buddy lists */
+    return alloc_pages_general(a, gfp, 0, err, true);
   uint32_t head = pcp->head + order_to_pindex(a, ac.mt, 0);
   if (bh__unlikely(bh__list_empty(a, head))) {
     bh__pcp_unlock(pcp);

@@ -514,30 +514,12 @@ void bh_replay_zone_layout(bh_config_t *c, uint64_t total) {
 
 /* ---- resident memory and the timeline ---- */
 
-/*
- * Pages set in touched, and of them those clear in discarded (NULL: none discarded), over
- * `words` words: the full recount that checks the kept counts (BH_REPLAY_CHECK_RESIDENT).
- */
-BH__POPCNT_CLONES static uint64_t count_resident(const _Atomic uint64_t *touched,
-                                                 const _Atomic uint64_t *discarded, uint64_t words,
-                                                 uint64_t *written) {
-  uint64_t pages = 0, all = 0;
-  for (uint64_t w = 0; w < words; w++) {
-    uint64_t t = atomic_load_explicit(&touched[w], memory_order_relaxed);
-    uint64_t d = discarded ? atomic_load_explicit(&discarded[w], memory_order_relaxed) : 0;
-    all += (uint64_t)__builtin_popcountll(t);
-    pages += (uint64_t)__builtin_popcountll(t & ~d);
-  }
-  *written = all;
-  return pages;
-}
-
 /* The kept counts against a full pass over the bitmaps; the first difference goes to drift. */
 COLD static void check_resident(struct replay *r, uint64_t pages) {
   bh_arena_t *a = r->arena;
-  uint64_t written, discarded;
-  uint64_t want = count_resident(r->touched, a->discarded, (a->nr_pages + 63) / 64, &written);
-  bh__discard_recount(a, &discarded);
+  uint64_t written, discarded, both;
+  bh__discard_recount(a, &discarded, &written, &both);
+  uint64_t want = written - both;
   if (r->drift[0] ||
       (want == pages && written == r->touched_pages && discarded == bh__discarded_pages(a)))
     return;
