@@ -779,6 +779,9 @@ static inline int prefix_walk(bh__tparse_t *p, const char *s, size_t n, bh_event
   /* up to 8 digits each, with 8 bytes before the '.': else the next line walks again too */
   bool fits = c->secs <= 8 && c->frac <= 8 && t >= 8;
   c->len = fits ? (uint8_t)(t2 + 1) : 0;
+  /* the bytes a line must share with this one: the start, the '.', the ':' and the blank
+   * after it (ic <= 62: the colon mask above wants a blank at ic + 1) */
+  c->same = fits ? ((1ull << c->len) - 1) | 1ull << t | 1ull << ic | 1ull << (ic + 1) : 0;
   c->keep_secs = fits ? ~0ull << (8 * (8 - c->secs)) : 0;
   c->keep_frac = fits ? ~0ull << (8 * (8 - c->frac)) : 0;
   c->secs_word = 0; /* no word of digits: the next hit converts its seconds */
@@ -794,26 +797,24 @@ static inline int prefix_walk(bh__tparse_t *p, const char *s, size_t n, bh_event
  * after them only where the digits, the '.' and the first such ':' are.  Sets ev's time, pid
  * and cpu and returns the ':' position, or FAST_NO where prefix_walk is to be asked.  n >= 64.
  */
-HOT int start_hit(bh__tparse_t *p, struct bh__kprefix *c, const char *s, size_t n, bh_event_t *ev) {
+HOT int start_hit(struct bh__kprefix *c, const char *s, size_t n, bh_event_t *ev) {
   int l = c->len, dot = l + c->secs, ic = dot + 1 + c->frac;
-  if (!l || (size_t)ic + 1 >= n || s[dot] != '.' || s[ic] != ':' || s[ic + 1] != ' ')
+  if (!l)
     return FAST_NO;
 #ifdef __SSE2__
-  int i = 0;
-  for (; i + 16 <= l; i += 16) {
-    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
-    __m128i y = _mm_loadu_si128((const __m128i *)(const void *)(c->text + i));
-    if (_mm_movemask_epi8(_mm_cmpeq_epi8(x, y)) != 0xffff)
-      return FAST_NO;
+  /* one compare of the 64 bytes: those in c->same must be equal */
+  (void)n;
+  uint64_t eq = 0;
+  for (int i = 0; i < 4; i++) {
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(s + 16 * i));
+    __m128i y = _mm_loadu_si128((const __m128i *)(const void *)(c->text + 16 * i));
+    eq |= (uint64_t)(uint16_t)_mm_movemask_epi8(_mm_cmpeq_epi8(x, y)) << (16 * i);
   }
-  if (i < l) { /* l < 64 <= n: the 16 bytes at i are in the line */
-    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
-    __m128i y = _mm_loadu_si128((const __m128i *)(const void *)(c->text + i));
-    if (~(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, y)) & ((1u << (l - i)) - 1))
-      return FAST_NO;
-  }
+  if ((eq & c->same) != c->same)
+    return FAST_NO;
 #else
-  if (memcmp(s, c->text, (size_t)l) != 0)
+  if ((size_t)ic + 1 >= n || s[dot] != '.' || s[ic] != ':' || s[ic + 1] != ' ' ||
+      memcmp(s, c->text, (size_t)l) != 0)
     return FAST_NO;
 #endif
   /* the seconds are the last bytes of the word that ends at the '.', the fraction of the one
@@ -835,26 +836,57 @@ HOT int start_hit(bh__tparse_t *p, struct bh__kprefix *c, const char *s, size_t 
   }
   ev->pid = c->pid;
   ev->cpu = c->cpu;
-  p->start_hits++;
   ev->time_ns = c->secs_ns + dec8(xf - zeros) * frac_scale[c->frac];
   return ic;
 }
 
 /* start_hit with the start that matched last, then with the other. */
-static inline int prefix_hit(bh__tparse_t *p, const char *s, size_t n, bh_event_t *ev) {
-  int k = p->kprefix_last, ic = start_hit(p, &p->kprefix[k], s, n, ev);
-  if (ic == FAST_NO && (ic = start_hit(p, &p->kprefix[k ^ 1], s, n, ev)) != FAST_NO)
+HOT int prefix_hit(bh__tparse_t *p, const char *s, size_t n, bh_event_t *ev) {
+  int k = p->kprefix_last, ic = start_hit(&p->kprefix[k], s, n, ev);
+  if (ic == FAST_NO && (ic = start_hit(&p->kprefix[k ^ 1], s, n, ev)) != FAST_NO)
     p->kprefix_last = (uint8_t)(k ^ 1);
   return ic;
 }
 
-/* s[0, n) is a line without NUL bytes and trailing blanks. */
-HOT int fast_kernel_line(bh__tparse_t *p, const char *s, size_t n, bh_event_t *ev) {
+/*
+ * The gfp_flags word at v of a line not yet cut ([v, e) is the rest of the window): it must
+ * end the line, right before its '\n'.  Returns the '\n', or NULL where the fast path gives
+ * up, having changed nothing.  (Such a line is longer than 64 bytes, the cut fast path's
+ * least: its fields after the ':' alone take 80.)
+ */
+static inline const char *uncut_gfp(bh__tparse_t *p, const char *v, const char *e, uint32_t *gfp) {
+  size_t n = p->gfp_len;
+  if (n && (size_t)(e - v) > n && v[n] == '\n' && memcmp(v, p->gfp_text, n) == 0) {
+    *gfp = p->gfp_bits; /* the cached text holds no '\n': this is the line's end */
+    p->gfp_unknown += (uint64_t)p->gfp_unknown_last;
+    return v + n;
+  }
+  /* a miss: the end of the line is searched for, then the word read as fast_gfp reads it; a
+   * '\r' before the '\n' is left to the cut line's parser, which drops it */
+  const char *nl = memchr(v, '\n', (size_t)(e - v));
+  if (!nl || (nl > v && nl[-1] == '\r') || word_end(v, nl) != nl || !gfp_value(p, v, nl, gfp))
+    return NULL;
+  return nl;
+}
+
+/*
+ * Cut: s[0, n) is a line without NUL bytes and trailing blanks; returns BH__LINE_EVENT or
+ * FAST_NO.  Not cut (uncut): s[0, n) is the rest of the reader's window, without NUL bytes,
+ * and the line is found as it is read: where it is taken, it ends with the '\n' right after
+ * its last field, and its length is returned.  Every byte read up to there is known to be no
+ * '\n' (a cached start or gfp text, digits, literals, bytes above ' '), so that '\n' is the
+ * first one, where the reader would cut it; the cut fast path then reads the same line the
+ * same way.  Lines that need the walk over their start, or end otherwise, are given up on
+ * (FAST_NO) with nothing but the start cache's order changed, and are cut and parsed again.
+ */
+HOT int fast_line(bh__tparse_t *p, const char *s, size_t n, bh_event_t *ev, bool uncut) {
   if (n < 64)
     return FAST_NO;
   memset(ev, 0, sizeof(*ev)); /* a line given up on is parsed again from scratch */
   int ic = prefix_hit(p, s, n, ev);
-  if (ic == FAST_NO && (ic = prefix_walk(p, s, n, ev)) == FAST_NO)
+  if (ic != FAST_NO)
+    p->start_hits += !uncut; /* an uncut line counts where it is taken */
+  else if (uncut || (ic = prefix_walk(p, s, n, ev)) == FAST_NO)
     return FAST_NO;
   /* the event name */
   const char *e = s + n, *v = s + ic + 2, *q;
@@ -887,6 +919,8 @@ HOT int fast_kernel_line(bh__tparse_t *p, const char *s, size_t n, bh_event_t *e
     const uint64_t zeros = 0x3030303030303030ull; /* "00000000" */
     null_page = a == zeros ? b == zeros : v[1] == 'x' || v[1] == 'X' ? is_null_page(v, 16) : false;
     q = v + 16;
+  } else if (uncut) { /* the word could run past the line's end */
+    return FAST_NO;
   } else {
     q = word_end(v, e);
     null_page = q > v && (*v == '0' || *v == '(') && is_null_page(v, (size_t)(q - v));
@@ -905,16 +939,22 @@ HOT int fast_kernel_line(bh__tparse_t *p, const char *s, size_t n, bh_event_t *e
     if (!(v = KEY(q, e, " migratetype=")) || !(q = small_int(v, e, INT8_MAX, &y)))
       return FAST_NO;
     ev->migratetype = (int8_t)y;
-    if (!(v = KEY(q, e, " gfp_flags=")) || !fast_gfp(p, v, e, &ev->gfp))
+    if (!(v = KEY(q, e, " gfp_flags=")))
+      return FAST_NO;
+    if (uncut ? !(e = uncut_gfp(p, v, e, &ev->gfp)) : !fast_gfp(p, v, e, &ev->gfp))
       return FAST_NO;
     q = e;
+  } else if (uncut) { /* the line ends after the order; the cut fast path takes 64 bytes up */
+    if (q == e || *q != '\n' || q - s < 64)
+      return FAST_NO;
+    e = q;
   }
   if (q != e)
     return FAST_NO;
   ev->op = (uint8_t)op;
   ev->failed = op == BH_EV_ALLOC && null_page;
   bh__trace_set_zone(p, ev);
-  return BH__LINE_EVENT;
+  return uncut ? (int)(e - s) : BH__LINE_EVENT;
 }
 
 /* The general parser: s[0, n) is a line without trailing blanks.  Kept out of line so that a
@@ -960,12 +1000,30 @@ static __attribute__((noinline)) int general_kernel_line(bh__tparse_t *p, const 
   return r;
 }
 
+size_t bh__parse_kernel_run(bh__tparse_t *p, const char *s, size_t n, bh_event_t *evs, int max,
+                            int *got) {
+  size_t used = 0;
+  int k = 0;
+  while (k < max) {
+    size_t rest = n - used, m = rest < BH_TRACE_MAX_LINE + 1 ? rest : BH_TRACE_MAX_LINE + 1;
+    int r = fast_line(p, s + used, m, &evs[k], true);
+    if (r == FAST_NO)
+      break;
+    used += (size_t)r + 1;
+    k++;
+  }
+  p->fast_lines += (uint64_t)k;
+  p->start_hits += (uint64_t)k;
+  *got = k;
+  return used;
+}
+
 int bh__parse_kernel_line(bh__tparse_t *p, const char *s, size_t n, bool nul, bh_event_t *ev,
                           bh__kline_shape_t *shape) {
   while (n > 0 && (is_blank(s[n - 1]) || s[n - 1] == '\r'))
     n--;
   if (!shape && !nul) {
-    int r = fast_kernel_line(p, s, n, ev);
+    int r = fast_line(p, s, n, ev, false);
     if (bh__trace_likely(r != FAST_NO)) {
       p->fast_lines++;
       return r;

@@ -600,9 +600,24 @@ static int text_batch(bh_trace_t *t, bh_event_t *evs, int max, int *err) {
   int k = 0;
   while (k < max) {
     const char *s = (const char *)t->buf + t->pos, *nl;
-    size_t n = 0;
+    size_t n = 0, avail = t->len - t->pos;
     int r;
-    if (bh__trace_likely(!t->skipping && (nl = memchr(s, '\n', t->len - t->pos)) != NULL &&
+    /* kernel lines the fast path takes are cut where it reads their ends */
+    if (bh__trace_likely(!native && !t->skipping) && avail >= 64 &&
+        !line_has_nul(t, t->pos, avail)) {
+      int got;
+      size_t used = bh__parse_kernel_run(&t->tp, s, avail, &evs[k], t->origins ? 1 : max - k, &got);
+      if (got) {
+        if (bh__trace_unlikely(t->origins)) /* one line */
+          evs[k].origin = text_origin(t, s, used - 1, &evs[k]);
+        t->pos += used;
+        t->counts.lines += (uint64_t)got;
+        for (int i = 0; i < got; i++)
+          k += event_out(t, &evs[k]);
+        continue;
+      }
+    }
+    if (bh__trace_likely(!t->skipping && (nl = memchr(s, '\n', avail)) != NULL &&
                          (size_t)(nl - s) <= BH_TRACE_MAX_LINE)) {
       n = (size_t)(nl - s);
       t->pos += n + 1;
