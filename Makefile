@@ -155,6 +155,8 @@ fuzz: deps
 	  $(CMAKE_FLAGS)
 	$(CMAKE) --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_trace
 	mkdir -p $(FUZZ_BUILD)/corpus
+	@# the leaks inside libtracecmd and libtraceevent that the trace.dat tests suppress too
+	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/trace/lsan-libtracecmd.supp \
 	$(FUZZ_BUILD)/tests/fuzz/fuzz_trace -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
 	  -timeout=20 $(FUZZ_BUILD)/corpus tests/fuzz/seeds tests/trace/data tests/cli/data
 

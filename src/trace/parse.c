@@ -689,14 +689,33 @@ HOT const char *small_int(const char *p, const char *e, int hi, int64_t *out) {
   return *out <= hi ? p + 2 : NULL;
 }
 
-/* Is every one of the 16 bytes at p above ' ' (so none is a blank)?  Two word tests. */
-static inline bool above_blank16(const char *p) {
+/* Is every one of the 16 bytes at p above ' ' (so none is a blank)? */
+HOT bool above_blank16(const char *p) {
+#ifdef __SSE2__
+  __m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+  return _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_max_epu8(x, _mm_set1_epi8(0x21)), x)) == 0xffff;
+#else
   const uint64_t ones = 0x0101010101010101ull;
   uint64_t a, b;
   memcpy(&a, p, 8);
   memcpy(&b, p + 8, 8);
   /* the high bit of (x - 0x21...) & ~x is set in some byte iff some byte is below 0x21 */
   return !((((a - ones * 0x21) & ~a) | ((b - ones * 0x21) & ~b)) & (ones << 7));
+#endif
+}
+
+/* Are the 16 bytes at p all '0'? */
+HOT bool all_zeros16(const char *p) {
+#ifdef __SSE2__
+  __m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+  return _mm_movemask_epi8(_mm_cmpeq_epi8(x, _mm_set1_epi8('0'))) == 0xffff;
+#else
+  const uint64_t zeros = 0x3030303030303030ull;
+  uint64_t a, b;
+  memcpy(&a, p, 8);
+  memcpy(&b, p + 8, 8);
+  return a == zeros && b == zeros;
+#endif
 }
 
 /* The gfp_flags word at v, which must end the line; the cached text is compared first. */
@@ -776,6 +795,8 @@ static inline int prefix_walk(bh__tparse_t *p, const char *s, size_t n, bh_event
   memcpy(c->text, s, 64);
   c->secs = (uint8_t)(t - t2 - 1);
   c->frac = (uint8_t)(ic - 1 - t);
+  c->dot = (uint8_t)t;
+  c->ic = (uint8_t)ic;
   /* up to 8 digits each, with 8 bytes before the '.': else the next line walks again too */
   bool fits = c->secs <= 8 && c->frac <= 8 && t >= 8;
   c->len = fits ? (uint8_t)(t2 + 1) : 0;
@@ -797,19 +818,24 @@ static inline int prefix_walk(bh__tparse_t *p, const char *s, size_t n, bh_event
  * after them only where the digits, the '.' and the first such ':' are.  Sets ev's time, pid
  * and cpu and returns the ':' position, or FAST_NO where prefix_walk is to be asked.  n >= 64.
  */
+#ifdef __SSE2__
+/* Bit i set where the bytes a[i] and b[i] are equal, for 16 bytes. */
+HOT uint64_t equal16(const char *a, const char *b) {
+  __m128i x = _mm_loadu_si128((const __m128i *)(const void *)a);
+  __m128i y = _mm_loadu_si128((const __m128i *)(const void *)b);
+  return (uint16_t)_mm_movemask_epi8(_mm_cmpeq_epi8(x, y));
+}
+#endif
+
 HOT int start_hit(struct bh__kprefix *c, const char *s, size_t n, bh_event_t *ev) {
-  int l = c->len, dot = l + c->secs, ic = dot + 1 + c->frac;
+  int l = c->len, dot = c->dot, ic = c->ic;
   if (!l)
     return FAST_NO;
 #ifdef __SSE2__
   /* one compare of the 64 bytes: those in c->same must be equal */
   (void)n;
-  uint64_t eq = 0;
-  for (int i = 0; i < 4; i++) {
-    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(s + 16 * i));
-    __m128i y = _mm_loadu_si128((const __m128i *)(const void *)(c->text + 16 * i));
-    eq |= (uint64_t)(uint16_t)_mm_movemask_epi8(_mm_cmpeq_epi8(x, y)) << (16 * i);
-  }
+  uint64_t eq = equal16(s, c->text) | equal16(s + 16, c->text + 16) << 16 |
+                equal16(s + 32, c->text + 32) << 32 | equal16(s + 48, c->text + 48) << 48;
   if ((eq & c->same) != c->same)
     return FAST_NO;
 #else
@@ -913,11 +939,7 @@ HOT int fast_line(bh__tparse_t *p, const char *s, size_t n, bh_event_t *ev, bool
   v = page;
   bool null_page;
   if (e - v > 16 && v[16] == ' ' && above_blank16(v)) { /* %p's 16 hex digits */
-    uint64_t a, b;
-    memcpy(&a, v, 8);
-    memcpy(&b, v + 8, 8);
-    const uint64_t zeros = 0x3030303030303030ull; /* "00000000" */
-    null_page = a == zeros ? b == zeros : v[1] == 'x' || v[1] == 'X' ? is_null_page(v, 16) : false;
+    null_page = all_zeros16(v) || ((v[1] == 'x' || v[1] == 'X') && is_null_page(v, 16));
     q = v + 16;
   } else if (uncut) { /* the word could run past the line's end */
     return FAST_NO;
@@ -1005,7 +1027,8 @@ size_t bh__parse_kernel_run(bh__tparse_t *p, const char *s, size_t n, bh_event_t
   size_t used = 0;
   int k = 0;
   while (k < max) {
-    size_t rest = n - used, m = rest < BH_TRACE_MAX_LINE + 1 ? rest : BH_TRACE_MAX_LINE + 1;
+    /* a line is at most BH_TRACE_MAX_LINE bytes before its '\n': no more is offered */
+    size_t rest = n - used, m = rest <= BH_TRACE_MAX_LINE ? rest : BH_TRACE_MAX_LINE + 1;
     int r = fast_line(p, s + used, m, &evs[k], true);
     if (r == FAST_NO)
       break;

@@ -122,6 +122,7 @@ typedef struct bh__tparse {
     char text[64];
     uint8_t len;                   /* bytes before the seconds (0: empty) */
     uint8_t secs, frac;            /* digits of the seconds and of the fraction */
+    uint8_t dot, ic;               /* where the '.' and the ':' after the fraction are */
     uint64_t same;                 /* bit i: byte i of a line must equal text[i] */
     uint64_t keep_secs, keep_frac; /* the bytes of those digits in the words ending at them */
     uint64_t secs_word, secs_ns;   /* the last seconds seen after it (as a word) and their ns */
