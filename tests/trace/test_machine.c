@@ -277,15 +277,7 @@ static void test_reported_lines(const char *t, const bh_block_run_t *rep) {
 
 static void test_freemap_of_arena(void **state) {
   (void)state;
-  bh_config_t cfg;
-  bh_config_init(&cfg);
-  cfg.backing = BH_BACKING_SIM;
-  cfg.zone_bytes[BH_ZONE_DMA] = 16 << 20;
-  cfg.zone_bytes[BH_ZONE_DMA32] = 240 << 20;
-  cfg.zone_bytes[BH_ZONE_NORMAL] = 256 << 20;
-  cfg.smp = false;
-  bh_arena_t *a;
-  assert_int_equal(bh_arena_create(&cfg, &a), 0);
+  bh_arena_t *a = tt_sim_arena(16, 240, 256);
   tt_churn(a, 12345, 60000, 60000); /* a fragmented state: many kinds interleaved, half freed */
   bh_drain_pcp(a);                  /* pcp pages are not buddy pages: with none the map is exact */
   const char *dir = tt_dir;         /* the files under their /proc names */

@@ -141,15 +141,7 @@ static void replay(bh_replay_config_t *cfg, bh_replay_summary_t *s) {
 
 /* A fragmented arena: every mobility, orders 0..4, half freed, the pcp lists drained. */
 static bh_arena_t *crafted_arena(void) {
-  bh_config_t cfg;
-  bh_config_init(&cfg);
-  cfg.backing = BH_BACKING_SIM;
-  cfg.zone_bytes[BH_ZONE_DMA] = 16 << 20;
-  cfg.zone_bytes[BH_ZONE_DMA32] = 112 << 20;
-  cfg.zone_bytes[BH_ZONE_NORMAL] = 128 << 20;
-  cfg.smp = false;
-  bh_arena_t *a;
-  assert_int_equal(bh_arena_create(&cfg, &a), 0);
+  bh_arena_t *a = tt_sim_arena(16, 112, 128);
   tt_churn(a, 99, 30000, 20000);
   bh_drain_pcp(a);
   return a;
@@ -438,15 +430,7 @@ static uint64_t bubble_from(bh_arena_t *a, bool with_r, uint64_t *again, bh_repl
  */
 static void test_start_reported(void **state) {
   (void)state;
-  bh_config_t cfg;
-  bh_config_init(&cfg);
-  cfg.backing = BH_BACKING_SIM;
-  cfg.zone_bytes[BH_ZONE_DMA] = 16 << 20;
-  cfg.zone_bytes[BH_ZONE_DMA32] = 240 << 20;
-  cfg.zone_bytes[BH_ZONE_NORMAL] = 256 << 20;
-  cfg.smp = false;
-  bh_arena_t *a;
-  assert_int_equal(bh_arena_create(&cfg, &a), 0);
+  bh_arena_t *a = tt_sim_arena(16, 240, 256);
   tt_churn(a, 7, 3000, 2000); /* blocks of orders 9 and 10 among smaller ones */
   bh_drain_pcp(a);
   uint64_t marked = 0, eligible = 0, eligible_marked = 0, pbo = a->pb_order;
@@ -496,15 +480,7 @@ static void test_start_reported(void **state) {
  * one are reported in its free map, and a trace of one order-10 allocation at the highest.
  * Sets *nr to the reported blocks and returns the trace's path. */
 static const char *reported_tail_trace(bh_arena_t **out, uint64_t *nr_out) {
-  bh_config_t cfg;
-  bh_config_init(&cfg);
-  cfg.backing = BH_BACKING_SIM;
-  cfg.zone_bytes[BH_ZONE_DMA] = 16 << 20;
-  cfg.zone_bytes[BH_ZONE_DMA32] = 240 << 20;
-  cfg.zone_bytes[BH_ZONE_NORMAL] = 256 << 20;
-  cfg.smp = false;
-  bh_arena_t *a;
-  assert_int_equal(bh_arena_create(&cfg, &a), 0);
+  bh_arena_t *a = tt_sim_arena(16, 240, 256);
   bh_drain_pcp(a);
   bh_zone_info_t zn;
   for (int i = 0; i < bh_zone_count(a); i++) {

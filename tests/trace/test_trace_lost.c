@@ -6,22 +6,6 @@
 
 #include <buddyhint/replay.h>
 
-/* Reads path to the end; returns the reader's counts. */
-static bh_trace_counts_t counts_of(const char *path, size_t *events) {
-  bh_trace_t *t;
-  assert_int_equal(bh_trace_open(path, NULL, &t), 0);
-  bh_event_t *evs;
-  size_t n;
-  assert_int_equal(tt_read_all(t, &evs, &n), 0);
-  free(evs);
-  bh_trace_counts_t c;
-  bh_trace_counts(t, &c);
-  bh_trace_close(t);
-  if (events)
-    *events = n;
-  return c;
-}
-
 static const char ftrace_lost[] =
     "# tracer: nop\n"
     "#\n"
@@ -37,12 +21,13 @@ static const char ftrace_lost[] =
 static void test_ftrace_lost(void **state) {
   (void)state;
   size_t n;
-  bh_trace_counts_t c = counts_of(tt_write_str("lost.txt", ftrace_lost), &n);
+  bh_trace_counts_t c = tt_read_counts(tt_write_str("lost.txt", ftrace_lost), NULL, NULL, &n);
   assert_int_equal(n, 2);
   assert_int_equal(c.lost_events, 7 + 5);
   /* a trace without loss: 0, and an equal header counts nothing */
-  c = counts_of(tt_write_str("nolost.txt", "# entries-in-buffer/entries-written: 4/4   #P:2\n"),
-                &n);
+  c = tt_read_counts(
+      tt_write_str("nolost.txt", "# entries-in-buffer/entries-written: 4/4   #P:2\n"), NULL, NULL,
+      &n);
   assert_int_equal(c.lost_events, 0);
 }
 
@@ -56,7 +41,7 @@ static void test_trace_cmd_dropped(void **state) {
                              "pfn=0x10 order=0\n"
                              "CPU:1 [EVENTS DROPPED]\n");
   size_t n;
-  bh_trace_counts_t c = counts_of(p, &n);
+  bh_trace_counts_t c = tt_read_counts(p, NULL, NULL, &n);
   assert_int_equal(n, 1);
   assert_int_equal(c.lost_events, 204600 + 1);
 }
@@ -70,7 +55,7 @@ static void test_perf_lost(void **state) {
                   "page=0xffffea0004289c40 pfn=0x10a271 order=0 migratetype=1 "
                   "gfp_flags=GFP_HIGHUSER_MOVABLE\n");
   size_t n;
-  bh_trace_counts_t c = counts_of(p, &n);
+  bh_trace_counts_t c = tt_read_counts(p, NULL, NULL, &n);
   assert_int_equal(n, 1);
   assert_int_equal(c.lost_events, 17);
 }
@@ -80,12 +65,12 @@ static void test_perf_lost(void **state) {
 static void test_native_text_markers(void **state) {
   (void)state;
   size_t n;
-  bh_trace_counts_t c = counts_of(tt_write_str("v2.txt", "# buddyhint-trace 2\n"
-                                                         "10 A 0x10 0\n"
-                                                         "11 L 3 cpu=1\n"
-                                                         "12 F 0x10 0\n"
-                                                         "13 L 4 # a comment\n"),
-                                  &n);
+  bh_trace_counts_t c = tt_read_counts(tt_write_str("v2.txt", "# buddyhint-trace 2\n"
+                                                              "10 A 0x10 0\n"
+                                                              "11 L 3 cpu=1\n"
+                                                              "12 F 0x10 0\n"
+                                                              "13 L 4 # a comment\n"),
+                                       NULL, NULL, &n);
   assert_int_equal(n, 2);
   assert_int_equal(c.lost_events, 7);
   bh_trace_t *t;
@@ -194,7 +179,7 @@ static void test_binary_v2_errors(void **state) {
   r[8] = 9; /* 9 events lost: fine */
   p = tt_write("nine-lost.bht", b, sizeof(b));
   size_t n;
-  assert_int_equal(counts_of(p, &n).lost_events, 9);
+  assert_int_equal(tt_read_counts(p, NULL, NULL, &n).lost_events, 9);
   assert_int_equal(n, 0);
   b[8] = 1; /* the same record in version 1 (16-byte header): op 4 is malformed there */
   memmove(b + 16, b + 32, 32);

@@ -5,18 +5,6 @@
  */
 #include "trace_test_util.h"
 
-/* Opens path with or without the pcp events and reads it all; returns the counts. */
-static bh_trace_counts_t read_path(const char *path, bool pcp, bh_event_t **evs, size_t *n) {
-  bh_trace_opts_t o = {.pcp_events = pcp};
-  bh_trace_t *t;
-  assert_int_equal(bh_trace_open(path, &o, &t), 0);
-  assert_int_equal(tt_read_all(t, evs, n), 0);
-  bh_trace_counts_t c;
-  bh_trace_counts(t, &c);
-  bh_trace_close(t);
-  return c;
-}
-
 /* Linux 6.12 kmem.h's TP_printk of the two events, as ftrace prints them. */
 static const char ftrace_pcp[] =
     "# tracer: nop\n"
@@ -35,13 +23,13 @@ static void test_ftrace(void **state) {
   bh_event_t *evs;
   size_t n;
   /* not asked for: the alloc alone, the pcp lines are lines of other events, no frees */
-  bh_trace_counts_t c = read_path(p, false, &evs, &n);
+  bh_trace_counts_t c = tt_read_counts(p, &(bh_trace_opts_t){.pcp_events = false}, &evs, &n);
   assert_int_equal(n, 1);
   assert_int_equal(evs[0].op, BH_EV_ALLOC);
   assert_int_equal(c.other_lines, 1 + 3);
   assert_int_equal(c.frees, 0);
   free(evs);
-  c = read_path(p, true, &evs, &n);
+  c = tt_read_counts(p, &(bh_trace_opts_t){.pcp_events = true}, &evs, &n);
   assert_int_equal(n, 4);
   assert_int_equal(c.allocs, 1);
   assert_int_equal(c.frees, 0); /* a drain is no free of a page */
@@ -84,11 +72,11 @@ static void test_native_text(void **state) {
   const char *p = tt_write_str("n3.txt", native3);
   bh_event_t *evs;
   size_t n;
-  bh_trace_counts_t c = read_path(p, false, &evs, &n);
+  bh_trace_counts_t c = tt_read_counts(p, &(bh_trace_opts_t){.pcp_events = false}, &evs, &n);
   assert_int_equal(n, 2);
   assert_int_equal(c.other_lines, 1 + 2); /* the header and the two pcp lines */
   free(evs);
-  c = read_path(p, true, &evs, &n);
+  c = tt_read_counts(p, &(bh_trace_opts_t){.pcp_events = true}, &evs, &n);
   assert_int_equal(n, 4);
   assert_int_equal(c.allocs, 1);
   assert_int_equal(c.frees, 1);
@@ -121,7 +109,7 @@ static void test_round_trip(void **state) {
   const char *p = tt_write_str("src.txt", native3);
   bh_event_t *in;
   size_t n;
-  read_path(p, true, &in, &n);
+  tt_read_counts(p, &(bh_trace_opts_t){.pcp_events = true}, &in, &n);
   static const int formats[] = {BH_TRACE_NATIVE_TEXT, BH_TRACE_NATIVE_BINARY};
   for (int f = 0; f < 2; f++) {
     const char *out = tt_path(f ? "rt.bht" : "rt.txt");
@@ -158,7 +146,7 @@ static void test_round_trip(void **state) {
     }
     free(back);
     /* without pcp_events: the page events alone, in their order */
-    bh_trace_counts_t c = read_path(out, false, &back, &m);
+    bh_trace_counts_t c = tt_read_counts(out, NULL, &back, &m);
     assert_int_equal(m, 2);
     assert_int_equal(back[0].op, BH_EV_ALLOC);
     assert_int_equal(back[0].percpu_refill, 0); /* the skipped Z before it had refill=1 */

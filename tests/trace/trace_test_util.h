@@ -171,12 +171,49 @@ static inline int tt_read_all(bh_trace_t *t, bh_event_t **evs, size_t *n) {
   return r;
 }
 
+/* Opens path with o (NULL: the defaults; must succeed), reads it to the end and returns the
+ * reader's counts.  The events go to *evs (freed when evs is NULL), their number to *n (when
+ * n is not NULL). */
+static inline bh_trace_counts_t tt_read_counts(const char *path, const bh_trace_opts_t *o,
+                                               bh_event_t **evs, size_t *n) {
+  bh_trace_t *t;
+  assert_int_equal(bh_trace_open(path, o, &t), 0);
+  bh_event_t *v;
+  size_t k;
+  assert_int_equal(tt_read_all(t, &v, &k), 0);
+  bh_trace_counts_t c;
+  bh_trace_counts(t, &c);
+  bh_trace_close(t);
+  if (evs)
+    *evs = v;
+  else
+    free(v);
+  if (n)
+    *n = k;
+  return c;
+}
+
 /* Expect an open to fail with err and exactly this message. */
 static inline void tt_expect_open_error(const char *path, int err, const char *msg) {
   bh_trace_t *t = (bh_trace_t *)1;
   assert_int_equal(bh_trace_open(path, NULL, &t), err);
   assert_null(t);
   assert_string_equal(bh_trace_error(NULL), msg);
+}
+
+/* A sim-backed arena without SMP (one pcp set), its DMA, DMA32 and Normal zones of these
+ * sizes in MiB. */
+static inline bh_arena_t *tt_sim_arena(unsigned dma_mib, unsigned dma32_mib, unsigned normal_mib) {
+  bh_config_t cfg;
+  bh_config_init(&cfg);
+  cfg.backing = BH_BACKING_SIM;
+  cfg.zone_bytes[BH_ZONE_DMA] = (uint64_t)dma_mib << 20;
+  cfg.zone_bytes[BH_ZONE_DMA32] = (uint64_t)dma32_mib << 20;
+  cfg.zone_bytes[BH_ZONE_NORMAL] = (uint64_t)normal_mib << 20;
+  cfg.smp = false;
+  bh_arena_t *a;
+  assert_int_equal(bh_arena_create(&cfg, &a), 0);
+  return a;
 }
 
 /*
