@@ -894,17 +894,24 @@ static inline uint64_t wmark_pages(const bh__zone_t *z, unsigned alloc_flags) {
          atomic_load_explicit(&z->watermark_boost, memory_order_relaxed);
 }
 
+/* zone_watermark_fast's order-0 shortcut: the free pages the request may use above the mark
+ * and the lowmem reserve.  False is no answer: the full check then decides. */
+__attribute__((always_inline)) static inline bool watermark_order0_ok(const bh__zone_t *z,
+                                                                      int64_t free_pages,
+                                                                      uint64_t mark, int highest,
+                                                                      unsigned alloc_flags) {
+  int64_t reserved = (alloc_flags & BH__ALLOC_RESERVES) ? 0 : (int64_t)z->nr_free_highatomic;
+  int64_t usable = free_pages - (reserved < free_pages ? reserved : free_pages);
+  return usable > (int64_t)(mark + z->lowmem_reserve[highest]);
+}
+
 /* zone_watermark_fast: the order-0 shortcut, then the full check. */
 __attribute__((always_inline)) static inline bool zone_watermark_fast(bh__zone_t *z, unsigned order,
                                                                       uint64_t mark, int highest,
                                                                       unsigned alloc_flags) {
   int64_t free_pages = atomic_load_explicit(&z->free_pages, memory_order_relaxed);
-  if (!order) {
-    int64_t reserved = (alloc_flags & BH__ALLOC_RESERVES) ? 0 : (int64_t)z->nr_free_highatomic;
-    int64_t usable = free_pages - (reserved < free_pages ? reserved : free_pages);
-    if (usable > (int64_t)(mark + z->lowmem_reserve[highest]))
-      return true;
-  }
+  if (!order && watermark_order0_ok(z, free_pages, mark, highest, alloc_flags))
+    return true;
   if (bh__zone_watermark_ok(z, order, mark, highest, alloc_flags, free_pages))
     return true;
   if (!order && (alloc_flags & BH__ALLOC_MIN_RESERVE) &&
@@ -1206,14 +1213,18 @@ int bh_gfp_migratetype(unsigned gfp) { return gfp_migratetype(gfp); }
  * and the full path starts without that zone's pcp, as rmqueue_pcplist's one failed trylock
  * sends rmqueue to the buddy lists (6.12 mm/page_alloc.c:3112-3116, :2758-2763).
  */
-static inline __attribute__((always_inline)) uint64_t
-alloc_fast(bh_arena_t *a, const struct alloc_ctx *ac, unsigned order, unsigned alloc_flags) {
-  bh__zone_t *z = &a->zones[ac->preferred];
+/* The mark the first zone is checked against: get_page_from_freelist checks the high mark
+ * until the zone is first found below it (ZONE_BELOW_HIGH), then the request's own. */
+static inline __attribute__((always_inline)) uint64_t first_zone_mark(const bh__zone_t *z,
+                                                                      unsigned alloc_flags) {
   unsigned zflags = atomic_load_explicit(&z->flags, memory_order_relaxed);
-  uint64_t mark =
-      wmark_pages(z, (zflags & BH__ZONE_BELOW_HIGH) ? alloc_flags : BH__ALLOC_WMARK_HIGH);
-  if (bh__unlikely(!zone_watermark_fast(z, order, mark, ac->highest, alloc_flags)))
-    return UINT64_MAX;
+  return wmark_pages(z, (zflags & BH__ZONE_BELOW_HIGH) ? alloc_flags : BH__ALLOC_WMARK_HIGH);
+}
+
+/* rmqueue_pcplist's common case: a block off the slot's pcp list of the request's type, or
+ * UINT64_MAX (the list is empty: nothing changed) or BH__FAST_PCP_BUSY. */
+static inline __attribute__((always_inline)) uint64_t
+pcp_fast_take(bh_arena_t *a, bh__zone_t *z, const struct alloc_ctx *ac, unsigned order) {
   bh__pcp_t *pcp = &z->pcp[ac->slot];
   if (bh__unlikely(!bh__pcp_trylock(pcp)))
     return BH__FAST_PCP_BUSY;
@@ -1225,7 +1236,18 @@ alloc_fast(bh_arena_t *a, const struct alloc_ctx *ac, unsigned order, unsigned a
   pcp->free_count >>= 1; /* as rmqueue_pcplist does */
   uint32_t pfn = pcp_take(a, z, pcp, head, order, ac);
   bh__pcp_unlock(pcp);
-  boosted_wakeup(z, alloc_flags);
+  return pfn;
+}
+
+static inline __attribute__((always_inline)) uint64_t
+alloc_fast(bh_arena_t *a, const struct alloc_ctx *ac, unsigned order, unsigned alloc_flags) {
+  bh__zone_t *z = &a->zones[ac->preferred];
+  if (bh__unlikely(!zone_watermark_fast(z, order, first_zone_mark(z, alloc_flags), ac->highest,
+                                        alloc_flags)))
+    return UINT64_MAX;
+  uint64_t pfn = pcp_fast_take(a, z, ac, order);
+  if (bh__likely(pfn < BH__FAST_PCP_BUSY))
+    boosted_wakeup(z, alloc_flags);
   return pfn;
 }
 
@@ -1377,6 +1399,20 @@ static uint64_t alloc_slowpath(bh_arena_t *a, const struct alloc_ctx *ac, unsign
   return pfn;
 }
 
+/* The request's context, from the gfp table of the slot's node; returns the table's entry
+ * (BH__GC_BAD: a mask the allocator refuses; then ac is not to be used). */
+static inline __attribute__((always_inline)) uint32_t
+alloc_ctx_init(const bh_arena_t *a, int slot, unsigned gfp, struct alloc_ctx *ac) {
+  ac->slot = slot;
+  ac->node = a->cfg.nr_nodes == 1 ? 0 : slot % (int)a->cfg.nr_nodes;
+  uint32_t gc = a->gfp_ctx[(unsigned)ac->node * (BH__GFP_VALID + 1) + gfp];
+  ac->highest = (int)(gc >> BH__GC_HIGHEST_SHIFT) & 7;
+  ac->mt = (int)(gc >> BH__GC_MT_SHIFT) & 7;
+  ac->gfp = gfp;
+  ac->preferred = (int)(gc & BH__GC_ZONE_MASK) - 1;
+  return gc;
+}
+
 /*
  * bh_alloc_pfn's body, inlined into it and into bh_alloc_pages so that the pointer interface
  * pays no call of its own (the same holds for free_pfn below).  pcp_busy: the pointer
@@ -1387,15 +1423,9 @@ alloc_pfn(bh_arena_t *a, unsigned gfp, unsigned order, int cpu, uint64_t *pfn_ou
   if (!a || !pfn_out || order > a->max_order || (gfp & ~BH__GFP_VALID))
     return BH_EINVAL;
   struct alloc_ctx ac;
-  ac.slot = pcp_slot(a, cpu);
-  ac.node = a->cfg.nr_nodes == 1 ? 0 : ac.slot % (int)a->cfg.nr_nodes;
-  uint32_t gc = a->gfp_ctx[(unsigned)ac.node * (BH__GFP_VALID + 1) + gfp];
+  uint32_t gc = alloc_ctx_init(a, pcp_slot(a, cpu), gfp, &ac);
   if (bh__unlikely(gc & BH__GC_BAD))
     return BH_EINVAL;
-  ac.highest = (int)(gc >> BH__GC_HIGHEST_SHIFT) & 7;
-  ac.mt = (int)(gc >> BH__GC_MT_SHIFT) & 7;
-  ac.gfp = gfp;
-  ac.preferred = (int)(gc & BH__GC_ZONE_MASK) - 1;
   if (bh__unlikely(ac.preferred < 0))
     return BH_ENOSPC;
 
@@ -1581,39 +1611,23 @@ void *bh_alloc_pages(bh_arena_t *a, unsigned gfp, unsigned order, int *err) {
   if (bh__unlikely(slot >= a->fast_slots))
     return alloc_pages_slow(a, gfp, order, err);
   struct alloc_ctx ac;
-  ac.slot = (int)slot;
-  ac.node = a->cfg.nr_nodes == 1 ? 0 : ac.slot % (int)a->cfg.nr_nodes;
-  uint32_t gc = a->gfp_ctx[(unsigned)ac.node * (BH__GFP_VALID + 1) + gfp];
-  ac.highest = (int)(gc >> BH__GC_HIGHEST_SHIFT) & 7;
-  ac.mt = (int)(gc >> BH__GC_MT_SHIFT) & 7;
-  ac.gfp = gfp;
-  ac.preferred = (int)(gc & BH__GC_ZONE_MASK) - 1;
+  uint32_t gc = alloc_ctx_init(a, (int)slot, gfp, &ac);
   if (bh__unlikely((gc & BH__GC_BAD) || ac.preferred < 0))
     return alloc_pages_slow(a, gfp, order, err);
   unsigned alloc_flags = gc >> BH__GC_FLAGS_SHIFT;
 
   /* alloc_fast without the full watermark check: only zone_watermark_fast's shortcut */
   bh__zone_t *z = &a->zones[ac.preferred];
-  unsigned zflags = atomic_load_explicit(&z->flags, memory_order_relaxed);
-  uint64_t mark =
-      wmark_pages(z, (zflags & BH__ZONE_BELOW_HIGH) ? alloc_flags : BH__ALLOC_WMARK_HIGH);
-  int64_t free_pages = atomic_load_explicit(&z->free_pages, memory_order_relaxed);
-  int64_t reserved = (alloc_flags & BH__ALLOC_RESERVES) ? 0 : (int64_t)z->nr_free_highatomic;
-  int64_t usable = free_pages - (reserved < free_pages ? reserved : free_pages);
-  if (bh__unlikely(usable <= (int64_t)(mark + z->lowmem_reserve[ac.highest])))
+  if (bh__unlikely(!watermark_order0_ok(z,
+                                        atomic_load_explicit(&z->free_pages, memory_order_relaxed),
+                                        first_zone_mark(z, alloc_flags), ac.highest, alloc_flags)))
     return alloc_pages_slow(a, gfp, order, err);
-  bh__pcp_t *pcp = &z->pcp[slot];
-  if (bh__unlikely(!bh__pcp_trylock(pcp))) /* a remote drain: rmqueue_pcplist's one failed
-                                            * trylock sends the first zone to its buddy lists */
+  uint64_t pfn = pcp_fast_take(a, z, &ac, 0);
+  if (bh__unlikely(pfn == BH__FAST_PCP_BUSY)) /* a remote drain: rmqueue_pcplist's one failed
+                                               * trylock sends the first zone to its buddy lists */
     return alloc_pages_general(a, gfp, 0, err, true);
-  uint32_t head = pcp->head + order_to_pindex(a, ac.mt, 0);
-  if (bh__unlikely(bh__list_empty(a, head))) {
-    bh__pcp_unlock(pcp);
+  if (bh__unlikely(pfn == UINT64_MAX))
     return alloc_pages_slow(a, gfp, order, err);
-  }
-  pcp->free_count >>= 1; /* as rmqueue_pcplist does */
-  uint32_t pfn = pcp_take(a, z, pcp, head, 0, &ac);
-  bh__pcp_unlock(pcp);
 
   if (bh__unlikely(
           (atomic_load_explicit(&z->flags, memory_order_relaxed) & BH__ZONE_BOOSTED_WATERMARK) ||
@@ -1654,11 +1668,9 @@ int bh_free_pages(bh_arena_t *a, void *addr, unsigned order) {
   if (bh__unlikely(!a->base || off >= a->map_bytes || ((uintptr_t)addr & (BH_PAGE_SIZE - 1))))
     return free_pages_slow(a, addr, order);
   uint64_t pfn = off >> BH_PAGE_SHIFT; /* below nr_pages: map_bytes is nr_pages pages */
-  /* check_free for order 0 (the alignment check has nothing to test) */
-  bh__page_t *p = &a->pages[pfn];
-  if (bh__unlikely((bh__pg_flags(p) & (BH__PG_ALLOC | BH__PG_NOPAGE)) != BH__PG_ALLOC ||
-                   bh__pg_order(p) != 0))
+  if (bh__unlikely(check_free(a, pfn, 0)))
     return free_pages_slow(a, addr, order);
+  bh__page_t *p = &a->pages[pfn];
   int mt = bh__pb_mt(a, pfn);
   if (bh__unlikely(mt > BH_MT_RECLAIMABLE))
     return free_pages_slow(a, addr, order);
