@@ -163,6 +163,37 @@ struct kept_event {
 };
 _Static_assert(sizeof(struct kept_event) == 32, "kept events stay 32 bytes");
 
+/* An event as kept.  A pcp event has no gfp and no failed flag: its migratetype (+ 1) and
+ * percpu_refill take their places. */
+static inline __attribute__((always_inline)) void kept_pack(struct kept_event *k,
+                                                            const bh_event_t *ev) {
+  *k = (struct kept_event){ev->time_ns, ev->pfn,   ev->gfp,    ev->cpu,
+                           ev->op,      ev->order, ev->failed, ev->origin};
+  if (bh__unlikely(ev->op >= BH_EV_PCPU_DRAIN)) {
+    k->gfp = (uint32_t)(ev->migratetype + 1);
+    k->failed = ev->percpu_refill;
+  }
+}
+
+/* The event kept_pack kept (what the replay reads of it), into ev. */
+static inline __attribute__((always_inline)) void kept_unpack(bh_event_t *ev,
+                                                              const struct kept_event *k) {
+  *ev = (bh_event_t){.time_ns = k->time_ns,
+                     .pfn = k->pfn,
+                     .gfp = k->gfp,
+                     .cpu = k->cpu,
+                     .op = k->op,
+                     .order = k->order,
+                     .failed = k->failed,
+                     .origin = k->origin};
+  if (bh__unlikely(k->op >= BH_EV_PCPU_DRAIN)) {
+    ev->migratetype = (int8_t)((int)k->gfp - 1);
+    ev->percpu_refill = k->failed;
+    ev->gfp = 0;
+    ev->failed = 0;
+  }
+}
+
 static int open_trace(struct replay *r, bh_trace_t **t) {
   /* the pcp events are of use where the arena's pfns are the kernel's */
   bh_trace_opts_t o = {.lenient = r->cfg->lenient,
@@ -419,12 +450,7 @@ static inline __attribute__((always_inline)) int scan_keep_event(void *ctx, cons
   if (bh__unlikely(sc->events == st->kept_cap))
     keep_grow(st);
   if (st->keep)
-    sc->kept[sc->events] = (struct kept_event){ev->time_ns, ev->pfn,   ev->gfp,    ev->cpu,
-                                               ev->op,      ev->order, ev->failed, ev->origin};
-  if (st->keep && bh__unlikely(ev->op >= BH_EV_PCPU_DRAIN)) { /* gfp and failed are free */
-    sc->kept[sc->events].gfp = (uint32_t)(ev->migratetype + 1);
-    sc->kept[sc->events].failed = ev->percpu_refill;
-  }
+    kept_pack(&sc->kept[sc->events], ev);
   return scan_event(ctx, ev);
 }
 
@@ -1435,20 +1461,8 @@ __attribute__((noinline)) static int play_some_origins(struct replay *r, bh_trac
 __attribute__((noinline)) static int play_kept(struct replay *r, const struct kept_event *k,
                                                uint64_t n) {
   for (const struct kept_event *end = k + n; k < end; k++) {
-    bh_event_t ev = {.time_ns = k->time_ns,
-                     .pfn = k->pfn,
-                     .gfp = k->gfp,
-                     .cpu = k->cpu,
-                     .op = k->op,
-                     .order = k->order,
-                     .failed = k->failed,
-                     .origin = k->origin};
-    if (bh__unlikely(k->op >= BH_EV_PCPU_DRAIN)) { /* as scan_keep_event keeps them */
-      ev.migratetype = (int8_t)((int)k->gfp - 1);
-      ev.percpu_refill = k->failed;
-      ev.gfp = 0;
-      ev.failed = 0;
-    }
+    bh_event_t ev;
+    kept_unpack(&ev, k);
     int err = play_event(r, &ev);
     if (bh__unlikely(err))
       return err;
