@@ -692,7 +692,7 @@ COLD static void pretrace_moves_apply(struct replay *r) {
       break;
     bh__pfn_set_val(e, r->moves[i].to);
     bh__pfn_set_order(e, r->moves[i].order);
-    bh__pfn_set_kind(e, BH__PFN_PRETRACE);
+    bh__pfn_set_kind(e, BH__PFN_PRETRACE); /* the insert gives only a new entry its kind */
   }
   r->nmoves = 0;
 }
