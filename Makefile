@@ -128,11 +128,14 @@ test-asan:
 	  $(CTEST) -V -j $(JOBS) 2>&1 | tee ctest.log
 
 # ThreadSanitizer over the tests that race threads against each other (names with "thread").
+# Only their programs are built (each test is named after its target): a third of the time
+# of building everything.
 test-tsan:
 	@echo "==== $(TSAN_BUILD): ThreadSanitizer build, threaded tests"
 	$(CMAKE) -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBH_TSAN=ON \
 	  -DBH_BUILD_BENCH=OFF -DBH_BUILD_TESTS=ON $(CMAKE_FLAGS)
-	$(CMAKE) --build $(TSAN_BUILD) -j $(JOBS)
+	$(CMAKE) --build $(TSAN_BUILD) -j $(JOBS) --target \
+	  $$(cd $(TSAN_BUILD) && $(CTEST) -N -R thread | awk '/Test +#[0-9]+:/ { print $$3 }')
 	cd $(TSAN_BUILD) && TSAN_OPTIONS=halt_on_error=1 $(CTEST) -V -R thread 2>&1 | tee ctest.log
 
 # `buddyhint sweep --engine slurm` on a real one-node Slurm cluster (munged, slurmctld, slurmd
