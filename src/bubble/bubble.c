@@ -172,25 +172,11 @@ static int bub_create(bh_hint_t *h, const bh_opt_t *opts, size_t nopts, void **s
 
 static void bub_stats(void *state, bh_stat_emit_fn emit, void *ctx) {
   struct bubble *b = state;
-  uint64_t ev[BH_NR_STATS];
-  bh_stats_read(b->pr.a, ev);
   emit(ctx, "passes", (double)bh__pr_get(&b->pr.passes));
   emit(ctx, "cycles", (double)bh__pr_get(&b->pr.cycles));
-  emit(ctx, "requests", (double)bh__pr_get(&b->pr.requests));
-  emit(ctx, "requeues", (double)bh__pr_get(&b->pr.requeues));
-  emit(ctx, "report_calls", (double)bh__pr_get(&b->pr.report_calls));
-  emit(ctx, "report_errors", (double)bh__pr_get(&b->pr.report_errors));
-  emit(ctx, "blocks_reported", (double)bh__pr_get(&b->pr.blocks_reported));
-  emit(ctx, "bytes_reported", (double)bh__pr_get(&b->pr.pages_reported) * (double)BH_PAGE_SIZE);
-  emit(ctx, "skipped_reported", (double)bh__pr_get(&b->pr.skipped_reported));
-  emit(ctx, "putback_merged", (double)bh__pr_get(&b->pr.putback_merged));
-  emit(ctx, "zone_skipped_wmark", (double)bh__pr_get(&b->pr.zone_skipped_wmark));
-  emit(ctx, "isolate_fail", (double)bh__pr_get(&b->pr.isolate_fail));
-  emit(ctx, "budget_exhausted", (double)bh__pr_get(&b->pr.budget_exhausted));
+  bh__pr_stats_reports(&b->pr, emit, ctx);
+  bh__pr_stats_cycles(&b->pr, emit, ctx);
   emit(ctx, "hwm_deferred", (double)atomic_load_explicit(&b->hwm_deferred, memory_order_relaxed));
-  emit(ctx, "lock_ns", (double)bh__pr_get(&b->pr.lock_ns));
-  emit(ctx, "reported_alloc", (double)ev[BH_STAT_reported_alloc]);
-  emit(ctx, "reported_merge", (double)ev[BH_STAT_reported_merge]);
 }
 
 const bh_strategy_ops_t bh__strategy_bubble = {

@@ -1204,15 +1204,6 @@ int bh_gfp_migratetype(unsigned gfp) { return gfp_migratetype(gfp); }
 /* alloc_fast's answer when the preferred zone passed its watermark but its pcp lock was taken */
 #define BH__FAST_PCP_BUSY (UINT64_MAX - 1)
 
-/*
- * The fast path of get_page_from_freelist: the preferred zone (the first of the zonelist)
- * passes its watermark and the pcp list of the request's type has a block.  It does what the
- * zonelist walk does for its first zone, without the walk.  Anything else (a failed check,
- * the first time BELOW_HIGH must be set, an empty list to refill) returns UINT64_MAX before
- * any side effect, and the caller takes the full path; a busy pcp returns BH__FAST_PCP_BUSY,
- * and the full path starts without that zone's pcp, as rmqueue_pcplist's one failed trylock
- * sends rmqueue to the buddy lists (6.12 mm/page_alloc.c:3112-3116, :2758-2763).
- */
 /* The mark the first zone is checked against: get_page_from_freelist checks the high mark
  * until the zone is first found below it (ZONE_BELOW_HIGH), then the request's own. */
 static inline __attribute__((always_inline)) uint64_t first_zone_mark(const bh__zone_t *z,
@@ -1239,6 +1230,15 @@ pcp_fast_take(bh_arena_t *a, bh__zone_t *z, const struct alloc_ctx *ac, unsigned
   return pfn;
 }
 
+/*
+ * The fast path of get_page_from_freelist: the preferred zone (the first of the zonelist)
+ * passes its watermark and the pcp list of the request's type has a block.  It does what the
+ * zonelist walk does for its first zone, without the walk.  Anything else (a failed check,
+ * the first time BELOW_HIGH must be set, an empty list to refill) returns UINT64_MAX before
+ * any side effect, and the caller takes the full path; a busy pcp returns BH__FAST_PCP_BUSY,
+ * and the full path starts without that zone's pcp, as rmqueue_pcplist's one failed trylock
+ * sends rmqueue to the buddy lists (6.12 mm/page_alloc.c:3112-3116, :2758-2763).
+ */
 static inline __attribute__((always_inline)) uint64_t
 alloc_fast(bh_arena_t *a, const struct alloc_ctx *ac, unsigned order, unsigned alloc_flags) {
   bh__zone_t *z = &a->zones[ac->preferred];
@@ -1467,10 +1467,10 @@ int bh_alloc_pfn(bh_arena_t *a, unsigned gfp, unsigned order, int cpu, uint64_t 
 /* Freeing: validation, pcp or zone                                                          */
 /* ---------------------------------------------------------------------------------------- */
 
-static inline __attribute__((always_inline)) int check_free(const bh_arena_t *a, uint64_t pfn,
-                                                            unsigned order) {
-  if (pfn >= a->nr_pages)
-    return BH_EFAULT;
+/* check_free's checks after the bound: for a pfn known to be in the arena (the pointer
+ * interface's fast free has it from an offset below the mapping's size). */
+static inline __attribute__((always_inline)) int check_free_in_arena(const bh_arena_t *a,
+                                                                     uint64_t pfn, unsigned order) {
   if (order > a->max_order)
     return BH_EINVAL;
   if (pfn & ((1ull << order) - 1))
@@ -1481,6 +1481,13 @@ static inline __attribute__((always_inline)) int check_free(const bh_arena_t *a,
   if (bh__pg_order(p) != order)
     return BH_EORDER;
   return BH_OK;
+}
+
+static inline __attribute__((always_inline)) int check_free(const bh_arena_t *a, uint64_t pfn,
+                                                            unsigned order) {
+  if (pfn >= a->nr_pages)
+    return BH_EFAULT;
+  return check_free_in_arena(a, pfn, order);
 }
 
 /*
@@ -1668,7 +1675,7 @@ int bh_free_pages(bh_arena_t *a, void *addr, unsigned order) {
   if (bh__unlikely(!a->base || off >= a->map_bytes || ((uintptr_t)addr & (BH_PAGE_SIZE - 1))))
     return free_pages_slow(a, addr, order);
   uint64_t pfn = off >> BH_PAGE_SHIFT; /* below nr_pages: map_bytes is nr_pages pages */
-  if (bh__unlikely(check_free(a, pfn, 0)))
+  if (bh__unlikely(check_free_in_arena(a, pfn, 0)))
     return free_pages_slow(a, addr, order);
   bh__page_t *p = &a->pages[pfn];
   int mt = bh__pb_mt(a, pfn);

@@ -194,7 +194,6 @@ static void tracer_close(tracer_t *tr) {
             strerror(errno));
 }
 
-/* The kmem events' formats, as the kernel describes them, and their decoder. */
 /*
  * The instance's sub-buffer header and kmem event formats, parsed into a tep of our own.  This
  * is what tracefs_local_events_system(dir, {"kmem"}) reads, without the /proc/kallsyms,
@@ -231,6 +230,7 @@ static struct tep_handle *kmem_tep(const tracer_t *tr) {
   return tep;
 }
 
+/* The kmem events' formats, as the kernel describes them, and their decoder. */
 static int tracer_formats(tracer_t *tr) {
   tr->tep = kmem_tep(tr); /* the instance's own */
   char why[160] = "";

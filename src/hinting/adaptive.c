@@ -524,16 +524,9 @@ _Static_assert(sizeof(order_names) / sizeof(order_names[0]) == BH_ORDER_LIMIT + 
 
 static void ad_stats(void *state, bh_stat_emit_fn emit, void *ctx) {
   struct adaptive *ad = state;
-  uint64_t ev[BH_NR_STATS];
-  bh_stats_read(ad->pr.a, ev);
-  emit(ctx, "passes", (double)get(&ad->pr.passes));
+  emit(ctx, "passes", (double)bh__pr_get(&ad->pr.passes));
   emit(ctx, "scans", (double)get(&ad->scans));
-  emit(ctx, "requests", (double)get(&ad->pr.requests));
-  emit(ctx, "requeues", (double)get(&ad->pr.requeues));
-  emit(ctx, "report_calls", (double)get(&ad->pr.report_calls));
-  emit(ctx, "report_errors", (double)get(&ad->pr.report_errors));
-  emit(ctx, "blocks_reported", (double)get(&ad->pr.blocks_reported));
-  emit(ctx, "bytes_reported", (double)get(&ad->pr.pages_reported) * (double)BH_PAGE_SIZE);
+  bh__pr_stats_reports(&ad->pr, emit, ctx);
   emit(ctx, "aged_report_calls", (double)get(&ad->aged_report_calls));
   emit(ctx, "aged_host_calls", (double)get(&ad->aged_host_calls));
   emit(ctx, "aged_blocks_reported", (double)get(&ad->aged_blocks));
@@ -542,14 +535,7 @@ static void ad_stats(void *state, bh_stat_emit_fn emit, void *ctx) {
     emit(ctx, order_names[k], (double)get(&ad->aged_by_order[k]));
   emit(ctx, "marked", (double)get(&ad->marked));
   emit(ctx, "rate_deferred", (double)get(&ad->rate_deferred));
-  emit(ctx, "skipped_reported", (double)get(&ad->pr.skipped_reported));
-  emit(ctx, "putback_merged", (double)get(&ad->pr.putback_merged));
-  emit(ctx, "zone_skipped_wmark", (double)get(&ad->pr.zone_skipped_wmark));
-  emit(ctx, "isolate_fail", (double)get(&ad->pr.isolate_fail));
-  emit(ctx, "budget_exhausted", (double)get(&ad->pr.budget_exhausted));
-  emit(ctx, "lock_ns", (double)get(&ad->pr.lock_ns));
-  emit(ctx, "reported_alloc", (double)ev[BH_STAT_reported_alloc]);
-  emit(ctx, "reported_merge", (double)ev[BH_STAT_reported_merge]);
+  bh__pr_stats_cycles(&ad->pr, emit, ctx);
 }
 
 const bh_strategy_ops_t bh__strategy_adaptive = {

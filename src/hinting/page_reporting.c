@@ -197,3 +197,25 @@ bool bh__pr_pass(bh__prdev_t *pr) {
   bh__pr_bump(&pr->requeues, 1);
   return true;
 }
+
+void bh__pr_stats_reports(bh__prdev_t *pr, bh_stat_emit_fn emit, void *ctx) {
+  emit(ctx, "requests", (double)bh__pr_get(&pr->requests));
+  emit(ctx, "requeues", (double)bh__pr_get(&pr->requeues));
+  emit(ctx, "report_calls", (double)bh__pr_get(&pr->report_calls));
+  emit(ctx, "report_errors", (double)bh__pr_get(&pr->report_errors));
+  emit(ctx, "blocks_reported", (double)bh__pr_get(&pr->blocks_reported));
+  emit(ctx, "bytes_reported", (double)bh__pr_get(&pr->pages_reported) * (double)BH_PAGE_SIZE);
+}
+
+void bh__pr_stats_cycles(bh__prdev_t *pr, bh_stat_emit_fn emit, void *ctx) {
+  uint64_t ev[BH_NR_STATS];
+  bh_stats_read(pr->a, ev);
+  emit(ctx, "skipped_reported", (double)bh__pr_get(&pr->skipped_reported));
+  emit(ctx, "putback_merged", (double)bh__pr_get(&pr->putback_merged));
+  emit(ctx, "zone_skipped_wmark", (double)bh__pr_get(&pr->zone_skipped_wmark));
+  emit(ctx, "isolate_fail", (double)bh__pr_get(&pr->isolate_fail));
+  emit(ctx, "budget_exhausted", (double)bh__pr_get(&pr->budget_exhausted));
+  emit(ctx, "lock_ns", (double)bh__pr_get(&pr->lock_ns));
+  emit(ctx, "reported_alloc", (double)ev[BH_STAT_reported_alloc]);
+  emit(ctx, "reported_merge", (double)ev[BH_STAT_reported_merge]);
+}

@@ -83,4 +83,10 @@ BH__INTERNAL int bh__pr_report(bh__prdev_t *pr, const bh_report_range_t *r, unsi
 BH__INTERNAL void bh__pr_drain(bh__prdev_t *pr, bh_zone_t *z, const bh_report_range_t *r,
                                unsigned n, bool reported);
 
+/* The counters every strategy built on this emits (bh_strategy_ops_t.stats), in two runs: the
+ * requests and reports, then the cycles' outcomes, the worker's lock time and the arena's
+ * allocations and merges of reported blocks. */
+BH__INTERNAL void bh__pr_stats_reports(bh__prdev_t *pr, bh_stat_emit_fn emit, void *ctx);
+BH__INTERNAL void bh__pr_stats_cycles(bh__prdev_t *pr, bh_stat_emit_fn emit, void *ctx);
+
 #endif

@@ -811,13 +811,6 @@ static inline int prefix_walk(bh__tparse_t *p, const char *s, size_t n, bh_event
   return ic;
 }
 
-/*
- * Does the line start with the cached start c, followed by a timestamp with as many digits
- * before and after its '.' and then ": "?  prefix_walk would then read the same pid and cpu
- * and stop at the same ':', because it reads nothing before the seconds but those bytes, and
- * after them only where the digits, the '.' and the first such ':' are.  Sets ev's time, pid
- * and cpu and returns the ':' position, or FAST_NO where prefix_walk is to be asked.  n >= 64.
- */
 #ifdef __SSE2__
 /* Bit i set where the bytes a[i] and b[i] are equal, for 16 bytes. */
 HOT uint64_t equal16(const char *a, const char *b) {
@@ -827,6 +820,13 @@ HOT uint64_t equal16(const char *a, const char *b) {
 }
 #endif
 
+/*
+ * Does the line start with the cached start c, followed by a timestamp with as many digits
+ * before and after its '.' and then ": "?  prefix_walk would then read the same pid and cpu
+ * and stop at the same ':', because it reads nothing before the seconds but those bytes, and
+ * after them only where the digits, the '.' and the first such ':' are.  Sets ev's time, pid
+ * and cpu and returns the ':' position, or FAST_NO where prefix_walk is to be asked.  n >= 64.
+ */
 HOT int start_hit(struct bh__kprefix *c, const char *s, size_t n, bh_event_t *ev) {
   int l = c->len, dot = c->dot, ic = c->ic;
   if (!l)
@@ -887,10 +887,12 @@ static inline const char *uncut_gfp(bh__tparse_t *p, const char *v, const char *
     p->gfp_unknown += (uint64_t)p->gfp_unknown_last;
     return v + n;
   }
-  /* a miss: the end of the line is searched for, then the word read as fast_gfp reads it; a
-   * '\r' before the '\n' is left to the cut line's parser, which drops it */
+  /* a miss: the end of the line is searched for, then the word parsed as gfp_value parses a
+   * miss (the cached text cannot match a word without blanks that the compare above missed);
+   * a '\r' before the '\n' is left to the cut line's parser, which drops it */
   const char *nl = memchr(v, '\n', (size_t)(e - v));
-  if (!nl || (nl > v && nl[-1] == '\r') || word_end(v, nl) != nl || !gfp_value(p, v, nl, gfp))
+  if (!nl || (nl > v && nl[-1] == '\r') || word_end(v, nl) != nl ||
+      bh__gfp_parse_cached(p, v, (size_t)(nl - v), gfp) < 0)
     return NULL;
   return nl;
 }
