@@ -32,8 +32,8 @@
 #include <buddyhint/report.h>
 #include <buddyhint/trace.h>
 
-#include "trace/outfile.h"
-#include "trace/pfnmap.h"
+#include "common/outfile.h"
+#include "replay/pfnmap.h"
 
 #include <jemalloc/jemalloc.h>
 

@@ -12,7 +12,7 @@
  * goes to a temporary file renamed into place by a successful close, so that a failed or
  * killed run never leaves a short trace under the name (nor destroys a file that was there).
  */
-#include "trace/outfile.h"
+#include "common/outfile.h"
 #include "trace/trace_internal.h"
 
 #include <endian.h>

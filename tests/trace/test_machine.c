@@ -11,7 +11,7 @@
 #include <buddyhint/machine.h>
 
 #include "buddy/internal.h"
-#include "trace/machine_internal.h"
+#include "machine/machine_internal.h"
 
 #define MDATA BH_SOURCE_DIR "/tests/trace/data/machine"
 

@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "trace/pfnmap.h"
+#include "replay/pfnmap.h"
 
 enum { BASE = 5000, SPAN = 3000, UNIVERSE = 12000 };
 

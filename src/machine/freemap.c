@@ -51,7 +51,7 @@
  *   R GAP ORDER [COUNT]   COUNT reported free blocks, as F but GAP from the end of the previous
  *                         R line's blocks; each must be one of the F lines' blocks
  */
-#include "trace/machine_internal.h"
+#include "machine/machine_internal.h"
 
 #include <stdlib.h>
 #include <string.h>

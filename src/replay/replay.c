@@ -14,12 +14,12 @@
 #include "buddy/internal.h"
 #include "hinting/hint.h"
 #include "hinting/reporter.h"
-#include "trace/attrib.h"
-#include "trace/pfnmap.h"
-#include "trace/replay_machine.h"
-#include "trace/replay_shared.h"
+#include "replay/attrib.h"
+#include "replay/pfnmap.h"
+#include "replay/replay_machine.h"
+#include "replay/replay_shared.h"
 #include "trace/trace_internal.h"
-#include "trace/json.h"
+#include "common/json.h"
 
 #include <buddyhint/replay.h>
 

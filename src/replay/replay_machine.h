@@ -7,7 +7,7 @@
 #ifndef BH_TRACE_REPLAY_MACHINE_H
 #define BH_TRACE_REPLAY_MACHINE_H
 
-#include "trace/start_state.h"
+#include "replay/start_state.h"
 
 #include <buddyhint/replay.h>
 

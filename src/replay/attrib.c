@@ -11,8 +11,8 @@
  * the arena (mincore, or the sim backing's written-and-not-discarded pages) are summed per
  * stamp, and the origins are grouped by the key asked for.
  */
-#include "trace/attrib.h"
-#include "trace/json.h"
+#include "replay/attrib.h"
+#include "common/json.h"
 
 #include <stdio.h>
 #include <stdlib.h>

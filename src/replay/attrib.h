@@ -8,7 +8,7 @@
 #define BH_TRACE_ATTRIB_H
 
 #include "trace/foreign.h"
-#include "trace/pfnmap.h"
+#include "replay/pfnmap.h"
 
 #include <buddyhint/replay.h>
 

@@ -2,7 +2,7 @@
  * Reading a snapshot from /proc (or from a directory of its files copied out of another
  * machine, a guest for instance) and the running machine's allocator settings.
  */
-#include "trace/machine_internal.h"
+#include "machine/machine_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>

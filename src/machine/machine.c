@@ -6,7 +6,7 @@
  * "promo" line (6.0+), the pagesets' high_min/high_max (6.7+), pagetypeinfo with or without a
  * CMA column, several nodes (pagetypeinfo repeats its header per node).
  */
-#include "trace/machine_internal.h"
+#include "machine/machine_internal.h"
 
 #include <errno.h>
 #include <stdlib.h>

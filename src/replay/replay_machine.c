@@ -9,11 +9,11 @@
  * what sat on pcp lists, the start state's own error, and the snapshots' reading time all end
  * up in it, beside the allocator's divergence.
  */
-#include "trace/replay_machine.h"
+#include "replay/replay_machine.h"
 
 #include "buddy/internal.h"
-#include "trace/json.h"
-#include "trace/machine_internal.h"
+#include "common/json.h"
+#include "machine/machine_internal.h"
 
 #include <buddyhint/strategy.h>
 

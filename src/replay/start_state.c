@@ -25,7 +25,7 @@
  * empty: every zone's last managed pages before its end of present memory are free, in
  * Movable pageblocks, the rest allocated: a machine after boot, before anything ran.
  */
-#include "trace/start_state.h"
+#include "replay/start_state.h"
 
 #include <stdlib.h>
 #include <string.h>

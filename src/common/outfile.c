@@ -2,7 +2,7 @@
  * Output files: a temporary file renamed into place for regular files, direct writes for
  * anything else, and never an unlink of a path we did not create (see outfile.h).
  */
-#include "trace/outfile.h"
+#include "common/outfile.h"
 
 #include <errno.h>
 #include <fcntl.h>
