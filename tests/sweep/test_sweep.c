@@ -3,7 +3,7 @@
  * of job ids, the checks that reject a bad spec with its line, the manifest of a sweep folder,
  * the state of a job, and the merged table.  Traces are the sample traces of traces/.
  */
-#include "cli/sweep.h"
+#include "cli/sweep/sweep.h"
 
 #include <stdarg.h>
 #include <stddef.h>

@@ -6,7 +6,7 @@
  * a reference.  The numbers are computed here; plots/sweep.gp only draws them.
  */
 #include "cli/cli.h"
-#include "cli/sweep.h"
+#include "cli/sweep/sweep.h"
 
 #include <errno.h>
 #include <limits.h>

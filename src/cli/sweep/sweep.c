@@ -8,10 +8,10 @@
  * lenient, max-order) and no seed: its other coordinates are empty, and the grid points that
  * differ only there are one job.
  */
-#include "cli/sweep.h"
+#include "cli/sweep/sweep.h"
 
 #include "cli/replay_opts.h"
-#include "cli/sweep_spec.h"
+#include "cli/sweep/sweep_spec.h"
 
 #include <buddyhint.h>
 

@@ -9,7 +9,7 @@
  *   - the command runs as the user who invoked sudo (SUDO_UID, SUDO_GID and that user's
  *     supplementary groups) unless --as-root is given.
  */
-#include "cli/record_safety.h"
+#include "cli/record/record_safety.h"
 
 #include <dirent.h>
 #include <errno.h>

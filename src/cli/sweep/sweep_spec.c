@@ -6,7 +6,7 @@
  * "NAME[:KEY=VALUE...]" or a mapping NAME: {KEY: VALUE | [VALUES]} whose lists are axes of
  * that strategy only; a spec without strategies has compare's default, none, bitmap, bubble.
  */
-#include "cli/sweep_spec.h"
+#include "cli/sweep/sweep_spec.h"
 
 #include "cli/baseline.h"
 #include "cli/replay_opts.h"

@@ -12,7 +12,7 @@
  * Events outside [start of the free map's reading, start of the end snapshot's] are left
  * out (a busy machine makes some 200,000 a second).
  */
-#include "cli/record_machine.h"
+#include "cli/record/record_machine.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -13,7 +13,7 @@
 #include "cli/baseline.h"
 #include "cli/replay_opts.h"
 #include "cli/run_json.h"
-#include "cli/sweep.h"
+#include "cli/sweep/sweep.h"
 
 #include <errno.h>
 #include <fcntl.h>

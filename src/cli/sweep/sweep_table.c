@@ -5,7 +5,7 @@
  * columns of the same names hold them (the trace as the spec names it, the strategy's label).
  * A coordinate that reads as a number is a number.
  */
-#include "cli/sweep.h"
+#include "cli/sweep/sweep.h"
 
 #include <buddyhint.h>
 
