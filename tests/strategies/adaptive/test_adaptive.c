@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "adaptive/adaptive_test_util.h"
+#include "strategies/adaptive/adaptive_test_util.h"
 
 #include <buddyhint/replay.h>
 

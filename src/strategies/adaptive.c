@@ -53,7 +53,7 @@
  *
  * With low = order the aging part is off and the strategy reports exactly what bubble does.
  */
-#include "hinting/page_reporting.h"
+#include "strategies/page_reporting.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "hint_test_util.h"
+#include "hinting/hint_test_util.h"
 
 #define NCHUNKS 48
 #define GFP BH_GFP_MOVABLE

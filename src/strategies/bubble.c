@@ -58,7 +58,7 @@
  * As in the kernel's page_reporting_register(), attaching requests an initial pass (one delay
  * after attaching) that reports whatever is already free.
  */
-#include "hinting/page_reporting.h"
+#include "strategies/page_reporting.h"
 #include "hinting/hint.h"
 
 #include <stdlib.h>

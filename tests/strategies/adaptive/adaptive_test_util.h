@@ -2,7 +2,7 @@
 #ifndef BH_TESTS_ADAPTIVE_UTIL_H
 #define BH_TESTS_ADAPTIVE_UTIL_H
 
-#include "bubble/bubble_test_util.h"
+#include "strategies/bubble/bubble_test_util.h"
 
 /* Attaches strategy `name` with options "k=v k=v" (NULL: none) in the given clock. */
 static inline bh_hint_t *at_attach(bh_arena_t *a, const char *name, bh_clock_mode_t clock,

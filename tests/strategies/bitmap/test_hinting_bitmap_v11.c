@@ -24,7 +24,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "hint_test_util.h"
+#include "hinting/hint_test_util.h"
 
 #define NPAIRS 48
 

@@ -2,7 +2,7 @@
  * Free page reporting's cycle, shared by bubble and adaptive: see page_reporting.h, and
  * src/bubble/bubble.c for the whole description of what a pass does and why.
  */
-#include "hinting/page_reporting.h"
+#include "strategies/page_reporting.h"
 
 #include <string.h>
 #include <time.h>
