@@ -6,7 +6,7 @@
  * second sample.  A peak taken from that sample alone came out at 18 MiB against 200 MiB live;
  * it is now measured before every worker step, the only moments resident memory falls.
  */
-#include "trace_test_util.h"
+#include "trace/trace_test_util.h"
 
 #include <buddyhint/gen.h>
 #include <buddyhint/replay.h>

@@ -16,7 +16,7 @@
  *    strategy: they are not reported again, the others are; they wait at the tail of their
  *    free lists, so an allocation takes an unreported block first.
  */
-#include "trace_test_util.h"
+#include "trace/trace_test_util.h"
 
 #include <buddyhint/machine.h>
 #include <buddyhint/replay.h>

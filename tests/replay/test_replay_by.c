@@ -10,7 +10,7 @@
  * (2 s, mm/page_reporting.c:50) has passed; an allocation that gets such a block back takes
  * its 512 pages as refaults.
  */
-#include "trace_test_util.h"
+#include "trace/trace_test_util.h"
 
 #include <buddyhint/replay.h>
 

@@ -5,7 +5,7 @@
  * replay thread writes that bitmap and allocates.  Run under ThreadSanitizer ("thread" in the
  * name), a plain access to either bitmap from both threads is a reported race.
  */
-#include "trace_test_util.h"
+#include "trace/trace_test_util.h"
 
 #include <buddyhint/replay.h>
 

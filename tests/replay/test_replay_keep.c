@@ -14,7 +14,7 @@
  * Every summary must be the same.  Only the trace's name and format, the wall-clock keys and
  * the header lines a text file has (skipped_lines) may differ.
  */
-#include "trace_test_util.h"
+#include "trace/trace_test_util.h"
 
 #include <buddyhint/gen.h>
 #include <buddyhint/replay.h>

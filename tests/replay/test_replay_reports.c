@@ -11,7 +11,7 @@
  * blocks add up to the summary's reported_bytes, each aligned to its order and inside the
  * arena, none twice (nothing is allocated after the reports).
  */
-#include "trace_test_util.h"
+#include "trace/trace_test_util.h"
 
 #include <buddyhint/replay.h>
 

@@ -11,7 +11,7 @@
  * generated traces.  Each run
  * must succeed: a count that drifted from the bitmaps once fails it.
  */
-#include "trace_test_util.h"
+#include "trace/trace_test_util.h"
 
 #include <buddyhint/replay.h>
 

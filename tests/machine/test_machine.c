@@ -6,7 +6,7 @@
  * from the arena as a kernel would print them, and the free map must give back its free
  * blocks exactly and its pageblock counts per type.
  */
-#include "trace_test_util.h"
+#include "trace/trace_test_util.h"
 
 #include <buddyhint/machine.h>
 
