@@ -94,7 +94,7 @@ typedef struct bh_snapshot_zone {
  * MAX_PAGE_ORDER).  Pageblock migratetypes are not exported; they are inferred from the pages
  * in each block (LRU, anonymous or mapped pages: movable; slab, page tables, other kernel
  * pages: unmovable or reclaimable), then adjusted to match pagetypeinfo's counts per type and,
- * as far as it can, its free blocks per type and order (see src/trace/freemap.c).
+ * as far as it can, its free blocks per type and order (see src/machine/freemap.c).
  */
 typedef struct bh_snapshot {
   bool have_buddyinfo, have_pagetypeinfo, have_zoneinfo, have_freemap;

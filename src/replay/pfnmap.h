@@ -1,6 +1,6 @@
 /*
  * A map from recorded pfn to the replay's own block, shared by the buddy replay
- * (src/trace/replay.c) and the jemalloc baseline (src/baseline/jemalloc_replay.c), so that
+ * (src/replay/replay.c) and the jemalloc baseline (src/baseline/jemalloc_replay.c), so that
  * both treat a trace's pfns by the same rules.
  *
  * It has two parts.  The hash part takes any pfn: open addressing with linear probing and

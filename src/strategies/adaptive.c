@@ -91,7 +91,7 @@ struct ad_piece {
 };
 
 struct adaptive {
-  bh__prdev_t pr; /* part one, page_reporting's cycle (src/hinting/page_reporting.c), and
+  bh__prdev_t pr; /* part one, page_reporting's cycle (src/strategies/page_reporting.c), and
                    * the settings both parts share: the arena, order, max_order, capacity */
   unsigned low;
   uint64_t interval_ns, age_ns;

@@ -65,7 +65,7 @@
 #include <string.h>
 
 struct bubble {
-  bh__prdev_t pr; /* the cycle, its state and its counters (src/hinting/page_reporting.c) */
+  bh__prdev_t pr; /* the cycle, its state and its counters (src/strategies/page_reporting.c) */
   uint64_t hwm;
   _Atomic uint64_t hwm_deferred; /* notifications that did not request (hwm only) */
 };

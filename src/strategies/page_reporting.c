@@ -1,6 +1,6 @@
 /*
  * Free page reporting's cycle, shared by bubble and adaptive: see page_reporting.h, and
- * src/bubble/bubble.c for the whole description of what a pass does and why.
+ * src/strategies/bubble.c for the whole description of what a pass does and why.
  */
 #include "strategies/page_reporting.h"
 

@@ -1,5 +1,5 @@
 /*
- * Synthetic trace generators (src/trace/gen.c): every event stream is checked by an
+ * Synthetic trace generators (src/gen/gen.c): every event stream is checked by an
  * independent model of what a kernel trace may contain.
  *
  *   - time strictly increases, seq counts from 0, cpu >= 0, pid > 0;

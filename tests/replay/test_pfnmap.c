@@ -1,5 +1,5 @@
 /*
- * The recorded-pfn map (src/trace/pfnmap.h): pfns inside the dense range (8-byte cells) and
+ * The recorded-pfn map (src/replay/pfnmap.h): pfns inside the dense range (8-byte cells) and
  * outside it (the hash part) behave alike for insert, find, delete and the fields of an
  * entry; the hash part grows without losing the dense cells; the one numbering of both parts
  * reaches every entry once, with its pfn; and a map asked for values that do not fit a cell

@@ -1,7 +1,7 @@
 /*
- * The sweep unit (src/cli/sweep.c, sweep_table.c): a spec's expansion into jobs, the stability
- * of job ids, the checks that reject a bad spec with its line, the manifest of a sweep folder,
- * the state of a job, and the merged table.  Traces are the sample traces of traces/.
+ * The sweep unit (src/cli/sweep/sweep.c, sweep_table.c): a spec's expansion into jobs, the
+ * stability of job ids, the checks that reject a bad spec with its line, the manifest of a sweep
+ * folder, the state of a job, and the merged table.  Traces are the sample traces of traces/.
  */
 #include "cli/sweep/sweep.h"
 

@@ -1,5 +1,5 @@
 /*
- * Bitmap page hinting (src/hinting/bitmap.c) on crafted states: small mmap arenas without pcp
+ * Bitmap page hinting (src/strategies/bitmap.c) on crafted states: small mmap arenas without pcp
  * lists, order-9 chunks allocated by the test so that it knows which frees merge where.
  *
  * The usual layout: 48 order-9 chunks are allocated from a 128 MiB Normal zone; they come in
