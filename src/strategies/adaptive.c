@@ -54,6 +54,7 @@
  * With low = order the aging part is off and the strategy reports exactly what bubble does.
  */
 #include "strategies/page_reporting.h"
+#include "strategies/strategies.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -62,8 +63,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-extern const bh_strategy_ops_t bh__strategy_adaptive;
 
 #define AD_DEFAULT_INTERVAL_NS (2 * BH_NS_PER_SEC) /* aging scan period */
 #define AD_DEFAULT_AGE_NS (32 * BH_NS_PER_SEC)     /* age of the largest aging order */

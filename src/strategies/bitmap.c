@@ -31,9 +31,9 @@
  * `clear_on_alloc=1` clears a chunk's bit when its block is allocated; `recheck=1` rescans at
  * the end of a pass when frees during the pass filled a zone type again.
  */
-#include "buddy/internal.h"
-#include "hinting/hint.h"
+#include "strategies/strategies.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 

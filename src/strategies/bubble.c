@@ -59,7 +59,7 @@
  * after attaching) that reports whatever is already free.
  */
 #include "strategies/page_reporting.h"
-#include "hinting/hint.h"
+#include "strategies/strategies.h"
 
 #include <stdlib.h>
 #include <string.h>
