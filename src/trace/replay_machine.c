@@ -161,8 +161,7 @@ int bh__rm_populate(bh__rmachine_t *rm, bh_arena_t *a, unsigned pcp_orders, uint
   char msg[256] = "";
   int rc = bh__start_build(&st, rm->start, rm->m, bh_arena_pages(a), pcp_orders, &rm->fe, seed, msg,
                            sizeof(msg));
-  free(rm->fe.fe); /* used up */
-  rm->fe.fe = NULL;
+  bh__first_events_free(&rm->fe); /* used up */
   if (rc)
     return bh__machine_fail(err, errlen, rc, "start state: %s", msg[0] ? msg : bh_strerror(rc));
   rm->nr_pages = bh_arena_pages(a);
@@ -442,7 +441,7 @@ int bh__rm_dump(const bh__rmachine_t *rm, bh_arena_t *a, const char *dir, char *
 
 void bh__rm_free(bh__rmachine_t *rm) {
   bh_machine_free(rm->m);
-  free(rm->fe.fe);
+  bh__first_events_free(&rm->fe);
   free(rm->kfree);
   memset(rm, 0, sizeof(*rm));
 }
@@ -456,6 +455,18 @@ static void u64_array(FILE *f, const uint64_t *v, unsigned n) {
   for (unsigned i = 0; i < n; i++)
     fprintf(f, "%s%lu", i ? ", " : "", (unsigned long)v[i]);
   fputc(']', f);
+}
+
+/* Misses by where the kernel's block was (BH_WHERE_*), as an object of non-zero counts. */
+static void where_json(FILE *f, const uint64_t *v) {
+  static const char *const names[BH_WHERE_NR] = {
+      "pcp_head", "pcp_deeper",   "pcp_far",   "pcp_other_list", "pcp_other_cpu",
+      "buddy",    "buddy_inside", "allocated", "pretrace",       "other"};
+  fputc('{', f);
+  for (int i = 0, k = 0; i < BH_WHERE_NR; i++)
+    if (v[i])
+      fprintf(f, "%s\"%s\": %lu", k++ ? ", " : "", names[i], (unsigned long)v[i]);
+  fputc('}', f);
 }
 
 void bh__rm_json(FILE *f, const bh_replay_summary_t *s, const char *nl, int indent) {
@@ -481,7 +492,11 @@ void bh__rm_json(FILE *f, const bh_replay_summary_t *s, const char *nl, int inde
       if (g->by_mt[t][0])
         fprintf(f, "%s\"%s\": {\"allocs\": %lu, \"agreement\": %.6f}", k++ ? ", " : "", mts[t],
                 (unsigned long)g->by_mt[t][0], (double)g->by_mt[t][1] / (double)g->by_mt[t][0]);
-    fprintf(f, "}}");
+    fprintf(f, "}, \"misses_by_where\": ");
+    where_json(f, g->miss_where);
+    fprintf(f, ", \"first_misses_by_where\": ");
+    where_json(f, g->first_miss_where);
+    fprintf(f, "}");
   }
   const bh_replay_fidelity_t *fi = &s->fidelity;
   fprintf(f, ",%s%*s\"fidelity\": ", nl, indent, "");
