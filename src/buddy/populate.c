@@ -190,6 +190,20 @@ static void lock_zones(bh_arena_t *a, bool lock) {
   }
 }
 
+/* The pcp high marks a machine had at the start (bh_populate_t.pcp_high). */
+static void set_pcp_high(bh_arena_t *a, const bh_populate_t *pop) {
+  unsigned n = a->cfg.nr_cpus;
+  if (!pop->pcp_high || pop->nr_pcp_high != (size_t)a->nr_zones * n)
+    return;
+  for (int i = 0; i < a->nr_zones; i++)
+    for (unsigned c = 0; a->zones[i].pcp && c < n; c++) {
+      bh__pcp_t *pcp = &a->zones[i].pcp[c];
+      int64_t h = pop->pcp_high[(size_t)i * n + c];
+      if (h)
+        pcp->high = h < pcp->high_min ? pcp->high_min : h > pcp->high_max ? pcp->high_max : (int)h;
+    }
+}
+
 int bh_arena_populate(bh_arena_t *a, const bh_populate_t *pop, const char **why) {
   if (why)
     *why = NULL;
@@ -219,6 +233,8 @@ int bh_arena_populate(bh_arena_t *a, const bh_populate_t *pop, const char **why)
   }
   for (size_t i = 0; !err && i < pop->nr_pcp; i++)
     err = add_pcp(a, &pop->pcp[i], why);
+  if (!err)
+    set_pcp_high(a, pop);
   lock_zones(a, false);
   return err;
 }
