@@ -231,9 +231,12 @@ typedef struct bh_replay_summary {
   uint64_t start_unexplained_pages; /* first allocated by the trace, allocated in the start */
   uint64_t start_repaired_pages;    /* free in the free map, but first freed by the trace: the
                                        start state holds them allocated */
-  /* free blocks the free map records as reported (PG_reported) that start reported, and those
-   * that are not free blocks of that order in the start state (repaired, or not bubble) */
+  /* free blocks the free map records as reported (PG_reported) that start discarded by the
+   * host, at the tail of their lists (every strategy), and those that are not free blocks of
+   * that order in the start state (repaired) */
   uint64_t start_reported_blocks, start_reported_missed;
+  uint64_t start_reported_marked; /* of start_reported_blocks, those the strategy sees as
+                                     reported (BH_STRATEGY_PAGE_REPORTED); all are discarded */
   /* events while the start snapshot was read that it had already seen: an allocation of a
    * block it holds allocated (that block is the allocation), a free of one it holds free */
   uint64_t window_events;

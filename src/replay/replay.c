@@ -1301,8 +1301,9 @@ static int setup(struct replay *r, const struct scan *sc) {
             bh_hint_last_error()[0] ? bh_hint_last_error() : bh_strerror(err));
     return err;
   }
-  if (r->shape && (bh_hint_strategy(r->hint)->flags & BH_STRATEGY_PAGE_REPORTED))
-    bh__rm_start_reported(&r->rm, r->arena, r->s);
+  if (r->shape)
+    bh__rm_start_reported(&r->rm, r->arena,
+                          bh_hint_strategy(r->hint)->flags & BH_STRATEGY_PAGE_REPORTED, r->s);
   if (cfg->reports) {
     fprintf(cfg->reports, "time_s,pfn,order\n");
     r->hint->on_report = on_report;
@@ -1891,6 +1892,7 @@ int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *f, int indent) {
   ju64(&w, "start_unexplained_pages", s->start_unexplained_pages);
   ju64(&w, "start_repaired_pages", s->start_repaired_pages);
   ju64(&w, "start_reported_blocks", s->start_reported_blocks);
+  ju64(&w, "start_reported_marked", s->start_reported_marked);
   ju64(&w, "start_reported_missed", s->start_reported_missed);
   ju64(&w, "window_events", s->window_events);
   ju64(&w, "untraced_frees", s->untraced_frees);

@@ -222,7 +222,7 @@ int bh__rm_populate(bh__rmachine_t *rm, bh_arena_t *a, unsigned pcp_orders, uint
  * reporting moved it, isolated and put back (which counts in the arena's isolate statistics).
  * False if no zone has it as a free block of that order.
  */
-static bool start_block_reported(bh_arena_t *a, uint64_t pfn, unsigned order) {
+static bool start_block_reported(bh_arena_t *a, uint64_t pfn, unsigned order, bool mark) {
   for (int i = 0; i < bh_arena_zone_count(a); i++) {
     bh_zone_t *z = bh_arena_zone(a, i);
     unsigned o;
@@ -230,7 +230,7 @@ static bool start_block_reported(bh_arena_t *a, uint64_t pfn, unsigned order) {
     bool found = bh_zone_free_block(z, pfn, &o, NULL) && o == order;
     if (found && !bh_zone_isolate(z, pfn, order)) /* else (watermark): where it is */
       bh_zone_putback(z, pfn, order, &found);
-    if (found)
+    if (found && mark)
       bh_block_set_reported(z, pfn);
     bh_zone_unlock(z);
     if (found) {
@@ -242,16 +242,19 @@ static bool start_block_reported(bh_arena_t *a, uint64_t pfn, unsigned order) {
   return false;
 }
 
-void bh__rm_start_reported(const bh__rmachine_t *rm, bh_arena_t *a, bh_replay_summary_t *s) {
+void bh__rm_start_reported(const bh__rmachine_t *rm, bh_arena_t *a, bool page_reported,
+                           bh_replay_summary_t *s) {
   size_t n = 0;
   const bh_block_run_t *runs = rm->start == BH__START_KPAGEFLAGS
                                    ? bh__machine_reported_runs(rm->m, BH_SNAP_START, &n, NULL)
                                    : NULL;
+  if (n && !a->discarded && bh__discard_enable(a) < 0)
+    return; /* out of memory: the blocks stay as they are, and uncounted */
   for (size_t i = 0; i < n; i++)
     for (uint64_t k = 0; k < runs[i].count; k++) {
       uint64_t pfn = runs[i].pfn + (k << runs[i].order);
-      if (pfn < bh_arena_pages(a) && start_block_reported(a, pfn, runs[i].order))
-        s->start_reported_blocks++;
+      if (pfn < bh_arena_pages(a) && start_block_reported(a, pfn, runs[i].order, page_reported))
+        s->start_reported_blocks++, s->start_reported_marked += page_reported;
       else
         s->start_reported_missed++;
     }

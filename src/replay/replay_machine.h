@@ -66,9 +66,13 @@ int bh__rm_populate(bh__rmachine_t *rm, bh_arena_t *a, unsigned pcp_orders, uint
  * After free page reporting (bubble) is attached: the start state's free blocks that the free
  * map records as reported get PageReported, as page_reporting_drain left them, and their pages
  * count as discarded by the host, so the strategy does not report them again and their reuse
- * is a refault.  Counts into s->start_reported_blocks / _missed.
+ * is a refault.  The host's state is the same whatever the strategy: under one without
+ * PageReported (page_reported false: none, bitmap) the blocks are discarded and at the tail of
+ * their lists alike, only not marked, so that strategy may report them again.  Counts into
+ * s->start_reported_blocks / _missed.
  */
-void bh__rm_start_reported(const bh__rmachine_t *rm, bh_arena_t *a, bh_replay_summary_t *s);
+void bh__rm_start_reported(const bh__rmachine_t *rm, bh_arena_t *a, bool page_reported,
+                           bh_replay_summary_t *s);
 /* At the end of the trace: the fidelity against the end snapshot. */
 void bh__rm_fidelity(const bh__rmachine_t *rm, bh_arena_t *a, bh_replay_summary_t *s);
 /* Refuses a --dump directory whose files exist already (nothing is ever overwritten). */
