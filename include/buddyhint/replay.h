@@ -109,6 +109,10 @@ typedef struct bh_replay_config {
   enum bh_layout_mode layout;  /* default BH_LAYOUT_AUTO */
   enum bh_start_state start;   /* default BH_START_AUTO */
   enum bh_placement placement; /* default BH_PLACEMENT_ALLOCATOR */
+  /* in a machine's shape, the rules of its kernel where they differ between the kernels users
+   * record: -1 (default) the recorded kernel's, 0 and 1 force pcp_high_tuning off or on
+   * (bh_config_t; Linux before 6.7 keeps one pcp high mark, 6.7+ tunes it) */
+  int pcp_high_tuning;
   /* snapshots from directories of /proc files (buddyinfo, pagetypeinfo, zoneinfo, optionally
    * kpageflags): they replace the trace's own, and the layout comes from their zoneinfo */
   const char *start_dir, *end_dir;
@@ -216,6 +220,7 @@ typedef struct bh_replay_summary {
   char layout[16];          /* "machine" or "default" */
   char start_state[16];     /* "kpageflags", "counts" or "empty" */
   char placement[16];       /* "allocator" or "trace" */
+  bool pcp_high_tuned;      /* the arena's pcp high marks were tuned (6.7+) or fixed (6.1) */
   uint64_t pretrace_frees;  /* frees of memory the start state holds allocated before the trace
                                (played as frees; without a start state they are unknown_frees) */
   uint64_t start_conflicts; /* allocations of blocks the start state holds allocated */

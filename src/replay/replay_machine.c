@@ -148,10 +148,29 @@ int bh__rm_want_first_events(bh__rmachine_t *rm) {
   return rm->fe.fe ? 0 : BH_ENOMEM;
 }
 
+/*
+ * Whether the recorded kernel tunes its pcp high marks (Linux 6.7 and later: high_min and
+ * high_max in zoneinfo's pagesets, nr_pcp_high and decay_pcp_high) or keeps one fixed mark
+ * (6.1's pageset_update, zone_highsize() of the low watermark, which is 6.12's high_min).  By
+ * its release where the description has one, else by whether its zoneinfo prints high_max.
+ */
+bool bh__rm_kernel_tunes_pcp_high(const bh_machine_info_t *in) {
+  unsigned major, minor;
+  if (sscanf(in->kernel_release, "%u.%u", &major, &minor) == 2)
+    return major > 6 || (major == 6 && minor >= 7);
+  for (int i = 0; i < in->nr_zones; i++)
+    if (in->zones[i].pcp_high_max)
+      return true;
+  return in->nr_zones == 0;
+}
+
 int bh__rm_configure(const bh__rmachine_t *rm, bh_config_t *ac, char *err, size_t errlen) {
   int rc = bh__layout_from_machine(ac, rm->m, err, errlen);
-  if (!rc && !ac->nr_cpus && bh_machine_info(rm->m)->nr_cpus)
-    ac->nr_cpus = bh_machine_info(rm->m)->nr_cpus;
+  const bh_machine_info_t *in = bh_machine_info(rm->m);
+  if (!rc && !ac->nr_cpus && in->nr_cpus)
+    ac->nr_cpus = in->nr_cpus;
+  if (!rc)
+    ac->pcp_high_tuning = bh__rm_kernel_tunes_pcp_high(in);
   return rc;
 }
 

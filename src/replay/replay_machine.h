@@ -57,7 +57,10 @@ int bh__rm_load(bh__rmachine_t *rm, const bh_replay_config_t *cfg, bh_replay_sum
 uint64_t bh__rm_pages(const bh__rmachine_t *rm);
 /* Makes room for the first events of every page (start states that use them). */
 int bh__rm_want_first_events(bh__rmachine_t *rm);
-/* The arena's layout and CPUs from the machine. */
+/* Whether the machine's kernel tunes its pcp high marks (6.7+) or keeps them fixed (6.1). */
+bool bh__rm_kernel_tunes_pcp_high(const bh_machine_info_t *in);
+/* The arena's layout and CPUs from the machine, and the rules of its kernel that differ
+ * between the kernels users record (pcp_high_tuning). */
 int bh__rm_configure(const bh__rmachine_t *rm, bh_config_t *ac, char *err, size_t errlen);
 /* Gives the new arena its start state (before hinting is attached). */
 int bh__rm_populate(bh__rmachine_t *rm, bh_arena_t *a, unsigned pcp_orders, uint64_t seed,
