@@ -394,10 +394,16 @@ typedef struct bh_page_run {
   uint64_t pfn, count;
 } bh_page_run_t;
 
-/* A block of 2^order pages at pfn on the pcp list of CPU slot cpu (taken modulo nr_cpus). */
+/*
+ * A block of 2^order pages at pfn on the pcp list of CPU slot cpu (taken modulo nr_cpus).
+ * list: 0, the list of its pageblock's migratetype (where a free puts it); else the list of
+ * migratetype list - 1 (a pcp type: where a request of that type finds it, which can differ
+ * from the pageblock's type if that changed after the block was freed).
+ */
 typedef struct bh_pcp_block {
   uint64_t pfn;
   uint8_t order;
+  uint8_t list;
   uint16_t cpu;
 } bh_pcp_block_t;
 

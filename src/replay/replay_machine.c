@@ -177,10 +177,10 @@ int bh__rm_configure(const bh__rmachine_t *rm, bh_config_t *ac, char *err, size_
 /*
  * Each pcp's high mark at the start: the start snapshot's zoneinfo prints every CPU's
  * ("high:" under pagesets), which Linux 6.7+ tunes as it runs (nr_pcp_high raises it while a
- * CPU frees, decay_pcp_high lowers it each second, mm/page_alloc.c:2554-2611 and 2417-2440 in
- * 6.12).  The snapshot keeps their sum per zone: every CPU of the arena starts at the mean.
- * NULL (high_min, as after boot) without a zoneinfo, when the zones do not match the layout,
- * or out of memory.
+ * CPU frees, decay_pcp_high lowers it each second, nr_pcp_high at mm/page_alloc.c:2625,
+ * decay_pcp_high at :2409 in 6.12).  The snapshot keeps their sum per zone: every CPU of the arena
+ * starts at the mean. NULL (high_min, as after boot) without a zoneinfo, when the zones do not
+ * match the layout, or out of memory.
  */
 static uint32_t *start_pcp_high(const bh__rmachine_t *rm, const bh_arena_t *a) {
   const bh_snapshot_t *s = rm->m ? bh_machine_snapshot(rm->m, BH_SNAP_START) : NULL;
