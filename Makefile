@@ -175,8 +175,8 @@ install: build
 # GUEST_RECALL_TARGET %, its recall of the blocks reported in the round under
 # GUEST_ROUND_RECALL_FLOOR % (bench/exp_guest says why the round is checked more loosely), or
 # the memory it predicts the round reported is further than max(GUEST_ROUND_AMOUNT_TOLERANCE %,
-# 4 MiB) from what the host discarded.  The guest runs Debian's 6.12 kernel and records the pcp
-# events.
+# 4 MiB) from what the host discarded (for the replay with the pcp events; the one without them
+# is checked on blocks only).  The guest runs Debian's 6.12 kernel and records the pcp events.
 GUEST_RECALL_TARGET ?= 95
 GUEST_ROUND_RECALL_FLOOR ?= 50
 GUEST_ROUND_AMOUNT_TOLERANCE ?= 10
