@@ -113,6 +113,10 @@ typedef struct bh_replay_config {
    * record: -1 (default) the recorded kernel's, 0 and 1 force pcp_high_tuning off or on
    * (bh_config_t; Linux before 6.7 keeps one pcp high mark, 6.7+ tunes it) */
   int pcp_high_tuning;
+  /* the start pcp lists in pfn order, each block on its pageblock type's list, instead of in
+   * the order and on the lists the trace's first allocations show (--start-order pfn): what
+   * placement agreement is without that inference; default false */
+  bool start_order_pfn;
   /* snapshots from directories of /proc files (buddyinfo, pagetypeinfo, zoneinfo, optionally
    * kpageflags): they replace the trace's own, and the layout comes from their zoneinfo */
   const char *start_dir, *end_dir;
@@ -221,6 +225,7 @@ typedef struct bh_replay_summary {
   char start_state[16];     /* "kpageflags", "counts" or "empty" */
   char placement[16];       /* "allocator" or "trace" */
   bool pcp_high_tuned;      /* the arena's pcp high marks were tuned (6.7+) or fixed (6.1) */
+  bool start_order_pfn;     /* the start pcp lists were in pfn order (start_order_pfn) */
   uint64_t pretrace_frees;  /* frees of memory the start state holds allocated before the trace
                                (played as frees; without a start state they are unknown_frees) */
   uint64_t start_conflicts; /* allocations of blocks the start state holds allocated */

@@ -1265,6 +1265,7 @@ static int setup(struct replay *r, const struct scan *sc) {
     bh_replay_zone_layout(&ac, mem);
   }
   r->s->pcp_high_tuned = ac.pcp_high_tuning && ac.pcp;
+  r->s->start_order_pfn = cfg->start_order_pfn;
   /* on the virtual clock only this thread touches the arena: no locks, as CONFIG_SMP=n */
   ac.smp = cfg->speed > 0;
   if (!ac.nr_cpus) /* one pcp slot per CPU seen in the trace */
@@ -1280,6 +1281,7 @@ static int setup(struct replay *r, const struct scan *sc) {
     return err;
   }
   if (r->shape) { /* the start state, before hinting is attached */
+    r->rm.fe.pfn_order = cfg->start_order_pfn;
     err = bh__rm_populate(&r->rm, r->arena, r->arena->pcp_orders, ac.seed, r->s, r->err, r->errlen);
     if (err)
       return err;
@@ -1883,6 +1885,7 @@ int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *f, int indent) {
   ju64(&w, "lost_events", s->lost_events);
   jstr(&w, "layout", s->layout);
   jstr(&w, "pcp_high", s->pcp_high_tuned ? "tuned" : "fixed");
+  jstr(&w, "start_order", s->start_order_pfn ? "pfn" : "trace");
   jstr(&w, "start_state", s->start_state);
   jstr(&w, "placement", s->placement);
   ju64(&w, "pretrace_frees", s->pretrace_frees);
