@@ -134,8 +134,9 @@ BH_API void bh_replay_config_init(bh_replay_config_t *cfg);
  * the event's block is (docs/MACHINE-SHAPE.md, "pcp events"): a drain of a block that is not
  * on a pcp list, a refill of one that is not free.  One list: the enum, the names in the JSON
  * (pcp_events_missed_by_cause) and bh_replay_pcp_cause_name.
- *   drain_start_state  the block is memory the start state holds allocated before the trace:
- *                      it was on a kernel's pcp list at the start, which the start did not know
+ *   drain_start_state  the block is memory the start state holds allocated before the trace,
+ *                      not all of it in pieces it could take back (pcp_drains_adopted: those
+ *                      it could): it was on a kernel's pcp list at the start
  *   drain_allocated    a traced allocation holds it: its free is missing (lost, or not traced)
  *   drain_free         it is free on the free lists: it reached the kernel's pcp list without
  *                      a zone_locked event (a fallback steal, CMA) or its refill was missed
@@ -146,12 +147,14 @@ BH_API void bh_replay_config_init(bh_replay_config_t *cfg);
  *   refill_split       partly free, partly not, in the replay
  *   isolated           a refill of a block the replay's hinting had taken off the free lists
  *                      to report it
+ *   window             a drain while the start snapshot's free map was read, of a block the
+ *                      map holds free: it was read after the drain (the replay is right)
  *   invalid            outside the arena, a zone without pcp lists, not a pcp order
  */
 /* clang-format off */
 #define BH_REPLAY_PCP_CAUSES(X)                                                                    \
   X(drain_start_state) X(drain_allocated) X(drain_free) X(drain_split)                             \
-  X(refill_start_state) X(refill_allocated) X(refill_split) X(isolated) X(invalid)
+  X(refill_start_state) X(refill_allocated) X(refill_split) X(isolated) X(window) X(invalid)
 /* clang-format on */
 enum bh_replay_pcp_cause {
 #define BH__PCP_CAUSE_ENUM(n) BH_PCP_MISS_##n,
@@ -232,6 +235,10 @@ typedef struct bh_replay_summary {
    * CPU's list; of them, blocks the start state had put on a pcp list (the kernel had them
    * free: the start state's error, not the free's) */
   uint64_t pcp_refills_relisted, pcp_refills_relisted_start;
+  /* of pcp_events_applied, drains of memory the start state holds allocated before the trace:
+   * it was on a kernel's pcp list at the start, which the free map cannot show (the start
+   * state's error); it goes to the free lists as the kernel's did */
+  uint64_t pcp_drains_adopted;
   uint64_t start_pcp_pages;         /* pages the start state put on pcp lists */
   uint64_t start_unplaced_blocks;   /* counts start: free blocks that found no place */
   uint64_t start_unexplained_pages; /* first allocated by the trace, allocated in the start */

@@ -436,6 +436,11 @@ enum bh__where {
 /* The block of `order` on a pcp list at pfn moves to the tail of cpu's list for (mt, order),
  * as a refill puts it: BH_OK, or BH_EBUSY if it is not there. */
 BH__INTERNAL int bh__pcp_relist_at(bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int cpu);
+/* The block of `order` at pfn, memory allocated before the trace (bh_arena_populate's
+ * PG_PRETRACE pages), goes to the tail of cpu's pcp list for (mt, order), as a refill puts
+ * it: for a refill the start snapshot saw done.  BH_OK, or BH_EBUSY if its pages are not all
+ * such memory (or its pageblock is isolated). */
+BH__INTERNAL int bh__pcp_adopt_at(bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int cpu);
 BH__INTERNAL enum bh__where bh__pcp_block_where(const bh_arena_t *a, uint64_t pfn, unsigned order,
                                                 int *cpu);
 

@@ -526,3 +526,31 @@ int bh__pcp_relist_at(bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int c
   bh__pcp_unlock(first);
   return BH_OK;
 }
+
+int bh__pcp_adopt_at(bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int cpu) {
+  int err;
+  bh__zone_t *z = a ? pcp_zone(a, pfn, order, &err) : NULL;
+  if (!z)
+    return a ? err : BH_EINVAL;
+  uint64_t n = 1ull << order;
+  int list_mt = pcp_mt(bh__pb_mt(a, pfn));
+  if (!in_span(z, pfn, n) || list_mt < 0)
+    return BH_EBUSY;
+  if (mt < 0 || mt >= BH_MT_PCPTYPES)
+    mt = list_mt;
+  bh__pcp_t *pcp = &z->pcp[cpu < 0 ? 0 : (unsigned)cpu % a->cfg.nr_cpus];
+  bh__pcp_lock(pcp);
+  bh__zone_lock(z);
+  err = BH_EBUSY;
+  if (all_pretrace(a, pfn, n)) {
+    for (uint64_t i = pfn + 1; i < pfn + n; i++)
+      bh__pg_set_flags(&a->pages[i], 0);
+    bh__pg_set_pcp(&a->pages[pfn], (uint8_t)order, (uint32_t)(pcp - z->pcp));
+    bh__list_add_tail(a, (uint32_t)pfn, pcp->head + bh__pcp_pindex(a, mt, order));
+    pcp->count += (int)n;
+    err = BH_OK;
+  }
+  bh__zone_unlock(z);
+  bh__pcp_unlock(pcp);
+  return err;
+}

@@ -1466,6 +1466,17 @@ COLD static void pcp_event(struct replay *r, const bh_event_t *ev) {
     s->pcp_refills_relisted_start += take_start_pcp(r, ev->pfn);
     rc = BH_OK;
   }
+  if (rc != BH_OK && drain && where == BH__WHERE_PRETRACE &&
+      bh__pcp_adopt_at(r->arena, ev->pfn, ev->order, ev->migratetype, ev->cpu) == BH_OK &&
+      bh__pcp_drain_at(r->arena, ev->pfn, ev->order) == BH_OK) {
+    s->pcp_drains_adopted++; /* on a pcp list at the start, which the start did not know */
+    rc = BH_OK;
+  }
+  if (rc != BH_OK && !drain && where == BH__WHERE_PRETRACE && ev->time_ns <= r->window_end &&
+      bh__pcp_adopt_at(r->arena, ev->pfn, ev->order, ev->migratetype, ev->cpu) == BH_OK) {
+    s->window_events++; /* refilled while the free map was read, which saw it taken */
+    rc = BH_OK;
+  }
   if (rc == BH_OK) {
     if (!drain)
       take_start_pcp(r, ev->pfn); /* on a pcp list now by the trace's own event */
@@ -1474,7 +1485,10 @@ COLD static void pcp_event(struct replay *r, const bh_event_t *ev) {
   }
   s->pcp_events_missed++;
   s->pcp_drains_missed += drain;
-  s->pcp_missed_by_cause[pcp_miss_cause(drain, where)]++;
+  int cause = pcp_miss_cause(drain, where);
+  if (cause == BH_PCP_MISS_drain_free && ev->time_ns <= r->window_end)
+    cause = BH_PCP_MISS_window; /* the free map, read after it, holds the block free */
+  s->pcp_missed_by_cause[cause]++;
 }
 
 /*
@@ -1936,6 +1950,7 @@ int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *f, int indent) {
   fputc('}', f);
   ju64(&w, "pcp_refills_relisted", s->pcp_refills_relisted);
   ju64(&w, "pcp_refills_relisted_start", s->pcp_refills_relisted_start);
+  ju64(&w, "pcp_drains_adopted", s->pcp_drains_adopted);
   ju64(&w, "start_pcp_pages", s->start_pcp_pages);
   ju64(&w, "start_unplaced_blocks", s->start_unplaced_blocks);
   ju64(&w, "start_unexplained_pages", s->start_unexplained_pages);
