@@ -417,21 +417,21 @@ BH__INTERNAL int bh__pcp_free_nodrain(bh_arena_t *a, uint64_t pfn, unsigned orde
 
 /*
  * Where the arena holds the block of `order` at pfn, for a pcp event that did not apply:
- * BH__WHERE_PCP (on a pcp list at that order; *cpu is the list's CPU), BH__WHERE_BUDDY (inside
- * a free block on the free lists), BH__WHERE_ALLOC (inside an allocated block),
- * BH__WHERE_PRETRACE (inside memory allocated before the trace), BH__WHERE_SPLIT (its pages
- * are in several blocks, or on a pcp list at another order), BH__WHERE_ISOLATED (taken off
- * the free lists by hinting), BH__WHERE_INVALID (outside the arena or its zones' pcp lists, not
+ * BH__PCPAT_PCP (on a pcp list at that order; *cpu is the list's CPU), BH__PCPAT_BUDDY (inside
+ * a free block on the free lists), BH__PCPAT_ALLOC (inside an allocated block),
+ * BH__PCPAT_PRETRACE (inside memory allocated before the trace), BH__PCPAT_SPLIT (its pages
+ * are in several blocks, or on a pcp list at another order), BH__PCPAT_ISOLATED (taken off
+ * the free lists by hinting), BH__PCPAT_INVALID (outside the arena or its zones' pcp lists, not
  * a pcp order, unaligned).  Reads the arena without its locks: the replay's thread only.
  */
-enum bh__where {
-  BH__WHERE_PCP,
-  BH__WHERE_BUDDY,
-  BH__WHERE_ALLOC,
-  BH__WHERE_PRETRACE,
-  BH__WHERE_SPLIT,
-  BH__WHERE_ISOLATED,
-  BH__WHERE_INVALID,
+enum bh__pcp_at {
+  BH__PCPAT_PCP,
+  BH__PCPAT_BUDDY,
+  BH__PCPAT_ALLOC,
+  BH__PCPAT_PRETRACE,
+  BH__PCPAT_SPLIT,
+  BH__PCPAT_ISOLATED,
+  BH__PCPAT_INVALID,
 };
 /* The block of `order` on a pcp list at pfn moves to the tail of cpu's list for (mt, order),
  * as a refill puts it: BH_OK, or BH_EBUSY if it is not there. */
@@ -441,8 +441,35 @@ BH__INTERNAL int bh__pcp_relist_at(bh_arena_t *a, uint64_t pfn, unsigned order, 
  * it: for a refill the start snapshot saw done.  BH_OK, or BH_EBUSY if its pages are not all
  * such memory (or its pageblock is isolated). */
 BH__INTERNAL int bh__pcp_adopt_at(bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int cpu);
-BH__INTERNAL enum bh__where bh__pcp_block_where(const bh_arena_t *a, uint64_t pfn, unsigned order,
-                                                int *cpu);
+BH__INTERNAL enum bh__pcp_at bh__pcp_block_where(const bh_arena_t *a, uint64_t pfn, unsigned order,
+                                                 int *cpu);
+
+/*
+ * populate.c: where the block of `order` at pfn is now, for a replay that asks why the
+ * allocator chose another block than the kernel did (placement agreement by cause).  Fills
+ * *where with one of BH__WHERE_* (BH_WHERE_* in include/buddyhint/replay.h); for a block on a pcp
+ * list also its CPU and its position from the list's head (0: the head; capped at 255).  Reads the
+ * arena's page flags and links: the caller holds no lock and no other thread may run.
+ */
+enum {
+  BH__WHERE_PCP_HEAD,
+  BH__WHERE_PCP_DEEPER,
+  BH__WHERE_PCP_FAR,
+  BH__WHERE_PCP_OTHER_LIST,
+  BH__WHERE_PCP_OTHER_CPU,
+  BH__WHERE_BUDDY,
+  BH__WHERE_BUDDY_INSIDE,
+  BH__WHERE_ALLOCATED,
+  BH__WHERE_PRETRACE,
+  BH__WHERE_OTHER,
+  BH__WHERE_NR
+};
+typedef struct bh__where {
+  int where, cpu;
+  unsigned pos;
+} bh__where_t;
+BH__INTERNAL void bh__where_is(const bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int cpu,
+                               bh__where_t *w);
 
 /* hint_core.c */
 BH__INTERNAL uint64_t bh__isolate_free_page(bh__zone_t *z, uint64_t pfn, unsigned order);

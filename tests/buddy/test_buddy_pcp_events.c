@@ -115,15 +115,15 @@ static void test_relist_and_where(void **state) {
   bh_arena_t *a = default_sim();
   uint64_t pfn = NORMAL_START + 8;
   int cpu = -1;
-  EXPECT_U64(bh__pcp_block_where(a, pfn, 0, &cpu), BH__WHERE_BUDDY);
+  EXPECT_U64(bh__pcp_block_where(a, pfn, 0, &cpu), BH__PCPAT_BUDDY);
   EXPECT_U64(bh__pcp_relist_at(a, pfn, 0, BH_MT_MOVABLE, 1), BH_EBUSY); /* not on a list */
   EXPECT_U64(bh__pcp_refill_at(a, pfn, 0, BH_MT_MOVABLE, 0), BH_OK);
   EXPECT_U64(bh__pcp_refill_at(a, pfn + 1, 0, BH_MT_MOVABLE, 1), BH_OK);
-  EXPECT_U64(bh__pcp_block_where(a, pfn, 0, &cpu), BH__WHERE_PCP);
+  EXPECT_U64(bh__pcp_block_where(a, pfn, 0, &cpu), BH__PCPAT_PCP);
   EXPECT_U64(cpu, 0);
-  EXPECT_U64(bh__pcp_block_where(a, pfn, 1, &cpu), BH__WHERE_SPLIT); /* two blocks */
+  EXPECT_U64(bh__pcp_block_where(a, pfn, 1, &cpu), BH__PCPAT_SPLIT); /* two blocks */
   EXPECT_U64(bh__pcp_relist_at(a, pfn, 0, BH_MT_MOVABLE, 1), BH_OK);
-  EXPECT_U64(bh__pcp_block_where(a, pfn, 0, &cpu), BH__WHERE_PCP);
+  EXPECT_U64(bh__pcp_block_where(a, pfn, 0, &cpu), BH__PCPAT_PCP);
   EXPECT_U64(cpu, 1);
   uint64_t l[4];
   EXPECT_U64(list_of(a, 0, BH_MT_MOVABLE, 0, l, 4), 0);
@@ -134,13 +134,13 @@ static void test_relist_and_where(void **state) {
   bt_expect_clean(a); /* the checker: each pcp page knows its list's CPU */
   /* allocated in the trace, and allocated before it */
   EXPECT_U64(bh_alloc_pfn_at(a, BH_GFP_MOVABLE, 0, 1, pfn), BH_OK);
-  EXPECT_U64(bh__pcp_block_where(a, pfn, 0, &cpu), BH__WHERE_ALLOC);
+  EXPECT_U64(bh__pcp_block_where(a, pfn, 0, &cpu), BH__PCPAT_ALLOC);
   uint64_t big = NORMAL_START + 1024;
   EXPECT_U64(bh_alloc_pfn_at(a, BH_GFP_MOVABLE, 3, 1, big), BH_OK);
-  EXPECT_U64(bh__pcp_block_where(a, big + 2, 0, &cpu), BH__WHERE_ALLOC); /* inside it */
-  EXPECT_U64(bh__pcp_block_where(a, big + 2, 1, &cpu), BH__WHERE_ALLOC);
-  EXPECT_U64(bh__pcp_block_where(a, big + 2, 4, &cpu), BH__WHERE_INVALID); /* no pcp order */
-  EXPECT_U64(bh__pcp_block_where(a, big + 1, 1, &cpu), BH__WHERE_INVALID); /* unaligned */
+  EXPECT_U64(bh__pcp_block_where(a, big + 2, 0, &cpu), BH__PCPAT_ALLOC); /* inside it */
+  EXPECT_U64(bh__pcp_block_where(a, big + 2, 1, &cpu), BH__PCPAT_ALLOC);
+  EXPECT_U64(bh__pcp_block_where(a, big + 2, 4, &cpu), BH__PCPAT_INVALID); /* no pcp order */
+  EXPECT_U64(bh__pcp_block_where(a, big + 1, 1, &cpu), BH__PCPAT_INVALID); /* unaligned */
   bh_arena_destroy(a);
 }
 
