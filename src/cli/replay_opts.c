@@ -448,6 +448,21 @@ void bh_cli_print_summary(FILE *f, const bh_replay_summary_t *s) {
               (unsigned long)s->placement_conflicts);
     fprintf(f, "\n");
   }
+  if (s->pcp_events_applied || s->pcp_events_missed || s->pcp_events_direct) {
+    fprintf(f,
+            "pcp events   %lu applied (%lu refills moved from a pcp list, %lu drains of memory "
+            "the start held allocated), %lu missed",
+            (unsigned long)s->pcp_events_applied, (unsigned long)s->pcp_refills_relisted,
+            (unsigned long)s->pcp_drains_adopted, (unsigned long)s->pcp_events_missed);
+    const char *sep = ": ";
+    for (int c = 0; c < BH_PCP_MISS_CAUSES; c++)
+      if (s->pcp_missed_by_cause[c]) {
+        fprintf(f, "%s%lu %s", sep, (unsigned long)s->pcp_missed_by_cause[c],
+                bh_replay_pcp_cause_name(c));
+        sep = ", ";
+      }
+    fprintf(f, "\n");
+  }
   if (s->agreement.present)
     fprintf(f, "agreement    %.1f %% of %lu allocations took the kernel's pfn\n",
             s->agreement.allocs ? 100.0 * (double)s->agreement.same / (double)s->agreement.allocs
