@@ -23,8 +23,8 @@ static void help(FILE *f) {
           "Replays each TRACE once per strategy (default none,bitmap,bubble) with the same\n"
           "configuration and prints one table per trace; --json FILE writes\n"
           "{\"runs\": [...]}, each run as replay --json writes it (with --json - standard\n"
-          "output holds the JSON only and the table goes to standard error); --json, --csv\n"
-          "and --timeline take one TRACE.\n"
+          "output holds the JSON only and the table goes to standard error), the runs of\n"
+          "every TRACE; --csv and --timeline take one TRACE.\n"
           "Strategy options are given as --opt NAME.KEY=VALUE, e.g. --opt bubble.delay=1s,\n"
           "or in the list as NAME:KEY=VALUE[:KEY=VALUE...], which also lets one strategy\n"
           "run more than once: --strategies none,bubble,bubble:order=3.  jemalloc takes\n"
@@ -179,6 +179,8 @@ struct compare_args {
   bh_cli_gate_t *g;             /* NULL without --baseline */
   const char **traces;          /* every TRACE (the first is also bh_cli_replay_args's) */
   int ntraces;
+  FILE *json_all; /* --json of several traces: every trace's runs go to it */
+  int json_count; /* the runs written to it */
 };
 
 /* The runs of a trace, planned against the baseline before any of them runs. */
@@ -470,7 +472,7 @@ static int run_error(const char *label, const struct row *r) {
 }
 
 static int run_all(bh_cli_replay_t *c, const char *trace, char *list,
-                   const struct compare_args *a) {
+                   struct compare_args *a) {
   struct row *rows = mmap(NULL, MAX_RUNS * sizeof(*rows), PROT_READ | PROT_WRITE,
                           MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   bh_replay_summary_t *runs = calloc(MAX_RUNS, sizeof(*runs));
@@ -494,7 +496,7 @@ static int run_all(bh_cli_replay_t *c, const char *trace, char *list,
   const char *inputs[] = {trace, NULL};
   bh_cli_set_inputs(inputs);
   if ((rc = parse_list(c, list, specs, labels, &nspecs)) == 0)
-    rc = bh_cli_open_out("compare", c->json_path, &json);
+    rc = bh_cli_open_out("compare", a->json_all ? NULL : c->json_path, &json);
   if (!rc)
     rc = bh_cli_open_out("compare", a->csv_path, &csv);
   if (!rc)
@@ -502,10 +504,11 @@ static int run_all(bh_cli_replay_t *c, const char *trace, char *list,
   bh_cli_set_inputs(NULL);
   char sha[65] = "";
   uint64_t bytes = 0;
-  if (!rc && (json || csv || a->g))
+  if (!rc && (json || csv || a->g || a->json_all))
     bh_cli_trace_sha256(trace, sha, &bytes);
   /* with an output on standard output, the table goes to standard error */
-  FILE *tty = json == stdout || csv == stdout || timeline == stdout || bh_cli_gate_on_stdout(a->g)
+  FILE *tty = json == stdout || csv == stdout || timeline == stdout || a->json_all == stdout ||
+                      bh_cli_gate_on_stdout(a->g)
                   ? stderr
                   : stdout;
   for (int i = 0; !rc && i < nspecs; i++) { /* each run's settings, also its provenance */
@@ -565,6 +568,9 @@ static int run_all(bh_cli_replay_t *c, const char *trace, char *list,
     }
   }
   rc = outputs(runs, infos, n, failed, tty, json, csv, timeline, rc, trace);
+  if (!rc && a->json_all && n == nspecs &&
+      bh_cli_runs_json_add(a->json_all, runs, infos, n, &a->json_count) == BH_ENOMEM)
+    rc = BH_EXIT_FAIL;
   if (!rc && a->g && n == nspecs)
     rc = bh_cli_gate_runs(a->g, tty, runs, infos, n);
 out:
@@ -663,13 +669,24 @@ static int run_traces(bh_cli_replay_t *c, struct compare_args *a) {
   memcpy(inputs, a->traces, (size_t)a->ntraces * sizeof(*inputs));
   inputs[a->ntraces] = a->gate.baseline; /* the reports may overwrite none of them */
   int rc = bh_cli_gate_open(&a->gate, inputs, &a->g);
+  if (!rc && a->ntraces > 1 && c->json_path) { /* one {"runs": [...]} of every trace's runs */
+    bh_cli_set_inputs(inputs);
+    rc = bh_cli_open_out("compare", c->json_path, &a->json_all);
+    bh_cli_set_inputs(NULL);
+    if (!rc)
+      bh_cli_runs_json_start(a->json_all);
+  }
   for (int k = 0; !rc && k < a->ntraces; k++) {
     char *copy = strdup(a->list);
     if (k) /* a blank line between the traces' tables */
-      fputc('\n', bh_cli_gate_on_stdout(a->g) ? stderr : stdout);
+      fputc('\n', bh_cli_gate_on_stdout(a->g) || a->json_all == stdout ? stderr : stdout);
     rc = copy ? run_all(c, a->traces[k], copy, a) : BH_EXIT_FAIL;
     free(copy);
   }
+  if (a->json_all && !rc)
+    rc = bh_cli_runs_json_end(a->json_all) == BH_OK ? bh_cli_close_out(a->json_all) : BH_EXIT_FAIL;
+  else if (a->json_all)
+    bh_cli_abort_out(a->json_all); /* a file already there is left as it was */
   rc = bh_cli_gate_finish(a->g, rc);
   free(inputs);
   return rc;
@@ -686,9 +703,9 @@ int cmd_compare(int argc, char **argv) {
     a.traces[0] = trace;
   if (!r && one_stdout(&c, &a))
     r = -1;
-  if (!r && a.ntraces > 1 && (c.json_path || a.csv_path || a.timeline_path)) {
-    bh_cli_usage_error("compare", "--json, --csv and --timeline take one trace (for several: "
-                                  "compare once per trace, or sweep and merge)");
+  if (!r && a.ntraces > 1 && (a.csv_path || a.timeline_path)) {
+    bh_cli_usage_error("compare", "--csv and --timeline take one trace (for several: compare "
+                                  "once per trace, or sweep and merge)");
     r = -1;
   }
   for (size_t k = 0; !r && k < c.nopts; k++)
