@@ -91,7 +91,8 @@ BH_API size_t bh_gate_defaults(bh_gate_t *out, size_t max, const bh_figure_t *ba
 /*
  * Whether a figure is the same from run to run of the same trace, configuration and seed:
  * true in sim backing on the virtual clock (speed 0) for every figure but wall_seconds,
- * cpu_seconds and minflt, which measure this process.  In the mmap and memfd backings the
+ * cpu_seconds and minflt, which measure this process, and the strategies' time counters
+ * (names ending in _ns, such as strategy_stats.lock_ns).  In the mmap and memfd backings the
  * resident figures (rss_*) come from mincore on real memory, which transparent huge pages and
  * the host's reclaim move: not deterministic either.  On a wall clock (speed > 0) the worker
  * runs at real times: no figure is.  backing is "sim", "mmap" or "memfd" (NULL: false).

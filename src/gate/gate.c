@@ -92,8 +92,9 @@ int bh_gate_format(const bh_gate_t *g, char *buf, size_t len) {
   if (!g || (!buf && len))
     return 0;
   if (g->abs > 0)
-    return snprintf(buf, len, "%s=%c%g%%:%g", g->metric, g->sign < 0 ? '-' : '+', g->pct, g->abs);
-  return snprintf(buf, len, "%s=%c%g%%", g->metric, g->sign < 0 ? '-' : '+', g->pct);
+    return snprintf(buf, len, "%s=%c%.15g%%:%.15g", g->metric, g->sign < 0 ? '-' : '+', g->pct,
+                    g->abs);
+  return snprintf(buf, len, "%s=%c%.15g%%", g->metric, g->sign < 0 ? '-' : '+', g->pct);
 }
 
 static const bh_figure_t *find(const bh_figure_t *f, size_t n, const char *name) {
@@ -131,6 +132,9 @@ bool bh_gate_deterministic(const char *metric, const char *backing, double speed
   for (size_t i = 0; i < sizeof(process) / sizeof(process[0]); i++)
     if (!strcmp(metric, process[i]))
       return false;
+  size_t len = strlen(metric); /* the strategies' time counters (strategy_stats.lock_ns) */
+  if (len >= 3 && !strcmp(metric + len - 3, "_ns"))
+    return false;
   if (!strcmp(backing, "sim"))
     return true;
   return strncmp(metric, "rss_", 4) != 0; /* mincore on real memory */

@@ -237,6 +237,8 @@ static void test_deterministic(void **state) {
   assert_false(bh_gate_deterministic("wall_seconds", "sim", 0));
   assert_false(bh_gate_deterministic("cpu_seconds", "sim", 0));
   assert_false(bh_gate_deterministic("minflt", "sim", 0));
+  assert_false(bh_gate_deterministic("strategy_stats.lock_ns", "sim", 0));
+  assert_true(bh_gate_deterministic("strategy_stats.report_calls", "sim", 0));
   assert_false(bh_gate_deterministic("rss_final_bytes", "mmap", 0));
   assert_false(bh_gate_deterministic("rss_peak_bytes", "memfd", 0));
   assert_true(bh_gate_deterministic("refaults", "mmap", 0));
