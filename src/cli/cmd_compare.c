@@ -471,8 +471,7 @@ static int run_error(const char *label, const struct row *r) {
   return r->e == BH_ENOMEM || r->e == BH_ESYS ? BH_EXIT_FAIL : BH_EXIT_USAGE;
 }
 
-static int run_all(bh_cli_replay_t *c, const char *trace, char *list,
-                   struct compare_args *a) {
+static int run_all(bh_cli_replay_t *c, const char *trace, char *list, struct compare_args *a) {
   struct row *rows = mmap(NULL, MAX_RUNS * sizeof(*rows), PROT_READ | PROT_WRITE,
                           MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   bh_replay_summary_t *runs = calloc(MAX_RUNS, sizeof(*runs));
@@ -493,7 +492,7 @@ static int run_all(bh_cli_replay_t *c, const char *trace, char *list,
     goto out;
   }
   /* every entry is checked before the first replay starts, and the output opened */
-  const char *inputs[] = {trace, NULL};
+  const char *inputs[] = {trace, a->gate.baseline, NULL}; /* no output replaces them */
   bh_cli_set_inputs(inputs);
   if ((rc = parse_list(c, list, specs, labels, &nspecs)) == 0)
     rc = bh_cli_open_out("compare", a->json_all ? NULL : c->json_path, &json);

@@ -88,6 +88,12 @@ BH_TOLERANCES="refaults=10%" "$gate" check >/dev/null 2>"$work/sign.err"
 rc=$?
 [ $rc -eq 2 ] || bad "a gate without its sign: exit $rc, not 2"
 cmp -s "$BH_REPORTS/junit.xml" "$work/junit.kept" || bad "a usage error changed the JUnit report"
+cp "$BH_BASELINE" "$work/baseline.kept"
+"$bh" compare traces/real-pyservice.bht.zst --backing sim --strategies none --quiet \
+  --baseline "$BH_BASELINE" --json "$BH_BASELINE" >/dev/null 2>&1
+rc=$?
+[ $rc -eq 2 ] || bad "--json over the --baseline file: exit $rc, not 2"
+cmp -s "$BH_BASELINE" "$work/baseline.kept" || bad "--json replaced the baseline it gates against"
 
 # explicit gates replace the defaults; bubble:order=3 keeps its own order (an entry's options
 # win over --opt), bubble at order 10 reports nothing (and so refaults less: a gain)
