@@ -46,9 +46,10 @@ struct verdict {
   bh_gate_result_t res[MAX_GATES];
   size_t ngates;
   int nfail;
-  bool done;     /* the run ran and was gated */
-  double wall;   /* its wall_seconds (the JUnit time) */
-  char *differs; /* its options that differ from its baseline run's, or NULL */
+  bool done;         /* the run ran and was gated */
+  double wall;       /* its wall_seconds (the JUnit time) */
+  char *differs;     /* its options that differ from its baseline run's, or NULL */
+  char skipped[160]; /* the default gates left out as noisy, and why ("" if none) */
 };
 
 struct bh_cli_gate {
@@ -341,6 +342,13 @@ static const struct base_run *match(bh_cli_gate_t *g, const char *trace, const c
   }
   if (same)
     return same;
+  const char *bb = count == 1 ? flat_str(only->flat, "provenance.arena.backing") : NULL,
+             *rb = flat_str(opts, "provenance.arena.backing");
+  if (bb && rb && strcmp(bb, rb)) { /* not a changed option: another measurement */
+    bh_cli_usage_error(VERB, "%s: the run of strategy '%s' on %s is in %s backing, this one in %s",
+                       g->a.baseline, r->label, trace, bb, rb);
+    return NULL;
+  }
   if (count == 1) {
     differences(opts, only->flat, differs);
     return only;
@@ -377,9 +385,15 @@ static int gates_of(bh_cli_gate_t *g, const char *trace, const bh_cli_gate_run_t
   if (!g->ntol) {
     bh_gate_t d[BH_GATE_MAX_DEFAULTS];
     size_t n = bh_gate_defaults(d, BH_GATE_MAX_DEFAULTS, v->base->figs, (size_t)v->base->nfigs);
-    for (size_t i = 0; i < n; i++)
-      if (!noisy(r, d[i].metric) && has_figure(v->base, d[i].metric))
+    for (size_t i = 0; i < n; i++) {
+      const char *why = noisy(r, d[i].metric);
+      size_t used = strlen(v->skipped);
+      if (why)
+        snprintf(v->skipped + used, sizeof(v->skipped) - used, "%s%s", used ? ", " : "",
+                 d[i].metric);
+      else if (has_figure(v->base, d[i].metric))
         v->gates[v->ngates++] = d[i];
+    }
     return 0;
   }
   for (size_t i = 0; i < g->ntol; i++) {
@@ -501,6 +515,9 @@ static void table(FILE *f, const struct verdict *v, const bh_figure_t *now, int 
     if (b && n && !gated)
       table_row(f, v->ngates || h ? "" : v->label, headline[h], b->value, n->value, "-", "");
   }
+  if (v->skipped[0])
+    fprintf(f, "%-21s (not gated by default, as not deterministic in this run: %s)\n", "",
+            v->skipped);
   if (v->differs)
     fprintf(f, "%-21s (options differ from the baseline run: %s)\n", "", v->differs);
 }

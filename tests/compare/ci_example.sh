@@ -80,6 +80,11 @@ grep -q "no run of traces/real-gcc.bht.zst" "$work/other.err" ||
 BH_STRATEGIES=none,adaptive "$gate" check >/dev/null 2>"$work/strat.err"
 rc=$?
 [ $rc -eq 2 ] || bad "a strategy the baseline has not: exit $rc, not 2"
+BH_OPTIONS="--backing mmap" "$gate" check >/dev/null 2>"$work/mmap.err"
+rc=$?
+[ $rc -eq 2 ] || bad "mmap against a sim baseline: exit $rc, not 2"
+grep -q "in sim backing, this one in mmap" "$work/mmap.err" ||
+  bad "mmap against a sim baseline: the message does not say so: $(cat "$work/mmap.err")"
 BH_TOLERANCES="wall_seconds=+5%" "$gate" check >/dev/null 2>"$work/noisy.err"
 rc=$?
 [ $rc -eq 2 ] || bad "a gate on wall_seconds: exit $rc, not 2"
