@@ -103,6 +103,10 @@ def _match(base, run):
     same = [b for b in cands if _options(b) == _options(run)]
     if same:
         return same[0]
+    backing = "provenance.arena.backing"
+    if len(cands) == 1 and cands[0].get(backing) != run.get(backing):
+        raise BuddyhintError("the baseline's run of strategy %r is in %s backing, this one in %s"
+                             % (key[1], cands[0].get(backing), run.get(backing)))
     if len(cands) == 1:
         return cands[0]
     raise BuddyhintError("the baseline has %s run of strategy %r on %s (SHA-256 %.16s...)%s"

@@ -176,6 +176,8 @@ def test_gate_errors():
         buddyhint.gate(base, base, "wall_seconds=+5%")
     assert buddyhint.gate(base, base, "wall_seconds=+1000%", allow_noisy=True)["status"][0] \
         == "pass"
+    with pytest.raises(buddyhint.BuddyhintError, match="in sim backing, this one in mmap"):
+        buddyhint.gate(base, buddyhint.compare(TRACE, ["none"], backing="mmap"))
     other = buddyhint.compare(TRACE, ["bitmap"], backing="sim")
     with pytest.raises(buddyhint.BuddyhintError, match="no run of strategy 'bitmap'"):
         buddyhint.gate(base, other)
