@@ -7,8 +7,10 @@
 #   gate.sh check            replay and gate against it: exit 0 every gate holds, 1 a
 #                            regression (a line each on standard error), 2 bad usage or a
 #                            baseline that does not match the traces and strategies
-#   gate.sh sweep-baseline   the baseline from a sweep instead ($BH_SWEEP: a sweep spec over
-#                            the same traces and strategies), for many traces on many cores
+#   gate.sh sweep-baseline   the baseline from a sweep instead ($BH_SWEEP: a sweep spec), for
+#                            many traces on many cores (or a cluster: sweep --engine slurm)
+#   gate.sh sweep-check      the same sweep again, its merged runs gated against the baseline
+#                            (compare --runs): the exit statuses and reports of check
 #
 # Settings, from the environment:
 #   BUDDYHINT      the command (default: buddyhint on PATH)
@@ -55,14 +57,24 @@ check)
   ;;
 sweep-baseline)
   dir=$(mktemp -d "${TMPDIR:-/tmp}/buddyhint-sweep.XXXXXX")
+  trap 'rm -rf "$dir"' EXIT
   "$BUDDYHINT" sweep "$BH_SWEEP" -o "$dir/study"
+  "$BUDDYHINT" merge "$dir/study" -o "$dir/runs.json"
   mkdir -p "$(dirname "$BH_BASELINE")"
-  rm -f "$BH_BASELINE" # merge writes a new file only; the sweep above succeeded
-  "$BUDDYHINT" merge "$dir/study" -o "$BH_BASELINE"
-  rm -rf "$dir"
+  mv "$dir/runs.json" "$BH_BASELINE" # replaced only once the sweep and the merge succeeded
+  ;;
+sweep-check)
+  dir=$(mktemp -d "${TMPDIR:-/tmp}/buddyhint-sweep.XXXXXX")
+  trap 'rm -rf "$dir"' EXIT
+  "$BUDDYHINT" sweep "$BH_SWEEP" -o "$dir/study"
+  "$BUDDYHINT" merge "$dir/study" -o "$dir/runs.json"
+  mkdir -p "$BH_REPORTS"
+  # shellcheck disable=SC2086
+  "$BUDDYHINT" compare --runs "$dir/runs.json" --baseline "$BH_BASELINE" $tolerances \
+    --junit "$BH_REPORTS/junit.xml" --markdown "$BH_REPORTS/summary.md"
   ;;
 *)
-  echo "usage: $0 baseline | check | sweep-baseline (settings: see the top of $0)" >&2
+  echo "usage: $0 baseline | check | sweep-baseline | sweep-check (settings: top of $0)" >&2
   exit 2
   ;;
 esac

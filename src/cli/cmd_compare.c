@@ -19,7 +19,8 @@
 
 static void help(FILE *f) {
   fprintf(f,
-          "usage: buddyhint compare TRACE... [--strategies LIST] [--baseline FILE] [OPTIONS]\n\n"
+          "usage: buddyhint compare TRACE... [--strategies LIST] [--baseline FILE] [OPTIONS]\n"
+          "       buddyhint compare --runs FILE --baseline FILE [--tolerance ...] [--junit ...]\n\n"
           "Replays each TRACE once per strategy (default none,bitmap,bubble) with the same\n"
           "configuration and prints one table per trace; --json FILE writes\n"
           "{\"runs\": [...]}, each run as replay --json writes it (with --json - standard\n"
@@ -691,7 +692,33 @@ static int run_traces(bh_cli_replay_t *c, struct compare_args *a) {
   return rc;
 }
 
+/* compare --runs FILE --baseline FILE [gates]: no replay, only the gates. */
+static int gate_only(int argc, char **argv) {
+  struct bh_cli_gate_args ga = {0};
+  const char *runs = NULL;
+  for (int i = 1; i < argc;) {
+    if (bh_cli_is_help(argv[i])) {
+      help(stdout);
+      return BH_EXIT_OK;
+    }
+    int r = bh_cli_gate_opt(argc, argv, &i, &ga);
+    if (!r)
+      r = bh_cli_opt(argc, argv, &i, "runs", &runs);
+    if (r < 0)
+      return BH_EXIT_USAGE;
+    if (!r)
+      return bh_cli_usage_error("compare",
+                                "--runs gates a file of runs without replaying: '%s' does not "
+                                "apply",
+                                argv[i]);
+  }
+  return bh_cli_gate_files(&ga, runs);
+}
+
 int cmd_compare(int argc, char **argv) {
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "--runs") || !strncmp(argv[i], "--runs=", 7))
+      return gate_only(argc, argv);
   bh_cli_replay_t c;
   bh_cli_replay_init(&c);
   const char *trace;

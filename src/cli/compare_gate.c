@@ -52,11 +52,22 @@ struct verdict {
   char skipped[160]; /* the default gates left out as noisy, and why ("" if none) */
 };
 
+/* The runs of a file (the baseline, or --runs). */
+struct run_set {
+  json_t *doc;
+  struct base_run *runs;
+  size_t n;
+};
+
+/* What decides whether a run's figures are deterministic, and its name. */
+struct who {
+  const char *label, *strategy, *backing;
+  double speed;
+};
+
 struct bh_cli_gate {
   struct bh_cli_gate_args a;
-  json_t *doc;
-  struct base_run *base;
-  size_t nbase;
+  struct run_set base;
   bh_gate_t tol[BH_CLI_GATE_MAX_TOLERANCES];
   size_t ntol;
   FILE *junit, *md;
@@ -80,6 +91,8 @@ const char bh_cli_gate_help[] =
     "                        Default: rss_final_bytes=+2% refaults=+10%\n"
     "                        madvise_calls=+10%, and returned_bytes=-5% where the baseline\n"
     "                        has it, each only where it is deterministic\n"
+    "  --runs FILE           gate the runs of FILE (as the baseline may be: a sweep's\n"
+    "                        merge, a compare --json made elsewhere) without replaying\n"
     "  --allow-noisy         allow a gate on a figure that moves from run to run\n"
     "                        (wall_seconds, cpu_seconds, minflt, *_ns; rss_* outside\n"
     "                        sim backing; every figure with --speed or of jemalloc)\n"
@@ -151,11 +164,10 @@ static const char *flat_str(json_t *flat, const char *key) {
   return json_string_value(json_object_get(flat, key));
 }
 
-static int base_add(bh_cli_gate_t *g, json_t *run, size_t i) {
-  const char *path = g->a.baseline;
+static int run_add(struct run_set *set, const char *path, json_t *run, size_t i) {
   if (!json_is_object(run))
     return bh_cli_usage_error(VERB, "%s: run %zu is not a JSON object", path, i + 1);
-  struct base_run *b = &g->base[g->nbase];
+  struct base_run *b = &set->runs[set->n];
   if (!(b->flat = json_object()) || flatten(b->flat, "", run) ||
       (b->nfigs = figures(b->flat, &b->figs)) < 0) {
     fprintf(stderr, "buddyhint " VERB ": out of memory\n");
@@ -168,20 +180,20 @@ static int base_add(bh_cli_gate_t *g, json_t *run, size_t i) {
     b->name = flat_str(b->flat, "trace");
   if (!b->label)
     return bh_cli_usage_error(VERB, "%s: run %zu has no \"strategy\"", path, i + 1);
-  g->nbase++; /* a run without the trace's SHA-256 (read from standard input) matches none */
+  set->n++; /* a run without the trace's SHA-256 (read from standard input) matches none */
   return 0;
 }
 
-static int base_load(bh_cli_gate_t *g) {
-  const char *path = g->a.baseline;
+/* The runs of the file at path (opt: the option that named it, for a message). */
+static int runs_load(struct run_set *set, const char *opt, const char *path) {
   json_error_t e;
-  if (!(g->doc = json_load_file(path, JSON_REJECT_DUPLICATES, &e))) {
+  if (!(set->doc = json_load_file(path, JSON_REJECT_DUPLICATES, &e))) {
     if (e.line > 0)
       return bh_cli_usage_error(VERB, "%s:%d: %s", path, e.line, e.text);
-    return bh_cli_usage_error(VERB, "--baseline %s: %s", path, e.text);
+    return bh_cli_usage_error(VERB, "%s %s: %s", opt, path, e.text);
   }
-  json_t *runs = json_object_get(g->doc, "runs");
-  bool one = !runs && json_is_object(g->doc) && json_object_get(g->doc, "provenance");
+  json_t *runs = json_object_get(set->doc, "runs");
+  bool one = !runs && json_is_object(set->doc) && json_object_get(set->doc, "provenance");
   if (!one && !json_is_array(runs))
     return bh_cli_usage_error(VERB,
                               "%s: not the JSON of compare --json, replay --json or merge "
@@ -190,12 +202,12 @@ static int base_load(bh_cli_gate_t *g) {
   size_t n = one ? 1 : json_array_size(runs);
   if (!n)
     return bh_cli_usage_error(VERB, "%s: no runs", path);
-  if (!(g->base = calloc(n, sizeof(*g->base)))) {
+  if (!(set->runs = calloc(n, sizeof(*set->runs)))) {
     fprintf(stderr, "buddyhint " VERB ": out of memory\n");
     return BH_EXIT_FAIL;
   }
   for (size_t i = 0; i < n; i++) {
-    int r = base_add(g, one ? g->doc : json_array_get(runs, i), i);
+    int r = run_add(set, path, one ? set->doc : json_array_get(runs, i), i);
     if (r)
       return r;
   }
@@ -225,7 +237,7 @@ int bh_cli_gate_open(const struct bh_cli_gate_args *a, const char *const *inputs
   }
   if (a->junit && a->markdown && !strcmp(a->junit, a->markdown) && strcmp(a->junit, "-"))
     return bh_cli_usage_error(VERB, "--junit and --markdown name the same file");
-  int r = base_load(g);
+  int r = runs_load(&g->base, "--baseline", a->baseline);
   bh_cli_set_inputs(inputs);
   if (!r)
     r = bh_cli_open_out(VERB, a->junit, &g->junit);
@@ -246,15 +258,14 @@ static const char *backing_name(enum bh_backing b) {
 }
 
 /* Why a figure of a run moves from run to run, or NULL if it does not. */
-static const char *noisy(const bh_cli_gate_run_t *r, const char *metric) {
-  const bh_replay_config_t *cfg = r->info->cfg;
-  if (bh_cli_is_baseline(r->strategy))
+static const char *noisy(const struct who *w, const char *metric) {
+  if (bh_cli_is_baseline(w->strategy))
     return "jemalloc purges on real time";
-  if (bh_gate_deterministic(metric, backing_name(cfg->arena.backing), cfg->speed))
+  if (bh_gate_deterministic(metric, w->backing, w->speed))
     return NULL;
-  if (cfg->speed != 0)
+  if (w->speed != 0)
     return "--speed runs the replay on a wall clock";
-  if (!strncmp(metric, "rss_", 4) && cfg->arena.backing != BH_BACKING_SIM)
+  if (!strncmp(metric, "rss_", 4) && strcmp(w->backing, "sim"))
     return "resident memory of real pages moves with the host; in sim backing it does not";
   return "it measures this process, not the replay";
 }
@@ -321,18 +332,19 @@ static int differences(json_t *now, json_t *base, char **buf) {
 static void labels_of(const bh_cli_gate_t *g, const char *sha, char *buf, size_t len) {
   size_t used = 0;
   buf[0] = '\0';
-  for (size_t i = 0; i < g->nbase && used < len; i++)
-    if (g->base[i].sha && !strcmp(g->base[i].sha, sha))
-      used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? ", " : "", g->base[i].label);
+  for (size_t i = 0; i < g->base.n && used < len; i++)
+    if (g->base.runs[i].sha && !strcmp(g->base.runs[i].sha, sha))
+      used +=
+          (size_t)snprintf(buf + used, len - used, "%s%s", used ? ", " : "", g->base.runs[i].label);
 }
 
 /* The baseline run of run r (NULL after a message). */
 static const struct base_run *match(bh_cli_gate_t *g, const char *trace, const char *sha,
-                                    const bh_cli_gate_run_t *r, json_t *opts, char **differs) {
+                                    const struct who *r, json_t *opts, char **differs) {
   const struct base_run *only = NULL, *same = NULL;
   int count = 0;
-  for (size_t i = 0; i < g->nbase; i++) {
-    const struct base_run *b = &g->base[i];
+  for (size_t i = 0; i < g->base.n; i++) {
+    const struct base_run *b = &g->base.runs[i];
     if (!b->sha || strcmp(b->sha, sha) || strcmp(b->label, r->label))
       continue;
     count++;
@@ -380,8 +392,7 @@ static bool has_figure(const struct base_run *b, const char *name) {
 }
 
 /* The gates of run r: the --tolerance ones (refused on a noisy figure), or the defaults. */
-static int gates_of(bh_cli_gate_t *g, const char *trace, const bh_cli_gate_run_t *r,
-                    struct verdict *v) {
+static int gates_of(bh_cli_gate_t *g, const char *trace, const struct who *r, struct verdict *v) {
   if (!g->ntol) {
     bh_gate_t d[BH_GATE_MAX_DEFAULTS];
     size_t n = bh_gate_defaults(d, BH_GATE_MAX_DEFAULTS, v->base->figs, (size_t)v->base->nfigs);
@@ -415,6 +426,23 @@ static int gates_of(bh_cli_gate_t *g, const char *trace, const bh_cli_gate_run_t
   return 0;
 }
 
+/* A new verdict at the end of g's (NULL if out of memory). */
+static struct verdict *verdict_new(bh_cli_gate_t *g, const char *trace, const char *label) {
+  if (g->nv == g->capv) {
+    size_t cap = g->capv * 2 + MAX_PLAN;
+    struct verdict *v = realloc(g->v, cap * sizeof(*v));
+    if (!v)
+      return NULL;
+    g->v = v;
+    g->capv = cap;
+  }
+  struct verdict *v = &g->v[g->nv++];
+  memset(v, 0, sizeof(*v));
+  snprintf(v->trace, sizeof(v->trace), "%s", trace);
+  snprintf(v->label, sizeof(v->label), "%s", label);
+  return v;
+}
+
 int bh_cli_gate_plan(bh_cli_gate_t *g, const char *trace, const char *sha,
                      const bh_cli_gate_run_t *runs, int n) {
   if (!sha || !sha[0])
@@ -422,32 +450,21 @@ int bh_cli_gate_plan(bh_cli_gate_t *g, const char *trace, const char *sha,
                               "%s: its SHA-256 could not be read, which --baseline "
                               "matches runs by",
                               trace);
-  if (g->nv + (size_t)n > g->capv) {
-    size_t cap = g->capv * 2 + (size_t)n + MAX_PLAN;
-    struct verdict *v = realloc(g->v, cap * sizeof(*v));
-    if (!v) {
-      fprintf(stderr, "buddyhint " VERB ": out of memory\n");
-      return BH_EXIT_FAIL;
-    }
-    g->v = v;
-    g->capv = cap;
-  }
   g->plan_first = g->nv;
   for (int i = 0; i < n; i++) {
-    struct verdict *v = &g->v[g->nv++];
-    memset(v, 0, sizeof(*v));
-    snprintf(v->trace, sizeof(v->trace), "%s", trace);
-    snprintf(v->label, sizeof(v->label), "%s", runs[i].label);
-    json_t *opts = run_options(&runs[i]);
+    const bh_replay_config_t *cfg = runs[i].info->cfg;
+    struct who w = {runs[i].label, runs[i].strategy, backing_name(cfg->arena.backing), cfg->speed};
+    struct verdict *v = verdict_new(g, trace, w.label);
+    json_t *opts = v ? run_options(&runs[i]) : NULL;
     if (!opts) {
       fprintf(stderr, "buddyhint " VERB ": out of memory\n");
       return BH_EXIT_FAIL;
     }
-    v->base = match(g, trace, sha, &runs[i], opts, &v->differs);
+    v->base = match(g, trace, sha, &w, opts, &v->differs);
     json_decref(opts);
     if (!v->base)
       return BH_EXIT_USAGE;
-    int r = gates_of(g, trace, &runs[i], v);
+    int r = gates_of(g, trace, &w, v);
     if (r)
       return r;
   }
@@ -522,12 +539,33 @@ static void table(FILE *f, const struct verdict *v, const bh_figure_t *now, int 
     fprintf(f, "%-21s (options differ from the baseline run: %s)\n", "", v->differs);
 }
 
-int bh_cli_gate_runs(bh_cli_gate_t *g, FILE *tty, const bh_replay_summary_t *runs,
-                     const bh_cli_run_info_t *infos, int n) {
+/* The gates of v on the figures of its run now: 0, or BH_EXIT_USAGE after a message. */
+static int verdict_check(struct verdict *v, const bh_figure_t *figs, int nfigs) {
+  int rc = 0;
+  bh_gate_check(v->gates, v->ngates, v->base->figs, (size_t)v->base->nfigs, figs, (size_t)nfigs,
+                v->res);
+  for (size_t k = 0; k < v->ngates; k++) {
+    v->nfail += v->res[k].status == BH_GATE_FAIL;
+    if (v->res[k].status == BH_GATE_MISSING)
+      rc = bh_cli_usage_error(VERB, "%s of %s has no figure '%s'", v->label, v->trace,
+                              v->gates[k].metric);
+  }
+  const bh_figure_t *wall = find(figs, nfigs, "wall_seconds");
+  v->wall = wall ? wall->value : 0;
+  v->done = true;
+  return rc;
+}
+
+static void table_head(FILE *tty, const bh_cli_gate_t *g) {
   fprintf(tty, "\nagainst %s: each figure now, its change from the baseline run, its gate\n",
           g->a.baseline);
   fprintf(tty, "%-21s %-24s %14s %14s %9s  %-14s %s\n", "strategy", "figure", "baseline", "now",
           "change", "gate", "");
+}
+
+int bh_cli_gate_runs(bh_cli_gate_t *g, FILE *tty, const bh_replay_summary_t *runs,
+                     const bh_cli_run_info_t *infos, int n) {
+  table_head(tty, g);
   int rc = 0;
   for (int i = 0; i < n && g->plan_first + (size_t)i < g->nv; i++) {
     struct verdict *v = &g->v[g->plan_first + (size_t)i];
@@ -540,16 +578,7 @@ int bh_cli_gate_runs(bh_cli_gate_t *g, FILE *tty, const bh_replay_summary_t *run
       fprintf(stderr, "buddyhint " VERB ": out of memory\n");
       return BH_EXIT_FAIL;
     }
-    bh_gate_check(v->gates, v->ngates, v->base->figs, (size_t)v->base->nfigs, figs, (size_t)nfigs,
-                  v->res);
-    for (size_t k = 0; k < v->ngates; k++) {
-      v->nfail += v->res[k].status == BH_GATE_FAIL;
-      if (v->res[k].status == BH_GATE_MISSING)
-        rc = bh_cli_usage_error(VERB, "%s of %s has no figure '%s'", v->label, v->trace,
-                                v->gates[k].metric);
-    }
-    v->wall = runs[i].wall_seconds;
-    v->done = true;
+    rc |= verdict_check(v, figs, nfigs);
     table(tty, v, figs, nfigs);
     free(figs);
   }
@@ -590,15 +619,24 @@ static void junit(const bh_cli_gate_t *g, FILE *f, int tests, int failures) {
   fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
   fprintf(f, "<testsuites name=\"buddyhint compare\" tests=\"%d\" failures=\"%d\">\n", tests,
           failures);
-  for (size_t i = 0; i < g->nv;) { /* a test suite per trace */
-    size_t end = i, suite_fail = 0;
-    while (end < g->nv && !strcmp(g->v[end].trace, g->v[i].trace))
-      suite_fail += g->v[end++].nfail > 0;
+  for (size_t first = 0; first < g->nv; first++) { /* a test suite per trace, in order */
+    const char *trace = g->v[first].trace;
+    size_t ncases = 0, suite_fail = 0, seen = 0;
+    for (size_t i = 0; i < g->nv; i++) {
+      bool same = !strcmp(g->v[i].trace, trace);
+      seen += same && i < first;
+      ncases += same;
+      suite_fail += same && g->v[i].nfail > 0;
+    }
+    if (seen)
+      continue; /* its suite was written with its first run */
     fprintf(f, "  <testsuite name=\"");
-    xml_text(f, g->v[i].trace);
-    fprintf(f, "\" tests=\"%zu\" failures=\"%zu\">\n", end - i, suite_fail);
-    for (; i < end; i++) {
+    xml_text(f, trace);
+    fprintf(f, "\" tests=\"%zu\" failures=\"%zu\">\n", ncases, suite_fail);
+    for (size_t i = first; i < g->nv; i++) {
       const struct verdict *v = &g->v[i];
+      if (strcmp(v->trace, trace))
+        continue;
       fprintf(f, "    <testcase classname=\"");
       xml_text(f, v->trace);
       fprintf(f, "\" name=\"");
@@ -675,16 +713,20 @@ static void markdown(const bh_cli_gate_t *g, FILE *f, int ngates, int nfailed) {
     }
 }
 
-static void gate_free(bh_cli_gate_t *g) {
-  for (size_t i = 0; i < g->nbase; i++) {
-    json_decref(g->base[i].flat);
-    free(g->base[i].figs);
+static void runs_free(struct run_set *set) {
+  for (size_t i = 0; set->runs && i < set->n; i++) {
+    json_decref(set->runs[i].flat);
+    free(set->runs[i].figs);
   }
+  free(set->runs);
+  json_decref(set->doc);
+}
+
+static void gate_free(bh_cli_gate_t *g) {
   for (size_t i = 0; i < g->nv; i++)
     free(g->v[i].differs);
-  free(g->base);
+  runs_free(&g->base);
   free(g->v);
-  json_decref(g->doc);
   free(g);
 }
 
@@ -723,4 +765,52 @@ int bh_cli_gate_finish(bh_cli_gate_t *g, int rc) {
   rc |= bh_cli_close_out(g->md);
   gate_free(g);
   return rc ? rc : nfailed ? BH_EXIT_FAIL : BH_EXIT_OK;
+}
+
+/* ---- compare --runs FILE: a file of runs gated without replaying ---- */
+
+/* Run r of the file, planned and gated against its baseline run: 0, or the exit status. */
+static int gate_file_run(bh_cli_gate_t *g, const char *path, size_t i, struct base_run *r) {
+  const char *trace = r->name ? r->name : "?";
+  if (!r->sha)
+    return bh_cli_usage_error(VERB, "%s: run %zu (%s) has no provenance.trace.sha256", path, i + 1,
+                              r->label);
+  json_t *speed = json_object_get(r->flat, "provenance.options.speed");
+  const char *strategy = flat_str(r->flat, "provenance.options.strategy"),
+             *backing = flat_str(r->flat, "provenance.arena.backing");
+  struct who w = {r->label, strategy ? strategy : r->label, backing ? backing : "mmap",
+                  json_is_number(speed) ? json_number_value(speed) : 0};
+  struct verdict *v = verdict_new(g, trace, r->label);
+  if (!v) {
+    fprintf(stderr, "buddyhint " VERB ": out of memory\n");
+    return BH_EXIT_FAIL;
+  }
+  if (!(v->base = match(g, trace, r->sha, &w, r->flat, &v->differs)))
+    return BH_EXIT_USAGE;
+  int rc = gates_of(g, trace, &w, v);
+  return rc ? rc : verdict_check(v, r->figs, r->nfigs);
+}
+
+int bh_cli_gate_files(const struct bh_cli_gate_args *a, const char *runs_path) {
+  if (!a->baseline)
+    return bh_cli_usage_error(VERB, "--runs FILE gates FILE against a baseline: give "
+                                    "--baseline FILE");
+  const char *inputs[] = {runs_path, a->baseline, NULL};
+  bh_cli_gate_t *g = NULL;
+  struct run_set now = {0};
+  int rc = bh_cli_gate_open(a, inputs, &g);
+  if (!rc)
+    rc = runs_load(&now, "--runs", runs_path);
+  for (size_t i = 0; !rc && i < now.n; i++)
+    rc = gate_file_run(g, runs_path, i, &now.runs[i]);
+  FILE *tty = bh_cli_gate_on_stdout(g) ? stderr : stdout;
+  for (size_t i = 0; !rc && i < g->nv; i++) {
+    if (!i || strcmp(g->v[i].trace, g->v[i - 1].trace)) {
+      fprintf(tty, "%strace %s\n", i ? "\n" : "", g->v[i].trace);
+      table_head(tty, g);
+    }
+    table(tty, &g->v[i], now.runs[i].figs, now.runs[i].nfigs);
+  }
+  runs_free(&now);
+  return bh_cli_gate_finish(g, rc);
 }

@@ -55,6 +55,10 @@ int bh_cli_gate_runs(bh_cli_gate_t *g, FILE *tty, const bh_replay_summary_t *run
  * (NULL accepted: rc). */
 int bh_cli_gate_finish(bh_cli_gate_t *g, int rc);
 
+/* compare --runs FILE --baseline FILE: the runs of FILE (as the baseline may be) gated against
+ * the baseline without replaying, with the same table, reports and exit status. */
+int bh_cli_gate_files(const struct bh_cli_gate_args *a, const char *runs_path);
+
 extern const char bh_cli_gate_help[];
 
 #endif

@@ -4,7 +4,8 @@
 # with a line naming the gate, a JUnit failure in that strategy's test case (the XML must be
 # well-formed) and a Markdown summary; a baseline of another trace, a gate on a noisy figure
 # and a bad tolerance are usage errors (exit 2) that leave the reports as they were; the
-# sweep-based baseline (gate.sh sweep-baseline over examples/ci/sweep.yaml) gates the same.
+# sweep-based baseline (gate.sh sweep-baseline over examples/ci/sweep.yaml) gates the same, and
+# so does the sweep run again and gated without replaying (gate.sh sweep-check, compare --runs).
 #
 # usage: ci_example.sh BUDDYHINT SOURCE_DIR WORK_DIR
 set -u
@@ -127,6 +128,36 @@ rc=$?
 [ $rc -eq 1 ] || bad "worse against the sweep's baseline: exit $rc, not 1"
 [ "$(grep -c "regression: .*, bubble: " "$work/sw2.err")" -ge 2 ] ||
   bad "worse against the sweep's baseline: not a failure on each trace: $(cat "$work/sw2.err")"
+
+# the sweep run again and gated without replaying (gate.sh sweep-check: compare --runs)
+BH_BASELINE=$work/ci/sweep-baseline.json BH_SWEEP=examples/ci/sweep.yaml "$gate" sweep-check \
+  >"$work/swc.out" 2>"$work/swc.err"
+rc=$?
+[ $rc -eq 0 ] || bad "sweep-check unchanged: exit $rc, not 0: $(tail -3 "$work/swc.err")"
+junit_ok "$BH_REPORTS/junit.xml" 8 0 || bad "sweep-check unchanged: the JUnit report is wrong"
+# one idle second after each trace: bubble's 2 s delay never ends, nothing is reported
+sed 's/^  backing: sim$/  backing: sim\n  idle: 1/; s|\.\./\.\./traces|'"$src"'/traces|g' \
+  examples/ci/sweep.yaml >"$work/sweep-short-idle.yaml"
+grep -q "idle: 1" "$work/sweep-short-idle.yaml" || bad "the short-idle spec was not written"
+BH_BASELINE=$work/ci/sweep-baseline.json BH_SWEEP=$work/sweep-short-idle.yaml "$gate" sweep-check \
+  >"$work/swc2.out" 2>"$work/swc2.err"
+rc=$?
+[ $rc -eq 1 ] || bad "sweep-check with 1 s of idle: exit $rc, not 1: $(tail -3 "$work/swc2.err")"
+grep -q "regression: .*gen-memhog-256M.bht.zst, bubble: rss_final_bytes" "$work/swc2.err" ||
+  bad "sweep-check with 1 s of idle: no failed gate named: $(cat "$work/swc2.err")"
+grep -q "options differ from the baseline run: idle_s 60.0 -> 1.0" "$work/swc2.out" ||
+  bad "sweep-check with 1 s of idle: the changed option is not shown"
+python3 -c "import xml.etree.ElementTree as E, sys; E.parse(sys.argv[1])" \
+  "$BH_REPORTS/junit.xml" || bad "sweep-check with 1 s of idle: the JUnit report is not XML"
+"$bh" compare --runs "$BH_BASELINE" >/dev/null 2>&1
+rc=$?
+[ $rc -eq 2 ] || bad "--runs without --baseline: exit $rc, not 2"
+"$bh" compare --runs "$BH_BASELINE" --baseline "$BH_BASELINE" --backing sim >/dev/null 2>&1
+rc=$?
+[ $rc -eq 2 ] || bad "--runs with a replay option: exit $rc, not 2"
+"$bh" compare --runs "$BH_BASELINE" --baseline "$work/ci/sweep-baseline.json" >/dev/null 2>&1
+rc=$?
+[ $rc -eq 0 ] || bad "compare's runs against the sweep's baseline: exit $rc, not 0"
 
 [ $fail -eq 0 ] && echo "ok: examples/ci gates a held trace: 0 unchanged, 1 worse, 2 mismatched"
 exit $fail
