@@ -529,4 +529,7 @@ BH_API long bh_arena_check(bh_arena_t *arena, FILE *report, unsigned max_reports
 }
 #endif
 
+/* Regression gates: two runs' figures compared under tolerances (for CI). */
+#include <buddyhint/gate.h>
+
 #endif

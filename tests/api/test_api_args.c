@@ -9,6 +9,7 @@
  * has no row fails the test, so a new function gets its row.
  */
 #include <buddyhint.h>
+#include <buddyhint/gate.h>
 #include <buddyhint/gen.h>
 #include <buddyhint/machine.h>
 #include <buddyhint/replay.h>
@@ -562,6 +563,31 @@ static void rows_gen_replay(struct fixture *x) {
   ROW("bh_replay_summary_json", "NULL stream", bh_replay_summary_json(&s, NULL, 0) == BH_EINVAL);
 }
 
+static void rows_gate(void) {
+  bh_gate_t g = {"refaults", 1, 10, 0};
+  bh_gate_result_t r;
+  bh_figure_t f[2];
+  char buf[64];
+  ROW("bh_gate_parse", "NULL spec", bh_gate_parse(NULL, &g, NULL, 0) == BH_EINVAL);
+  ROW("bh_gate_parse", "NULL out", bh_gate_parse("refaults=+1%", NULL, NULL, 0) == BH_EINVAL);
+  ROW("bh_gate_format", "NULL gate", bh_gate_format(NULL, buf, sizeof(buf)) == 0);
+  ROW("bh_gate_format", "NULL buffer", bh_gate_format(&g, NULL, 8) == 0);
+  ROW("bh_gate_defaults", "NULL out, max 4", bh_gate_defaults(NULL, 4, NULL, 0) == 0);
+  ROW("bh_gate_deterministic", "NULL metric", !bh_gate_deterministic(NULL, "sim", 0));
+  ROW("bh_gate_deterministic", "NULL backing", !bh_gate_deterministic("refaults", NULL, 0));
+  ROW("bh_gate_check", "NULL gates", bh_gate_check(NULL, 1, f, 0, f, 0, &r) == BH_EINVAL);
+  ROW("bh_gate_check", "NULL results", bh_gate_check(&g, 1, f, 0, f, 0, NULL) == BH_EINVAL);
+  ROW("bh_gate_check", "NULL figures, count 2",
+      bh_gate_check(&g, 1, NULL, 2, f, 0, &r) == BH_EINVAL);
+  ROW("bh_gate_figures_json", "NULL text", bh_gate_figures_json(NULL, 2, f, 2) == BH_EINVAL);
+  ROW("bh_gate_figures_json", "NULL out, max 2",
+      bh_gate_figures_json("{}", 2, NULL, 2) == BH_EINVAL);
+  ROW("bh_gate_summary_figures", "NULL summary", bh_gate_summary_figures(NULL, f, 2) == BH_EINVAL);
+  ROW("bh_gate_summaries", "NULL summaries", bh_gate_summaries(&g, 1, NULL, NULL, &r) == BH_EINVAL);
+  ROW("bh_gate_status_name", "out of range",
+      !strcmp(bh_gate_status_name((enum bh_gate_status)99), "?"));
+}
+
 /* ---- every BH_API function has a row ---- */
 
 static int check_header(const char *path) {
@@ -605,6 +631,7 @@ static void test_api_argument_rule(void **state) {
   rows_trace(&x);
   rows_machine(&x);
   rows_gen_replay(&x);
+  rows_gate();
   teardown(&x);
   int missing = check_header(BH_SOURCE_DIR "/include/buddyhint.h");
   DIR *d = opendir(BH_SOURCE_DIR "/include/buddyhint");
