@@ -245,7 +245,7 @@ static unsigned pcp_block_at(const struct ctx *c, uint64_t p) {
 static int pcp_from_trace(struct ctx *c) {
   if (!c->fe)
     return 0;
-  bool by_seq = c->fes && !c->fes->seq_lost;
+  bool by_seq = c->fes && !c->fes->seq_lost && !c->fes->pfn_order;
   uint64_t n = by_seq ? c->fes->nr_seq : c->nr_pages;
   uint64_t *in_pcp = by_seq ? calloc((c->nr_pages + 63) / 64, sizeof(uint64_t)) : NULL;
   if (by_seq && !in_pcp)
@@ -263,7 +263,11 @@ static int pcp_from_trace(struct ctx *c) {
     /* the list the kernel took it from: the request's migratetype's (__rmqueue_pcplist), not
      * necessarily the pageblock's today (HighAtomic requests take the Movable list's) */
     int mt = (c->fe[p] >> 8) & 7;
-    int rc = add_pcp(c, p, order - 1, c->fe[p] >> 16, mt < BH_MT_PCPTYPES ? mt : BH_MT_MOVABLE);
+    if (c->fes && c->fes->pfn_order)
+      mt = -1; /* its pageblock's type's list */
+    else if (mt >= BH_MT_PCPTYPES)
+      mt = BH_MT_MOVABLE;
+    int rc = add_pcp(c, p, order - 1, c->fe[p] >> 16, mt);
     if (rc) {
       free(in_pcp);
       return rc;

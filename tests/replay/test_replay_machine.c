@@ -743,34 +743,56 @@ static long replay_pcp(const char *path, const char *dir, bh_replay_summary_t *s
  * moves the block from the free lists to the CPU's pcp list, a drain (mm_page_pcpu_drain) back;
  * an event whose block is not where it says is counted, not applied; a zone_locked event
  * without percpu_refill needs nothing; an allocation takes a refilled block from the pcp list
- * (no placement conflict).  At the end the pcp lists hold the freed block and the refilled one
- * nobody allocated: one page more than the same page events leave without the pcp events.
+ * (no placement conflict).  A refill of a block on a pcp list moves it to the refilling CPU's;
+ * a drain of memory allocated before the trace frees it (it was on a pcp list at the start);
+ * every miss is counted by its cause.  At the end the pcp lists hold the freed block and the
+ * two refilled ones nobody allocated: two pages more than without the pcp events.
  * Read from native text (the first pass keeps the events for the second) and binary.
  */
 static void test_pcp_events(void **state) {
   (void)state;
   bh_arena_t *a = crafted_arena();
   char *desc = describe(a, false);
-  uint64_t fb[2] = {UINT64_MAX, UINT64_MAX};
+  uint64_t fb[3] = {UINT64_MAX, UINT64_MAX, UINT64_MAX}, pre = UINT64_MAX, pre2 = UINT64_MAX;
   int k = 0;
-  for (uint64_t p = 4096; p < a->nr_pages && k < 2; p++)
-    if ((a->pages[p].flags & BH__PG_BUDDY) && a->pages[p].order == 0 &&
-        bh__pb_mt(a, p) < BH_MT_PCPTYPES)
+  for (uint64_t p = 4096; p < a->nr_pages; p++) {
+    if (bh__pb_mt(a, p) >= BH_MT_PCPTYPES)
+      continue;
+    if (k < 2 && (a->pages[p].flags & BH__PG_BUDDY) && a->pages[p].order == 0)
       fb[k++] = p;
+    else if (fb[2] == UINT64_MAX && (a->pages[p].flags & BH__PG_BUDDY))
+      fb[2] = p; /* the head of a free block of any order */
+    if (a->pages[p].flags == BH__PG_ALLOC && a->pages[p].order == 0) {
+      if (pre == UINT64_MAX)
+        pre = p; /* allocated in the snapshot: before the trace in the replay */
+      else if (pre2 == UINT64_MAX)
+        pre2 = p;
+    }
+  }
   assert_int_equal(k, 2);
-  unsigned long f0 = (unsigned long)fb[0], f1 = (unsigned long)fb[1];
-  char lines[1024];
+  assert_true(fb[2] != UINT64_MAX && pre != UINT64_MAX && pre2 != UINT64_MAX);
+  unsigned long f0 = (unsigned long)fb[0], f1 = (unsigned long)fb[1], f2 = (unsigned long)fb[2];
+  unsigned long pa = (unsigned long)pre, pb = (unsigned long)pre2;
+  char lines[2048];
   snprintf(lines, sizeof(lines),
            "# buddyhint-trace 3\n"
            "1000 Z %#lx 0 cpu=0 mt=1 refill=1\n" /* refill: applied */
            "2000 D %#lx 0 cpu=0 mt=1\n"          /* drain: applied */
-           "3000 D %#lx 0 cpu=0 mt=1\n"          /* not on a pcp list: missed */
+           "3000 D %#lx 0 cpu=0 mt=1\n"          /* free on the free lists: drain_free */
            "4000 Z %#lx 0 cpu=1 mt=1 refill=0\n" /* direct */
            "5000 Z %#lx 0 cpu=1 mt=1 refill=1\n" /* refill: applied */
            "6000 A %#lx 0 cpu=1 mt=1 gfp=GFP_HIGHUSER_MOVABLE\n"
-           "7000 F %#lx 0 cpu=1\n"
-           "8000 Z %#lx 0 cpu=0 mt=1 refill=1\n", /* refill: applied, never allocated */
-           f0, f0, f0, f0, f0, f0, f0, f1);
+           "7000 F %#lx 0 cpu=1\n"               /* onto cpu 1's pcp list */
+           "7500 Z %#lx 0 cpu=0 mt=1 refill=1\n" /* on a pcp list: relisted to cpu 0 */
+           "8000 Z %#lx 0 cpu=0 mt=1 refill=1\n" /* refill: applied, never allocated */
+           "8500 A %#lx 0 cpu=0 mt=1 gfp=GFP_HIGHUSER_MOVABLE\n"
+           "9000 D %#lx 0 cpu=0 mt=1\n"          /* allocated: drain_allocated */
+           "9100 Z %#lx 0 cpu=0 mt=1 refill=1\n" /* allocated: refill_allocated */
+           "9200 D %#lx 0 cpu=1 mt=1\n"          /* before the trace: adopted and drained */
+           "9300 Z %#lx 0 cpu=1 mt=1 refill=1\n" /* free now: applied */
+           "9350 Z %#lx 0 cpu=1 mt=1 refill=1\n" /* before the trace: refill_start_state */
+           "9400 D %#lx 3 cpu=1 mt=1\n",         /* order 3 around f0: drain_split */
+           f0, f0, f0, f0, f0, f0, f0, f0, f1, f2, f2, f2, pa, pa, pb, f0 & ~7ul);
   char *paths[2]; /* tt_path's buffers are reused */
   paths[0] = strdup(write_trace3("pcp3.txt", BH_TRACE_NATIVE_TEXT, desc, lines));
   paths[1] = strdup(write_trace3("pcp3.bht", BH_TRACE_NATIVE_BINARY, desc, lines));
@@ -778,12 +800,26 @@ static void test_pcp_events(void **state) {
   long with[2];
   for (int i = 0; i < 2; i++) {
     with[i] = replay_pcp(paths[i], i ? "dump-pcp-bin" : "dump-pcp-txt", &s);
-    assert_int_equal(s.pcp_events_applied, 4);
-    assert_int_equal(s.pcp_events_missed, 1);
+    assert_int_equal(s.pcp_events_applied, 7);
+    assert_int_equal(s.pcp_refills_relisted, 1);
+    assert_int_equal(s.pcp_refills_relisted_start, 0);
+    assert_int_equal(s.pcp_drains_adopted, 1);
+    assert_int_equal(s.pcp_events_missed, 5);
     assert_int_equal(s.pcp_events_direct, 1);
-    assert_int_equal(s.pcp_drains_missed, 1);
+    assert_int_equal(s.pcp_drains_missed, 3);
+    uint64_t want[BH_PCP_MISS_CAUSES] = {0}, sum = 0;
+    want[BH_PCP_MISS_drain_free] = want[BH_PCP_MISS_drain_allocated] = 1;
+    want[BH_PCP_MISS_refill_allocated] = want[BH_PCP_MISS_refill_start_state] = 1;
+    want[BH_PCP_MISS_drain_split] = 1;
+    for (int c = 0; c < BH_PCP_MISS_CAUSES; c++) {
+      if (s.pcp_missed_by_cause[c] != want[c])
+        fail_msg("cause %s: %lu, not %lu", bh_replay_pcp_cause_name(c),
+                 (unsigned long)s.pcp_missed_by_cause[c], (unsigned long)want[c]);
+      sum += s.pcp_missed_by_cause[c];
+    }
+    assert_int_equal(sum, s.pcp_events_missed); /* every miss has its cause */
     assert_int_equal(s.placement_conflicts, 0);
-    assert_int_equal(s.allocs, 1);
+    assert_int_equal(s.allocs, 2);
     assert_int_equal(s.frees, 1);
   }
   assert_int_equal(with[0], with[1]);
@@ -792,7 +828,7 @@ static void test_pcp_events(void **state) {
   long without = replay_pcp(v2, "dump-pcp-v2", &s);
   free(v2);
   assert_int_equal(s.pcp_events_applied + s.pcp_events_missed + s.pcp_events_direct, 0);
-  assert_int_equal(with[1], without + 1);
+  assert_int_equal(with[1], without + 2); /* f1 and pa, refilled and never allocated */
   /* allocator placement does not read them */
   bh_replay_config_t cfg;
   bh_replay_config_init(&cfg);
