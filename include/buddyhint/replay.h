@@ -214,6 +214,9 @@ typedef struct bh_replay_summary {
   double virtual_seconds, wall_seconds, cpu_seconds;
   uint64_t rss_peak_bytes, rss_final_bytes, live_peak_bytes, live_final_bytes;
   uint64_t reported_bytes, madvise_calls, refaults, refault_blocks, minflt;
+  /* of reported_bytes, the resident memory the reports took back: pages written by the
+   * workload and not discarded already when a report discarded them (bh_reporter_stats_t) */
+  uint64_t returned_bytes;
   long check_violations;
   /* the command the trace was read through (perf.data: perf script ...), or "" */
   char trace_command[512];

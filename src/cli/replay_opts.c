@@ -412,8 +412,11 @@ void bh_cli_print_summary(FILE *f, const bh_replay_summary_t *s) {
           mib(s->live_final_bytes));
   fprintf(f, "resident     %.1f MiB peak, %.1f MiB at the end\n", mib(s->rss_peak_bytes),
           mib(s->rss_final_bytes));
-  fprintf(f, "reported     %.1f MiB in %lu calls, %lu pages refaulted\n", mib(s->reported_bytes),
-          (unsigned long)s->madvise_calls, (unsigned long)s->refaults);
+  fprintf(f,
+          "reported     %.1f MiB in %lu calls, %.1f MiB of it resident and returned, %lu pages "
+          "refaulted\n",
+          mib(s->reported_bytes), (unsigned long)s->madvise_calls, mib(s->returned_bytes),
+          (unsigned long)s->refaults);
   if (s->arena_stats[BH_STAT_compact_runs])
     fprintf(f, "compaction   %lu zone runs, %.1f MiB moved, %lu pages kept in place\n",
             (unsigned long)s->arena_stats[BH_STAT_compact_runs],

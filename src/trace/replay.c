@@ -1598,6 +1598,7 @@ static void finish(struct replay *r) {
     bh_hint_stats_t hs;
     bh_hint_stats(r->hint, &hs);
     s->reported_bytes = hs.report.bytes;
+    s->returned_bytes = hs.report.returned;
     s->madvise_calls = hs.report.calls;
     s->refaults = hs.refault_pages;
     s->refault_blocks = hs.refault_blocks;
@@ -1869,6 +1870,7 @@ int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *f, int indent) {
   ju64(&w, "live_peak_bytes", s->live_peak_bytes);
   ju64(&w, "live_final_bytes", s->live_final_bytes);
   ju64(&w, "reported_bytes", s->reported_bytes);
+  ju64(&w, "returned_bytes", s->returned_bytes);
   ju64(&w, "madvise_calls", s->madvise_calls);
   ju64(&w, "refaults", s->refaults);
   ju64(&w, "refault_blocks", s->refault_blocks);
