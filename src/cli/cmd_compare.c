@@ -36,8 +36,8 @@ static void help(FILE *f) {
           "                        the CPUs online; 1 runs them one after another here).\n"
           "                        The trace is read once for all of them; the results are\n"
           "                        the same whatever N, but for wall_seconds, cpu_seconds\n"
-          "                        and minflt\n%s",
-          bh_cli_replay_help);
+          "                        and minflt\n%s\n%s\n%s",
+          bh_cli_replay_help, bh_cli_table_help, bh_cli_timeline_help);
 }
 
 static double mib(uint64_t b) { return (double)b / (1024.0 * 1024.0); }

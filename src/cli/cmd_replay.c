@@ -13,8 +13,11 @@ static void help(FILE *f) {
           "timestamps, and prints a summary.\n\n"
           "options:\n%s"
           "  --reports FILE        write every block the strategy reported as CSV\n"
-          "                        (time_s,pfn,order; time_s on the trace's clock)\n",
-          bh_cli_replay_help);
+          "                        (time_s,pfn,order; time_s on the trace's clock)\n\n"
+          "In the summary, \"reported\" is all the memory the strategy reported, and \"of it\n"
+          "resident and returned\" the resident memory the reports took back (returned_bytes).\n"
+          "\n%s",
+          bh_cli_replay_help, bh_cli_timeline_help);
 }
 
 /* replay's own option: --reports FILE. */

@@ -4,6 +4,41 @@
 #include <stdlib.h>
 #include <string.h>
 
+const char bh_cli_table_help[] =
+    "the table's columns (the JSON key in brackets; memory in MiB):\n"
+    "  rss_peak, rss_final   resident memory of the arena, highest and at the end\n"
+    "                        [rss_peak_bytes, rss_final_bytes]: mincore in mmap or memfd\n"
+    "                        backing; in sim, the pages written and not discarded since\n"
+    "  live_end              memory the trace holds allocated at the end [live_final_bytes]\n"
+    "  reported              memory the strategy reported, all of it: resident memory, free\n"
+    "                        memory the trace never wrote (a recorded machine's free memory)\n"
+    "                        and pages reported again after a refault [reported_bytes]\n"
+    "  returned              of it, the resident memory the reports took back: pages\n"
+    "                        written and not yet discarded when reported [returned_bytes]\n"
+    "  madvises              madvise or fallocate calls made, 0 in sim backing\n"
+    "                        [madvise_calls]\n"
+    "  refaults              reported pages allocated again, which a host faults back in\n"
+    "                        [refaults]\n"
+    "  failed                allocations the arena could not serve [alloc_failures]\n"
+    "  wall_s, cpu_s         the run's wall-clock and CPU seconds (not deterministic)\n"
+    "  check                 invariant violations found [check_violations]\n"
+    "  fidelity              against the end snapshot: the share of free memory in the\n"
+    "                        wrong order at the end [fidelity.free_order_error]; \"-\"\n"
+    "                        without an end snapshot\n"
+    "  high_ord              the error in free memory of pageblock order and above,\n"
+    "                        predicted against recorded [fidelity.high_order_error]\n";
+
+const char bh_cli_timeline_help[] =
+    "the timeline's columns (--timeline), one row per --sample of virtual time:\n"
+    "  run                   the run's label (compare only)\n"
+    "  time_s                virtual seconds since the trace's first event\n"
+    "  live_bytes            memory the trace holds allocated\n"
+    "  resident_bytes        resident memory of the arena, measured as rss_*\n"
+    "  discarded_bytes       memory reported and not allocated since\n"
+    "  free_pages            pages on the free lists, as NR_FREE_PAGES (not those on pcp\n"
+    "                        lists or isolated for a report)\n"
+    "  free_o0 .. free_oN    free blocks of each order, N the arena's largest order\n";
+
 const char bh_cli_replay_help[] =
     "  --strategy NAME       hinting strategy: none, bitmap, bubble or a registered one\n"
     "  --opt KEY=VALUE       strategy option (repeatable); 'buddyhint info' lists them\n"

@@ -20,6 +20,9 @@ typedef struct bh_cli_replay {
 } bh_cli_replay_t;
 
 extern const char bh_cli_replay_help[];
+/* The glossary of compare's table columns, and of the timeline CSV's columns. */
+extern const char bh_cli_table_help[];
+extern const char bh_cli_timeline_help[];
 
 void bh_cli_replay_init(bh_cli_replay_t *c);
 /* One option at argv[*i]: 1 consumed (and *i advanced), 0 not a replay option, -1 error. */
