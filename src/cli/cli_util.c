@@ -2,6 +2,7 @@
 #include "cli/cli.h"
 #include "trace/outfile.h"
 
+#include <buddyhint/machine.h>
 #include <buddyhint/strategy.h>
 #include <buddyhint/trace.h>
 
@@ -266,4 +267,11 @@ int bh_cli_stdout_close(const char *verb, int rc) {
     return rc;
   fprintf(stderr, "buddyhint %s: <stdout>: write failed: %s\n", verb, strerror(e));
   return rc == BH_EXIT_OK ? BH_EXIT_FAIL : rc;
+}
+
+void bh_cli_print_machine_warnings(const char *verb, const struct bh_machine *m) {
+  for (const char *w = bh_machine_warnings(m), *nl; *w; w = nl + 1) {
+    nl = strchr(w, '\n');
+    fprintf(stderr, "buddyhint %s: warning: %.*s\n", verb, (int)(nl - w), w);
+  }
 }
