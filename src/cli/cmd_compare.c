@@ -425,6 +425,13 @@ static int outputs(const bh_replay_summary_t *runs, const bh_cli_run_info_t *inf
                                        : "");
     fprintf(tty, "\n");
     table(tty, runs, n);
+    bool any = false;
+    for (int i = 0; i < n && !any; i++)
+      any = runs[i].nr_warnings > 0;
+    if (any) {
+      fprintf(tty, "\n");
+      bh_cli_print_warnings(tty, runs, n);
+    }
   }
   if (!failed && json && bh_cli_runs_json(json, runs, infos, n) == BH_ENOMEM)
     failed = true;

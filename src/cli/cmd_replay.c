@@ -60,6 +60,11 @@ int bh_cli_run_one(const char *verb, bh_cli_replay_t *c, const char *trace, bool
   int out_rc = bh_cli_close_out(timeline);
   if (print) /* with --json -, standard output holds the JSON only */
     bh_cli_print_summary(json == stdout ? stderr : stdout, &s);
+  if (s.nr_warnings) {
+    FILE *w = print && json != stdout ? stdout : stderr;
+    fprintf(w, "\n");
+    bh_cli_print_warnings(w, &s, 1);
+  }
   if (json && bh_cli_run_json(json, &s, &info) == BH_ENOMEM) {
     fprintf(stderr, "buddyhint %s: out of memory writing the JSON\n", verb);
     bh_cli_abort_out(json);

@@ -54,8 +54,10 @@ const char bh_cli_replay_help[] =
     "  --timeline FILE       write CSV samples over virtual time\n"
     "  --json FILE           write the summary as JSON ('-' for stdout)\n"
     "  --lenient             skip malformed trace lines (counted) instead of failing\n"
-    "  --strict              events the trace lost are an error (default: counted, with a\n"
-    "                        warning)\n"
+    "  --strict              events the trace lost, and every warning (no frees in the\n"
+    "                        trace, over 2 % of its events lost, a file of a --start or\n"
+    "                        --end folder not read), are an error, exit status 2 (default:\n"
+    "                        counted, and the warnings printed and in the JSON)\n"
     "  --no-pcp              disable per-CPU page lists\n"
     "  --no-grouping         disable grouping pages by mobility\n"
     "  --shuffle             shuffle top-order frees (page_alloc.shuffle)\n"
@@ -75,7 +77,9 @@ const char bh_cli_replay_help[] =
     "  --placement KIND      allocator (default: the arena chooses) or trace (each allocation\n"
     "                        takes the recorded block itself, if it is free)\n"
     "  --start DIR           the start snapshot from a directory of /proc files (buddyinfo,\n"
-    "                        pagetypeinfo, zoneinfo, optionally kpageflags); the layout is its\n"
+    "                        pagetypeinfo, zoneinfo, optionally kpageflags; each may be\n"
+    "                        NAME.txt and gzip or zstd compressed, NAME.gz, NAME.zst; a file\n"
+    "                        there that is not read is a warning); the layout is its\n"
     "                        zoneinfo's\n"
     "  --end DIR             the end snapshot from such a directory (for fidelity)\n"
     "  --dump DIR            at the end of the trace, write the arena's buddyinfo,\n"
@@ -397,11 +401,31 @@ int bh_cli_check_strategy(const char *verb, const bh_cli_replay_t *c, const char
 static double mib(uint64_t b) { return (double)b / (1024.0 * 1024.0); }
 
 void bh_cli_warn_lost(const char *verb, const bh_replay_summary_t *s) {
-  if (s->lost_events)
+  double share = (double)s->lost_events / (double)(s->events + s->lost_events + !s->events);
+  if (s->lost_events && share <= BH_REPLAY_LOST_WARN_SHARE) /* above: one of the warnings */
     fprintf(stderr,
             "buddyhint %s: warning: %s lost %lu events while it was recorded; the replay "
             "misses them (--strict makes this an error)\n",
             verb, s->trace, (unsigned long)s->lost_events);
+}
+
+void bh_cli_print_warnings(FILE *f, const bh_replay_summary_t *runs, int n) {
+  int dropped = 0;
+  for (int i = 0; i < n; i++) {
+    const bh_replay_summary_t *s = &runs[i];
+    if (s->nr_warnings_dropped > dropped)
+      dropped = s->nr_warnings_dropped;
+    for (int k = 0; k < s->nr_warnings; k++) {
+      bool seen = false; /* the trace's warnings are every run's: printed once */
+      for (int j = 0; j < i && !seen; j++)
+        for (int l = 0; l < runs[j].nr_warnings && !seen; l++)
+          seen = !strcmp(runs[j].warnings[l], s->warnings[k]);
+      if (!seen)
+        fprintf(f, "warning: %s\n", s->warnings[k]);
+    }
+  }
+  if (dropped)
+    fprintf(f, "warning: %d more warnings\n", dropped);
 }
 
 /* The --by table: one row per process or call site, heaviest resident memory first. */

@@ -42,6 +42,9 @@ void bh_cli_replay_free(bh_cli_replay_t *c);
 void bh_cli_print_summary(FILE *f, const bh_replay_summary_t *s);
 /* The warning on stderr when the trace lost events. */
 void bh_cli_warn_lost(const char *verb, const bh_replay_summary_t *s);
+/* The warnings of runs [0, n) (bh_replay_summary_t.warnings), each once, as "warning: ..." lines
+ * (nothing without any); --strict made them errors instead. */
+void bh_cli_print_warnings(FILE *f, const bh_replay_summary_t *runs, int n);
 /* The output helper of cli.h for a stdio user: opens path ("-" = stdout, NULL = none) into
  * *f; BH_EXIT_OK, or BH_EXIT_USAGE / BH_EXIT_FAIL after the message (as bh_cli_out_open). */
 int bh_cli_open_out(const char *verb, const char *path, FILE **f);

@@ -1581,6 +1581,38 @@ static void attrib_rows(struct replay *r) {
   free(res);
 }
 
+void bh__replay_warn(bh_replay_summary_t *s, const char *fmt, ...) {
+  char w[sizeof(s->warnings[0])];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(w, sizeof(w), fmt, ap);
+  va_end(ap);
+  for (int i = 0; i < s->nr_warnings; i++)
+    if (!strcmp(s->warnings[i], w))
+      return;
+  if (s->nr_warnings == BH_REPLAY_MAX_WARNINGS) {
+    s->nr_warnings_dropped++;
+    return;
+  }
+  memcpy(s->warnings[s->nr_warnings++], w, sizeof(w));
+}
+
+/* What makes the trace suspect: no frees at all, or too many events lost. */
+static void trace_warnings(bh_replay_summary_t *s) {
+  if (s->allocs && !s->frees && !s->unknown_frees)
+    bh__replay_warn(s,
+                    "the trace holds %lu allocations and no free: were the free events "
+                    "(kmem:mm_page_free) recorded?",
+                    (unsigned long)s->allocs);
+  double share = (double)s->lost_events / (double)(s->events + s->lost_events + !s->events);
+  if (share > BH_REPLAY_LOST_WARN_SHARE)
+    bh__replay_warn(s,
+                    "the recording lost %lu of its %lu events (%.1f %%): the replay misses "
+                    "them (a larger buffer, or fewer events, when recording)",
+                    (unsigned long)s->lost_events, (unsigned long)(s->events + s->lost_events),
+                    100.0 * share);
+}
+
 static void finish(struct replay *r) {
   bh_replay_summary_t *s = r->s;
   struct rusage ru;
@@ -1611,6 +1643,7 @@ static void finish(struct replay *r) {
     attrib_rows(r);
   if (r->cfg->check_every || r->cfg->check_after_steps)
     check(r);
+  trace_warnings(s);
 }
 
 /* ---- one first pass for several replays ---- */
@@ -1776,6 +1809,10 @@ int bh__replay_run_shared(const bh_replay_config_t *cfg, const bh__replay_shared
     set_err(&r, "%s", r.drift);
     rc = BH_EINVAL;
   }
+  if (!rc && cfg->strict && out->nr_warnings) { /* --strict: a warning is an error */
+    set_err(&r, "%s: %s (--strict)", cfg->trace, out->warnings[0]);
+    rc = BH_EFORMAT;
+  }
   bh_hint_detach(r.hint);
   bh_arena_destroy(r.arena);
   bh__pfnmap_destroy(&r.map);
@@ -1877,6 +1914,15 @@ int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *f, int indent) {
   ju64(&w, "minflt", s->minflt);
   key(&w, "check_violations");
   fprintf(f, "%ld", s->check_violations);
+  /* not the first key: the CSV's columns keep their places */
+  ju64(&w, "schema_version", BH_REPLAY_SCHEMA_VERSION);
+  key(&w, "warnings");
+  fputc('[', f);
+  for (int i = 0; i < s->nr_warnings; i++) {
+    fprintf(f, "%s", i ? ", " : "");
+    bh__json_str(f, s->warnings[i]);
+  }
+  fputc(']', f);
   if (s->trace_command[0])
     jstr(&w, "trace_command", s->trace_command);
   if (s->by) {
