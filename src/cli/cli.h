@@ -56,7 +56,7 @@ unsigned bh_cli_online_cpus(void);
  * the value is missing (after printing a usage error). */
 int bh_cli_opt(int argc, char **argv, int *i, const char *name, const char **value);
 
-/* bh_cli_opt for a short option "-o VALUE". */
+/* bh_cli_opt for a short option: "-o VALUE", or the value glued on, "-oVALUE" (-j1). */
 int bh_cli_short_opt(const char *verb, int argc, char **argv, int *i, const char *name,
                      const char **value);
 /* Output trace kind: --format / --compress if given, else from the name (.gz, .zst; then

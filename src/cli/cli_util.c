@@ -88,6 +88,12 @@ int bh_cli_opt(int argc, char **argv, int *i, const char *name, const char **val
 
 int bh_cli_short_opt(const char *verb, int argc, char **argv, int *i, const char *name,
                      const char **value) {
+  size_t n = strlen(name);
+  if (!strncmp(argv[*i], name, n) && argv[*i][n]) { /* the value glued on: -j1, as getopt */
+    *value = argv[*i] + n;
+    *i += 1;
+    return 1;
+  }
   if (strcmp(argv[*i], name))
     return 0;
   if (*i + 1 >= argc) {

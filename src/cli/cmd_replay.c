@@ -84,6 +84,10 @@ int cmd_replay(int argc, char **argv) {
     bh_cli_replay_free(&c);
     return r > 0 ? BH_EXIT_OK : BH_EXIT_USAGE;
   }
+  if (bh_cli_one_strategy("replay", &c)) {
+    bh_cli_replay_free(&c);
+    return BH_EXIT_USAGE;
+  }
   bh_cli_replay_finish(&c);
   const char *name = c.cfg.hint.strategy ? c.cfg.hint.strategy : "none";
   if (bh_cli_replay_check("replay", &c) ||

@@ -1,6 +1,8 @@
 /* The options that replay, compare and check share, mapped onto bh_replay_config_t. */
 #include "cli/replay_opts.h"
 
+#include "cli/baseline.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,8 +42,10 @@ const char bh_cli_timeline_help[] =
     "  free_o0 .. free_oN    free blocks of each order, N the arena's largest order\n";
 
 const char bh_cli_replay_help[] =
-    "  --strategy NAME       hinting strategy: none, bitmap, bubble or a registered one\n"
-    "  --opt KEY=VALUE       strategy option (repeatable); 'buddyhint info' lists them\n"
+    "  --strategy NAME       hinting strategy: none, bitmap, bubble or a registered one;\n"
+    "                        NAME:KEY=VALUE[:KEY=VALUE...] with options (bubble:order=3)\n"
+    "  --opt KEY=VALUE       strategy option (repeatable), also NAME.KEY=VALUE as compare\n"
+    "                        takes it; 'buddyhint info' lists them\n"
     "  --backing KIND        mmap (real memory, default), memfd, or sim (metadata only)\n"
     "  --madvise KIND        how reports discard: dontneed (default), free, punch, none\n"
     "  --memory SIZE         arena size, e.g. 2G (default: peak live memory + 25% + 64M)\n"
@@ -323,6 +327,57 @@ void bh_cli_replay_free(bh_cli_replay_t *c) {
   for (size_t i = 0; i < c->nopts; i++)
     free((void *)c->opts[i].key);
   c->nopts = 0;
+  free(c->strategy_buf);
+  c->strategy_buf = NULL;
+}
+
+/* --opt NAME.KEY=VALUE with NAME the strategy: the key without "NAME."; another strategy's
+ * name is an error. */
+static int strip_opt_prefix(const char *verb, bh_cli_replay_t *c, const char *name) {
+  size_t len = strlen(name);
+  for (size_t i = 0; i < c->nopts; i++) {
+    char *key = (char *)c->opts[i].key, *dot = strchr(key, '.');
+    if (!dot)
+      continue;
+    if ((size_t)(dot - key) == len && !strncmp(key, name, len)) {
+      memmove(key, dot + 1, strlen(dot + 1) + 1);
+      continue;
+    }
+    *dot = '\0';
+    bool other = bh_strategy_find(key) != NULL;
+    *dot = '.';
+    if (other) {
+      bh_cli_usage_error(verb, "--opt %s=%s: the strategy is '%s'", key, c->opts[i].value, name);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+int bh_cli_one_strategy(const char *verb, bh_cli_replay_t *c) {
+  const char *given = c->cfg.hint.strategy;
+  if (!given || bh_cli_is_baseline(given))
+    return strip_opt_prefix(verb, c, given ? given : "none");
+  if (!strchr(given, ':'))
+    return strip_opt_prefix(verb, c, given);
+  char *buf = c->strategy_buf = strdup(given), *save = NULL;
+  char *name = buf && buf[0] != ':' ? strtok_r(buf, ":", &save) : NULL;
+  if (!name) {
+    bh_cli_usage_error(verb, "--strategy: no name in '%s'", given);
+    return -1;
+  }
+  c->cfg.hint.strategy = name;
+  if (strip_opt_prefix(verb, c, name))
+    return -1;
+  for (char *kv = strtok_r(NULL, ":", &save); kv; kv = strtok_r(NULL, ":", &save)) {
+    if (!strchr(kv, '=') || kv[0] == '=') {
+      bh_cli_usage_error(verb, "--strategy: '%s' in '%s' is not KEY=VALUE", kv, given);
+      return -1;
+    }
+    if (add_opt(verb, c, kv))
+      return -1;
+  }
+  return 0;
 }
 
 /* Finishes the config: strategy options, sim's report mode. */

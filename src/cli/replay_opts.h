@@ -17,6 +17,7 @@ typedef struct bh_cli_replay {
   size_t nopts;
   const char *json_path, *timeline_path;
   bool backing_set;
+  char *strategy_buf; /* --strategy NAME:KEY=VALUE... split in place (bh_cli_one_strategy) */
 } bh_cli_replay_t;
 
 extern const char bh_cli_replay_help[];
@@ -28,6 +29,14 @@ void bh_cli_replay_init(bh_cli_replay_t *c);
 /* One option at argv[*i]: 1 consumed (and *i advanced), 0 not a replay option, -1 error. */
 int bh_cli_replay_opt(int argc, char **argv, int *i, bh_cli_replay_t *c);
 void bh_cli_replay_finish(bh_cli_replay_t *c);
+/*
+ * For a verb that runs one strategy (replay, check): compare's spellings.  --strategy
+ * NAME:KEY=VALUE[:KEY=VALUE...] becomes NAME with those options (after the --opt ones, so that
+ * they win), and --opt NAME.KEY=VALUE becomes KEY=VALUE when NAME is the strategy; an --opt
+ * naming another strategy is a usage error, as is a malformed entry.  Call before
+ * bh_cli_replay_finish.  0, or -1 after a usage error.
+ */
+int bh_cli_one_strategy(const char *verb, bh_cli_replay_t *c);
 /*
  * What a replay would refuse only after reading its trace, checked before: --memory against
  * its bounds (one largest block .. 2^32 pages), --madvise against --backing.  0, or -1 after
