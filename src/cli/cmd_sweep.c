@@ -7,7 +7,7 @@
  * resumes it.
  */
 #include "cli/cli.h"
-#include "cli/sweep.h"
+#include "cli/sweep/sweep.h"
 
 #include <errno.h>
 #include <fcntl.h>
