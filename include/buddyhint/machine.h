@@ -184,7 +184,7 @@ BH_API int bh_machine_set_window(bh_machine_t *m, int which, uint64_t begin_ns, 
  * What reading snapshot folders into m noticed and did not fail on, one line each ("PATH:
  * what"): files there but not used (a second copy under another name, kpagecount, meminfo...),
  * files that could not be read for want of permission, a free map shorter than the layout.
- * "" when there is nothing; valid until m changes.
+ * "" when there is nothing, NULL for a NULL m; valid until m changes.
  */
 BH_API const char *bh_machine_warnings(const bh_machine_t *m);
 

@@ -186,7 +186,7 @@ __attribute__((format(printf, 2, 3))) static void warn(bh_machine_t *m, const ch
 }
 
 const char *bh_machine_warnings(const bh_machine_t *m) {
-  return m && m->warnings ? m->warnings : "";
+  return !m ? NULL : m->warnings ? m->warnings : "";
 }
 
 /* A text file of dir into section "which/name"; *found tells whether it was there. */
