@@ -7,8 +7,8 @@
 static void help(FILE *f) {
   fprintf(f,
           "usage: buddyhint replay TRACE [OPTIONS]\n\n"
-          "Replays TRACE (ftrace or perf script text of kmem:mm_page_alloc/mm_page_free, or a\n"
-          "native trace, gzip/zstd compressed or not; a trace-cmd trace.dat or a perf.data)\n"
+          "Replays TRACE (ftrace or perf script text of kmem:mm_page_alloc/mm_page_free, a\n"
+          "native trace, a trace-cmd trace.dat or a perf.data; each gzip/zstd compressed or not)\n"
           "through the allocator with one hinting strategy, on a virtual clock from the trace\n"
           "timestamps, and prints a summary.\n\n"
           "options:\n%s"
