@@ -98,11 +98,14 @@ typedef struct bh_replay_config {
    */
   uint64_t keep_max_bytes;
   /*
-   * CSV of every block the strategy reported, or NULL: a header "time_s,pfn,order", then one
-   * line per block, time_s on the trace's own clock (its timestamps, in seconds) and pfn in
-   * the arena's numbering (the recorded pfns where the arena has the recorded layout).
+   * CSV of every block the strategy reported, or NULL: a header "trace_time_s,pfn,order", then
+   * one line per block, trace_time_s on the trace's own clock (its timestamps, in seconds; the
+   * timeline's time_s is virtual time from the first event) and pfn in the arena's numbering
+   * (the recorded pfns where the arena has the recorded layout), in hex (0x...) with
+   * reports_hex, as kernel tools print pfns.
    */
   FILE *reports;
+  bool reports_hex;
   /* lost events in the trace (bh_trace_counts_t.lost_events), and every warning of the
    * summary (bh_replay_summary_t.warnings), make the replay fail with BH_EFORMAT instead of
    * being counted in lost_events or listed (default false) */

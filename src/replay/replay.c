@@ -1221,8 +1221,9 @@ static void on_report(void *ctx, const bh_report_range_t *ranges, size_t n) {
   uint64_t vt = r->cfg->speed > 0 ? (uint64_t)(secs_since(&r->wall0) * r->cfg->speed * 1e9)
                                   : bh_hint_now(r->hint);
   double t = (double)(r->t0 + vt) / 1e9;
+  const char *fmt = r->cfg->reports_hex ? "%.6f,0x%lx,%u\n" : "%.6f,%lu,%u\n";
   for (size_t i = 0; i < n; i++)
-    fprintf(r->cfg->reports, "%.6f,%lu,%u\n", t, (unsigned long)ranges[i].pfn, ranges[i].order);
+    fprintf(r->cfg->reports, fmt, t, (unsigned long)ranges[i].pfn, ranges[i].order);
 }
 
 /*
@@ -1304,7 +1305,7 @@ static int setup(struct replay *r, const struct scan *sc) {
   if (r->shape && (bh_hint_strategy(r->hint)->flags & BH_STRATEGY_PAGE_REPORTED))
     bh__rm_start_reported(&r->rm, r->arena, r->s);
   if (cfg->reports) {
-    fprintf(cfg->reports, "time_s,pfn,order\n");
+    fprintf(cfg->reports, "trace_time_s,pfn,order\n");
     r->hint->on_report = on_report;
     r->hint->on_report_ctx = r;
   }
