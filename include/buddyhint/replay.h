@@ -113,6 +113,10 @@ typedef struct bh_replay_config {
   enum bh_layout_mode layout;  /* default BH_LAYOUT_AUTO */
   enum bh_start_state start;   /* default BH_START_AUTO */
   enum bh_placement placement; /* default BH_PLACEMENT_ALLOCATOR */
+  /* in a machine's shape, the rules of its kernel where they differ between the kernels users
+   * record: -1 (default) the recorded kernel's, 0 and 1 force pcp_high_tuning off or on
+   * (bh_config_t; Linux before 6.7 keeps one pcp high mark, 6.7+ tunes it) */
+  int pcp_high_tuning;
   /* snapshots from directories of /proc files (buddyinfo, pagetypeinfo, zoneinfo, optionally
    * kpageflags): they replace the trace's own, and the layout comes from their zoneinfo */
   const char *start_dir, *end_dir;
@@ -224,6 +228,7 @@ typedef struct bh_replay_summary {
   char layout[16];          /* "machine" or "default" */
   char start_state[16];     /* "kpageflags", "counts" or "empty" */
   char placement[16];       /* "allocator" or "trace" */
+  bool pcp_high_tuned;      /* the arena's pcp high marks were tuned (6.7+) or fixed (6.1) */
   uint64_t pretrace_frees;  /* frees of memory the start state holds allocated before the trace
                                (played as frees; without a start state they are unknown_frees) */
   uint64_t start_conflicts; /* allocations of blocks the start state holds allocated */
@@ -239,9 +244,12 @@ typedef struct bh_replay_summary {
   uint64_t start_unexplained_pages; /* first allocated by the trace, allocated in the start */
   uint64_t start_repaired_pages;    /* free in the free map, but first freed by the trace: the
                                        start state holds them allocated */
-  /* free blocks the free map records as reported (PG_reported) that start reported, and those
-   * that are not free blocks of that order in the start state (repaired, or not bubble) */
+  /* free blocks the free map records as reported (PG_reported) that start discarded by the
+   * host, at the tail of their lists (every strategy), and those that are not free blocks of
+   * that order in the start state (repaired) */
   uint64_t start_reported_blocks, start_reported_missed;
+  uint64_t start_reported_marked; /* of start_reported_blocks, those the strategy sees as
+                                     reported (BH_STRATEGY_PAGE_REPORTED); all are discarded */
   /* events while the start snapshot was read that it had already seen: an allocation of a
    * block it holds allocated (that block is the allocation), a free of one it holds free */
   uint64_t window_events;

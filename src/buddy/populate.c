@@ -172,6 +172,11 @@ static int add_pcp(bh_arena_t *a, const bh_pcp_block_t *pb, const char **why) {
     return bad(why, "a pcp block overlaps a free block or another pcp block");
   if (mt > BH_MT_RECLAIMABLE)
     mt = BH_MT_MOVABLE; /* as free_unref_page: HighAtomic blocks go on the Movable list */
+  if (pb->list) {
+    if (pb->list - 1 >= BH_MT_PCPTYPES)
+      return bad(why, "a pcp block's list is not of a pcp migratetype");
+    mt = pb->list - 1;
+  }
   bh__pcp_t *pcp = &z->pcp[pb->cpu % a->cfg.nr_cpus];
   for (uint64_t i = pfn + 1; i < pfn + n; i++)
     bh__pg_set_flags(&a->pages[i], 0);

@@ -80,6 +80,9 @@ const char bh_cli_replay_help[] =
     "                        and pagetypeinfo and the trace), empty (every managed page free)\n"
     "  --placement KIND      allocator (default: the arena chooses) or trace (each allocation\n"
     "                        takes the recorded block itself, if it is free)\n"
+    "  --pcp-high KIND       auto (default: the recorded kernel's rule), tuned (Linux 6.7+:\n"
+    "                        each pcp's high mark moves between high_min and high_max) or\n"
+    "                        fixed (before 6.7: one mark, zone_highsize)\n"
     "  --start DIR           the start snapshot from a directory of /proc files (buddyinfo,\n"
     "                        pagetypeinfo, zoneinfo, optionally kpageflags; each may be\n"
     "                        NAME.txt and gzip or zstd compressed, NAME.gz, NAME.zst; a file\n"
@@ -145,6 +148,7 @@ int bh_cli_replay_opt(int argc, char **argv, int *i, bh_cli_replay_t *c) {
   static const char *const layouts[] = {"auto", "trace", "default"};
   static const char *const starts[] = {"auto", "kpageflags", "counts", "empty"};
   static const char *const placements[] = {"allocator", "trace"};
+  static const char *const pcp_highs[] = {"fixed", "tuned", "auto"};
   const char *verb = argv[0], *v, *a = argv[*i];
   bh_replay_config_t *cfg = &c->cfg;
   uint64_t x;
@@ -280,6 +284,11 @@ int bh_cli_replay_opt(int argc, char **argv, int *i, bh_cli_replay_t *c) {
     if (r < 0 || set_enum(verb, "placement", v, placements, 2, &e))
       return -1;
     cfg->placement = (enum bh_placement)e;
+    return 1;
+  } else if (OPT("pcp-high")) {
+    if (r < 0 || set_enum(verb, "pcp-high", v, pcp_highs, 3, &e))
+      return -1;
+    cfg->pcp_high_tuning = e == 2 ? -1 : e;
     return 1;
   } else if (OPT("start")) {
     if (r < 0)

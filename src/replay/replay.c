@@ -51,6 +51,7 @@ void bh_replay_config_init(bh_replay_config_t *cfg) {
   cfg->arena.nr_cpus = 0; /* from the trace */
   cfg->compaction_proactiveness = 20;
   cfg->keep_max_bytes = BH__KEEP_DEFAULT_BYTES;
+  cfg->pcp_high_tuning = -1;
 }
 
 /* ---- state ---- */
@@ -1258,10 +1259,13 @@ static int setup(struct replay *r, const struct scan *sc) {
     int e = bh__rm_configure(&r->rm, &ac, r->err, r->errlen);
     if (e)
       return e;
+    if (cfg->pcp_high_tuning >= 0)
+      ac.pcp_high_tuning = cfg->pcp_high_tuning;
     mem = bh__rm_pages(&r->rm) << BH_PAGE_SHIFT;
   } else {
     bh_replay_zone_layout(&ac, mem);
   }
+  r->s->pcp_high_tuned = ac.pcp_high_tuning && ac.pcp;
   /* on the virtual clock only this thread touches the arena: no locks, as CONFIG_SMP=n */
   ac.smp = cfg->speed > 0;
   if (!ac.nr_cpus) /* one pcp slot per CPU seen in the trace */
@@ -1302,8 +1306,9 @@ static int setup(struct replay *r, const struct scan *sc) {
             bh_hint_last_error()[0] ? bh_hint_last_error() : bh_strerror(err));
     return err;
   }
-  if (r->shape && (bh_hint_strategy(r->hint)->flags & BH_STRATEGY_PAGE_REPORTED))
-    bh__rm_start_reported(&r->rm, r->arena, r->s);
+  if (r->shape)
+    bh__rm_start_reported(&r->rm, r->arena,
+                          bh_hint_strategy(r->hint)->flags & BH_STRATEGY_PAGE_REPORTED, r->s);
   if (cfg->reports) {
     fprintf(cfg->reports, "trace_time_s,pfn,order\n");
     r->hint->on_report = on_report;
@@ -1916,6 +1921,7 @@ int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *f, int indent) {
   ju64(&w, "time_reversals", s->time_reversals);
   ju64(&w, "lost_events", s->lost_events);
   jstr(&w, "layout", s->layout);
+  jstr(&w, "pcp_high", s->pcp_high_tuned ? "tuned" : "fixed");
   jstr(&w, "start_state", s->start_state);
   jstr(&w, "placement", s->placement);
   ju64(&w, "pretrace_frees", s->pretrace_frees);
@@ -1930,6 +1936,7 @@ int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *f, int indent) {
   ju64(&w, "start_unexplained_pages", s->start_unexplained_pages);
   ju64(&w, "start_repaired_pages", s->start_repaired_pages);
   ju64(&w, "start_reported_blocks", s->start_reported_blocks);
+  ju64(&w, "start_reported_marked", s->start_reported_marked);
   ju64(&w, "start_reported_missed", s->start_reported_missed);
   ju64(&w, "window_events", s->window_events);
   ju64(&w, "untraced_frees", s->untraced_frees);
