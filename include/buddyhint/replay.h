@@ -98,13 +98,17 @@ typedef struct bh_replay_config {
    */
   uint64_t keep_max_bytes;
   /*
-   * CSV of every block the strategy reported, or NULL: a header "time_s,pfn,order", then one
-   * line per block, time_s on the trace's own clock (its timestamps, in seconds) and pfn in
-   * the arena's numbering (the recorded pfns where the arena has the recorded layout).
+   * CSV of every block the strategy reported, or NULL: a header "trace_time_s,pfn,order", then
+   * one line per block, trace_time_s on the trace's own clock (its timestamps, in seconds; the
+   * timeline's time_s is virtual time from the first event) and pfn in the arena's numbering
+   * (the recorded pfns where the arena has the recorded layout), in hex (0x...) with
+   * reports_hex, as kernel tools print pfns.
    */
   FILE *reports;
-  /* lost events in the trace (bh_trace_counts_t.lost_events) make the replay fail with
-   * BH_EFORMAT instead of being counted in lost_events (default false) */
+  bool reports_hex;
+  /* lost events in the trace (bh_trace_counts_t.lost_events), and every warning of the
+   * summary (bh_replay_summary_t.warnings), make the replay fail with BH_EFORMAT instead of
+   * being counted in lost_events or listed (default false) */
   bool strict;
   enum bh_layout_mode layout;  /* default BH_LAYOUT_AUTO */
   enum bh_start_state start;   /* default BH_START_AUTO */
@@ -172,6 +176,10 @@ enum bh_replay_pcp_cause {
 };
 
 #define BH_REPLAY_MAX_STATS 48
+/* Warnings a summary holds at most (more are counted in nr_warnings_dropped). */
+#define BH_REPLAY_MAX_WARNINGS 8
+/* The lost-event share above which a summary warns: 2 %. */
+#define BH_REPLAY_LOST_WARN_SHARE 0.02
 #define BH_REPLAY_MAX_ZONES (BH_MAX_NODES * BH_NR_ZONE_TYPES)
 
 /*
@@ -304,7 +312,18 @@ typedef struct bh_replay_summary {
   double virtual_seconds, wall_seconds, cpu_seconds;
   uint64_t rss_peak_bytes, rss_final_bytes, live_peak_bytes, live_final_bytes;
   uint64_t reported_bytes, madvise_calls, refaults, refault_blocks, minflt;
+  /* of reported_bytes, the resident memory the reports took back: pages written by the
+   * workload and not discarded already when a report discarded them (bh_reporter_stats_t) */
+  uint64_t returned_bytes;
   long check_violations;
+  /*
+   * What makes the result suspect, one sentence each: a trace with allocations and no frees
+   * (its free events were not recorded), a lost-event share above BH_REPLAY_LOST_WARN_SHARE,
+   * files of a --start/--end folder that were not read.  With bh_replay_config_t.strict any
+   * of them fails the replay instead (BH_EFORMAT).
+   */
+  int nr_warnings, nr_warnings_dropped;
+  char warnings[BH_REPLAY_MAX_WARNINGS][320];
   /* the command the trace was read through (perf.data: perf script ...), or "" */
   char trace_command[512];
   /* bh_replay_config_t.by: the rows, heaviest resident memory first */
@@ -349,7 +368,11 @@ BH_API int bh_replay_by_parse(const char *name, enum bh_replay_by *out);
 /* The name of a pcp miss cause as the JSON has it ("drain_free", ...); NULL out of range. */
 BH_API const char *bh_replay_pcp_cause_name(int cause);
 
-/* Writes the summary as one JSON object (keys documented in the README). */
+/* The version of the summary's JSON (its "schema_version"): raised when a key changes
+ * meaning or goes away, not when one is added. */
+#define BH_REPLAY_SCHEMA_VERSION 1
+
+/* Writes the summary as one JSON object (keys documented in docs/USAGE.md). */
 BH_API int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *out, int indent);
 
 #ifdef __cplusplus

@@ -481,8 +481,12 @@ BH__INTERNAL uint64_t bh__isolate_free_page(bh__zone_t *z, uint64_t pfn, unsigne
 BH__INTERNAL int bh__discard_enable(bh_arena_t *a);
 /* Frees a->discarded and sets it to NULL.  No report and no allocation may run meanwhile. */
 BH__INTERNAL void bh__discard_disable(bh_arena_t *a);
-/* Marks pages [pfn, pfn + n) discarded; a->discarded must exist and the range lie in the arena. */
-BH__INTERNAL void bh__discard_mark(bh_arena_t *a, uint64_t pfn, uint64_t n);
+/*
+ * Marks pages [pfn, pfn + n) discarded; a->discarded must exist and the range lie in the arena.
+ * Returns how many of the pages it marked were resident in the owner's model: written (set in
+ * the bitmap of bh__discard_set_touched) and not discarded already; 0 without that bitmap.
+ */
+BH__INTERNAL uint64_t bh__discard_mark(bh_arena_t *a, uint64_t pfn, uint64_t n);
 /*
  * Called by the allocator when the block of 2^order pages at pfn is allocated: clears its
  * pages' bits in a->discarded, adds the number of pages that were set to a->refault_pages and,

@@ -39,8 +39,8 @@ static void help(FILE *f) {
           "                        the CPUs online; 1 runs them one after another here).\n"
           "                        The trace is read once for all of them; the results are\n"
           "                        the same whatever N, but for wall_seconds, cpu_seconds\n"
-          "                        and minflt\n%s\n%s",
-          bh_cli_gate_help, bh_cli_replay_help);
+          "                        and minflt\n%s\n%s\n%s\n%s",
+          bh_cli_gate_help, bh_cli_replay_help, bh_cli_table_help, bh_cli_timeline_help);
 }
 
 static double mib(uint64_t b) { return (double)b / (1024.0 * 1024.0); }
@@ -57,17 +57,18 @@ static void fidelity_cols(FILE *f, const bh_replay_summary_t *s) {
 }
 
 static void table(FILE *f, const bh_replay_summary_t *runs, int n) {
-  fprintf(f, "%-21s %10s %10s %10s %10s %9s %9s %8s %8s %8s %6s %8s %8s\n", "strategy", "rss_peak",
-          "rss_final", "live_end", "reported", "madvises", "refaults", "failed", "wall_s", "cpu_s",
-          "check", "fidelity", "high_ord");
-  fprintf(f, "%-21s %10s %10s %10s %10s %9s %9s %8s %8s %8s %6s %8s %8s\n", "", "MiB", "MiB", "MiB",
-          "MiB", "calls", "pages", "allocs", "", "", "errors", "error", "error");
+  fprintf(f, "%-21s %10s %10s %10s %10s %10s %9s %9s %8s %8s %8s %6s %8s %8s\n", "strategy",
+          "rss_peak", "rss_final", "live_end", "reported", "returned", "madvises", "refaults",
+          "failed", "wall_s", "cpu_s", "check", "fidelity", "high_ord");
+  fprintf(f, "%-21s %10s %10s %10s %10s %10s %9s %9s %8s %8s %8s %6s %8s %8s\n", "", "MiB", "MiB",
+          "MiB", "MiB", "MiB", "calls", "pages", "allocs", "", "", "errors", "error", "error");
   for (int i = 0; i < n; i++) {
     const bh_replay_summary_t *s = &runs[i];
-    fprintf(f, "%-21s %10.1f %10.1f %10.1f %10.1f %9lu %9lu %8lu %8.2f %8.2f %6ld", s->strategy,
-            mib(s->rss_peak_bytes), mib(s->rss_final_bytes), mib(s->live_final_bytes),
-            mib(s->reported_bytes), (unsigned long)s->madvise_calls, (unsigned long)s->refaults,
-            (unsigned long)s->alloc_failures, s->wall_seconds, s->cpu_seconds, s->check_violations);
+    fprintf(f, "%-21s %10.1f %10.1f %10.1f %10.1f %10.1f %9lu %9lu %8lu %8.2f %8.2f %6ld",
+            s->strategy, mib(s->rss_peak_bytes), mib(s->rss_final_bytes), mib(s->live_final_bytes),
+            mib(s->reported_bytes), mib(s->returned_bytes), (unsigned long)s->madvise_calls,
+            (unsigned long)s->refaults, (unsigned long)s->alloc_failures, s->wall_seconds,
+            s->cpu_seconds, s->check_violations);
     fidelity_cols(f, s);
     fprintf(f, "\n");
   }
@@ -442,6 +443,13 @@ static int outputs(const bh_replay_summary_t *runs, const bh_cli_run_info_t *inf
                                        : "");
     fprintf(tty, "\n");
     table(tty, runs, n);
+    bool any = false;
+    for (int i = 0; i < n && !any; i++)
+      any = runs[i].nr_warnings > 0;
+    if (any) {
+      fprintf(tty, "\n");
+      bh_cli_print_warnings(tty, runs, n);
+    }
   }
   if (!failed && json && bh_cli_runs_json(json, runs, infos, n) == BH_ENOMEM)
     failed = true;

@@ -1249,8 +1249,9 @@ static void on_report(void *ctx, const bh_report_range_t *ranges, size_t n) {
   uint64_t vt = r->cfg->speed > 0 ? (uint64_t)(secs_since(&r->wall0) * r->cfg->speed * 1e9)
                                   : bh_hint_now(r->hint);
   double t = (double)(r->t0 + vt) / 1e9;
+  const char *fmt = r->cfg->reports_hex ? "%.6f,0x%lx,%u\n" : "%.6f,%lu,%u\n";
   for (size_t i = 0; i < n; i++)
-    fprintf(r->cfg->reports, "%.6f,%lu,%u\n", t, (unsigned long)ranges[i].pfn, ranges[i].order);
+    fprintf(r->cfg->reports, fmt, t, (unsigned long)ranges[i].pfn, ranges[i].order);
 }
 
 /*
@@ -1340,7 +1341,7 @@ static int setup(struct replay *r, const struct scan *sc) {
     bh__rm_start_reported(&r->rm, r->arena,
                           bh_hint_strategy(r->hint)->flags & BH_STRATEGY_PAGE_REPORTED, r->s);
   if (cfg->reports) {
-    fprintf(cfg->reports, "time_s,pfn,order\n");
+    fprintf(cfg->reports, "trace_time_s,pfn,order\n");
     r->hint->on_report = on_report;
     r->hint->on_report_ctx = r;
   }
@@ -1702,6 +1703,38 @@ static void attrib_rows(struct replay *r) {
   free(res);
 }
 
+void bh__replay_warn(bh_replay_summary_t *s, const char *fmt, ...) {
+  char w[sizeof(s->warnings[0])];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(w, sizeof(w), fmt, ap);
+  va_end(ap);
+  for (int i = 0; i < s->nr_warnings; i++)
+    if (!strcmp(s->warnings[i], w))
+      return;
+  if (s->nr_warnings == BH_REPLAY_MAX_WARNINGS) {
+    s->nr_warnings_dropped++;
+    return;
+  }
+  memcpy(s->warnings[s->nr_warnings++], w, sizeof(w));
+}
+
+/* What makes the trace suspect: no frees at all, or too many events lost. */
+static void trace_warnings(bh_replay_summary_t *s) {
+  if (s->allocs && !s->frees && !s->unknown_frees)
+    bh__replay_warn(s,
+                    "the trace holds %lu allocations and no free: were the free events "
+                    "(kmem:mm_page_free) recorded?",
+                    (unsigned long)s->allocs);
+  double share = (double)s->lost_events / (double)(s->events + s->lost_events + !s->events);
+  if (share > BH_REPLAY_LOST_WARN_SHARE)
+    bh__replay_warn(s,
+                    "the recording lost %lu of its %lu events (%.1f %%): the replay misses "
+                    "them (a larger buffer, or fewer events, when recording)",
+                    (unsigned long)s->lost_events, (unsigned long)(s->events + s->lost_events),
+                    100.0 * share);
+}
+
 static void finish(struct replay *r) {
   bh_replay_summary_t *s = r->s;
   struct rusage ru;
@@ -1719,6 +1752,7 @@ static void finish(struct replay *r) {
     bh_hint_stats_t hs;
     bh_hint_stats(r->hint, &hs);
     s->reported_bytes = hs.report.bytes;
+    s->returned_bytes = hs.report.returned;
     s->madvise_calls = hs.report.calls;
     s->refaults = hs.refault_pages;
     s->refault_blocks = hs.refault_blocks;
@@ -1731,6 +1765,7 @@ static void finish(struct replay *r) {
     attrib_rows(r);
   if (r->cfg->check_every || r->cfg->check_after_steps)
     check(r);
+  trace_warnings(s);
 }
 
 /* ---- one first pass for several replays ---- */
@@ -1894,6 +1929,10 @@ int bh__replay_run_shared(const bh_replay_config_t *cfg, const bh__replay_shared
     set_err(&r, "%s", r.drift);
     rc = BH_EINVAL;
   }
+  if (!rc && cfg->strict && out->nr_warnings) { /* --strict: a warning is an error */
+    set_err(&r, "%s: %s (--strict)", cfg->trace, out->warnings[0]);
+    rc = BH_EFORMAT;
+  }
   bh_hint_detach(r.hint);
   bh_arena_destroy(r.arena);
   bh__pfnmap_destroy(&r.map);
@@ -2010,12 +2049,22 @@ int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *f, int indent) {
   ju64(&w, "live_peak_bytes", s->live_peak_bytes);
   ju64(&w, "live_final_bytes", s->live_final_bytes);
   ju64(&w, "reported_bytes", s->reported_bytes);
+  ju64(&w, "returned_bytes", s->returned_bytes);
   ju64(&w, "madvise_calls", s->madvise_calls);
   ju64(&w, "refaults", s->refaults);
   ju64(&w, "refault_blocks", s->refault_blocks);
   ju64(&w, "minflt", s->minflt);
   key(&w, "check_violations");
   fprintf(f, "%ld", s->check_violations);
+  /* not the first key: the CSV's columns keep their places */
+  ju64(&w, "schema_version", BH_REPLAY_SCHEMA_VERSION);
+  key(&w, "warnings");
+  fputc('[', f);
+  for (int i = 0; i < s->nr_warnings; i++) {
+    fprintf(f, "%s", i ? ", " : "");
+    bh__json_str(f, s->warnings[i]);
+  }
+  fputc(']', f);
   if (s->trace_command[0])
     jstr(&w, "trace_command", s->trace_command);
   if (s->by) {

@@ -47,8 +47,17 @@ static int trace_description(const char *trace, bh_machine_t **out, char *err, s
   return rc;
 }
 
+/* What reading the snapshot folders noticed, as the summary's warnings. */
+static void warn_folder(bh_replay_summary_t *s, const bh_machine_t *m) {
+  for (const char *w = bh_machine_warnings(m), *nl; *w; w = nl + 1) {
+    nl = strchr(w, '\n');
+    bh__replay_warn(s, "%.*s", (int)(nl - w), w);
+  }
+}
+
 /* --start DIR and --end DIR: they replace the trace's snapshots; the layout is theirs. */
-static int read_dirs(bh__rmachine_t *rm, const bh_replay_config_t *cfg, char *err, size_t errlen) {
+static int read_dirs(bh__rmachine_t *rm, const bh_replay_config_t *cfg, bh_replay_summary_t *s,
+                     char *err, size_t errlen) {
   char msg[512];
   if (cfg->start_dir) {
     bh_machine_t *n = bh_machine_new();
@@ -64,6 +73,7 @@ static int read_dirs(bh__rmachine_t *rm, const bh_replay_config_t *cfg, char *er
     rm->m = n;
     if (rc)
       return bh__machine_fail(err, errlen, rc, "--start/--end: %s", msg);
+    warn_folder(s, n);
     return 0;
   }
   if (cfg->end_dir) {
@@ -72,6 +82,7 @@ static int read_dirs(bh__rmachine_t *rm, const bh_replay_config_t *cfg, char *er
     int rc = bh_machine_read_snapshot(rm->m, BH_SNAP_END, cfg->end_dir, 0, 0, msg, sizeof(msg));
     if (rc)
       return bh__machine_fail(err, errlen, rc, "--end: %s", msg);
+    warn_folder(s, rm->m);
   }
   return 0;
 }
@@ -81,7 +92,7 @@ int bh__rm_load(bh__rmachine_t *rm, const bh_replay_config_t *cfg, bh_replay_sum
   memset(rm, 0, sizeof(*rm));
   int rc = trace_description(cfg->trace, &rm->m, err, errlen);
   if (!rc)
-    rc = read_dirs(rm, cfg, err, errlen);
+    rc = read_dirs(rm, cfg, s, err, errlen);
   if (rc)
     return rc;
   bool has_layout = rm->m && bh_machine_info(rm->m)->nr_zones > 0;

@@ -51,6 +51,10 @@ bool bh__rm_rereadable(const char *path);
 
 /* Reads the trace's description and the --start/--end directories, and decides layout,
  * start state and placement (into the summary's strings).  Returns 0 or an error (err). */
+/* Adds a warning to summary s (bh_replay_summary_t.warnings); a repeated one is not added. */
+void bh__replay_warn(bh_replay_summary_t *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 int bh__rm_load(bh__rmachine_t *rm, const bh_replay_config_t *cfg, bh_replay_summary_t *s,
                 char *err, size_t errlen);
 /* The number of pages the arena of the machine's layout has (0 without the shape). */

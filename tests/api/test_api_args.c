@@ -501,6 +501,7 @@ static void rows_machine(struct fixture *x) {
   ROW("bh_machine_copy_snapshot", "NULL source",
       bh_machine_copy_snapshot(m, NULL, BH_SNAP_START, err, sizeof(err)) == BH_EINVAL);
   ROW("bh_machine_zone_of", "NULL", bh_machine_zone_of(NULL, 0) == -1);
+  ROW("bh_machine_warnings", "NULL", bh_machine_warnings(NULL) == NULL);
   ROW("bh_arena_populate", "NULL arena", bh_arena_populate(NULL, &pop, &why) == BH_EINVAL && why);
   ROW("bh_arena_populate", "NULL state", bh_arena_populate(x->a, NULL, NULL) == BH_EINVAL);
   ROW("bh_arena_populate", "free blocks without their array", ({
