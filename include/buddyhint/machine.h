@@ -80,8 +80,10 @@ typedef struct bh_machine_info {
 
 /* One zone in one snapshot (same index as bh_machine_info_t.zones). */
 typedef struct bh_snapshot_zone {
-  uint64_t free_pages;                                    /* zoneinfo "pages free" */
-  uint64_t pcp_pages;                                     /* pages on its pcp lists (pagesets) */
+  uint64_t free_pages;    /* zoneinfo "pages free" */
+  uint64_t pcp_pages;     /* pages on its pcp lists (pagesets) */
+  uint64_t pcp_high_sum;  /* the pagesets' "high:" summed over the CPUs that print one */
+  unsigned pcp_high_cpus; /* how many do (0: none read) */
   uint64_t nr_free[BH_ORDER_LIMIT + 1];                   /* buddyinfo: free blocks per order */
   uint64_t nr_free_mt[BH_SNAP_TYPES][BH_ORDER_LIMIT + 1]; /* pagetypeinfo (100000 if capped) */
   uint64_t pageblocks[BH_SNAP_TYPES];                     /* pagetypeinfo: pageblocks per type */

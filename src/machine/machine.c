@@ -291,7 +291,8 @@ static int zone_index(const bh_machine_t *m, int node, int type) {
 struct kzone {
   int node, type; /* type -1: not modelled */
   char name[16];
-  uint64_t free, min, low, high, spanned, present, managed, start_pfn, pcp_count;
+  uint64_t free, min, low, high, spanned, present, managed, start_pfn, pcp_count, pcp_high_sum;
+  unsigned pcp_high_cpus;
   int64_t protection[8];
   int nr_protection, cpus;
   unsigned batch, high_min, high_max;
@@ -359,6 +360,11 @@ static int zoneinfo_lines(const char *text, size_t len, struct kzone *kz, int *n
       if (!get_u64(p, le, &v))
         return bh__machine_fail(err, errlen, BH_EFORMAT, "zoneinfo:%d: bad number", line);
       z->pcp_count += v;
+    } else if (word_is(w, we, "high:")) { /* a pageset's current high mark */
+      if (!get_u64(p, le, &v))
+        return bh__machine_fail(err, errlen, BH_EFORMAT, "zoneinfo:%d: bad number", line);
+      z->pcp_high_sum += v;
+      z->pcp_high_cpus++;
     } else if (word_is(w, we, "batch:") && z->cpus == 1) {
       NUM(batch);
     } else if (word_is(w, we, "high_min:") && z->cpus == 1) {
@@ -497,6 +503,8 @@ static int parse_zoneinfo(bh_machine_t *m, int which, const char *text, size_t l
         continue;
       s->zones[zi].free_pages = kz[i].free;
       s->zones[zi].pcp_pages = kz[i].pcp_count;
+      s->zones[zi].pcp_high_sum = kz[i].pcp_high_sum;
+      s->zones[zi].pcp_high_cpus = kz[i].pcp_high_cpus;
       if (kz[i].cpus && (!m->info.nr_cpus || which == BH_SNAP_START))
         m->info.nr_cpus = (unsigned)kz[i].cpus;
     }

@@ -107,7 +107,8 @@ struct replay {
   /* the trace's pcp events move the pcp lists (--placement trace with a trace that has them):
    * frees onto a pcp list then make no drain decision of their own */
   bool pcp_trace;
-  bool agree; /* counting placement agreement */
+  bool agree;           /* counting placement agreement */
+  uint64_t *first_miss; /* placement agreement: lists that have had a miss (miss_where) */
   /* events up to this trace time happened while the start snapshot was read (0: none) */
   uint64_t window_end;
   /* compaction moved memory allocated before the trace: map entries made after the run */
@@ -869,6 +870,26 @@ COLD static void free_lost(struct replay *r, bh__pfn_ref_t e, int cpu) {
   }
 }
 
+/* A miss of placement agreement, by where the kernel's block was; the first one on each
+ * (zone, CPU, order, migratetype) list is counted apart, before the lists have drifted. */
+COLD static void miss_where(struct replay *r, const bh_event_t *ev, int mt, int where) {
+  bh_replay_agreement_t *g = &r->s->agreement;
+  g->miss_where[where]++;
+  const bh_arena_t *a = r->arena;
+  if (!r->first_miss || ev->pfn >= a->nr_pages)
+    return;
+  uint64_t key =
+      (((uint64_t)bh__pfn_zone(a, ev->pfn)->id * a->cfg.nr_cpus + ev->cpu % a->cfg.nr_cpus) *
+           (BH_ORDER_LIMIT + 1) +
+       ev->order) *
+          BH_MT_TYPES +
+      (uint64_t)mt;
+  if (r->first_miss[key / 64] & (1ull << (key % 64)))
+    return;
+  r->first_miss[key / 64] |= 1ull << (key % 64);
+  g->first_miss_where[where]++;
+}
+
 /*
  * An allocation in the recorded machine's shape: with --placement trace the recorded block
  * itself if it is free (else a placement conflict and the allocator's choice); with the
@@ -892,10 +913,18 @@ __attribute__((noinline)) static int shaped_alloc(struct replay *r, const bh_eve
     }
     s->placement_conflicts++;
   }
+  _Static_assert((int)BH__WHERE_NR == (int)BH_WHERE_NR,
+                 "the core's and the summary's causes differ");
+  bh__where_t w = {BH__WHERE_OTHER, -1, 0};
+  if (r->agree)
+    bh__where_is(a, ev->pfn, ev->order, bh_gfp_migratetype(ev->gfp),
+                 (int)(ev->cpu % a->cfg.nr_cpus), &w);
   int rc = bh_alloc_pfn(a, ev->gfp, ev->order, ev->cpu, pfn);
   if (rc == BH_OK && r->agree) {
     bh_replay_agreement_t *g = &s->agreement;
     int same = *pfn == ev->pfn, mt = bh_gfp_migratetype(ev->gfp);
+    if (!same)
+      miss_where(r, ev, mt, w.where);
     g->allocs++;
     g->same += (uint64_t)same;
     g->by_order[ev->order][0]++;
@@ -1254,6 +1283,11 @@ static int setup(struct replay *r, const struct scan *sc) {
     r->pcp_trace = r->place_trace && sc->pcp_events;
     r->agree = !r->place_trace && r->rm.start != BH__START_EMPTY;
     r->s->agreement.present = r->agree;
+    if (r->agree) {
+      uint64_t keys =
+          (uint64_t)r->arena->nr_zones * r->arena->cfg.nr_cpus * (BH_ORDER_LIMIT + 1) * BH_MT_TYPES;
+      r->first_miss = calloc((keys + 63) / 64, sizeof(uint64_t)); /* NULL: not counted */
+    }
     const bh_snapshot_t *snap = bh_machine_snapshot(r->rm.m, BH_SNAP_START);
     if (r->rm.start != BH__START_EMPTY && snap)
       r->window_end = snap->window_end_ns;
@@ -1616,8 +1650,7 @@ static void finish(struct replay *r) {
 
 struct bh__replay_shared {
   struct scan sc;         /* kept: the events, or NULL */
-  uint32_t *fe;           /* each page's first event (bh__first_events_t.fe), or NULL */
-  uint64_t fe_pages;      /* its entries */
+  bh__first_events_t fe;  /* each page's first event (fe.fe NULL: none) */
   bh__origins_t *origins; /* --by: the origins the kept events name, or NULL */
 };
 
@@ -1625,12 +1658,12 @@ struct bh__replay_shared {
  * makes its own).  The kept events and the origins stay sh's (borrowed: sc->kept is
  * sh->sc.kept, and r->origins sh->origins when there are kept events). */
 static bool use_shared(struct replay *r, const bh__replay_shared_t *sh, struct scan *sc) {
-  if (r->rm.fe.fe && (!sh->fe || sh->fe_pages != r->rm.fe.nr_pages))
+  if (r->rm.fe.fe && (!sh->fe.fe || sh->fe.nr_pages != r->rm.fe.nr_pages))
     return false;
   if (sh->sc.kept && !r->origins != !sh->origins)
     return false;
-  if (r->rm.fe.fe)
-    memcpy(r->rm.fe.fe, sh->fe, sh->fe_pages * sizeof(*sh->fe));
+  if (r->rm.fe.fe && bh__first_events_copy(&r->rm.fe, &sh->fe))
+    return false; /* out of memory: the replay makes its own first pass */
   *sc = sh->sc;
   if (sc->kept && r->origins) { /* the origins the kept events name; the replay only reads them */
     bh__origins_free(r->origins);
@@ -1668,9 +1701,8 @@ int bh__replay_share(const bh_replay_config_t *cfg, bh__replay_shared_t **out, c
     rc = first_pass(&r, &sh->sc, !r.origins);
   }
   if (!rc) {
-    sh->fe = r.rm.fe.fe;
-    sh->fe_pages = r.rm.fe.nr_pages;
-    r.rm.fe.fe = NULL;
+    sh->fe = r.rm.fe;
+    memset(&r.rm.fe, 0, sizeof(r.rm.fe));
     if (sh->sc.kept) {
       sh->origins = r.origins;
       r.origins = NULL;
@@ -1689,7 +1721,7 @@ void bh__replay_shared_free(bh__replay_shared_t *sh) {
   if (!sh)
     return;
   free(sh->sc.kept);
-  free(sh->fe);
+  bh__first_events_free(&sh->fe);
   bh__origins_free(sh->origins);
   free(sh);
 }
@@ -1780,6 +1812,7 @@ int bh__replay_run_shared(const bh_replay_config_t *cfg, const bh__replay_shared
   bh__pfnmap_destroy(&r.map);
   bh__rm_free(&r.rm);
   free(r.moves);
+  free(r.first_miss);
   if (!borrowed)
     free(sc.kept);
   free((void *)r.touched);

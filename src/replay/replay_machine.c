@@ -155,14 +155,36 @@ int bh__rm_configure(const bh__rmachine_t *rm, bh_config_t *ac, char *err, size_
   return rc;
 }
 
+/*
+ * Each pcp's high mark at the start: the start snapshot's zoneinfo prints every CPU's
+ * ("high:" under pagesets), which Linux 6.7+ tunes as it runs (nr_pcp_high raises it while a
+ * CPU frees, decay_pcp_high lowers it each second, mm/page_alloc.c:2554-2611 and 2417-2440 in
+ * 6.12).  The snapshot keeps their sum per zone: every CPU of the arena starts at the mean.
+ * NULL (high_min, as after boot) without a zoneinfo, when the zones do not match the layout,
+ * or out of memory.
+ */
+static uint32_t *start_pcp_high(const bh__rmachine_t *rm, const bh_arena_t *a) {
+  const bh_snapshot_t *s = rm->m ? bh_machine_snapshot(rm->m, BH_SNAP_START) : NULL;
+  if (!s || !s->have_zoneinfo || bh_machine_info(rm->m)->nr_zones != a->nr_zones)
+    return NULL;
+  unsigned n = a->cfg.nr_cpus;
+  uint32_t *h = calloc((size_t)a->nr_zones * n, sizeof(*h));
+  for (int i = 0; h && i < a->nr_zones; i++) {
+    const bh_snapshot_zone_t *z = &s->zones[i];
+    uint64_t mean = z->pcp_high_cpus ? z->pcp_high_sum / z->pcp_high_cpus : 0;
+    for (unsigned c = 0; c < n; c++)
+      h[(size_t)i * n + c] = mean > UINT32_MAX ? UINT32_MAX : (uint32_t)mean;
+  }
+  return h;
+}
+
 int bh__rm_populate(bh__rmachine_t *rm, bh_arena_t *a, unsigned pcp_orders, uint64_t seed,
                     bh_replay_summary_t *s, char *err, size_t errlen) {
   bh__start_t st;
   char msg[256] = "";
   int rc = bh__start_build(&st, rm->start, rm->m, bh_arena_pages(a), pcp_orders, &rm->fe, seed, msg,
                            sizeof(msg));
-  free(rm->fe.fe); /* used up */
-  rm->fe.fe = NULL;
+  bh__first_events_free(&rm->fe); /* used up */
   if (rc)
     return bh__machine_fail(err, errlen, rc, "start state: %s", msg[0] ? msg : bh_strerror(rc));
   rm->nr_pages = bh_arena_pages(a);
@@ -177,8 +199,12 @@ int bh__rm_populate(bh__rmachine_t *rm, bh_arena_t *a, unsigned pcp_orders, uint
                         true);
   for (size_t i = 0; i < st.pop.nr_pcp; i++)
     bh__rm_kfree_mark(rm, st.pop.pcp[i].pfn, st.pop.pcp[i].order, true);
+  uint32_t *high = start_pcp_high(rm, a);
+  st.pop.pcp_high = high;
+  st.pop.nr_pcp_high = high ? (size_t)a->nr_zones * a->cfg.nr_cpus : 0;
   const char *why = NULL;
   rc = bh_arena_populate(a, &st.pop, &why);
+  free(high);
   if (rc)
     bh__machine_fail(err, errlen, rc, "start state: %s", why ? why : bh_strerror(rc));
   s->start_pcp_pages = st.pcp_pages;
@@ -442,7 +468,7 @@ int bh__rm_dump(const bh__rmachine_t *rm, bh_arena_t *a, const char *dir, char *
 
 void bh__rm_free(bh__rmachine_t *rm) {
   bh_machine_free(rm->m);
-  free(rm->fe.fe);
+  bh__first_events_free(&rm->fe);
   free(rm->kfree);
   memset(rm, 0, sizeof(*rm));
 }
@@ -456,6 +482,18 @@ static void u64_array(FILE *f, const uint64_t *v, unsigned n) {
   for (unsigned i = 0; i < n; i++)
     fprintf(f, "%s%lu", i ? ", " : "", (unsigned long)v[i]);
   fputc(']', f);
+}
+
+/* Misses by where the kernel's block was (BH_WHERE_*), as an object of non-zero counts. */
+static void where_json(FILE *f, const uint64_t *v) {
+  static const char *const names[BH_WHERE_NR] = {
+      "pcp_head", "pcp_deeper",   "pcp_far",   "pcp_other_list", "pcp_other_cpu",
+      "buddy",    "buddy_inside", "allocated", "pretrace",       "other"};
+  fputc('{', f);
+  for (int i = 0, k = 0; i < BH_WHERE_NR; i++)
+    if (v[i])
+      fprintf(f, "%s\"%s\": %lu", k++ ? ", " : "", names[i], (unsigned long)v[i]);
+  fputc('}', f);
 }
 
 void bh__rm_json(FILE *f, const bh_replay_summary_t *s, const char *nl, int indent) {
@@ -481,7 +519,11 @@ void bh__rm_json(FILE *f, const bh_replay_summary_t *s, const char *nl, int inde
       if (g->by_mt[t][0])
         fprintf(f, "%s\"%s\": {\"allocs\": %lu, \"agreement\": %.6f}", k++ ? ", " : "", mts[t],
                 (unsigned long)g->by_mt[t][0], (double)g->by_mt[t][1] / (double)g->by_mt[t][0]);
-    fprintf(f, "}}");
+    fprintf(f, "}, \"misses_by_where\": ");
+    where_json(f, g->miss_where);
+    fprintf(f, ", \"first_misses_by_where\": ");
+    where_json(f, g->first_miss_where);
+    fprintf(f, "}");
   }
   const bh_replay_fidelity_t *fi = &s->fidelity;
   fprintf(f, ",%s%*s\"fidelity\": ", nl, indent, "");

@@ -23,7 +23,21 @@ enum { BH__FE_NONE = 0, BH__FE_ALLOC = 1, BH__FE_FREE = 2 };
 typedef struct bh__first_events {
   uint32_t *fe; /* nr_pages entries, or NULL (no trace information) */
   uint64_t nr_pages;
+  /* The pfns of the blocks whose first event is an allocation, in the trace's order: the
+   * order the kernel took them in, so the order of the pcp lists that held them at the start
+   * (the kernel takes a pcp list's head).  NULL when it could not be kept (out of memory):
+   * the start state then puts those lists in pfn order. */
+  uint64_t *seq;
+  size_t nr_seq, seq_cap;
+  bool seq_lost;
 } bh__first_events_t;
+
+/* A block whose first event is an allocation, at the end of f->seq (cold: once per block). */
+void bh__first_alloc_seq(bh__first_events_t *f, uint64_t pfn);
+/* Frees f's arrays and clears it. */
+void bh__first_events_free(bh__first_events_t *f);
+/* *dst, a copy of src's arrays (dst's are freed first): 0 or BH_ENOMEM. */
+int bh__first_events_copy(bh__first_events_t *dst, const bh__first_events_t *src);
 
 static inline void bh__first_event(bh__first_events_t *f, const bh_event_t *ev) {
   if (ev->order > 20 || ev->pfn >= f->nr_pages || (ev->op == BH_EV_ALLOC && ev->failed))
@@ -39,6 +53,7 @@ static inline void bh__first_event(bh__first_events_t *f, const bh_event_t *ev) 
     int mt = bh_gfp_migratetype(ev->gfp);
     uint32_t cpu = ev->cpu < 0 ? 0 : (uint32_t)ev->cpu & 0xffff;
     f->fe[ev->pfn] |= (uint32_t)(ev->order + 1) << 2 | (uint32_t)mt << 8 | cpu << 16;
+    bh__first_alloc_seq(f, ev->pfn);
   }
 }
 

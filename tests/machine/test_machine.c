@@ -63,6 +63,9 @@ static void test_guest61(void **state) {
   assert_int_equal(s->zones[1].pageblocks[BH_MT_CMA], 0);
   assert_int_equal(s->zones[1].free_pages, 222508);
   assert_int_equal(s->zones[1].pcp_pages, 190 + 42);
+  /* each CPU's "high:" (a fixed mark in 6.1: pageset_update) */
+  assert_int_equal(s->zones[1].pcp_high_sum, 1779 + 1779);
+  assert_int_equal(s->zones[1].pcp_high_cpus, 2);
   assert_null(bh_machine_snapshot(m, BH_SNAP_END));
   bh_machine_free(m);
 }
@@ -77,6 +80,10 @@ static void test_host618(void **state) {
   assert_int_equal(in->zones[1].spanned_pages, 1044480);
   assert_int_equal(in->zones[1].present_pages, 782336); /* the hole below 4 GiB */
   assert_true(in->zones[2].pcp_high_max > 0);           /* 6.7+ prints high_min/high_max */
+  /* and each CPU's current mark, which it tunes between them (nr_pcp_high, decay_pcp_high) */
+  const bh_snapshot_t *s = bh_machine_snapshot(m, BH_SNAP_START);
+  assert_int_equal(s->zones[2].pcp_high_sum, 16162 + 25078);
+  assert_int_equal(s->zones[2].pcp_high_cpus, 2);
   assert_false(in->has_cma);
   bh_machine_free(m);
 }

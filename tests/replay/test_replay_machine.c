@@ -299,6 +299,73 @@ static void test_pretrace_and_placement(void **state) {
   bh_arena_destroy(a);
 }
 
+/* Two allocated order-0 pages of one Movable pageblock, lo < hi, that the start state holds
+ * allocated: the pages a trace that allocates them first finds on a pcp list. */
+static void two_movable_used(bh_arena_t *a, uint64_t *lo, uint64_t *hi) {
+  *lo = *hi = UINT64_MAX;
+  for (uint64_t b = 1; b < a->nr_pages >> a->pb_order && *hi == UINT64_MAX; b++) {
+    if ((a->pageblock[b] & 7) != BH_MT_MOVABLE)
+      continue;
+    *lo = UINT64_MAX;
+    for (uint64_t p = b << a->pb_order; p < (b + 1) << a->pb_order; p++) {
+      const bh__page_t *pg = &a->pages[p];
+      if (!(pg->flags & BH__PG_ALLOC) || pg->order != 0)
+        continue;
+      if (*lo == UINT64_MAX) {
+        *lo = p;
+      } else {
+        *hi = p;
+        break;
+      }
+    }
+  }
+  assert_true(*lo != UINT64_MAX && *hi != UINT64_MAX);
+}
+
+/*
+ * The pcp lists' order at the start, from the trace: the kernel takes a list's head
+ * (__rmqueue_pcplist, mm/page_alloc.c:2999-3001 in 6.12), so pages that a CPU allocates first
+ * were on its list in the order it took them.  Taken in the opposite of pfn order, both are
+ * the kernel's pfn (with the lists in pfn order the first would take lo, a miss where the
+ * kernel's block was one deeper on the same list, and the second a miss on a block the arena
+ * had already handed out).  Then lo, freed on CPU 1, goes to CPU 1's list
+ * (free_unref_page_commit, mm/page_alloc.c:2622), and CPU 0's allocation of it is a miss whose
+ * cause is a block on another CPU's list, the first miss of that list.
+ */
+static void test_start_pcp_order(void **state) {
+  (void)state;
+  bh_arena_t *a = crafted_arena();
+  char *desc = describe(a, false);
+  uint64_t lo, hi;
+  two_movable_used(a, &lo, &hi);
+  char lines[512];
+  snprintf(lines, sizeof(lines),
+           "# buddyhint-trace 1\n"
+           "1000 A %#lx 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n"
+           "2000 A %#lx 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n"
+           "3000 F %#lx 0 cpu=1\n"
+           "4000 A %#lx 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n",
+           (unsigned long)hi, (unsigned long)lo, (unsigned long)lo, (unsigned long)lo);
+  const char *p = write_trace("pcporder.bht", desc, lines);
+  bh_replay_config_t cfg;
+  bh_replay_config_init(&cfg);
+  cfg.trace = p;
+  bh_replay_summary_t s;
+  replay(&cfg, &s);
+  assert_int_equal(s.start_pcp_pages, 2);
+  assert_true(s.agreement.present);
+  assert_int_equal(s.agreement.allocs, 3);
+  assert_int_equal(s.agreement.same, 2);
+  assert_int_equal(s.agreement.miss_where[BH_WHERE_PCP_OTHER_CPU], 1);
+  assert_int_equal(s.agreement.first_miss_where[BH_WHERE_PCP_OTHER_CPU], 1);
+  uint64_t misses = 0;
+  for (int i = 0; i < BH_WHERE_NR; i++)
+    misses += s.agreement.miss_where[i];
+  assert_int_equal(misses, 1);
+  free(desc);
+  bh_arena_destroy(a);
+}
+
 /* A trace recorded before descriptions existed (version 1): the default layout, an empty
  * start, no fidelity; with --start DIR the machine's layout and a counts start. */
 static void test_old_trace(void **state) {
@@ -723,6 +790,7 @@ int main(void) {
       cmocka_unit_test(test_start_reported_tail),
       cmocka_unit_test(test_start_reported_capability),
       cmocka_unit_test(test_pcp_events),
+      cmocka_unit_test(test_start_pcp_order),
   };
   return cmocka_run_group_tests(tests, tt_setup, tt_teardown);
 }
