@@ -112,7 +112,7 @@ static void isolate_block(void) {
   bh_arena_t *a;
   if (bh_arena_create(&cfg, &a) != BH_OK)
     _exit(3);
-  bh_zone_t *z = bh_arena_zone(a, bh_arena_zone_count(a) - 1);
+  bh_zone_t *z = bh_arena_zone(a, bh_zone_count(a) - 1);
   unsigned order = bh_arena_max_order(a);
   bh_zone_lock(z);
   uint64_t pfn = bh_free_list_first(z, order, BH_MT_MOVABLE);
