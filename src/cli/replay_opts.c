@@ -39,6 +39,12 @@ const char bh_cli_replay_help[] =
     "                        and pagetypeinfo and the trace), empty (every managed page free)\n"
     "  --placement KIND      allocator (default: the arena chooses) or trace (each allocation\n"
     "                        takes the recorded block itself, if it is free)\n"
+    "  --start-order KIND    trace (default: the start pcp lists in the order, and on the\n"
+    "                        lists, the trace's first allocations take them) or pfn (in pfn\n"
+    "                        order on their pageblock type's lists, without that inference)\n"
+    "  --pcp-high KIND       auto (default: the recorded kernel's rule), tuned (Linux 6.7+:\n"
+    "                        each pcp's high mark moves between high_min and high_max) or\n"
+    "                        fixed (before 6.7: one mark, zone_highsize)\n"
     "  --start DIR           the start snapshot from a directory of /proc files (buddyinfo,\n"
     "                        pagetypeinfo, zoneinfo, optionally kpageflags); the layout is its\n"
     "                        zoneinfo's\n"
@@ -102,6 +108,8 @@ int bh_cli_replay_opt(int argc, char **argv, int *i, bh_cli_replay_t *c) {
   static const char *const layouts[] = {"auto", "trace", "default"};
   static const char *const starts[] = {"auto", "kpageflags", "counts", "empty"};
   static const char *const placements[] = {"allocator", "trace"};
+  static const char *const pcp_highs[] = {"fixed", "tuned", "auto"};
+  static const char *const start_orders[] = {"trace", "pfn"};
   const char *verb = argv[0], *v, *a = argv[*i];
   bh_replay_config_t *cfg = &c->cfg;
   uint64_t x;
@@ -237,6 +245,16 @@ int bh_cli_replay_opt(int argc, char **argv, int *i, bh_cli_replay_t *c) {
     if (r < 0 || set_enum(verb, "placement", v, placements, 2, &e))
       return -1;
     cfg->placement = (enum bh_placement)e;
+    return 1;
+  } else if (OPT("start-order")) {
+    if (r < 0 || set_enum(verb, "start-order", v, start_orders, 2, &e))
+      return -1;
+    cfg->start_order_pfn = e == 1;
+    return 1;
+  } else if (OPT("pcp-high")) {
+    if (r < 0 || set_enum(verb, "pcp-high", v, pcp_highs, 3, &e))
+      return -1;
+    cfg->pcp_high_tuning = e == 2 ? -1 : e;
     return 1;
   } else if (OPT("start")) {
     if (r < 0)
@@ -428,6 +446,21 @@ void bh_cli_print_summary(FILE *f, const bh_replay_summary_t *s) {
               "placement conflicts",
               (unsigned long)s->pretrace_frees, (unsigned long)s->start_conflicts,
               (unsigned long)s->placement_conflicts);
+    fprintf(f, "\n");
+  }
+  if (s->pcp_events_applied || s->pcp_events_missed || s->pcp_events_direct) {
+    fprintf(f,
+            "pcp events   %lu applied (%lu refills moved from a pcp list, %lu drains of memory "
+            "the start held allocated), %lu missed",
+            (unsigned long)s->pcp_events_applied, (unsigned long)s->pcp_refills_relisted,
+            (unsigned long)s->pcp_drains_adopted, (unsigned long)s->pcp_events_missed);
+    const char *sep = ": ";
+    for (int c = 0; c < BH_PCP_MISS_CAUSES; c++)
+      if (s->pcp_missed_by_cause[c]) {
+        fprintf(f, "%s%lu %s", sep, (unsigned long)s->pcp_missed_by_cause[c],
+                bh_replay_pcp_cause_name(c));
+        sep = ", ";
+      }
     fprintf(f, "\n");
   }
   if (s->agreement.present)

@@ -531,6 +531,10 @@ static void rows_gen_replay(struct fixture *x) {
   ROW("bh_replay_config_init", "NULL", (bh_replay_config_init(NULL), true));
   enum bh_replay_by by = BH_BY_PID;
   ROW("bh_replay_by_name", "out of range", bh_replay_by_name((enum bh_replay_by)99) != NULL);
+  ROW("bh_replay_pcp_cause_name", "out of range",
+      bh_replay_pcp_cause_name(-1) == NULL &&
+          bh_replay_pcp_cause_name(BH_PCP_MISS_CAUSES) == NULL &&
+          !strcmp(bh_replay_pcp_cause_name(BH_PCP_MISS_drain_free), "drain_free"));
   ROW("bh_replay_by_parse", "NULL name", bh_replay_by_parse(NULL, &by) == BH_EINVAL);
   ROW("bh_replay_by_parse", "NULL out", bh_replay_by_parse("pid", NULL) == BH_EINVAL);
   ROW("bh_replay_run", "NULL config", bh_replay_run(NULL, &s, err, sizeof(err)) == BH_EINVAL);
