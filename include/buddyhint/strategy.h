@@ -170,6 +170,8 @@ BH_API int bh_opt_duration(const bh_opt_t *o, uint64_t *ns);
  * bytes. */
 BH_API int bh_opt_size(const bh_opt_t *o, uint64_t *bytes);
 
+/* Deprecated: the same as bh_zone_count() (buddyhint.h), which new code should call; kept for
+ * the ABI. */
 BH_API int bh_arena_zone_count(const bh_arena_t *a);
 BH_API bh_zone_t *bh_arena_zone(bh_arena_t *a, int i);
 BH_API int bh_zone_index(const bh_zone_t *z);

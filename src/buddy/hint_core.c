@@ -4,10 +4,11 @@
  * read access to the free lists.  Everything but the lock calls expects the zone lock held.
  */
 #include "buddy/internal.h"
+#include "common/debug.h"
 
 #include <buddyhint/strategy.h>
 
-int bh_arena_zone_count(const bh_arena_t *a) { return a ? a->nr_zones : 0; }
+int bh_arena_zone_count(const bh_arena_t *a) { return bh_zone_count(a); }
 bh_zone_t *bh_arena_zone(bh_arena_t *a, int i) {
   return a && i >= 0 && i < a->nr_zones ? &a->zones[i] : NULL;
 }
@@ -112,6 +113,8 @@ bool bh_zone_low_wmark_ok(const bh_zone_t *z, uint64_t extra) {
  */
 uint64_t bh__isolate_free_page(bh__zone_t *z, uint64_t pfn, unsigned order) {
   bh_arena_t *a = z->arena;
+  if (a->cfg.smp) /* the callers hold it (page_reporting_cycle) */
+    BH_ASSERT_LOCKED(&z->lock);
   int mt = bh__pb_mt(a, pfn);
   if (mt != BH_MT_ISOLATE) {
     uint64_t mark = z->watermark[BH__WMARK_MIN] + (1ull << order);
@@ -155,6 +158,8 @@ static int take_isolated(bh_zone_t *z, uint64_t pfn, unsigned order) {
   bh__page_t *p = &a->pages[pfn];
   if (!(bh__pg_flags(p) & BH__PG_ISOLATED) || bh__pg_order(p) != order)
     return BH_EINVAL;
+  if (a->cfg.smp) /* __putback_isolated_page's lockdep_assert_held (mm/page_alloc.c:2944) */
+    BH_ASSERT_LOCKED(&z->lock);
   bh__pg_set_flags(p, 0);
   z->isolated_pages -= 1ll << order;
   z->ev[BH_STAT_putback_pages] += 1ull << order;

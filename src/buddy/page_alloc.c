@@ -5,6 +5,7 @@
  * the 6.15 "claim, then steal" fallback rework); the code is our own.
  */
 #include "buddy/internal.h"
+#include "common/debug.h"
 
 #include <stdlib.h>
 
@@ -47,6 +48,7 @@ static inline void add_to_free_list(bh__zone_t *z, uint64_t pfn, unsigned order,
                                     bool tail) {
   bh_arena_t *a = z->arena;
   bh__page_t *p = bh__pg(a, pfn);
+  BH_ASSERT(order <= a->max_order && !(pfn & ((1ull << order) - 1)));
   bh__pg_set(p, BH__PG_BUDDY, (uint8_t)order);
   uint32_t head = bh__free_list(z, order, mt);
   if (tail)
@@ -63,6 +65,7 @@ static inline void add_to_free_list(bh__zone_t *z, uint64_t pfn, unsigned order,
 static inline void del_from_free_list(bh__zone_t *z, uint64_t pfn, unsigned order, int reason) {
   bh_arena_t *a = z->arena;
   bh__page_t *p = bh__pg(a, pfn);
+  BH_ASSERT((bh__pg_flags(p) & BH__PG_BUDDY) && bh__pg_order(p) == order); /* on a free list */
   if (bh__unlikely(bh__pg_flags(p) & BH__PG_REPORTED)) {
     if (reason == BH__DEL_ALLOC)
       z->ev[BH_STAT_reported_alloc]++;
@@ -200,6 +203,8 @@ void bh__shuffle_zone(bh__zone_t *z) {
 void bh__free_one_page(bh__zone_t *z, uint64_t pfn, unsigned order, int mt, int fpi) {
   bh_arena_t *a = z->arena;
   const unsigned max_order = a->max_order;
+  /* VM_BUG_ON_PAGE(pfn & ((1 << order) - 1), page): mm/page_alloc.c:825 of Linux 6.12 */
+  BH_ASSERT(order <= max_order && !(pfn & ((1ull << order) - 1)));
   account_freepages(z, (int64_t)(1ull << order), mt);
 
   while (order < max_order) {
@@ -269,6 +274,8 @@ static void page_del_and_expand(bh__zone_t *z, uint64_t pfn, unsigned low, unsig
 /* __rmqueue_smallest: first fit from the lowest sufficient order, head of the list. */
 static uint64_t rmqueue_smallest(bh__zone_t *z, unsigned order, int mt) {
   bh_arena_t *a = z->arena;
+  if (a->cfg.smp) /* as account_freepages' lockdep_assert_held (mm/page_alloc.c:666) */
+    BH_ASSERT_LOCKED(&z->lock);
   for (unsigned o = order; o <= a->max_order; o++) {
     uint64_t pfn = list_first(a, bh__free_list(z, o, mt));
     if (pfn == UINT64_MAX)

@@ -1,6 +1,6 @@
 /* A JSON string writer shared by the replay summary and the command's JSON output. */
-#ifndef BH_TRACE_JSON_H
-#define BH_TRACE_JSON_H
+#ifndef BH_COMMON_JSON_H
+#define BH_COMMON_JSON_H
 
 #include <stdio.h>
 

@@ -13,8 +13,8 @@
  *   - An output that is the same file (device and inode) as one of the given inputs is
  *     refused before anything is opened for writing.
  */
-#ifndef BH_TRACE_OUTFILE_H
-#define BH_TRACE_OUTFILE_H
+#ifndef BH_COMMON_OUTFILE_H
+#define BH_COMMON_OUTFILE_H
 
 #include <buddyhint.h>
 

@@ -2,8 +2,8 @@
  * Internals of machine descriptions (machine.c: the text form and the /proc parsers,
  * freemap.c: free maps, machine_proc.c: reading /proc or a directory of its files).
  */
-#ifndef BH_TRACE_MACHINE_INTERNAL_H
-#define BH_TRACE_MACHINE_INTERNAL_H
+#ifndef BH_MACHINE_MACHINE_INTERNAL_H
+#define BH_MACHINE_MACHINE_INTERNAL_H
 
 #include <buddyhint/machine.h>
 

@@ -4,8 +4,8 @@
  * replay calls in here only when asked (bh_replay_config_t.by), so a replay without it pays
  * one predictable branch per allocation.
  */
-#ifndef BH_TRACE_ATTRIB_H
-#define BH_TRACE_ATTRIB_H
+#ifndef BH_REPLAY_ATTRIB_H
+#define BH_REPLAY_ATTRIB_H
 
 #include "trace/foreign.h"
 #include "replay/pfnmap.h"

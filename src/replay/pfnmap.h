@@ -22,8 +22,8 @@
  * dense part can also be used through the hash part's own functions (bh__pfnmap_hfind,
  * bh__pfnmap_hinsert, bh__pfnmap_hdelete), which give the 24-byte entry itself.
  */
-#ifndef BH_TRACE_PFNMAP_H
-#define BH_TRACE_PFNMAP_H
+#ifndef BH_REPLAY_PFNMAP_H
+#define BH_REPLAY_PFNMAP_H
 
 #include <stdint.h>
 #include <sys/mman.h>

@@ -7,8 +7,8 @@
  * another, or side by side in processes forked after it was made (whether the rest of a replay
  * may run in several threads at once is not checked here).
  */
-#ifndef BH_TRACE_REPLAY_SHARED_H
-#define BH_TRACE_REPLAY_SHARED_H
+#ifndef BH_REPLAY_REPLAY_SHARED_H
+#define BH_REPLAY_REPLAY_SHARED_H
 
 #include <buddyhint/replay.h>
 

@@ -255,7 +255,7 @@ static void bm_destroy(void *state) {
 
 /* Groups the zones into areas (per type, or one per zone) and sizes their bitmaps. */
 static int bm_areas(struct bm *bm, bh_arena_t *a) {
-  int nz = bh_arena_zone_count(a);
+  int nz = bh_zone_count(a);
   bm->area_of = calloc((size_t)nz, sizeof(*bm->area_of));
   bm->areas = calloc((size_t)nz, sizeof(*bm->areas));
   if (!bm->area_of || !bm->areas)

@@ -24,7 +24,7 @@ void bh__pr_init(bh__prdev_t *pr, bh_hint_t *h) {
   pr->delay_ns = BH__PR_DEFAULT_DELAY_NS;
   pr->budget = true;
   pr->rotate = true;
-  pr->nzones = bh_arena_zone_count(a);
+  pr->nzones = bh_zone_count(a);
   atomic_init(&pr->state, BH__PR_IDLE);
   atomic_init(&pr->pass_due, UINT64_MAX);
 }

@@ -13,8 +13,8 @@
  *
  * Written on the public strategy API only (buddyhint/strategy.h), as any strategy would be.
  */
-#ifndef BH_HINTING_PAGE_REPORTING_H
-#define BH_HINTING_PAGE_REPORTING_H
+#ifndef BH_STRATEGIES_PAGE_REPORTING_H
+#define BH_STRATEGIES_PAGE_REPORTING_H
 
 #include <buddyhint.h>
 #include <buddyhint/strategy.h>

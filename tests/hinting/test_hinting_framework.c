@@ -305,7 +305,7 @@ static void test_attach_errors(void **state) {
     assert_int_equal(g_uc_destroyed, destroyed); /* create failed: no destroy */
     /* nothing stays attached */
     assert_null(a->hint.ctx);
-    for (int z = 0; z < bh_arena_zone_count(a); z++) {
+    for (int z = 0; z < bh_zone_count(a); z++) {
       assert_int_equal(a->zones[z].notify_order, UINT8_MAX);
       assert_int_equal(a->zones[z].del_order, UINT8_MAX);
     }
@@ -784,7 +784,7 @@ static void test_none_strategy(void **state) {
     bh_hint_t *h = NULL;
     assert_int_equal(ht_attach(a, "none", NULL, 0, clock ? BH_CLOCK_THREAD : BH_CLOCK_VIRTUAL, &h),
                      BH_OK);
-    for (int z = 0; z < bh_arena_zone_count(a); z++) {
+    for (int z = 0; z < bh_zone_count(a); z++) {
       assert_int_equal(a->zones[z].notify_order, UINT8_MAX);
       assert_int_equal(a->zones[z].del_order, UINT8_MAX);
     }

@@ -123,7 +123,7 @@ static inline void at_free_pieces(struct at_craft *c, int r, unsigned first, uns
 static inline void at_free_range(bh_arena_t *a, unsigned lo, unsigned hi, uint64_t *total,
                                  uint64_t *reported) {
   *total = *reported = 0;
-  for (int i = 0; i < bh_arena_zone_count(a); i++) {
+  for (int i = 0; i < bh_zone_count(a); i++) {
     bh_zone_t *z = bh_arena_zone(a, i);
     bh_zone_lock(z);
     for (unsigned o = lo; o < hi; o++)

@@ -505,7 +505,7 @@ static void test_rate_cap(void **state) {
 /* The same seeded operations on two arenas, bubble on one and adaptive:low=9 on the other:
  * after every worker step both have the same reported blocks and counters. */
 static void same_flags(bh_arena_t *x, bh_arena_t *y) {
-  for (int i = 0; i < bh_arena_zone_count(x); i++) {
+  for (int i = 0; i < bh_zone_count(x); i++) {
     bh_zone_t *zx = bh_arena_zone(x, i), *zy = bh_arena_zone(y, i);
     for (unsigned o = 0; o <= bh_arena_max_order(x); o++)
       for (int mt = 0; mt < BH_MT_TYPES; mt++) {

@@ -110,7 +110,7 @@ static uint64_t unreported(bh_arena_t *a, const char *opts) {
   uint64_t capacity = opt_value(opts, "capacity=", 32), n = 0;
   if (low > order)
     low = order;
-  for (int i = 0; i < bh_arena_zone_count(a); i++) {
+  for (int i = 0; i < bh_zone_count(a); i++) {
     bh_zone_t *z = bh_arena_zone(a, i);
     bh_zone_lock(z);
     bool aging_room = low < order && bh_zone_low_wmark_ok(z, capacity << (order - 1));

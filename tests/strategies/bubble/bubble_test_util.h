@@ -117,7 +117,7 @@ static inline int bt_free_order(bh_arena_t *a, uint64_t pfn) {
 static inline void bt_free_hi(bh_arena_t *a, unsigned min_order, uint64_t *total,
                               uint64_t *reported) {
   *total = *reported = 0;
-  for (int i = 0; i < bh_arena_zone_count(a); i++) {
+  for (int i = 0; i < bh_zone_count(a); i++) {
     bh_zone_t *z = bh_arena_zone(a, i);
     bh_zone_lock(z);
     for (unsigned o = min_order; o <= bh_arena_max_order(a); o++)
