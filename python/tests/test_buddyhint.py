@@ -40,7 +40,7 @@ def test_config_struct_matches_the_library():
     assert c.mobility_grouping and not c.shuffle and c.seed == 1
     assert (c.watermark_scale_factor, c.watermark_boost_factor) == (10, 15000)
     assert list(c.lowmem_reserve_ratio) == [256, 256, 32, 0]
-    assert c.pcp and c.nr_cpus == 2 and c.pcp_thp and not c.numa_bind
+    assert c.pcp and c.nr_cpus == 2 and c.pcp_thp and c.pcp_high_tuning and not c.numa_bind
     assert c.compact_large_blocks and c.smp and c.nr_layout_zones == 0
     assert bytes(cfg.pad) == bytes(4096)  # nothing written past the mirror's end
 
@@ -137,16 +137,19 @@ def test_gate_against_a_baseline(tmp_path):
     strategies = ["none", "bubble", "bubble:order=3"]
     base = buddyhint.compare(TRACE, strategies, backing="sim")
     same = buddyhint.gate(base, buddyhint.compare(TRACE, strategies, backing="sim"))
-    # the default set in sim backing: rss_final_bytes, refaults, madvise_calls per run
-    assert len(same) == 9 and (same["status"] == "pass").all()
-    assert set(same["metric"]) == {"rss_final_bytes", "refaults", "madvise_calls"}
+    # the default set in sim backing: rss_final_bytes, refaults, madvise_calls and
+    # returned_bytes (the summary has it) per run
+    assert len(same) == 12 and (same["status"] == "pass").all()
+    assert set(same["metric"]) == {"rss_final_bytes", "refaults", "madvise_calls",
+                                   "returned_bytes"}
     # bubble's delay beyond the idle time: nothing reported, its memory stays resident
     worse = buddyhint.compare(TRACE, strategies, backing="sim", opt="bubble.delay=100s")
     res = buddyhint.gate(base, worse)
     failed = res[res["status"] == "FAIL"]
     assert set(failed["strategy"]) == {"bubble", "bubble:order=3"}
-    assert set(failed["metric"]) == {"rss_final_bytes"}
-    row = failed.iloc[0]
+    # it keeps its memory resident and gives none of it back
+    assert set(failed["metric"]) == {"rss_final_bytes", "returned_bytes"}
+    row = failed[failed["metric"] == "rss_final_bytes"].iloc[0]
     assert row["now"] > row["baseline"] and row["change_pct"] > 2 and row["gate"] == "+2%"
     # the same verdict as the command's, from the files it writes
     path = tmp_path / "base.json"
