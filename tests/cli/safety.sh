@@ -30,6 +30,8 @@ cleanup() {
 trap cleanup EXIT
 cd "$WORK" || exit 1
 
+# SAFETY_ONLY=REGEX runs only the cases whose names match (while mending one of them)
+only() { [ -z "${SAFETY_ONLY:-}" ] || [[ $1 =~ $SAFETY_ONLY ]]; }
 fails=0
 count=0
 skipped=0
@@ -63,7 +65,18 @@ mkdir fixtures
   mkdir badplots
   echo 'this is not gnuplot' >badplots/common.gp
   echo 'this is not gnuplot' >badplots/replay_heatmap.gp
+  # a merged sweep table whose label and x value (as someone could share it) hold a newline
+  # and a gnuplot shell command; a memhog timeline whose value would end the shell's quotes
+  printf 'traces: [t.bht]\nstrategies: [none, bubble]\noptions: {backing: sim}\nseeds: [1, 2]\n' >g.yaml
+  "$BH" sweep g.yaml -o g -j 2 >/dev/null 2>&1 && "$BH" merge g -o g.json >/dev/null
+  sed 's/"strategy_name": "bubble"/"strategy_name": "bubble\\n!touch PWNED\\n"/' g.json >evil.json
+  sed 's/"seed": 1,/"seed": "1\\n!touch PWNED\\n",/' g.json >evil2.json
+  rm -rf g g.yaml g.json
+  printf 'rep,kind,time_s,host_rss_mib,a,b,c,phase,budget\n1,none,0,10,0,0,0,1,100\n' >evil_memhog.csv
+  printf "1,x';touch\${IFS}PWNED;',1,20,0,0,0,1,100\n" >>evil_memhog.csv
 ) || exit 1
+grep -q 'PWNED' fixtures/evil.json && grep -q 'PWNED' fixtures/evil2.json ||
+  { echo "FAIL fixture evil.json could not be made"; exit 1; }
 for f in t.txt t.bht t.bht.zst tl.csv; do
   [ -s "fixtures/$f" ] || { echo "FAIL fixture $f could not be made"; exit 1; }
 done
@@ -89,6 +102,7 @@ BEFORE=$(snapshot fixtures)
 # be left but the files in CHANGES.
 row() {
   local name=$1 want=$2 regex=$3 cmd=$4 changes=${5:-}
+  only "$name" || return 0
   count=$((count + 1))
   rm -rf row && cp -a fixtures row
   (cd row && timeout 120 bash -c "$cmd" >../row.out 2>../row.err)
@@ -233,6 +247,18 @@ row compare-only-comma 2 "--strategies: an empty entry in ','" '$BH compare t.tx
 row compare-empty-entry 2 'an empty entry' '$BH compare t.txt --strategies none,,bubble'
 row compare-bad-jemalloc 2 "jemalloc:decay=x" '$BH compare t.txt --strategies none,jemalloc:decay=x'
 
+# ---- 16. no value read from a file or given as a name reaches gnuplot or a shell as code ----
+row plot-sweep-label-newline 0 '' '$BH plot evil.json --x seed -o q.png; r=$?; [ -e PWNED ] && exit 9; exit $r' 'q.png'
+row plot-sweep-x-newline 0 '' '$BH plot evil2.json --x seed -o q.png; r=$?; [ -e PWNED ] && exit 9; exit $r' 'q.png'
+row plot-label-newline 0 '' \
+  "\$BH plot tl.csv --kind resident --label \$'x\n!touch PWNED\n' -o q.png; r=\$?; [ -e PWNED ] && exit 9; exit \$r" 'q.png'
+row plot-value-ends-shell-quote 2 'evil_memhog.csv:3: a value holds a quote' \
+  '$BH plot evil_memhog.csv -o q.png; r=$?; [ -e PWNED ] && exit 9; exit $r'
+row plot-output-newline 2 'a control character in a file name is not supported' \
+  "\$BH plot tl.csv -o \$'q\n!touch PWNED\n.png'"
+row plot-sweep-output-newline 2 'a control character in a file name is not supported' \
+  "\$BH plot evil.json --x seed -o \$'q\n!touch PWNED\n.png'"
+
 # ---- 15. timestamps going backwards are counted ----
 row replay-time-reversals 0 '' \
   "\$BH replay reversed.txt --backing sim --quiet --json - | grep -q '\"time_reversals\": 1,'"
@@ -254,6 +280,7 @@ kill_tree() {
 # what it started with SIGKILL, and checks that OUTPUT is what it was.
 kill_mid_run() {
   local name=$1 cmd=$2 out=$3
+  only "$name" || return 0
   count=$((count + 1))
   rm -rf row && cp -a fixtures row
   local before
@@ -308,7 +335,9 @@ tracefs_ok() {
     return 1
   fi
 }
-if ! tracefs_ok; then
+if ! only record; then
+  : # not asked for
+elif ! tracefs_ok; then
   for n in record-nosuchcmd-onto-device record-nosuchcmd-onto-file record-onto-full \
     record-stale-instances record-top-level-untouched record-no-top-level-fallback \
     record-runs-as-sudo-user record-as-root record-killed; do
