@@ -188,8 +188,8 @@ static void write_block(FILE *f, json_t *rows, json_t *scols, const char *series
     char text[sizeof(xs[k].text)];
     snprintf(text, sizeof(text), "%s", xs[k].text);
     data_text(text);
-    fprintf(f, "%.15g\t%s\t%.15g\t%.15g\t%.15g\t%zu\n", numeric ? xs[k].num : (double)k, text,
-            med, v[0], v[n - 1], n);
+    fprintf(f, "%.15g\t%s\t%.15g\t%.15g\t%.15g\t%zu\n", numeric ? xs[k].num : (double)k, text, med,
+            v[0], v[n - 1], n);
   }
   fprintf(f, "\n\n");
   free(v);
