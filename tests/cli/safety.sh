@@ -71,7 +71,7 @@ mkdir fixtures
   "$BH" sweep g.yaml -o g -j 2 >/dev/null 2>&1 && "$BH" merge g -o g.json >/dev/null
   sed 's/"strategy_name": "bubble"/"strategy_name": "bubble\\n!touch PWNED\\n"/' g.json >evil.json
   sed 's/"seed": 1,/"seed": "1\\n!touch PWNED\\n",/' g.json >evil2.json
-  rm -rf g g.yaml g.json
+  rm -rf g g.json
   printf 'rep,kind,time_s,host_rss_mib,a,b,c,phase,budget\n1,none,0,10,0,0,0,1,100\n' >evil_memhog.csv
   printf "1,x';touch\${IFS}PWNED;',1,20,0,0,0,1,100\n" >>evil_memhog.csv
 ) || exit 1
@@ -258,6 +258,27 @@ row plot-output-newline 2 'a control character in a file name is not supported' 
   "\$BH plot tl.csv -o \$'q\n!touch PWNED\n.png'"
 row plot-sweep-output-newline 2 'a control character in a file name is not supported' \
   "\$BH plot evil.json --x seed -o \$'q\n!touch PWNED\n.png'"
+
+# ---- 17. a damaged sweep manifest is bad input, for every verb that reads it ----
+# bad_manifest COORDS [ARGS]: a sweep folder d whose one job has these coords and args
+cat >bad_manifest.sh <<'EOF'
+mkdir d && printf '{"format": "buddyhint-sweep-1", "columns": ["trace", "strategy", "strategy_name"],
+  "jobs": [{"id": "0123456789abcdef", "coords": %s, "trace": "t.bht", "args": %s}]}\n' \
+  "$1" "${2:-[]}" >d/sweep.json
+EOF
+BADM="bash $WORK/bad_manifest.sh"
+NOCOORDS='d/sweep.json: job 1 of the "jobs" list has no "coords" list of one string \(or null\) per column'
+row merge-manifest-coords-null 2 "$NOCOORDS" "$BADM null && \$BH merge d -o d.csv; r=\$?; rm -rf d; exit \$r"
+row merge-manifest-coords-short 2 "$NOCOORDS" "$BADM '[\"t.bht\"]' && \$BH merge d -o d.csv; r=\$?; rm -rf d; exit \$r"
+row merge-manifest-coords-numbers 2 "$NOCOORDS" "$BADM '[1, 2, 3]' && \$BH merge d -o d.csv; r=\$?; rm -rf d; exit \$r"
+row merge-manifest-args-numbers 2 'job 1 of the "jobs" list has no "args" list of strings' \
+  "$BADM '[\"t.bht\", \"none\", \"none\"]' '[1]' && \$BH merge d -o d.csv; r=\$?; rm -rf d; exit \$r"
+row merge-manifest-job-number 2 'job 1 of the "jobs" list is not an object' \
+  "mkdir d && echo '{\"format\": \"buddyhint-sweep-1\", \"columns\": [\"a\", \"b\", \"c\"], \"jobs\": [7]}' >d/sweep.json && \$BH merge d -o d.csv; r=\$?; rm -rf d; exit \$r"
+row plot-manifest-coords-null 2 "$NOCOORDS" "$BADM null && \$BH plot d --x seed -o d.png; r=\$?; rm -rf d; exit \$r"
+row sweep-resume-manifest-coords-short 2 "$NOCOORDS" \
+  "$BADM '[\"t.bht\"]' && \$BH sweep g.yaml -o d; r=\$?; rm -rf d; exit \$r"
+row sweep-run-manifest-coords-null 2 "$NOCOORDS" "$BADM null && \$BH sweep --run d 0; r=\$?; rm -rf d; exit \$r"
 
 # ---- 15. timestamps going backwards are counted ----
 row replay-time-reversals 0 '' \
