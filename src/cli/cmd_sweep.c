@@ -361,10 +361,20 @@ static int run_local(const opts_t *o, const bh_sweep_t *s, const size_t *todo, s
 
 /* ---- slurm ---- */
 
+/* The folder in an #SBATCH --output pattern: in double quotes (sbatch splits the line at
+ * spaces otherwise), a '%' doubled (Slurm reads %j, %a... as replacements); a double quote
+ * or a control character is refused before (script_path_ok). */
+static void slurm_pattern_dir(FILE *f, const char *dir) {
+  for (; *dir; dir++)
+    fputs(*dir == '%' ? "%%" : (char[]){*dir, 0}, f);
+}
+
 static int sbatch_lines(FILE *f, const opts_t *o, size_t ntasks, const char *dir, int number) {
   fprintf(f, "#SBATCH --job-name=%s\n", o->job_name ? o->job_name : "buddyhint-sweep");
   fprintf(f, "#SBATCH --array=0-%zu\n", ntasks - 1);
-  fprintf(f, "#SBATCH --output=%s/slurm/batch-%d-%%a.out\n", dir, number);
+  fputs("#SBATCH --output=\"", f);
+  slurm_pattern_dir(f, dir);
+  fprintf(f, "/slurm/batch-%d-%%a.out\"\n", number);
   if (o->partition)
     fprintf(f, "#SBATCH --partition=%s\n", o->partition);
   if (o->time)
@@ -601,11 +611,37 @@ static int run_ids(const opts_t *o) {
 
 /* ---- the verb ---- */
 
+/* The Slurm script and the GNU parallel job list hold the folder's path: on lines of their
+ * own (a control character would end the line and start a command) and, for Slurm, in the
+ * double quotes of an #SBATCH line (where a double quote cannot be written).  False after a
+ * message. */
+static bool script_path_ok(const char *engine, const char *dir) {
+  if (!strcmp(engine, "local"))
+    return true;
+  for (const unsigned char *c = (const unsigned char *)dir; *c; c++)
+    if (*c < 0x20 || *c == 0x7f || (*c == '"' && !strcmp(engine, "slurm"))) {
+      bh_cli_usage_error(VERB,
+                         "-o: the folder's path holds %s, which cannot be written into the %s; "
+                         "use another folder",
+                         *c == '"' ? "a double quote" : "a control character",
+                         strcmp(engine, "slurm") ? "GNU parallel job list" : "Slurm script");
+      return false;
+    }
+  return true;
+}
+
 static int sweep(const opts_t *o) {
   bh_sweep_t *s;
   int r = bh_sweep_from_spec(o->spec, &s);
   if (r)
     return r == BH_ENOMEM ? BH_EXIT_FAIL : BH_EXIT_USAGE;
+  const char *engine = o->engine ? o->engine : "local";
+  char cwd[PATH_MAX];
+  if (!script_path_ok(engine, o->dir) ||
+      (o->dir[0] != '/' && getcwd(cwd, sizeof(cwd)) && !script_path_ok(engine, cwd))) {
+    bh_sweep_free(s);
+    return BH_EXIT_USAGE;
+  }
   if (bh_sweep_prepare(s, o->dir)) {
     bh_sweep_free(s);
     return BH_EXIT_USAGE;
@@ -615,6 +651,10 @@ static int sweep(const opts_t *o) {
     fprintf(stderr, "buddyhint sweep: cannot resolve %s or this program's path\n", o->dir);
     bh_sweep_free(s);
     return BH_EXIT_FAIL;
+  }
+  if (!script_path_ok(engine, dir)) { /* through a symbolic link */
+    bh_sweep_free(s);
+    return BH_EXIT_USAGE;
   }
   size_t *todo = calloc(s->njobs + 1, sizeof(size_t)), ntodo = 0, before = 0, corrupt = 0;
   for (size_t i = 0; todo && i < s->njobs; i++) {
@@ -631,7 +671,6 @@ static int sweep(const opts_t *o) {
   fprintf(stderr, "sweep: %zu jobs in %s: %zu done before, %zu to run\n", s->njobs, dir, before,
           ntodo);
   int rc = todo ? BH_EXIT_OK : BH_EXIT_FAIL;
-  const char *engine = o->engine ? o->engine : "local";
   if (!todo)
     ;
   else if (!ntodo)

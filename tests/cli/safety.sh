@@ -280,6 +280,18 @@ row sweep-resume-manifest-coords-short 2 "$NOCOORDS" \
   "$BADM '[\"t.bht\"]' && \$BH sweep g.yaml -o d; r=\$?; rm -rf d; exit \$r"
 row sweep-run-manifest-coords-null 2 "$NOCOORDS" "$BADM null && \$BH sweep --run d 0; r=\$?; rm -rf d; exit \$r"
 
+# ---- 18. the sweep folder's path is quoted in the Slurm script, or refused ----
+row sweep-slurm-folder-newline 2 'holds a control character, which cannot be written into the Slurm script' \
+  "\$BH sweep g.yaml -o \$'sw\\ntouch PWNED\\n' --engine slurm --dry-run; r=\$?; [ -e PWNED ] && exit 9; exit \$r"
+row sweep-parallel-folder-newline 2 'holds a control character, which cannot be written into the GNU parallel job list' \
+  "\$BH sweep g.yaml -o \$'sw\\ntouch PWNED\\n' --engine parallel --dry-run"
+row sweep-slurm-folder-quote 2 'holds a double quote' "\$BH sweep g.yaml -o 's\"w' --engine slurm --dry-run"
+row sweep-slurm-folder-space 0 '' \
+  "\$BH sweep g.yaml -o 's w %j' --engine slurm --dry-run >/dev/null 2>&1 &&
+   grep -qxF \"#SBATCH --output=\\\"\$PWD/s w %%j/slurm/batch-1-%a.out\\\"\" 's w %j/slurm/batch-1.sbatch' &&
+   SLURM_ARRAY_TASK_ID=3 bash 's w %j/slurm/batch-1.sbatch' >/dev/null 2>&1 &&
+   [ \$(ls 's w %j/jobs/' | grep -c 'json\$') -eq 1 ]; r=\$?; rm -rf 's w %j'; exit \$r"
+
 # ---- 15. timestamps going backwards are counted ----
 row replay-time-reversals 0 '' \
   "\$BH replay reversed.txt --backing sim --quiet --json - | grep -q '\"time_reversals\": 1,'"
