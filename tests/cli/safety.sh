@@ -368,12 +368,13 @@ tracefs_ok() {
     return 1
   fi
 }
-if ! only record; then
+if [ -n "${SAFETY_ONLY:-}" ] && [[ ! $SAFETY_ONLY =~ record ]]; then
   : # not asked for
 elif ! tracefs_ok; then
   for n in record-nosuchcmd-onto-device record-nosuchcmd-onto-file record-onto-full \
     record-stale-instances record-top-level-untouched record-no-top-level-fallback \
-    record-runs-as-sudo-user record-as-root record-killed; do
+    record-runs-as-sudo-user record-as-root record-TERM-before-start record-HUP-before-start \
+    record-INT-before-start record-killed; do
     skip "$n" "tracefs is unavailable here ($WHY)"
   done
 else
@@ -483,6 +484,38 @@ else
     userdel $USER_NAME 2>/dev/null
     groupdel $GROUP_NAME 2>/dev/null
   fi
+
+  # a signal while the start snapshot is taken (before CMD starts): CMD never starts, the
+  # exit status is 128 + the signal, no output, tracing is off and the instance gone
+  record_signal() {
+    local sig=$1 num=$2
+    only "record-$sig-before-start" || return 0
+    count=$((count + 1))
+    rm -f started
+    printf 'precious\n' >sig.bht
+    "$BH" record -o sig.bht -- sh -c 'touch started; sleep 3' >/dev/null 2>sig.err &
+    local rpid=$! inst="" i
+    for i in $(seq 1 1000); do # tracing on: the handlers are in place, the snapshot begins
+      inst=$(compgen -G "$TRACEFS/instances/buddyhint-$rpid-*" | head -1)
+      [ -n "$inst" ] && [ "$(cat "$inst/tracing_on" 2>/dev/null)" = 1 ] && break
+      sleep 0.005
+    done
+    kill -"$sig" $rpid
+    wait $rpid
+    local rc=$?
+    if [ "$rc" -eq $((128 + num)) ] && [ ! -e started ] && [ "$(cat sig.bht)" = precious ] &&
+      ! compgen -G '.sig.bht.*' >/dev/null && [ -n "$inst" ] && [ ! -d "$inst" ] &&
+      grep -q "stopped by signal $num .* before 'sh' started; no trace written" sig.err; then
+      echo "ok   record-$sig-before-start"
+    else
+      fail "record-$sig-before-start: rc $rc (want $((128 + num))), CMD started: $([ -e started ] && echo yes || echo no), instance '$inst' $([ -d "$inst" ] && echo left || echo gone)"
+      sed 's/^/    /' sig.err
+    fi
+    rm -f started
+  }
+  record_signal TERM 15
+  record_signal HUP 1
+  record_signal INT 2
 
   # killed mid-run: no output (only the temporary file); the next record removes its instance
   count=$((count + 1))
