@@ -292,6 +292,41 @@ row sweep-slurm-folder-space 0 '' \
    SLURM_ARRAY_TASK_ID=3 bash 's w %j/slurm/batch-1.sbatch' >/dev/null 2>&1 &&
    [ \$(ls 's w %j/jobs/' | grep -c 'json\$') -eq 1 ]; r=\$?; rm -rf 's w %j'; exit \$r"
 
+# ---- 19. the perf helper is bounded and dies with its reader ----
+# a perf that loops (as a damaged perf.data can make it) stands in for perf on PATH
+mkdir -p fakebin
+printf '#!/bin/sh\nwhile :; do :; done\n' >fakebin/perf
+chmod +x fakebin/perf
+cp "$SRC/../trace/data/perf_kmem.data" fixtures/p.data
+BEFORE=$(snapshot fixtures)
+row replay-perf-loops 2 'p.data: perf evlist cannot read it \(perf did not finish: stopped after 5 s of CPU time' \
+  "PATH=$WORK/fakebin:\$PATH \$BH replay p.data --backing sim --quiet"
+if only replay-perf-killed-with-reader; then
+  count=$((count + 1))
+  PATH=$WORK/fakebin:$PATH "$BH" replay fixtures/p.data --backing sim --quiet >/dev/null 2>&1 &
+  rpid=$!
+  perf_pid=""
+  for i in $(seq 1 500); do
+    perf_pid=$(cat /proc/$rpid/task/*/children 2>/dev/null | tr -d ' ')
+    [ -n "$perf_pid" ] && break
+    sleep 0.01
+  done
+  kill -9 $rpid
+  wait $rpid 2>/dev/null
+  for i in $(seq 1 100); do
+    [ -n "$perf_pid" ] && kill -0 "$perf_pid" 2>/dev/null || break
+    sleep 0.01
+  done
+  if [ -z "$perf_pid" ]; then
+    fail "replay-perf-killed-with-reader: perf was never started"
+  elif kill -0 "$perf_pid" 2>/dev/null; then
+    fail "replay-perf-killed-with-reader: perf ($perf_pid) outlived its reader"
+    kill -9 "$perf_pid"
+  else
+    echo "ok   replay-perf-killed-with-reader"
+  fi
+fi
+
 # ---- 15. timestamps going backwards are counted ----
 row replay-time-reversals 0 '' \
   "\$BH replay reversed.txt --backing sim --quiet --json - | grep -q '\"time_reversals\": 1,'"
