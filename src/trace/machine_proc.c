@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -127,6 +128,30 @@ static int read_flags(const char *path, uint64_t npfn, uint64_t **out, uint64_t 
   return 0;
 }
 
+/*
+ * A kpageflags copied into a snapshot folder must hold one u64 for every page frame the
+ * layout reaches: an empty, cut or padded copy would otherwise become a start state with no
+ * free page in what is missing.  Only a regular file is checked (/proc/kpageflags itself has
+ * no size, and ends where the kernel's max_pfn does).
+ */
+static int check_flags_file(const char *path, uint64_t npfn, char *err, size_t errlen) {
+  struct stat st;
+  if (stat(path, &st) || !S_ISREG(st.st_mode))
+    return 0; /* read_flags says why it cannot be read, if it cannot */
+  uint64_t size = (uint64_t)st.st_size;
+  if (size % 8)
+    return bh__machine_fail(err, errlen, BH_EFORMAT,
+                            "%s: %llu bytes, not a whole number of 8-byte page entries "
+                            "(damaged?); remove it to start from the counts",
+                            path, (unsigned long long)size);
+  if (size / 8 < npfn)
+    return bh__machine_fail(err, errlen, BH_EFORMAT,
+                            "%s: %llu page entries, but the zones reach pfn %llu (truncated "
+                            "copy?); remove it to start from the counts",
+                            path, (unsigned long long)(size / 8), (unsigned long long)npfn);
+  return 0;
+}
+
 /* The free map from dir's kpageflags, if it has one and it can be read; read_done (if given)
  * is called once the file is read, before the map is derived from it. */
 static int read_freemap(bh_machine_t *m, int which, const char *dir, void (*read_done)(void *),
@@ -140,7 +165,13 @@ static int read_freemap(bh_machine_t *m, int which, const char *dir, void (*read
   char path[4096];
   snprintf(path, sizeof(path), "%s/kpageflags", dir);
   uint64_t *flags, *count = NULL, n, nc = 0;
-  int rc = read_flags(path, end, &flags, &n);
+  int rc = check_flags_file(path, end, err, errlen);
+  if (rc) {
+    if (read_done)
+      read_done(ctx);
+    return rc;
+  }
+  rc = read_flags(path, end, &flags, &n);
   if (read_done)
     read_done(ctx);
   if (rc == BH_ESYS && (errno == ENOENT || errno == EACCES || errno == EPERM))

@@ -327,6 +327,20 @@ if only replay-perf-killed-with-reader; then
   fi
 fi
 
+# ---- 20. a damaged kpageflags in a snapshot folder is refused, not taken as the start ----
+# (guest61's zones reach pfn 262112: its kpageflags holds 262112 entries of 8 bytes)
+snapdir() { # snapdir BYTES: the folder s, with a kpageflags of BYTES zero bytes
+  echo "cp -r '$SRC/../trace/data/machine/guest61' s && head -c $1 /dev/zero >s/kpageflags"
+}
+row replay-kpageflags-empty 2 's/kpageflags: 0 page entries, but the zones reach pfn 262112' \
+  "$(snapdir 0) && \$BH replay t.bht --start s --backing sim --quiet; r=\$?; rm -rf s; exit \$r"
+row replay-kpageflags-truncated 2 's/kpageflags: 125 page entries, but the zones reach pfn 262112' \
+  "$(snapdir 1000) && \$BH replay t.bht --start s --backing sim --quiet; r=\$?; rm -rf s; exit \$r"
+row machine-kpageflags-not-multiple-of-8 2 's/kpageflags: 2096899 bytes, not a whole number of 8-byte page entries' \
+  "$(snapdir 2096899) && \$BH machine --snapshot s; r=\$?; rm -rf s; exit \$r"
+row replay-kpageflags-whole 0 '' \
+  "$(snapdir 2096896) && \$BH replay t.bht --start s --backing sim --quiet >/dev/null; r=\$?; rm -rf s; exit \$r"
+
 # ---- 15. timestamps going backwards are counted ----
 row replay-time-reversals 0 '' \
   "\$BH replay reversed.txt --backing sim --quiet --json - | grep -q '\"time_reversals\": 1,'"
