@@ -341,6 +341,26 @@ row machine-kpageflags-not-multiple-of-8 2 's/kpageflags: 2096899 bytes, not a w
 row replay-kpageflags-whole 0 '' \
   "$(snapdir 2096896) && \$BH replay t.bht --start s --backing sim --quiet >/dev/null; r=\$?; rm -rf s; exit \$r"
 
+# ---- 21. buddyinfo and pagetypeinfo counts must fit the zones ----
+# snapedit SED FILE: guest61's files in the folder s, FILE edited with SED
+snapedit() {
+  echo "cp -r '$SRC/../trace/data/machine/guest61' s && sed -i '$1' s/$2"
+}
+row machine-buddyinfo-wraps 2 'start/buddyinfo: node 0 zone DMA32: the free blocks make 2\^64 or more pages' \
+  "$(snapedit '2s/ 211 $/ 18446744073709551615 /' buddyinfo) && \$BH machine --snapshot s; r=\$?; rm -rf s; exit \$r"
+row machine-buddyinfo-too-many 2 'the free blocks make 1024006444 pages, more than the zone.s 258016 present' \
+  "$(snapedit '2s/ 211 $/ 1000000 /' buddyinfo) && \$BH machine --snapshot s; r=\$?; rm -rf s; exit \$r"
+row machine-buddyinfo-zone-twice 2 'buddyinfo:3: zone DMA32 of node 0 a second time' \
+  "$(snapedit '2p' buddyinfo) && \$BH machine --snapshot s; r=\$?; rm -rf s; exit \$r"
+row machine-pages-per-block 2 'pagetypeinfo:2: 3 pages per block, but the page block order 9 makes 512' \
+  "$(snapedit 's/Pages per block:  512/Pages per block:  3/' pagetypeinfo) && \$BH machine --snapshot s; r=\$?; rm -rf s; exit \$r"
+row replay-pagetypeinfo-wraps 2 'start/pagetypeinfo: node 0 zone DMA32: the free blocks make more pages than the zone' \
+  "$(snapedit '/DMA32, type      Movable/s/ 211 $/ 18446744073709551615 /' pagetypeinfo) && \$BH replay t.bht --start s --backing sim --quiet; r=\$?; rm -rf s; exit \$r"
+row machine-pagetypeinfo-type-twice 2 'pagetypeinfo:[0-9]+: zone DMA32 of node 0, type Movable a second time' \
+  "$(snapedit '/DMA32, type      Movable/p' pagetypeinfo) && \$BH machine --snapshot s; r=\$?; rm -rf s; exit \$r"
+row machine-pageblocks-too-many 2 'start/pagetypeinfo: node 0 zone DMA32: more pageblocks, but the zone spans 258016 pages' \
+  "$(snapedit '$s/480/48000/' pagetypeinfo) && \$BH machine --snapshot s; r=\$?; rm -rf s; exit \$r"
+
 # ---- 15. timestamps going backwards are counted ----
 row replay-time-reversals 0 '' \
   "\$BH replay reversed.txt --backing sim --quiet --json - | grep -q '\"time_reversals\": 1,'"
