@@ -375,6 +375,19 @@ row replay-shape-2-32-pages 2 'big.bht: the machine description claims zones up 
 row replay-shape-host-fits 0 '' \
   "\$BH replay t.bht --start '$SRC/../trace/data/machine/host' --backing sim --quiet --start-state empty >/dev/null"
 
+# ---- 23. machine --extract writes over no file, as replay --dump ----
+# (m.bht: t.bht with guest61's files as its start snapshot)
+EXM="\$BH convert t.bht m.bht --start '$SRC/../trace/data/machine/guest61' >/dev/null 2>&1"
+row machine-extract-over-file 2 '--extract: ex/start/buddyinfo exists; it is not written over' \
+  "$EXM && mkdir -p ex/start && cp old.txt ex/start/buddyinfo && \$BH machine m.bht --extract ex >/dev/null; r=\$?
+   cmp -s old.txt ex/start/buddyinfo && [ \$(ls -A ex/start | wc -l) -eq 1 ] || r=9; rm -rf ex m.bht; exit \$r"
+row machine-extract-through-symlink 2 '--extract: ln/machine exists' \
+  "$EXM && mkdir ex && cp old.txt ex/machine && ln -s ex ln && \$BH machine m.bht --extract ln >/dev/null; r=\$?
+   cmp -s old.txt ex/machine || r=9; rm -rf ex ln m.bht; exit \$r"
+row machine-extract-new-folder 0 '' \
+  "$EXM && \$BH machine m.bht --extract ex >/dev/null && [ -s ex/start/buddyinfo ] && [ -s ex/machine ] &&
+   [ \$(ls -A ex/start | wc -l) -eq 3 ]; r=\$?; rm -rf ex m.bht; exit \$r"
+
 # ---- 15. timestamps going backwards are counted ----
 row replay-time-reversals 0 '' \
   "\$BH replay reversed.txt --backing sim --quiet --json - | grep -q '\"time_reversals\": 1,'"
