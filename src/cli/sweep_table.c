@@ -68,6 +68,27 @@ static void table_init(bh_sweep_table_t *t) {
   t->missing = json_array();
 }
 
+/* One trace coordinate must stand for one content: results made from a file that was
+ * replaced during the sweep (a resume without --force cannot leave them, an older version
+ * could) are merged with a warning naming the trace.  sums: trace -> sha256 seen first. */
+static void check_trace_sum(json_t *sums, const char *trace, json_t *sum) {
+  const char *hex = json_string_value(
+      json_object_get(json_object_get(json_object_get(sum, "provenance"), "trace"), "sha256"));
+  if (!trace || !hex)
+    return;
+  json_t *first = json_object_get(sums, trace);
+  if (!first) {
+    json_object_set_new(sums, trace, json_string(hex));
+  } else if (json_is_string(first) && strcmp(json_string_value(first), hex)) {
+    fprintf(stderr,
+            "buddyhint: warning: the results of trace %s were made from different contents "
+            "(sha256 %.12s... and %.12s...): the file changed during the sweep; 'buddyhint "
+            "sweep SPEC -o DIR --force' runs the stale jobs again\n",
+            trace, json_string_value(first), hex);
+    json_object_set_new(sums, trace, json_null()); /* said once */
+  }
+}
+
 int bh_sweep_table(const bh_sweep_t *s, const char *dir, bh_sweep_table_t *t) {
   table_init(t);
   if (!t->rows || !t->columns || !t->coords || !t->failed || !t->missing)
@@ -78,6 +99,7 @@ int bh_sweep_table(const bh_sweep_t *s, const char *dir, bh_sweep_table_t *t) {
             ? BH_ENOMEM
             : 0;
   t->jobs = s->njobs;
+  json_t *sums = json_object();
   for (size_t i = 0; !r && i < s->njobs; i++) {
     const bh_sweep_job_t *j = &s->jobs[i];
     int st = bh_sweep_state(dir, j->id);
@@ -99,10 +121,12 @@ int bh_sweep_table(const bh_sweep_t *s, const char *dir, bh_sweep_table_t *t) {
     for (size_t c = 0; c < s->ncols; c++)
       json_object_set_new(row, s->cols[c], coord_json(j->coords[c]));
     r = flatten(t, row, "", sum);
+    check_trace_sum(sums, j->coords[BH_SWEEP_COL_TRACE], sum);
     json_decref(sum);
     json_array_append_new(t->rows, row);
     t->done++;
   }
+  json_decref(sums);
   return r;
 }
 

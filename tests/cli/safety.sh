@@ -388,6 +388,20 @@ row machine-extract-new-folder 0 '' \
   "$EXM && \$BH machine m.bht --extract ex >/dev/null && [ -s ex/start/buddyinfo ] && [ -s ex/machine ] &&
    [ \$(ls -A ex/start | wc -l) -eq 3 ]; r=\$?; rm -rf ex m.bht; exit \$r"
 
+# ---- 24. a resumed sweep does not mix results of different trace contents ----
+# x/: a sweep of 4 jobs, one result removed, then the trace at the same path replaced
+STALE="mkdir x && cp t.bht x/ && printf 'traces: [t.bht]\\nstrategies: [none, bubble]\\noptions: {backing: sim}\\nseeds: [1, 2]\\n' >x/g.yaml &&
+  \$BH sweep x/g.yaml -o x/sw -j 2 >/dev/null 2>&1 && rm x/sw/jobs/6e5f79067e1310b0.json && cp t.txt x/t.bht"
+row sweep-resume-trace-replaced 2 '3 results in .*x/sw were made from a trace that has changed since \(the first: job' \
+  "$STALE && \$BH sweep x/g.yaml -o x/sw -j 2 >/dev/null; r=\$?; [ \$(ls x/sw/jobs | wc -l) -eq 3 ] || r=9; rm -rf x; exit \$r"
+row sweep-resume-trace-replaced-force 0 '3 results were of a trace that has changed since: kept as jobs/ID.json.stale, run again' \
+  "$STALE && \$BH sweep x/g.yaml -o x/sw -j 2 --force >/dev/null && \$BH merge x/sw -o x/m.csv >/dev/null 2>x/merge.err &&
+   [ ! -s x/merge.err ] && [ \$(ls x/sw/jobs/*.stale | wc -l) -eq 3 ]; r=\$?; rm -rf x; exit \$r"
+row merge-two-contents-of-a-trace 0 'warning: the results of trace t.bht were made from different contents' \
+  "mkdir x && cp t.bht x/ && printf 'traces: [t.bht]\\nstrategies: [none]\\noptions: {backing: sim}\\nseeds: [1, 2]\\n' >x/g.yaml &&
+   \$BH sweep x/g.yaml -o x/sw >/dev/null 2>&1 && sed -i 's/\"sha256\": \"./\"sha256\": \"x/' x/sw/jobs/6e5f79067e1310b0.json &&
+   \$BH merge x/sw -o x/m.csv >/dev/null; r=\$?; rm -rf x; exit \$r"
+
 # ---- 15. timestamps going backwards are counted ----
 row replay-time-reversals 0 '' \
   "\$BH replay reversed.txt --backing sim --quiet --json - | grep -q '\"time_reversals\": 1,'"
