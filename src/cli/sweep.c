@@ -469,9 +469,16 @@ int bh_sweep_load(const char *dir, bh_sweep_t **out) {
   if (!r && !(s->jobs = calloc(json_array_size(jobs) + 1, sizeof(bh_sweep_job_t))))
     r = BH_ENOMEM;
   size_t i; /* after a failure: the failing job's number, from 1 */
-  for (i = 0; !r && i < json_array_size(jobs); i++)
+  json_t *ids = json_object();
+  for (i = 0; !r && i < json_array_size(jobs); i++) {
     if ((why = load_job(s, json_array_get(jobs, i))))
       r = BH_EFORMAT;
+    else if (json_object_get(ids, s->jobs[s->njobs - 1].id))
+      why = "has the id of an earlier job", r = BH_EFORMAT;
+    else
+      json_object_set_new(ids, s->jobs[s->njobs - 1].id, json_true());
+  }
+  json_decref(ids);
   json_decref(m);
   if (r) {
     if (why)

@@ -402,6 +402,24 @@ row merge-two-contents-of-a-trace 0 'warning: the results of trace t.bht were ma
    \$BH sweep x/g.yaml -o x/sw >/dev/null 2>&1 && sed -i 's/\"sha256\": \"./\"sha256\": \"x/' x/sw/jobs/6e5f79067e1310b0.json &&
    \$BH merge x/sw -o x/m.csv >/dev/null; r=\$?; rm -rf x; exit \$r"
 
+# ---- 25. merge leaves out results that cannot be their job's, and says why ----
+SW="mkdir x && cp t.bht x/ && printf 'traces: [t.bht]\\nstrategies: [none, bubble]\\noptions: {backing: sim}\\nseeds: [1, 2]\\n' >x/g.yaml &&
+  \$BH sweep x/g.yaml -o x/sw -j 2 >/dev/null 2>&1 && cd x/sw/jobs"
+row merge-empty-result 1 'jobs/93f6b59d28978ba8.json has no provenance: not a replay summary; left out' \
+  "$SW && echo '{}' >93f6b59d28978ba8.json && cd ../../.. && \$BH merge x/sw -o x/m.csv >/dev/null; r=\$?; rm -rf x; exit \$r"
+row merge-swapped-results 1 'jobs/6dd07ec0d74c93d3.json is of another seed than this job.s 1' \
+  "$SW && mv 47d4698a68a81675.json y && mv 6dd07ec0d74c93d3.json 47d4698a68a81675.json && mv y 6dd07ec0d74c93d3.json &&
+   cd ../../.. && \$BH merge x/sw -o x/m.csv >/dev/null; r=\$?; rm -rf x; exit \$r"
+row merge-result-other-strategy 1 "jobs/6e5f79067e1310b0.json is of strategy 'bubble', not this job.s 'none'" \
+  "$SW && cp 6dd07ec0d74c93d3.json 6e5f79067e1310b0.json && cd ../../.. && \$BH merge x/sw -o x/m.csv >/dev/null; r=\$?; rm -rf x; exit \$r"
+row merge-result-not-a-number 1 'has no number for "events"' \
+  "$SW && sed -i 's/^  \"events\": [0-9]*/  \"events\": \"many\"/' 6e5f79067e1310b0.json && cd ../../.. && \$BH merge x/sw -o x/m.csv >/dev/null; r=\$?; rm -rf x; exit \$r"
+row merge-manifest-duplicate-id 2 'job 2 of the "jobs" list has the id of an earlier job' \
+  "mkdir d && printf '{\"format\": \"buddyhint-sweep-1\", \"columns\": [\"trace\", \"strategy\", \"strategy_name\"], \"jobs\": [%s, %s]}\\n' \
+   '{\"id\": \"0123456789abcdef\", \"coords\": [\"t\", \"none\", \"none\"], \"trace\": \"t.bht\", \"args\": []}' \
+   '{\"id\": \"0123456789abcdef\", \"coords\": [\"t\", \"none\", \"none\"], \"trace\": \"t.bht\", \"args\": []}' >d/sweep.json &&
+   \$BH merge d -o d.csv; r=\$?; rm -rf d; exit \$r"
+
 # ---- 15. timestamps going backwards are counted ----
 row replay-time-reversals 0 '' \
   "\$BH replay reversed.txt --backing sim --quiet --json - | grep -q '\"time_reversals\": 1,'"
