@@ -141,12 +141,13 @@ test-tsan:
 # `buddyhint sweep --engine slurm` on a real one-node Slurm cluster (munged, slurmctld, slurmd
 # started from a temporary folder, as root) and `--engine parallel` with GNU parallel: the
 # tables must equal the local engine's, and a cancelled array task must be resumed alone
-# (tests/sweep/slurm.sh).  Its packages are installed here only: `make test` needs none of them.
+# (tests/cli/sweep/slurm.sh).  Its packages are installed here only: `make test` needs none of
+# them.
 SLURM_PACKAGES := slurm-wlm munge parallel
 
 test-slurm: build
 	@$(MAKE) --no-print-directory deps DEB_PACKAGES="$(SLURM_PACKAGES)"
-	bash tests/sweep/slurm.sh $(BUILD)/buddyhint traces
+	bash tests/cli/sweep/slurm.sh $(BUILD)/buddyhint traces
 
 # libFuzzer (clang) with ASan+UBSan on tests/fuzz/fuzz_trace.c: every trace format, then a
 # replay with the checker.  The corpus grows in $(FUZZ_BUILD)/corpus; crashes are written to

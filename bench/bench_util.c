@@ -1,7 +1,7 @@
 /* Timing, statistics, machine description and output helpers for bench/ programs. */
 #include "bench_util.h"
 
-#include "trace/json.h"
+#include "common/json.h"
 
 #include <buddyhint.h>
 

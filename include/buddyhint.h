@@ -419,6 +419,12 @@ typedef struct bh_populate {
    * NULL: the allocated pages of Movable pageblocks are */
   const bh_page_run_t *movable;
   size_t nr_movable;
+  /* each pcp's high mark at the start, zone-major (zone i's CPU slot c at i * nr_cpus + c,
+   * zones as the arena orders them), clamped to the zone's high_min..high_max; 0 or NULL:
+   * high_min, as after boot.  A machine's zoneinfo prints them ("high:" under pagesets), and
+   * Linux 6.7+ tunes them as it runs (nr_pcp_high, decay_pcp_high) */
+  const uint32_t *pcp_high;
+  size_t nr_pcp_high;
 } bh_populate_t;
 
 /*

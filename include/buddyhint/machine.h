@@ -80,8 +80,10 @@ typedef struct bh_machine_info {
 
 /* One zone in one snapshot (same index as bh_machine_info_t.zones). */
 typedef struct bh_snapshot_zone {
-  uint64_t free_pages;                                    /* zoneinfo "pages free" */
-  uint64_t pcp_pages;                                     /* pages on its pcp lists (pagesets) */
+  uint64_t free_pages;    /* zoneinfo "pages free" */
+  uint64_t pcp_pages;     /* pages on its pcp lists (pagesets) */
+  uint64_t pcp_high_sum;  /* the pagesets' "high:" summed over the CPUs that print one */
+  unsigned pcp_high_cpus; /* how many do (0: none read) */
   uint64_t nr_free[BH_ORDER_LIMIT + 1];                   /* buddyinfo: free blocks per order */
   uint64_t nr_free_mt[BH_SNAP_TYPES][BH_ORDER_LIMIT + 1]; /* pagetypeinfo (100000 if capped) */
   uint64_t pageblocks[BH_SNAP_TYPES];                     /* pagetypeinfo: pageblocks per type */
@@ -94,7 +96,7 @@ typedef struct bh_snapshot_zone {
  * MAX_PAGE_ORDER).  Pageblock migratetypes are not exported; they are inferred from the pages
  * in each block (LRU, anonymous or mapped pages: movable; slab, page tables, other kernel
  * pages: unmovable or reclaimable), then adjusted to match pagetypeinfo's counts per type and,
- * as far as it can, its free blocks per type and order (see src/trace/freemap.c).
+ * as far as it can, its free blocks per type and order (see src/machine/freemap.c).
  */
 typedef struct bh_snapshot {
   bool have_buddyinfo, have_pagetypeinfo, have_zoneinfo, have_freemap;

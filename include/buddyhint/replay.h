@@ -165,11 +165,43 @@ typedef struct bh_replay_fidelity {
 
 /* How often the arena chose the very block the kernel chose, overall and per order and the
  * request's migratetype (a recorded machine's layout and start state, allocator placement). */
+/*
+ * Where the kernel's block was in the arena when the arena chose another one (placement
+ * agreement by cause, docs/MACHINE-SHAPE.md):
+ *   PCP_HEAD        at the head of the very pcp list the allocation took from
+ *   PCP_DEEPER      on that list, further from its head (the list's order differs)
+ *   PCP_FAR         on a pcp list, more than 256 blocks from its head
+ *   PCP_OTHER_LIST  on another pcp list of the same CPU (another migratetype or order)
+ *   PCP_OTHER_CPU   on another CPU's pcp list
+ *   BUDDY           a free block of that order on the buddy lists
+ *   BUDDY_INSIDE    inside a larger free block on the buddy lists
+ *   ALLOCATED       allocated by an earlier allocation of the replay
+ *   PRETRACE        allocated before the trace, by the start state
+ *   OTHER           anything else (isolated, outside the arena)
+ */
+enum {
+  BH_WHERE_PCP_HEAD,
+  BH_WHERE_PCP_DEEPER,
+  BH_WHERE_PCP_FAR,
+  BH_WHERE_PCP_OTHER_LIST,
+  BH_WHERE_PCP_OTHER_CPU,
+  BH_WHERE_BUDDY,
+  BH_WHERE_BUDDY_INSIDE,
+  BH_WHERE_ALLOCATED,
+  BH_WHERE_PRETRACE,
+  BH_WHERE_OTHER,
+  BH_WHERE_NR
+};
+
 typedef struct bh_replay_agreement {
   bool present;
   uint64_t allocs, same;
   uint64_t by_order[BH_ORDER_LIMIT + 1][2]; /* [allocs, same] */
   uint64_t by_mt[BH_MT_TYPES][2];
+  uint64_t miss_where[BH_WHERE_NR];       /* allocations that chose another block, by where the
+                                              kernel's block was then */
+  uint64_t first_miss_where[BH_WHERE_NR]; /* the same, for the first miss on each CPU's pcp
+                                             list of each (zone, migratetype, order) */
 } bh_replay_agreement_t;
 
 typedef struct bh_replay_summary {

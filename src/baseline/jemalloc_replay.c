@@ -3,7 +3,7 @@
  *
  * It replays a page allocation trace through jemalloc instead of the buddy arena: every
  * recorded allocation of order k becomes mallocx(4 KiB << k), every free a dallocx, with the
- * buddy replay's pfn map semantics (src/trace/replay.c): unknown frees are counted and skipped,
+ * buddy replay's pfn map semantics (src/replay/replay.c): unknown frees are counted and skipped,
  * an mm_page_free_batched that repeats a recent mm_page_free is ignored, a recorded pfn
  * allocated again while live loses its old block first, a free of part of a larger recorded
  * block splits it into order-0 pieces.  jemalloc cannot free part of an allocation, so the
@@ -32,8 +32,8 @@
 #include <buddyhint/report.h>
 #include <buddyhint/trace.h>
 
-#include "trace/outfile.h"
-#include "trace/pfnmap.h"
+#include "common/outfile.h"
+#include "replay/pfnmap.h"
 
 #include <jemalloc/jemalloc.h>
 
@@ -719,7 +719,7 @@ static void idle(run_t *r) {
 }
 
 /*
- * The program's output files, written as the command's are (src/trace/outfile.c): a regular
+ * The program's output files, written as the command's are (src/common/outfile.c): a regular
  * file through a temporary file renamed at a successful close, never the trace itself.
  */
 typedef struct out {

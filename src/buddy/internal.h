@@ -410,6 +410,33 @@ BH__INTERNAL int bh__pcp_refill_at(bh_arena_t *a, uint64_t pfn, unsigned order, 
 BH__INTERNAL int bh__pcp_drain_at(bh_arena_t *a, uint64_t pfn, unsigned order);
 BH__INTERNAL int bh__pcp_free_nodrain(bh_arena_t *a, uint64_t pfn, unsigned order, int cpu);
 
+/*
+ * populate.c: where the block of `order` at pfn is now, for a replay that asks why the
+ * allocator chose another block than the kernel did (placement agreement by cause).  Fills
+ * *where with one of BH__WHERE_* (BH_WHERE_* in include/buddyhint/replay.h); for a block on a pcp
+ * list also its CPU and its position from the list's head (0: the head; capped at 255).  Reads the
+ * arena's page flags and links: the caller holds no lock and no other thread may run.
+ */
+enum {
+  BH__WHERE_PCP_HEAD,
+  BH__WHERE_PCP_DEEPER,
+  BH__WHERE_PCP_FAR,
+  BH__WHERE_PCP_OTHER_LIST,
+  BH__WHERE_PCP_OTHER_CPU,
+  BH__WHERE_BUDDY,
+  BH__WHERE_BUDDY_INSIDE,
+  BH__WHERE_ALLOCATED,
+  BH__WHERE_PRETRACE,
+  BH__WHERE_OTHER,
+  BH__WHERE_NR
+};
+typedef struct bh__where {
+  int where, cpu;
+  unsigned pos;
+} bh__where_t;
+BH__INTERNAL void bh__where_is(const bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int cpu,
+                               bh__where_t *w);
+
 /* hint_core.c */
 BH__INTERNAL uint64_t bh__isolate_free_page(bh__zone_t *z, uint64_t pfn, unsigned order);
 

@@ -602,6 +602,8 @@ static inline __attribute__((always_inline)) int pcp_slot(bh_arena_t *a, int cpu
   return pcp_slot_slow(a);
 }
 
+static void kswapd_revive(bh__zone_t *z);
+
 /*
  * free_pcppages_bulk: return `count` pages to the buddy lists, round-robin over the lists
  * starting with the one just freed to, taking the coldest pages (list tails) first.
@@ -638,6 +640,7 @@ static void free_pcppages_bulk(bh__zone_t *z, bh__pcp_t *pcp, int count, unsigne
   }
   if (!zone_locked)
     bh__zone_unlock(z);
+  kswapd_revive(z);
 }
 
 /* nr_pcp_alloc (6.12): how many blocks a refill takes; grows while allocations continue. */
@@ -1000,10 +1003,12 @@ static bool unreserve_highatomic_pageblock(bh_arena_t *a, const struct alloc_ctx
  * a kswapd failure, unless the node was balanced and not boosted), subtracts the sampled
  * boosts, and goes round again while the node is unbalanced and kswapd has not failed
  * MAX_RECLAIM_RETRIES (16) times.  Once it has, the node is "hopeless": wakeups return at
- * once, so boosts are no longer cleared; in Linux a reclaim that makes progress revives it,
- * which never happens here.  kcompactd, which balance_pgdat wakes at the pageblock order after
- * a boosted pass and wakeup_kswapd wakes instead of a hopeless or balanced kswapd, is not
- * modelled (see docs/FIDELITY.md).
+ * once, so boosts are no longer cleared.  In Linux any reclaim that makes progress revives it
+ * (kswapd_failures = 0: shrink_node, mm/vmscan.c:6077 in 6.12, lru_gen_shrink_node :5005, and
+ * direct reclaim); there is no reclaim here, so the stand-in for progress is a free to the
+ * buddy lists that leaves the node balanced again (kswapd_revive).  kcompactd, which balance_pgdat
+ * wakes at the pageblock order after a boosted pass and wakeup_kswapd wakes instead of a hopeless
+ * or balanced kswapd, is not modelled (see docs/FIDELITY.md).
  */
 #define BH__MAX_RECLAIM_RETRIES 16
 
@@ -1058,6 +1063,19 @@ static void balance_pgdat(bh_arena_t *a, bh__zone_t *waker, int node, unsigned o
                           memory_order_relaxed);
     bh__zone_unlock(z);
   }
+}
+
+/*
+ * A free to the buddy lists of z's node: if kswapd has failed and the node is balanced again
+ * (some zone above its high watermark with its boost), that counts as the reclaim progress
+ * which resets kswapd_failures in Linux (see above).  One relaxed load while kswapd is fine.
+ */
+static void kswapd_revive(bh__zone_t *z) {
+  bh_arena_t *a = z->arena;
+  if (bh__likely(!atomic_load_explicit(&a->kswapd_failures[z->node], memory_order_relaxed)))
+    return;
+  if (pgdat_balanced(a, z->node, 0, BH_NR_ZONE_TYPES - 1))
+    atomic_store_explicit(&a->kswapd_failures[z->node], 0, memory_order_relaxed);
 }
 
 /* wakeup_kswapd, then kswapd's balance-and-try-to-sleep loop. */
@@ -1512,6 +1530,7 @@ static void free_one_page(bh__zone_t *z, uint64_t pfn, unsigned order) {
   z->ev[BH_STAT_free_calls]++;
   split_large_buddy(z, pfn, order);
   bh__zone_unlock(z);
+  kswapd_revive(z);
 }
 
 /*

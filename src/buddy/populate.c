@@ -190,6 +190,20 @@ static void lock_zones(bh_arena_t *a, bool lock) {
   }
 }
 
+/* The pcp high marks a machine had at the start (bh_populate_t.pcp_high). */
+static void set_pcp_high(bh_arena_t *a, const bh_populate_t *pop) {
+  unsigned n = a->cfg.nr_cpus;
+  if (!pop->pcp_high || pop->nr_pcp_high != (size_t)a->nr_zones * n)
+    return;
+  for (int i = 0; i < a->nr_zones; i++)
+    for (unsigned c = 0; a->zones[i].pcp && c < n; c++) {
+      bh__pcp_t *pcp = &a->zones[i].pcp[c];
+      int64_t h = pop->pcp_high[(size_t)i * n + c];
+      if (h)
+        pcp->high = h < pcp->high_min ? pcp->high_min : h > pcp->high_max ? pcp->high_max : (int)h;
+    }
+}
+
 int bh_arena_populate(bh_arena_t *a, const bh_populate_t *pop, const char **why) {
   if (why)
     *why = NULL;
@@ -219,6 +233,8 @@ int bh_arena_populate(bh_arena_t *a, const bh_populate_t *pop, const char **why)
   }
   for (size_t i = 0; !err && i < pop->nr_pcp; i++)
     err = add_pcp(a, &pop->pcp[i], why);
+  if (!err)
+    set_pcp_high(a, pop);
   lock_zones(a, false);
   return err;
 }
@@ -458,4 +474,79 @@ int bh__pcp_free_nodrain(bh_arena_t *a, uint64_t pfn, unsigned order, int cpu) {
   pcp->ev[BH_STAT_pgfree] += 1ull << order;
   bh__pcp_unlock(pcp);
   return BH_OK;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Where a block is now (placement agreement by cause)                                       */
+/* ---------------------------------------------------------------------------------------- */
+
+/* Steps along a pcp list from a block to its head, each way, before giving up on a position. */
+#define WHERE_WALK 256
+
+/* The list head reached from page n by following prev (or next) links, within WHERE_WALK
+ * steps, and the steps taken; BH__NIL if none was reached. */
+static uint32_t walk_to_head(const bh_arena_t *a, uint32_t n, bool back, unsigned *steps) {
+  uint32_t x = n;
+  for (unsigned s = 1; s <= WHERE_WALK; s++) {
+    x = back ? a->pages[x].prev : a->pages[x].next;
+    if (x >= a->nr_pages) {
+      *steps = s;
+      return x;
+    }
+  }
+  return BH__NIL;
+}
+
+static void where_pcp(const bh_arena_t *a, uint64_t head, int mt, unsigned order, int cpu,
+                      bh__where_t *w) {
+  const bh__zone_t *z = bh__pfn_zone(a, head);
+  unsigned steps = 0;
+  uint32_t lh = walk_to_head(a, (uint32_t)head, true, &steps);
+  bool known_pos = lh != BH__NIL;
+  if (!known_pos)
+    lh = walk_to_head(a, (uint32_t)head, false, &steps);
+  if (lh == BH__NIL) {
+    w->where = BH__WHERE_PCP_FAR;
+    return;
+  }
+  unsigned idx = lh - z->pcp[0].head;
+  w->cpu = (int)(idx / BH__NR_PCP_LISTS);
+  w->pos = known_pos ? steps - 1 : WHERE_WALK;
+  bool same_list = bh__pg_order(&a->pages[head]) == order &&
+                   idx % BH__NR_PCP_LISTS == bh__pcp_pindex(a, mt, order);
+  if (w->cpu != cpu)
+    w->where = BH__WHERE_PCP_OTHER_CPU;
+  else if (!same_list)
+    w->where = BH__WHERE_PCP_OTHER_LIST;
+  else
+    w->where = w->pos == 0 ? BH__WHERE_PCP_HEAD
+               : known_pos ? BH__WHERE_PCP_DEEPER
+                           : BH__WHERE_PCP_FAR;
+}
+
+void bh__where_is(const bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int cpu,
+                  bh__where_t *w) {
+  *w = (bh__where_t){BH__WHERE_OTHER, -1, 0};
+  if (pfn >= a->nr_pages || order > a->max_order || (1ull << order) > a->nr_pages - pfn)
+    return;
+  uint64_t head;
+  unsigned horder;
+  if (find_block(a, pfn, order, BH__PG_BUDDY, &head, &horder)) {
+    w->where = horder == order ? BH__WHERE_BUDDY : BH__WHERE_BUDDY_INSIDE;
+    return;
+  }
+  if (find_block(a, pfn, 0, BH__PG_PCP, &head, &horder)) {
+    where_pcp(a, head, mt, order, cpu, w);
+    if (head != pfn || horder != order)
+      w->where = BH__WHERE_PCP_OTHER_LIST;
+    return;
+  }
+  for (unsigned o = 0; o <= a->max_order; o++) {
+    uint64_t h = pfn & ~((1ull << o) - 1);
+    const bh__page_t *p = &a->pages[h];
+    if ((bh__pg_flags(p) & BH__PG_ALLOC) && bh__pg_order(p) >= o) {
+      w->where = (bh__pg_flags(p) & BH__PG_PRETRACE) ? BH__WHERE_PRETRACE : BH__WHERE_ALLOCATED;
+      return;
+    }
+  }
 }

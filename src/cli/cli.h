@@ -77,7 +77,7 @@ int bh_cli_plot_sweep(int argc, char **argv);
 const char *bh_cli_compression_name(int compression);
 
 /*
- * Outputs: every file a verb writes goes through these (src/trace/outfile.c does the file
+ * Outputs: every file a verb writes goes through these (src/common/outfile.c does the file
  * work).  A regular file is written to ".NAME.XXXXXX" beside it and renamed over NAME only
  * when everything was written and closed without error; a device, FIFO or socket is written in
  * place and never removed; "-" is standard output.  An output that is the same file as one of

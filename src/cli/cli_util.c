@@ -1,6 +1,6 @@
 /* Helpers shared by the verbs: usage errors, sizes, durations, long options, outputs. */
 #include "cli/cli.h"
-#include "trace/outfile.h"
+#include "common/outfile.h"
 
 #include <buddyhint/strategy.h>
 #include <buddyhint/trace.h>

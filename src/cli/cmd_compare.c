@@ -3,7 +3,7 @@
 #include "cli/replay_opts.h"
 #include "cli/run_json.h"
 
-#include "trace/replay_shared.h"
+#include "replay/replay_shared.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* buddyhint gen: writes a synthetic trace (src/trace/gen.c). */
+/* buddyhint gen: writes a synthetic trace (src/gen/gen.c). */
 #include "cli/cli.h"
 
 #include <buddyhint/gen.h>

@@ -1,6 +1,6 @@
 /* buddyhint info: version, build, strategies, configuration defaults, trace formats. */
 #include "cli/cli.h"
-#include "trace/json.h"
+#include "common/json.h"
 
 #include <buddyhint/gen.h>
 #include <buddyhint/strategy.h>

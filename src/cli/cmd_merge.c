@@ -1,6 +1,6 @@
 /* buddyhint merge: a sweep folder's results as one table (CSV or JSON), and its summary. */
 #include "cli/cli.h"
-#include "cli/sweep.h"
+#include "cli/sweep/sweep.h"
 
 #include <errno.h>
 #include <fcntl.h>

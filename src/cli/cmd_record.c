@@ -31,8 +31,8 @@
  * Without libtracefs at build time (BH_HAVE_TRACEFS 0) record says how to get it.
  */
 #include "cli/cli.h"
-#include "cli/record_machine.h"
-#include "cli/record_safety.h"
+#include "cli/record/record_machine.h"
+#include "cli/record/record_safety.h"
 
 #include <buddyhint/trace.h>
 

@@ -8,7 +8,7 @@
  */
 #include "cli/cli.h"
 #include "cli/run_json.h"
-#include "cli/sweep.h"
+#include "cli/sweep/sweep.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -7,6 +7,7 @@
 #include "buddy/internal.h"
 #include "hinting/hint.h"
 #include "hinting/reporter.h"
+#include "strategies/strategies.h"
 
 #include <errno.h>
 #include <stdarg.h>

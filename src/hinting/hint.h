@@ -39,9 +39,7 @@ static inline uint64_t bh__hint_next_due(const struct bh_hint *h) {
   return w < s ? w : s;
 }
 
+/* "none", the framework's own; the other built-ins are in strategies/strategies.h. */
 BH__INTERNAL extern const bh_strategy_ops_t bh__strategy_none;
-BH__INTERNAL extern const bh_strategy_ops_t bh__strategy_bitmap;
-BH__INTERNAL extern const bh_strategy_ops_t bh__strategy_bubble;
-BH__INTERNAL extern const bh_strategy_ops_t bh__strategy_adaptive;
 
 #endif

@@ -8,11 +8,11 @@
  * 0, failed when 0; gfp is written with bh_gfp_format() names, which read back to the same
  * bits.
  *
- * A path given to bh_trace_writer_open is written through src/trace/outfile.c: a regular file
+ * A path given to bh_trace_writer_open is written through src/common/outfile.c: a regular file
  * goes to a temporary file renamed into place by a successful close, so that a failed or
  * killed run never leaves a short trace under the name (nor destroys a file that was there).
  */
-#include "trace/outfile.h"
+#include "common/outfile.h"
 #include "trace/trace_internal.h"
 
 #include <endian.h>

@@ -328,6 +328,42 @@ static void test_boost_cleared_by_kswapd_until_it_fails(void **state) {
   bh_arena_destroy(a);
 }
 
+/*
+ * kswapd recovers: in Linux any reclaim progress resets kswapd_failures (shrink_node,
+ * mm/vmscan.c:6077 in 6.12).  Without reclaim, the stand-in is a free to the buddy lists that
+ * leaves the node balanced again.  The zone above, hopeless after 16 fruitless passes: frees
+ * that leave it below high + boost (134 + 512) change nothing; once drained to the buddy lists
+ * with 700 pages free it is balanced and kswapd_failures is 0, so the next wakeup runs kswapd
+ * again (mm/vmscan.c:7308-7321) instead of returning at once.
+ */
+static void test_kswapd_recovers_when_balanced(void **state) {
+  (void)state;
+  bh_config_t c = bt_cfg_one_zone(BH_ZONE_NORMAL, 8 * MiB);
+  c.backing = BH_BACKING_SIM;
+  bh_arena_t *a = bt_create(&c);
+  uint64_t *used = calloc(2048, sizeof(*used)), n = 0;
+  while (bt_zone(a, 0).free_pages > 130)
+    used[n++] = bt_alloc(a, BH_GFP_MOVABLE, 0, 0);
+  EXPECT_U64(bt_alloc(a, BH_GFP_KERNEL, 0, 0), 1918);
+  EXPECT_U64(bt_alloc(a, BH_GFP_KERNEL, 0, 0), 1919);
+  EXPECT_U64(bt_stat(a, BH_STAT_pageoutrun), 16);
+  EXPECT_U64(bt_zone(a, 0).wmark_boost, 512);
+  EXPECT_U64(atomic_load(&a->kswapd_failures[0]), 16);
+  for (uint64_t i = 0; i < 100; i++) /* 228 free: below high + boost */
+    bt_free(a, used[--n], 0, 0);
+  bh_drain_pcp(a);
+  EXPECT_U64(atomic_load(&a->kswapd_failures[0]), 16);
+  for (uint64_t i = 0; i < 472; i++) /* 700 free: above 646 */
+    bt_free(a, used[--n], 0, 0);
+  bh_drain_pcp(a);
+  EXPECT_U64(bt_zone(a, 0).free_pages, 700);
+  EXPECT_U64(atomic_load(&a->kswapd_failures[0]), 0);
+  EXPECT_U64(bt_stat(a, BH_STAT_pageoutrun), 16);
+  free(used);
+  bt_expect_clean(a);
+  bh_arena_destroy(a);
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* unreserve_highatomic_pageblock before failing                                            */
 /* ---------------------------------------------------------------------------------------- */
@@ -419,6 +455,7 @@ int main(void) {
       cmocka_unit_test(test_shuffle_at_boot),
       cmocka_unit_test(test_isolate_moves_movable_pageblock),
       cmocka_unit_test(test_boost_cleared_by_kswapd_until_it_fails),
+      cmocka_unit_test(test_kswapd_recovers_when_balanced),
       cmocka_unit_test(test_unreserve_highatomic_before_failing),
       cmocka_unit_test(test_transhuge_does_not_wake_kswapd),
   };

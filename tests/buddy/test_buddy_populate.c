@@ -372,6 +372,30 @@ static void test_alloc_at_pcp(void **state) {
   bh_arena_destroy(a);
 }
 
+/* The pcp high marks of a machine's start (bh_populate_t.pcp_high), clamped to the zone's
+ * high_min..high_max as nr_pcp_high clamps them (mm/page_alloc.c:2554-2560 in 6.12); 0 leaves
+ * high_min, as after boot. */
+static void test_populate_pcp_high(void **state) {
+  (void)state;
+  bh_config_t cfg = small_cfg();
+  bh_arena_t *a = bt_create(&cfg);
+  unsigned n = a->cfg.nr_cpus;
+  assert_true(n >= 2);
+  size_t nh = (size_t)a->nr_zones * n;
+  uint32_t *high = calloc(nh, sizeof(*high));
+  bh__zone_t *z = &a->zones[a->nr_zones - 1];
+  assert_true(z->pcp_high_max > z->pcp_high_min + 1);
+  high[(size_t)(a->nr_zones - 1) * n + 0] = z->pcp_high_min + 1;
+  high[(size_t)(a->nr_zones - 1) * n + 1] = UINT32_MAX;
+  bh_populate_t pop = {.pcp_high = high, .nr_pcp_high = nh};
+  assert_int_equal(bh_arena_populate(a, &pop, NULL), 0);
+  assert_int_equal(z->pcp[0].high, (int)z->pcp_high_min + 1);
+  assert_int_equal(z->pcp[1].high, (int)z->pcp_high_max);
+  assert_int_equal(a->zones[0].pcp[0].high, (int)a->zones[0].pcp_high_min);
+  free(high);
+  bh_arena_destroy(a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_populate_round_trip),
@@ -380,6 +404,7 @@ int main(void) {
       cmocka_unit_test(test_populate_errors),
       cmocka_unit_test(test_alloc_at),
       cmocka_unit_test(test_alloc_at_pcp),
+      cmocka_unit_test(test_populate_pcp_high),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

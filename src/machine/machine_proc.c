@@ -1,0 +1,313 @@
+/*
+ * Reading a snapshot from /proc (or from a directory of its files copied out of another
+ * machine, a guest for instance) and the running machine's allocator settings.
+ */
+#include "machine/machine_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+/* The most a /proc text file may hold (zoneinfo of a large machine is some 100 KiB). */
+#define MAX_TEXT (64u << 20)
+
+/* Reads the whole file at path into a malloc'd buffer (NUL-terminated).  Returns 0, or
+ * BH_ESYS with errno (ENOENT: no such file), BH_EFORMAT if it is too large, BH_ENOMEM. */
+static int slurp(const char *path, size_t max, char **out, size_t *len) {
+  *out = NULL;
+  *len = 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return BH_ESYS;
+  size_t cap = 65536, n = 0;
+  char *b = malloc(cap + 1);
+  int rc = b ? 0 : BH_ENOMEM;
+  while (!rc) {
+    if (n == cap) {
+      if (cap >= max) {
+        rc = BH_EFORMAT;
+        break;
+      }
+      cap = cap * 2 > max ? max : cap * 2;
+      char *q = realloc(b, cap + 1);
+      if (!q) {
+        rc = BH_ENOMEM;
+        break;
+      }
+      b = q;
+    }
+    ssize_t r = read(fd, b + n, cap - n);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0) {
+      int e = errno;
+      close(fd);
+      free(b);
+      errno = e;
+      return BH_ESYS;
+    }
+    if (r == 0)
+      break;
+    n += (size_t)r;
+  }
+  close(fd);
+  if (rc) {
+    free(b);
+    return rc;
+  }
+  b[n] = '\0';
+  *out = b;
+  *len = n;
+  return 0;
+}
+
+/* A text file of dir into section "which/name"; *found tells whether it was there. */
+static int read_text(bh_machine_t *m, int which, const char *dir, const char *name, bool *found,
+                     char *err, size_t errlen) {
+  char path[4096], sec[64];
+  snprintf(path, sizeof(path), "%s/%s", dir, name);
+  snprintf(sec, sizeof(sec), "%s/%s", bh__snap_name(which), name);
+  char *t;
+  size_t n;
+  int rc = slurp(path, MAX_TEXT, &t, &n);
+  *found = !rc;
+  if (rc == BH_ESYS && (errno == ENOENT || errno == EACCES || errno == EPERM))
+    return 0; /* left out: not there, or not readable (pagetypeinfo needs root) */
+  if (rc)
+    return bh__machine_fail(err, errlen, rc, "%s: %s", path,
+                            rc == BH_ESYS ? strerror(errno) : "too large");
+  if (memchr(t, '\0', n)) {
+    free(t);
+    return bh__machine_fail(err, errlen, BH_EFORMAT, "%s: not a text file", path);
+  }
+  rc = bh__machine_set_section(m, sec, t, n);
+  free(t);
+  return rc;
+}
+
+/*
+ * kpageflags (and kpagecount) of dir: u64 per pfn from pfn 0, as far as the machine's layout
+ * reaches.  Reading /proc/kpageflags needs root; without it there is no free map.
+ */
+static int read_flags(const char *path, uint64_t npfn, uint64_t **out, uint64_t *n) {
+  *out = NULL;
+  *n = 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return BH_ESYS;
+  uint64_t *v = malloc(npfn * sizeof(*v) + 8);
+  if (!v) {
+    close(fd);
+    return BH_ENOMEM;
+  }
+  size_t want = npfn * sizeof(*v), got = 0;
+  while (got < want) {
+    /* /proc/kpageflags wants reads of whole entries; 1 MiB at a time */
+    size_t chunk = want - got < (1u << 20) ? want - got : (1u << 20);
+    ssize_t r = read(fd, (char *)v + got, chunk);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0) {
+      int e = errno;
+      close(fd);
+      free(v);
+      errno = e;
+      return BH_ESYS;
+    }
+    if (r == 0)
+      break;
+    got += (size_t)r;
+  }
+  close(fd);
+  *out = v;
+  *n = got / sizeof(*v);
+  return 0;
+}
+
+/*
+ * A kpageflags copied into a snapshot folder must hold one u64 for every page frame the
+ * layout reaches: an empty, cut or padded copy would otherwise become a start state with no
+ * free page in what is missing.  Only a regular file is checked (/proc/kpageflags itself has
+ * no size, and ends where the kernel's max_pfn does).
+ */
+static int check_flags_file(const char *path, uint64_t npfn, char *err, size_t errlen) {
+  struct stat st;
+  if (stat(path, &st) || !S_ISREG(st.st_mode))
+    return 0; /* read_flags says why it cannot be read, if it cannot */
+  uint64_t size = (uint64_t)st.st_size;
+  if (size % 8)
+    return bh__machine_fail(err, errlen, BH_EFORMAT,
+                            "%s: %llu bytes, not a whole number of 8-byte page entries "
+                            "(damaged?); remove it to start from the counts",
+                            path, (unsigned long long)size);
+  if (size / 8 < npfn)
+    return bh__machine_fail(err, errlen, BH_EFORMAT,
+                            "%s: %llu page entries, but the zones reach pfn %llu (truncated "
+                            "copy?); remove it to start from the counts",
+                            path, (unsigned long long)(size / 8), (unsigned long long)npfn);
+  return 0;
+}
+
+/* The free map from dir's kpageflags, if it has one and it can be read; read_done (if given)
+ * is called once the file is read, before the map is derived from it. */
+static int read_freemap(bh_machine_t *m, int which, const char *dir, void (*read_done)(void *),
+                        void *ctx, char *err, size_t errlen) {
+  uint64_t end = 0;
+  for (int i = 0; i < m->info.nr_zones; i++) {
+    const bh_machine_zone_t *z = &m->info.zones[i];
+    if (z->start_pfn + z->spanned_pages > end)
+      end = z->start_pfn + z->spanned_pages;
+  }
+  char path[4096];
+  snprintf(path, sizeof(path), "%s/kpageflags", dir);
+  uint64_t *flags, *count = NULL, n, nc = 0;
+  int rc = check_flags_file(path, end, err, errlen);
+  if (rc) {
+    if (read_done)
+      read_done(ctx);
+    return rc;
+  }
+  rc = read_flags(path, end, &flags, &n);
+  if (read_done)
+    read_done(ctx);
+  if (rc == BH_ESYS && (errno == ENOENT || errno == EACCES || errno == EPERM))
+    return 0;
+  if (rc)
+    return bh__machine_fail(err, errlen, rc, "%s: %s", path,
+                            rc == BH_ESYS ? strerror(errno) : "out of memory");
+  /* kpagecount (mapcounts) tells nothing KPF_MMAP does not: it is accepted and not read */
+  (void)nc;
+  char *text = NULL;
+  rc = bh__freemap_derive(m, which, flags, count, n, &text, err, errlen);
+  free(flags);
+  free(count);
+  if (!rc) {
+    char sec[64];
+    snprintf(sec, sizeof(sec), "%s/freemap", bh__snap_name(which));
+    rc = bh__machine_set_section(m, sec, text, strlen(text));
+  }
+  free(text);
+  return rc;
+}
+
+static int set_window_section(bh_machine_t *m, int which, uint64_t begin_ns, uint64_t end_ns) {
+  char info[128];
+  int k = snprintf(info, sizeof(info), "window_begin_ns %lu\nwindow_end_ns %lu\n",
+                   (unsigned long)begin_ns, (unsigned long)end_ns);
+  return bh__machine_set_section(m, which == BH_SNAP_START ? "start/info" : "end/info", info,
+                                 (size_t)k);
+}
+
+int bh_machine_set_window(bh_machine_t *m, int which, uint64_t begin_ns, uint64_t end_ns) {
+  if (!m || which < 0 || which >= BH_NR_SNAPS || !m->snaps[which].present)
+    return BH_EINVAL;
+  int rc = set_window_section(m, which, begin_ns, end_ns);
+  if (!rc) {
+    m->snaps[which].pub.window_begin_ns = begin_ns;
+    m->snaps[which].pub.window_end_ns = end_ns;
+  }
+  return rc;
+}
+
+int bh_machine_read_snapshot(bh_machine_t *m, int which, const char *dir, uint64_t begin_ns,
+                             uint64_t end_ns, char *err, size_t errlen) {
+  int rc = bh_machine_read_counts(m, which, dir, begin_ns, end_ns, err, errlen);
+  if (!rc)
+    rc = bh_machine_read_freemap(m, which, dir, NULL, NULL, err, errlen);
+  return rc;
+}
+
+int bh_machine_read_freemap(bh_machine_t *m, int which, const char *dir,
+                            void (*read_done)(void *ctx), void *ctx, char *err, size_t errlen) {
+  if (!m || !dir || which < 0 || which >= BH_NR_SNAPS || !m->snaps[which].present)
+    return BH_EINVAL;
+  int rc = read_freemap(m, which, dir, read_done, ctx, err, errlen);
+  if (!rc)
+    rc = bh__machine_interpret_snapshot(m, which, err, errlen);
+  if (rc)
+    bh_machine_drop_snapshot(m, which);
+  return rc;
+}
+
+int bh_machine_read_counts(bh_machine_t *m, int which, const char *dir, uint64_t begin_ns,
+                           uint64_t end_ns, char *err, size_t errlen) {
+  if (!m || !dir || which < 0 || which >= BH_NR_SNAPS)
+    return BH_EINVAL;
+  bh_machine_drop_snapshot(m, which);
+  bool found[3];
+  static const char *const files[] = {"zoneinfo", "buddyinfo", "pagetypeinfo"};
+  for (int f = 0; f < 3; f++) {
+    int rc = read_text(m, which, dir, files[f], &found[f], err, errlen);
+    if (rc)
+      return rc;
+  }
+  if (!found[0]) {
+    errno = ENOENT;
+    return bh__machine_fail(err, errlen, BH_ESYS, "%s/zoneinfo: cannot be read", dir);
+  }
+  if (begin_ns || end_ns) {
+    int rc = set_window_section(m, which, begin_ns, end_ns);
+    if (rc)
+      return rc;
+  }
+  int rc = bh__machine_interpret_snapshot(m, which, err, errlen);
+  if (!rc)
+    rc = bh__machine_update_settings(m);
+  if (rc)
+    bh_machine_drop_snapshot(m, which);
+  return rc;
+}
+
+/* A number from a one-line file; false if it cannot be read. */
+static bool read_number(const char *path, int64_t *v) {
+  char *t;
+  size_t n;
+  if (slurp(path, 4096, &t, &n))
+    return false;
+  char *end;
+  errno = 0;
+  long long x = strtoll(t, &end, 10);
+  bool ok = end != t && !errno;
+  free(t);
+  if (ok)
+    *v = x;
+  return ok;
+}
+
+int bh_machine_read_settings(bh_machine_t *m) {
+  if (!m)
+    return BH_EINVAL;
+  bh_machine_info_t *in = &m->info;
+  int64_t v;
+  struct utsname u;
+  if (!uname(&u))
+    snprintf(in->kernel_release, sizeof(in->kernel_release), "%s", u.release);
+  if (read_number("/proc/sys/vm/min_free_kbytes", &v) && v > 0)
+    in->min_free_kbytes = (uint64_t)v;
+  if (read_number("/proc/sys/vm/watermark_scale_factor", &v) && v > 0)
+    in->watermark_scale_factor = (unsigned)v;
+  if (read_number("/proc/sys/vm/watermark_boost_factor", &v) && v >= 0)
+    in->watermark_boost_factor = (unsigned)v;
+  if (read_number("/sys/module/page_reporting/parameters/page_reporting_order", &v) && v >= -1 &&
+      v < 64)
+    in->page_reporting_order = (int)v;
+  char *t;
+  size_t n;
+  if (!slurp("/proc/sys/vm/lowmem_reserve_ratio", 4096, &t, &n)) {
+    char *p = t;
+    for (int i = 0; i < BH_NR_ZONE_TYPES; i++) {
+      char *end;
+      long x = strtol(p, &end, 10);
+      if (end == p)
+        break;
+      in->lowmem_reserve_ratio[i] = x < 0 ? 0 : (unsigned)x;
+      p = end;
+    }
+    free(t);
+  }
+  return bh__machine_update_settings(m);
+}

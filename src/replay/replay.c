@@ -1,0 +1,1933 @@
+/*
+ * The replay engine.  A first pass over the trace finds its span, its CPUs and its peak live
+ * memory (to size the arena); the second pass plays every event through the arena with the
+ * hinting strategy attached, on a virtual clock taken from the trace timestamps.
+ *
+ * Recorded pfns only name allocations.  A map from recorded block to arena block handles what
+ * real traces contain: frees of pages allocated before recording started (unknown frees,
+ * counted and skipped), high-order non-compound allocations freed piece by piece as order-0
+ * pages (the arena block is split like split_page() and freed piece by piece), a recorded pfn
+ * allocated again while still live (its free was lost: the old block is freed first), orders
+ * above the arena's maximum and allocations the kernel failed (counted and skipped), and
+ * allocations the arena cannot serve (counted; the replay goes on).
+ */
+#include "buddy/internal.h"
+#include "hinting/hint.h"
+#include "hinting/reporter.h"
+#include "replay/attrib.h"
+#include "replay/pfnmap.h"
+#include "replay/replay_machine.h"
+#include "replay/replay_shared.h"
+#include "trace/trace_internal.h"
+#include "common/json.h"
+
+#include <buddyhint/replay.h>
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+/* bh_replay_config_t.keep_max_bytes by default: 4 M events of a text trace's first pass. */
+#define BH__KEEP_DEFAULT_BYTES (128ull << 20)
+
+/* Rare paths kept out of the event loop, so that its hot state stays in registers. */
+#define COLD __attribute__((noinline, cold))
+
+/* ---- defaults ---- */
+
+void bh_replay_config_init(bh_replay_config_t *cfg) {
+  if (!cfg)
+    return;
+  memset(cfg, 0, sizeof(*cfg));
+  bh_config_init(&cfg->arena);
+  bh_hint_config_init(&cfg->hint);
+  cfg->idle_ns = 60ull * BH_NS_PER_SEC;
+  cfg->touch = BH_TOUCH_PAGE;
+  cfg->sample_ns = BH_NS_PER_SEC;
+  cfg->arena.nr_cpus = 0; /* from the trace */
+  cfg->compaction_proactiveness = 20;
+  cfg->keep_max_bytes = BH__KEEP_DEFAULT_BYTES;
+}
+
+/* ---- state ---- */
+
+struct replay {
+  const bh_replay_config_t *cfg;
+  bh_replay_summary_t *s;
+  char *err;
+  size_t errlen;
+  bh_arena_t *arena;
+  bh_hint_t *hint;
+  bh__pfnmap_t map;
+  uint64_t t0, vnow, next_sample, next_tick;
+  uint64_t next_compact; /* kcompactd's next proactive check (UINT64_MAX: compaction off) */
+  /* compaction: arena pfn -> 1 + the map slot of the block there, built when a run first
+   * moves a block (rev_valid), since the map does not change while compaction runs */
+  uint32_t *rev;
+  bool rev_valid;
+  /* the earlier of next_tick and next_sample (when sampling); 0 against the wall clock, where
+   * every event waits for its time */
+  uint64_t clock_due;
+  uint64_t events, next_poll; /* events played; at next_poll, poll() is due */
+  uint64_t total_events;      /* in the trace, for the progress line (0: one pass) */
+  bool progress;              /* show the progress line */
+  uint64_t live_pages;
+  /* sim backing: pages ever written, for the resident model (the arena's core reads it too,
+   * bh__discard_set_touched, on the hinting worker's thread when pacing), and how many */
+  _Atomic uint64_t *touched;
+  uint64_t touched_pages;
+  bool touch_sim; /* sim backing and a --touch other than none: allocations set touched */
+  /* BH_REPLAY_CHECK_RESIDENT set: every resident count is checked against a full recount;
+   * the first difference is kept in drift and fails the run */
+  bool check_resident;
+  char drift[160];
+  unsigned max_order; /* the arena's, read for every allocation */
+  struct timespec wall0;
+  struct rusage ru0;
+  unsigned max_cpu;
+  /* pfns freed by mm_page_free lately (+ 1, 0 = none): Linux emits mm_page_free_batched for
+   * the same folios right after, and those second events must not free anything */
+  uint64_t recent[64];
+  unsigned recent_pos;
+  /* per bucket of recent_bucket(): how many recent[] entries fall in it (empty ones count in
+   * bucket 0) and where the last one was put.  A lookup then scans recent[] only when its
+   * bucket holds two entries or more.  Kept from the first mm_page_free_batched on
+   * (recent_counted): traces without one pay nothing for it. */
+  uint8_t recent_count[256], recent_last[256];
+  bool recent_counted;
+  unsigned max_order_seen; /* the largest order of an allocation so far (split_containing) */
+  /* in a recorded machine's shape (replay_machine.c): its description and start state */
+  bh__rmachine_t rm;
+  bool shape;       /* the arena's pfns are the trace's: the paths of shaped_alloc and the rest */
+  bool place_trace; /* --placement trace */
+  /* the trace's pcp events move the pcp lists (--placement trace with a trace that has them):
+   * frees onto a pcp list then make no drain decision of their own */
+  bool pcp_trace;
+  bool agree;           /* counting placement agreement */
+  uint64_t *first_miss; /* placement agreement: lists that have had a miss (miss_where) */
+  /* events up to this trace time happened while the start snapshot was read (0: none) */
+  uint64_t window_end;
+  /* compaction moved memory allocated before the trace: map entries made after the run */
+  struct pretrace_move {
+    uint64_t from, to;
+    unsigned order;
+  } * moves;
+  size_t nmoves, moves_cap;
+  /* --by: event origins (one table for both passes) and the attribution; NULL without */
+  bh__origins_t *origins;
+  bh__attrib_t *attrib;
+};
+
+static void set_err(struct replay *r, const char *fmt, ...) {
+  if (!r->err || !r->errlen)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(r->err, r->errlen, fmt, ap);
+  va_end(ap);
+}
+
+static double secs_since(const struct timespec *t0) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/* ---- first pass: span, CPUs, peak live memory ---- */
+
+struct scan {
+  uint64_t first, last, peak, events;
+  uint64_t map_cap;        /* the most blocks the first pass saw live at once, for the second's map
+                            * (0: one pass) */
+  uint64_t pfn_lo, pfn_hi; /* the recorded blocks' pages lie in [pfn_lo, pfn_hi) */
+  unsigned max_cpu;
+  uint64_t pcp_events; /* mm_page_pcpu_drain and mm_page_alloc_zone_locked events */
+  /* a text trace's events as the first pass read them, for the second to play without
+   * parsing the text again (NULL: read the trace again), and what the reader counted */
+  struct kept_event *kept;
+  bh_trace_counts_t counts;
+  char format[32];
+  bool once; /* the trace cannot be read twice (a FIFO, standard input): keep every event */
+};
+
+/* What the replay uses of an event, in 32 bytes (a bh_event_t takes 48). */
+struct kept_event {
+  uint64_t time_ns, pfn;
+  uint32_t gfp;
+  int32_t cpu;
+  uint8_t op, order, failed;
+  uint32_t origin; /* bh_event_t.origin (0 without --by) */
+};
+_Static_assert(sizeof(struct kept_event) == 32, "kept events stay 32 bytes");
+
+/* An event as kept.  A pcp event has no gfp and no failed flag: its migratetype (+ 1) and
+ * percpu_refill take their places. */
+static inline __attribute__((always_inline)) void kept_pack(struct kept_event *k,
+                                                            const bh_event_t *ev) {
+  *k = (struct kept_event){ev->time_ns, ev->pfn,   ev->gfp,    ev->cpu,
+                           ev->op,      ev->order, ev->failed, ev->origin};
+  if (bh__unlikely(ev->op >= BH_EV_PCPU_DRAIN)) {
+    k->gfp = (uint32_t)(ev->migratetype + 1);
+    k->failed = ev->percpu_refill;
+  }
+}
+
+/* The event kept_pack kept (what the replay reads of it), into ev. */
+static inline __attribute__((always_inline)) void kept_unpack(bh_event_t *ev,
+                                                              const struct kept_event *k) {
+  *ev = (bh_event_t){.time_ns = k->time_ns,
+                     .pfn = k->pfn,
+                     .gfp = k->gfp,
+                     .cpu = k->cpu,
+                     .op = k->op,
+                     .order = k->order,
+                     .failed = k->failed,
+                     .origin = k->origin};
+  if (bh__unlikely(k->op >= BH_EV_PCPU_DRAIN)) {
+    ev->migratetype = (int8_t)((int)k->gfp - 1);
+    ev->percpu_refill = k->failed;
+    ev->gfp = 0;
+    ev->failed = 0;
+  }
+}
+
+static int open_trace(struct replay *r, bh_trace_t **t) {
+  /* the pcp events are of use where the arena's pfns are the kernel's */
+  bh_trace_opts_t o = {.lenient = r->cfg->lenient,
+                       .origins = r->origins != NULL,
+                       .pcp_events = r->cfg->placement == BH_PLACEMENT_TRACE};
+  int err = bh_trace_open(r->cfg->trace, &o, t);
+  if (err)
+    set_err(r, "%s", bh_trace_error(NULL));
+  else if (r->origins)
+    bh__trace_use_origins(*t, r->origins);
+  if (!err && bh_trace_command(*t))
+    snprintf(r->s->trace_command, sizeof(r->s->trace_command), "%s", bh_trace_command(*t));
+  return err;
+}
+
+/*
+ * fn (inlined) for each of the next events of t: native binary records where they lie in the
+ * reader's buffer, checked and decoded one at a time, which saves a copy of every event;
+ * anything else (text, a record that needs a refill or is bad, which the reader reports or
+ * skips) through bh_trace_next_batch into evs.  Returns how many events, 0 at the end, or a
+ * negative BH_E* code of the reader or of fn.
+ */
+static inline __attribute__((always_inline)) int each_event(bh_trace_t *t, bh_event_t *evs, int max,
+                                                            int (*fn)(void *, const bh_event_t *),
+                                                            void *ctx) {
+  const unsigned char *rec;
+  int n = bh__trace_peek_records(t, &rec, max), k, err = 0;
+  for (k = 0; k < n; k++, rec += BH__TRACE_BIN_RECORD) {
+    if (bh__unlikely(!bh__trace_record_ok(rec)))
+      break;
+    bh_event_t ev;
+    bh__trace_decode_record(rec, &ev);
+    ev.origin = 0; /* records have none: --by reads through bh_trace_next_batch */
+    if (bh__unlikely(err = fn(ctx, &ev))) {
+      k++;
+      break;
+    }
+  }
+  if (n > 0)
+    bh__trace_take_records(t, k);
+  if (err || k > 0)
+    return err ? err : k;
+  /* one event at a time for binary, so that the records after it are read in place again */
+  n = bh_trace_next_batch(t, evs, bh_trace_format(t) == BH_TRACE_NATIVE_BINARY ? 1 : max);
+  for (k = 0; k < n; k++)
+    if (bh__unlikely(err = fn(ctx, &evs[k])))
+      return err;
+  return n;
+}
+
+/*
+ * The first pass's blocks allocated and not freed, by recorded pfn: a byte per pfn below
+ * 2^32, the order of the block that starts there plus 1 (0: none), in chunks of 2^16 pfns
+ * mapped when first written (and unmapped at the end of the pass, so that the replay after it
+ * does not find them in its resident memory); the pfns above in a hash map.  A byte per page of the
+ * trace's range where the hash map took 48 to 96 bytes per block.
+ */
+#define LIVE_CHUNK_SHIFT 16
+#define LIVE_DIRECT_LIMIT (1ull << 32)
+struct live_blocks {
+  uint8_t **chunk;   /* by pfn >> LIVE_CHUNK_SHIFT; NULL: no block there yet */
+  size_t nchunks;    /* room in chunk */
+  uint64_t n, max_n; /* blocks now, and at most */
+  bh__pfnmap_t far;  /* pfns from LIVE_DIRECT_LIMIT */
+};
+
+/* The byte of pfn (< LIVE_DIRECT_LIMIT), its chunk made if `make`; NULL if there is none (or
+ * no memory for it). */
+COLD static uint8_t *live_chunk_make(struct live_blocks *l, uint64_t pfn) {
+  size_t c = (size_t)(pfn >> LIVE_CHUNK_SHIFT);
+  if (c >= l->nchunks) {
+    size_t n = l->nchunks ? l->nchunks : 16;
+    while (n <= c)
+      n *= 2;
+    uint8_t **p = realloc(l->chunk, n * sizeof(*p));
+    if (!p)
+      return NULL;
+    memset(p + l->nchunks, 0, (n - l->nchunks) * sizeof(*p));
+    l->chunk = p;
+    l->nchunks = n;
+  }
+  if (!l->chunk[c]) {
+    void *p = mmap(NULL, 1u << LIVE_CHUNK_SHIFT, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+      return NULL;
+    l->chunk[c] = p;
+  }
+  return &l->chunk[c][pfn & ((1u << LIVE_CHUNK_SHIFT) - 1)];
+}
+
+static inline uint8_t *live_byte(const struct live_blocks *l, uint64_t pfn) {
+  size_t c = (size_t)(pfn >> LIVE_CHUNK_SHIFT);
+  if (bh__unlikely(c >= l->nchunks) || bh__unlikely(!l->chunk[c]))
+    return NULL;
+  return &l->chunk[c][pfn & ((1u << LIVE_CHUNK_SHIFT) - 1)];
+}
+
+static void live_destroy(struct live_blocks *l) {
+  for (size_t c = 0; c < l->nchunks; c++)
+    if (l->chunk[c])
+      munmap(l->chunk[c], 1u << LIVE_CHUNK_SHIFT);
+  free(l->chunk);
+  l->chunk = NULL;
+  l->nchunks = 0;
+  bh__pfnmap_destroy(&l->far);
+}
+
+/* live_insert for a pfn from LIVE_DIRECT_LIMIT, in the far map.  Out of line: such pfns are
+ * rare, and inlined into every event of the first pass the hash code would crowd it. */
+COLD static int live_insert_far(struct live_blocks *l, uint64_t pfn, unsigned order) {
+  bh__pfn_entry_t *e = bh__pfnmap_hinsert(&l->far, pfn);
+  if (!e)
+    return -1;
+  int was = e->kind == BH__PFN_LIVE ? e->order + 1 : 0;
+  e->kind = BH__PFN_LIVE;
+  e->order = (uint8_t)order;
+  return was;
+}
+
+/* A block of `order` allocated at pfn: returns the order + 1 of the block that was live there
+ * (0: none), or -1 without memory. */
+static inline __attribute__((always_inline)) int live_insert(struct live_blocks *l, uint64_t pfn,
+                                                             unsigned order) {
+  int was;
+  if (bh__likely(pfn < LIVE_DIRECT_LIMIT)) {
+    uint8_t *b = live_byte(l, pfn);
+    if (bh__unlikely(!b) && !(b = live_chunk_make(l, pfn)))
+      return -1;
+    was = *b;
+    *b = (uint8_t)(order + 1);
+  } else if ((was = live_insert_far(l, pfn, order)) < 0) {
+    return -1;
+  }
+  if (!was && ++l->n > l->max_n)
+    l->max_n = l->n;
+  return was;
+}
+
+/* live_update's part for a pfn from LIVE_DIRECT_LIMIT, in the far map (out of line, as
+ * live_insert_far). */
+COLD static int live_update_far(struct live_blocks *l, uint64_t pfn, int order, bool set) {
+  bh__pfn_entry_t *e = bh__pfnmap_hfind(&l->far, pfn);
+  if (!e)
+    return 0;
+  int was = e->order + 1;
+  if (set && order < 0)
+    bh__pfnmap_hdelete(&l->far, e);
+  else if (set)
+    e->order = (uint8_t)order;
+  return was;
+}
+
+/* The order + 1 of the block live at pfn (0: none); with `order` >= 0 it becomes that block's
+ * new order, with -1 the block is removed. */
+static inline __attribute__((always_inline)) int live_update(struct live_blocks *l, uint64_t pfn,
+                                                             int order, bool set) {
+  int was;
+  if (bh__likely(pfn < LIVE_DIRECT_LIMIT)) {
+    uint8_t *b = live_byte(l, pfn);
+    if (!b || !*b)
+      return 0;
+    was = *b;
+    if (set)
+      *b = (uint8_t)(order + 1);
+  } else if (!(was = live_update_far(l, pfn, order, set))) {
+    return 0;
+  }
+  if (set && order < 0)
+    l->n--;
+  return was;
+}
+
+struct scan_state {
+  struct scan *sc;
+  struct live_blocks live; /* the blocks allocated and not freed */
+  uint64_t cur;            /* their pages */
+  bool keep;               /* keeping the events (a text trace, below keep_max so far) */
+  size_t kept_cap;         /* room in sc->kept, in events */
+  uint64_t keep_max;       /* bh_replay_config_t.keep_max_bytes */
+  bh__first_events_t *fe;  /* each page's first event, for a start state (or NULL) */
+};
+
+/* Makes room for more kept events, or stops keeping them past keep_max bytes. */
+COLD static void keep_grow(struct scan_state *st) {
+  struct scan *sc = st->sc;
+  size_t cap = st->kept_cap ? st->kept_cap * 2 : 65536;
+  struct kept_event *p =
+      cap * sizeof(*p) <= st->keep_max ? realloc(sc->kept, cap * sizeof(*p)) : NULL;
+  if (!p) { /* too many, or no memory: the second pass reads the trace again */
+    free(sc->kept);
+    sc->kept = NULL;
+    st->keep = false;
+    return;
+  }
+  sc->kept = p;
+  st->kept_cap = cap;
+}
+
+/* One event of the first pass.  Returns 0 or BH_ENOMEM. */
+static inline __attribute__((always_inline)) int scan_event(void *ctx, const bh_event_t *ev) {
+  struct scan_state *st = ctx;
+  struct scan *sc = st->sc;
+  struct live_blocks *live = &st->live;
+  uint64_t *cur = &st->cur;
+  if (!sc->events++)
+    sc->first = ev->time_ns;
+  sc->last = ev->time_ns;
+  if (ev->cpu >= 0 && (unsigned)ev->cpu > sc->max_cpu)
+    sc->max_cpu = (unsigned)ev->cpu;
+  if (bh__unlikely(ev->op >= BH_EV_PCPU_DRAIN)) { /* no page changes hands */
+    sc->pcp_events++;
+    return 0;
+  }
+  if (bh__unlikely(st->fe != NULL))
+    bh__first_event(st->fe, ev);
+  if (ev->op == BH_EV_ALLOC) {
+    if (ev->failed)
+      return 0;
+    int was = live_insert(live, ev->pfn, ev->order);
+    if (was < 0)
+      return BH_ENOMEM;
+    if (was)
+      *cur -= 1ull << (was - 1);
+    *cur += 1ull << ev->order;
+    if (*cur > sc->peak)
+      sc->peak = *cur;
+    if (ev->pfn < sc->pfn_lo)
+      sc->pfn_lo = ev->pfn;
+    if (ev->pfn + (1ull << ev->order) > sc->pfn_hi)
+      sc->pfn_hi = ev->pfn + (1ull << ev->order);
+  } else {
+    uint64_t n = 1ull << ev->order;
+    if (ev->op == BH_EV_FREE_BATCHED)
+      return 0; /* follows an mm_page_free of the same folio (an upper bound is fine) */
+    /* pieces of larger blocks and unknown frees are not subtracted: the peak found is an
+     * upper bound, which is what sizing needs */
+    int was = live_update(live, ev->pfn, 0, false);
+    if (was && ev->order >= was - 1) {
+      *cur -= 1ull << (was - 1);
+      live_update(live, ev->pfn, -1, true);
+    } else if (was) {
+      *cur -= n;
+      live_update(live, ev->pfn, 0, true);
+    }
+  }
+  return 0;
+}
+
+/* scan_event of a text trace's first pass, which keeps the event for the second. */
+static inline __attribute__((always_inline)) int scan_keep_event(void *ctx, const bh_event_t *ev) {
+  struct scan_state *st = ctx;
+  struct scan *sc = st->sc;
+  if (bh__unlikely(sc->events == st->kept_cap))
+    keep_grow(st);
+  if (st->keep)
+    kept_pack(&sc->kept[sc->events], ev);
+  return scan_event(ctx, ev);
+}
+
+/* The next events of the first pass.  The loop that keeps them is a copy of its own, so that
+ * the first pass over a binary trace pays nothing for keeping. */
+__attribute__((noinline)) static int scan_some(bh_trace_t *t, bh_event_t *evs, int max,
+                                               struct scan_state *st) {
+  return st->keep ? each_event(t, evs, max, scan_keep_event, st)
+                  : each_event(t, evs, max, scan_event, st);
+}
+
+static void format_name(bh_trace_t *t, char *out, size_t len) {
+  bool plain = !strcmp(bh_trace_compression(t), "none");
+  snprintf(out, len, "%s%s%s", bh_trace_format_name(t), plain ? "" : "+",
+           plain ? "" : bh_trace_compression(t));
+}
+
+/* --strict: events the trace lost are an error rather than a count. */
+static int lost_check(struct replay *r, uint64_t lost) {
+  if (!lost || !r->cfg->strict)
+    return 0;
+  set_err(r, "%s: the trace lost %llu events (--strict)", r->cfg->trace, (unsigned long long)lost);
+  return BH_EFORMAT;
+}
+
+/* keep_all: keep the events of a binary trace too (for several replays: bh__replay_share) */
+static int first_pass(struct replay *r, struct scan *sc, bool keep_all) {
+  bh_trace_t *t;
+  int err = open_trace(r, &t);
+  if (err)
+    return err;
+  struct scan_state st = {
+      .sc = sc, .keep_max = r->cfg->keep_max_bytes, .fe = r->rm.fe.fe ? &r->rm.fe : NULL};
+  if (bh__pfnmap_init(&st.live.far, 1 << 10)) {
+    bh_trace_close(t);
+    return BH_ENOMEM;
+  }
+  bool once = sc->once;
+  memset(sc, 0, sizeof(*sc));
+  sc->pfn_lo = UINT64_MAX;
+  /* binary records are read in place about as fast as kept events would be played */
+  st.keep = (once || keep_all || bh_trace_format(t) != BH_TRACE_NATIVE_BINARY) && st.keep_max;
+  enum { BATCH = 256 };
+  bh_event_t evs[BATCH];
+  while ((err = scan_some(t, evs, BATCH, &st)) > 0)
+    ;
+  if (err)
+    set_err(r, "%s", err == BH_ENOMEM ? "out of memory" : bh_trace_error(t));
+  if (!err && once && !st.keep) {
+    set_err(r,
+            "%s cannot be read twice (a FIFO or standard input) and its events do not fit in "
+            "%llu MiB to be kept: give --memory and --cpus (memory_bytes, arena.nr_cpus) to "
+            "read it once",
+            r->cfg->trace, (unsigned long long)(r->cfg->keep_max_bytes >> 20));
+    err = BH_EINVAL;
+  }
+  if (err || !st.keep) {
+    free(sc->kept);
+    sc->kept = NULL;
+  }
+  bh_trace_counts(t, &sc->counts);
+  if (!err)
+    err = lost_check(r, sc->counts.lost_events);
+  format_name(t, sc->format, sizeof(sc->format));
+  sc->map_cap = st.live.max_n;
+  live_destroy(&st.live);
+  bh_trace_close(t);
+  return err;
+}
+
+/* x86 layout: DMA the first 16 MiB, DMA32 up to 4 GiB, Normal above. */
+void bh_replay_zone_layout(bh_config_t *c, uint64_t total) {
+  if (!c || c->max_order > BH_ORDER_LIMIT)
+    return;
+  uint64_t block = BH_PAGE_SIZE << c->max_order;
+  total = (total + block - 1) / block * block;
+  uint64_t dma = 16ull << 20;
+  if (dma % block || total < 4 * block)
+    dma = 0;
+  uint64_t dma32 = total < (4ull << 30) ? total - dma : (4ull << 30) - dma;
+  dma32 = dma32 / block * block;
+  memset(c->zone_bytes, 0, sizeof(c->zone_bytes));
+  c->zone_bytes[BH_ZONE_DMA] = dma;
+  c->zone_bytes[BH_ZONE_DMA32] = dma32;
+  c->zone_bytes[BH_ZONE_NORMAL] = total - dma - dma32;
+}
+
+/* ---- resident memory and the timeline ---- */
+
+/* The kept counts against a full pass over the bitmaps; the first difference goes to drift. */
+COLD static void check_resident(struct replay *r, uint64_t pages) {
+  bh_arena_t *a = r->arena;
+  uint64_t written, discarded, both;
+  bh__discard_recount(a, &discarded, &written, &both);
+  uint64_t want = written - both;
+  if (r->drift[0] ||
+      (want == pages && written == r->touched_pages && discarded == bh__discarded_pages(a)))
+    return;
+  snprintf(r->drift, sizeof(r->drift),
+           "resident count drifted at %.3f s: kept %lu resident, %lu written, %lu discarded; "
+           "recounted %lu, %lu, %lu",
+           (double)r->vnow / 1e9, (unsigned long)pages, (unsigned long)r->touched_pages,
+           (unsigned long)bh__discarded_pages(a), (unsigned long)want, (unsigned long)written,
+           (unsigned long)discarded);
+}
+
+/* Resident bytes now; for the sim backing, the pages written minus those of them discarded,
+ * both kept as the bitmaps change. */
+static uint64_t resident_bytes(struct replay *r) {
+  bh_arena_t *a = r->arena;
+  if (a->cfg.backing != BH_BACKING_SIM) {
+    uint64_t b = 0;
+    bh_arena_resident(a, &b);
+    return b;
+  }
+  uint64_t pages = r->touched_pages - bh__discard_touched_pages(a);
+  if (bh__unlikely(r->check_resident))
+    check_resident(r, pages);
+  return pages << BH_PAGE_SHIFT;
+}
+
+static void timeline_header(struct replay *r) {
+  FILE *f = r->cfg->timeline;
+  if (!f)
+    return;
+  fprintf(f, "time_s,live_bytes,resident_bytes,discarded_bytes,free_pages");
+  for (unsigned o = 0; o <= r->arena->max_order; o++)
+    fprintf(f, ",free_o%u", o);
+  fprintf(f, "\n");
+}
+
+static void sample(struct replay *r, uint64_t t) {
+  uint64_t res = resident_bytes(r);
+  if (res > r->s->rss_peak_bytes)
+    r->s->rss_peak_bytes = res;
+  FILE *f = r->cfg->timeline;
+  if (!f)
+    return;
+  bh_arena_t *a = r->arena;
+  uint64_t nr_free[BH_ORDER_LIMIT + 1] = {0}, free_pages = 0;
+  for (int i = 0; i < a->nr_zones; i++) {
+    bh__zone_t *z = &a->zones[i];
+    pthread_mutex_lock(&z->lock);
+    for (unsigned o = 0; o <= a->max_order; o++)
+      nr_free[o] += z->nr_free[o];
+    free_pages += (uint64_t)atomic_load(&z->free_pages);
+    pthread_mutex_unlock(&z->lock);
+  }
+  fprintf(f, "%.3f,%lu,%lu,%lu,%lu", (double)t / 1e9,
+          (unsigned long)(r->live_pages << BH_PAGE_SHIFT), (unsigned long)res,
+          (unsigned long)(bh__discarded_pages(a) << BH_PAGE_SHIFT), (unsigned long)free_pages);
+  for (unsigned o = 0; o <= a->max_order; o++)
+    fprintf(f, ",%lu", (unsigned long)nr_free[o]);
+  fprintf(f, "\n");
+}
+
+static void check(struct replay *r) {
+  long v = bh_arena_check(r->arena, r->cfg->check_report, 20);
+  if (v > 0)
+    r->s->check_violations += v;
+}
+
+/* Moves virtual time to t: worker steps, vmstat ticks and samples due before it, in order. */
+static inline bool nothing_due(const struct replay *r, uint64_t t) {
+  return t < r->clock_due && t < bh__hint_next_due(r->hint); /* setup attached r->hint */
+}
+
+/* clock_due after next_tick or next_sample moved: one comparison per event instead of three. */
+static void set_clock_due(struct replay *r) {
+  r->clock_due = r->next_tick < r->next_compact ? r->next_tick : r->next_compact;
+  if (r->cfg->sample_ns && r->next_sample < r->clock_due)
+    r->clock_due = r->next_sample;
+  if (r->cfg->speed > 0 || r->t0 == UINT64_MAX)
+    r->clock_due = 0; /* pacing, or one pass before the first event: every event in general */
+}
+
+/*
+ * Sets the bits `mask` of word w of the touched map and counts the ones that were clear; those
+ * the core tells apart if discarded.  Only this thread writes the map: a relaxed load and
+ * store, no locked instruction.
+ */
+static inline void touch_word(struct replay *r, uint64_t w, uint64_t mask) {
+  uint64_t old = atomic_load_explicit(&r->touched[w], memory_order_relaxed);
+  uint64_t fresh = mask & ~old;
+  if (!fresh)
+    return;
+  atomic_store_explicit(&r->touched[w], old | mask, memory_order_relaxed);
+  r->touched_pages += fresh == ~0ull ? 64 : (uint64_t)__builtin_popcountll(fresh);
+  bh__discard_on_touch(r->arena, w, fresh);
+}
+
+/* touch_word for one page: the common order-0 allocation, no popcount. */
+static inline void touch_page(struct replay *r, uint64_t pfn) {
+  uint64_t w = pfn >> 6, bit = 1ull << (pfn & 63);
+  uint64_t old = atomic_load_explicit(&r->touched[w], memory_order_relaxed);
+  if (old & bit)
+    return;
+  atomic_store_explicit(&r->touched[w], old | bit, memory_order_relaxed);
+  r->touched_pages++;
+  bh__discard_on_touch(r->arena, w, bit);
+}
+
+/* Sets bits [pfn, pfn + n) of the touched map a word at a time. */
+COLD static void touch_range(struct replay *r, uint64_t pfn, uint64_t n) {
+  for (uint64_t i = pfn, end = pfn + n; i < end;) {
+    unsigned b = (unsigned)(i & 63);
+    uint64_t w = end - i < 64 - b ? end - i : 64 - b;
+    touch_word(r, i >> 6, (w == 64 ? ~0ull : (1ull << w) - 1) << b);
+    i += w;
+  }
+}
+
+/*
+ * Compaction moved memory the start state holds allocated before the trace: its recorded pfn
+ * now lives at new_pfn.  The map gets the entry after the run (inserting now could rehash the
+ * slots the reverse index points at).  Returns 0, or 1 to keep the block in place.
+ */
+COLD static int pretrace_moved(struct replay *r, uint64_t old_pfn, uint64_t new_pfn,
+                               unsigned order) {
+  if (r->nmoves == r->moves_cap) {
+    size_t cap = r->moves_cap ? r->moves_cap * 2 : 256;
+    struct pretrace_move *m = realloc(r->moves, cap * sizeof(*m));
+    if (!m)
+      return 1;
+    r->moves = m;
+    r->moves_cap = cap;
+  }
+  r->moves[r->nmoves++] = (struct pretrace_move){old_pfn, new_pfn, order};
+  if (r->touch_sim) /* the copy writes the new pages */
+    touch_range(r, new_pfn, 1ull << order);
+  return 0;
+}
+
+/* The moves of pretrace_moved into the map. */
+COLD static void pretrace_moves_apply(struct replay *r) {
+  for (size_t i = 0; i < r->nmoves; i++) {
+    bh__pfn_ref_t e = bh__pfnmap_insert(&r->map, r->moves[i].from, BH__PFN_PRETRACE);
+    if (!bh__pfn_ok(e))
+      break;
+    bh__pfn_set_val(e, r->moves[i].to);
+    bh__pfn_set_order(e, r->moves[i].order);
+    bh__pfn_set_kind(e, BH__PFN_PRETRACE); /* the insert gives only a new entry its kind */
+  }
+  r->nmoves = 0;
+}
+
+/* Compaction moved the block at old_pfn to new_pfn: the map entry follows it. */
+static int migrate_block(void *ctx, uint64_t old_pfn, uint64_t new_pfn, unsigned order) {
+  struct replay *r = ctx;
+  if (!r->rev_valid) {
+    if (!r->rev && !(r->rev = malloc(r->arena->nr_pages * sizeof(*r->rev))))
+      return 1; /* without the index the block stays where it is */
+    memset(r->rev, 0, r->arena->nr_pages * sizeof(*r->rev));
+    for (uint64_t i = 0, n = bh__pfnmap_slots(&r->map); i < n; i++) {
+      bh__pfn_ref_t e = bh__pfnmap_slot(&r->map, i);
+      if (bh__pfn_ok(e) && (bh__pfn_kind(e) == BH__PFN_LIVE || bh__pfn_kind(e) == BH__PFN_PRETRACE))
+        r->rev[bh__pfn_val(e)] = (uint32_t)(i + 1);
+    }
+    r->rev_valid = true;
+  }
+  uint32_t slot = r->rev[old_pfn];
+  bh__pfn_ref_t e = slot ? bh__pfnmap_slot(&r->map, slot - 1) : (bh__pfn_ref_t){0};
+  if (!bh__pfn_ok(e) && r->shape && (r->arena->pages[old_pfn].flags & BH__PG_PRETRACE))
+    return pretrace_moved(r, old_pfn, new_pfn, order);
+  if (!bh__pfn_ok(e) || (bh__pfn_kind(e) != BH__PFN_LIVE && bh__pfn_kind(e) != BH__PFN_PRETRACE) ||
+      bh__pfn_val(e) != old_pfn)
+    return 1;
+  bh__pfn_set_val(e, new_pfn);
+  r->rev[new_pfn] = slot;
+  r->rev[old_pfn] = 0;
+  if (r->attrib)
+    bh__attrib_move(r->attrib, old_pfn, new_pfn, order);
+  if (r->touch_sim) /* the copy writes the new pages */
+    touch_range(r, new_pfn, 1ull << order);
+  return 0;
+}
+
+/*
+ * kcompactd's proactive compaction checks, at r->next_compact: each node's every 500 ms, or
+ * 32 s after a run on that node that did not lower its score (the arena keeps the timers).
+ * Returns the time to the next check.
+ */
+static uint64_t kcompactd(struct replay *r) {
+  bh_compact_result_t res;
+  uint64_t next = UINT64_MAX;
+  r->rev_valid = false;
+  bh_kcompactd_run(r->arena, r->cfg->compaction_proactiveness, r->next_compact, migrate_block, r,
+                   &res, &next);
+  if (r->nmoves)
+    pretrace_moves_apply(r);
+  if (r->attrib) /* the refaults of compaction's copies are no allocation's */
+    r->attrib->refaults_seen = atomic_load(&r->arena->refault_pages);
+  return next > r->next_compact && next != UINT64_MAX ? next - r->next_compact : BH_NS_PER_SEC / 2;
+}
+
+/* The hinting worker's steps due by virtual time t, and the checker after them if asked. */
+/*
+ * Resident memory only falls when a worker step reports (madvise, hole punch, or the sim
+ * model's discard); allocations, touches, refaults and compaction's copies only raise it.  So
+ * its peak is reached just before a step, or at the end: measured there (and at the end, in
+ * finish), rss_peak_bytes is exact, never below the live memory the trace held (every live
+ * page was written, unless --touch none).  Against the wall clock (--speed) the worker is a
+ * thread of its own and only the periodic samples see the peak.
+ */
+static void step_worker(struct replay *r, uint64_t t) {
+  if (r->cfg->speed > 0)
+    return;
+  if (bh__hint_next_due(r->hint) <= t) {
+    uint64_t res = resident_bytes(r);
+    if (res > r->s->rss_peak_bytes)
+      r->s->rss_peak_bytes = res;
+  }
+  if (bh_hint_advance(r->hint, t) > 0 && r->cfg->check_after_steps)
+    check(r);
+}
+
+/* The samples due before t (or at t too, when `at` is set). */
+static void take_samples(struct replay *r, uint64_t t, bool at) {
+  while (r->cfg->sample_ns && (r->next_sample < t || (at && r->next_sample == t))) {
+    step_worker(r, r->next_sample);
+    sample(r, r->next_sample);
+    r->next_sample += r->cfg->sample_ns;
+  }
+}
+
+COLD static void advance_slow(struct replay *r, uint64_t t) {
+  for (;;) {
+    uint64_t tick = r->next_tick < r->next_compact ? r->next_tick : r->next_compact;
+    if (tick > t)
+      break;
+    take_samples(r, tick, false);
+    step_worker(r, tick);
+    if (tick == r->next_tick) {
+      /* the vmstat worker, once a second: its pcp decay drains are in the trace's drain
+       * events when it has them */
+      if (!r->pcp_trace)
+        bh_vmstat_tick(r->arena);
+      r->next_tick += BH_NS_PER_SEC;
+    }
+    if (tick == r->next_compact)
+      r->next_compact += kcompactd(r);
+  }
+  take_samples(r, t, true);
+  step_worker(r, t);
+  r->vnow = t;
+  set_clock_due(r);
+}
+
+static inline void advance_to(struct replay *r, uint64_t t) {
+  if (bh__likely(nothing_due(r, t)))
+    r->vnow = t; /* the common case */
+  else
+    advance_slow(r, t);
+}
+
+COLD static void wait_wall(struct replay *r, uint64_t t) {
+  double target = (double)t / 1e9 / r->cfg->speed, now = secs_since(&r->wall0);
+  if (target > now) {
+    double d = target - now;
+    struct timespec ts = {(time_t)d, (long)((d - (double)(time_t)d) * 1e9)};
+    while (nanosleep(&ts, &ts) && errno == EINTR)
+      ;
+  }
+}
+
+/* ---- events ---- */
+
+static inline void touch(struct replay *r, uint64_t pfn, unsigned order) {
+  bh_arena_t *a = r->arena;
+  uint64_t n = 1ull << order;
+  if (bh__likely(r->touch_sim)) {
+    if (bh__likely(order == 0))
+      touch_page(r, pfn);
+    else
+      touch_range(r, pfn, n);
+    return;
+  }
+  if (a->cfg.backing == BH_BACKING_SIM)
+    return; /* --touch none */
+  uint8_t *p = a->base + (pfn << BH_PAGE_SHIFT);
+  if (r->cfg->touch == BH_TOUCH_FULL)
+    memset(p, 0x5a, n << BH_PAGE_SHIFT);
+  else if (r->cfg->touch == BH_TOUCH_PAGE)
+    for (uint64_t i = 0; i < n; i++)
+      p[i << BH_PAGE_SHIFT] = (uint8_t)(pfn + i);
+}
+
+/* A free: with the trace's pcp events, onto a pcp list without a drain decision of its own. */
+static inline void arena_free(struct replay *r, uint64_t pfn, unsigned order, int cpu) {
+  if (bh__unlikely(r->pcp_trace))
+    bh__pcp_free_nodrain(r->arena, pfn, order, cpu);
+  else
+    bh_free_pfn(r->arena, pfn, order, cpu);
+}
+
+static void free_entry(struct replay *r, bh__pfn_ref_t e, int cpu) {
+  unsigned kind = bh__pfn_kind(e), order = bh__pfn_order(e);
+  if (kind == BH__PFN_LIVE) {
+    arena_free(r, bh__pfn_val(e), order, cpu);
+    r->live_pages -= 1ull << order;
+  } else if (bh__unlikely(kind == BH__PFN_PRETRACE)) { /* moved by compaction */
+    arena_free(r, bh__pfn_val(e), order, cpu);
+    r->s->pretrace_frees++;
+  }
+  bh__pfnmap_delete(&r->map, e);
+}
+
+/* An allocation at a recorded pfn that is still allocated: its free was lost. */
+COLD static void free_lost(struct replay *r, bh__pfn_ref_t e, int cpu) {
+  unsigned kind = bh__pfn_kind(e), order = bh__pfn_order(e);
+  if (kind == BH__PFN_LIVE || kind == BH__PFN_PRETRACE) {
+    r->s->lost_frees++;
+    arena_free(r, bh__pfn_val(e), order, cpu);
+    if (kind == BH__PFN_LIVE)
+      r->live_pages -= 1ull << order;
+  }
+}
+
+/* A miss of placement agreement, by where the kernel's block was; the first one on each
+ * (zone, CPU, order, migratetype) list is counted apart, before the lists have drifted. */
+COLD static void miss_where(struct replay *r, const bh_event_t *ev, int mt, int where) {
+  bh_replay_agreement_t *g = &r->s->agreement;
+  g->miss_where[where]++;
+  const bh_arena_t *a = r->arena;
+  if (!r->first_miss || ev->pfn >= a->nr_pages)
+    return;
+  uint64_t key =
+      (((uint64_t)bh__pfn_zone(a, ev->pfn)->id * a->cfg.nr_cpus + ev->cpu % a->cfg.nr_cpus) *
+           (BH_ORDER_LIMIT + 1) +
+       ev->order) *
+          BH_MT_TYPES +
+      (uint64_t)mt;
+  if (r->first_miss[key / 64] & (1ull << (key % 64)))
+    return;
+  r->first_miss[key / 64] |= 1ull << (key % 64);
+  g->first_miss_where[where]++;
+}
+
+/*
+ * An allocation in the recorded machine's shape: with --placement trace the recorded block
+ * itself if it is free (else a placement conflict and the allocator's choice); with the
+ * allocator's placement, whether it chose the kernel's pfn.  A recorded block that the start
+ * state holds allocated is a start conflict (a page on a pcp list that was not inferred, or an
+ * event between the snapshot and the trace).
+ */
+__attribute__((noinline)) static int shaped_alloc(struct replay *r, const bh_event_t *ev,
+                                                  uint64_t *pfn) {
+  bh_arena_t *a = r->arena;
+  bh_replay_summary_t *s = r->s;
+  bool inside = ev->pfn < a->nr_pages && (1ull << ev->order) <= a->nr_pages - ev->pfn;
+  if (inside && (a->pages[ev->pfn].flags & BH__PG_PRETRACE))
+    s->start_conflicts++;
+  if (r->rm.kfree)
+    bh__rm_kfree_mark(&r->rm, ev->pfn, ev->order, false);
+  if (r->place_trace) {
+    if (inside && bh_alloc_pfn_at(a, ev->gfp, ev->order, ev->cpu, ev->pfn) == BH_OK) {
+      *pfn = ev->pfn;
+      return BH_OK;
+    }
+    s->placement_conflicts++;
+  }
+  _Static_assert((int)BH__WHERE_NR == (int)BH_WHERE_NR,
+                 "the core's and the summary's causes differ");
+  bh__where_t w = {BH__WHERE_OTHER, -1, 0};
+  if (r->agree)
+    bh__where_is(a, ev->pfn, ev->order, bh_gfp_migratetype(ev->gfp),
+                 (int)(ev->cpu % a->cfg.nr_cpus), &w);
+  int rc = bh_alloc_pfn(a, ev->gfp, ev->order, ev->cpu, pfn);
+  if (rc == BH_OK && r->agree) {
+    bh_replay_agreement_t *g = &s->agreement;
+    int same = *pfn == ev->pfn, mt = bh_gfp_migratetype(ev->gfp);
+    if (!same)
+      miss_where(r, ev, mt, w.where);
+    g->allocs++;
+    g->same += (uint64_t)same;
+    g->by_order[ev->order][0]++;
+    g->by_order[ev->order][1] += (uint64_t)same;
+    g->by_mt[mt][0]++;
+    g->by_mt[mt][1] += (uint64_t)same;
+  }
+  return rc;
+}
+
+/*
+ * An allocation while the start snapshot was read: if the snapshot already saw it (its block
+ * is allocated in the start state, and was not before), that block is the allocation.
+ */
+COLD static bool window_alloc(struct replay *r, const bh_event_t *ev, bh__pfn_ref_t e) {
+  if (ev->order > r->max_order || bh_arena_adopt(r->arena, ev->pfn, ev->order) != BH_OK)
+    return false;
+  bh__pfn_set_val(e, ev->pfn);
+  bh__pfn_set_kind(e, BH__PFN_LIVE);
+  if (r->rm.kfree)
+    bh__rm_kfree_mark(&r->rm, ev->pfn, ev->order, false);
+  r->s->allocs++;
+  r->s->window_events++;
+  r->live_pages += 1ull << ev->order;
+  if (r->live_pages > r->s->live_peak_bytes >> BH_PAGE_SHIFT)
+    r->s->live_peak_bytes = r->live_pages << BH_PAGE_SHIFT;
+  touch(r, ev->pfn, ev->order);
+  return true;
+}
+
+/* --by: the allocation of ev at arena pfn, and the refaults it took, for its origin. */
+COLD static int attrib_alloc(struct replay *r, const bh_event_t *ev, uint64_t pfn) {
+  uint64_t now = atomic_load(&r->arena->refault_pages);
+  int err = bh__attrib_alloc(r->attrib, pfn, ev->order, ev->origin, now - r->attrib->refaults_seen);
+  r->attrib->refaults_seen = now;
+  return err;
+}
+
+static inline int do_alloc(struct replay *r, const bh_event_t *ev) {
+  bh_replay_summary_t *s = r->s;
+  if (bh__unlikely(ev->failed)) {
+    s->trace_failed_allocs++;
+    return 0;
+  }
+  uint64_t used = r->map.used;
+  bh__pfn_ref_t e = bh__pfnmap_insert(&r->map, ev->pfn, BH__PFN_DEAD);
+  if (bh__unlikely(!bh__pfn_ok(e)))
+    return BH_ENOMEM;
+  if (bh__unlikely(r->map.used == used))
+    free_lost(r, e, ev->cpu);
+  bh__pfn_set_order(e, ev->order);
+  bh__pfn_set_kind(e, BH__PFN_DEAD);
+  if (bh__unlikely(ev->order > r->max_order_seen))
+    r->max_order_seen = ev->order;
+  if (bh__unlikely(ev->order > r->max_order)) {
+    s->orders_too_large++;
+    return 0;
+  }
+  if (bh__unlikely(ev->time_ns <= r->window_end) && window_alloc(r, ev, e))
+    return 0;
+  uint64_t pfn;
+  if (bh__unlikely(r->shape) ? shaped_alloc(r, ev, &pfn) != BH_OK
+                             : bh_alloc_pfn(r->arena, ev->gfp, ev->order, ev->cpu, &pfn) != BH_OK) {
+    s->alloc_failures++;
+    return 0;
+  }
+  bh__pfn_set_val(e, pfn);
+  bh__pfn_set_kind(e, BH__PFN_LIVE);
+  s->allocs++;
+  if (bh__unlikely(r->attrib) && attrib_alloc(r, ev, pfn))
+    return BH_ENOMEM;
+  r->live_pages += 1ull << ev->order;
+  if (bh__unlikely(r->live_pages > s->live_peak_bytes >> BH_PAGE_SHIFT))
+    s->live_peak_bytes = r->live_pages << BH_PAGE_SHIFT;
+  touch(r, pfn, ev->order);
+  return 0;
+}
+
+/*
+ * A free of part of a larger recorded block (a non-compound high-order page freed piece by
+ * piece): split that block into order-0 pieces, as split_page() does, and return the piece at
+ * pfn.  Blocks the arena never held (too large, failed) and larger than 2^16 pages are dropped
+ * whole instead of being split.
+ */
+COLD static bh__pfn_ref_t split_containing(struct replay *r, uint64_t pfn, unsigned order) {
+  /* Above the largest order allocated, base is one already looked at or holds no block that
+   * reaches pfn: stopping there saves ~60 lookups per unknown free. */
+  for (unsigned k = order + 1; k <= r->max_order_seen; k++) {
+    uint64_t base = pfn & ~((1ull << k) - 1);
+    bh__pfn_ref_t e = bh__pfnmap_find(&r->map, base);
+    if (!bh__pfn_ok(e) || bh__pfn_order(e) <= order || pfn - base >= (1ull << bh__pfn_order(e)))
+      continue;
+    unsigned big = bh__pfn_order(e);
+    uint64_t sim = bh__pfn_val(e);
+    unsigned kind = bh__pfn_kind(e);
+    if (kind != BH__PFN_LIVE && big > 16) {
+      bh__pfnmap_delete(&r->map, e);
+      return (bh__pfn_ref_t){0};
+    }
+    if (kind == BH__PFN_LIVE)
+      bh_split_pages(r->arena, sim, big);
+    bh__pfnmap_delete(&r->map, e);
+    for (uint64_t i = 0; i < (1ull << big); i++) {
+      bh__pfn_ref_t p = bh__pfnmap_insert(&r->map, base + i, kind);
+      if (!bh__pfn_ok(p))
+        return p;
+      bh__pfn_set_val(p, sim + i);
+      bh__pfn_set_order(p, 0);
+      bh__pfn_set_kind(p, kind);
+    }
+    r->s->split_frees++;
+    return bh__pfnmap_find(&r->map, pfn);
+  }
+  return (bh__pfn_ref_t){0};
+}
+
+static inline unsigned recent_bucket(uint64_t key) {
+  return (unsigned)((key * 0x9e3779b97f4a7c15ull) >> 56);
+}
+
+static inline void put_recent(struct replay *r, uint64_t pfn) {
+  unsigned i = r->recent_pos++ & 63;
+  if (bh__likely(!r->recent_counted)) {
+    r->recent[i] = pfn + 1;
+    return;
+  }
+  unsigned b = recent_bucket(pfn + 1);
+  r->recent_count[recent_bucket(r->recent[i])]--;
+  r->recent[i] = pfn + 1;
+  r->recent_count[b]++;
+  r->recent_last[b] = (uint8_t)i;
+}
+
+/* Removes pfn from recent[]: the entry of lowest index if it is there more than once. */
+__attribute__((noinline)) static bool take_recent(struct replay *r, uint64_t pfn) {
+  uint64_t key = pfn + 1;
+  if (!r->recent_counted) { /* the first mm_page_free_batched: start counting */
+    for (unsigned i = 0; i < 64; i++) {
+      r->recent_count[recent_bucket(r->recent[i])]++;
+      r->recent_last[recent_bucket(r->recent[i])] = (uint8_t)i;
+    }
+    r->recent_counted = true;
+  }
+  unsigned b = recent_bucket(key), i = r->recent_last[b];
+  if (!r->recent_count[b])
+    return false;
+  if (r->recent_count[b] > 1 || r->recent[i] != key) /* no single entry known: look */
+    for (i = 0; i < 64 && r->recent[i] != key; i++)
+      ;
+  if (i == 64)
+    return false;
+  r->recent[i] = 0;
+  r->recent_count[b]--;
+  r->recent_count[recent_bucket(0)]++;
+  return true;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/*
+ * The recorded blocks in [next, end) when the range is wider than the map (a free of a huge
+ * order, which only a corrupt trace has): taken from the map's slots, in pfn order, each
+ * skipping what the one before covers, as the walk over the range would.  Walking pfn by pfn
+ * could take 2^63 steps.
+ */
+COLD static void free_range_wide(struct replay *r, uint64_t next, uint64_t end, int cpu) {
+  uint64_t n = 0, *keys = malloc((r->map.used + 1) * sizeof(*keys));
+  if (!keys)
+    return;
+  for (uint64_t i = 0, slots = bh__pfnmap_slots(&r->map); i < slots; i++) {
+    if (!bh__pfn_ok(bh__pfnmap_slot(&r->map, i)))
+      continue;
+    uint64_t k = bh__pfnmap_slot_pfn(&r->map, i);
+    if (k >= next && k < end)
+      keys[n++] = k;
+  }
+  qsort(keys, n, sizeof(*keys), cmp_u64);
+  for (uint64_t i = 0; i < n; i++) {
+    bh__pfn_ref_t x = keys[i] >= next ? bh__pfnmap_find(&r->map, keys[i]) : (bh__pfn_ref_t){0};
+    if (bh__pfn_ok(x)) {
+      next = keys[i] + (1ull << bh__pfn_order(x));
+      free_entry(r, x, cpu);
+    }
+  }
+  free(keys);
+}
+
+/*
+ * A free that is not of exactly one recorded block (e, NULL if there is no block at the pfn):
+ * a piece of a larger block, a range of several blocks, or an unknown free.
+ */
+/* Is every page of the block free in the arena (on the buddy or pcp lists)? */
+static bool block_free(const bh_arena_t *a, uint64_t pfn, unsigned order) {
+  uint64_t n = 1ull << order;
+  if (pfn >= a->nr_pages || n > a->nr_pages - pfn)
+    return false;
+  for (uint64_t p = pfn; p < pfn + n; p++) {
+    uint8_t f = a->pages[p].flags;
+    if (f & (BH__PG_ALLOC | BH__PG_ISOLATED))
+      return false;
+    if (!(f & BH__PG_STATE)) { /* inside a block: its head decides */
+      bool inside = false;
+      for (unsigned o = 1; o <= a->max_order && !inside; o++) {
+        const bh__page_t *h = &a->pages[p & ~((1ull << o) - 1)];
+        if ((h->flags & BH__PG_STATE) && h->order >= o)
+          inside = !(h->flags & BH__PG_ALLOC) && !(h->flags & BH__PG_ISOLATED);
+        if (h->flags & BH__PG_STATE)
+          break;
+      }
+      if (!inside)
+        return false;
+    }
+  }
+  return true;
+}
+
+COLD static void free_other(struct replay *r, uint64_t pfn, unsigned order, int cpu,
+                            bh__pfn_ref_t e, uint64_t time_ns, int op) {
+  bh_replay_summary_t *s = r->s;
+  if (!bh__pfn_ok(e) || bh__pfn_order(e) > order)
+    e = split_containing(r, pfn, order);
+  if (!bh__pfn_ok(e) && r->shape && bh_arena_adopt(r->arena, pfn, order) == BH_OK) {
+    /* memory the start state holds allocated before the trace: an ordinary free */
+    arena_free(r, pfn, order, cpu);
+    s->frees++;
+    s->pretrace_frees++;
+    return;
+  }
+  if (!bh__pfn_ok(e) && time_ns <= r->window_end && block_free(r->arena, pfn, order)) {
+    s->window_events++; /* freed while the snapshot was read, which saw it free */
+    return;
+  }
+  if (!bh__pfn_ok(e) && bh__rm_kfree_all(&r->rm, pfn, order)) {
+    /* memory the kernel had free: a batched free repeating one too long ago for recent[],
+     * or an allocation that left no event (alloc_pages_bulk takes pages from pcp lists
+     * without mm_page_alloc) */
+    if (op == BH_EV_FREE_BATCHED)
+      s->batched_dups++;
+    else
+      s->untraced_frees++;
+    return;
+  }
+  if (!bh__pfn_ok(e)) {
+    s->unknown_frees++;
+    return;
+  }
+  s->frees++;
+  uint64_t next = pfn + (1ull << bh__pfn_order(e)), end = pfn + (1ull << order);
+  free_entry(r, e, cpu);
+  /* a free larger than the recorded block: every other recorded block inside the range */
+  if (end - next > bh__pfnmap_slots(&r->map)) {
+    free_range_wide(r, next, end, cpu);
+    return;
+  }
+  for (uint64_t q = next; q < end;) {
+    bh__pfn_ref_t x = bh__pfnmap_find(&r->map, q);
+    if (!bh__pfn_ok(x)) {
+      q++;
+      continue;
+    }
+    next = q + (1ull << bh__pfn_order(x));
+    free_entry(r, x, cpu);
+    q = next;
+  }
+}
+
+static inline void do_free(struct replay *r, const bh_event_t *ev) {
+  if (ev->op == BH_EV_FREE) {
+    put_recent(r, ev->pfn);
+  } else if (take_recent(r, ev->pfn)) {
+    r->s->batched_dups++;
+    return;
+  }
+  bh__pfn_ref_t e = bh__pfnmap_find(&r->map, ev->pfn);
+  if (bh__unlikely(!bh__pfn_ok(e) || bh__pfn_order(e) != ev->order)) {
+    free_other(r, ev->pfn, ev->order, ev->cpu, e, ev->time_ns, ev->op);
+  } else {
+    r->s->frees++;
+    free_entry(r, e, ev->cpu);
+  }
+  if (bh__unlikely(r->rm.kfree != NULL))
+    bh__rm_kfree_mark(&r->rm, ev->pfn, ev->order, true);
+}
+
+/* ---- the run ---- */
+
+/* --reports: one line per reported block, on the trace's clock (t0 + virtual time; against
+ * the wall clock, the time elapsed at the replay's speed). */
+static void on_report(void *ctx, const bh_report_range_t *ranges, size_t n) {
+  struct replay *r = ctx;
+  uint64_t vt = r->cfg->speed > 0 ? (uint64_t)(secs_since(&r->wall0) * r->cfg->speed * 1e9)
+                                  : bh_hint_now(r->hint);
+  double t = (double)(r->t0 + vt) / 1e9;
+  for (size_t i = 0; i < n; i++)
+    fprintf(r->cfg->reports, "%.6f,%lu,%u\n", t, (unsigned long)ranges[i].pfn, ranges[i].order);
+}
+
+/*
+ * The map from recorded pfn to arena block.  With a first pass, directly indexed over the
+ * range of pfns it saw allocated when that range's 8-byte cells take no more memory than the
+ * hash map's 24-byte slots would: never larger, and the cells of pfns the trace never uses are
+ * never touched, so a trace that keeps its memory in one place (a memhog, a guest's own range)
+ * pays 8 bytes per page it uses where the hash map took two to four 24-byte slots per block.
+ * A cell holds a 32-bit arena pfn, so an arena of 2^32 pages or more keeps the hash map.
+ * Otherwise the hash map, as large as the most blocks live at once need (no rehashing on the
+ * way), or small.
+ */
+static int map_init(struct replay *r, const struct scan *sc) {
+  uint64_t cap = sc->map_cap > 1024 ? sc->map_cap : 1024, slots = 1024;
+  while (slots < cap * 2)
+    slots <<= 1;
+  uint64_t span = sc->pfn_hi > sc->pfn_lo ? sc->pfn_hi - sc->pfn_lo : 0;
+  uint64_t max_val = r->arena->nr_pages - 1;
+  if (sc->map_cap && span && span < (1ull << 31) && max_val <= UINT32_MAX &&
+      span * sizeof(bh__pfn_cell_t) <= slots * sizeof(bh__pfn_entry_t))
+    return bh__pfnmap_init_dense(&r->map, 1024, sc->pfn_lo, span, max_val) ? BH_ENOMEM : BH_OK;
+  return bh__pfnmap_init(&r->map, cap) ? BH_ENOMEM : BH_OK;
+}
+
+static int setup(struct replay *r, const struct scan *sc) {
+  const bh_replay_config_t *cfg = r->cfg;
+  bh_config_t ac = cfg->arena;
+  uint64_t mem = cfg->memory_bytes;
+  if (!mem)
+    mem = (sc->peak << BH_PAGE_SHIFT) + (sc->peak << BH_PAGE_SHIFT) / 4 + (64ull << 20);
+  if (r->shape) { /* the machine's own layout: --memory does not apply */
+    int e = bh__rm_configure(&r->rm, &ac, r->err, r->errlen);
+    if (e)
+      return e;
+    mem = bh__rm_pages(&r->rm) << BH_PAGE_SHIFT;
+  } else {
+    bh_replay_zone_layout(&ac, mem);
+  }
+  /* on the virtual clock only this thread touches the arena: no locks, as CONFIG_SMP=n */
+  ac.smp = cfg->speed > 0;
+  if (!ac.nr_cpus) /* one pcp slot per CPU seen in the trace */
+    ac.nr_cpus = sc->max_cpu + 1 > 1024 ? 1024 : sc->max_cpu + 1;
+  const char *why;
+  if (bh_config_validate(&ac, &why)) {
+    set_err(r, "arena: %s", why);
+    return BH_EINVAL;
+  }
+  int err = bh_arena_create(&ac, &r->arena);
+  if (err) {
+    set_err(r, "cannot create a %lu MiB arena: %s", (unsigned long)(mem >> 20), bh_strerror(err));
+    return err;
+  }
+  if (r->shape) { /* the start state, before hinting is attached */
+    err = bh__rm_populate(&r->rm, r->arena, r->arena->pcp_orders, ac.seed, r->s, r->err, r->errlen);
+    if (err)
+      return err;
+    r->place_trace = cfg->placement == BH_PLACEMENT_TRACE;
+    r->pcp_trace = r->place_trace && sc->pcp_events;
+    r->agree = !r->place_trace && r->rm.start != BH__START_EMPTY;
+    r->s->agreement.present = r->agree;
+    if (r->agree) {
+      uint64_t keys =
+          (uint64_t)r->arena->nr_zones * r->arena->cfg.nr_cpus * (BH_ORDER_LIMIT + 1) * BH_MT_TYPES;
+      r->first_miss = calloc((keys + 63) / 64, sizeof(uint64_t)); /* NULL: not counted */
+    }
+    const bh_snapshot_t *snap = bh_machine_snapshot(r->rm.m, BH_SNAP_START);
+    if (r->rm.start != BH__START_EMPTY && snap)
+      r->window_end = snap->window_end_ns;
+  }
+  bh_hint_config_t hc = cfg->hint;
+  if (cfg->speed > 0)
+    hc.clock = BH_CLOCK_THREAD;
+  err = bh_hint_attach(r->arena, &hc, &r->hint);
+  if (err) {
+    set_err(r, "strategy '%s': %s", hc.strategy ? hc.strategy : "none",
+            bh_hint_last_error()[0] ? bh_hint_last_error() : bh_strerror(err));
+    return err;
+  }
+  if (r->shape && (bh_hint_strategy(r->hint)->flags & BH_STRATEGY_PAGE_REPORTED))
+    bh__rm_start_reported(&r->rm, r->arena, r->s);
+  if (cfg->reports) {
+    fprintf(cfg->reports, "time_s,pfn,order\n");
+    r->hint->on_report = on_report;
+    r->hint->on_report_ctx = r;
+  }
+  if (ac.backing == BH_BACKING_SIM) {
+    r->touched = calloc((size_t)(r->arena->nr_pages + 63) / 64, sizeof(*r->touched));
+    if (!r->touched)
+      return BH_ENOMEM;
+    bh__discard_set_touched(r->arena, r->touched);
+    const char *check = getenv("BH_REPLAY_CHECK_RESIDENT");
+    /* against the wall clock the worker marks pages while a recount runs: no exact check */
+    r->check_resident = check && *check && strcmp(check, "0") && !(cfg->speed > 0);
+    r->touch_sim = cfg->touch != BH_TOUCH_NONE;
+  }
+  r->max_order = r->arena->max_order;
+  r->s->memory_bytes = r->arena->nr_pages << BH_PAGE_SHIFT;
+  r->s->nr_cpus = ac.nr_cpus;
+  return map_init(r, sc);
+}
+
+static void progress(struct replay *r, uint64_t done, uint64_t total) {
+  double el = secs_since(&r->wall0), rate = el > 0 ? (double)done / el : 0;
+  if (!total || done > total) { /* one pass: the total is not known */
+    fprintf(stderr, "\rreplay: %lu events, %.2f M events/s   ", (unsigned long)done, rate / 1e6);
+    return;
+  }
+  fprintf(stderr, "\rreplay: %lu/%lu events (%.0f%%), %.2f M events/s, ETA %.0f s   ",
+          (unsigned long)done, (unsigned long)total, 100.0 * (double)done / (double)total,
+          rate / 1e6, rate > 0 ? (double)(total - done) / rate : 0);
+}
+
+/*
+ * A gap between two events longer than BH_REPLAY_MAX_GAP_NS is cut to that: the clock's
+ * origin moves so that the rest of the trace follows the gap's first ten minutes.  By then
+ * the workers, the pcp decay and kcompactd have long been idle, and a timestamp far in the
+ * future cannot keep the replay ticking for years of virtual time.
+ */
+COLD static uint64_t shorten_gap(struct replay *r, uint64_t vt) {
+  r->t0 += vt - r->vnow - BH_REPLAY_MAX_GAP_NS;
+  r->s->gaps_shortened++;
+  return r->vnow + BH_REPLAY_MAX_GAP_NS;
+}
+
+/*
+ * The clock of an event with timestamp time_ns, in general: its virtual time (never back
+ * before vnow, a gap cut to BH_REPLAY_MAX_GAP_NS), then advance_to, after waiting for the
+ * wall clock when pacing.
+ */
+COLD static void event_clock_slow(struct replay *r, uint64_t time_ns) {
+  if (r->t0 == UINT64_MAX) { /* one pass: time starts at the first event */
+    r->t0 = time_ns;
+    set_clock_due(r);
+  }
+  /* timestamps of different CPUs may interleave slightly out of order: never back before
+   * vnow (t0 + vnow is at most the latest timestamp seen, no overflow), but counted */
+  if (time_ns < r->t0 + r->vnow)
+    r->s->time_reversals++;
+  uint64_t t = time_ns > r->t0 + r->vnow ? time_ns - r->t0 : r->vnow;
+  if (t - r->vnow > BH_REPLAY_MAX_GAP_NS)
+    t = shorten_gap(r, t);
+  if (nothing_due(r, t)) {
+    r->vnow = t;
+    return;
+  }
+  if (r->cfg->speed > 0)
+    wait_wall(r, t);
+  advance_slow(r, t);
+}
+
+/*
+ * The clock of an event, for every event: when nothing is due before its virtual time, the
+ * clock only moves forward to it.  Nothing due is never more than a second after vnow (the
+ * vmstat tick), so such an event is no gap to cut either; a timestamp before t0 wraps to a
+ * large vt and takes the general path, as does every event when pacing (clock_due 0).
+ */
+static inline void event_clock(struct replay *r, uint64_t time_ns) {
+  uint64_t vt = time_ns - r->t0, due = r->clock_due, hint_due = bh__hint_next_due(r->hint);
+  if (hint_due < due)
+    due = hint_due;
+  if (bh__likely(vt < due)) {
+    if (vt > r->vnow)
+      r->vnow = vt;
+    else if (bh__unlikely(vt < r->vnow))
+      r->s->time_reversals++; /* played at vnow, as the slow path does */
+    return;
+  }
+  event_clock_slow(r, time_ns);
+}
+
+/* The event count at which poll() is next due: a multiple of 65536 or of check_every. */
+static void set_next_poll(struct replay *r) {
+  uint64_t events = r->events, every = r->cfg->check_every;
+  r->next_poll = (events | 0xffff) + 1;
+  if (every && every - events % every < r->next_poll - events)
+    r->next_poll = events + (every - events % every);
+}
+
+/* What is due every so many events: the invariant check of --check-every, the resident
+ * memory peak and the progress line every 65536 events. */
+COLD static void poll(struct replay *r) {
+  uint64_t events = r->events, every = r->cfg->check_every;
+  if (every && events % every == 0)
+    check(r);
+  if ((events & 0xffff) == 0) {
+    uint64_t res = resident_bytes(r);
+    if (res > r->s->rss_peak_bytes)
+      r->s->rss_peak_bytes = res;
+    if (r->progress)
+      progress(r, events, r->total_events);
+  }
+  set_next_poll(r);
+}
+
+/*
+ * A pcp event (--placement trace): a refill moves the recorded block from the free lists to
+ * the CPU's pcp list, a drain moves it back.  A zone_locked event without percpu_refill, and
+ * one for a block that an allocation takes at once (rmqueue_buddy), need nothing: the
+ * allocation's bh_alloc_pfn_at takes the block from a pcp list as well as from the free lists.
+ */
+COLD static void pcp_event(struct replay *r, const bh_event_t *ev) {
+  bh_replay_summary_t *s = r->s;
+  if (!r->place_trace) /* not read then; a caller's own events */
+    return;
+  r->pcp_trace = true;
+  int rc;
+  if (ev->op == BH_EV_PCPU_DRAIN) {
+    rc = bh__pcp_drain_at(r->arena, ev->pfn, ev->order);
+  } else if (ev->percpu_refill) {
+    rc = bh__pcp_refill_at(r->arena, ev->pfn, ev->order, ev->migratetype, ev->cpu);
+  } else {
+    s->pcp_events_direct++;
+    return;
+  }
+  if (rc == BH_OK) {
+    s->pcp_events_applied++;
+  } else {
+    s->pcp_events_missed++;
+    s->pcp_drains_missed += ev->op == BH_EV_PCPU_DRAIN;
+  }
+}
+
+/*
+ * One event: the clock first (worker steps, ticks, samples due before the event), then the
+ * event.  Everything that is not needed for every event is behind one comparison (clock_due,
+ * next_poll): this is most of a replay's time outside the allocator.  Inlined into both
+ * loops of each_event, where a decoded record is a local the compiler keeps in registers.
+ */
+static inline __attribute__((always_inline)) int play_event(void *ctx, const bh_event_t *ev) {
+  struct replay *r = ctx;
+  event_clock(r, ev->time_ns);
+  r->events++;
+  if (ev->op == BH_EV_ALLOC) {
+    int err = do_alloc(r, ev);
+    if (bh__unlikely(err))
+      return err;
+  } else if (bh__likely(ev->op <= BH_EV_FREE_BATCHED)) {
+    do_free(r, ev);
+  } else {
+    pcp_event(r, ev);
+  }
+  if (bh__unlikely(r->events == r->next_poll))
+    poll(r);
+  return 0;
+}
+
+/* The next events of t, played: how many, 0 at the end, or a negative BH_E* code. */
+__attribute__((noinline)) static int play_some(struct replay *r, bh_trace_t *t, bh_event_t *evs,
+                                               int max) {
+  return each_event(t, evs, max, play_event, r);
+}
+
+/*
+ * The next events of t with --by: through bh_trace_next_batch, where the reader fills in
+ * every event's origin (binary records read in place have none).  A loop of its own, so that
+ * play_some stays as it is.
+ */
+__attribute__((noinline)) static int play_some_origins(struct replay *r, bh_trace_t *t,
+                                                       bh_event_t *evs, int max) {
+  int n = bh_trace_next_batch(t, evs, max);
+  for (int k = 0; k < n; k++) {
+    int err = play_event(r, &evs[k]);
+    if (bh__unlikely(err))
+      return err;
+  }
+  return n;
+}
+
+/* The events the first pass kept, played in order. */
+__attribute__((noinline)) static int play_kept(struct replay *r, const struct kept_event *k,
+                                               uint64_t n) {
+  for (const struct kept_event *end = k + n; k < end; k++) {
+    bh_event_t ev;
+    kept_unpack(&ev, k);
+    int err = play_event(r, &ev);
+    if (bh__unlikely(err))
+      return err;
+  }
+  return 0;
+}
+
+static int play(struct replay *r, const struct scan *sc) {
+  bh_trace_t *t = NULL;
+  int err;
+  if (!sc->kept && (err = open_trace(r, &t)))
+    return err;
+  bh_replay_summary_t *s = r->s;
+  if (t)
+    format_name(t, s->trace_format, sizeof(s->trace_format));
+  else
+    snprintf(s->trace_format, sizeof(s->trace_format), "%s", sc->format);
+  timeline_header(r);
+  r->t0 = sc->first;
+  r->next_sample = 0;
+  r->next_tick = BH_NS_PER_SEC;
+  r->next_compact = r->cfg->compaction_proactiveness ? BH_NS_PER_SEC / 2 : UINT64_MAX;
+  set_clock_due(r);
+  r->events = 0;
+  set_next_poll(r);
+  r->progress = r->cfg->progress && isatty(STDERR_FILENO);
+  r->total_events = sc->events;
+  enum { BATCH = 256 };
+  bh_event_t evs[BATCH];
+  if (t && r->origins) {
+    while ((err = play_some_origins(r, t, evs, BATCH)) > 0)
+      ;
+  } else if (t) {
+    while ((err = play_some(r, t, evs, BATCH)) > 0)
+      ;
+  } else {
+    err = play_kept(r, sc->kept, sc->events);
+  }
+  s->events = r->events;
+  if (r->progress)
+    fprintf(stderr, "\n");
+  if (err < 0) {
+    set_err(r, "%s", err == BH_ENOMEM || !t ? "out of memory" : bh_trace_error(t));
+  } else {
+    bh_trace_counts_t c = sc->counts;
+    if (t)
+      bh_trace_counts(t, &c);
+    s->skipped_lines = c.other_lines;
+    s->malformed_lines = c.malformed;
+    s->lost_events = c.lost_events;
+    err = lost_check(r, c.lost_events);
+  }
+  bh_trace_close(t);
+  return err;
+}
+
+static void idle(struct replay *r) {
+  uint64_t end = r->vnow + r->cfg->idle_ns;
+  if (r->cfg->speed > 0) {
+    wait_wall(r, end);
+    r->vnow = end;
+    sample(r, end);
+    return;
+  }
+  advance_to(r, end);
+  sample(r, end);
+}
+
+static void emit_stat(void *ctx, const char *name, double v) {
+  bh_replay_summary_t *s = ctx;
+  if (s->nr_strategy_stats >= BH_REPLAY_MAX_STATS)
+    return;
+  snprintf(s->strategy_stat_names[s->nr_strategy_stats], 32, "%s", name);
+  s->strategy_stats[s->nr_strategy_stats++] = v;
+}
+
+static double tv_secs(const struct timeval *tv) {
+  return (double)tv->tv_sec + (double)tv->tv_usec / 1e6;
+}
+
+/*
+ * Which arena pages are resident at the end, one byte each (1 = resident): mincore for real
+ * memory, written and not discarded for the sim backing.  NULL when that cannot be found out.
+ */
+static uint8_t *resident_pages(struct replay *r) {
+  bh_arena_t *a = r->arena;
+  uint8_t *v = calloc(a->nr_pages ? a->nr_pages : 1, 1);
+  if (!v)
+    return NULL;
+  if (a->cfg.backing == BH_BACKING_SIM) {
+    for (uint64_t p = 0; r->touched && p < a->nr_pages; p++) {
+      uint64_t d =
+          a->discarded ? atomic_load_explicit(&a->discarded[p / 64], memory_order_relaxed) : 0;
+      uint64_t t = atomic_load_explicit(&r->touched[p / 64], memory_order_relaxed);
+      v[p] = (uint8_t)(((t & ~d) >> (p % 64)) & 1);
+    }
+    return v;
+  }
+  if (sysconf(_SC_PAGESIZE) == BH_PAGE_SIZE && a->base &&
+      !mincore(a->base, a->nr_pages << BH_PAGE_SHIFT, v)) {
+    for (uint64_t p = 0; p < a->nr_pages; p++)
+      v[p] &= 1;
+    return v;
+  }
+  for (uint64_t p = 0; p < a->nr_pages; p++) { /* host pages of another size */
+    uint64_t n = 0;
+    bh_arena_resident_range(a, p, 1, &n);
+    v[p] = n != 0;
+  }
+  return v;
+}
+
+static void attrib_rows(struct replay *r) {
+  uint8_t *res = resident_pages(r);
+  bh__attrib_rows(r->attrib, r->origins, &r->map, res, r->cfg->by_top ? r->cfg->by_top : 10, r->s);
+  free(res);
+}
+
+static void finish(struct replay *r) {
+  bh_replay_summary_t *s = r->s;
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  s->cpu_seconds = tv_secs(&ru.ru_utime) + tv_secs(&ru.ru_stime) - tv_secs(&r->ru0.ru_utime) -
+                   tv_secs(&r->ru0.ru_stime);
+  s->minflt = (uint64_t)(ru.ru_minflt - r->ru0.ru_minflt);
+  s->virtual_seconds = (double)r->vnow / 1e9;
+  s->wall_seconds = secs_since(&r->wall0);
+  s->rss_final_bytes = resident_bytes(r);
+  if (s->rss_final_bytes > s->rss_peak_bytes)
+    s->rss_peak_bytes = s->rss_final_bytes;
+  s->live_final_bytes = r->live_pages << BH_PAGE_SHIFT;
+  if (r->hint) {
+    bh_hint_stats_t hs;
+    bh_hint_stats(r->hint, &hs);
+    s->reported_bytes = hs.report.bytes;
+    s->madvise_calls = hs.report.calls;
+    s->refaults = hs.refault_pages;
+    s->refault_blocks = hs.refault_blocks;
+    bh_hint_strategy_stats(r->hint, emit_stat, s);
+    snprintf(s->report_mode, sizeof(s->report_mode), "%s",
+             bh_report_mode_name(bh_hint_report_mode(r->hint)));
+  }
+  bh_stats_read(r->arena, s->arena_stats);
+  if (r->attrib)
+    attrib_rows(r);
+  if (r->cfg->check_every || r->cfg->check_after_steps)
+    check(r);
+}
+
+/* ---- one first pass for several replays ---- */
+
+struct bh__replay_shared {
+  struct scan sc;         /* kept: the events, or NULL */
+  bh__first_events_t fe;  /* each page's first event (fe.fe NULL: none) */
+  bh__origins_t *origins; /* --by: the origins the kept events name, or NULL */
+};
+
+/* A replay's first pass taken from sh: true, or false when sh does not fit (the replay then
+ * makes its own).  The kept events and the origins stay sh's (borrowed: sc->kept is
+ * sh->sc.kept, and r->origins sh->origins when there are kept events). */
+static bool use_shared(struct replay *r, const bh__replay_shared_t *sh, struct scan *sc) {
+  if (r->rm.fe.fe && (!sh->fe.fe || sh->fe.nr_pages != r->rm.fe.nr_pages))
+    return false;
+  if (sh->sc.kept && !r->origins != !sh->origins)
+    return false;
+  if (r->rm.fe.fe && bh__first_events_copy(&r->rm.fe, &sh->fe))
+    return false; /* out of memory: the replay makes its own first pass */
+  *sc = sh->sc;
+  if (sc->kept && r->origins) { /* the origins the kept events name; the replay only reads them */
+    bh__origins_free(r->origins);
+    r->origins = sh->origins;
+  }
+  return true;
+}
+
+int bh__replay_share(const bh_replay_config_t *cfg, bh__replay_shared_t **out, char *err,
+                     size_t errlen) {
+  if (!cfg || !out || !cfg->trace)
+    return BH_EINVAL;
+  *out = NULL;
+  if (err && errlen)
+    err[0] = 0;
+  bh__replay_shared_t *sh = calloc(1, sizeof(*sh));
+  bh_replay_summary_t *s = calloc(1, sizeof(*s)); /* bh__rm_load's strings, not used */
+  struct replay r = {.cfg = cfg, .s = s, .err = err, .errlen = errlen};
+  int rc = sh && s ? 0 : BH_ENOMEM;
+  if (!rc)
+    rc = bh__rm_load(&r.rm, cfg, s, err, errlen);
+  if (!rc)
+    rc = bh__rm_want_first_events(&r.rm);
+  if (!rc && cfg->by != BH_BY_NONE) {
+    if (cfg->by > BH_BY_CALLSITE) {
+      set_err(&r, "unknown attribution %d", (int)cfg->by);
+      rc = BH_EINVAL;
+    } else if (!(r.origins = bh__origins_new())) {
+      rc = BH_ENOMEM;
+    }
+  }
+  if (!rc) {
+    /* binary records carry no origins in place: with --by only a text trace's are kept */
+    sh->sc = (struct scan){.first = UINT64_MAX, .once = !bh__rm_rereadable(cfg->trace)};
+    rc = first_pass(&r, &sh->sc, !r.origins);
+  }
+  if (!rc) {
+    sh->fe = r.rm.fe;
+    memset(&r.rm.fe, 0, sizeof(r.rm.fe));
+    if (sh->sc.kept) {
+      sh->origins = r.origins;
+      r.origins = NULL;
+    }
+    *out = sh;
+    sh = NULL;
+  }
+  bh__rm_free(&r.rm);
+  bh__origins_free(r.origins);
+  bh__replay_shared_free(sh);
+  free(s);
+  return rc;
+}
+
+void bh__replay_shared_free(bh__replay_shared_t *sh) {
+  if (!sh)
+    return;
+  free(sh->sc.kept);
+  bh__first_events_free(&sh->fe);
+  bh__origins_free(sh->origins);
+  free(sh);
+}
+
+int bh_replay_run(const bh_replay_config_t *cfg, bh_replay_summary_t *out, char *err,
+                  size_t errlen) {
+  return bh__replay_run_shared(cfg, NULL, out, err, errlen);
+}
+
+int bh__replay_run_shared(const bh_replay_config_t *cfg, const bh__replay_shared_t *sh,
+                          bh_replay_summary_t *out, char *err, size_t errlen) {
+  if (!cfg || !out || !cfg->trace)
+    return BH_EINVAL;
+  struct replay r = {.cfg = cfg, .s = out, .err = err, .errlen = errlen};
+  int rc0;
+  memset(out, 0, sizeof(*out));
+  if (err && errlen)
+    err[0] = 0;
+  snprintf(out->trace, sizeof(out->trace), "%s", cfg->trace);
+  snprintf(out->strategy, sizeof(out->strategy), "%s",
+           cfg->hint.strategy ? cfg->hint.strategy : "none");
+  static const char *const backings[] = {"mmap", "memfd", "sim"};
+  snprintf(out->backing, sizeof(out->backing), "%s",
+           cfg->arena.backing <= BH_BACKING_SIM ? backings[cfg->arena.backing] : "?");
+  if (cfg->idle_ns > BH_REPLAY_MAX_IDLE_NS) {
+    set_err(&r, "idle time above %llu s", BH_REPLAY_MAX_IDLE_NS / BH_NS_PER_SEC);
+    return BH_EINVAL;
+  }
+  if (cfg->compaction_proactiveness > 100) {
+    set_err(&r, "compaction proactiveness %u is not in 0..100", cfg->compaction_proactiveness);
+    return BH_EINVAL;
+  }
+  if (cfg->dump_dir && (rc0 = bh__rm_dump_check(cfg->dump_dir, err, errlen)))
+    return rc0;
+  if ((rc0 = bh__rm_load(&r.rm, cfg, out, err, errlen))) {
+    bh__rm_free(&r.rm);
+    return rc0;
+  }
+  r.shape = r.rm.shape;
+  /* The first pass sizes the arena and counts CPUs: with both given, one pass does; in the
+   * machine's shape it also finds each page's first event for the start state. */
+  if ((rc0 = bh__rm_want_first_events(&r.rm))) {
+    bh__rm_free(&r.rm);
+    return rc0;
+  }
+  bool one_pass = cfg->memory_bytes && cfg->arena.nr_cpus && !r.rm.fe.fe;
+  clock_gettime(CLOCK_MONOTONIC, &r.wall0);
+  getrusage(RUSAGE_SELF, &r.ru0);
+  struct scan sc = {.first = UINT64_MAX, .once = !bh__rm_rereadable(cfg->trace)};
+  bh__attrib_t attrib;
+  int rc = 0;
+  if (cfg->by != BH_BY_NONE) {
+    if (cfg->by > BH_BY_CALLSITE) {
+      set_err(&r, "unknown attribution %d", (int)cfg->by);
+      rc = BH_EINVAL;
+    } else if (!(r.origins = bh__origins_new())) {
+      rc = BH_ENOMEM;
+    }
+  }
+  bool borrowed = false; /* sc.kept and r.origins are sh's */
+  if (!rc && sh)
+    borrowed = use_shared(&r, sh, &sc);
+  if (!rc && !borrowed && !one_pass)
+    rc = first_pass(&r, &sc, false);
+  if (!rc)
+    rc = setup(&r, &sc);
+  if (!rc && r.origins) {
+    rc = bh__attrib_init(&attrib, cfg->by, r.arena->nr_pages);
+    r.attrib = rc ? NULL : &attrib;
+  }
+  if (!rc)
+    rc = play(&r, &sc);
+  if (!rc) { /* the end of the trace: where the end snapshot was taken */
+    bh__rm_fidelity(&r.rm, r.arena, out);
+    if (cfg->dump_dir)
+      rc = bh__rm_dump(&r.rm, r.arena, cfg->dump_dir, err, errlen);
+  }
+  if (!rc) {
+    idle(&r);
+    finish(&r);
+  }
+  if (!rc && r.drift[0]) {
+    set_err(&r, "%s", r.drift);
+    rc = BH_EINVAL;
+  }
+  bh_hint_detach(r.hint);
+  bh_arena_destroy(r.arena);
+  bh__pfnmap_destroy(&r.map);
+  bh__rm_free(&r.rm);
+  free(r.moves);
+  free(r.first_miss);
+  if (!borrowed)
+    free(sc.kept);
+  free((void *)r.touched);
+  free(r.rev);
+  if (r.attrib)
+    bh__attrib_destroy(r.attrib);
+  if (!borrowed || !sc.kept || !r.origins)
+    bh__origins_free(r.origins);
+  return rc;
+}
+
+/* ---- JSON ---- */
+
+struct jw {
+  FILE *f;
+  int indent, n;
+};
+
+static void key(struct jw *w, const char *k) {
+  int n = w->n++;
+  fprintf(w->f, "%s%s%*s\"%s\": ", n ? "," : "", w->indent ? "\n" : (n ? " " : ""), w->indent, "",
+          k);
+}
+static void jstr(struct jw *w, const char *k, const char *v) {
+  key(w, k);
+  bh__json_str(w->f, v);
+}
+static void ju64(struct jw *w, const char *k, uint64_t v) {
+  key(w, k);
+  fprintf(w->f, "%lu", (unsigned long)v);
+}
+static void jdbl(struct jw *w, const char *k, double v) {
+  key(w, k);
+  fprintf(w->f, "%.6f", v);
+}
+
+int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *f, int indent) {
+  if (!s || !f)
+    return BH_EINVAL;
+  struct jw w = {f, indent < 0 ? 0 : indent > 8 ? 8 : indent, 0};
+  fputc('{', f);
+  jstr(&w, "trace", s->trace);
+  jstr(&w, "trace_format", s->trace_format);
+  jstr(&w, "strategy", s->strategy);
+  jstr(&w, "backing", s->backing);
+  jstr(&w, "report_mode", s->report_mode);
+  ju64(&w, "memory_bytes", s->memory_bytes);
+  ju64(&w, "nr_cpus", s->nr_cpus);
+  ju64(&w, "events", s->events);
+  ju64(&w, "allocs", s->allocs);
+  ju64(&w, "frees", s->frees);
+  ju64(&w, "alloc_failures", s->alloc_failures);
+  ju64(&w, "unknown_frees", s->unknown_frees);
+  ju64(&w, "skipped_lines", s->skipped_lines);
+  ju64(&w, "malformed_lines", s->malformed_lines);
+  ju64(&w, "trace_failed_allocs", s->trace_failed_allocs);
+  ju64(&w, "split_frees", s->split_frees);
+  ju64(&w, "orders_too_large", s->orders_too_large);
+  ju64(&w, "lost_frees", s->lost_frees);
+  ju64(&w, "batched_dups", s->batched_dups);
+  ju64(&w, "gaps_shortened", s->gaps_shortened);
+  ju64(&w, "time_reversals", s->time_reversals);
+  ju64(&w, "lost_events", s->lost_events);
+  jstr(&w, "layout", s->layout);
+  jstr(&w, "start_state", s->start_state);
+  jstr(&w, "placement", s->placement);
+  ju64(&w, "pretrace_frees", s->pretrace_frees);
+  ju64(&w, "start_conflicts", s->start_conflicts);
+  ju64(&w, "placement_conflicts", s->placement_conflicts);
+  ju64(&w, "pcp_events_applied", s->pcp_events_applied);
+  ju64(&w, "pcp_events_missed", s->pcp_events_missed);
+  ju64(&w, "pcp_events_direct", s->pcp_events_direct);
+  ju64(&w, "pcp_drains_missed", s->pcp_drains_missed);
+  ju64(&w, "start_pcp_pages", s->start_pcp_pages);
+  ju64(&w, "start_unplaced_blocks", s->start_unplaced_blocks);
+  ju64(&w, "start_unexplained_pages", s->start_unexplained_pages);
+  ju64(&w, "start_repaired_pages", s->start_repaired_pages);
+  ju64(&w, "start_reported_blocks", s->start_reported_blocks);
+  ju64(&w, "start_reported_missed", s->start_reported_missed);
+  ju64(&w, "window_events", s->window_events);
+  ju64(&w, "untraced_frees", s->untraced_frees);
+  jdbl(&w, "virtual_seconds", s->virtual_seconds);
+  jdbl(&w, "wall_seconds", s->wall_seconds);
+  jdbl(&w, "cpu_seconds", s->cpu_seconds);
+  ju64(&w, "rss_peak_bytes", s->rss_peak_bytes);
+  ju64(&w, "rss_final_bytes", s->rss_final_bytes);
+  ju64(&w, "live_peak_bytes", s->live_peak_bytes);
+  ju64(&w, "live_final_bytes", s->live_final_bytes);
+  ju64(&w, "reported_bytes", s->reported_bytes);
+  ju64(&w, "madvise_calls", s->madvise_calls);
+  ju64(&w, "refaults", s->refaults);
+  ju64(&w, "refault_blocks", s->refault_blocks);
+  ju64(&w, "minflt", s->minflt);
+  key(&w, "check_violations");
+  fprintf(f, "%ld", s->check_violations);
+  if (s->trace_command[0])
+    jstr(&w, "trace_command", s->trace_command);
+  if (s->by) {
+    key(&w, "by");
+    bh__attrib_json(s, f);
+  }
+  bh__rm_json(f, s, w.indent ? "\n" : " ", w.indent);
+  w.n++;
+  key(&w, "strategy_stats");
+  fputc('{', f);
+  for (int i = 0; i < s->nr_strategy_stats; i++) {
+    fprintf(f, "%s", i ? ", " : "");
+    bh__json_str(f, s->strategy_stat_names[i]);
+    fprintf(f, ": %.0f", s->strategy_stats[i]);
+  }
+  fputc('}', f);
+  key(&w, "arena_stats");
+  fputc('{', f);
+  for (int i = 0; i < BH_NR_STATS; i++)
+    fprintf(f, "%s\"%s\": %lu", i ? ", " : "", bh_stat_name(i), (unsigned long)s->arena_stats[i]);
+  fprintf(f, "}%s}", indent ? "\n" : "");
+  return ferror(f) ? BH_EIO : BH_OK;
+}

@@ -1,0 +1,83 @@
+/*
+ * The replay in a recorded machine's shape (replay_machine.c): which description, layout,
+ * start state and placement a replay uses, the arena's start state, and at the end of the
+ * trace the prediction error against the end snapshot and the kernel-format dumps.
+ * replay.c calls these at a few points and keeps its event loop to itself.
+ */
+#ifndef BH_TRACE_REPLAY_MACHINE_H
+#define BH_TRACE_REPLAY_MACHINE_H
+
+#include "replay/start_state.h"
+
+#include <buddyhint/replay.h>
+
+typedef struct bh__rmachine {
+  bh_machine_t *m; /* the description in use, or NULL */
+  bool shape;      /* the arena is laid out as the machine */
+  int start;       /* enum bh__start_kind */
+  bh__first_events_t fe;
+  /* per page of the machine, as the kernel saw it: free (start state, then the trace's own
+   * frees and allocations); tells a free of free memory from an unexplained one */
+  uint64_t *kfree;
+  uint64_t nr_pages;
+} bh__rmachine_t;
+
+/* Marks [pfn, pfn + 2^order) free or allocated in rm->kfree. */
+static inline void bh__rm_kfree_mark(bh__rmachine_t *rm, uint64_t pfn, unsigned order, bool free) {
+  uint64_t n = 1ull << order;
+  if (order > 20 || pfn >= rm->nr_pages || n > rm->nr_pages - pfn)
+    return;
+  for (uint64_t p = pfn; p < pfn + n; p++) {
+    if (free)
+      rm->kfree[p >> 6] |= 1ull << (p & 63);
+    else
+      rm->kfree[p >> 6] &= ~(1ull << (p & 63));
+  }
+}
+
+/* Whether every page of [pfn, pfn + 2^order) is free in rm->kfree. */
+static inline bool bh__rm_kfree_all(const bh__rmachine_t *rm, uint64_t pfn, unsigned order) {
+  uint64_t n = 1ull << order;
+  if (!rm->kfree || order > 20 || pfn >= rm->nr_pages || n > rm->nr_pages - pfn)
+    return false;
+  for (uint64_t p = pfn; p < pfn + n; p++)
+    if (!(rm->kfree[p >> 6] & (1ull << (p & 63))))
+      return false;
+  return true;
+}
+
+/* Whether the trace can be read a second time: a regular file (not "-", a FIFO, a device). */
+bool bh__rm_rereadable(const char *path);
+
+/* Reads the trace's description and the --start/--end directories, and decides layout,
+ * start state and placement (into the summary's strings).  Returns 0 or an error (err). */
+int bh__rm_load(bh__rmachine_t *rm, const bh_replay_config_t *cfg, bh_replay_summary_t *s,
+                char *err, size_t errlen);
+/* The number of pages the arena of the machine's layout has (0 without the shape). */
+uint64_t bh__rm_pages(const bh__rmachine_t *rm);
+/* Makes room for the first events of every page (start states that use them). */
+int bh__rm_want_first_events(bh__rmachine_t *rm);
+/* The arena's layout and CPUs from the machine. */
+int bh__rm_configure(const bh__rmachine_t *rm, bh_config_t *ac, char *err, size_t errlen);
+/* Gives the new arena its start state (before hinting is attached). */
+int bh__rm_populate(bh__rmachine_t *rm, bh_arena_t *a, unsigned pcp_orders, uint64_t seed,
+                    bh_replay_summary_t *s, char *err, size_t errlen);
+/*
+ * After free page reporting (bubble) is attached: the start state's free blocks that the free
+ * map records as reported get PageReported, as page_reporting_drain left them, and their pages
+ * count as discarded by the host, so the strategy does not report them again and their reuse
+ * is a refault.  Counts into s->start_reported_blocks / _missed.
+ */
+void bh__rm_start_reported(const bh__rmachine_t *rm, bh_arena_t *a, bh_replay_summary_t *s);
+/* At the end of the trace: the fidelity against the end snapshot. */
+void bh__rm_fidelity(const bh__rmachine_t *rm, bh_arena_t *a, bh_replay_summary_t *s);
+/* Refuses a --dump directory whose files exist already (nothing is ever overwritten). */
+int bh__rm_dump_check(const char *dir, char *err, size_t errlen);
+/* At the end of the trace: the dumps in dir. */
+int bh__rm_dump(const bh__rmachine_t *rm, bh_arena_t *a, const char *dir, char *err, size_t errlen);
+void bh__rm_free(bh__rmachine_t *rm);
+
+/* The fidelity and agreement as JSON members (after a comma, in the summary object). */
+void bh__rm_json(FILE *f, const bh_replay_summary_t *s, const char *nl, int indent);
+
+#endif

@@ -1,0 +1,663 @@
+/*
+ * What a replay in a recorded machine's layout starts from.
+ *
+ * kpageflags: the start snapshot's free map, its free blocks, pageblock types and movable
+ * pages.  Pages on pcp lists are not in it (the kernel does not mark them): a page that the
+ * map holds allocated but whose first event in the trace is an allocation was most likely on
+ * a pcp list, and is put on the pcp list of the CPU that took it, so that the kernel's
+ * allocation of it finds it there.  And reading kpageflags takes a while: a page the map holds
+ * free but whose first event is a free was allocated by the time the trace begins (while the
+ * map was read, or without an event); its free block is split around it (the maximal blocks
+ * of the rest), and the pages are counted as repaired.
+ *
+ * counts: buddyinfo and pagetypeinfo alone (no root, no kpageflags, or files from another
+ * tool).  The state is made to match them per zone, order and migratetype, and to agree with
+ * the trace: a page whose first event is an allocation was free, one whose first event is a
+ * free was allocated.  Pageblocks get their types from the allocations the trace makes in
+ * them (the kernel takes a request from its own type's pageblocks first), as many of each
+ * type as pagetypeinfo counts, Unmovable and Reclaimable at the lowest pfns where the trace
+ * says nothing (where boot-time allocations put them); the pageblocks that pagetypeinfo does
+ * not count are the last ones of the zone, its holes.  Then, from the highest order down, each
+ * type's free blocks go where the trace needs free pages, and elsewhere spread over the
+ * type's pageblocks (a seeded hash), never next to a free buddy of their order the kernel
+ * would have merged them with.  What does not fit is counted.
+ *
+ * empty: every zone's last managed pages before its end of present memory are free, in
+ * Movable pageblocks, the rest allocated: a machine after boot, before anything ran.
+ */
+#include "replay/start_state.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int sfail(char *err, size_t errlen, int code, const char *msg) {
+  if (err && errlen)
+    snprintf(err, errlen, "%s", msg);
+  return code;
+}
+
+int bh__layout_from_machine(bh_config_t *cfg, const bh_machine_t *m, char *err, size_t errlen) {
+  const bh_machine_info_t *in = bh_machine_info(m);
+  if (!in->nr_zones)
+    return sfail(err, errlen, BH_EINVAL, "the machine description has no zones");
+  if (!in->max_order || in->max_order > BH_ORDER_LIMIT || !in->pageblock_order ||
+      in->pageblock_order > in->max_order)
+    return sfail(err, errlen, BH_EINVAL,
+                 "the machine's MAX_PAGE_ORDER or pageblock order is unknown or out of range");
+  cfg->max_order = in->max_order;
+  cfg->pageblock_order = in->pageblock_order;
+  cfg->nr_layout_zones = (unsigned)in->nr_zones;
+  for (int i = 0; i < in->nr_zones; i++) {
+    const bh_machine_zone_t *z = &in->zones[i];
+    bh_zone_layout_t *l = &cfg->layout_zones[i];
+    memset(l, 0, sizeof(*l));
+    l->node = z->node;
+    l->type = z->type;
+    l->start_pfn = z->start_pfn;
+    l->spanned_pages = z->spanned_pages;
+    l->present_pages = z->present_pages;
+    l->managed_pages = z->managed_pages;
+    l->wmark_min = z->wmark_min;
+    l->wmark_low = z->wmark_low;
+    l->wmark_high = z->wmark_high;
+    memcpy(l->protection, z->protection, sizeof(l->protection));
+  }
+  if (in->min_free_kbytes)
+    cfg->min_free_kbytes = in->min_free_kbytes;
+  if (in->watermark_scale_factor)
+    cfg->watermark_scale_factor = in->watermark_scale_factor;
+  if (in->min_free_kbytes) {
+    cfg->watermark_boost_factor = in->watermark_boost_factor;
+    memcpy(cfg->lowmem_reserve_ratio, in->lowmem_reserve_ratio, sizeof(in->lowmem_reserve_ratio));
+  }
+  return 0; /* the caller validates the whole configuration */
+}
+
+void bh__first_alloc_seq(bh__first_events_t *f, uint64_t pfn) {
+  if (f->seq_lost)
+    return;
+  if (f->nr_seq == f->seq_cap) {
+    size_t cap = f->seq_cap ? f->seq_cap * 2 : 4096;
+    uint64_t *q = realloc(f->seq, cap * sizeof(*q));
+    if (!q) {
+      free(f->seq);
+      f->seq = NULL;
+      f->nr_seq = f->seq_cap = 0;
+      f->seq_lost = true;
+      return;
+    }
+    f->seq = q;
+    f->seq_cap = cap;
+  }
+  f->seq[f->nr_seq++] = pfn;
+}
+
+void bh__first_events_free(bh__first_events_t *f) {
+  free(f->fe);
+  free(f->seq);
+  memset(f, 0, sizeof(*f));
+}
+
+int bh__first_events_copy(bh__first_events_t *dst, const bh__first_events_t *src) {
+  bh__first_events_free(dst);
+  dst->nr_pages = src->nr_pages;
+  dst->seq_lost = src->seq_lost;
+  if (src->fe && !(dst->fe = malloc((src->nr_pages ? src->nr_pages : 1) * sizeof(uint32_t))))
+    return BH_ENOMEM;
+  if (src->fe)
+    memcpy(dst->fe, src->fe, src->nr_pages * sizeof(uint32_t));
+  if (src->nr_seq) {
+    if (!(dst->seq = malloc(src->nr_seq * sizeof(uint64_t))))
+      return BH_ENOMEM;
+    memcpy(dst->seq, src->seq, src->nr_seq * sizeof(uint64_t));
+    dst->nr_seq = dst->seq_cap = src->nr_seq;
+  }
+  return 0;
+}
+
+void bh__start_free(bh__start_t *st) {
+  free(st->free);
+  free(st->pcp);
+  free(st->pageblock_mt);
+  free(st->movable);
+  memset(st, 0, sizeof(*st));
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Helpers                                                                                   */
+/* ---------------------------------------------------------------------------------------- */
+
+struct ctx {
+  bh__start_t *st;
+  const bh_machine_t *m;
+  const bh_machine_info_t *in;
+  uint64_t nr_pages, npb;
+  unsigned pbo, maxo, pcp_orders;
+  const uint32_t *fe;            /* NULL: nothing known */
+  const bh__first_events_t *fes; /* fe's owner, with the order of first allocations */
+  uint64_t seed;
+  uint8_t *placed; /* per page: order + 1 of a free block with its head here; 0 */
+  size_t nfree, free_cap, npcp, pcp_cap;
+};
+
+static uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+static inline int fe_kind(const struct ctx *c, uint64_t p) { return c->fe ? c->fe[p] & 3 : 0; }
+
+/* The counted pageblocks of zone z: [*first, *last] (pagetypeinfo's probes). */
+static void counted_range(const struct ctx *c, const bh_machine_zone_t *z, uint64_t *first,
+                          uint64_t *last) {
+  *first = z->start_pfn >> c->pbo;
+  *last = (z->start_pfn + ((z->spanned_pages - 1) & ~((1ull << c->pbo) - 1))) >> c->pbo;
+}
+
+/* Is the page inside a placed free block? */
+static bool in_placed(const struct ctx *c, uint64_t p) {
+  for (unsigned o = 0; o <= c->maxo; o++) {
+    uint64_t h = p & ~((1ull << o) - 1);
+    if (c->placed[h] == o + 1)
+      return true;
+  }
+  return false;
+}
+
+static int add_run(struct ctx *c, uint64_t pfn, unsigned order) {
+  bh__start_t *st = c->st;
+  if (c->nfree && st->free[c->nfree - 1].order == order &&
+      st->free[c->nfree - 1].pfn + ((uint64_t)st->free[c->nfree - 1].count << order) == pfn &&
+      st->free[c->nfree - 1].count < UINT32_MAX) {
+    st->free[c->nfree - 1].count++;
+    return 0;
+  }
+  if (c->nfree == c->free_cap) {
+    size_t cap = c->free_cap ? c->free_cap * 2 : 1024;
+    bh_block_run_t *q = realloc(st->free, cap * sizeof(*q));
+    if (!q)
+      return BH_ENOMEM;
+    st->free = q;
+    c->free_cap = cap;
+  }
+  st->free[c->nfree++] = (bh_block_run_t){pfn, 1, (uint8_t)order};
+  return 0;
+}
+
+static int add_pcp(struct ctx *c, uint64_t pfn, unsigned order, unsigned cpu) {
+  bh__start_t *st = c->st;
+  if (c->npcp == c->pcp_cap) {
+    size_t cap = c->pcp_cap ? c->pcp_cap * 2 : 1024;
+    bh_pcp_block_t *q = realloc(st->pcp, cap * sizeof(*q));
+    if (!q)
+      return BH_ENOMEM;
+    st->pcp = q;
+    c->pcp_cap = cap;
+  }
+  st->pcp[c->npcp++] = (bh_pcp_block_t){pfn, (uint8_t)order, (uint16_t)cpu};
+  st->pcp_pages += 1ull << order;
+  return 0;
+}
+
+/* The free runs from c->placed, in pfn order. */
+static int runs_from_placed(struct ctx *c) {
+  for (uint64_t p = 0; p < c->nr_pages;) {
+    if (!c->placed[p]) {
+      p++;
+      continue;
+    }
+    unsigned o = c->placed[p] - 1u;
+    int rc = add_run(c, p, o);
+    if (rc)
+      return rc;
+    p += 1ull << o;
+  }
+  return 0;
+}
+
+/*
+ * Pages whose first event is an allocation but that the state holds allocated: the block that
+ * allocation took goes on a pcp list, if its order has them and it is wholly such pages.
+ */
+/* The pages of the first allocation at p, if they go on a pcp list: its order + 1, else 0. */
+static unsigned pcp_block_at(const struct ctx *c, uint64_t p) {
+  uint32_t v = c->fe[p];
+  unsigned order = (v >> 2) & 63;
+  uint8_t t = c->st->pageblock_mt[p >> c->pbo];
+  bool ok = order > 0 && order - 1 <= c->maxo && ((c->pcp_orders >> (order - 1)) & 1) &&
+            t != BH_PAGEBLOCK_ABSENT && t != BH_MT_ISOLATE;
+  uint64_t n = ok ? 1ull << (order - 1) : 1;
+  for (uint64_t i = p; ok && i < p + n; i++)
+    ok = i < c->nr_pages && fe_kind(c, i) == BH__FE_ALLOC && !in_placed(c, i) &&
+         c->st->pageblock_mt[i >> c->pbo] == t && !(p & (n - 1));
+  return ok ? order : 0;
+}
+
+/*
+ * The kernel takes a pcp list's head (__rmqueue_pcplist, mm/page_alloc.c:2999-3001 in 6.12),
+ * so the blocks of one list that the trace allocates before any free refills it come off in
+ * the list's order: the blocks go on the lists in the order of their first allocation (in pfn
+ * order only if that order could not be kept).  This infers a hidden part of the start state
+ * from the trace, not the allocator's decisions: docs/MACHINE-SHAPE.md.
+ */
+static int pcp_from_trace(struct ctx *c) {
+  if (!c->fe)
+    return 0;
+  bool by_seq = c->fes && !c->fes->seq_lost;
+  uint64_t n = by_seq ? c->fes->nr_seq : c->nr_pages;
+  uint64_t *in_pcp = by_seq ? calloc((c->nr_pages + 63) / 64, sizeof(uint64_t)) : NULL;
+  if (by_seq && !in_pcp)
+    return BH_ENOMEM;
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t p = by_seq ? c->fes->seq[i] : i;
+    if (p >= c->nr_pages || fe_kind(c, p) != BH__FE_ALLOC || in_placed(c, p) ||
+        (by_seq && !((c->fe[p] >> 2) & 63)))
+      continue;
+    unsigned order = pcp_block_at(c, p);
+    if (!order) {
+      c->st->unexplained_pages++;
+      continue;
+    }
+    int rc = add_pcp(c, p, order - 1, c->fe[p] >> 16);
+    if (rc) {
+      free(in_pcp);
+      return rc;
+    }
+    for (uint64_t q = p; in_pcp && q < p + (1ull << (order - 1)); q++)
+      in_pcp[q / 64] |= 1ull << (q % 64);
+    if (!by_seq)
+      i += (1ull << (order - 1)) - 1;
+  }
+  /* by_seq: the pages that are not the first page of a first allocation, and not inside a
+   * block put on a pcp list, are as unexplained as they are in pfn order */
+  for (uint64_t p = 0; in_pcp && p < c->nr_pages; p++)
+    if (fe_kind(c, p) == BH__FE_ALLOC && !((c->fe[p] >> 2) & 63) &&
+        !(in_pcp[p / 64] & (1ull << (p % 64))) && !in_placed(c, p))
+      c->st->unexplained_pages++;
+  free(in_pcp);
+  return 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* kpageflags                                                                                */
+/* ---------------------------------------------------------------------------------------- */
+
+/* The free block in c->placed that holds p, split around the pages the trace first frees. */
+static void repair_block(struct ctx *c, uint64_t p) {
+  unsigned o = 0;
+  uint64_t h = p;
+  for (; o <= c->maxo; o++) {
+    h = p & ~((1ull << o) - 1);
+    if (c->placed[h] == o + 1)
+      break;
+  }
+  if (o > c->maxo)
+    return;
+  c->placed[h] = 0;
+  uint64_t end = h + (1ull << o);
+  for (uint64_t a = h; a < end;) {
+    if (fe_kind(c, a) == BH__FE_FREE) {
+      c->st->repaired_pages++;
+      a++;
+      continue;
+    }
+    uint64_t b = a;
+    while (b < end && fe_kind(c, b) != BH__FE_FREE)
+      b++;
+    for (uint64_t q = a; q < b;) { /* the maximal decomposition of [a, b) */
+      unsigned k = 0;
+      while (k < o && !(q & ((2ull << k) - 1)) && q + (2ull << k) <= b)
+        k++;
+      c->placed[q] = (uint8_t)(k + 1);
+      q += 1ull << k;
+    }
+    a = b;
+  }
+}
+
+static int build_kpageflags(struct ctx *c, const bh_snapshot_t *s, char *err, size_t errlen) {
+  bh__start_t *st = c->st;
+  if (!s || !s->have_freemap)
+    return sfail(err, errlen, BH_EINVAL, "the start snapshot has no free map (kpageflags)");
+  for (uint64_t b = 0; b < c->npb; b++) {
+    uint8_t t = b < s->nr_pageblocks ? s->pageblock_mt[b] : BH_PAGEBLOCK_ABSENT;
+    st->pageblock_mt[b] = t == BH_MT_CMA ? BH_MT_MOVABLE : t; /* no CMA here: movable only */
+  }
+  for (size_t i = 0; i < s->nr_free_runs; i++) {
+    const bh_block_run_t *r = &s->free_runs[i];
+    for (uint64_t k = 0; k < r->count; k++) {
+      uint64_t pfn = r->pfn + (k << r->order);
+      if (pfn + (1ull << r->order) <= c->nr_pages)
+        c->placed[pfn] = (uint8_t)(r->order + 1);
+    }
+  }
+  for (uint64_t p = 0; c->fe && p < c->nr_pages; p++)
+    if (fe_kind(c, p) == BH__FE_FREE && in_placed(c, p))
+      repair_block(c, p);
+  int rc = runs_from_placed(c);
+  if (!rc && s->nr_movable_runs) {
+    st->movable = malloc(s->nr_movable_runs * sizeof(*st->movable));
+    if (!st->movable)
+      return BH_ENOMEM;
+    memcpy(st->movable, s->movable_runs, s->nr_movable_runs * sizeof(*st->movable));
+    st->pop.movable = st->movable;
+    st->pop.nr_movable = s->nr_movable_runs;
+  }
+  return rc ? rc : pcp_from_trace(c);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* counts                                                                                    */
+/* ---------------------------------------------------------------------------------------- */
+
+/* Per zone: prefix counts of pages the trace needs free / allocated. */
+struct zctx {
+  const bh_machine_zone_t *z;
+  const bh_snapshot_zone_t *cnt;
+  uint64_t base, end;               /* [base, end): the zone's span */
+  uint32_t *need_free, *need_alloc; /* prefix sums over [base, end], or NULL */
+  int64_t target[BH_MT_TYPES];
+  uint64_t want[BH_MT_TYPES][BH_ORDER_LIMIT + 1];
+};
+
+static uint64_t range_count(const uint32_t *pre, uint64_t base, uint64_t from, uint64_t to) {
+  return pre ? pre[to - base] - pre[from - base] : 0;
+}
+
+/* Pageblocks of the zone that pagetypeinfo does not count: the last ones without pages the
+ * trace allocates first. */
+static void choose_absent(struct ctx *c, struct zctx *zc) {
+  uint64_t first, last, counted = 0;
+  counted_range(c, zc->z, &first, &last);
+  for (int t = 0; t < BH_SNAP_TYPES; t++)
+    counted += zc->cnt->pageblocks[t];
+  uint64_t present = last - first + 1, pbsz = 1ull << c->pbo;
+  for (uint64_t b = first; b <= last; b++)
+    c->st->pageblock_mt[b] = BH_MT_MOVABLE;
+  for (uint64_t b = last + 1; b > first && present > counted; b--) {
+    uint64_t s = (b - 1) << c->pbo, e = s + pbsz;
+    s = s < zc->base ? zc->base : s;
+    e = e > zc->end ? zc->end : e;
+    if (range_count(zc->need_free, zc->base, s, e))
+      continue;
+    c->st->pageblock_mt[b - 1] = BH_PAGEBLOCK_ABSENT;
+    present--;
+  }
+}
+
+struct pbkey {
+  int64_t key;
+  uint64_t b;
+};
+
+static int cmp_pbkey(const void *x, const void *y) {
+  const struct pbkey *a = x, *b = y;
+  if (a->key != b->key)
+    return a->key < b->key ? -1 : 1;
+  return a->b < b->b ? -1 : a->b > b->b;
+}
+
+/* Pageblock types by the trace's first allocations in them, as many as pagetypeinfo counts. */
+static int choose_types(struct ctx *c, struct zctx *zc) {
+  uint64_t first, last;
+  counted_range(c, zc->z, &first, &last);
+  size_t n = 0;
+  struct pbkey *k = malloc((last - first + 1) * sizeof(*k));
+  uint64_t(*ev)[BH_MT_TYPES] = calloc(last - first + 1, sizeof(*ev));
+  if (!k || !ev) {
+    free(k);
+    free(ev);
+    return BH_ENOMEM;
+  }
+  int64_t present = 0;
+  for (uint64_t b = first; b <= last; b++) {
+    if (c->st->pageblock_mt[b] == BH_PAGEBLOCK_ABSENT)
+      continue;
+    present++;
+    c->st->pageblock_mt[b] = 0xfe; /* unassigned */
+    for (uint64_t p = b << c->pbo; c->fe && p < (b + 1) << c->pbo && p < c->nr_pages; p++) {
+      uint32_t v = c->fe[p];
+      if ((v & 3) == BH__FE_ALLOC && (v >> 2 & 63))
+        ev[b - first][(v >> 8) & 7] += 1ull << ((v >> 2 & 63) - 1);
+    }
+  }
+  /* targets: the counts (CMA as Movable), made to add up to the present pageblocks */
+  int64_t sum = 0;
+  for (int t = 0; t < BH_MT_TYPES; t++) {
+    zc->target[t] = (int64_t)zc->cnt->pageblocks[t];
+    sum += zc->target[t];
+  }
+  zc->target[BH_MT_MOVABLE] += (int64_t)zc->cnt->pageblocks[BH_MT_CMA];
+  sum += (int64_t)zc->cnt->pageblocks[BH_MT_CMA];
+  zc->target[BH_MT_MOVABLE] += present - sum;
+  for (int t = 0; zc->target[BH_MT_MOVABLE] < 0 && t < BH_MT_TYPES; t++) {
+    int64_t d =
+        -zc->target[BH_MT_MOVABLE] < zc->target[t] ? -zc->target[BH_MT_MOVABLE] : zc->target[t];
+    if (t != BH_MT_MOVABLE) {
+      zc->target[t] -= d;
+      zc->target[BH_MT_MOVABLE] += d;
+    }
+  }
+  static const int order_of_types[] = {BH_MT_ISOLATE, BH_MT_HIGHATOMIC, BH_MT_RECLAIMABLE,
+                                       BH_MT_UNMOVABLE};
+  for (int i = 0; i < 4; i++) {
+    int t = order_of_types[i];
+    n = 0;
+    for (uint64_t b = first; b <= last; b++)
+      if (c->st->pageblock_mt[b] == 0xfe) {
+        const uint64_t *e = ev[b - first];
+        /* how much more movable than t-like the trace finds it (lower: more t-like) */
+        int64_t mov = (int64_t)e[BH_MT_MOVABLE],
+                own = (int64_t)e[t == BH_MT_HIGHATOMIC || t == BH_MT_ISOLATE ? BH_MT_UNMOVABLE : t];
+        k[n++] = (struct pbkey){mov - own, b};
+      }
+    qsort(k, n, sizeof(*k), cmp_pbkey);
+    for (size_t j = 0; j < n && (int64_t)j < zc->target[t]; j++)
+      c->st->pageblock_mt[k[j].b] = (uint8_t)t;
+  }
+  for (uint64_t b = first; b <= last; b++)
+    if (c->st->pageblock_mt[b] == 0xfe)
+      c->st->pageblock_mt[b] = BH_MT_MOVABLE;
+  free(k);
+  free(ev);
+  return 0;
+}
+
+struct cand {
+  uint64_t key; /* score desc, then hash */
+  uint64_t p;
+};
+
+static int cmp_cand(const void *x, const void *y) {
+  const struct cand *a = x, *b = y;
+  return a->key < b->key ? -1 : a->key > b->key;
+}
+
+/* Can the free block [p, p + 2^o) go there as type t? */
+static bool fits(const struct ctx *c, const struct zctx *zc, uint64_t p, unsigned o, int t) {
+  uint64_t n = 1ull << o, step = 1ull << c->pbo;
+  if (p < zc->base || p + n > zc->end)
+    return false;
+  for (uint64_t b = p & ~(step - 1); b < p + n; b += step)
+    if (c->st->pageblock_mt[b >> c->pbo] != t)
+      return false;
+  for (unsigned k = o; k <= c->maxo; k++) { /* inside a block already placed? */
+    uint64_t h = p & ~((1ull << k) - 1);
+    if (c->placed[h] == k + 1)
+      return false;
+  }
+  return !range_count(zc->need_alloc, zc->base, p, p + n);
+}
+
+/* Would a free block of order o at p have been merged with a placed buddy? */
+static bool merges(const struct ctx *c, uint64_t p, unsigned o) {
+  if (o >= c->maxo)
+    return false;
+  uint64_t b = p ^ (1ull << o);
+  if (b >= c->nr_pages || c->placed[b] != o + 1)
+    return false;
+  if (o < c->pbo)
+    return true;
+  uint8_t t1 = c->st->pageblock_mt[p >> c->pbo], t2 = c->st->pageblock_mt[b >> c->pbo];
+  return t1 == t2 || (t1 < BH_MT_PCPTYPES && t2 < BH_MT_PCPTYPES);
+}
+
+/* Places want[t][o] free blocks of order o and type t. */
+static int place(struct ctx *c, struct zctx *zc, unsigned o, int t) {
+  uint64_t want = zc->want[t][o];
+  if (!want)
+    return 0;
+  uint64_t n = 1ull << o, step = 1ull << c->pbo, first, last;
+  counted_range(c, zc->z, &first, &last);
+  size_t nc = 0, cap = 1024;
+  struct cand *cd = malloc(cap * sizeof(*cd));
+  if (!cd)
+    return BH_ENOMEM;
+  uint64_t unit = n > step ? n : step; /* walk the type's pageblocks (or block-sized groups) */
+  for (uint64_t u = (first << c->pbo) & ~(unit - 1); u <= (last << c->pbo); u += unit) {
+    if (c->st->pageblock_mt[u >> c->pbo] != t)
+      continue;
+    for (uint64_t p = u; p < u + unit; p += n) {
+      if (!fits(c, zc, p, o, t))
+        continue;
+      if (nc == cap) {
+        struct cand *q = realloc(cd, (cap *= 2) * sizeof(*q));
+        if (!q) {
+          free(cd);
+          return BH_ENOMEM;
+        }
+        cd = q;
+      }
+      uint64_t score = range_count(zc->need_free, zc->base, p, p + n);
+      cd[nc++] = (struct cand){(n - score) << 40 | (mix(p ^ c->seed) >> 24), p};
+    }
+  }
+  qsort(cd, nc, sizeof(*cd), cmp_cand);
+  for (size_t i = 0; i < nc && want; i++) {
+    if (merges(c, cd[i].p, o))
+      continue;
+    c->placed[cd[i].p] = (uint8_t)(o + 1);
+    want--;
+  }
+  c->st->unplaced_blocks += want;
+  free(cd);
+  return 0;
+}
+
+static int build_counts_zone(struct ctx *c, const bh_snapshot_t *s, int zi) {
+  struct zctx zc;
+  memset(&zc, 0, sizeof(zc));
+  zc.z = &c->in->zones[zi];
+  zc.cnt = &s->zones[zi];
+  zc.base = zc.z->start_pfn;
+  zc.end = zc.z->start_pfn + zc.z->spanned_pages;
+  if (zc.end > c->nr_pages)
+    zc.end = c->nr_pages;
+  if (c->fe) {
+    uint64_t len = zc.end - zc.base;
+    zc.need_free = malloc((len + 1) * sizeof(uint32_t));
+    zc.need_alloc = malloc((len + 1) * sizeof(uint32_t));
+    if (!zc.need_free || !zc.need_alloc) {
+      free(zc.need_free);
+      free(zc.need_alloc);
+      return BH_ENOMEM;
+    }
+    zc.need_free[0] = zc.need_alloc[0] = 0;
+    for (uint64_t i = 0; i < len; i++) {
+      int k = fe_kind(c, zc.base + i);
+      zc.need_free[i + 1] = zc.need_free[i] + (k == BH__FE_ALLOC);
+      zc.need_alloc[i + 1] = zc.need_alloc[i] + (k == BH__FE_FREE);
+    }
+  }
+  for (int t = 0; t < BH_MT_TYPES; t++)
+    for (unsigned o = 0; o <= c->maxo; o++)
+      zc.want[t][o] = s->zones[zi].nr_free_mt[t][o];
+  for (unsigned o = 0; o <= c->maxo; o++)
+    zc.want[BH_MT_MOVABLE][o] += s->zones[zi].nr_free_mt[BH_MT_CMA][o];
+  choose_absent(c, &zc);
+  int rc = choose_types(c, &zc);
+  for (int o = (int)c->maxo; !rc && o >= 0; o--)
+    for (int t = 0; !rc && t < BH_MT_TYPES; t++)
+      rc = place(c, &zc, (unsigned)o, t);
+  free(zc.need_free);
+  free(zc.need_alloc);
+  return rc;
+}
+
+static int build_counts(struct ctx *c, const bh_snapshot_t *s, char *err, size_t errlen) {
+  if (!s || !s->have_buddyinfo || !s->have_pagetypeinfo)
+    return sfail(err, errlen, BH_EINVAL,
+                 "the start snapshot has no buddyinfo and pagetypeinfo to start from");
+  int rc = 0;
+  for (int zi = 0; !rc && zi < c->in->nr_zones; zi++)
+    rc = build_counts_zone(c, s, zi);
+  if (!rc)
+    rc = runs_from_placed(c);
+  return rc ? rc : pcp_from_trace(c);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* empty                                                                                     */
+/* ---------------------------------------------------------------------------------------- */
+
+static int build_empty(struct ctx *c) {
+  for (int zi = 0; zi < c->in->nr_zones; zi++) {
+    const bh_machine_zone_t *z = &c->in->zones[zi];
+    uint64_t first, last;
+    counted_range(c, z, &first, &last);
+    uint64_t pend = z->start_pfn + z->present_pages, fs = pend - z->managed_pages;
+    for (uint64_t b = first; b <= last; b++)
+      c->st->pageblock_mt[b] = (b << c->pbo) < pend ? BH_MT_MOVABLE : BH_PAGEBLOCK_ABSENT;
+    /* the maximal decomposition of [fs, pend) */
+    for (uint64_t p = fs; p < pend;) {
+      unsigned o = 0;
+      while (o < c->maxo && !(p & ((2ull << o) - 1)) && p + (2ull << o) <= pend)
+        o++;
+      c->placed[p] = (uint8_t)(o + 1);
+      p += 1ull << o;
+    }
+  }
+  return runs_from_placed(c);
+}
+
+int bh__start_build(bh__start_t *st, int kind, const bh_machine_t *m, uint64_t nr_pages,
+                    unsigned pcp_orders, const bh__first_events_t *fe, uint64_t seed, char *err,
+                    size_t errlen) {
+  memset(st, 0, sizeof(*st));
+  st->kind = kind;
+  struct ctx c = {.st = st,
+                  .m = m,
+                  .in = bh_machine_info(m),
+                  .nr_pages = nr_pages,
+                  .pcp_orders = pcp_orders,
+                  .seed = seed};
+  c.pbo = c.in->pageblock_order;
+  c.maxo = c.in->max_order;
+  c.npb = nr_pages >> c.pbo;
+  c.fe = fe && fe->fe && fe->nr_pages >= nr_pages ? fe->fe : NULL;
+  c.fes = c.fe ? fe : NULL;
+  st->pageblock_mt = malloc(c.npb ? c.npb : 1);
+  c.placed = calloc(nr_pages ? nr_pages : 1, 1);
+  int rc = st->pageblock_mt && c.placed ? 0 : BH_ENOMEM;
+  if (!rc)
+    memset(st->pageblock_mt, BH_PAGEBLOCK_ABSENT, c.npb);
+  const bh_snapshot_t *s = bh_machine_snapshot(m, BH_SNAP_START);
+  if (!rc)
+    rc = kind == BH__START_KPAGEFLAGS ? build_kpageflags(&c, s, err, errlen)
+         : kind == BH__START_COUNTS   ? build_counts(&c, s, err, errlen)
+                                      : build_empty(&c);
+  free(c.placed);
+  if (rc) {
+    bh__start_free(st);
+    return rc;
+  }
+  st->pop.pageblock_mt = st->pageblock_mt;
+  st->pop.nr_pageblocks = c.npb;
+  st->pop.free = st->free;
+  st->pop.nr_free = c.nfree;
+  st->pop.pcp = st->pcp;
+  st->pop.nr_pcp = c.npcp;
+  return 0;
+}

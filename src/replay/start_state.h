@@ -1,0 +1,89 @@
+/*
+ * The state a replay starts from, in a recorded machine's layout (start_state.c): what the
+ * trace itself says about each page (its first event), and the free blocks, pageblock types
+ * and pcp blocks given to bh_arena_populate, from a start snapshot's free map (kpageflags),
+ * from its counts alone (buddyinfo, pagetypeinfo), or an empty machine.
+ */
+#ifndef BH_TRACE_START_STATE_H
+#define BH_TRACE_START_STATE_H
+
+#include <buddyhint.h>
+#include <buddyhint/machine.h>
+#include <buddyhint/trace.h>
+
+enum bh__start_kind { BH__START_EMPTY, BH__START_KPAGEFLAGS, BH__START_COUNTS };
+
+/*
+ * Per page of the layout, what its first event in the trace was (one u32 each): bits 0-1
+ * FE_ALLOC or FE_FREE; for the first page of a first allocation also its order + 1 (bits
+ * 2-7), its migratetype (bits 8-10) and its CPU (bits 16-31).
+ */
+enum { BH__FE_NONE = 0, BH__FE_ALLOC = 1, BH__FE_FREE = 2 };
+
+typedef struct bh__first_events {
+  uint32_t *fe; /* nr_pages entries, or NULL (no trace information) */
+  uint64_t nr_pages;
+  /* The pfns of the blocks whose first event is an allocation, in the trace's order: the
+   * order the kernel took them in, so the order of the pcp lists that held them at the start
+   * (the kernel takes a pcp list's head).  NULL when it could not be kept (out of memory):
+   * the start state then puts those lists in pfn order. */
+  uint64_t *seq;
+  size_t nr_seq, seq_cap;
+  bool seq_lost;
+} bh__first_events_t;
+
+/* A block whose first event is an allocation, at the end of f->seq (cold: once per block). */
+void bh__first_alloc_seq(bh__first_events_t *f, uint64_t pfn);
+/* Frees f's arrays and clears it. */
+void bh__first_events_free(bh__first_events_t *f);
+/* *dst, a copy of src's arrays (dst's are freed first): 0 or BH_ENOMEM. */
+int bh__first_events_copy(bh__first_events_t *dst, const bh__first_events_t *src);
+
+static inline void bh__first_event(bh__first_events_t *f, const bh_event_t *ev) {
+  if (ev->order > 20 || ev->pfn >= f->nr_pages || (ev->op == BH_EV_ALLOC && ev->failed))
+    return;
+  uint64_t n = 1ull << ev->order, end = ev->pfn + n < f->nr_pages ? ev->pfn + n : f->nr_pages;
+  uint32_t kind = ev->op == BH_EV_ALLOC ? BH__FE_ALLOC : BH__FE_FREE, head = f->fe[ev->pfn];
+  if (head && n == 1)
+    return; /* the common case: seen */
+  for (uint64_t p = ev->pfn; p < end; p++)
+    if (!f->fe[p])
+      f->fe[p] = kind;
+  if (kind == BH__FE_ALLOC && !head) { /* the block as it was taken: its first event */
+    int mt = bh_gfp_migratetype(ev->gfp);
+    uint32_t cpu = ev->cpu < 0 ? 0 : (uint32_t)ev->cpu & 0xffff;
+    f->fe[ev->pfn] |= (uint32_t)(ev->order + 1) << 2 | (uint32_t)mt << 8 | cpu << 16;
+    bh__first_alloc_seq(f, ev->pfn);
+  }
+}
+
+/* The state, owned (bh__start_free). */
+typedef struct bh__start {
+  int kind;
+  bh_populate_t pop;
+  bh_block_run_t *free;
+  bh_pcp_block_t *pcp;
+  uint8_t *pageblock_mt;
+  bh_page_run_t *movable;
+  /* what did not fit: free blocks of the counts that found no place, pages whose first event
+   * is an allocation but that the state holds allocated */
+  uint64_t unplaced_blocks, unexplained_pages;
+  uint64_t pcp_pages;      /* pages put on pcp lists */
+  uint64_t repaired_pages; /* kpageflags: free in the map, first freed by the trace */
+} bh__start_t;
+
+/*
+ * Builds the state of kind for an arena laid out as m (nr_pages pages, as the arena has them;
+ * pcp_orders: bit o set if order o has pcp lists, 0 without pcp).  fe may have fe == NULL.
+ * seed spreads the free blocks of a counts state.  Returns 0, BH_ENOMEM, or BH_EINVAL with
+ * a message in err.
+ */
+int bh__start_build(bh__start_t *st, int kind, const bh_machine_t *m, uint64_t nr_pages,
+                    unsigned pcp_orders, const bh__first_events_t *fe, uint64_t seed, char *err,
+                    size_t errlen);
+void bh__start_free(bh__start_t *st);
+
+/* The arena's layout from m (its zones, watermarks, orders).  Returns 0 or BH_EINVAL. */
+int bh__layout_from_machine(bh_config_t *cfg, const bh_machine_t *m, char *err, size_t errlen);
+
+#endif

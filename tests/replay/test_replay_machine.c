@@ -1,0 +1,796 @@
+/*
+ * Replays in a recorded machine's shape.
+ *
+ *  - A crafted snapshot (an arena's state written as a machine description: zoneinfo,
+ *    buddyinfo, pagetypeinfo and a free map with its exact pageblock types) replayed from a
+ *    trace without events: the dumps at the end of the trace (--dump) equal the snapshot's
+ *    buddyinfo and pagetypeinfo byte for byte.
+ *  - The same from a Debian 6.1 guest's /proc files (--start DIR, counts start state, a CMA
+ *    column), the interface of the real-guest experiment.
+ *  - Frees of memory allocated before the trace are ordinary frees; allocations are compared
+ *    with the kernel's choice (agreement); --placement trace takes the recorded block and
+ *    counts the ones that were not free.
+ *  - A trace recorded before machine descriptions existed still replays, in the default
+ *    layout from an empty start, and with --start DIR in the machine's.
+ *  - Free blocks the start snapshot records as reported start reported under the bubble
+ *    strategy: they are not reported again, the others are; they wait at the tail of their
+ *    free lists, so an allocation takes an unreported block first.
+ */
+#include "trace/trace_test_util.h"
+
+#include <buddyhint/machine.h>
+#include <buddyhint/replay.h>
+#include <buddyhint/strategy.h>
+
+#include "buddy/internal.h"
+
+#include <sys/stat.h>
+
+#define MDATA BH_SOURCE_DIR "/tests/trace/data/machine"
+
+static char *dump(bh_arena_t *a, int (*fn)(bh_arena_t *, FILE *)) {
+  char *buf = NULL;
+  size_t n = 0;
+  FILE *f = open_memstream(&buf, &n);
+  assert_int_equal(fn(a, f), 0);
+  fclose(f);
+  return buf;
+}
+
+static char *slurp(const char *path) {
+  size_t n;
+  unsigned char *b = tt_read(path, &n);
+  b[n] = 0;
+  return (char *)b;
+}
+
+/* "@NAME N" and the text's lines. */
+static void section(FILE *f, const char *name, const char *text) {
+  size_t lines = 0;
+  for (const char *p = text; *p; p++)
+    lines += *p == '\n';
+  fprintf(f, "@%s %zu\n%s", name, lines, text);
+}
+
+/* The arena's free map, with extra's lines after it (malloc'd). */
+static char *free_map(bh_arena_t *a, const char *extra) {
+  char *fm = NULL;
+  size_t n = 0;
+  FILE *f = open_memstream(&fm, &n);
+  fprintf(f, "freemap 1\n");
+  uint64_t last = 0;
+  for (uint64_t p = 0; p < a->nr_pages; p++)
+    if (a->pages[p].flags & BH__PG_BUDDY) {
+      fprintf(f, "F %lu %u\n", (unsigned long)(p - last), a->pages[p].order);
+      last = p + (1ull << a->pages[p].order);
+    }
+  static const char letters[] = "UMRHI";
+  for (uint64_t b = 0; b < a->nr_pages >> a->pb_order; b++)
+    fprintf(f, "P %lx %c1\n", (unsigned long)(b << a->pb_order),
+            a->pageblock[b] & BH__PB_ABSENT ? '-' : letters[a->pageblock[b] & 7]);
+  fputs(extra, f);
+  fclose(f);
+  return fm;
+}
+
+/* The arena's state as a machine description with a start snapshot (exact free map, and
+ * fm_extra's lines after it) and, if end, the same as the end snapshot (with a free map of
+ * end_extra's lines after it, if end_extra is not NULL). */
+static char *describe_with(bh_arena_t *a, bool end, const char *fm_extra, const char *end_extra) {
+  char *fm = free_map(a, fm_extra), *out = NULL;
+  size_t n = 0;
+  FILE *f;
+  char *zi = dump(a, bh_dump_zoneinfo), *bi = dump(a, bh_dump_buddyinfo),
+       *pi = dump(a, bh_dump_pagetypeinfo);
+  f = open_memstream(&out, &n);
+  fprintf(f, "buddyhint-machine 1\n");
+  for (int w = 0; w < (end ? 2 : 1); w++) {
+    char name[64];
+    const char *s = w ? "end" : "start";
+    snprintf(name, sizeof(name), "%s/zoneinfo", s);
+    section(f, name, zi);
+    snprintf(name, sizeof(name), "%s/buddyinfo", s);
+    section(f, name, bi);
+    snprintf(name, sizeof(name), "%s/pagetypeinfo", s);
+    section(f, name, pi);
+    if (!w) {
+      section(f, "start/freemap", fm);
+    } else if (end_extra) {
+      char *efm = free_map(a, end_extra);
+      section(f, "end/freemap", efm);
+      free(efm);
+    }
+  }
+  fprintf(f, "@end\n");
+  fclose(f);
+  free(fm);
+  free(zi);
+  free(bi);
+  free(pi);
+  return out;
+}
+
+static char *describe(bh_arena_t *a, bool end) { return describe_with(a, end, "", NULL); }
+
+/* A trace of these native text lines (version 2, with desc, if given). */
+static const char *write_trace(const char *name, const char *desc, const char *lines) {
+  const char *p = tt_path(name);
+  bh_trace_writer_t *w;
+  assert_int_equal(bh_trace_writer_open2(p, BH_TRACE_NATIVE_BINARY, BH_TRACE_COMP_NONE, desc, &w),
+                   0);
+  bh_trace_t *t;
+  const char *tp = tt_write_str("lines.txt", lines);
+  assert_int_equal(bh_trace_open(tp, NULL, &t), 0);
+  bh_event_t ev;
+  while (bh_trace_next(t, &ev) == 1)
+    assert_int_equal(bh_trace_write(w, &ev), 0);
+  bh_trace_close(t);
+  assert_int_equal(bh_trace_writer_close(w), 0);
+  return p;
+}
+
+static void replay(bh_replay_config_t *cfg, bh_replay_summary_t *s) {
+  char err[512] = "";
+  cfg->arena.backing = BH_BACKING_SIM;
+  cfg->idle_ns = 0;
+  int rc = bh_replay_run(cfg, s, err, sizeof(err));
+  if (rc)
+    fail_msg("replay %s: %s", cfg->trace, err);
+  assert_int_equal(s->check_violations, 0);
+}
+
+/* A fragmented arena: every mobility, orders 0..4, half freed, the pcp lists drained. */
+static bh_arena_t *crafted_arena(void) {
+  bh_arena_t *a = tt_sim_arena(16, 112, 128);
+  tt_churn(a, 99, 30000, 20000);
+  bh_drain_pcp(a);
+  return a;
+}
+
+static void expect_file(const char *path, const char *want, const char *what) {
+  char *got = slurp(path);
+  if (strcmp(got, want))
+    fail_msg("%s differs:\n--- got\n%s--- want\n%s", what, got, want);
+  free(got);
+}
+
+static void test_crafted_snapshot(void **state) {
+  (void)state;
+  bh_arena_t *a = crafted_arena();
+  char *desc = describe(a, true);
+  const char *p = write_trace("crafted.bht", desc, "# buddyhint-trace 1\n");
+  bh_replay_config_t cfg;
+  bh_replay_config_init(&cfg);
+  cfg.trace = p;
+  const char *out = tt_path("dump-crafted");
+  cfg.dump_dir = out;
+  bh_replay_summary_t s;
+  replay(&cfg, &s);
+  assert_string_equal(s.layout, "machine");
+  assert_string_equal(s.start_state, "kpageflags");
+  char path[512];
+  char *bi = dump(a, bh_dump_buddyinfo), *pi = dump(a, bh_dump_pagetypeinfo);
+  snprintf(path, sizeof(path), "%s/buddyinfo", out);
+  expect_file(path, bi, "buddyinfo");
+  snprintf(path, sizeof(path), "%s/pagetypeinfo", out);
+  expect_file(path, pi, "pagetypeinfo");
+  /* the end snapshot is the same state: no prediction error */
+  assert_true(s.fidelity.present);
+  assert_true(s.fidelity.free_order_error == 0);
+  assert_true(s.fidelity.pageblock_error == 0);
+  assert_int_equal(s.fidelity.predicted_free_pages, s.fidelity.recorded_free_pages);
+  /* a second dump into the same directory would overwrite: refused */
+  bh_replay_summary_t s2;
+  char err[512];
+  assert_int_equal(bh_replay_run(&cfg, &s2, err, sizeof(err)), BH_EINVAL);
+  assert_non_null(strstr(err, "exists already"));
+  static const char *const files[] = {"buddyinfo", "pagetypeinfo", "zoneinfo", "vmstat"};
+  for (int i = 0; i < 4; i++) {
+    snprintf(path, sizeof(path), "%s/%s", out, files[i]);
+    unlink(path);
+  }
+  rmdir(out);
+  free(bi);
+  free(pi);
+  free(desc);
+  bh_arena_destroy(a);
+}
+
+/* The real-guest interface: --start DIR of a 6.1 guest's files, from its counts alone. */
+static void test_guest_dir(void **state) {
+  (void)state;
+  const char *p = write_trace("none.bht", NULL, "# buddyhint-trace 1\n");
+  bh_replay_config_t cfg;
+  bh_replay_config_init(&cfg);
+  cfg.trace = p;
+  cfg.start_dir = MDATA "/guest61";
+  cfg.end_dir = MDATA "/guest61";
+  const char *out = tt_path("dump-guest");
+  cfg.dump_dir = out;
+  bh_replay_summary_t s;
+  replay(&cfg, &s);
+  assert_string_equal(s.layout, "machine");
+  assert_string_equal(s.start_state, "counts");
+  assert_int_equal(s.start_unplaced_blocks, 0);
+  assert_int_equal(s.nr_cpus, 2);
+  char path[512], *want;
+  snprintf(path, sizeof(path), "%s/buddyinfo", out);
+  expect_file(path, want = slurp(MDATA "/guest61/buddyinfo"), "the guest's buddyinfo");
+  free(want);
+  snprintf(path, sizeof(path), "%s/pagetypeinfo", out);
+  expect_file(path, want = slurp(MDATA "/guest61/pagetypeinfo"), "the guest's pagetypeinfo");
+  free(want);
+  assert_true(s.fidelity.present && s.fidelity.free_order_error == 0);
+  static const char *const files[] = {"buddyinfo", "pagetypeinfo", "zoneinfo", "vmstat"};
+  for (int i = 0; i < 4; i++) {
+    snprintf(path, sizeof(path), "%s/%s", out, files[i]);
+    unlink(path);
+  }
+  rmdir(out);
+  /* kpageflags asked for without one: refused with a reason */
+  cfg.dump_dir = NULL;
+  cfg.start = BH_START_KPAGEFLAGS;
+  char err[512];
+  assert_int_equal(bh_replay_run(&cfg, &s, err, sizeof(err)), BH_EINVAL);
+  assert_non_null(strstr(err, "no free map"));
+}
+
+/*
+ * The crafted arena as the start, and a trace that frees memory allocated before it, takes a
+ * free block, and takes an allocated one.
+ */
+static void test_pretrace_and_placement(void **state) {
+  (void)state;
+  bh_arena_t *a = crafted_arena();
+  char *desc = describe(a, false);
+  uint64_t used = UINT64_MAX, freeb = UINT64_MAX, used_pretrace_order3 = UINT64_MAX;
+  for (uint64_t p = 4096; p < a->nr_pages; p++) {
+    const bh__page_t *pg = &a->pages[p];
+    if ((pg->flags & BH__PG_ALLOC) && pg->order == 0 && used == UINT64_MAX)
+      used = p;
+    if ((pg->flags & BH__PG_BUDDY) && pg->order == 0 && freeb == UINT64_MAX)
+      freeb = p;
+    if (used_pretrace_order3 == UINT64_MAX && !(p & 7)) {
+      bool all = true;
+      for (uint64_t i = p; i < p + 8 && all; i++)
+        all = (a->pages[i].flags & BH__PG_ALLOC) && a->pages[i].order == 0;
+      if (all)
+        used_pretrace_order3 = p;
+    }
+  }
+  assert_true(used != UINT64_MAX && freeb != UINT64_MAX && used_pretrace_order3 != UINT64_MAX);
+  char lines[512];
+  snprintf(lines, sizeof(lines),
+           "# buddyhint-trace 1\n"
+           "1000 F %#lx 0 cpu=0\n"                /* allocated before the trace */
+           "2000 F %#lx 3 cpu=0\n"                /* eight pages allocated before, freed as one */
+           "3000 A %#lx 0 cpu=0 gfp=GFP_KERNEL\n" /* a free page */
+           "4000 A %#lx 0 cpu=0 gfp=GFP_KERNEL\n" /* allocated in the start state */
+           "5000 F %#lx 0 cpu=0\n",
+           (unsigned long)used, (unsigned long)used_pretrace_order3, (unsigned long)freeb,
+           (unsigned long)(used + 0x2000000), (unsigned long)freeb);
+  const char *p = write_trace("pretrace.bht", desc, lines);
+  bh_replay_config_t cfg;
+  bh_replay_config_init(&cfg);
+  cfg.trace = p;
+  bh_replay_summary_t s;
+  replay(&cfg, &s);
+  assert_int_equal(s.unknown_frees, 0);
+  assert_int_equal(s.pretrace_frees, 2);
+  assert_int_equal(s.frees, 3);
+  assert_true(s.agreement.present);
+  assert_int_equal(s.agreement.allocs, 2);
+  assert_false(s.fidelity.present); /* no end snapshot */
+  cfg.placement = BH_PLACEMENT_TRACE;
+  replay(&cfg, &s);
+  assert_string_equal(s.placement, "trace");
+  assert_false(s.agreement.present);
+  /* freeb is free: taken itself; used + 32 MiB lies outside the arena: a conflict */
+  assert_int_equal(s.placement_conflicts, 1);
+  assert_int_equal(s.unknown_frees, 0);
+  /* without the layout, the same frees are unknown */
+  cfg.placement = BH_PLACEMENT_ALLOCATOR;
+  cfg.layout = BH_LAYOUT_DEFAULT;
+  replay(&cfg, &s);
+  assert_string_equal(s.layout, "default");
+  assert_string_equal(s.start_state, "empty");
+  assert_int_equal(s.unknown_frees, 2);
+  free(desc);
+  bh_arena_destroy(a);
+}
+
+/* Two allocated order-0 pages of one Movable pageblock, lo < hi, that the start state holds
+ * allocated: the pages a trace that allocates them first finds on a pcp list. */
+static void two_movable_used(bh_arena_t *a, uint64_t *lo, uint64_t *hi) {
+  *lo = *hi = UINT64_MAX;
+  for (uint64_t b = 1; b < a->nr_pages >> a->pb_order && *hi == UINT64_MAX; b++) {
+    if ((a->pageblock[b] & 7) != BH_MT_MOVABLE)
+      continue;
+    *lo = UINT64_MAX;
+    for (uint64_t p = b << a->pb_order; p < (b + 1) << a->pb_order; p++) {
+      const bh__page_t *pg = &a->pages[p];
+      if (!(pg->flags & BH__PG_ALLOC) || pg->order != 0)
+        continue;
+      if (*lo == UINT64_MAX) {
+        *lo = p;
+      } else {
+        *hi = p;
+        break;
+      }
+    }
+  }
+  assert_true(*lo != UINT64_MAX && *hi != UINT64_MAX);
+}
+
+/*
+ * The pcp lists' order at the start, from the trace: the kernel takes a list's head
+ * (__rmqueue_pcplist, mm/page_alloc.c:2999-3001 in 6.12), so pages that a CPU allocates first
+ * were on its list in the order it took them.  Taken in the opposite of pfn order, both are
+ * the kernel's pfn (with the lists in pfn order the first would take lo, a miss where the
+ * kernel's block was one deeper on the same list, and the second a miss on a block the arena
+ * had already handed out).  Then lo, freed on CPU 1, goes to CPU 1's list
+ * (free_unref_page_commit, mm/page_alloc.c:2622), and CPU 0's allocation of it is a miss whose
+ * cause is a block on another CPU's list, the first miss of that list.
+ */
+static void test_start_pcp_order(void **state) {
+  (void)state;
+  bh_arena_t *a = crafted_arena();
+  char *desc = describe(a, false);
+  uint64_t lo, hi;
+  two_movable_used(a, &lo, &hi);
+  char lines[512];
+  snprintf(lines, sizeof(lines),
+           "# buddyhint-trace 1\n"
+           "1000 A %#lx 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n"
+           "2000 A %#lx 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n"
+           "3000 F %#lx 0 cpu=1\n"
+           "4000 A %#lx 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n",
+           (unsigned long)hi, (unsigned long)lo, (unsigned long)lo, (unsigned long)lo);
+  const char *p = write_trace("pcporder.bht", desc, lines);
+  bh_replay_config_t cfg;
+  bh_replay_config_init(&cfg);
+  cfg.trace = p;
+  bh_replay_summary_t s;
+  replay(&cfg, &s);
+  assert_int_equal(s.start_pcp_pages, 2);
+  assert_true(s.agreement.present);
+  assert_int_equal(s.agreement.allocs, 3);
+  assert_int_equal(s.agreement.same, 2);
+  assert_int_equal(s.agreement.miss_where[BH_WHERE_PCP_OTHER_CPU], 1);
+  assert_int_equal(s.agreement.first_miss_where[BH_WHERE_PCP_OTHER_CPU], 1);
+  uint64_t misses = 0;
+  for (int i = 0; i < BH_WHERE_NR; i++)
+    misses += s.agreement.miss_where[i];
+  assert_int_equal(misses, 1);
+  free(desc);
+  bh_arena_destroy(a);
+}
+
+/* A trace recorded before descriptions existed (version 1): the default layout, an empty
+ * start, no fidelity; with --start DIR the machine's layout and a counts start. */
+static void test_old_trace(void **state) {
+  (void)state;
+  bh_replay_config_t cfg;
+  bh_replay_config_init(&cfg);
+  cfg.trace = BH_SOURCE_DIR "/tests/trace/data/v1-real-thp-256M.bht.zst";
+  bh_replay_summary_t s;
+  replay(&cfg, &s);
+  assert_string_equal(s.layout, "default");
+  assert_string_equal(s.start_state, "empty");
+  assert_false(s.fidelity.present);
+  assert_false(s.agreement.present);
+  assert_true(s.unknown_frees > 0);
+  cfg.layout = BH_LAYOUT_TRACE;
+  char err[512];
+  assert_int_equal(bh_replay_run(&cfg, &s, err, sizeof(err)), BH_EINVAL);
+  assert_non_null(strstr(err, "has no machine description"));
+  cfg.layout = BH_LAYOUT_AUTO;
+  cfg.start_dir = MDATA "/host";
+  replay(&cfg, &s);
+  assert_string_equal(s.layout, "machine");
+  assert_string_equal(s.start_state, "counts");
+}
+
+/* Whether the test's kernel had reported the free block at pfn of order: every other one. */
+static bool was_reported(uint64_t pfn, unsigned order) { return (pfn >> order) & 1; }
+
+/* Reported at the end of 60 s idle with bubble: every block of the reporting order and above
+ * outside DMA (pfn 4096 on), and whatever started reported. */
+static bool end_reported(uint64_t pfn, unsigned order, bool with_r) {
+  return (pfn >= 4096 && order >= 9) || (with_r && was_reported(pfn, order));
+}
+
+/* A free map's "reported" line and R lines for a's free blocks that start reported (end: that
+ * end reported), malloc'd. */
+static char *r_lines(bh_arena_t *a, bool end, bool with_r) {
+  char *r = NULL;
+  size_t n = 0;
+  FILE *f = open_memstream(&r, &n);
+  uint64_t last = 0, nr = 0;
+  for (int pass = 0; pass < 2; pass++)
+    for (uint64_t p = 0; p < a->nr_pages; p++) {
+      if (!(a->pages[p].flags & BH__PG_BUDDY))
+        continue;
+      unsigned o = a->pages[p].order;
+      if (end ? !end_reported(p, o, with_r) : !(with_r && was_reported(p, o)))
+        continue;
+      if (!pass) {
+        nr++;
+        continue;
+      }
+      fprintf(f, "R %lu %u\n", (unsigned long)(p - last), o);
+      last = p + (1ull << o);
+    }
+  fclose(f);
+  char *out = NULL;
+  f = open_memstream(&out, &n);
+  fprintf(f, "reported %lu\n%s", (unsigned long)nr, r);
+  fclose(f);
+  free(r);
+  return out;
+}
+
+/*
+ * Runs the bubble strategy for 60 s on a nearly idle machine started from a's free blocks, with R
+ * lines for the was_reported() ones if with_r, and an end snapshot whose R lines are the
+ * end_reported() ones.  Returns how many blocks it reported, asserting each is one of a's
+ * free blocks, reported once; *again: how many of them was_reported().
+ */
+static uint64_t bubble_from(bh_arena_t *a, bool with_r, uint64_t *again, bh_replay_summary_t *s) {
+  char *r = r_lines(a, false, with_r), *er = r_lines(a, true, with_r);
+  char *desc = describe_with(a, true, r, er);
+  /* 60 s of trace, idle but for one page of DMA32 taken at the start and given back at the
+   * end (where the end snapshot is compared): ~16 passes report an idle machine
+   * (page_reporting.c) */
+  uint64_t x = 4096;
+  while (!(a->pages[x].flags & BH__PG_BUDDY) || a->pages[x].order || was_reported(x, 0))
+    x++;
+  char lines[256];
+  snprintf(lines, sizeof(lines),
+           "# buddyhint-trace 1\n1000 A %#lx 0 cpu=0 gfp=GFP_KERNEL\n60000001000 F %#lx 0 cpu=0\n",
+           (unsigned long)x, (unsigned long)x);
+  const char *path = write_trace(with_r ? "reported.bht" : "unreported.bht", desc, lines);
+  bh_replay_config_t cfg;
+  bh_replay_config_init(&cfg);
+  cfg.trace = path;
+  cfg.arena.backing = BH_BACKING_SIM;
+  cfg.hint.strategy = "bubble";
+  cfg.placement = BH_PLACEMENT_TRACE; /* the page the trace names */
+  cfg.idle_ns = 0;
+  char *csv = NULL, err[512] = "";
+  size_t csvn = 0;
+  cfg.reports = open_memstream(&csv, &csvn);
+  if (bh_replay_run(&cfg, s, err, sizeof(err)))
+    fail_msg("replay: %s", err);
+  fclose(cfg.reports);
+  assert_int_equal(s->check_violations, 0);
+  assert_string_equal(s->start_state, "kpageflags");
+  uint8_t *seen = calloc(a->nr_pages, 1);
+  uint64_t blocks = 0;
+  *again = 0;
+  for (char *l = strchr(csv, '\n'); l && l[1]; l = strchr(l + 1, '\n')) {
+    unsigned long pfn;
+    unsigned order;
+    double t;
+    assert_int_equal(sscanf(l + 1, "%lf,%lu,%u", &t, &pfn, &order), 3);
+    assert_true(pfn < a->nr_pages);
+    assert_int_equal(seen[pfn]++, 0); /* nothing is allocated: each block once */
+    assert_true(a->pages[pfn].flags & BH__PG_BUDDY);
+    assert_int_equal(a->pages[pfn].order, order);
+    blocks++;
+    *again += was_reported(pfn, order);
+  }
+  free(seen);
+  free(csv);
+  free(r);
+  free(er);
+  free(desc);
+  return blocks;
+}
+
+/*
+ * A start snapshot whose free map says which blocks the guest had reported: they start with
+ * PageReported, and the kernel's reporting skips them (mm/page_reporting.c:186, "if
+ * (PageReported(page)) continue;"), so only the others are reported, each once.  The zones
+ * below low watermark + 32 << order free are skipped (mm/page_reporting.c:276): DMA here.
+ * Without the R lines every block is reported, the marked ones included.
+ */
+static void test_start_reported(void **state) {
+  (void)state;
+  bh_arena_t *a = tt_sim_arena(16, 240, 256);
+  tt_churn(a, 7, 3000, 2000); /* blocks of orders 9 and 10 among smaller ones */
+  bh_drain_pcp(a);
+  uint64_t marked = 0, eligible = 0, eligible_marked = 0, pbo = a->pb_order;
+  for (uint64_t p = 0; p < a->nr_pages; p++) {
+    if (!(a->pages[p].flags & BH__PG_BUDDY))
+      continue;
+    unsigned o = a->pages[p].order;
+    marked += was_reported(p, o);
+    if (o >= pbo && p >= 4096) { /* DMA32 and Normal, the reporting order and above */
+      eligible++;
+      eligible_marked += was_reported(p, o);
+    }
+  }
+  assert_true(eligible_marked > 0 && eligible_marked < eligible);
+  bh_replay_summary_t s;
+  uint64_t again;
+  uint64_t n = bubble_from(a, true, &again, &s);
+  print_message("start reported: %lu of %lu eligible blocks marked; %lu reported\n",
+                (unsigned long)eligible_marked, (unsigned long)eligible, (unsigned long)n);
+  assert_int_equal(s.start_reported_blocks, marked);
+  assert_int_equal(s.start_reported_missed, 0);
+  assert_int_equal(again, 0);
+  assert_int_equal(n, eligible - eligible_marked);
+  /* at the end the arena's reported blocks are the end snapshot's */
+  assert_true(s.fidelity.reported_present);
+  assert_int_equal(s.fidelity.reported_recorded, marked + eligible - eligible_marked);
+  assert_int_equal(s.fidelity.reported_predicted, s.fidelity.reported_recorded);
+  assert_int_equal(s.fidelity.reported_matched, s.fidelity.reported_recorded);
+  n = bubble_from(a, false, &again, &s);
+  assert_int_equal(s.start_reported_blocks, 0);
+  assert_int_equal(again, eligible_marked);
+  assert_int_equal(n, eligible);
+  assert_int_equal(s.fidelity.reported_recorded, eligible);
+  assert_int_equal(s.fidelity.reported_matched, eligible);
+  bh_arena_destroy(a);
+}
+
+/*
+ * The start's reported blocks wait at the tail of their free lists, where
+ * page_reporting_drain() put them back (__putback_isolated_page, mm/page_reporting.c:120),
+ * and allocation takes a list's head (get_page_from_free_area, mm/page_alloc.c:743, from
+ * __rmqueue_smallest, mm/page_alloc.c:1641): an order-10 allocation takes the one unreported
+ * block, the highest of its zone, and refaults nothing, though the lowest blocks are first in
+ * pfn order.
+ */
+/* The tail test's machine: an arena whose Normal zone's order-10 free blocks below the highest
+ * one are reported in its free map, and a trace of one order-10 allocation at the highest.
+ * Sets *nr to the reported blocks and returns the trace's path. */
+static const char *reported_tail_trace(bh_arena_t **out, uint64_t *nr_out) {
+  bh_arena_t *a = tt_sim_arena(16, 240, 256);
+  bh_drain_pcp(a);
+  bh_zone_info_t zn;
+  for (int i = 0; i < bh_zone_count(a); i++) {
+    bh_zone_info(a, i, &zn);
+    if (zn.type == BH_ZONE_NORMAL)
+      break;
+  }
+  assert_int_equal(zn.type, BH_ZONE_NORMAL);
+  uint64_t lo = zn.start_pfn, hi = zn.start_pfn + zn.spanned_pages, top = 0, nr = 0;
+  for (uint64_t p = lo; p < hi; p++)
+    if ((a->pages[p].flags & BH__PG_BUDDY) && a->pages[p].order == 10)
+      top = p;
+  char *r = NULL, *desc;
+  size_t n = 0;
+  FILE *f = open_memstream(&r, &n);
+  uint64_t last = 0;
+  for (uint64_t p = lo; p < top; p++)
+    if ((a->pages[p].flags & BH__PG_BUDDY) && a->pages[p].order == 10) {
+      fprintf(f, "R %lu 10\n", (unsigned long)(p - last));
+      last = p + 1024;
+      nr++;
+    }
+  fprintf(f, "reported %lu\n", (unsigned long)nr);
+  fclose(f);
+  assert_true(nr >= 32);
+  desc = describe_with(a, false, r, NULL);
+  char lines[256];
+  snprintf(lines, sizeof(lines),
+           "# buddyhint-trace 1\n1000 A %#lx 10 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n",
+           (unsigned long)top);
+  const char *path = write_trace("tail.bht", desc, lines);
+  free(r);
+  free(desc);
+  *out = a;
+  *nr_out = nr;
+  return path;
+}
+
+static int replay_strategy(const char *trace, const char *strategy, bh_replay_summary_t *s) {
+  bh_replay_config_t rc;
+  bh_replay_config_init(&rc);
+  rc.trace = trace;
+  rc.arena.backing = BH_BACKING_SIM;
+  rc.hint.strategy = strategy;
+  rc.idle_ns = 0;
+  char err[512] = "";
+  int ret = bh_replay_run(&rc, s, err, sizeof(err));
+  if (ret)
+    fail_msg("replay with %s: %s", strategy, err);
+  return ret;
+}
+
+static void test_start_reported_tail(void **state) {
+  (void)state;
+  bh_arena_t *a;
+  uint64_t nr;
+  const char *trace = reported_tail_trace(&a, &nr);
+  bh_replay_summary_t s;
+  replay_strategy(trace, "bubble", &s);
+  assert_int_equal(s.check_violations, 0);
+  assert_string_equal(s.placement, "allocator");
+  assert_int_equal(s.start_reported_blocks, nr);
+  assert_int_equal(s.refaults, 0);
+  assert_true(s.agreement.present);
+  assert_int_equal(s.agreement.allocs, 1);
+  assert_int_equal(s.agreement.same, 1); /* the kernel's choice: the unreported block */
+  bh_arena_destroy(a);
+}
+
+/* A user's strategy that keeps PageReported: it reports nothing, it only says so. */
+static int keeper_create(bh_hint_t *h, const bh_opt_t *o, size_t n, void **st) {
+  (void)o, (void)n;
+  bh_hint_set_orders(h, UINT8_MAX, UINT8_MAX);
+  *st = h;
+  return 0;
+}
+static void keeper_destroy(void *st) { (void)st; }
+static uint64_t keeper_step(void *st, uint64_t now) {
+  (void)st, (void)now;
+  return BH_HINT_IDLE;
+}
+
+/*
+ * Which strategies start with the machine's reported blocks is their capability
+ * (BH_STRATEGY_PAGE_REPORTED), not their name: bubble and adaptive keep PageReported as
+ * mm/page_reporting.c does, a user's strategy may say it does, and bitmap hinting or no
+ * hinting start with none reported (their guest would not have set the flag).
+ */
+static void test_start_reported_capability(void **state) {
+  (void)state;
+  static const bh_strategy_ops_t keeper = {.name = "test-keeper",
+                                           .summary = "keeps PageReported, reports nothing",
+                                           .create = keeper_create,
+                                           .destroy = keeper_destroy,
+                                           .step = keeper_step,
+                                           .flags = BH_STRATEGY_PAGE_REPORTED};
+  int reg = bh_strategy_register(&keeper);
+  assert_true(reg == 0 || reg == BH_EBUSY);
+  bh_arena_t *a;
+  uint64_t nr;
+  const char *trace = reported_tail_trace(&a, &nr);
+  static const struct {
+    const char *strategy;
+    bool starts_reported;
+  } cases[] = {{"bubble", true},
+               {"adaptive", true},
+               {"test-keeper", true},
+               {"bitmap", false},
+               {"none", false}};
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    bh_replay_summary_t s;
+    replay_strategy(trace, cases[i].strategy, &s);
+    print_message("%-12s start_reported_blocks %lu refaults %lu\n", cases[i].strategy,
+                  (unsigned long)s.start_reported_blocks, (unsigned long)s.refaults);
+    assert_int_equal(s.check_violations, 0);
+    assert_int_equal(s.start_reported_blocks, cases[i].starts_reported ? nr : 0);
+    assert_int_equal(s.start_reported_missed, 0);
+    /* the marked blocks wait at the list tail: the allocation takes the unmarked head */
+    if (cases[i].starts_reported)
+      assert_int_equal(s.agreement.same, 1);
+    assert_int_equal(s.refaults, 0);
+  }
+  bh_arena_destroy(a);
+}
+
+/* The pcp pages of a dump's zoneinfo: its "count:" lines summed. */
+static long zoneinfo_pcp(const char *dir) {
+  char path[512];
+  snprintf(path, sizeof(path), "%s/zoneinfo", dir);
+  char *zi = slurp(path);
+  long sum = 0;
+  for (const char *q = zi; (q = strstr(q, "count:")); q += 6)
+    sum += strtol(q + 6, NULL, 10);
+  free(zi);
+  return sum;
+}
+
+/* Native text lines into a version 3 trace of format fmt with desc, the pcp events kept. */
+static const char *write_trace3(const char *name, int fmt, const char *desc, const char *lines) {
+  const char *p = tt_path(name);
+  bh_trace_writer_t *w;
+  assert_int_equal(bh_trace_writer_open2(p, fmt, BH_TRACE_COMP_NONE, desc, &w), 0);
+  assert_int_equal(bh_trace_writer_pcp_events(w), 0);
+  bh_trace_opts_t o = {.pcp_events = true};
+  bh_trace_t *t;
+  assert_int_equal(bh_trace_open(tt_write_str("lines3.txt", lines), &o, &t), 0);
+  bh_event_t ev;
+  while (bh_trace_next(t, &ev) == 1)
+    assert_int_equal(bh_trace_write(w, &ev), 0);
+  bh_trace_close(t);
+  assert_int_equal(bh_trace_writer_close(w), 0);
+  return p;
+}
+
+/* A --placement trace replay of path, its end state dumped into a new directory dir. */
+static long replay_pcp(const char *path, const char *dir, bh_replay_summary_t *s) {
+  bh_replay_config_t cfg;
+  bh_replay_config_init(&cfg);
+  cfg.trace = path;
+  cfg.placement = BH_PLACEMENT_TRACE;
+  cfg.dump_dir = tt_path(dir);
+  replay(&cfg, s);
+  return zoneinfo_pcp(cfg.dump_dir);
+}
+
+/*
+ * --placement trace with the pcp events: a refill (mm_page_alloc_zone_locked, percpu_refill=1)
+ * moves the block from the free lists to the CPU's pcp list, a drain (mm_page_pcpu_drain) back;
+ * an event whose block is not where it says is counted, not applied; a zone_locked event
+ * without percpu_refill needs nothing; an allocation takes a refilled block from the pcp list
+ * (no placement conflict).  At the end the pcp lists hold the freed block and the refilled one
+ * nobody allocated: one page more than the same page events leave without the pcp events.
+ * Read from native text (the first pass keeps the events for the second) and binary.
+ */
+static void test_pcp_events(void **state) {
+  (void)state;
+  bh_arena_t *a = crafted_arena();
+  char *desc = describe(a, false);
+  uint64_t fb[2] = {UINT64_MAX, UINT64_MAX};
+  int k = 0;
+  for (uint64_t p = 4096; p < a->nr_pages && k < 2; p++)
+    if ((a->pages[p].flags & BH__PG_BUDDY) && a->pages[p].order == 0 &&
+        bh__pb_mt(a, p) < BH_MT_PCPTYPES)
+      fb[k++] = p;
+  assert_int_equal(k, 2);
+  unsigned long f0 = (unsigned long)fb[0], f1 = (unsigned long)fb[1];
+  char lines[1024];
+  snprintf(lines, sizeof(lines),
+           "# buddyhint-trace 3\n"
+           "1000 Z %#lx 0 cpu=0 mt=1 refill=1\n" /* refill: applied */
+           "2000 D %#lx 0 cpu=0 mt=1\n"          /* drain: applied */
+           "3000 D %#lx 0 cpu=0 mt=1\n"          /* not on a pcp list: missed */
+           "4000 Z %#lx 0 cpu=1 mt=1 refill=0\n" /* direct */
+           "5000 Z %#lx 0 cpu=1 mt=1 refill=1\n" /* refill: applied */
+           "6000 A %#lx 0 cpu=1 mt=1 gfp=GFP_HIGHUSER_MOVABLE\n"
+           "7000 F %#lx 0 cpu=1\n"
+           "8000 Z %#lx 0 cpu=0 mt=1 refill=1\n", /* refill: applied, never allocated */
+           f0, f0, f0, f0, f0, f0, f0, f1);
+  char *paths[2]; /* tt_path's buffers are reused */
+  paths[0] = strdup(write_trace3("pcp3.txt", BH_TRACE_NATIVE_TEXT, desc, lines));
+  paths[1] = strdup(write_trace3("pcp3.bht", BH_TRACE_NATIVE_BINARY, desc, lines));
+  bh_replay_summary_t s;
+  long with[2];
+  for (int i = 0; i < 2; i++) {
+    with[i] = replay_pcp(paths[i], i ? "dump-pcp-bin" : "dump-pcp-txt", &s);
+    assert_int_equal(s.pcp_events_applied, 4);
+    assert_int_equal(s.pcp_events_missed, 1);
+    assert_int_equal(s.pcp_events_direct, 1);
+    assert_int_equal(s.pcp_drains_missed, 1);
+    assert_int_equal(s.placement_conflicts, 0);
+    assert_int_equal(s.allocs, 1);
+    assert_int_equal(s.frees, 1);
+  }
+  assert_int_equal(with[0], with[1]);
+  /* the page events alone (a version 2 trace: its reader skipped the pcp lines) */
+  char *v2 = strdup(write_trace("pcp2.bht", desc, lines));
+  long without = replay_pcp(v2, "dump-pcp-v2", &s);
+  free(v2);
+  assert_int_equal(s.pcp_events_applied + s.pcp_events_missed + s.pcp_events_direct, 0);
+  assert_int_equal(with[1], without + 1);
+  /* allocator placement does not read them */
+  bh_replay_config_t cfg;
+  bh_replay_config_init(&cfg);
+  cfg.trace = paths[1];
+  replay(&cfg, &s);
+  assert_int_equal(s.pcp_events_applied + s.pcp_events_missed + s.pcp_events_direct, 0);
+  free(paths[0]);
+  free(paths[1]);
+  free(desc);
+  bh_arena_destroy(a);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_crafted_snapshot),
+      cmocka_unit_test(test_guest_dir),
+      cmocka_unit_test(test_pretrace_and_placement),
+      cmocka_unit_test(test_old_trace),
+      cmocka_unit_test(test_start_reported),
+      cmocka_unit_test(test_start_reported_tail),
+      cmocka_unit_test(test_start_reported_capability),
+      cmocka_unit_test(test_pcp_events),
+      cmocka_unit_test(test_start_pcp_order),
+  };
+  return cmocka_run_group_tests(tests, tt_setup, tt_teardown);
+}

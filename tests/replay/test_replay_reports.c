@@ -1,0 +1,113 @@
+/*
+ * bh_replay_config_t.reports (`replay --reports FILE`): one CSV line per reported block,
+ * time_s on the trace's own clock.
+ *
+ * The trace starts at 1000 s: an order-10 block is allocated and freed at 1000.5 s, and an
+ * order-0 page stays allocated.  Bubble (free page reporting) must then report the free blocks
+ * of order >= 9 of a 256 MiB arena (DMA32 passes the check of low watermark + 32 << 9 pages,
+ * mm/page_reporting.c:269), the first pass PAGE_REPORTING_DELAY (2 s, mm/page_reporting.c:50)
+ * after the initial request that registering the device makes (mm/page_reporting.c:386), i.e.
+ * at 1002 s on the trace's clock, where the virtual clock starts with the first event; the
+ * blocks add up to the summary's reported_bytes, each aligned to its order and inside the
+ * arena, none twice (nothing is allocated after the reports).
+ */
+#include "trace/trace_test_util.h"
+
+#include <buddyhint/replay.h>
+
+static const char trace_text[] = "# buddyhint-trace 1\n"
+                                 "1000000000000 A 0x10000 10 gfp=GFP_HIGHUSER_MOVABLE\n"
+                                 "1000500000000 F 0x10000 10\n"
+                                 "1001000000000 A 0x20000 0 gfp=GFP_KERNEL\n";
+
+typedef struct row {
+  double t;
+  unsigned long pfn;
+  unsigned order;
+} row_t;
+
+/* Replays the trace with strategy into a reports file; returns the rows (n of them). */
+static row_t *replay_reports(const char *strategy, bh_replay_summary_t *s, size_t *n) {
+  const char *trace = tt_write_str("reports.txt", trace_text);
+  const char *csv = tt_path("reports.csv");
+  FILE *f = fopen(csv, "w");
+  assert_non_null(f);
+  bh_replay_config_t cfg;
+  bh_replay_config_init(&cfg);
+  cfg.trace = trace;
+  cfg.arena.backing = BH_BACKING_SIM;
+  cfg.memory_bytes = 256ull << 20;
+  cfg.idle_ns = 30 * BH_NS_PER_SEC;
+  cfg.hint.strategy = strategy;
+  cfg.reports = f;
+  char err[512] = "";
+  int rc = bh_replay_run(&cfg, s, err, sizeof(err));
+  if (rc)
+    fail_msg("replay: %s", err);
+  assert_int_equal(fclose(f), 0);
+
+  f = fopen(csv, "r");
+  assert_non_null(f);
+  char line[256];
+  assert_non_null(fgets(line, sizeof(line), f));
+  assert_string_equal(line, "time_s,pfn,order\n");
+  size_t cap = 1024;
+  row_t *rows = malloc(cap * sizeof(*rows));
+  assert_non_null(rows);
+  *n = 0;
+  while (fgets(line, sizeof(line), f)) {
+    assert_true(*n < cap);
+    row_t *r = &rows[*n];
+    char tail;
+    if (sscanf(line, "%lf,%lu,%u%c", &r->t, &r->pfn, &r->order, &tail) != 4 || tail != '\n')
+      fail_msg("bad line: %s", line);
+    (*n)++;
+  }
+  fclose(f);
+  return rows;
+}
+
+static void test_bubble_reports(void **state) {
+  (void)state;
+  bh_replay_summary_t s;
+  size_t n;
+  row_t *rows = replay_reports("bubble", &s, &n);
+  assert_true(n > 0);
+  assert_true(s.reported_bytes > 0);
+  /* the first pass: 2 s after the start of the trace's clock, in its own seconds */
+  if (!(rows[0].t > 1002.0 - 1e-6 && rows[0].t < 1002.0 + 1e-6))
+    fail_msg("first report at %.6f, expected 1002.000000", rows[0].t);
+  uint64_t bytes = 0, pages = s.memory_bytes / 4096;
+  for (size_t i = 0; i < n; i++) {
+    assert_true(rows[i].t >= rows[0].t);
+    assert_true(rows[i].t <= 1001.0 + 30.0 + 1e-6); /* within the idle time */
+    if (i)
+      assert_true(rows[i].t >= rows[i - 1].t);
+    assert_true(rows[i].order >= 9 && rows[i].order <= 10); /* page_reporting_order 9 */
+    assert_int_equal(rows[i].pfn % (1ul << rows[i].order), 0);
+    assert_true(rows[i].pfn + (1ul << rows[i].order) <= pages);
+    for (size_t j = 0; j < i; j++)
+      assert_false(rows[j].pfn == rows[i].pfn);
+    bytes += 4096ull << rows[i].order;
+  }
+  assert_int_equal(bytes, s.reported_bytes);
+  free(rows);
+}
+
+static void test_none_reports_nothing(void **state) {
+  (void)state;
+  bh_replay_summary_t s;
+  size_t n;
+  row_t *rows = replay_reports("none", &s, &n);
+  assert_int_equal(n, 0);
+  assert_int_equal(s.reported_bytes, 0);
+  free(rows);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_bubble_reports),
+      cmocka_unit_test(test_none_reports_nothing),
+  };
+  return cmocka_run_group_tests(tests, tt_setup, tt_teardown);
+}
