@@ -8,7 +8,9 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -131,13 +133,15 @@ static int read_flags(const char *path, uint64_t npfn, uint64_t **out, uint64_t 
 /*
  * A kpageflags copied into a snapshot folder must hold one u64 for every page frame the
  * layout reaches: an empty, cut or padded copy would otherwise become a start state with no
- * free page in what is missing.  Only a regular file is checked (/proc/kpageflags itself has
- * no size, and ends where the kernel's max_pfn does).
+ * free page in what is missing.  Only a regular file outside procfs is checked
+ * (/proc/kpageflags itself has a size of 0, and ends where the kernel's max_pfn does).
  */
 static int check_flags_file(const char *path, uint64_t npfn, char *err, size_t errlen) {
   struct stat st;
-  if (stat(path, &st) || !S_ISREG(st.st_mode))
-    return 0; /* read_flags says why it cannot be read, if it cannot */
+  struct statfs fs;
+  if (stat(path, &st) || !S_ISREG(st.st_mode) || statfs(path, &fs) ||
+      fs.f_type == PROC_SUPER_MAGIC)
+    return 0; /* read_flags says why it cannot be read, if it cannot; /proc's has no size */
   uint64_t size = (uint64_t)st.st_size;
   if (size % 8)
     return bh__machine_fail(err, errlen, BH_EFORMAT,
