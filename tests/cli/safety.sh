@@ -420,6 +420,16 @@ row merge-manifest-duplicate-id 2 'job 2 of the "jobs" list has the id of an ear
    '{\"id\": \"0123456789abcdef\", \"coords\": [\"t\", \"none\", \"none\"], \"trace\": \"t.bht\", \"args\": []}' >d/sweep.json &&
    \$BH merge d -o d.csv; r=\$?; rm -rf d; exit \$r"
 
+# ---- 26. two starts at once of one sweep on a new folder: neither is refused ----
+# (40 pairs of `sweep --engine parallel --dry-run`, which only writes the folder: before, 18
+# of 40 pairs had one start refused with "has files but no sweep.json")
+row sweep-concurrent-first-starts 0 '' \
+  "printf 'traces: [t.bht]\\nstrategies: [none, bubble]\\noptions: {backing: sim}\\n' >c.yaml && n=0
+   for k in \$(seq 1 40); do rm -rf c
+     \$BH sweep c.yaml -o c --engine parallel --dry-run >/dev/null 2>c1.err & \$BH sweep c.yaml -o c --engine parallel --dry-run >/dev/null 2>c2.err; wait
+     grep -h 'has files but no sweep.json' c1.err c2.err >&2 && n=\$((n + 1))
+   done; rm -rf c c.yaml c1.err c2.err; exit \$n"
+
 # ---- 15. timestamps going backwards are counted ----
 row replay-time-reversals 0 '' \
   "\$BH replay reversed.txt --backing sim --quiet --json - | grep -q '\"time_reversals\": 1,'"

@@ -528,12 +528,20 @@ int bh_sweep_write_new(const char *path, const char *text, size_t len) {
   return 0;
 }
 
+/* A manifest another start of the same sweep is writing (bh_sweep_prepare's temporary name,
+ * sweep.json.PID.tmp): two starts at once on a new folder are not "a folder with files". */
+static bool manifest_tmp(const char *name) {
+  size_t n = strlen(name);
+  return !strncmp(name, "sweep.json.", 11) && n > 15 && !strcmp(name + n - 4, ".tmp") &&
+         strspn(name + 11, "0123456789") == n - 15;
+}
+
 static bool dir_empty(const char *dir) {
   DIR *d = opendir(dir);
   struct dirent *e;
   bool empty = true;
   while (d && empty && (e = readdir(d)))
-    empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
+    empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || manifest_tmp(e->d_name);
   if (d)
     closedir(d);
   return empty;
@@ -570,7 +578,10 @@ int bh_sweep_prepare(const bh_sweep_t *s, const char *dir) {
     return BH_ENOMEM;
   size_t len = strlen(text);
   int r = 0;
-  if (!access(path, F_OK)) {
+  bool have = !access(path, F_OK), empty = have || dir_empty(dir);
+  if (!have && !empty && !access(path, F_OK))
+    have = true; /* another start of this sweep wrote it meanwhile */
+  if (have) {
     bh_sweep_t *old;
     if (bh_sweep_load(dir, &old)) {
       free(text);
@@ -590,7 +601,7 @@ int bh_sweep_prepare(const bh_sweep_t *s, const char *dir) {
               s->njobs);
     }
     bh_sweep_free(old);
-  } else if (!dir_empty(dir)) {
+  } else if (!empty) {
     fprintf(stderr, "buddyhint sweep: %s has files but no sweep.json; give a new or empty folder\n",
             dir);
     r = BH_EBUSY;
