@@ -139,8 +139,7 @@ static int read_flags(const char *path, uint64_t npfn, uint64_t **out, uint64_t 
 static int check_flags_file(const char *path, uint64_t npfn, char *err, size_t errlen) {
   struct stat st;
   struct statfs fs;
-  if (stat(path, &st) || !S_ISREG(st.st_mode) || statfs(path, &fs) ||
-      fs.f_type == PROC_SUPER_MAGIC)
+  if (stat(path, &st) || !S_ISREG(st.st_mode) || statfs(path, &fs) || fs.f_type == PROC_SUPER_MAGIC)
     return 0; /* read_flags says why it cannot be read, if it cannot; /proc's has no size */
   uint64_t size = (uint64_t)st.st_size;
   if (size % 8)
