@@ -192,8 +192,12 @@ typedef struct bh_config {
   unsigned pcp_batch;      /* 0 = Linux's zone_batchsize(); else pages, 1..65535 */
   unsigned pcp_high;       /* 0 = Linux's zone_highsize(); else pages, >= 4*batch */
   bool pcp_thp;            /* pcp lists for pageblock_order too (NR_PCP_THP), default true */
-  bool numa_bind;          /* mbind each node's range to a host node (libnuma), default false */
-  bool debug_checks;       /* extra consistency checks on every call; default false */
+  /* each pcp's high mark tuned as it runs between high_min and high_max (nr_pcp_high,
+   * decay_pcp_high: Linux 6.7+; default true); false: fixed at zone_highsize(), as before 6.7
+   * (Linux 6.1's pageset_update) */
+  bool pcp_high_tuning;
+  bool numa_bind;    /* mbind each node's range to a host node (libnuma), default false */
+  bool debug_checks; /* extra consistency checks on every call; default false */
   /* compaction moves allocated blocks above order 0 whole (>0 order folio compaction, Linux
    * 6.9+; default true); false: order-0 pages only, larger blocks stay (before 6.9) */
   bool compact_large_blocks;
@@ -390,10 +394,16 @@ typedef struct bh_page_run {
   uint64_t pfn, count;
 } bh_page_run_t;
 
-/* A block of 2^order pages at pfn on the pcp list of CPU slot cpu (taken modulo nr_cpus). */
+/*
+ * A block of 2^order pages at pfn on the pcp list of CPU slot cpu (taken modulo nr_cpus).
+ * list: 0, the list of its pageblock's migratetype (where a free puts it); else the list of
+ * migratetype list - 1 (a pcp type: where a request of that type finds it, which can differ
+ * from the pageblock's type if that changed after the block was freed).
+ */
 typedef struct bh_pcp_block {
   uint64_t pfn;
   uint8_t order;
+  uint8_t list;
   uint16_t cpu;
 } bh_pcp_block_t;
 
@@ -518,5 +528,8 @@ BH_API long bh_arena_check(bh_arena_t *arena, FILE *report, unsigned max_reports
 #ifdef __cplusplus
 }
 #endif
+
+/* Regression gates: two runs' figures compared under tolerances (for CI). */
+#include <buddyhint/gate.h>
 
 #endif

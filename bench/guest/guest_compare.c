@@ -17,12 +17,17 @@
  * spread says how good that is.  Host times (RSS samples, discards) are moved onto the trace
  * clock with it.
  *
- * Rounds.  Round r runs from the marker "free r" (the workload frees its memory) to the next
- * "alloc" marker, or to "end"; "before" is everything from the start of the trace to the first
- * free (the guest's initial reporting of its boot-time free memory happens there or later).
- * Per window: the reported blocks, observed (QEMU's discards) and predicted (the replay's
+ * Windows.  The windows cover the whole run, one after another: "before" from the trace's
+ * first event (--trace-start, else the start marker) to the first free (the guest's initial
+ * reporting of its boot-time free memory happens there or later); "round" r from the marker
+ * "free r" (the workload frees its memory) to the next "alloc" marker, or to "end"; "alloc" r
+ * (r >= 2) from "alloc r" to "free r", the allocation phase of a later round (the first one
+ * is in "before"); "after" from "end" to the timeline's last sample (the trace's last event
+ * plus the replay's --idle): what the workload frees when it exits, and the passes that report
+ * it.  Per window: the reported blocks, observed (QEMU's discards) and predicted (the replay's
  * reports), matched as (pfn, order) pairs, each pair counted as often as it occurs in both;
- * recall = matched / observed, precision = matched / predicted.
+ * recall = matched / observed, precision = matched / predicted; and the memory they make up,
+ * observed_mib and predicted_mib.  "all" sums every window.
  *
  * Passes.  Reports less than 0.5 s apart belong to one pass.  Every observed pass is paired
  * with the predicted pass nearest in time; the difference is the timing error.
@@ -221,18 +226,24 @@ typedef struct window {
 
 typedef struct match {
   size_t obs, pred, hits;
+  double obs_mib, pred_mib;
 } match_t;
 
+static double block_mib(const rep_t *r) { return (double)(4096ul << r->order) / 1048576.0; }
+
 static match_t match_window(vec_t *obs, vec_t *pred, double t0, double t1) {
-  match_t m = {0, 0, 0};
+  match_t m = {0, 0, 0, 0, 0};
   for (size_t i = 0; i < pred->n; i++)
-    if (pred->v[i].t >= t0 && pred->v[i].t < t1)
+    if (pred->v[i].t >= t0 && pred->v[i].t < t1) {
       m.pred++;
+      m.pred_mib += block_mib(&pred->v[i]);
+    }
   for (size_t i = 0; i < obs->n; i++) {
     rep_t *o = &obs->v[i];
     if (o->t < t0 || o->t >= t1)
       continue;
     m.obs++;
+    m.obs_mib += block_mib(o);
     for (size_t j = 0; j < pred->n; j++) {
       rep_t *p = &pred->v[j];
       if (p->t >= t0 && p->t < t1 && !p->matched && p->pfn == o->pfn && p->order == o->order) {
@@ -306,7 +317,7 @@ int main(int argc, char **argv) {
   const char *run = argv[1], *reports = argv[2], *timeline = argv[3], *outdir = argv[4];
   const char *label = "guest";
   unsigned long total_pages = 0; /* the arena's, for the predicted pcp pages */
-  double first_event = 0;        /* the timeline's time 0 on the trace clock */
+  double first_event = NAN;      /* the timeline's time 0 on the trace clock */
   const char *dump = NULL;       /* the replay's --dump DIR: its zoneinfo has the arena's pcp */
   for (int i = 5; i + 1 < argc; i++) {
     if (!strcmp(argv[i], "--label"))
@@ -357,8 +368,9 @@ int main(int argc, char **argv) {
     double t, live, resident, discarded, free_pages;
     if (sscanf(line, "%lf,%lf,%lf,%lf,%lf", &t, &live, &resident, &discarded, &free_pages) != 5)
       continue;
-    spush(&res, t + first_event, resident / 1048576.0);
-    spush(&pcp, t + first_event, live / 4096.0 + free_pages); /* pcp = total - this */
+    double t0 = isnan(first_event) ? 0 : first_event;
+    spush(&res, t + t0, resident / 1048576.0);
+    spush(&pcp, t + t0, live / 4096.0 + free_pages); /* pcp = total - this */
   }
   fclose(f);
 
@@ -366,18 +378,27 @@ int main(int argc, char **argv) {
   if (isnan(t_start) || isnan(t_end))
     die("%s: the trace has no start or end marker", run);
 
-  /* windows: before the first free, then one per round */
-  window_t win[128];
+  /* windows, one after another: before the first free, the rounds and the allocation
+   * phases between them, after the end marker */
+  window_t win[260];
   int nw = 0, rounds = 0;
-  while (!isnan(trace_time("free", rounds + 1)))
+  while (rounds < 128 && !isnan(trace_time("free", rounds + 1)))
     rounds++;
   if (!rounds)
     die("%s: no round (free marker) in the trace", run);
-  win[nw++] = (window_t){"before", 0, t_start, trace_time("free", 1)};
-  for (int r = 1; r <= rounds && nw < 128; r++) {
+  double t_first = isnan(first_event) || first_event > t_start ? t_start : first_event;
+  double t_stop = res.n ? res.v[res.n - 1].t : t_end;
+  if (t_stop < t_end)
+    t_stop = t_end;
+  win[nw++] = (window_t){"before", 0, t_first, trace_time("free", 1)};
+  for (int r = 1; r <= rounds; r++) {
+    double ta = trace_time("alloc", r);
+    if (r >= 2 && !isnan(ta) && ta < trace_time("free", r))
+      win[nw++] = (window_t){"alloc", r, ta, trace_time("free", r)};
     double t1 = trace_time("alloc", r + 1);
     win[nw++] = (window_t){"round", r, trace_time("free", r), isnan(t1) ? t_end : t1};
   }
+  win[nw++] = (window_t){"after", 0, t_end, t_stop};
 
   char out[1024];
   snprintf(out, sizeof(out), "%s/%s.json", outdir, label);
@@ -389,7 +410,7 @@ int main(int argc, char **argv) {
           pairs);
   fprintf(j, "  \"trace_start_s\": %.6f,\n  \"trace_end_s\": %.6f,\n", t_start, t_end);
   fprintf(j, "  \"windows\": [");
-  match_t all = {0, 0, 0};
+  match_t all = {0, 0, 0, 0, 0};
   for (int w = 0; w < nw; w++) {
     match_t m = match_window(&obs, &pred, win[w].t0, win[w].t1);
     all.obs += m.obs;
@@ -398,11 +419,14 @@ int main(int argc, char **argv) {
     double rb = peak(&rss, win[w].t0), ra = at(&rss, win[w].t1 - 0.05);
     double pb = peak(&res, win[w].t0), pa = at(&res, win[w].t1 - 0.05);
     double dm = rb - ra, dp = pb - pa;
+    all.obs_mib += m.obs_mib;
+    all.pred_mib += m.pred_mib;
     fprintf(j,
             "%s\n    {\"window\": \"%s\", \"round\": %d, \"t0_s\": %.6f, \"t1_s\": %.6f, "
             "\"observed_blocks\": %zu, \"predicted_blocks\": %zu, \"matched\": %zu, "
-            "\"recall_pct\": ",
-            w ? "," : "", win[w].name, win[w].round, win[w].t0, win[w].t1, m.obs, m.pred, m.hits);
+            "\"observed_mib\": %.3f, \"predicted_mib\": %.3f, \"recall_pct\": ",
+            w ? "," : "", win[w].name, win[w].round, win[w].t0, win[w].t1, m.obs, m.pred, m.hits,
+            m.obs_mib, m.pred_mib);
     jnum(j, pct(m.hits, m.obs));
     fprintf(j, ", \"precision_pct\": ");
     jnum(j, pct(m.hits, m.pred));
@@ -424,8 +448,9 @@ int main(int argc, char **argv) {
   }
   fprintf(j,
           "\n  ],\n  \"all\": {\"observed_blocks\": %zu, \"predicted_blocks\": %zu, "
-          "\"matched\": %zu, \"recall_pct\": ",
-          all.obs, all.pred, all.hits);
+          "\"matched\": %zu, \"observed_mib\": %.3f, \"predicted_mib\": %.3f, "
+          "\"t0_s\": %.6f, \"t1_s\": %.6f, \"recall_pct\": ",
+          all.obs, all.pred, all.hits, all.obs_mib, all.pred_mib, t_first, t_stop);
   jnum(j, pct(all.hits, all.obs));
   fprintf(j, ", \"precision_pct\": ");
   jnum(j, pct(all.hits, all.pred));
@@ -433,8 +458,8 @@ int main(int argc, char **argv) {
 
   /* passes: every observed one against the nearest predicted one */
   static pass_t po[4096], pp[4096];
-  size_t npo = passes(&obs, t_start, t_end, po, 4096),
-         npp = passes(&pred, t_start, t_end, pp, 4096);
+  size_t npo = passes(&obs, t_first, t_stop, po, 4096),
+         npp = passes(&pred, t_first, t_stop, pp, 4096);
   static double dts[4096];
   size_t ndt = 0, within = 0;
   fprintf(j, "  \"passes\": [");
@@ -486,7 +511,7 @@ int main(int argc, char **argv) {
     die("cannot write %s", out);
   fprintf(f, "time_s,measured_mib,predicted_mib\n");
   for (size_t i = 0; i < rss.n; i++)
-    if (rss.v[i].t >= t_start - 1 && rss.v[i].t <= t_end + 1)
+    if (rss.v[i].t >= t_first - 1 && rss.v[i].t <= t_stop + 1)
       fprintf(f, "%.3f,%.2f,%.2f\n", rss.v[i].t - t_start, rss.v[i].v, at(&res, rss.v[i].t));
   fclose(f);
   snprintf(out, sizeof(out), "%s/%s_blocks.csv", outdir, label);
@@ -495,11 +520,11 @@ int main(int argc, char **argv) {
     die("cannot write %s", out);
   fprintf(f, "time_s,pfn,order,kind\n");
   for (size_t i = 0; i < obs.n; i++)
-    if (obs.v[i].t >= t_start && obs.v[i].t < t_end)
+    if (obs.v[i].t >= t_first && obs.v[i].t < t_stop)
       fprintf(f, "%.3f,%lu,%u,%s\n", obs.v[i].t - t_start, obs.v[i].pfn, obs.v[i].order,
               obs.v[i].matched ? "hit" : "observed_only");
   for (size_t i = 0; i < pred.n; i++)
-    if (pred.v[i].t >= t_start && pred.v[i].t < t_end && !pred.v[i].matched)
+    if (pred.v[i].t >= t_first && pred.v[i].t < t_stop && !pred.v[i].matched)
       fprintf(f, "%.3f,%lu,%u,predicted_only\n", pred.v[i].t - t_start, pred.v[i].pfn,
               pred.v[i].order);
   fclose(f);

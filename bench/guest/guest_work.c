@@ -10,15 +10,29 @@
  *   guest_work tmpfs MIB ROUNDS SLEEP_S     page cache and slab: write MIB of files of mixed
  *                                           sizes (4 KiB .. 1 MiB) under /tmp/bh-files, delete
  *                                           them, sleep; ROUNDS times
+ *   guest_work malloc MIB ROUNDS SLEEP_S    malloc-heavy with mixed lifetimes: objects of
+ *                                           16 B .. 256 KiB (log-uniform), 2 x MIB allocated
+ *                                           per round with at most MIB live (a full pool frees
+ *                                           a random object first); the free phase frees the
+ *                                           short-lived ones; 1 object in 8 is long-lived and
+ *                                           stays until the program exits (after "end")
+ *   guest_work fork MIB ROUNDS SLEEP_S [N]  fork-heavy: the parent writes MIB/4 of its own;
+ *                                           each round N children (16) each write their share
+ *                                           of it (copy-on-write) and MIB/N of their own, wait
+ *                                           until all are ready, and exit at the free marker
+ *   guest_work thp MIB ROUNDS SLEEP_S       THP-heavy: 8 regions of MIB/8, 2 MiB aligned and
+ *                                           madvise(MADV_HUGEPAGE), written, then unmapped
  *
  * Every phase is announced by a marker, written at the same moment to the top-level ftrace
  * buffer (/sys/kernel/tracing/trace_marker, so that it carries the trace clock) and to
  * standard output, which is the serial console (so that the host can stamp it with its own
  * clock on arrival).  The host aligns its clock with the trace clock from these pairs.
  * Marker text: "bh: NAME ROUND" with NAME one of start, alloc, free, idle, end.
+ * Any other program run in the guest (run-guest --workload-bin) follows the same protocol.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,15 +163,169 @@ static int tmpfs(unsigned long mib, int rounds, double sleep) {
   return 0;
 }
 
+/* A random number in [0, n): xorshift, reproducible run to run. */
+static unsigned long rnd(unsigned long n) {
+  static unsigned long x = 88172645463325252ul;
+  x ^= x << 13;
+  x ^= x >> 7;
+  x ^= x << 17;
+  return x % n;
+}
+
+/* 16 B .. 256 KiB, log-uniform: a power of two 2^4 .. 2^18 times 1..2 */
+static size_t malloc_size(void) {
+  size_t base = (size_t)1 << (4 + rnd(15));
+  return base + rnd(base);
+}
+
+struct obj {
+  unsigned char *p;
+  size_t len;
+};
+
+static int malloc_heavy(unsigned long mib, int rounds, double sleep) {
+  size_t cap = 1u << 16; /* pool slots, short-lived */
+  struct obj *pool = calloc(cap, sizeof(*pool));
+  size_t lcap = 1u << 16, nlong = 0;
+  struct obj *longs = calloc(lcap, sizeof(*longs));
+  if (!pool || !longs)
+    return 1;
+  for (int r = 1; r <= rounds; r++) {
+    mark("alloc", r);
+    size_t live = 0, made = 0, n = 0;
+    while (made < 2 * mib * MIB) {
+      size_t len = malloc_size();
+      unsigned char *p = malloc(len);
+      if (!p) {
+        perror("guest_work: malloc");
+        return 1;
+      }
+      memset(p, (int)(made >> 12), len);
+      made += len;
+      if (rnd(8) == 0 && nlong < lcap) { /* long-lived: until exit */
+        longs[nlong++] = (struct obj){p, len};
+        continue;
+      }
+      while ((live + len > mib * MIB || n == cap) && n > 0) { /* a random one dies */
+        size_t i = rnd(n);
+        live -= pool[i].len;
+        free(pool[i].p);
+        pool[i] = pool[--n];
+      }
+      pool[n++] = (struct obj){p, len};
+      live += len;
+    }
+    mark("free", r);
+    while (n > 0)
+      free(pool[--n].p);
+    mark("idle", r);
+    sleep_s(sleep);
+  }
+  return 0; /* the long-lived objects go at exit */
+}
+
+static int fork_heavy(unsigned long mib, int rounds, double sleep, int children) {
+  size_t shared = mib * MIB / 4, own = mib * MIB / (size_t)children;
+  unsigned char *p = mmap(NULL, shared, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    perror("guest_work: mmap");
+    return 1;
+  }
+  touch(p, shared);
+  for (int r = 1; r <= rounds; r++) {
+    mark("alloc", r);
+    int ready[2], go[2];
+    if (pipe(ready) || pipe(go)) {
+      perror("guest_work: pipe");
+      return 1;
+    }
+    for (int c = 0; c < children; c++) {
+      pid_t pid = fork();
+      if (pid < 0) {
+        perror("guest_work: fork");
+        return 1;
+      }
+      if (pid == 0) {
+        close(go[1]);
+        size_t slice = shared / (size_t)children;
+        touch(p + (size_t)c * slice, slice); /* copy-on-write */
+        unsigned char *q =
+            mmap(NULL, own, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (q == MAP_FAILED)
+          _exit(1);
+        touch(q, own);
+        char b = 1, e;
+        if (write(ready[1], &b, 1) != 1)
+          _exit(1);
+        while (read(go[0], &e, 1) < 0 && errno == EINTR) /* EOF: the free marker */
+          ;
+        _exit(0);
+      }
+    }
+    close(ready[1]);
+    close(go[0]);
+    char b;
+    for (int c = 0; c < children; c++)
+      if (read(ready[0], &b, 1) != 1)
+        break;
+    close(ready[0]);
+    mark("free", r);
+    close(go[1]);
+    int rc = 0, st;
+    while (wait(&st) > 0)
+      if (!WIFEXITED(st) || WEXITSTATUS(st))
+        rc = 1;
+    if (rc)
+      return 1;
+    mark("idle", r);
+    sleep_s(sleep);
+  }
+  return 0; /* the parent's own memory goes at exit */
+}
+
+static int thp_heavy(unsigned long mib, int rounds, double sleep) {
+  enum { NREG = 8 };
+  size_t huge = 2 * MIB, len = (mib * MIB / NREG + huge - 1) & ~(huge - 1);
+  for (int r = 1; r <= rounds; r++) {
+    mark("alloc", r);
+    unsigned char *reg[NREG];
+    for (int i = 0; i < NREG; i++) {
+      unsigned char *m =
+          mmap(NULL, len + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (m == MAP_FAILED) {
+        perror("guest_work: mmap");
+        return 1;
+      }
+      unsigned char *a = (unsigned char *)(((uintptr_t)m + huge - 1) & ~(uintptr_t)(huge - 1));
+      if (a > m)
+        munmap(m, (size_t)(a - m));
+      munmap(a + len, (size_t)(m + huge - a));
+      if (madvise(a, len, MADV_HUGEPAGE))
+        perror("guest_work: madvise(MADV_HUGEPAGE)");
+      touch(a, len);
+      reg[i] = a;
+    }
+    mark("free", r);
+    for (int i = 0; i < NREG; i++)
+      munmap(reg[i], len);
+    mark("idle", r);
+    sleep_s(sleep);
+  }
+  return 0;
+}
+
 static void usage(void) {
   fprintf(stderr, "usage: guest_work memhog MIB ROUNDS SLEEP_S\n"
                   "       guest_work pagefault1 SECONDS TASKS MIB\n"
-                  "       guest_work tmpfs MIB ROUNDS SLEEP_S\n");
+                  "       guest_work tmpfs MIB ROUNDS SLEEP_S\n"
+                  "       guest_work malloc MIB ROUNDS SLEEP_S\n"
+                  "       guest_work fork MIB ROUNDS SLEEP_S [CHILDREN]\n"
+                  "       guest_work thp MIB ROUNDS SLEEP_S\n");
   exit(2);
 }
 
 int main(int argc, char **argv) {
-  if (argc != 5)
+  if (argc != 5 && !(argc == 6 && !strcmp(argv[1], "fork")))
     usage();
   setvbuf(stdout, NULL, _IONBF, 0);
   marker_fd = open("/sys/kernel/tracing/trace_marker", O_WRONLY | O_CLOEXEC);
@@ -171,6 +339,13 @@ int main(int argc, char **argv) {
     rc = pagefault1(atof(argv[2]), atoi(argv[3]), strtoul(argv[4], NULL, 10));
   else if (!strcmp(argv[1], "tmpfs"))
     rc = tmpfs(strtoul(argv[2], NULL, 10), atoi(argv[3]), atof(argv[4]));
+  else if (!strcmp(argv[1], "malloc"))
+    rc = malloc_heavy(strtoul(argv[2], NULL, 10), atoi(argv[3]), atof(argv[4]));
+  else if (!strcmp(argv[1], "fork"))
+    rc = fork_heavy(strtoul(argv[2], NULL, 10), atoi(argv[3]), atof(argv[4]),
+                    argc == 6 && atoi(argv[5]) > 0 ? atoi(argv[5]) : 16);
+  else if (!strcmp(argv[1], "thp"))
+    rc = thp_heavy(strtoul(argv[2], NULL, 10), atoi(argv[3]), atof(argv[4]));
   else
     usage();
   mark("end", 0);

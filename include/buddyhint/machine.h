@@ -146,11 +146,13 @@ BH_API int bh_machine_format(const bh_machine_t *m, char **text, size_t *len);
  * pagetypeinfo, zoneinfo and, if present, kpageflags and kpagecount as read from /proc
  * ("/proc" itself takes a snapshot of this machine).  The first snapshot read sets the
  * machine's layout from its zoneinfo (and MAX_PAGE_ORDER, the pageblock order and the CPUs
- * from the other files); a later one must agree with it.  Missing files are left out (at
- * least zoneinfo is needed); a kpageflags that cannot be read (not root) gives no free map.
+ * from the other files); a later one must agree with it.  Each file may also be NAME.txt, and
+ * compressed (NAME.zst, NAME.gz, NAME.txt.zst, NAME.txt.gz); files of the folder not read are
+ * named in bh_machine_warnings.  Missing files are left out (at least zoneinfo is needed); a
+ * kpageflags that cannot be read (not root) gives no free map.
  * begin_ns/end_ns are the trace clock's times around the reading (0: unknown).  Returns 0,
- * BH_ESYS (a directory or file that cannot be read, errno kept), BH_EFORMAT (a malformed file,
- * or a layout that does not agree), BH_ENOMEM; err says what.
+ * BH_EFORMAT (no zoneinfo, a file that is there and cannot be read, a malformed or corrupt
+ * file, or a layout that does not agree), BH_ENOMEM; err says what.
  */
 BH_API int bh_machine_read_snapshot(bh_machine_t *m, int which, const char *dir, uint64_t begin_ns,
                                     uint64_t end_ns, char *err, size_t errlen);
@@ -177,6 +179,14 @@ BH_API int bh_machine_read_settings(bh_machine_t *m);
 /* Sets the trace clock's times around snapshot which's reading.  Returns 0, BH_EINVAL (no
  * such snapshot) or BH_ENOMEM. */
 BH_API int bh_machine_set_window(bh_machine_t *m, int which, uint64_t begin_ns, uint64_t end_ns);
+
+/*
+ * What reading snapshot folders into m noticed and did not fail on, one line each ("PATH:
+ * what"): files there but not used (a second copy under another name, kpagecount, meminfo...),
+ * files that could not be read for want of permission, a free map shorter than the layout.
+ * "" when there is nothing, NULL for a NULL m; valid until m changes.
+ */
+BH_API const char *bh_machine_warnings(const bh_machine_t *m);
 
 /* The machine's info (zones empty until a snapshot was read). */
 BH_API const bh_machine_info_t *bh_machine_info(const bh_machine_t *m);

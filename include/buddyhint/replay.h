@@ -98,17 +98,29 @@ typedef struct bh_replay_config {
    */
   uint64_t keep_max_bytes;
   /*
-   * CSV of every block the strategy reported, or NULL: a header "time_s,pfn,order", then one
-   * line per block, time_s on the trace's own clock (its timestamps, in seconds) and pfn in
-   * the arena's numbering (the recorded pfns where the arena has the recorded layout).
+   * CSV of every block the strategy reported, or NULL: a header "trace_time_s,pfn,order", then
+   * one line per block, trace_time_s on the trace's own clock (its timestamps, in seconds; the
+   * timeline's time_s is virtual time from the first event) and pfn in the arena's numbering
+   * (the recorded pfns where the arena has the recorded layout), in hex (0x...) with
+   * reports_hex, as kernel tools print pfns.
    */
   FILE *reports;
-  /* lost events in the trace (bh_trace_counts_t.lost_events) make the replay fail with
-   * BH_EFORMAT instead of being counted in lost_events (default false) */
+  bool reports_hex;
+  /* lost events in the trace (bh_trace_counts_t.lost_events), and every warning of the
+   * summary (bh_replay_summary_t.warnings), make the replay fail with BH_EFORMAT instead of
+   * being counted in lost_events or listed (default false) */
   bool strict;
   enum bh_layout_mode layout;  /* default BH_LAYOUT_AUTO */
   enum bh_start_state start;   /* default BH_START_AUTO */
   enum bh_placement placement; /* default BH_PLACEMENT_ALLOCATOR */
+  /* in a machine's shape, the rules of its kernel where they differ between the kernels users
+   * record: -1 (default) the recorded kernel's, 0 and 1 force pcp_high_tuning off or on
+   * (bh_config_t; Linux before 6.7 keeps one pcp high mark, 6.7+ tunes it) */
+  int pcp_high_tuning;
+  /* the start pcp lists in pfn order, each block on its pageblock type's list, instead of in
+   * the order and on the lists the trace's first allocations show (--start-order pfn): what
+   * placement agreement is without that inference; default false */
+  bool start_order_pfn;
   /* snapshots from directories of /proc files (buddyinfo, pagetypeinfo, zoneinfo, optionally
    * kpageflags): they replace the trace's own, and the layout comes from their zoneinfo */
   const char *start_dir, *end_dir;
@@ -129,7 +141,45 @@ typedef struct bh_replay_config {
 /* Fills the defaults documented above (the arena defaults of bh_config_init). */
 BH_API void bh_replay_config_init(bh_replay_config_t *cfg);
 
+/*
+ * Why a pcp event of a --placement trace replay did not apply, by what the replay held where
+ * the event's block is (docs/MACHINE-SHAPE.md, "pcp events"): a drain of a block that is not
+ * on a pcp list, a refill of one that is not free.  One list: the enum, the names in the JSON
+ * (pcp_events_missed_by_cause) and bh_replay_pcp_cause_name.
+ *   drain_start_state  the block is memory the start state holds allocated before the trace,
+ *                      not all of it in pieces it could take back (pcp_drains_adopted: those
+ *                      it could): it was on a kernel's pcp list at the start
+ *   drain_allocated    a traced allocation holds it: its free is missing (lost, or not traced)
+ *   drain_free         it is free on the free lists: it reached the kernel's pcp list without
+ *                      a zone_locked event (a fallback steal, CMA) or its refill was missed
+ *   drain_split        the replay has its pages in other blocks (a pcp block of another order)
+ *   refill_start_state the start state holds it allocated before the trace: the kernel had it
+ *                      free (the free map's skew, or a free without an event)
+ *   refill_allocated   a traced allocation holds it: its free is missing
+ *   refill_split       partly free, partly not, in the replay
+ *   isolated           a refill of a block the replay's hinting had taken off the free lists
+ *                      to report it
+ *   window             a drain while the start snapshot's free map was read, of a block the
+ *                      map holds free: it was read after the drain (the replay is right)
+ *   invalid            outside the arena, a zone without pcp lists, not a pcp order
+ */
+/* clang-format off */
+#define BH_REPLAY_PCP_CAUSES(X)                                                                    \
+  X(drain_start_state) X(drain_allocated) X(drain_free) X(drain_split)                             \
+  X(refill_start_state) X(refill_allocated) X(refill_split) X(isolated) X(window) X(invalid)
+/* clang-format on */
+enum bh_replay_pcp_cause {
+#define BH__PCP_CAUSE_ENUM(n) BH_PCP_MISS_##n,
+  BH_REPLAY_PCP_CAUSES(BH__PCP_CAUSE_ENUM)
+#undef BH__PCP_CAUSE_ENUM
+      BH_PCP_MISS_CAUSES
+};
+
 #define BH_REPLAY_MAX_STATS 48
+/* Warnings a summary holds at most (more are counted in nr_warnings_dropped). */
+#define BH_REPLAY_MAX_WARNINGS 8
+/* The lost-event share above which a summary warns: 2 %. */
+#define BH_REPLAY_LOST_WARN_SHARE 0.02
 #define BH_REPLAY_MAX_ZONES (BH_MAX_NODES * BH_NR_ZONE_TYPES)
 
 /*
@@ -216,6 +266,8 @@ typedef struct bh_replay_summary {
   char layout[16];          /* "machine" or "default" */
   char start_state[16];     /* "kpageflags", "counts" or "empty" */
   char placement[16];       /* "allocator" or "trace" */
+  bool pcp_high_tuned;      /* the arena's pcp high marks were tuned (6.7+) or fixed (6.1) */
+  bool start_order_pfn;     /* the start pcp lists were in pfn order (start_order_pfn) */
   uint64_t pretrace_frees;  /* frees of memory the start state holds allocated before the trace
                                (played as frees; without a start state they are unknown_frees) */
   uint64_t start_conflicts; /* allocations of blocks the start state holds allocated */
@@ -225,15 +277,29 @@ typedef struct bh_replay_summary {
    * those whose block was not where the event says (free, on a pcp list), and zone_locked
    * events without percpu_refill (the allocation that follows takes the block) */
   uint64_t pcp_events_applied, pcp_events_missed, pcp_events_direct;
-  uint64_t pcp_drains_missed;       /* of pcp_events_missed, the drains (the rest are refills) */
+  uint64_t pcp_drains_missed; /* of pcp_events_missed, the drains (the rest are refills) */
+  uint64_t pcp_missed_by_cause[BH_PCP_MISS_CAUSES]; /* pcp_events_missed by cause */
+  /* of pcp_events_applied, refills of a block the replay held on a pcp list: the kernel had
+   * freed it to its free lists past the pcp lists (free_unref_page when the pcp lock is taken,
+   * an isolated pageblock), which the free's event does not say; it moves to the refilling
+   * CPU's list; of them, blocks the start state had put on a pcp list (the kernel had them
+   * free: the start state's error, not the free's) */
+  uint64_t pcp_refills_relisted, pcp_refills_relisted_start;
+  /* of pcp_events_applied, drains of memory the start state holds allocated before the trace:
+   * it was on a kernel's pcp list at the start, which the free map cannot show (the start
+   * state's error); it goes to the free lists as the kernel's did */
+  uint64_t pcp_drains_adopted;
   uint64_t start_pcp_pages;         /* pages the start state put on pcp lists */
   uint64_t start_unplaced_blocks;   /* counts start: free blocks that found no place */
   uint64_t start_unexplained_pages; /* first allocated by the trace, allocated in the start */
   uint64_t start_repaired_pages;    /* free in the free map, but first freed by the trace: the
                                        start state holds them allocated */
-  /* free blocks the free map records as reported (PG_reported) that start reported, and those
-   * that are not free blocks of that order in the start state (repaired, or not bubble) */
+  /* free blocks the free map records as reported (PG_reported) that start discarded by the
+   * host, at the tail of their lists (every strategy), and those that are not free blocks of
+   * that order in the start state (repaired) */
   uint64_t start_reported_blocks, start_reported_missed;
+  uint64_t start_reported_marked; /* of start_reported_blocks, those the strategy sees as
+                                     reported (BH_STRATEGY_PAGE_REPORTED); all are discarded */
   /* events while the start snapshot was read that it had already seen: an allocation of a
    * block it holds allocated (that block is the allocation), a free of one it holds free */
   uint64_t window_events;
@@ -246,7 +312,18 @@ typedef struct bh_replay_summary {
   double virtual_seconds, wall_seconds, cpu_seconds;
   uint64_t rss_peak_bytes, rss_final_bytes, live_peak_bytes, live_final_bytes;
   uint64_t reported_bytes, madvise_calls, refaults, refault_blocks, minflt;
+  /* of reported_bytes, the resident memory the reports took back: pages written by the
+   * workload and not discarded already when a report discarded them (bh_reporter_stats_t) */
+  uint64_t returned_bytes;
   long check_violations;
+  /*
+   * What makes the result suspect, one sentence each: a trace with allocations and no frees
+   * (its free events were not recorded), a lost-event share above BH_REPLAY_LOST_WARN_SHARE,
+   * files of a --start/--end folder that were not read.  With bh_replay_config_t.strict any
+   * of them fails the replay instead (BH_EFORMAT).
+   */
+  int nr_warnings, nr_warnings_dropped;
+  char warnings[BH_REPLAY_MAX_WARNINGS][320];
   /* the command the trace was read through (perf.data: perf script ...), or "" */
   char trace_command[512];
   /* bh_replay_config_t.by: the rows, heaviest resident memory first */
@@ -288,7 +365,14 @@ typedef struct bh_replay_by_row bh_replay_by_row_t;
 BH_API const char *bh_replay_by_name(enum bh_replay_by by);
 BH_API int bh_replay_by_parse(const char *name, enum bh_replay_by *out);
 
-/* Writes the summary as one JSON object (keys documented in the README). */
+/* The name of a pcp miss cause as the JSON has it ("drain_free", ...); NULL out of range. */
+BH_API const char *bh_replay_pcp_cause_name(int cause);
+
+/* The version of the summary's JSON (its "schema_version"): raised when a key changes
+ * meaning or goes away, not when one is added. */
+#define BH_REPLAY_SCHEMA_VERSION 1
+
+/* Writes the summary as one JSON object (keys documented in docs/USAGE.md). */
 BH_API int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *out, int indent);
 
 #ifdef __cplusplus

@@ -52,6 +52,11 @@ typedef struct bh_reporter_stats {
   uint64_t bytes;  /* bytes reported successfully */
   uint64_t ns;     /* CLOCK_MONOTONIC nanoseconds spent inside the calls */
   uint64_t errors; /* calls that failed */
+  /* Of bytes, those resident when reported that the report took back: in real memory, pages
+   * mincore saw resident before the call and not after it (0 in FREE mode, which leaves them
+   * until the host needs them, and in NONE mode); in the replay's sim backing, pages written
+   * and not discarded since.  Never-touched and already-discarded memory is not counted. */
+  uint64_t returned;
 } bh_reporter_stats_t;
 
 /* Returns "dontneed", "free", "punch" or "none"; "?" for a value outside the enum. */

@@ -131,3 +131,53 @@ def test_bad_input_is_an_error(tmp_path):
     bad.write_text("a,b\n1,2\n")
     with pytest.raises(buddyhint.BuddyhintError, match="not a replay"):
         buddyhint.load_timeline(bad)
+
+
+def test_gate_against_a_baseline(tmp_path):
+    strategies = ["none", "bubble", "bubble:order=3"]
+    base = buddyhint.compare(TRACE, strategies, backing="sim")
+    same = buddyhint.gate(base, buddyhint.compare(TRACE, strategies, backing="sim"))
+    # the default set in sim backing: rss_final_bytes, refaults, madvise_calls per run
+    assert len(same) == 9 and (same["status"] == "pass").all()
+    assert set(same["metric"]) == {"rss_final_bytes", "refaults", "madvise_calls"}
+    # bubble's delay beyond the idle time: nothing reported, its memory stays resident
+    worse = buddyhint.compare(TRACE, strategies, backing="sim", opt="bubble.delay=100s")
+    res = buddyhint.gate(base, worse)
+    failed = res[res["status"] == "FAIL"]
+    assert set(failed["strategy"]) == {"bubble", "bubble:order=3"}
+    assert set(failed["metric"]) == {"rss_final_bytes"}
+    row = failed.iloc[0]
+    assert row["now"] > row["baseline"] and row["change_pct"] > 2 and row["gate"] == "+2%"
+    # the same verdict as the command's, from the files it writes
+    path = tmp_path / "base.json"
+    subprocess.run(["buddyhint", "compare", TRACE, "--strategies", ",".join(strategies),
+                    "--backing", "sim", "--quiet", "--json", str(path)], check=True,
+                   stdout=subprocess.DEVNULL)
+    p = subprocess.run(["buddyhint", "compare", TRACE, "--strategies", ",".join(strategies),
+                        "--backing", "sim", "--quiet", "--opt", "bubble.delay=100s",
+                        "--baseline", str(path)], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, text=True)
+    assert p.returncode == 1 and p.stderr.count("regression:") == len(failed)
+    assert (buddyhint.gate(path, worse)["status"] == res["status"]).all()
+    # explicit tolerances; a zero baseline allows no rise; a move the other way passes
+    t = buddyhint.gate(base, worse, ["refaults=+0%", "reported_bytes=-1%:1048576"])
+    assert list(t["gate"].unique()) == ["+0%", "-1%:1048576"]
+    none = t[t["strategy"] == "none"]
+    assert (none["baseline"] == 0).all() and (none["status"] == "pass").all()
+    bub = t[(t["strategy"] == "bubble") & (t["metric"] == "refaults")].iloc[0]
+    assert bub["now"] < bub["baseline"] and bub["status"] == "pass"
+
+
+def test_gate_errors():
+    base = buddyhint.compare(TRACE, ["none"], backing="sim")
+    with pytest.raises(buddyhint.BuddyhintError, match="direction"):
+        buddyhint.gate(base, base, "refaults=10%")
+    with pytest.raises(buddyhint.BuddyhintError, match="not deterministic"):
+        buddyhint.gate(base, base, "wall_seconds=+5%")
+    assert buddyhint.gate(base, base, "wall_seconds=+1000%", allow_noisy=True)["status"][0] \
+        == "pass"
+    with pytest.raises(buddyhint.BuddyhintError, match="in sim backing, this one in mmap"):
+        buddyhint.gate(base, buddyhint.compare(TRACE, ["none"], backing="mmap"))
+    other = buddyhint.compare(TRACE, ["bitmap"], backing="sim")
+    with pytest.raises(buddyhint.BuddyhintError, match="no run of strategy 'bitmap'"):
+        buddyhint.gate(base, other)

@@ -833,6 +833,13 @@ static int write_summary(const run_t *r, const char *trace_format) {
   put_u64(f, "live_final_bytes", s->live_final_bytes);
   /* pages jemalloc madvised away from the dirty state, and its madvise calls */
   put_u64(f, "reported_bytes", dirty_purged << PAGE_SHIFT);
+  /* Of them, the resident memory taken back.  A dirty page was active, and every active page
+   * was written (unless --touch none), so with muzzy 0 each page purged from dirty by
+   * MADV_DONTNEED was resident and is gone; with muzzy > 0 the dirty purge is MADV_FREE, which
+   * leaves the page resident, and the pages taken back are those purged from muzzy by
+   * MADV_DONTNEED (without memory pressure nothing reclaimed them in between). */
+  uint64_t returned = o->touch == TOUCH_NONE ? 0 : o->muzzy_ms ? muzzy_purged : dirty_purged;
+  put_u64(f, "returned_bytes", returned << PAGE_SHIFT);
   put_u64(f, "madvise_calls", dirty_nmadvise + muzzy_nmadvise);
   put_u64(f, "refaults", 0);
   put_u64(f, "refault_blocks", 0);

@@ -47,6 +47,7 @@ void bh_config_init(bh_config_t *cfg) {
   cfg->pcp_batch = 0;
   cfg->pcp_high = 0;
   cfg->pcp_thp = true;
+  cfg->pcp_high_tuning = true;
   cfg->numa_bind = false;
   cfg->debug_checks = false;
   cfg->compact_large_blocks = true;
@@ -332,6 +333,8 @@ static void setup_pcp_sizes(bh_arena_t *a, bh__zone_t *z) {
     hmax = 4ull * batch;
   if (a->cfg.pcp_high)
     hmin = hmax = a->cfg.pcp_high;
+  else if (!a->cfg.pcp_high_tuning)
+    hmax = hmin; /* before 6.7: zone_highsize() is the one, fixed mark */
   if (hmax > INT32_MAX / 2)
     hmax = INT32_MAX / 2;
   if (hmin > hmax)

@@ -132,12 +132,18 @@ static void check_free_lists(struct checker *c, bh__zone_t *z) {
               bh_zone_name(z->type), z->node, (long)z->nr_free_highatomic, (long)highatomic);
 }
 
+struct pcp_list_of {
+  unsigned order, cpu;
+};
+
 static void visit_pcp(struct checker *c, const bh__zone_t *z, uint64_t pfn, void *arg) {
   const bh__page_t *p = &c->a->pages[pfn];
-  unsigned *order = arg;
-  if ((p->flags & BH__PG_STATE) != BH__PG_PCP || p->order != *order)
+  const struct pcp_list_of *l = arg;
+  if ((p->flags & BH__PG_STATE) != BH__PG_PCP || p->order != l->order)
     violation(c, "pfn %lu on a pcp list of order %u has flags %#x order %u", (unsigned long)pfn,
-              *order, p->flags, p->order);
+              l->order, p->flags, p->order);
+  else if (p->priv != l->cpu)
+    violation(c, "pfn %lu on cpu %u's pcp list says cpu %u", (unsigned long)pfn, l->cpu, p->priv);
 }
 
 static void check_pcp(struct checker *c, bh__zone_t *z) {
@@ -146,8 +152,9 @@ static void check_pcp(struct checker *c, bh__zone_t *z) {
     bh__pcp_t *pcp = &z->pcp[cpu];
     uint64_t pages = 0;
     for (unsigned i = 0; i < BH__NR_PCP_LISTS; i++) {
-      unsigned order = i >= BH__NR_LOWORDER_PCP_LISTS ? a->pb_order : i / BH_MT_PCPTYPES;
-      pages += walk_list(c, z, pcp->head + i, "pcp list", visit_pcp, &order) << order;
+      struct pcp_list_of l = {i >= BH__NR_LOWORDER_PCP_LISTS ? a->pb_order : i / BH_MT_PCPTYPES,
+                              cpu};
+      pages += walk_list(c, z, pcp->head + i, "pcp list", visit_pcp, &l) << l.order;
     }
     if (pages != (uint64_t)pcp->count)
       violation(c, "zone %s node %d cpu %u: pcp count %d but the lists hold %lu pages",

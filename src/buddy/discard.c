@@ -35,8 +35,9 @@ static inline uint64_t touched_word(const bh_arena_t *a, uint64_t w) {
   return a->touched ? atomic_load_explicit(&a->touched[w], memory_order_relaxed) : 0;
 }
 
-/* Sets the bits of pages [pfn, pfn + n) and counts the newly set ones. */
-static void bits_set(bh_arena_t *a, uint64_t pfn, uint64_t n) {
+/* Sets the bits of pages [pfn, pfn + n) and counts the newly set ones; returns how many of
+ * those the owner's written-page bitmap holds written. */
+static uint64_t bits_set(bh_arena_t *a, uint64_t pfn, uint64_t n) {
   _Atomic uint64_t *map = a->discarded;
   uint64_t end = pfn + n, added = 0, added_touched = 0;
   while (pfn < end) {
@@ -51,6 +52,7 @@ static void bits_set(bh_arena_t *a, uint64_t pfn, uint64_t n) {
     atomic_fetch_add_explicit(&a->discarded_count, added, memory_order_relaxed);
   if (added_touched)
     atomic_fetch_add_explicit(&a->touched_discarded, added_touched, memory_order_relaxed);
+  return added_touched;
 }
 
 /* Clears the bits of pages [pfn, pfn + n); returns how many were set. */
@@ -94,9 +96,9 @@ void bh__discard_disable(bh_arena_t *a) {
   free((void *)map);
 }
 
-void bh__discard_mark(bh_arena_t *a, uint64_t pfn, uint64_t n) {
+uint64_t bh__discard_mark(bh_arena_t *a, uint64_t pfn, uint64_t n) {
   atomic_store_explicit(&a->any_discarded, true, memory_order_relaxed);
-  bits_set(a, pfn, n);
+  return bits_set(a, pfn, n);
 }
 
 void bh__discard_on_alloc(bh_arena_t *a, uint64_t pfn, unsigned order) {

@@ -87,7 +87,7 @@ typedef struct bh__page {
   uint8_t order;
   uint8_t mt; /* PG_ALLOC: migratetype of the request (claim rule, compaction) */
   uint8_t spare;
-  uint32_t priv; /* free for strategies; PG_PCP: the list index */
+  uint32_t priv; /* free for strategies; PG_PCP: the CPU whose list holds it */
 } bh__page_t;
 
 _Static_assert(sizeof(bh__page_t) == 16, "page descriptor must stay 16 bytes");
@@ -268,6 +268,11 @@ static inline void bh__pg_set(bh__page_t *p, uint8_t flags, uint8_t order) {
   __atomic_store_n(&p->order, order, __ATOMIC_RELAXED);
   __atomic_store_n(&p->flags, flags, __ATOMIC_RELAXED);
 }
+/* A block onto cpu's pcp list: PG_PCP, its order, and the CPU in priv (bh__pcp_owner). */
+static inline void bh__pg_set_pcp(bh__page_t *p, uint8_t order, uint32_t cpu) {
+  p->priv = cpu;
+  bh__pg_set(p, BH__PG_PCP, order);
+}
 static inline void bh__pg_set_flags(bh__page_t *p, uint8_t flags) {
   __atomic_store_n(&p->flags, flags, __ATOMIC_RELAXED);
 }
@@ -411,6 +416,35 @@ BH__INTERNAL int bh__pcp_drain_at(bh_arena_t *a, uint64_t pfn, unsigned order);
 BH__INTERNAL int bh__pcp_free_nodrain(bh_arena_t *a, uint64_t pfn, unsigned order, int cpu);
 
 /*
+ * Where the arena holds the block of `order` at pfn, for a pcp event that did not apply:
+ * BH__PCPAT_PCP (on a pcp list at that order; *cpu is the list's CPU), BH__PCPAT_BUDDY (inside
+ * a free block on the free lists), BH__PCPAT_ALLOC (inside an allocated block),
+ * BH__PCPAT_PRETRACE (inside memory allocated before the trace), BH__PCPAT_SPLIT (its pages
+ * are in several blocks, or on a pcp list at another order), BH__PCPAT_ISOLATED (taken off
+ * the free lists by hinting), BH__PCPAT_INVALID (outside the arena or its zones' pcp lists, not
+ * a pcp order, unaligned).  Reads the arena without its locks: the replay's thread only.
+ */
+enum bh__pcp_at {
+  BH__PCPAT_PCP,
+  BH__PCPAT_BUDDY,
+  BH__PCPAT_ALLOC,
+  BH__PCPAT_PRETRACE,
+  BH__PCPAT_SPLIT,
+  BH__PCPAT_ISOLATED,
+  BH__PCPAT_INVALID,
+};
+/* The block of `order` on a pcp list at pfn moves to the tail of cpu's list for (mt, order),
+ * as a refill puts it: BH_OK, or BH_EBUSY if it is not there. */
+BH__INTERNAL int bh__pcp_relist_at(bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int cpu);
+/* The block of `order` at pfn, memory allocated before the trace (bh_arena_populate's
+ * PG_PRETRACE pages), goes to the tail of cpu's pcp list for (mt, order), as a refill puts
+ * it: for a refill the start snapshot saw done.  BH_OK, or BH_EBUSY if its pages are not all
+ * such memory (or its pageblock is isolated). */
+BH__INTERNAL int bh__pcp_adopt_at(bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int cpu);
+BH__INTERNAL enum bh__pcp_at bh__pcp_block_where(const bh_arena_t *a, uint64_t pfn, unsigned order,
+                                                 int *cpu);
+
+/*
  * populate.c: where the block of `order` at pfn is now, for a replay that asks why the
  * allocator chose another block than the kernel did (placement agreement by cause).  Fills
  * *where with one of BH__WHERE_* (BH_WHERE_* in include/buddyhint/replay.h); for a block on a pcp
@@ -447,8 +481,12 @@ BH__INTERNAL uint64_t bh__isolate_free_page(bh__zone_t *z, uint64_t pfn, unsigne
 BH__INTERNAL int bh__discard_enable(bh_arena_t *a);
 /* Frees a->discarded and sets it to NULL.  No report and no allocation may run meanwhile. */
 BH__INTERNAL void bh__discard_disable(bh_arena_t *a);
-/* Marks pages [pfn, pfn + n) discarded; a->discarded must exist and the range lie in the arena. */
-BH__INTERNAL void bh__discard_mark(bh_arena_t *a, uint64_t pfn, uint64_t n);
+/*
+ * Marks pages [pfn, pfn + n) discarded; a->discarded must exist and the range lie in the arena.
+ * Returns how many of the pages it marked were resident in the owner's model: written (set in
+ * the bitmap of bh__discard_set_touched) and not discarded already; 0 without that bitmap.
+ */
+BH__INTERNAL uint64_t bh__discard_mark(bh_arena_t *a, uint64_t pfn, uint64_t n);
 /*
  * Called by the allocator when the block of 2^order pages at pfn is allocated: clears its
  * pages' bits in a->discarded, adds the number of pages that were set to a->refault_pages and,

@@ -683,7 +683,7 @@ static int rmqueue_bulk(bh__zone_t *z, bh__pcp_t *pcp, unsigned order, int count
     uint64_t pfn = rmqueue(z, order, mt, alloc_flags, &mode);
     if (pfn == UINT64_MAX)
       break;
-    bh__pg_set(&a->pages[pfn], BH__PG_PCP, (uint8_t)order);
+    bh__pg_set_pcp(&a->pages[pfn], (uint8_t)order, (uint32_t)(pcp - z->pcp));
     bh__list_add_tail(a, (uint32_t)pfn, head);
   }
   z->ev[BH_STAT_pcp_refill]++;
@@ -797,7 +797,7 @@ __attribute__((always_inline)) static inline int pcp_add(bh_arena_t *a, bh__zone
                                                          bool *free_high_out) {
   pcp->alloc_factor >>= 1;
   unsigned pindex = order_to_pindex(a, mt, order);
-  bh__pg_set(&a->pages[pfn], BH__PG_PCP, (uint8_t)order);
+  bh__pg_set_pcp(&a->pages[pfn], (uint8_t)order, (uint32_t)(pcp - z->pcp));
   bh__list_add(a, (uint32_t)pfn, pcp->head + pindex);
   pcp->count += 1 << order;
   pcp->ev[BH_STAT_pcp_free]++;

@@ -172,10 +172,15 @@ static int add_pcp(bh_arena_t *a, const bh_pcp_block_t *pb, const char **why) {
     return bad(why, "a pcp block overlaps a free block or another pcp block");
   if (mt > BH_MT_RECLAIMABLE)
     mt = BH_MT_MOVABLE; /* as free_unref_page: HighAtomic blocks go on the Movable list */
+  if (pb->list) {
+    if (pb->list - 1 >= BH_MT_PCPTYPES)
+      return bad(why, "a pcp block's list is not of a pcp migratetype");
+    mt = pb->list - 1;
+  }
   bh__pcp_t *pcp = &z->pcp[pb->cpu % a->cfg.nr_cpus];
   for (uint64_t i = pfn + 1; i < pfn + n; i++)
     bh__pg_set_flags(&a->pages[i], 0);
-  bh__pg_set(&a->pages[pfn], BH__PG_PCP, pb->order);
+  bh__pg_set_pcp(&a->pages[pfn], pb->order, (uint32_t)(pcp - z->pcp));
   bh__list_add_tail(a, (uint32_t)pfn, pcp->head + bh__pcp_pindex(a, mt, pb->order));
   pcp->count += (int)n;
   return 0;
@@ -313,14 +318,10 @@ static bool find_block(const bh_arena_t *a, uint64_t pfn, unsigned order, uint8_
   return false;
 }
 
-/* The pcp whose list holds the block at pfn: walk to the list's head. */
+/* The pcp whose list holds the block at pfn (bh__pg_set_pcp keeps its CPU). */
 static bh__pcp_t *pcp_of(const bh__zone_t *z, uint64_t pfn) {
-  const bh_arena_t *a = z->arena;
-  uint32_t x = a->pages[pfn].next;
-  while (x < a->nr_pages)
-    x = a->pages[x].next;
-  unsigned c = (x - z->pcp[0].head) / BH__NR_PCP_LISTS;
-  return c < a->cfg.nr_cpus ? &z->pcp[c] : NULL;
+  uint32_t c = z->arena->pages[pfn].priv;
+  return c < z->arena->cfg.nr_cpus ? &z->pcp[c] : NULL;
 }
 
 int bh_alloc_pfn_at(bh_arena_t *a, unsigned gfp, unsigned order, int cpu, uint64_t pfn) {
@@ -416,7 +417,7 @@ int bh__pcp_refill_at(bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int c
       mt = list_mt < 0 ? BH_MT_MOVABLE : list_mt;
     bh__del_from_free_list(z, head, high, bmt, BH__DEL_ALLOC);
     split_around(z, head, high, pfn, order, bmt); /* expand() */
-    bh__pg_set(&a->pages[pfn], BH__PG_PCP, (uint8_t)order);
+    bh__pg_set_pcp(&a->pages[pfn], (uint8_t)order, (uint32_t)(pcp - z->pcp));
     bh__list_add_tail(a, (uint32_t)pfn, pcp->head + bh__pcp_pindex(a, mt, order));
     pcp->count += 1 << order;
     z->ev[BH_STAT_pcp_refill_pages] += 1ull << order;
@@ -466,7 +467,7 @@ int bh__pcp_free_nodrain(bh_arena_t *a, uint64_t pfn, unsigned order, int cpu) {
     return bh_free_pfn(a, pfn, order, cpu);
   bh__pcp_t *pcp = &z->pcp[cpu < 0 ? 0 : (unsigned)cpu % a->cfg.nr_cpus];
   bh__pcp_lock(pcp);
-  bh__pg_set(p, BH__PG_PCP, (uint8_t)order);
+  bh__pg_set_pcp(p, (uint8_t)order, (uint32_t)(pcp - z->pcp));
   bh__list_add(a, (uint32_t)pfn, pcp->head + bh__pcp_pindex(a, mt, order));
   pcp->count += 1 << order;
   pcp->ev[BH_STAT_free_calls]++;
@@ -474,6 +475,105 @@ int bh__pcp_free_nodrain(bh_arena_t *a, uint64_t pfn, unsigned order, int cpu) {
   pcp->ev[BH_STAT_pgfree] += 1ull << order;
   bh__pcp_unlock(pcp);
   return BH_OK;
+}
+
+/* The block that holds pfn: the smallest aligned head at or above it with a state, and that
+ * head's flags and order; false inside no block (cannot happen in a consistent arena). */
+static bool container_of_pfn(const bh_arena_t *a, uint64_t pfn, uint64_t *head, uint8_t *flags,
+                             unsigned *order) {
+  for (unsigned o = 0; o <= a->max_order; o++) {
+    uint64_t h = pfn & ~((1ull << o) - 1);
+    const bh__page_t *p = &a->pages[h];
+    uint8_t f = bh__pg_flags(p);
+    if ((f & BH__PG_STATE) && h + (1ull << bh__pg_order(p)) > pfn) {
+      *head = h;
+      *flags = f;
+      *order = bh__pg_order(p);
+      return true;
+    }
+  }
+  return false;
+}
+
+enum bh__pcp_at bh__pcp_block_where(const bh_arena_t *a, uint64_t pfn, unsigned order, int *cpu) {
+  int err;
+  bh__zone_t *z = a ? pcp_zone(a, pfn, order, &err) : NULL;
+  if (!z)
+    return BH__PCPAT_INVALID;
+  uint64_t head;
+  uint8_t f;
+  unsigned o;
+  if (!container_of_pfn(a, pfn, &head, &f, &o) || (f & BH__PG_NOPAGE))
+    return BH__PCPAT_INVALID;
+  if (o < order || ((f & BH__PG_PCP) && (head != pfn || o != order)))
+    return BH__PCPAT_SPLIT; /* the event's block is several of the arena's, or part of one */
+  if (f & BH__PG_PCP) {
+    const bh__pcp_t *pcp = pcp_of(z, pfn);
+    *cpu = pcp ? (int)(pcp - z->pcp) : -1;
+    return BH__PCPAT_PCP;
+  }
+  if (f & BH__PG_BUDDY)
+    return BH__PCPAT_BUDDY;
+  if (f & BH__PG_ISOLATED)
+    return BH__PCPAT_ISOLATED;
+  return (f & BH__PG_PRETRACE) ? BH__PCPAT_PRETRACE : BH__PCPAT_ALLOC;
+}
+
+int bh__pcp_relist_at(bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int cpu) {
+  int err;
+  bh__zone_t *z = a ? pcp_zone(a, pfn, order, &err) : NULL;
+  if (!z)
+    return a ? err : BH_EINVAL;
+  bh__page_t *p = &a->pages[pfn];
+  if (!(bh__pg_flags(p) & BH__PG_PCP) || bh__pg_order(p) != order)
+    return BH_EBUSY;
+  bh__pcp_t *from = pcp_of(z, pfn), *to = &z->pcp[cpu < 0 ? 0 : (unsigned)cpu % a->cfg.nr_cpus];
+  if (!from)
+    return BH_EBUSY;
+  int list_mt = pcp_mt(bh__pb_mt(a, pfn));
+  if (mt < 0 || mt >= BH_MT_PCPTYPES)
+    mt = list_mt < 0 ? BH_MT_MOVABLE : list_mt;
+  bh__pcp_t *first = from < to ? from : to, *second = from < to ? to : from;
+  bh__pcp_lock(first); /* two pcp locks in address order */
+  if (second != first)
+    bh__pcp_lock(second);
+  bh__list_del(a, (uint32_t)pfn);
+  from->count -= 1 << order;
+  bh__list_add_tail(a, (uint32_t)pfn, to->head + bh__pcp_pindex(a, mt, order));
+  a->pages[pfn].priv = (uint32_t)(to - z->pcp);
+  to->count += 1 << order;
+  if (second != first)
+    bh__pcp_unlock(second);
+  bh__pcp_unlock(first);
+  return BH_OK;
+}
+
+int bh__pcp_adopt_at(bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int cpu) {
+  int err;
+  bh__zone_t *z = a ? pcp_zone(a, pfn, order, &err) : NULL;
+  if (!z)
+    return a ? err : BH_EINVAL;
+  uint64_t n = 1ull << order;
+  int list_mt = pcp_mt(bh__pb_mt(a, pfn));
+  if (!in_span(z, pfn, n) || list_mt < 0)
+    return BH_EBUSY;
+  if (mt < 0 || mt >= BH_MT_PCPTYPES)
+    mt = list_mt;
+  bh__pcp_t *pcp = &z->pcp[cpu < 0 ? 0 : (unsigned)cpu % a->cfg.nr_cpus];
+  bh__pcp_lock(pcp);
+  bh__zone_lock(z);
+  err = BH_EBUSY;
+  if (all_pretrace(a, pfn, n)) {
+    for (uint64_t i = pfn + 1; i < pfn + n; i++)
+      bh__pg_set_flags(&a->pages[i], 0);
+    bh__pg_set_pcp(&a->pages[pfn], (uint8_t)order, (uint32_t)(pcp - z->pcp));
+    bh__list_add_tail(a, (uint32_t)pfn, pcp->head + bh__pcp_pindex(a, mt, order));
+    pcp->count += (int)n;
+    err = BH_OK;
+  }
+  bh__zone_unlock(z);
+  bh__pcp_unlock(pcp);
+  return err;
 }
 
 /* ---------------------------------------------------------------------------------------- */

@@ -137,6 +137,7 @@ static const field_t fields[] = {
     U64(live_peak_bytes),
     U64(live_final_bytes),
     U64(reported_bytes),
+    U64(returned_bytes),
     U64(madvise_calls),
     U64(refaults),
     U64(refault_blocks),

@@ -35,6 +35,10 @@ int cmd_machine(int argc, char **argv);
 int bh_cli_usage_error(const char *verb, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Parses "512M", "2G", "4096", "1.5G" (binary units K/M/G/T, optional "iB"/"B") into bytes. */
+/* Prints what reading snapshot folders into m noticed (bh_machine_warnings) to stderr, as
+ * "buddyhint VERB: warning: ..." lines. */
+struct bh_machine;
+void bh_cli_print_machine_warnings(const char *verb, const struct bh_machine *m);
 int bh_cli_parse_size(const char *s, uint64_t *bytes);
 /* Parses a non-negative number of seconds ("30", "2.5", "500ms", "2s") into ns. */
 int bh_cli_parse_seconds(const char *s, uint64_t *ns);
@@ -52,7 +56,7 @@ unsigned bh_cli_online_cpus(void);
  * the value is missing (after printing a usage error). */
 int bh_cli_opt(int argc, char **argv, int *i, const char *name, const char **value);
 
-/* bh_cli_opt for a short option "-o VALUE". */
+/* bh_cli_opt for a short option: "-o VALUE", or the value glued on, "-oVALUE" (-j1). */
 int bh_cli_short_opt(const char *verb, int argc, char **argv, int *i, const char *name,
                      const char **value);
 /* Output trace kind: --format / --compress if given, else from the name (.gz, .zst; then

@@ -2,6 +2,7 @@
 #include "cli/cli.h"
 #include "common/outfile.h"
 
+#include <buddyhint/machine.h>
 #include <buddyhint/strategy.h>
 #include <buddyhint/trace.h>
 
@@ -87,6 +88,12 @@ int bh_cli_opt(int argc, char **argv, int *i, const char *name, const char **val
 
 int bh_cli_short_opt(const char *verb, int argc, char **argv, int *i, const char *name,
                      const char **value) {
+  size_t n = strlen(name);
+  if (!strncmp(argv[*i], name, n) && argv[*i][n]) { /* the value glued on: -j1, as getopt */
+    *value = argv[*i] + n;
+    *i += 1;
+    return 1;
+  }
   if (strcmp(argv[*i], name))
     return 0;
   if (*i + 1 >= argc) {
@@ -266,4 +273,11 @@ int bh_cli_stdout_close(const char *verb, int rc) {
     return rc;
   fprintf(stderr, "buddyhint %s: <stdout>: write failed: %s\n", verb, strerror(e));
   return rc == BH_EXIT_OK ? BH_EXIT_FAIL : rc;
+}
+
+void bh_cli_print_machine_warnings(const char *verb, const struct bh_machine *m) {
+  for (const char *w = bh_machine_warnings(m), *nl; *w; w = nl + 1) {
+    nl = strchr(w, '\n');
+    fprintf(stderr, "buddyhint %s: warning: %.*s\n", verb, (int)(nl - w), w);
+  }
 }

@@ -24,9 +24,11 @@ int cmd_check(int argc, char **argv) {
       c.cfg.arena.backing = BH_BACKING_SIM;
     if (!c.cfg.check_every)
       c.cfg.check_every = 1000;
+    if (bh_cli_one_strategy("check", &c))
+      r = -1;
     bh_cli_replay_finish(&c);
     const char *name = c.cfg.hint.strategy ? c.cfg.hint.strategy : "none";
-    if (bh_cli_replay_check("check", &c) ||
+    if (r || bh_cli_replay_check("check", &c) ||
         bh_cli_check_strategy("check", &c, name, name, c.opts, c.nopts))
       r = BH_EXIT_USAGE;
     else

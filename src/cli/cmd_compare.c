@@ -1,5 +1,6 @@
 /* buddyhint compare: the same trace once per strategy, one table. */
 #include "cli/baseline.h"
+#include "cli/compare_gate.h"
 #include "cli/replay_opts.h"
 #include "cli/run_json.h"
 
@@ -18,11 +19,13 @@
 
 static void help(FILE *f) {
   fprintf(f,
-          "usage: buddyhint compare TRACE [--strategies LIST] [OPTIONS]\n\n"
-          "Replays TRACE once per strategy (default none,bitmap,bubble) with the same\n"
-          "configuration and prints one table; --json FILE writes {\"runs\": [...]}, each\n"
-          "run as replay --json writes it (with --json - standard output holds the JSON only\n"
-          "and the table goes to standard error).\n"
+          "usage: buddyhint compare TRACE... [--strategies LIST] [--baseline FILE] [OPTIONS]\n"
+          "       buddyhint compare --runs FILE --baseline FILE [--tolerance ...] [--junit ...]\n\n"
+          "Replays each TRACE once per strategy (default none,bitmap,bubble) with the same\n"
+          "configuration and prints one table per trace; --json FILE writes\n"
+          "{\"runs\": [...]}, each run as replay --json writes it (with --json - standard\n"
+          "output holds the JSON only and the table goes to standard error), the runs of\n"
+          "every TRACE; --csv and --timeline take one TRACE.\n"
           "Strategy options are given as --opt NAME.KEY=VALUE, e.g. --opt bubble.delay=1s,\n"
           "or in the list as NAME:KEY=VALUE[:KEY=VALUE...], which also lets one strategy\n"
           "run more than once: --strategies none,bubble,bubble:order=3.  jemalloc takes\n"
@@ -36,8 +39,8 @@ static void help(FILE *f) {
           "                        the CPUs online; 1 runs them one after another here).\n"
           "                        The trace is read once for all of them; the results are\n"
           "                        the same whatever N, but for wall_seconds, cpu_seconds\n"
-          "                        and minflt\n%s",
-          bh_cli_replay_help);
+          "                        and minflt\n%s\n%s\n%s\n%s",
+          bh_cli_gate_help, bh_cli_replay_help, bh_cli_table_help, bh_cli_timeline_help);
 }
 
 static double mib(uint64_t b) { return (double)b / (1024.0 * 1024.0); }
@@ -54,17 +57,18 @@ static void fidelity_cols(FILE *f, const bh_replay_summary_t *s) {
 }
 
 static void table(FILE *f, const bh_replay_summary_t *runs, int n) {
-  fprintf(f, "%-21s %10s %10s %10s %10s %9s %9s %8s %8s %8s %6s %8s %8s\n", "strategy", "rss_peak",
-          "rss_final", "live_end", "reported", "madvises", "refaults", "failed", "wall_s", "cpu_s",
-          "check", "fidelity", "high_ord");
-  fprintf(f, "%-21s %10s %10s %10s %10s %9s %9s %8s %8s %8s %6s %8s %8s\n", "", "MiB", "MiB", "MiB",
-          "MiB", "calls", "pages", "allocs", "", "", "errors", "error", "error");
+  fprintf(f, "%-21s %10s %10s %10s %10s %10s %9s %9s %8s %8s %8s %6s %8s %8s\n", "strategy",
+          "rss_peak", "rss_final", "live_end", "reported", "returned", "madvises", "refaults",
+          "failed", "wall_s", "cpu_s", "check", "fidelity", "high_ord");
+  fprintf(f, "%-21s %10s %10s %10s %10s %10s %9s %9s %8s %8s %8s %6s %8s %8s\n", "", "MiB", "MiB",
+          "MiB", "MiB", "MiB", "calls", "pages", "allocs", "", "", "errors", "error", "error");
   for (int i = 0; i < n; i++) {
     const bh_replay_summary_t *s = &runs[i];
-    fprintf(f, "%-21s %10.1f %10.1f %10.1f %10.1f %9lu %9lu %8lu %8.2f %8.2f %6ld", s->strategy,
-            mib(s->rss_peak_bytes), mib(s->rss_final_bytes), mib(s->live_final_bytes),
-            mib(s->reported_bytes), (unsigned long)s->madvise_calls, (unsigned long)s->refaults,
-            (unsigned long)s->alloc_failures, s->wall_seconds, s->cpu_seconds, s->check_violations);
+    fprintf(f, "%-21s %10.1f %10.1f %10.1f %10.1f %10.1f %9lu %9lu %8lu %8.2f %8.2f %6ld",
+            s->strategy, mib(s->rss_peak_bytes), mib(s->rss_final_bytes), mib(s->live_final_bytes),
+            mib(s->reported_bytes), mib(s->returned_bytes), (unsigned long)s->madvise_calls,
+            (unsigned long)s->refaults, (unsigned long)s->alloc_failures, s->wall_seconds,
+            s->cpu_seconds, s->check_violations);
     fidelity_cols(f, s);
     fprintf(f, "\n");
   }
@@ -172,8 +176,23 @@ static int parse_list(const bh_cli_replay_t *c, char *list, struct run_spec *spe
 /* compare's own options and outputs */
 struct compare_args {
   const char *list, *csv_path, *timeline_path;
-  unsigned jobs; /* -j: runs at a time (0: the CPUs online) */
+  unsigned jobs;                /* -j: runs at a time (0: the CPUs online) */
+  struct bh_cli_gate_args gate; /* --baseline and its gates */
+  bh_cli_gate_t *g;             /* NULL without --baseline */
+  const char **traces;          /* every TRACE (the first is also bh_cli_replay_args's) */
+  int ntraces;
+  FILE *json_all; /* --json of several traces: every trace's runs go to it */
+  int json_count; /* the runs written to it */
 };
+
+/* The runs of a trace, planned against the baseline before any of them runs. */
+static int plan_gate(bh_cli_gate_t *g, const char *trace, const char *sha,
+                     const struct run_spec *specs, const bh_cli_run_info_t *infos, int n) {
+  bh_cli_gate_run_t runs[MAX_RUNS];
+  for (int i = 0; i < n; i++)
+    runs[i] = (bh_cli_gate_run_t){specs[i].label, specs[i].name, &infos[i]};
+  return bh_cli_gate_plan(g, trace, sha, runs, n);
+}
 
 /* Appends one run's timeline CSV (header and samples) to out, each line prefixed with the
  * run's label; the header only for the first run. */
@@ -424,6 +443,13 @@ static int outputs(const bh_replay_summary_t *runs, const bh_cli_run_info_t *inf
                                        : "");
     fprintf(tty, "\n");
     table(tty, runs, n);
+    bool any = false;
+    for (int i = 0; i < n && !any; i++)
+      any = runs[i].nr_warnings > 0;
+    if (any) {
+      fprintf(tty, "\n");
+      bh_cli_print_warnings(tty, runs, n);
+    }
   }
   if (!failed && json && bh_cli_runs_json(json, runs, infos, n) == BH_ENOMEM)
     failed = true;
@@ -454,8 +480,7 @@ static int run_error(const char *label, const struct row *r) {
   return r->e == BH_ENOMEM || r->e == BH_ESYS ? BH_EXIT_FAIL : BH_EXIT_USAGE;
 }
 
-static int run_all(bh_cli_replay_t *c, const char *trace, char *list,
-                   const struct compare_args *a) {
+static int run_all(bh_cli_replay_t *c, const char *trace, char *list, struct compare_args *a) {
   struct row *rows = mmap(NULL, MAX_RUNS * sizeof(*rows), PROT_READ | PROT_WRITE,
                           MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   bh_replay_summary_t *runs = calloc(MAX_RUNS, sizeof(*runs));
@@ -476,10 +501,10 @@ static int run_all(bh_cli_replay_t *c, const char *trace, char *list,
     goto out;
   }
   /* every entry is checked before the first replay starts, and the output opened */
-  const char *inputs[] = {trace, NULL};
+  const char *inputs[] = {trace, a->gate.baseline, NULL}; /* no output replaces them */
   bh_cli_set_inputs(inputs);
   if ((rc = parse_list(c, list, specs, labels, &nspecs)) == 0)
-    rc = bh_cli_open_out("compare", c->json_path, &json);
+    rc = bh_cli_open_out("compare", a->json_all ? NULL : c->json_path, &json);
   if (!rc)
     rc = bh_cli_open_out("compare", a->csv_path, &csv);
   if (!rc)
@@ -487,10 +512,13 @@ static int run_all(bh_cli_replay_t *c, const char *trace, char *list,
   bh_cli_set_inputs(NULL);
   char sha[65] = "";
   uint64_t bytes = 0;
-  if (!rc && (json || csv))
+  if (!rc && (json || csv || a->g || a->json_all))
     bh_cli_trace_sha256(trace, sha, &bytes);
   /* with an output on standard output, the table goes to standard error */
-  FILE *tty = json == stdout || csv == stdout || timeline == stdout ? stderr : stdout;
+  FILE *tty = json == stdout || csv == stdout || timeline == stdout || a->json_all == stdout ||
+                      bh_cli_gate_on_stdout(a->g)
+                  ? stderr
+                  : stdout;
   for (int i = 0; !rc && i < nspecs; i++) { /* each run's settings, also its provenance */
     cfgs[i] = c->cfg;
     cfgs[i].hint.strategy = specs[i].name;
@@ -501,6 +529,8 @@ static int run_all(bh_cli_replay_t *c, const char *trace, char *list,
     infos[i] = (bh_cli_run_info_t){.cfg = &cfgs[i], .trace = trace, .bytes = bytes};
     memcpy(infos[i].sha256, sha, sizeof(sha));
   }
+  if (!rc && a->g)
+    rc = plan_gate(a->g, trace, sha, specs, infos, nspecs);
   bool ran = !rc, tl_header = false;
   if (ran) {
     struct plan p = {.c = c,
@@ -546,6 +576,11 @@ static int run_all(bh_cli_replay_t *c, const char *trace, char *list,
     }
   }
   rc = outputs(runs, infos, n, failed, tty, json, csv, timeline, rc, trace);
+  if (!rc && a->json_all && n == nspecs &&
+      bh_cli_runs_json_add(a->json_all, runs, infos, n, &a->json_count) == BH_ENOMEM)
+    rc = BH_EXIT_FAIL;
+  if (!rc && a->g && n == nspecs)
+    rc = bh_cli_gate_runs(a->g, tty, runs, infos, n);
 out:
   for (int i = 0; i < MAX_RUNS; i++)
     free(tl_buf[i]);
@@ -568,8 +603,16 @@ static int compare_opt(int argc, char **argv, int *i, void *ctx) {
     bh_cli_usage_error("compare", "'%s' is for replay; compare takes --strategies", a);
     return -1;
   }
+  if (a[0] != '-' && ca->ntraces++) { /* the first TRACE is the replay's, the others ours */
+    ca->traces[ca->ntraces - 1] = a;
+    (*i)++;
+    return 1;
+  }
   const char *v;
-  int r = bh_cli_short_opt("compare", argc, argv, i, "-j", &v);
+  int r = bh_cli_gate_opt(argc, argv, i, &ca->gate);
+  if (r)
+    return r;
+  r = bh_cli_short_opt("compare", argc, argv, i, "-j", &v);
   if (!r)
     r = bh_cli_opt(argc, argv, i, "jobs", &v);
   if (r > 0) {
@@ -603,45 +646,119 @@ static int one_stdout(const bh_cli_replay_t *c, const struct compare_args *a) {
   return -1;
 }
 
+/* Each TRACE is a regular file that opens as a trace: 0, or -1 after a usage error. */
+static int traces_check(const char *const *traces, int n) {
+  for (int k = 0; k < n; k++) {
+    struct stat st;
+    const char *trace = traces[k];
+    if (!strcmp(trace, "-") || (!stat(trace, &st) && !S_ISREG(st.st_mode))) {
+      bh_cli_usage_error("compare",
+                         "%s: compare reads the trace once per strategy, so it must be a "
+                         "regular file (not standard input, a FIFO or a <(...) substitution): "
+                         "convert it to one first",
+                         trace);
+      return -1;
+    }
+    bh_trace_t *t = NULL; /* a missing or unreadable trace is bad input, found before any run */
+    if (bh_trace_open(trace, NULL, &t)) {
+      fprintf(stderr, "buddyhint compare: %s\n", bh_trace_error(NULL));
+      return -1;
+    }
+    bh_trace_close(t);
+  }
+  return 0;
+}
+
+/* The traces one after another, each with its table (and its gates). */
+static int run_traces(bh_cli_replay_t *c, struct compare_args *a) {
+  const char **inputs = calloc((size_t)a->ntraces + 2, sizeof(*inputs));
+  if (!inputs)
+    return BH_EXIT_FAIL;
+  memcpy(inputs, a->traces, (size_t)a->ntraces * sizeof(*inputs));
+  inputs[a->ntraces] = a->gate.baseline; /* the reports may overwrite none of them */
+  int rc = bh_cli_gate_open(&a->gate, inputs, &a->g);
+  if (!rc && a->ntraces > 1 && c->json_path) { /* one {"runs": [...]} of every trace's runs */
+    bh_cli_set_inputs(inputs);
+    rc = bh_cli_open_out("compare", c->json_path, &a->json_all);
+    bh_cli_set_inputs(NULL);
+    if (!rc)
+      bh_cli_runs_json_start(a->json_all);
+  }
+  for (int k = 0; !rc && k < a->ntraces; k++) {
+    char *copy = strdup(a->list);
+    if (k) /* a blank line between the traces' tables */
+      fputc('\n', bh_cli_gate_on_stdout(a->g) || a->json_all == stdout ? stderr : stdout);
+    rc = copy ? run_all(c, a->traces[k], copy, a) : BH_EXIT_FAIL;
+    free(copy);
+  }
+  if (a->json_all && !rc)
+    rc = bh_cli_runs_json_end(a->json_all) == BH_OK ? bh_cli_close_out(a->json_all) : BH_EXIT_FAIL;
+  else if (a->json_all)
+    bh_cli_abort_out(a->json_all); /* a file already there is left as it was */
+  rc = bh_cli_gate_finish(a->g, rc);
+  free(inputs);
+  return rc;
+}
+
+/* compare --runs FILE --baseline FILE [gates]: no replay, only the gates. */
+static int gate_only(int argc, char **argv) {
+  struct bh_cli_gate_args ga = {0};
+  const char *runs = NULL;
+  for (int i = 1; i < argc;) {
+    if (bh_cli_is_help(argv[i])) {
+      help(stdout);
+      return BH_EXIT_OK;
+    }
+    int r = bh_cli_gate_opt(argc, argv, &i, &ga);
+    if (!r)
+      r = bh_cli_opt(argc, argv, &i, "runs", &runs);
+    if (r < 0)
+      return BH_EXIT_USAGE;
+    if (!r)
+      return bh_cli_usage_error("compare",
+                                "--runs gates a file of runs without replaying: '%s' does not "
+                                "apply",
+                                argv[i]);
+  }
+  return bh_cli_gate_files(&ga, runs);
+}
+
 int cmd_compare(int argc, char **argv) {
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "--runs") || !strncmp(argv[i], "--runs=", 7))
+      return gate_only(argc, argv);
   bh_cli_replay_t c;
   bh_cli_replay_init(&c);
   const char *trace;
-  struct compare_args a = {.list = "none,bitmap,bubble"};
-  int r = bh_cli_replay_args(argc, argv, &c, &trace, compare_opt, &a, help);
+  struct compare_args a = {.list = "none,bitmap,bubble",
+                           .traces = calloc((size_t)argc + 1, sizeof(char *))};
+  int r = a.traces ? bh_cli_replay_args(argc, argv, &c, &trace, compare_opt, &a, help) : -1;
+  if (!r)
+    a.traces[0] = trace;
   if (!r && one_stdout(&c, &a))
     r = -1;
+  if (!r && a.ntraces > 1 && (a.csv_path || a.timeline_path)) {
+    bh_cli_usage_error("compare", "--csv and --timeline take one trace (for several: compare "
+                                  "once per trace, or sweep and merge)");
+    r = -1;
+  }
   for (size_t k = 0; !r && k < c.nopts; k++)
     if (!strchr(c.opts[k].key, '.')) {
       bh_cli_usage_error("compare", "--opt %s: name the strategy, as NAME.%s", c.opts[k].key,
                          c.opts[k].key);
       r = -1;
     }
-  struct stat st;
-  if (!r && (!strcmp(trace, "-") || (!stat(trace, &st) && !S_ISREG(st.st_mode)))) {
-    bh_cli_usage_error("compare",
-                       "%s: compare reads the trace once per strategy, so it must be a regular "
-                       "file (not standard input, a FIFO or a <(...) substitution): convert it "
-                       "to one first",
-                       trace);
-    r = -1;
-  }
   if (!r && bh_cli_replay_check("compare", &c))
     r = -1;
-  bh_trace_t *t = NULL; /* a missing or unreadable trace is bad input, found before any run */
-  if (!r && bh_trace_open(trace, NULL, &t)) {
-    fprintf(stderr, "buddyhint compare: %s\n", bh_trace_error(NULL));
-    r = -1;
-  }
-  bh_trace_close(t);
+  if (!r)
+    r = traces_check(a.traces, a.ntraces);
   if (!r) {
     bh_cli_replay_finish(&c);
-    char *copy = strdup(a.list);
-    r = copy ? run_all(&c, trace, copy, &a) : BH_EXIT_FAIL;
-    free(copy);
+    r = run_traces(&c, &a);
   } else {
     r = r > 0 ? BH_EXIT_OK : BH_EXIT_USAGE;
   }
+  free(a.traces);
   bh_cli_replay_free(&c);
   return r;
 }

@@ -74,6 +74,8 @@ static int describe_dirs(const char *start, const char *end, char **text) {
   if (!e && end)
     e = bh_machine_read_snapshot(m, BH_SNAP_END, end, 0, 0, err, sizeof(err));
   if (!e)
+    bh_cli_print_machine_warnings("convert", m);
+  if (!e)
     e = bh_machine_format(m, text, NULL);
   if (e)
     fprintf(stderr, "buddyhint convert: %s\n", e == BH_ENOMEM ? "out of memory" : err);

@@ -226,6 +226,7 @@ static int from_dirs(const char *start, const char *end, const char *out) {
     bh_machine_free(m);
     return e == BH_ENOMEM ? BH_EXIT_FAIL : BH_EXIT_USAGE;
   }
+  bh_cli_print_machine_warnings("machine", m);
   int rc = BH_EXIT_OK;
   if (out) {
     char *text;

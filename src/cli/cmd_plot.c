@@ -2,6 +2,7 @@
 #include "cli/cli.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,9 @@ static void usage(FILE *out) {
           "                                                 over time, one line per file\n"
           "  a compare timeline    (compare --timeline)    resident memory over time, one line\n"
           "                                                 per run\n"
+          "  a compare result      (compare --json)        bars per strategy: resident memory\n"
+          "                                                 at the end, reported and returned\n"
+          "                                                 MiB; madvise calls below\n"
           "  a sweep folder        (buddyhint sweep)       with --x AXIS [--y METRIC]: the\n"
           "    or merge's .json                             metric (default rss_final_bytes)\n"
           "                                                 against an axis of the grid, a\n"
@@ -72,7 +76,8 @@ typedef enum {
   IN_COMPACT,
   IN_ADAPTIVE,
   IN_REPLAY_TIMELINE,
-  IN_COMPARE_TIMELINE
+  IN_COMPARE_TIMELINE,
+  IN_COMPARE_JSON /* compare --json: drawn by compare.gp from a CSV made here */
 } input_kind_t;
 
 static const struct {
@@ -90,6 +95,41 @@ static const struct {
     {IN_REPLAY_TIMELINE, "time_s,live_bytes,resident_bytes", "replay_heatmap.gp"},
     {IN_COMPARE_TIMELINE, "run,time_s,live_bytes,resident_bytes", "replay_resident.gp"},
 };
+
+/*
+ * A compare --json result ({"runs": [...]}) as the CSV compare.gp draws, into the file at
+ * csv: one row per run, strategy, rss_final_mib, reported_mib, returned_mib, madvise_calls.
+ * 0, or -1 after a message (not a compare result, or it cannot be written).
+ */
+static int compare_csv(const char *path, const char *csv) {
+  json_error_t e;
+  json_t *j = json_load_file(path, 0, &e), *runs = j ? json_object_get(j, "runs") : NULL;
+  if (!json_is_array(runs) || !json_array_size(runs)) {
+    fprintf(stderr, "buddyhint plot: %s: not a compare result (no \"runs\")\n", path);
+    json_decref(j);
+    return -1;
+  }
+  FILE *f = fopen(csv, "w");
+  if (!f) {
+    fprintf(stderr, "buddyhint plot: %s: %s\n", csv, strerror(errno));
+    json_decref(j);
+    return -1;
+  }
+  fprintf(f, "strategy,rss_final_mib,reported_mib,returned_mib,madvise_calls\n");
+  size_t i;
+  json_t *r;
+  json_array_foreach(runs, i, r) {
+    const char *s = json_string_value(json_object_get(r, "strategy"));
+    double mib = 1024.0 * 1024.0;
+    fprintf(f, "%s,%.3f,%.3f,%.3f,%.0f\n", s ? s : "?",
+            json_number_value(json_object_get(r, "rss_final_bytes")) / mib,
+            json_number_value(json_object_get(r, "reported_bytes")) / mib,
+            json_number_value(json_object_get(r, "returned_bytes")) / mib,
+            json_number_value(json_object_get(r, "madvise_calls")));
+  }
+  json_decref(j);
+  return fclose(f) ? -1 : 0;
+}
 
 /* Reads the first line that is not a '#' comment; -1 if the file cannot be read. */
 static int read_header(const char *path, char *buf, size_t len) {
@@ -141,6 +181,8 @@ static int check_cells(const char *path, long *bad_line) {
 }
 
 static input_kind_t classify(const char *header) {
+  if (header[strspn(header, " \t")] == '{') /* a JSON object: compare --json's */
+    return IN_COMPARE_JSON;
   for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
     if (!strncmp(header, known[i].header, strlen(known[i].header)))
       return known[i].kind;
@@ -148,6 +190,8 @@ static input_kind_t classify(const char *header) {
 }
 
 static const char *script_of(input_kind_t k) {
+  if (k == IN_COMPARE_JSON)
+    return "compare.gp";
   for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
     if (known[i].kind == k)
       return known[i].script;
@@ -315,6 +359,14 @@ static int run_gnuplot(const char *vars, const char *path) {
   return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : BH_EXIT_FAIL;
 }
 
+/* Removes the CSV made for a compare result, and its folder (NULL: none). */
+static void drop_tmp(const char *dir, const char *csv) {
+  if (!dir)
+    return;
+  unlink(csv);
+  rmdir(dir);
+}
+
 int cmd_plot(int argc, char **argv) {
   if (bh_cli_plot_is_sweep(argc, argv)) /* plot_sweep.c */
     return bh_cli_plot_sweep(argc, argv);
@@ -414,7 +466,8 @@ int cmd_plot(int argc, char **argv) {
   if (find_scripts(scripts, script, dir, sizeof(dir)) != 0)
     return BH_EXIT_FAIL;
 
-  char vars[16384] = "";
+  char vars[16384] = "", csv[PATH_MAX] = "", tmpbuf[] = "/tmp/buddyhint-plot-XXXXXX";
+  char *tmpdir = NULL;
   int bad = 0;
   if (resident) {
     char n[32], name[32], lab[PATH_MAX];
@@ -431,6 +484,17 @@ int cmd_plot(int argc, char **argv) {
       snprintf(name, sizeof(name), "label%d", i + 1);
       bad |= add_var(vars, sizeof(vars), name, lab);
     }
+  } else if (k == IN_COMPARE_JSON) {
+    if (!(tmpdir = mkdtemp(tmpbuf))) {
+      fprintf(stderr, "buddyhint plot: a temporary folder: %s\n", strerror(errno));
+      return BH_EXIT_FAIL;
+    }
+    snprintf(csv, sizeof(csv), "%s/compare.csv", tmpdir);
+    if (compare_csv(inputs[0], csv)) {
+      rmdir(tmpdir);
+      return BH_EXIT_USAGE;
+    }
+    bad |= add_var(vars, sizeof(vars), "input", csv);
   } else {
     bad |= add_var(vars, sizeof(vars), "input", inputs[0]);
     if (k == IN_COMPARE_TIMELINE) {
@@ -450,20 +514,24 @@ int cmd_plot(int argc, char **argv) {
   bh_cli_out_t *o;
   int rc = bh_cli_out_open(VERB, out, &o);
   bh_cli_set_inputs(NULL);
-  if (rc)
+  if (rc) {
+    drop_tmp(tmpdir, csv);
     return rc;
+  }
   bad |= add_var(vars, sizeof(vars), "output", bh_cli_out_writing(o));
   bad |= add_var(vars, sizeof(vars), "fmt", fmt);
   bad |= add_var(vars, sizeof(vars), "scripts", dir);
   if (bad) {
     bh_cli_out_abort(o);
+    drop_tmp(tmpdir, csv);
     return bh_cli_usage_error(VERB, "file names too long");
   }
   char path[PATH_MAX + 64];
   snprintf(path, sizeof(path), "%s/%s", dir, script);
   struct stat sb;
-  if (run_gnuplot(vars, path) || stat(bh_cli_out_writing(o), &sb) != 0 ||
-      (S_ISREG(sb.st_mode) && sb.st_size == 0)) {
+  int g = run_gnuplot(vars, path);
+  drop_tmp(tmpdir, csv);
+  if (g || stat(bh_cli_out_writing(o), &sb) != 0 || (S_ISREG(sb.st_mode) && sb.st_size == 0)) {
     fprintf(stderr, "buddyhint plot: gnuplot failed on %s with %s (see its messages above)\n",
             inputs[0], path);
     bh_cli_out_abort(o);

@@ -7,22 +7,38 @@
 static void help(FILE *f) {
   fprintf(f,
           "usage: buddyhint replay TRACE [OPTIONS]\n\n"
-          "Replays TRACE (ftrace or perf script text of kmem:mm_page_alloc/mm_page_free, or a\n"
-          "native trace, gzip/zstd compressed or not; a trace-cmd trace.dat or a perf.data)\n"
+          "Replays TRACE (ftrace or perf script text of kmem:mm_page_alloc/mm_page_free, a\n"
+          "native trace, a trace-cmd trace.dat or a perf.data; each gzip/zstd compressed or not)\n"
           "through the allocator with one hinting strategy, on a virtual clock from the trace\n"
           "timestamps, and prints a summary.\n\n"
           "options:\n%s"
           "  --reports FILE        write every block the strategy reported as CSV\n"
-          "                        (time_s,pfn,order; time_s on the trace's clock)\n",
-          bh_cli_replay_help);
+          "                        (trace_time_s,pfn,order: the time on the trace's clock,\n"
+          "                        where the timeline's time_s is virtual time from 0)\n"
+          "  --hex                 pfns in --reports in hex (0x...), as kernel tools print them\n\n"
+          "In the summary, \"reported\" is all the memory the strategy reported, and \"of it\n"
+          "resident and returned\" the resident memory the reports took back (returned_bytes).\n"
+          "\n%s",
+          bh_cli_replay_help, bh_cli_timeline_help);
 }
 
-/* replay's own option: --reports FILE. */
+/* replay's own options: --reports FILE and --hex. */
+struct replay_own {
+  const char *reports;
+  bool hex;
+};
+
 static int replay_extra(int argc, char **argv, int *i, void *ctx) {
+  struct replay_own *o = ctx;
+  if (!strcmp(argv[*i], "--hex")) {
+    o->hex = true;
+    (*i)++;
+    return 1;
+  }
   const char *v;
   int r = bh_cli_opt(argc, argv, i, "reports", &v);
   if (r > 0)
-    *(const char **)ctx = v;
+    o->reports = v;
   return r;
 }
 
@@ -57,6 +73,11 @@ int bh_cli_run_one(const char *verb, bh_cli_replay_t *c, const char *trace, bool
   int out_rc = bh_cli_close_out(timeline);
   if (print) /* with --json -, standard output holds the JSON only */
     bh_cli_print_summary(json == stdout ? stderr : stdout, &s);
+  if (s.nr_warnings) {
+    FILE *w = print && json != stdout ? stdout : stderr;
+    fprintf(w, "\n");
+    bh_cli_print_warnings(w, &s, 1);
+  }
   if (json && bh_cli_run_json(json, &s, &info) == BH_ENOMEM) {
     fprintf(stderr, "buddyhint %s: out of memory writing the JSON\n", verb);
     bh_cli_abort_out(json);
@@ -70,11 +91,18 @@ int bh_cli_run_one(const char *verb, bh_cli_replay_t *c, const char *trace, bool
 int cmd_replay(int argc, char **argv) {
   bh_cli_replay_t c;
   bh_cli_replay_init(&c);
-  const char *trace, *reports_path = NULL;
-  int r = bh_cli_replay_args(argc, argv, &c, &trace, replay_extra, &reports_path, help);
+  const char *trace;
+  struct replay_own own = {NULL, false};
+  int r = bh_cli_replay_args(argc, argv, &c, &trace, replay_extra, &own, help);
+  const char *reports_path = own.reports;
+  c.cfg.reports_hex = own.hex;
   if (r) {
     bh_cli_replay_free(&c);
     return r > 0 ? BH_EXIT_OK : BH_EXIT_USAGE;
+  }
+  if (bh_cli_one_strategy("replay", &c)) {
+    bh_cli_replay_free(&c);
+    return BH_EXIT_USAGE;
   }
   bh_cli_replay_finish(&c);
   const char *name = c.cfg.hint.strategy ? c.cfg.hint.strategy : "none";

@@ -1,12 +1,51 @@
 /* The options that replay, compare and check share, mapped onto bh_replay_config_t. */
 #include "cli/replay_opts.h"
 
+#include "cli/baseline.h"
+
 #include <stdlib.h>
 #include <string.h>
 
+const char bh_cli_table_help[] =
+    "the table's columns (the JSON key in brackets; memory in MiB):\n"
+    "  rss_peak, rss_final   resident memory of the arena, highest and at the end\n"
+    "                        [rss_peak_bytes, rss_final_bytes]: mincore in mmap or memfd\n"
+    "                        backing; in sim, the pages written and not discarded since\n"
+    "  live_end              memory the trace holds allocated at the end [live_final_bytes]\n"
+    "  reported              memory the strategy reported, all of it: resident memory, free\n"
+    "                        memory the trace never wrote (a recorded machine's free memory)\n"
+    "                        and pages reported again after a refault [reported_bytes]\n"
+    "  returned              of it, the resident memory the reports took back: pages\n"
+    "                        written and not yet discarded when reported [returned_bytes]\n"
+    "  madvises              madvise or fallocate calls made, 0 in sim backing\n"
+    "                        [madvise_calls]\n"
+    "  refaults              reported pages allocated again, which a host faults back in\n"
+    "                        [refaults]\n"
+    "  failed                allocations the arena could not serve [alloc_failures]\n"
+    "  wall_s, cpu_s         the run's wall-clock and CPU seconds (not deterministic)\n"
+    "  check                 invariant violations found [check_violations]\n"
+    "  fidelity              against the end snapshot: the share of free memory in the\n"
+    "                        wrong order at the end [fidelity.free_order_error]; \"-\"\n"
+    "                        without an end snapshot\n"
+    "  high_ord              the error in free memory of pageblock order and above,\n"
+    "                        predicted against recorded [fidelity.high_order_error]\n";
+
+const char bh_cli_timeline_help[] =
+    "the timeline's columns (--timeline), one row per --sample of virtual time:\n"
+    "  run                   the run's label (compare only)\n"
+    "  time_s                virtual seconds since the trace's first event\n"
+    "  live_bytes            memory the trace holds allocated\n"
+    "  resident_bytes        resident memory of the arena, measured as rss_*\n"
+    "  discarded_bytes       memory reported and not allocated since\n"
+    "  free_pages            pages on the free lists, as NR_FREE_PAGES (not those on pcp\n"
+    "                        lists or isolated for a report)\n"
+    "  free_o0 .. free_oN    free blocks of each order, N the arena's largest order\n";
+
 const char bh_cli_replay_help[] =
-    "  --strategy NAME       hinting strategy: none, bitmap, bubble or a registered one\n"
-    "  --opt KEY=VALUE       strategy option (repeatable); 'buddyhint info' lists them\n"
+    "  --strategy NAME       hinting strategy: none, bitmap, bubble or a registered one;\n"
+    "                        NAME:KEY=VALUE[:KEY=VALUE...] with options (bubble:order=3)\n"
+    "  --opt KEY=VALUE       strategy option (repeatable), also NAME.KEY=VALUE as compare\n"
+    "                        takes it; 'buddyhint info' lists them\n"
     "  --backing KIND        mmap (real memory, default), memfd, or sim (metadata only)\n"
     "  --madvise KIND        how reports discard: dontneed (default), free, punch, none\n"
     "  --memory SIZE         arena size, e.g. 2G (default: peak live memory + 25% + 64M);\n"
@@ -21,8 +60,10 @@ const char bh_cli_replay_help[] =
     "  --timeline FILE       write CSV samples over virtual time\n"
     "  --json FILE           write the summary as JSON ('-' for stdout)\n"
     "  --lenient             skip malformed trace lines (counted) instead of failing\n"
-    "  --strict              events the trace lost are an error (default: counted, with a\n"
-    "                        warning)\n"
+    "  --strict              events the trace lost, and every warning (no frees in the\n"
+    "                        trace, over 2 % of its events lost, a file of a --start or\n"
+    "                        --end folder not read), are an error, exit status 2 (default:\n"
+    "                        counted, and the warnings printed and in the JSON)\n"
     "  --no-pcp              disable per-CPU page lists\n"
     "  --no-grouping         disable grouping pages by mobility\n"
     "  --shuffle             shuffle top-order frees (page_alloc.shuffle)\n"
@@ -41,8 +82,16 @@ const char bh_cli_replay_help[] =
     "                        and pagetypeinfo and the trace), empty (every managed page free)\n"
     "  --placement KIND      allocator (default: the arena chooses) or trace (each allocation\n"
     "                        takes the recorded block itself, if it is free)\n"
+    "  --start-order KIND    trace (default: the start pcp lists in the order, and on the\n"
+    "                        lists, the trace's first allocations take them) or pfn (in pfn\n"
+    "                        order on their pageblock type's lists, without that inference)\n"
+    "  --pcp-high KIND       auto (default: the recorded kernel's rule), tuned (Linux 6.7+:\n"
+    "                        each pcp's high mark moves between high_min and high_max) or\n"
+    "                        fixed (before 6.7: one mark, zone_highsize)\n"
     "  --start DIR           the start snapshot from a directory of /proc files (buddyinfo,\n"
-    "                        pagetypeinfo, zoneinfo, optionally kpageflags); the layout is its\n"
+    "                        pagetypeinfo, zoneinfo, optionally kpageflags; each may be\n"
+    "                        NAME.txt and gzip or zstd compressed, NAME.gz, NAME.zst; a file\n"
+    "                        there that is not read is a warning); the layout is its\n"
     "                        zoneinfo's\n"
     "  --end DIR             the end snapshot from such a directory (for fidelity)\n"
     "  --dump DIR            at the end of the trace, write the arena's buddyinfo,\n"
@@ -104,6 +153,8 @@ int bh_cli_replay_opt(int argc, char **argv, int *i, bh_cli_replay_t *c) {
   static const char *const layouts[] = {"auto", "trace", "default"};
   static const char *const starts[] = {"auto", "kpageflags", "counts", "empty"};
   static const char *const placements[] = {"allocator", "trace"};
+  static const char *const pcp_highs[] = {"fixed", "tuned", "auto"};
+  static const char *const start_orders[] = {"trace", "pfn"};
   const char *verb = argv[0], *v, *a = argv[*i];
   bh_replay_config_t *cfg = &c->cfg;
   uint64_t x;
@@ -240,6 +291,16 @@ int bh_cli_replay_opt(int argc, char **argv, int *i, bh_cli_replay_t *c) {
       return -1;
     cfg->placement = (enum bh_placement)e;
     return 1;
+  } else if (OPT("start-order")) {
+    if (r < 0 || set_enum(verb, "start-order", v, start_orders, 2, &e))
+      return -1;
+    cfg->start_order_pfn = e == 1;
+    return 1;
+  } else if (OPT("pcp-high")) {
+    if (r < 0 || set_enum(verb, "pcp-high", v, pcp_highs, 3, &e))
+      return -1;
+    cfg->pcp_high_tuning = e == 2 ? -1 : e;
+    return 1;
   } else if (OPT("start")) {
     if (r < 0)
       return -1;
@@ -286,6 +347,57 @@ void bh_cli_replay_free(bh_cli_replay_t *c) {
   for (size_t i = 0; i < c->nopts; i++)
     free((void *)c->opts[i].key);
   c->nopts = 0;
+  free(c->strategy_buf);
+  c->strategy_buf = NULL;
+}
+
+/* --opt NAME.KEY=VALUE with NAME the strategy: the key without "NAME."; another strategy's
+ * name is an error. */
+static int strip_opt_prefix(const char *verb, bh_cli_replay_t *c, const char *name) {
+  size_t len = strlen(name);
+  for (size_t i = 0; i < c->nopts; i++) {
+    char *key = (char *)c->opts[i].key, *dot = strchr(key, '.');
+    if (!dot)
+      continue;
+    if ((size_t)(dot - key) == len && !strncmp(key, name, len)) {
+      memmove(key, dot + 1, strlen(dot + 1) + 1);
+      continue;
+    }
+    *dot = '\0';
+    bool other = bh_strategy_find(key) != NULL;
+    *dot = '.';
+    if (other) {
+      bh_cli_usage_error(verb, "--opt %s=%s: the strategy is '%s'", key, c->opts[i].value, name);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+int bh_cli_one_strategy(const char *verb, bh_cli_replay_t *c) {
+  const char *given = c->cfg.hint.strategy;
+  if (!given || bh_cli_is_baseline(given))
+    return strip_opt_prefix(verb, c, given ? given : "none");
+  if (!strchr(given, ':'))
+    return strip_opt_prefix(verb, c, given);
+  char *buf = c->strategy_buf = strdup(given), *save = NULL;
+  char *name = buf && buf[0] != ':' ? strtok_r(buf, ":", &save) : NULL;
+  if (!name) {
+    bh_cli_usage_error(verb, "--strategy: no name in '%s'", given);
+    return -1;
+  }
+  c->cfg.hint.strategy = name;
+  if (strip_opt_prefix(verb, c, name))
+    return -1;
+  for (char *kv = strtok_r(NULL, ":", &save); kv; kv = strtok_r(NULL, ":", &save)) {
+    if (!strchr(kv, '=') || kv[0] == '=') {
+      bh_cli_usage_error(verb, "--strategy: '%s' in '%s' is not KEY=VALUE", kv, given);
+      return -1;
+    }
+    if (add_opt(verb, c, kv))
+      return -1;
+  }
+  return 0;
 }
 
 /* Finishes the config: strategy options, sim's report mode. */
@@ -364,11 +476,31 @@ int bh_cli_check_strategy(const char *verb, const bh_cli_replay_t *c, const char
 static double mib(uint64_t b) { return (double)b / (1024.0 * 1024.0); }
 
 void bh_cli_warn_lost(const char *verb, const bh_replay_summary_t *s) {
-  if (s->lost_events)
+  double share = (double)s->lost_events / (double)(s->events + s->lost_events + !s->events);
+  if (s->lost_events && share <= BH_REPLAY_LOST_WARN_SHARE) /* above: one of the warnings */
     fprintf(stderr,
             "buddyhint %s: warning: %s lost %lu events while it was recorded; the replay "
             "misses them (--strict makes this an error)\n",
             verb, s->trace, (unsigned long)s->lost_events);
+}
+
+void bh_cli_print_warnings(FILE *f, const bh_replay_summary_t *runs, int n) {
+  int dropped = 0;
+  for (int i = 0; i < n; i++) {
+    const bh_replay_summary_t *s = &runs[i];
+    if (s->nr_warnings_dropped > dropped)
+      dropped = s->nr_warnings_dropped;
+    for (int k = 0; k < s->nr_warnings; k++) {
+      bool seen = false; /* the trace's warnings are every run's: printed once */
+      for (int j = 0; j < i && !seen; j++)
+        for (int l = 0; l < runs[j].nr_warnings && !seen; l++)
+          seen = !strcmp(runs[j].warnings[l], s->warnings[k]);
+      if (!seen)
+        fprintf(f, "warning: %s\n", s->warnings[k]);
+    }
+  }
+  if (dropped)
+    fprintf(f, "warning: %d more warnings\n", dropped);
 }
 
 /* The --by table: one row per process or call site, heaviest resident memory first. */
@@ -414,8 +546,11 @@ void bh_cli_print_summary(FILE *f, const bh_replay_summary_t *s) {
           mib(s->live_final_bytes));
   fprintf(f, "resident     %.1f MiB peak, %.1f MiB at the end\n", mib(s->rss_peak_bytes),
           mib(s->rss_final_bytes));
-  fprintf(f, "reported     %.1f MiB in %lu calls, %lu pages refaulted\n", mib(s->reported_bytes),
-          (unsigned long)s->madvise_calls, (unsigned long)s->refaults);
+  fprintf(f,
+          "reported     %.1f MiB in %lu calls, %.1f MiB of it resident and returned, %lu pages "
+          "refaulted\n",
+          mib(s->reported_bytes), (unsigned long)s->madvise_calls, mib(s->returned_bytes),
+          (unsigned long)s->refaults);
   if (s->arena_stats[BH_STAT_compact_runs])
     fprintf(f, "compaction   %lu zone runs, %.1f MiB moved, %lu pages kept in place\n",
             (unsigned long)s->arena_stats[BH_STAT_compact_runs],
@@ -430,6 +565,21 @@ void bh_cli_print_summary(FILE *f, const bh_replay_summary_t *s) {
               "placement conflicts",
               (unsigned long)s->pretrace_frees, (unsigned long)s->start_conflicts,
               (unsigned long)s->placement_conflicts);
+    fprintf(f, "\n");
+  }
+  if (s->pcp_events_applied || s->pcp_events_missed || s->pcp_events_direct) {
+    fprintf(f,
+            "pcp events   %lu applied (%lu refills moved from a pcp list, %lu drains of memory "
+            "the start held allocated), %lu missed",
+            (unsigned long)s->pcp_events_applied, (unsigned long)s->pcp_refills_relisted,
+            (unsigned long)s->pcp_drains_adopted, (unsigned long)s->pcp_events_missed);
+    const char *sep = ": ";
+    for (int c = 0; c < BH_PCP_MISS_CAUSES; c++)
+      if (s->pcp_missed_by_cause[c]) {
+        fprintf(f, "%s%lu %s", sep, (unsigned long)s->pcp_missed_by_cause[c],
+                bh_replay_pcp_cause_name(c));
+        sep = ", ";
+      }
     fprintf(f, "\n");
   }
   if (s->agreement.present)

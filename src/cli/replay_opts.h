@@ -17,14 +17,26 @@ typedef struct bh_cli_replay {
   size_t nopts;
   const char *json_path, *timeline_path;
   bool backing_set;
+  char *strategy_buf; /* --strategy NAME:KEY=VALUE... split in place (bh_cli_one_strategy) */
 } bh_cli_replay_t;
 
 extern const char bh_cli_replay_help[];
+/* The glossary of compare's table columns, and of the timeline CSV's columns. */
+extern const char bh_cli_table_help[];
+extern const char bh_cli_timeline_help[];
 
 void bh_cli_replay_init(bh_cli_replay_t *c);
 /* One option at argv[*i]: 1 consumed (and *i advanced), 0 not a replay option, -1 error. */
 int bh_cli_replay_opt(int argc, char **argv, int *i, bh_cli_replay_t *c);
 void bh_cli_replay_finish(bh_cli_replay_t *c);
+/*
+ * For a verb that runs one strategy (replay, check): compare's spellings.  --strategy
+ * NAME:KEY=VALUE[:KEY=VALUE...] becomes NAME with those options (after the --opt ones, so that
+ * they win), and --opt NAME.KEY=VALUE becomes KEY=VALUE when NAME is the strategy; an --opt
+ * naming another strategy is a usage error, as is a malformed entry.  Call before
+ * bh_cli_replay_finish.  0, or -1 after a usage error.
+ */
+int bh_cli_one_strategy(const char *verb, bh_cli_replay_t *c);
 /*
  * What a replay would refuse only after reading its trace, checked before: --memory against
  * its bounds (one largest block .. 2^32 pages), --madvise against --backing.  0, or -1 after
@@ -39,6 +51,9 @@ void bh_cli_replay_free(bh_cli_replay_t *c);
 void bh_cli_print_summary(FILE *f, const bh_replay_summary_t *s);
 /* The warning on stderr when the trace lost events. */
 void bh_cli_warn_lost(const char *verb, const bh_replay_summary_t *s);
+/* The warnings of runs [0, n) (bh_replay_summary_t.warnings), each once, as "warning: ..." lines
+ * (nothing without any); --strict made them errors instead. */
+void bh_cli_print_warnings(FILE *f, const bh_replay_summary_t *runs, int n);
 /* The output helper of cli.h for a stdio user: opens path ("-" = stdout, NULL = none) into
  * *f; BH_EXIT_OK, or BH_EXIT_USAGE / BH_EXIT_FAIL after the message (as bh_cli_out_open). */
 int bh_cli_open_out(const char *verb, const char *path, FILE **f);

@@ -208,17 +208,30 @@ int bh_cli_run_json(FILE *f, const bh_replay_summary_t *s, const bh_cli_run_info
   return r ? r : ferror(f) ? BH_EIO : BH_OK;
 }
 
-int bh_cli_runs_json(FILE *f, const bh_replay_summary_t *runs, const bh_cli_run_info_t *infos,
-                     int n) {
-  fprintf(f, "{\"runs\": [\n");
+void bh_cli_runs_json_start(FILE *f) { fprintf(f, "{\"runs\": ["); }
+
+int bh_cli_runs_json_add(FILE *f, const bh_replay_summary_t *runs, const bh_cli_run_info_t *infos,
+                         int n, int *count) {
   for (int i = 0; i < n; i++) {
+    fprintf(f, "%s\n", (*count)++ ? "," : "");
     int r = run_text(f, &runs[i], &infos[i]);
     if (r)
       return r;
-    fprintf(f, "%s\n", i + 1 < n ? "," : "");
   }
-  fprintf(f, "]}\n");
   return ferror(f) ? BH_EIO : BH_OK;
+}
+
+int bh_cli_runs_json_end(FILE *f) {
+  fprintf(f, "\n]}\n");
+  return ferror(f) ? BH_EIO : BH_OK;
+}
+
+int bh_cli_runs_json(FILE *f, const bh_replay_summary_t *runs, const bh_cli_run_info_t *infos,
+                     int n) {
+  int count = 0;
+  bh_cli_runs_json_start(f);
+  int r = bh_cli_runs_json_add(f, runs, infos, n, &count);
+  return r ? r : bh_cli_runs_json_end(f);
 }
 
 /* ---- CSV: one row per run, nested objects flattened with dots, arrays as JSON text ---- */

@@ -31,6 +31,12 @@ int bh_cli_run_json(FILE *f, const bh_replay_summary_t *s, const bh_cli_run_info
 /* {"runs": [...]} of n runs. */
 int bh_cli_runs_json(FILE *f, const bh_replay_summary_t *runs, const bh_cli_run_info_t *infos,
                      int n);
+/* The same in parts, for runs that come in several batches: start, add (each batch; *count
+ * is the runs written so far, 0 at first), end. */
+void bh_cli_runs_json_start(FILE *f);
+int bh_cli_runs_json_add(FILE *f, const bh_replay_summary_t *runs, const bh_cli_run_info_t *infos,
+                         int n, int *count);
+int bh_cli_runs_json_end(FILE *f);
 /* One CSV row per run: a header, then the run objects with nested objects flattened into
  * dotted columns (provenance.options.seed), arrays as JSON text; the columns are the union
  * over the runs, in order of first appearance, empty where a run has none. */

@@ -42,7 +42,7 @@ struct bh__reporter {
   bh_arena_t *arena;
   bh_report_mode_t mode;
   bool owns_bitmap;
-  _Atomic uint64_t calls, ranges, bytes, ns, errors;
+  _Atomic uint64_t calls, ranges, bytes, ns, errors, returned;
 };
 
 /* ---- modes ------------------------------------------------------------------------------- */
@@ -176,8 +176,33 @@ static int bh__discard_call(const bh__reporter_t *r, uint64_t pfn, uint64_t n) {
   }
 }
 
-/* Discards one coalesced run of `nranges` ranges; returns 0 or the errno of a failed call. */
+/* How many of pages [pfn, pfn + n) of the arena's mapping are resident, by mincore (a page
+ * mincore cannot tell counts as not resident). */
+static uint64_t bh__mincore_pages(const bh_arena_t *a, uint64_t pfn, uint64_t n) {
+  unsigned char v[1024];
+  uint64_t resident = 0;
+  for (uint64_t done = 0; done < n;) {
+    uint64_t k = n - done < sizeof v ? n - done : sizeof v;
+    if (mincore(a->base + ((pfn + done) << BH_PAGE_SHIFT), k << BH_PAGE_SHIFT, v) == 0)
+      for (uint64_t i = 0; i < k; i++)
+        resident += v[i] & 1;
+    done += k;
+  }
+  return resident;
+}
+
+/*
+ * Discards one coalesced run of `nranges` ranges; returns 0 or the errno of a failed call.
+ * The pages the run took back (returned) are, in real memory, those mincore sees resident
+ * before the call and gone after it (MADV_FREE leaves them until the host needs them: none;
+ * MADV_DONTNEED on a memfd only unmaps: none), and in an owner's model of written pages (the
+ * replay's sim backing), those written and not discarded yet: the same meaning of resident,
+ * as resident memory is the pages written and not discarded since.
+ */
 static int bh__discard_run(bh__reporter_t *r, uint64_t pfn, uint64_t n, size_t nranges) {
+  const bh_arena_t *a = r->arena;
+  bool real = r->mode != BH_REPORT_NONE && a->touched == NULL;
+  uint64_t before = real ? bh__mincore_pages(a, pfn, n) : 0;
   if (r->mode != BH_REPORT_NONE) {
     uint64_t t0 = bh__now_ns();
     int rc = bh__discard_call(r, pfn, n);
@@ -189,7 +214,10 @@ static int bh__discard_run(bh__reporter_t *r, uint64_t pfn, uint64_t n, size_t n
       return saved ? saved : EIO;
     }
   }
-  bh__discard_mark(r->arena, pfn, n);
+  uint64_t modelled = bh__discard_mark(r->arena, pfn, n);
+  uint64_t after = before ? bh__mincore_pages(a, pfn, n) : 0;
+  uint64_t returned = real ? (before > after ? before - after : 0) : modelled;
+  atomic_fetch_add_explicit(&r->returned, returned << BH_PAGE_SHIFT, memory_order_relaxed);
   atomic_fetch_add_explicit(&r->ranges, nranges, memory_order_relaxed);
   atomic_fetch_add_explicit(&r->bytes, n << BH_PAGE_SHIFT, memory_order_relaxed);
   return 0;
@@ -247,4 +275,5 @@ void bh__reporter_stats(const bh__reporter_t *r, bh_reporter_stats_t *out) {
   out->bytes = atomic_load_explicit(&r->bytes, memory_order_relaxed);
   out->ns = atomic_load_explicit(&r->ns, memory_order_relaxed);
   out->errors = atomic_load_explicit(&r->errors, memory_order_relaxed);
+  out->returned = atomic_load_explicit(&r->returned, memory_order_relaxed);
 }

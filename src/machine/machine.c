@@ -148,6 +148,7 @@ void bh_machine_free(bh_machine_t *m) {
     free(m->sec[i].text);
   }
   free(m->sec);
+  free(m->warnings);
   free(m);
 }
 

@@ -39,6 +39,9 @@ struct bh_machine {
   bh__snap_t snaps[BH_NR_SNAPS];
   bh__section_t *sec;
   int nsec, sec_cap;
+  /* what reading snapshot folders noticed (bh_machine_warnings): lines, or NULL */
+  char *warnings;
+  size_t warnings_len;
 };
 
 /* "start" or "end". */

@@ -1,11 +1,21 @@
 /*
  * Reading a snapshot from /proc (or from a directory of its files copied out of another
  * machine, a guest for instance) and the running machine's allocator settings.
+ *
+ * A folder a user keeps holds the files as they were copied: under their /proc names, with a
+ * .txt suffix, or compressed (gzip or zstd, .gz or .zst, recognised by their magic), as
+ * `zstd kpageflags` leaves them.  Each of zoneinfo, buddyinfo, pagetypeinfo and kpageflags is
+ * looked for under those names in that order and the first one there is read; every other
+ * file of the folder is not used, and bh_machine_read_snapshot says so in the machine's
+ * warnings (bh_machine_warnings), so that a snapshot is never half-read in silence.
  */
 #include "machine/machine_internal.h"
+#include "trace/trace_internal.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <linux/magic.h>
@@ -67,21 +77,139 @@ static int slurp(const char *path, size_t max, char **out, size_t *len) {
   return 0;
 }
 
+/* The names a snapshot file may have in a folder, in the order they are looked for. */
+static const char *const bh__snap_suffixes[] = {"", ".txt", ".zst", ".gz", ".txt.zst", ".txt.gz"};
+#define BH__NR_SUFFIXES (sizeof bh__snap_suffixes / sizeof bh__snap_suffixes[0])
+
+/* The snapshot files a folder is read for; kpagecount is accepted and not read (see below). */
+static const char *const bh__snap_files[] = {"zoneinfo", "buddyinfo", "pagetypeinfo", "kpageflags"};
+
+/* Finds name in dir under one of its suffixes: path gets the first that exists (or, with none,
+ * the plain name) and the result says whether one did. */
+static bool find_file(const char *dir, const char *name, char *path, size_t len) {
+  for (size_t i = 0; i < BH__NR_SUFFIXES; i++) {
+    snprintf(path, len, "%s/%s%s", dir, name, bh__snap_suffixes[i]);
+    if (access(path, F_OK) == 0)
+      return true;
+  }
+  snprintf(path, len, "%s/%s", dir, name);
+  return false;
+}
+
+/* Whether path names a compressed file (by its suffix). */
+static bool compressed_name(const char *path) {
+  size_t n = strlen(path);
+  return (n > 4 && !strcmp(path + n - 4, ".zst")) || (n > 3 && !strcmp(path + n - 3, ".gz"));
+}
+
+/*
+ * Reads up to max bytes of path through the trace module's decompressing source (gzip and
+ * zstd by their magic, anything else as it is) into a malloc'd buffer, NUL-terminated.
+ * Returns 0; BH_ESYS with errno (cannot be opened), BH_EFORMAT (larger than max, or a corrupt
+ * compressed stream: msg says what), BH_ENOMEM.
+ */
+static int read_decompressed(const char *path, size_t max, char **out, size_t *len, char *msg) {
+  *out = NULL;
+  *len = 0;
+  bh__src_t src;
+  int rc = bh__src_open(&src, path, path, msg);
+  if (rc) {
+    int e = errno;
+    bh__src_close(&src);
+    errno = e;
+    return rc == BH_ESYS ? BH_ESYS : rc == BH_ENOMEM ? BH_ENOMEM : BH_EFORMAT;
+  }
+  size_t cap = 65536, n = 0;
+  char *b = malloc(cap + 1);
+  rc = b ? 0 : BH_ENOMEM;
+  while (!rc) {
+    if (n == cap) {
+      if (cap >= max) {
+        snprintf(msg, BH__TRACE_MSG_SIZE, "%.400s: larger than %zu bytes", path, max);
+        rc = BH_EFORMAT;
+        break;
+      }
+      cap = cap * 2 > max ? max : cap * 2;
+      char *q = realloc(b, cap + 1);
+      if (!q) {
+        rc = BH_ENOMEM;
+        break;
+      }
+      b = q;
+    }
+    long r = bh__src_read(&src, (unsigned char *)b + n, cap - n);
+    if (r < 0)
+      rc = r == BH_ENOMEM ? BH_ENOMEM : BH_EFORMAT;
+    else if (r == 0)
+      break;
+    else
+      n += (size_t)r;
+  }
+  bh__src_close(&src);
+  if (rc) {
+    free(b);
+    return rc;
+  }
+  b[n] = '\0';
+  *out = b;
+  *len = n;
+  return 0;
+}
+
+/* The error of a snapshot file that is there and cannot be read: bad input, BH_EFORMAT (or
+ * BH_ENOMEM), with msg (the source's message, naming path) or errno's. */
+static int read_fail(const char *path, int rc, const char *msg, char *err, size_t errlen) {
+  if (rc == BH_ESYS)
+    return bh__machine_fail(err, errlen, BH_EFORMAT, "%s: %s", path, strerror(errno));
+  if (msg[0])
+    return bh__machine_fail(err, errlen, rc, "%s", msg);
+  return bh__machine_fail(err, errlen, rc, "%s: out of memory", path);
+}
+
+/* Adds a line to the machine's warnings. */
+__attribute__((format(printf, 2, 3))) static void warn(bh_machine_t *m, const char *fmt, ...) {
+  char line[600];
+  va_list ap;
+  va_start(ap, fmt);
+  int k = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+  va_end(ap);
+  if (k < 0)
+    return;
+  if ((size_t)k > sizeof(line) - 2)
+    k = (int)sizeof(line) - 2;
+  line[k++] = '\n';
+  char *w = realloc(m->warnings, m->warnings_len + (size_t)k + 1);
+  if (!w)
+    return;
+  memcpy(w + m->warnings_len, line, (size_t)k);
+  m->warnings_len += (size_t)k;
+  w[m->warnings_len] = '\0';
+  m->warnings = w;
+}
+
+const char *bh_machine_warnings(const bh_machine_t *m) {
+  return !m ? NULL : m->warnings ? m->warnings : "";
+}
+
 /* A text file of dir into section "which/name"; *found tells whether it was there. */
 static int read_text(bh_machine_t *m, int which, const char *dir, const char *name, bool *found,
                      char *err, size_t errlen) {
-  char path[4096], sec[64];
-  snprintf(path, sizeof(path), "%s/%s", dir, name);
+  char path[4096], sec[64], msg[BH__TRACE_MSG_SIZE] = "";
+  *found = find_file(dir, name, path, sizeof(path));
   snprintf(sec, sizeof(sec), "%s/%s", bh__snap_name(which), name);
+  if (!*found)
+    return 0;
   char *t;
   size_t n;
-  int rc = slurp(path, MAX_TEXT, &t, &n);
-  *found = !rc;
-  if (rc == BH_ESYS && (errno == ENOENT || errno == EACCES || errno == EPERM))
-    return 0; /* left out: not there, or not readable (pagetypeinfo needs root) */
+  int rc = read_decompressed(path, MAX_TEXT, &t, &n, msg);
+  if (rc == BH_ESYS && (errno == EACCES || errno == EPERM)) {
+    *found = false;
+    if (strcmp(dir, "/proc"))
+      warn(m, "%s: %s: left out", path, strerror(errno));
+    return 0; /* not readable (/proc/pagetypeinfo needs root) */
+  }
   if (rc)
-    return bh__machine_fail(err, errlen, rc, "%s: %s", path,
-                            rc == BH_ESYS ? strerror(errno) : "too large");
+    return read_fail(path, rc, msg, err, errlen);
   if (memchr(t, '\0', n)) {
     free(t);
     return bh__machine_fail(err, errlen, BH_EFORMAT, "%s: not a text file", path);
@@ -155,6 +283,42 @@ static int check_flags_file(const char *path, uint64_t npfn, char *err, size_t e
   return 0;
 }
 
+/* read_flags for a compressed copy of kpageflags (gzip or zstd): at most npfn entries, as
+ * read_flags reads no further than the layout reaches.  msg gets a corrupt stream's error. */
+static int read_flags_compressed(const char *path, uint64_t npfn, uint64_t **out, uint64_t *n,
+                                 char *msg) {
+  *out = NULL;
+  *n = 0;
+  bh__src_t src;
+  int rc = bh__src_open(&src, path, path, msg);
+  if (rc) {
+    int e = errno;
+    bh__src_close(&src);
+    errno = e;
+    return rc == BH_ESYS || rc == BH_ENOMEM ? rc : BH_EFORMAT;
+  }
+  uint64_t *v = malloc(npfn * sizeof(*v) + 8);
+  size_t want = npfn * sizeof(*v), got = 0;
+  rc = v ? 0 : BH_ENOMEM;
+  while (!rc && got < want) {
+    long r = bh__src_read(&src, (unsigned char *)v + got, want - got);
+    if (r < 0)
+      rc = r == BH_ENOMEM ? BH_ENOMEM : BH_EFORMAT;
+    else if (r == 0)
+      break;
+    else
+      got += (size_t)r;
+  }
+  bh__src_close(&src);
+  if (rc) {
+    free(v);
+    return rc;
+  }
+  *out = v;
+  *n = got / sizeof(*v);
+  return 0;
+}
+
 /* The free map from dir's kpageflags, if it has one and it can be read; read_done (if given)
  * is called once the file is read, before the map is derived from it. */
 static int read_freemap(bh_machine_t *m, int which, const char *dir, void (*read_done)(void *),
@@ -165,23 +329,36 @@ static int read_freemap(bh_machine_t *m, int which, const char *dir, void (*read
     if (z->start_pfn + z->spanned_pages > end)
       end = z->start_pfn + z->spanned_pages;
   }
-  char path[4096];
-  snprintf(path, sizeof(path), "%s/kpageflags", dir);
-  uint64_t *flags, *count = NULL, n, nc = 0;
-  int rc = check_flags_file(path, end, err, errlen);
+  char path[4096], msg[BH__TRACE_MSG_SIZE] = "";
+  bool found = find_file(dir, "kpageflags", path, sizeof(path));
+  uint64_t *flags = NULL, *count = NULL, n = 0, nc = 0;
+  int rc = found && !compressed_name(path) ? check_flags_file(path, end, err, errlen) : 0;
   if (rc) {
     if (read_done)
       read_done(ctx);
     return rc;
   }
-  rc = read_flags(path, end, &flags, &n);
+  rc = !found                  ? 0
+       : compressed_name(path) ? read_flags_compressed(path, end, &flags, &n, msg)
+                               : read_flags(path, end, &flags, &n);
   if (read_done)
     read_done(ctx);
-  if (rc == BH_ESYS && (errno == ENOENT || errno == EACCES || errno == EPERM))
+  if (!found)
     return 0;
+  if (rc == BH_ESYS && (errno == ENOENT || errno == EACCES || errno == EPERM)) {
+    if (strcmp(dir, "/proc"))
+      warn(m, "%s: %s: no free map", path, strerror(errno));
+    return 0; /* /proc/kpageflags needs root */
+  }
   if (rc)
-    return bh__machine_fail(err, errlen, rc, "%s: %s", path,
-                            rc == BH_ESYS ? strerror(errno) : "out of memory");
+    return read_fail(path, rc, msg, err, errlen);
+  if (n < end && strcmp(dir, "/proc")) { /* a compressed copy cut short (check_flags_file) */
+    free(flags);
+    return bh__machine_fail(err, errlen, BH_EFORMAT,
+                            "%s: %llu page entries, but the zones reach pfn %llu (truncated "
+                            "copy?); remove it to start from the counts",
+                            path, (unsigned long long)n, (unsigned long long)end);
+  }
   /* kpagecount (mapcounts) tells nothing KPF_MMAP does not: it is accepted and not read */
   (void)nc;
   char *text = NULL;
@@ -216,11 +393,49 @@ int bh_machine_set_window(bh_machine_t *m, int which, uint64_t begin_ns, uint64_
   return rc;
 }
 
+/* Whether entry name of a snapshot folder is the file read for one of bh__snap_files: the
+ * first of its names there (find_file's order). */
+static bool used_file(const char *dir, const char *name) {
+  char path[4096], want[4096];
+  for (size_t f = 0; f < sizeof bh__snap_files / sizeof bh__snap_files[0]; f++)
+    if (find_file(dir, bh__snap_files[f], want, sizeof(want)) &&
+        snprintf(path, sizeof(path), "%s/%s", dir, name) > 0 && !strcmp(path, want))
+      return true;
+  return false;
+}
+
+/* A warning for every file of folder dir that the snapshot does not read: another copy of a
+ * file it read under another name, kpagecount (what it tells, KPF_MMAP tells too), meminfo
+ * and the rest.  Not for /proc, whose other files are no snapshot's. */
+static void warn_unused(bh_machine_t *m, const char *dir) {
+  if (!strcmp(dir, "/proc"))
+    return;
+  DIR *d = opendir(dir);
+  if (!d)
+    return;
+  for (struct dirent *e; (e = readdir(d));) {
+    if (e->d_name[0] == '.' || used_file(dir, e->d_name))
+      continue;
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+    struct stat st;
+    if (stat(path, &st) || !S_ISREG(st.st_mode))
+      continue;
+    warn(m,
+         "%s: not used (a snapshot is read from zoneinfo, buddyinfo, pagetypeinfo and "
+         "kpageflags, each plain, .txt, .zst or .gz, the first found)",
+         path);
+  }
+  closedir(d);
+}
+
 int bh_machine_read_snapshot(bh_machine_t *m, int which, const char *dir, uint64_t begin_ns,
                              uint64_t end_ns, char *err, size_t errlen) {
   int rc = bh_machine_read_counts(m, which, dir, begin_ns, end_ns, err, errlen);
   if (!rc)
     rc = bh_machine_read_freemap(m, which, dir, NULL, NULL, err, errlen);
+  if (!rc)
+    warn_unused(m, dir);
   return rc;
 }
 
@@ -248,10 +463,11 @@ int bh_machine_read_counts(bh_machine_t *m, int which, const char *dir, uint64_t
     if (rc)
       return rc;
   }
-  if (!found[0]) {
-    errno = ENOENT;
-    return bh__machine_fail(err, errlen, BH_ESYS, "%s/zoneinfo: cannot be read", dir);
-  }
+  if (!found[0])
+    return bh__machine_fail(err, errlen, BH_EFORMAT,
+                            "%s: no zoneinfo (looked for zoneinfo, zoneinfo.txt and either "
+                            "compressed, .zst or .gz)",
+                            dir);
   if (begin_ns || end_ns) {
     int rc = set_window_section(m, which, begin_ns, end_ns);
     if (rc)

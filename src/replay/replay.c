@@ -51,6 +51,7 @@ void bh_replay_config_init(bh_replay_config_t *cfg) {
   cfg->arena.nr_cpus = 0; /* from the trace */
   cfg->compaction_proactiveness = 20;
   cfg->keep_max_bytes = BH__KEEP_DEFAULT_BYTES;
+  cfg->pcp_high_tuning = -1;
 }
 
 /* ---- state ---- */
@@ -107,6 +108,9 @@ struct replay {
   /* the trace's pcp events move the pcp lists (--placement trace with a trace that has them):
    * frees onto a pcp list then make no drain decision of their own */
   bool pcp_trace;
+  /* with the pcp events: a bit per pfn for the blocks the start state put on a pcp list, until
+   * a traced event puts a block there itself (NULL: none), to tell the start state's misses */
+  uint64_t *start_pcp;
   bool agree;           /* counting placement agreement */
   uint64_t *first_miss; /* placement agreement: lists that have had a miss (miss_where) */
   /* events up to this trace time happened while the start snapshot was read (0: none) */
@@ -193,6 +197,28 @@ static inline __attribute__((always_inline)) void kept_unpack(bh_event_t *ev,
     ev->gfp = 0;
     ev->failed = 0;
   }
+}
+
+/* r->start_pcp: the heads of the blocks the start state put on pcp lists.  0 or BH_ENOMEM. */
+static int mark_start_pcp(struct replay *r) {
+  const bh_arena_t *a = r->arena;
+  r->start_pcp = calloc((a->nr_pages + 63) / 64, sizeof(uint64_t));
+  if (!r->start_pcp)
+    return BH_ENOMEM;
+  for (uint64_t p = 0; p < a->nr_pages; p++)
+    if (bh__pg_flags(&a->pages[p]) & BH__PG_PCP)
+      r->start_pcp[p >> 6] |= 1ull << (p & 63);
+  return 0;
+}
+
+/* Whether the block at pfn is on a pcp list where the start state put it (and clears that). */
+static bool take_start_pcp(struct replay *r, uint64_t pfn) {
+  if (!r->start_pcp || pfn >= r->arena->nr_pages)
+    return false;
+  uint64_t bit = 1ull << (pfn & 63), *w = &r->start_pcp[pfn >> 6];
+  bool was = *w & bit;
+  *w &= ~bit;
+  return was;
 }
 
 static int open_trace(struct replay *r, bh_trace_t **t) {
@@ -841,9 +867,11 @@ static inline void touch(struct replay *r, uint64_t pfn, unsigned order) {
 
 /* A free: with the trace's pcp events, onto a pcp list without a drain decision of its own. */
 static inline void arena_free(struct replay *r, uint64_t pfn, unsigned order, int cpu) {
-  if (bh__unlikely(r->pcp_trace))
+  if (bh__unlikely(r->pcp_trace)) {
+    if (r->start_pcp && pfn < r->arena->nr_pages)
+      r->start_pcp[pfn >> 6] &= ~(1ull << (pfn & 63));
     bh__pcp_free_nodrain(r->arena, pfn, order, cpu);
-  else
+  } else
     bh_free_pfn(r->arena, pfn, order, cpu);
 }
 
@@ -1221,8 +1249,9 @@ static void on_report(void *ctx, const bh_report_range_t *ranges, size_t n) {
   uint64_t vt = r->cfg->speed > 0 ? (uint64_t)(secs_since(&r->wall0) * r->cfg->speed * 1e9)
                                   : bh_hint_now(r->hint);
   double t = (double)(r->t0 + vt) / 1e9;
+  const char *fmt = r->cfg->reports_hex ? "%.6f,0x%lx,%u\n" : "%.6f,%lu,%u\n";
   for (size_t i = 0; i < n; i++)
-    fprintf(r->cfg->reports, "%.6f,%lu,%u\n", t, (unsigned long)ranges[i].pfn, ranges[i].order);
+    fprintf(r->cfg->reports, fmt, t, (unsigned long)ranges[i].pfn, ranges[i].order);
 }
 
 /*
@@ -1257,10 +1286,14 @@ static int setup(struct replay *r, const struct scan *sc) {
     int e = bh__rm_configure(&r->rm, &ac, r->err, r->errlen);
     if (e)
       return e;
+    if (cfg->pcp_high_tuning >= 0)
+      ac.pcp_high_tuning = cfg->pcp_high_tuning;
     mem = bh__rm_pages(&r->rm) << BH_PAGE_SHIFT;
   } else {
     bh_replay_zone_layout(&ac, mem);
   }
+  r->s->pcp_high_tuned = ac.pcp_high_tuning && ac.pcp;
+  r->s->start_order_pfn = cfg->start_order_pfn;
   /* on the virtual clock only this thread touches the arena: no locks, as CONFIG_SMP=n */
   ac.smp = cfg->speed > 0;
   if (!ac.nr_cpus) /* one pcp slot per CPU seen in the trace */
@@ -1276,11 +1309,14 @@ static int setup(struct replay *r, const struct scan *sc) {
     return err;
   }
   if (r->shape) { /* the start state, before hinting is attached */
+    r->rm.fe.pfn_order = cfg->start_order_pfn;
     err = bh__rm_populate(&r->rm, r->arena, r->arena->pcp_orders, ac.seed, r->s, r->err, r->errlen);
     if (err)
       return err;
     r->place_trace = cfg->placement == BH_PLACEMENT_TRACE;
     r->pcp_trace = r->place_trace && sc->pcp_events;
+    if (r->pcp_trace && mark_start_pcp(r))
+      return BH_ENOMEM;
     r->agree = !r->place_trace && r->rm.start != BH__START_EMPTY;
     r->s->agreement.present = r->agree;
     if (r->agree) {
@@ -1301,10 +1337,11 @@ static int setup(struct replay *r, const struct scan *sc) {
             bh_hint_last_error()[0] ? bh_hint_last_error() : bh_strerror(err));
     return err;
   }
-  if (r->shape && (bh_hint_strategy(r->hint)->flags & BH_STRATEGY_PAGE_REPORTED))
-    bh__rm_start_reported(&r->rm, r->arena, r->s);
+  if (r->shape)
+    bh__rm_start_reported(&r->rm, r->arena,
+                          bh_hint_strategy(r->hint)->flags & BH_STRATEGY_PAGE_REPORTED, r->s);
   if (cfg->reports) {
-    fprintf(cfg->reports, "time_s,pfn,order\n");
+    fprintf(cfg->reports, "trace_time_s,pfn,order\n");
     r->hint->on_report = on_report;
     r->hint->on_report_ctx = r;
   }
@@ -1417,19 +1454,44 @@ COLD static void poll(struct replay *r) {
   set_next_poll(r);
 }
 
+/* Why a pcp event did not apply, by where the replay holds its block (bh_replay_pcp_cause). */
+static int pcp_miss_cause(bool drain, enum bh__pcp_at where) {
+  switch (where) {
+  case BH__PCPAT_PRETRACE:
+    return drain ? BH_PCP_MISS_drain_start_state : BH_PCP_MISS_refill_start_state;
+  case BH__PCPAT_ALLOC:
+    return drain ? BH_PCP_MISS_drain_allocated : BH_PCP_MISS_refill_allocated;
+  case BH__PCPAT_BUDDY: /* a refill of a free block applies */
+    return BH_PCP_MISS_drain_free;
+  case BH__PCPAT_ISOLATED: /* free, taken off the lists by the replay's hinting */
+    return drain ? BH_PCP_MISS_drain_free : BH_PCP_MISS_isolated;
+  case BH__PCPAT_SPLIT:
+  case BH__PCPAT_PCP: /* a drain of a block on a pcp list applies; a refill relists it */
+    return drain ? BH_PCP_MISS_drain_split : BH_PCP_MISS_refill_split;
+  default:
+    return BH_PCP_MISS_invalid;
+  }
+}
+
 /*
  * A pcp event (--placement trace): a refill moves the recorded block from the free lists to
  * the CPU's pcp list, a drain moves it back.  A zone_locked event without percpu_refill, and
  * one for a block that an allocation takes at once (rmqueue_buddy), need nothing: the
  * allocation's bh_alloc_pfn_at takes the block from a pcp list as well as from the free lists.
+ * A refill of a block the replay holds on a pcp list moves it to the refilling CPU's list: the
+ * kernel freed it to its free lists past the pcp lists (free_unref_page's free_one_page when
+ * the pcp lock is taken, Linux 6.12 mm/page_alloc.c:2763, and free_unref_folios), which its
+ * mm_page_free does not say.  An event that does not apply is counted by cause (what the replay
+ * holds there).
  */
 COLD static void pcp_event(struct replay *r, const bh_event_t *ev) {
   bh_replay_summary_t *s = r->s;
   if (!r->place_trace) /* not read then; a caller's own events */
     return;
   r->pcp_trace = true;
+  bool drain = ev->op == BH_EV_PCPU_DRAIN;
   int rc;
-  if (ev->op == BH_EV_PCPU_DRAIN) {
+  if (drain) {
     rc = bh__pcp_drain_at(r->arena, ev->pfn, ev->order);
   } else if (ev->percpu_refill) {
     rc = bh__pcp_refill_at(r->arena, ev->pfn, ev->order, ev->migratetype, ev->cpu);
@@ -1437,12 +1499,38 @@ COLD static void pcp_event(struct replay *r, const bh_event_t *ev) {
     s->pcp_events_direct++;
     return;
   }
-  if (rc == BH_OK) {
-    s->pcp_events_applied++;
-  } else {
-    s->pcp_events_missed++;
-    s->pcp_drains_missed += ev->op == BH_EV_PCPU_DRAIN;
+  int cpu = -1;
+  enum bh__pcp_at where =
+      rc == BH_OK ? BH__PCPAT_PCP : bh__pcp_block_where(r->arena, ev->pfn, ev->order, &cpu);
+  if (rc != BH_OK && !drain && where == BH__PCPAT_PCP &&
+      bh__pcp_relist_at(r->arena, ev->pfn, ev->order, ev->migratetype, ev->cpu) == BH_OK) {
+    s->pcp_refills_relisted++;
+    s->pcp_refills_relisted_start += take_start_pcp(r, ev->pfn);
+    rc = BH_OK;
   }
+  if (rc != BH_OK && drain && where == BH__PCPAT_PRETRACE &&
+      bh__pcp_adopt_at(r->arena, ev->pfn, ev->order, ev->migratetype, ev->cpu) == BH_OK &&
+      bh__pcp_drain_at(r->arena, ev->pfn, ev->order) == BH_OK) {
+    s->pcp_drains_adopted++; /* on a pcp list at the start, which the start did not know */
+    rc = BH_OK;
+  }
+  if (rc != BH_OK && !drain && where == BH__PCPAT_PRETRACE && ev->time_ns <= r->window_end &&
+      bh__pcp_adopt_at(r->arena, ev->pfn, ev->order, ev->migratetype, ev->cpu) == BH_OK) {
+    s->window_events++; /* refilled while the free map was read, which saw it taken */
+    rc = BH_OK;
+  }
+  if (rc == BH_OK) {
+    if (!drain)
+      take_start_pcp(r, ev->pfn); /* on a pcp list now by the trace's own event */
+    s->pcp_events_applied++;
+    return;
+  }
+  s->pcp_events_missed++;
+  s->pcp_drains_missed += drain;
+  int cause = pcp_miss_cause(drain, where);
+  if (cause == BH_PCP_MISS_drain_free && ev->time_ns <= r->window_end)
+    cause = BH_PCP_MISS_window; /* the free map, read after it, holds the block free */
+  s->pcp_missed_by_cause[cause]++;
 }
 
 /*
@@ -1615,6 +1703,38 @@ static void attrib_rows(struct replay *r) {
   free(res);
 }
 
+void bh__replay_warn(bh_replay_summary_t *s, const char *fmt, ...) {
+  char w[sizeof(s->warnings[0])];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(w, sizeof(w), fmt, ap);
+  va_end(ap);
+  for (int i = 0; i < s->nr_warnings; i++)
+    if (!strcmp(s->warnings[i], w))
+      return;
+  if (s->nr_warnings == BH_REPLAY_MAX_WARNINGS) {
+    s->nr_warnings_dropped++;
+    return;
+  }
+  memcpy(s->warnings[s->nr_warnings++], w, sizeof(w));
+}
+
+/* What makes the trace suspect: no frees at all, or too many events lost. */
+static void trace_warnings(bh_replay_summary_t *s) {
+  if (s->allocs && !s->frees && !s->unknown_frees)
+    bh__replay_warn(s,
+                    "the trace holds %lu allocations and no free: were the free events "
+                    "(kmem:mm_page_free) recorded?",
+                    (unsigned long)s->allocs);
+  double share = (double)s->lost_events / (double)(s->events + s->lost_events + !s->events);
+  if (share > BH_REPLAY_LOST_WARN_SHARE)
+    bh__replay_warn(s,
+                    "the recording lost %lu of its %lu events (%.1f %%): the replay misses "
+                    "them (a larger buffer, or fewer events, when recording)",
+                    (unsigned long)s->lost_events, (unsigned long)(s->events + s->lost_events),
+                    100.0 * share);
+}
+
 static void finish(struct replay *r) {
   bh_replay_summary_t *s = r->s;
   struct rusage ru;
@@ -1632,6 +1752,7 @@ static void finish(struct replay *r) {
     bh_hint_stats_t hs;
     bh_hint_stats(r->hint, &hs);
     s->reported_bytes = hs.report.bytes;
+    s->returned_bytes = hs.report.returned;
     s->madvise_calls = hs.report.calls;
     s->refaults = hs.refault_pages;
     s->refault_blocks = hs.refault_blocks;
@@ -1644,6 +1765,7 @@ static void finish(struct replay *r) {
     attrib_rows(r);
   if (r->cfg->check_every || r->cfg->check_after_steps)
     check(r);
+  trace_warnings(s);
 }
 
 /* ---- one first pass for several replays ---- */
@@ -1807,6 +1929,10 @@ int bh__replay_run_shared(const bh_replay_config_t *cfg, const bh__replay_shared
     set_err(&r, "%s", r.drift);
     rc = BH_EINVAL;
   }
+  if (!rc && cfg->strict && out->nr_warnings) { /* --strict: a warning is an error */
+    set_err(&r, "%s: %s (--strict)", cfg->trace, out->warnings[0]);
+    rc = BH_EFORMAT;
+  }
   bh_hint_detach(r.hint);
   bh_arena_destroy(r.arena);
   bh__pfnmap_destroy(&r.map);
@@ -1817,6 +1943,7 @@ int bh__replay_run_shared(const bh_replay_config_t *cfg, const bh__replay_shared
     free(sc.kept);
   free((void *)r.touched);
   free(r.rev);
+  free(r.start_pcp);
   if (r.attrib)
     bh__attrib_destroy(r.attrib);
   if (!borrowed || !sc.kept || !r.origins)
@@ -1825,6 +1952,15 @@ int bh__replay_run_shared(const bh_replay_config_t *cfg, const bh__replay_shared
 }
 
 /* ---- JSON ---- */
+
+const char *bh_replay_pcp_cause_name(int cause) {
+  static const char *const names[] = {
+#define BH__PCP_CAUSE_NAME(n) #n,
+      BH_REPLAY_PCP_CAUSES(BH__PCP_CAUSE_NAME)
+#undef BH__PCP_CAUSE_NAME
+  };
+  return cause >= 0 && cause < BH_PCP_MISS_CAUSES ? names[cause] : NULL;
+}
 
 struct jw {
   FILE *f;
@@ -1877,6 +2013,8 @@ int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *f, int indent) {
   ju64(&w, "time_reversals", s->time_reversals);
   ju64(&w, "lost_events", s->lost_events);
   jstr(&w, "layout", s->layout);
+  jstr(&w, "pcp_high", s->pcp_high_tuned ? "tuned" : "fixed");
+  jstr(&w, "start_order", s->start_order_pfn ? "pfn" : "trace");
   jstr(&w, "start_state", s->start_state);
   jstr(&w, "placement", s->placement);
   ju64(&w, "pretrace_frees", s->pretrace_frees);
@@ -1886,11 +2024,20 @@ int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *f, int indent) {
   ju64(&w, "pcp_events_missed", s->pcp_events_missed);
   ju64(&w, "pcp_events_direct", s->pcp_events_direct);
   ju64(&w, "pcp_drains_missed", s->pcp_drains_missed);
+  key(&w, "pcp_events_missed_by_cause");
+  for (int i = 0; i < BH_PCP_MISS_CAUSES; i++)
+    fprintf(f, "%s\"%s\": %lu", i ? ", " : "{", bh_replay_pcp_cause_name(i),
+            (unsigned long)s->pcp_missed_by_cause[i]);
+  fputc('}', f);
+  ju64(&w, "pcp_refills_relisted", s->pcp_refills_relisted);
+  ju64(&w, "pcp_refills_relisted_start", s->pcp_refills_relisted_start);
+  ju64(&w, "pcp_drains_adopted", s->pcp_drains_adopted);
   ju64(&w, "start_pcp_pages", s->start_pcp_pages);
   ju64(&w, "start_unplaced_blocks", s->start_unplaced_blocks);
   ju64(&w, "start_unexplained_pages", s->start_unexplained_pages);
   ju64(&w, "start_repaired_pages", s->start_repaired_pages);
   ju64(&w, "start_reported_blocks", s->start_reported_blocks);
+  ju64(&w, "start_reported_marked", s->start_reported_marked);
   ju64(&w, "start_reported_missed", s->start_reported_missed);
   ju64(&w, "window_events", s->window_events);
   ju64(&w, "untraced_frees", s->untraced_frees);
@@ -1902,12 +2049,22 @@ int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *f, int indent) {
   ju64(&w, "live_peak_bytes", s->live_peak_bytes);
   ju64(&w, "live_final_bytes", s->live_final_bytes);
   ju64(&w, "reported_bytes", s->reported_bytes);
+  ju64(&w, "returned_bytes", s->returned_bytes);
   ju64(&w, "madvise_calls", s->madvise_calls);
   ju64(&w, "refaults", s->refaults);
   ju64(&w, "refault_blocks", s->refault_blocks);
   ju64(&w, "minflt", s->minflt);
   key(&w, "check_violations");
   fprintf(f, "%ld", s->check_violations);
+  /* not the first key: the CSV's columns keep their places */
+  ju64(&w, "schema_version", BH_REPLAY_SCHEMA_VERSION);
+  key(&w, "warnings");
+  fputc('[', f);
+  for (int i = 0; i < s->nr_warnings; i++) {
+    fprintf(f, "%s", i ? ", " : "");
+    bh__json_str(f, s->warnings[i]);
+  }
+  fputc(']', f);
   if (s->trace_command[0])
     jstr(&w, "trace_command", s->trace_command);
   if (s->by) {

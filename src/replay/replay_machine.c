@@ -47,8 +47,17 @@ static int trace_description(const char *trace, bh_machine_t **out, char *err, s
   return rc;
 }
 
+/* What reading the snapshot folders noticed, as the summary's warnings. */
+static void warn_folder(bh_replay_summary_t *s, const bh_machine_t *m) {
+  for (const char *w = bh_machine_warnings(m), *nl; *w; w = nl + 1) {
+    nl = strchr(w, '\n');
+    bh__replay_warn(s, "%.*s", (int)(nl - w), w);
+  }
+}
+
 /* --start DIR and --end DIR: they replace the trace's snapshots; the layout is theirs. */
-static int read_dirs(bh__rmachine_t *rm, const bh_replay_config_t *cfg, char *err, size_t errlen) {
+static int read_dirs(bh__rmachine_t *rm, const bh_replay_config_t *cfg, bh_replay_summary_t *s,
+                     char *err, size_t errlen) {
   char msg[512];
   if (cfg->start_dir) {
     bh_machine_t *n = bh_machine_new();
@@ -64,6 +73,7 @@ static int read_dirs(bh__rmachine_t *rm, const bh_replay_config_t *cfg, char *er
     rm->m = n;
     if (rc)
       return bh__machine_fail(err, errlen, rc, "--start/--end: %s", msg);
+    warn_folder(s, n);
     return 0;
   }
   if (cfg->end_dir) {
@@ -72,6 +82,7 @@ static int read_dirs(bh__rmachine_t *rm, const bh_replay_config_t *cfg, char *er
     int rc = bh_machine_read_snapshot(rm->m, BH_SNAP_END, cfg->end_dir, 0, 0, msg, sizeof(msg));
     if (rc)
       return bh__machine_fail(err, errlen, rc, "--end: %s", msg);
+    warn_folder(s, rm->m);
   }
   return 0;
 }
@@ -116,7 +127,7 @@ int bh__rm_load(bh__rmachine_t *rm, const bh_replay_config_t *cfg, bh_replay_sum
   memset(rm, 0, sizeof(*rm));
   int rc = trace_description(cfg->trace, &rm->m, err, errlen);
   if (!rc)
-    rc = read_dirs(rm, cfg, err, errlen);
+    rc = read_dirs(rm, cfg, s, err, errlen);
   if (rc)
     return rc;
   bool has_layout = rm->m && bh_machine_info(rm->m)->nr_zones > 0;
@@ -185,20 +196,39 @@ int bh__rm_want_first_events(bh__rmachine_t *rm) {
   return rm->fe.fe ? 0 : BH_ENOMEM;
 }
 
+/*
+ * Whether the recorded kernel tunes its pcp high marks (Linux 6.7 and later: high_min and
+ * high_max in zoneinfo's pagesets, nr_pcp_high and decay_pcp_high) or keeps one fixed mark
+ * (6.1's pageset_update, zone_highsize() of the low watermark, which is 6.12's high_min).  By
+ * its release where the description has one, else by whether its zoneinfo prints high_max.
+ */
+bool bh__rm_kernel_tunes_pcp_high(const bh_machine_info_t *in) {
+  unsigned major, minor;
+  if (sscanf(in->kernel_release, "%u.%u", &major, &minor) == 2)
+    return major > 6 || (major == 6 && minor >= 7);
+  for (int i = 0; i < in->nr_zones; i++)
+    if (in->zones[i].pcp_high_max)
+      return true;
+  return in->nr_zones == 0;
+}
+
 int bh__rm_configure(const bh__rmachine_t *rm, bh_config_t *ac, char *err, size_t errlen) {
   int rc = bh__layout_from_machine(ac, rm->m, err, errlen);
-  if (!rc && !ac->nr_cpus && bh_machine_info(rm->m)->nr_cpus)
-    ac->nr_cpus = bh_machine_info(rm->m)->nr_cpus;
+  const bh_machine_info_t *in = bh_machine_info(rm->m);
+  if (!rc && !ac->nr_cpus && in->nr_cpus)
+    ac->nr_cpus = in->nr_cpus;
+  if (!rc)
+    ac->pcp_high_tuning = bh__rm_kernel_tunes_pcp_high(in);
   return rc;
 }
 
 /*
  * Each pcp's high mark at the start: the start snapshot's zoneinfo prints every CPU's
  * ("high:" under pagesets), which Linux 6.7+ tunes as it runs (nr_pcp_high raises it while a
- * CPU frees, decay_pcp_high lowers it each second, mm/page_alloc.c:2554-2611 and 2417-2440 in
- * 6.12).  The snapshot keeps their sum per zone: every CPU of the arena starts at the mean.
- * NULL (high_min, as after boot) without a zoneinfo, when the zones do not match the layout,
- * or out of memory.
+ * CPU frees, decay_pcp_high lowers it each second, nr_pcp_high at mm/page_alloc.c:2625,
+ * decay_pcp_high at :2409 in 6.12).  The snapshot keeps their sum per zone: every CPU of the arena
+ * starts at the mean. NULL (high_min, as after boot) without a zoneinfo, when the zones do not
+ * match the layout, or out of memory.
  */
 static uint32_t *start_pcp_high(const bh__rmachine_t *rm, const bh_arena_t *a) {
   const bh_snapshot_t *s = rm->m ? bh_machine_snapshot(rm->m, BH_SNAP_START) : NULL;
@@ -259,7 +289,7 @@ int bh__rm_populate(bh__rmachine_t *rm, bh_arena_t *a, unsigned pcp_orders, uint
  * reporting moved it, isolated and put back (which counts in the arena's isolate statistics).
  * False if no zone has it as a free block of that order.
  */
-static bool start_block_reported(bh_arena_t *a, uint64_t pfn, unsigned order) {
+static bool start_block_reported(bh_arena_t *a, uint64_t pfn, unsigned order, bool mark) {
   for (int i = 0; i < bh_arena_zone_count(a); i++) {
     bh_zone_t *z = bh_arena_zone(a, i);
     unsigned o;
@@ -267,7 +297,7 @@ static bool start_block_reported(bh_arena_t *a, uint64_t pfn, unsigned order) {
     bool found = bh_zone_free_block(z, pfn, &o, NULL) && o == order;
     if (found && !bh_zone_isolate(z, pfn, order)) /* else (watermark): where it is */
       bh_zone_putback(z, pfn, order, &found);
-    if (found)
+    if (found && mark)
       bh_block_set_reported(z, pfn);
     bh_zone_unlock(z);
     if (found) {
@@ -279,16 +309,19 @@ static bool start_block_reported(bh_arena_t *a, uint64_t pfn, unsigned order) {
   return false;
 }
 
-void bh__rm_start_reported(const bh__rmachine_t *rm, bh_arena_t *a, bh_replay_summary_t *s) {
+void bh__rm_start_reported(const bh__rmachine_t *rm, bh_arena_t *a, bool page_reported,
+                           bh_replay_summary_t *s) {
   size_t n = 0;
   const bh_block_run_t *runs = rm->start == BH__START_KPAGEFLAGS
                                    ? bh__machine_reported_runs(rm->m, BH_SNAP_START, &n, NULL)
                                    : NULL;
+  if (n && !a->discarded && bh__discard_enable(a) < 0)
+    return; /* out of memory: the blocks stay as they are, and uncounted */
   for (size_t i = 0; i < n; i++)
     for (uint64_t k = 0; k < runs[i].count; k++) {
       uint64_t pfn = runs[i].pfn + (k << runs[i].order);
-      if (pfn < bh_arena_pages(a) && start_block_reported(a, pfn, runs[i].order))
-        s->start_reported_blocks++;
+      if (pfn < bh_arena_pages(a) && start_block_reported(a, pfn, runs[i].order, page_reported))
+        s->start_reported_blocks++, s->start_reported_marked += page_reported;
       else
         s->start_reported_missed++;
     }

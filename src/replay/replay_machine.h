@@ -51,13 +51,20 @@ bool bh__rm_rereadable(const char *path);
 
 /* Reads the trace's description and the --start/--end directories, and decides layout,
  * start state and placement (into the summary's strings).  Returns 0 or an error (err). */
+/* Adds a warning to summary s (bh_replay_summary_t.warnings); a repeated one is not added. */
+void bh__replay_warn(bh_replay_summary_t *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 int bh__rm_load(bh__rmachine_t *rm, const bh_replay_config_t *cfg, bh_replay_summary_t *s,
                 char *err, size_t errlen);
 /* The number of pages the arena of the machine's layout has (0 without the shape). */
 uint64_t bh__rm_pages(const bh__rmachine_t *rm);
 /* Makes room for the first events of every page (start states that use them). */
 int bh__rm_want_first_events(bh__rmachine_t *rm);
-/* The arena's layout and CPUs from the machine. */
+/* Whether the machine's kernel tunes its pcp high marks (6.7+) or keeps them fixed (6.1). */
+bool bh__rm_kernel_tunes_pcp_high(const bh_machine_info_t *in);
+/* The arena's layout and CPUs from the machine, and the rules of its kernel that differ
+ * between the kernels users record (pcp_high_tuning). */
 int bh__rm_configure(const bh__rmachine_t *rm, bh_config_t *ac, char *err, size_t errlen);
 /* Gives the new arena its start state (before hinting is attached). */
 int bh__rm_populate(bh__rmachine_t *rm, bh_arena_t *a, unsigned pcp_orders, uint64_t seed,
@@ -66,9 +73,13 @@ int bh__rm_populate(bh__rmachine_t *rm, bh_arena_t *a, unsigned pcp_orders, uint
  * After free page reporting (bubble) is attached: the start state's free blocks that the free
  * map records as reported get PageReported, as page_reporting_drain left them, and their pages
  * count as discarded by the host, so the strategy does not report them again and their reuse
- * is a refault.  Counts into s->start_reported_blocks / _missed.
+ * is a refault.  The host's state is the same whatever the strategy: under one without
+ * PageReported (page_reported false: none, bitmap) the blocks are discarded and at the tail of
+ * their lists alike, only not marked, so that strategy may report them again.  Counts into
+ * s->start_reported_blocks / _missed.
  */
-void bh__rm_start_reported(const bh__rmachine_t *rm, bh_arena_t *a, bh_replay_summary_t *s);
+void bh__rm_start_reported(const bh__rmachine_t *rm, bh_arena_t *a, bool page_reported,
+                           bh_replay_summary_t *s);
 /* At the end of the trace: the fidelity against the end snapshot. */
 void bh__rm_fidelity(const bh__rmachine_t *rm, bh_arena_t *a, bh_replay_summary_t *s);
 /* Refuses a --dump directory whose files exist already (nothing is ever overwritten). */

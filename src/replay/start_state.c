@@ -186,7 +186,7 @@ static int add_run(struct ctx *c, uint64_t pfn, unsigned order) {
   return 0;
 }
 
-static int add_pcp(struct ctx *c, uint64_t pfn, unsigned order, unsigned cpu) {
+static int add_pcp(struct ctx *c, uint64_t pfn, unsigned order, unsigned cpu, int list_mt) {
   bh__start_t *st = c->st;
   if (c->npcp == c->pcp_cap) {
     size_t cap = c->pcp_cap ? c->pcp_cap * 2 : 1024;
@@ -196,7 +196,7 @@ static int add_pcp(struct ctx *c, uint64_t pfn, unsigned order, unsigned cpu) {
     st->pcp = q;
     c->pcp_cap = cap;
   }
-  st->pcp[c->npcp++] = (bh_pcp_block_t){pfn, (uint8_t)order, (uint16_t)cpu};
+  st->pcp[c->npcp++] = (bh_pcp_block_t){pfn, (uint8_t)order, (uint8_t)(list_mt + 1), (uint16_t)cpu};
   st->pcp_pages += 1ull << order;
   return 0;
 }
@@ -236,7 +236,7 @@ static unsigned pcp_block_at(const struct ctx *c, uint64_t p) {
 }
 
 /*
- * The kernel takes a pcp list's head (__rmqueue_pcplist, mm/page_alloc.c:2999-3001 in 6.12),
+ * The kernel takes a pcp list's head (__rmqueue_pcplist, mm/page_alloc.c:3092 in 6.12),
  * so the blocks of one list that the trace allocates before any free refills it come off in
  * the list's order: the blocks go on the lists in the order of their first allocation (in pfn
  * order only if that order could not be kept).  This infers a hidden part of the start state
@@ -245,7 +245,7 @@ static unsigned pcp_block_at(const struct ctx *c, uint64_t p) {
 static int pcp_from_trace(struct ctx *c) {
   if (!c->fe)
     return 0;
-  bool by_seq = c->fes && !c->fes->seq_lost;
+  bool by_seq = c->fes && !c->fes->seq_lost && !c->fes->pfn_order;
   uint64_t n = by_seq ? c->fes->nr_seq : c->nr_pages;
   uint64_t *in_pcp = by_seq ? calloc((c->nr_pages + 63) / 64, sizeof(uint64_t)) : NULL;
   if (by_seq && !in_pcp)
@@ -260,7 +260,14 @@ static int pcp_from_trace(struct ctx *c) {
       c->st->unexplained_pages++;
       continue;
     }
-    int rc = add_pcp(c, p, order - 1, c->fe[p] >> 16);
+    /* the list the kernel took it from: the request's migratetype's (__rmqueue_pcplist), not
+     * necessarily the pageblock's today (HighAtomic requests take the Movable list's) */
+    int mt = (c->fe[p] >> 8) & 7;
+    if (c->fes && c->fes->pfn_order)
+      mt = -1; /* its pageblock's type's list */
+    else if (mt >= BH_MT_PCPTYPES)
+      mt = BH_MT_MOVABLE;
+    int rc = add_pcp(c, p, order - 1, c->fe[p] >> 16, mt);
     if (rc) {
       free(in_pcp);
       return rc;

@@ -30,6 +30,9 @@ typedef struct bh__first_events {
   uint64_t *seq;
   size_t nr_seq, seq_cap;
   bool seq_lost;
+  /* the start pcp lists as before they were inferred from the trace: in pfn order, each block
+   * on its pageblock type's list (bh_replay_config_t.start_order_pfn) */
+  bool pfn_order;
 } bh__first_events_t;
 
 /* A block whose first event is an allocation, at the end of f->seq (cold: once per block). */

@@ -47,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct bh_trace {
   char *name;
@@ -69,6 +70,7 @@ struct bh_trace {
   uint64_t desc_need; /* binary version 2: description bytes still to read at open */
   bh__tparse_t tp;
   bh__foreign_t *foreign; /* trace.dat, perf.data: their own reader (foreign.h) */
+  char *unpacked; /* a compressed trace.dat or perf.data decompressed to this file, or NULL */
   bh__origins_t *origins; /* interning of event origins, NULL when not asked for */
   bool own_origins;       /* origins is ours to free */
   bh_trace_counts_t counts;
@@ -230,14 +232,12 @@ static int detect_kernel_text(bh_trace_t *t, bool complete) {
 }
 
 /* Returns 0 with t->format set, DETECT_MORE, or an error. */
-/* trace.dat and perf.data, which their own readers open by path (foreign.h). */
+/* trace.dat and perf.data, which their own readers open by path (foreign.h); compressed, they
+ * are decompressed to a file first (open_foreign). */
 static int detect_foreign(bh_trace_t *t) {
   bool dat = bh__tracedat_magic(t->buf, t->len);
   if (!dat && !bh__perfdata_magic(t->buf, t->len))
     return 1;
-  if (t->src.comp != BH_TRACE_COMP_NONE)
-    return trace_fail(t, BH_EFORMAT, "a %s compressed with %s: decompress it first",
-                      dat ? "trace-cmd trace.dat" : "perf.data", bh_trace_compression(t));
   t->format = dat ? BH_TRACE_TRACE_DAT : BH_TRACE_PERF_DATA;
   return 0;
 }
@@ -400,6 +400,10 @@ void bh_trace_close(bh_trace_t *t) {
   if (!t)
     return;
   bh__foreign_close(t->foreign);
+  if (t->unpacked) {
+    unlink(t->unpacked);
+    free(t->unpacked);
+  }
   if (t->own_origins)
     bh__origins_free(t->origins);
   bh__src_close(&t->src);
@@ -418,10 +422,57 @@ int bh__foreign_fail(bh__foreign_t *f, int err, const char *fmt, ...) {
   return err;
 }
 
+/*
+ * A gzip or zstd compressed trace.dat or perf.data, whose readers (libtracecmd, perf) want a
+ * file they can seek in: the data decompressed into a temporary file ($TMPDIR, else /tmp),
+ * removed again when the trace is closed.  Its path goes to t->unpacked.  0 or an error.
+ */
+static int unpack(bh_trace_t *t) {
+  const char *dir = getenv("TMPDIR");
+  size_t n = strlen(dir && *dir ? dir : "/tmp") + 32;
+  if (!(t->unpacked = malloc(n)))
+    return trace_fail(t, BH_ENOMEM, "out of memory");
+  snprintf(t->unpacked, n, "%s/buddyhint-XXXXXX", dir && *dir ? dir : "/tmp");
+  int fd = mkstemp(t->unpacked);
+  if (fd < 0) {
+    int e = errno;
+    free(t->unpacked);
+    t->unpacked = NULL;
+    return trace_fail(t, BH_ESYS, "cannot make a file to decompress it into: %s", strerror(e));
+  }
+  int err = 0;
+  for (long got = (long)(t->len - t->pos); !err && got > 0;) {
+    const unsigned char *p = t->buf + t->pos;
+    for (size_t done = 0; !err && done < (size_t)got;) {
+      ssize_t w = write(fd, p + done, (size_t)got - done);
+      if (w < 0 && errno != EINTR)
+        err = trace_fail(t, BH_ESYS, "decompressing it to %s: %s", t->unpacked, strerror(errno));
+      done += w > 0 ? (size_t)w : 0;
+    }
+    t->pos = t->len = 0;
+    got = bh__src_read(&t->src, t->buf, t->cap);
+    if (got < 0) {
+      memcpy(t->msg, t->src_msg, sizeof(t->msg));
+      err = (int)got;
+    }
+  }
+  if (close(fd) && !err)
+    err = trace_fail(t, BH_ESYS, "decompressing it to %s: %s", t->unpacked, strerror(errno));
+  return err;
+}
+
 /* Hands the file to the reader of its format (foreign.h); the byte source is not needed. */
 static int open_foreign(bh_trace_t *t, const char *path) {
+  if (t->src.comp != BH_TRACE_COMP_NONE && t->format != BH_TRACE_PERF_SCRIPT) {
+    int err = unpack(t);
+    if (err)
+      return err;
+    path = t->unpacked;
+  }
+  int comp = t->src.comp; /* still what bh_trace_compression says */
   bh__src_close(&t->src);
   t->src.fd = -1;
+  t->src.comp = comp;
   if (!strcmp(path, "-"))
     return trace_fail(t, BH_EFORMAT, "a %s cannot be read from standard input: give its file",
                       t->format == BH_TRACE_TRACE_DAT ? "trace.dat" : "perf.data");

@@ -9,6 +9,7 @@
  * has no row fails the test, so a new function gets its row.
  */
 #include <buddyhint.h>
+#include <buddyhint/gate.h>
 #include <buddyhint/gen.h>
 #include <buddyhint/machine.h>
 #include <buddyhint/replay.h>
@@ -500,6 +501,7 @@ static void rows_machine(struct fixture *x) {
   ROW("bh_machine_copy_snapshot", "NULL source",
       bh_machine_copy_snapshot(m, NULL, BH_SNAP_START, err, sizeof(err)) == BH_EINVAL);
   ROW("bh_machine_zone_of", "NULL", bh_machine_zone_of(NULL, 0) == -1);
+  ROW("bh_machine_warnings", "NULL", bh_machine_warnings(NULL) == NULL);
   ROW("bh_arena_populate", "NULL arena", bh_arena_populate(NULL, &pop, &why) == BH_EINVAL && why);
   ROW("bh_arena_populate", "NULL state", bh_arena_populate(x->a, NULL, NULL) == BH_EINVAL);
   ROW("bh_arena_populate", "free blocks without their array", ({
@@ -531,6 +533,10 @@ static void rows_gen_replay(struct fixture *x) {
   ROW("bh_replay_config_init", "NULL", (bh_replay_config_init(NULL), true));
   enum bh_replay_by by = BH_BY_PID;
   ROW("bh_replay_by_name", "out of range", bh_replay_by_name((enum bh_replay_by)99) != NULL);
+  ROW("bh_replay_pcp_cause_name", "out of range",
+      bh_replay_pcp_cause_name(-1) == NULL &&
+          bh_replay_pcp_cause_name(BH_PCP_MISS_CAUSES) == NULL &&
+          !strcmp(bh_replay_pcp_cause_name(BH_PCP_MISS_drain_free), "drain_free"));
   ROW("bh_replay_by_parse", "NULL name", bh_replay_by_parse(NULL, &by) == BH_EINVAL);
   ROW("bh_replay_by_parse", "NULL out", bh_replay_by_parse("pid", NULL) == BH_EINVAL);
   ROW("bh_replay_run", "NULL config", bh_replay_run(NULL, &s, err, sizeof(err)) == BH_EINVAL);
@@ -556,6 +562,31 @@ static void rows_gen_replay(struct fixture *x) {
       }));
   ROW("bh_replay_summary_json", "NULL summary", bh_replay_summary_json(NULL, x->f, 0) == BH_EINVAL);
   ROW("bh_replay_summary_json", "NULL stream", bh_replay_summary_json(&s, NULL, 0) == BH_EINVAL);
+}
+
+static void rows_gate(void) {
+  bh_gate_t g = {"refaults", 1, 10, 0};
+  bh_gate_result_t r;
+  bh_figure_t f[2];
+  char buf[64];
+  ROW("bh_gate_parse", "NULL spec", bh_gate_parse(NULL, &g, NULL, 0) == BH_EINVAL);
+  ROW("bh_gate_parse", "NULL out", bh_gate_parse("refaults=+1%", NULL, NULL, 0) == BH_EINVAL);
+  ROW("bh_gate_format", "NULL gate", bh_gate_format(NULL, buf, sizeof(buf)) == 0);
+  ROW("bh_gate_format", "NULL buffer", bh_gate_format(&g, NULL, 8) == 0);
+  ROW("bh_gate_defaults", "NULL out, max 4", bh_gate_defaults(NULL, 4, NULL, 0) == 0);
+  ROW("bh_gate_deterministic", "NULL metric", !bh_gate_deterministic(NULL, "sim", 0));
+  ROW("bh_gate_deterministic", "NULL backing", !bh_gate_deterministic("refaults", NULL, 0));
+  ROW("bh_gate_check", "NULL gates", bh_gate_check(NULL, 1, f, 0, f, 0, &r) == BH_EINVAL);
+  ROW("bh_gate_check", "NULL results", bh_gate_check(&g, 1, f, 0, f, 0, NULL) == BH_EINVAL);
+  ROW("bh_gate_check", "NULL figures, count 2",
+      bh_gate_check(&g, 1, NULL, 2, f, 0, &r) == BH_EINVAL);
+  ROW("bh_gate_figures_json", "NULL text", bh_gate_figures_json(NULL, 2, f, 2) == BH_EINVAL);
+  ROW("bh_gate_figures_json", "NULL out, max 2",
+      bh_gate_figures_json("{}", 2, NULL, 2) == BH_EINVAL);
+  ROW("bh_gate_summary_figures", "NULL summary", bh_gate_summary_figures(NULL, f, 2) == BH_EINVAL);
+  ROW("bh_gate_summaries", "NULL summaries", bh_gate_summaries(&g, 1, NULL, NULL, &r) == BH_EINVAL);
+  ROW("bh_gate_status_name", "out of range",
+      !strcmp(bh_gate_status_name((enum bh_gate_status)99), "?"));
 }
 
 /* ---- every BH_API function has a row ---- */
@@ -601,6 +632,7 @@ static void test_api_argument_rule(void **state) {
   rows_trace(&x);
   rows_machine(&x);
   rows_gen_replay(&x);
+  rows_gate();
   teardown(&x);
   int missing = check_header(BH_SOURCE_DIR "/include/buddyhint.h");
   DIR *d = opendir(BH_SOURCE_DIR "/include/buddyhint");

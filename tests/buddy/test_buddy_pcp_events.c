@@ -108,10 +108,66 @@ static void test_free_nodrain(void **state) {
   bh_arena_destroy(a);
 }
 
+/* A refill of a block on a pcp list moves it to the tail of the refilling CPU's list; where a
+ * block is, as the replay tells its misses apart. */
+static void test_relist_and_where(void **state) {
+  (void)state;
+  bh_arena_t *a = default_sim();
+  uint64_t pfn = NORMAL_START + 8;
+  int cpu = -1;
+  EXPECT_U64(bh__pcp_block_where(a, pfn, 0, &cpu), BH__PCPAT_BUDDY);
+  EXPECT_U64(bh__pcp_relist_at(a, pfn, 0, BH_MT_MOVABLE, 1), BH_EBUSY); /* not on a list */
+  EXPECT_U64(bh__pcp_refill_at(a, pfn, 0, BH_MT_MOVABLE, 0), BH_OK);
+  EXPECT_U64(bh__pcp_refill_at(a, pfn + 1, 0, BH_MT_MOVABLE, 1), BH_OK);
+  EXPECT_U64(bh__pcp_block_where(a, pfn, 0, &cpu), BH__PCPAT_PCP);
+  EXPECT_U64(cpu, 0);
+  EXPECT_U64(bh__pcp_block_where(a, pfn, 1, &cpu), BH__PCPAT_SPLIT); /* two blocks */
+  EXPECT_U64(bh__pcp_relist_at(a, pfn, 0, BH_MT_MOVABLE, 1), BH_OK);
+  EXPECT_U64(bh__pcp_block_where(a, pfn, 0, &cpu), BH__PCPAT_PCP);
+  EXPECT_U64(cpu, 1);
+  uint64_t l[4];
+  EXPECT_U64(list_of(a, 0, BH_MT_MOVABLE, 0, l, 4), 0);
+  EXPECT_U64(list_of(a, 1, BH_MT_MOVABLE, 0, l, 4), 2);
+  EXPECT_U64(l[0], pfn + 1);
+  EXPECT_U64(l[1], pfn); /* at the tail */
+  EXPECT_U64(bt_zone(a, 2).pcp_pages, 2);
+  bt_expect_clean(a); /* the checker: each pcp page knows its list's CPU */
+  /* allocated in the trace, and allocated before it */
+  EXPECT_U64(bh_alloc_pfn_at(a, BH_GFP_MOVABLE, 0, 1, pfn), BH_OK);
+  EXPECT_U64(bh__pcp_block_where(a, pfn, 0, &cpu), BH__PCPAT_ALLOC);
+  uint64_t big = NORMAL_START + 1024;
+  EXPECT_U64(bh_alloc_pfn_at(a, BH_GFP_MOVABLE, 3, 1, big), BH_OK);
+  EXPECT_U64(bh__pcp_block_where(a, big + 2, 0, &cpu), BH__PCPAT_ALLOC); /* inside it */
+  EXPECT_U64(bh__pcp_block_where(a, big + 2, 1, &cpu), BH__PCPAT_ALLOC);
+  EXPECT_U64(bh__pcp_block_where(a, big + 2, 4, &cpu), BH__PCPAT_INVALID); /* no pcp order */
+  EXPECT_U64(bh__pcp_block_where(a, big + 1, 1, &cpu), BH__PCPAT_INVALID); /* unaligned */
+  bh_arena_destroy(a);
+}
+
+/* Allocations at recorded pfns from a long pcp list, head first: finding a block's list is
+ * O(1) (its CPU is in the page), not a walk to the list's head, which made this quadratic
+ * (a 64 Ki-page list took minutes). */
+static void test_long_list(void **state) {
+  (void)state;
+  bh_arena_t *a = default_sim();
+  enum { N = 1 << 16 };
+  for (uint64_t i = 0; i < N; i++)
+    EXPECT_U64(bh__pcp_refill_at(a, NORMAL_START + i, 0, BH_MT_MOVABLE, 1), BH_OK);
+  EXPECT_U64(bt_zone(a, 2).pcp_pages, N);
+  for (uint64_t i = 0; i < N; i++)
+    EXPECT_U64(bh_alloc_pfn_at(a, BH_GFP_MOVABLE, 0, 1, NORMAL_START + i), BH_OK);
+  EXPECT_U64(bt_zone(a, 2).pcp_pages, 0);
+  EXPECT_U64(bt_stat(a, BH_STAT_pcp_alloc), N);
+  bt_expect_clean(a);
+  bh_arena_destroy(a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_refill_and_drain),
       cmocka_unit_test(test_free_nodrain),
+      cmocka_unit_test(test_relist_and_where),
+      cmocka_unit_test(test_long_list),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

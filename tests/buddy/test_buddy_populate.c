@@ -43,7 +43,8 @@ static void read_state(bh_arena_t *a, struct state *st) {
       for (unsigned l = 0; l < BH__NR_PCP_LISTS; l++) {
         uint32_t head = a->zones[z].pcp[c].head + l;
         for (uint32_t x = a->pages[head].next; x != head; x = a->pages[x].next)
-          st->pcp[np++] = (bh_pcp_block_t){x, a->pages[x].order, (uint16_t)c};
+          st->pcp[np++] =
+              (bh_pcp_block_t){.pfn = x, .order = a->pages[x].order, .cpu = (uint16_t)c};
       }
   st->pop.pageblock_mt = st->pb;
   st->pop.nr_pageblocks = a->nr_pages >> a->pb_order;
@@ -373,7 +374,7 @@ static void test_alloc_at_pcp(void **state) {
 }
 
 /* The pcp high marks of a machine's start (bh_populate_t.pcp_high), clamped to the zone's
- * high_min..high_max as nr_pcp_high clamps them (mm/page_alloc.c:2554-2560 in 6.12); 0 leaves
+ * high_min..high_max as nr_pcp_high clamps them (mm/page_alloc.c:2632 in 6.12); 0 leaves
  * high_min, as after boot. */
 static void test_populate_pcp_high(void **state) {
   (void)state;

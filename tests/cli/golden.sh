@@ -172,6 +172,14 @@ if [ -e lost-v1-out.bht ]; then fail "convert-lost-v1 wrote its output"; else ec
 # ---- machine: a snapshot from files of a Debian 6.1 guest, and a trace without one ----
 golden machine-help "$BH" machine --help
 golden machine-guest61 "$BH" machine --snapshot "$SRC/../trace/data/machine/guest61"
+# the same files kept as users keep them: .txt, gzip, and a file that is not read (a warning)
+mkdir kept empty
+cp "$SRC/../trace/data/machine/guest61/zoneinfo" kept/zoneinfo.txt
+gzip -c "$SRC/../trace/data/machine/guest61/buddyinfo" >kept/buddyinfo.gz
+gzip -c "$SRC/../trace/data/machine/guest61/pagetypeinfo" >kept/pagetypeinfo.txt.gz
+echo "MemTotal: 1025456 kB" >kept/meminfo
+golden machine-kept "$BH" machine --snapshot kept
+golden machine-no-zoneinfo "$BH" machine --snapshot empty
 golden machine-no-description "$BH" machine ftrace.txt
 golden machine-no-args "$BH" machine
 

@@ -528,7 +528,7 @@ else
   mkdir -p $TRACEFS/instances/buddyhint-$dead $TRACEFS/instances/buddyhint-$dead-12345 \
     $TRACEFS/instances/buddyhint-$$ $TRACEFS/instances/bh-test-keep-$$
   echo 1 >$TRACEFS/instances/buddyhint-$dead/events/kmem/mm_page_alloc/enable
-  "$BH" record -o rec.bht -- true >rec.out 2>rec.err
+  timeout -k 5 120 "$BH" record -o rec.bht -- true >rec.out 2>rec.err
   rc=$?
   gone=1
   for d in buddyhint-$dead buddyhint-$dead-12345 buddyhint-$$; do
@@ -555,7 +555,8 @@ else
   }
   count=$((count + 1))
   top_before=$(toplevel)
-  "$BH" record -o rec2.bht -- sh -c 'head -c 20000000 /dev/zero | md5sum' >/dev/null 2>rec.err
+  timeout -k 5 120 "$BH" record -o rec2.bht -- sh -c 'head -c 20000000 /dev/zero | md5sum' \
+    >/dev/null 2>rec.err
   rc=$?
   top_after=$(toplevel)
   if [ $rc -eq 0 ] && [ "$top_before" = "$top_after" ] && [ -s rec2.bht ]; then
@@ -571,7 +572,7 @@ else
   else
     top_before=$(toplevel)
     printf 'precious\n' >kept.bht
-    unshare -m bash -c "mount -t tmpfs -o ro tmpfs $TRACEFS/instances && \
+    timeout -k 5 120 unshare -m bash -c "mount -t tmpfs -o ro tmpfs $TRACEFS/instances && \
       exec '$BH' record -o kept.bht -- true" >/dev/null 2>rec.err
     rc=$?
     top_after=$(toplevel)
@@ -598,7 +599,8 @@ else
     gid=$(id -g $USER_NAME)
     extra=$(getent group $GROUP_NAME | cut -d: -f3)
     count=$((count + 1))
-    SUDO_UID=$uid SUDO_GID=$gid SUDO_USER=$USER_NAME "$BH" record -o rec3.bht -- id >id.out 2>rec.err
+    SUDO_UID=$uid SUDO_GID=$gid SUDO_USER=$USER_NAME timeout -k 5 120 "$BH" record -o rec3.bht -- id \
+      >id.out 2>rec.err
     rc=$?
     if [ $rc -eq 0 ] && grep -q "^uid=$uid(" id.out && grep -q "gid=$gid(" id.out &&
       grep -q "groups=.*$extra(" id.out && [ -s rec3.bht ]; then
@@ -608,7 +610,8 @@ else
       sed 's/^/    /' rec.err
     fi
     count=$((count + 1))
-    SUDO_UID=$uid SUDO_GID=$gid "$BH" record --as-root -o rec4.bht -- id -u >id.out 2>rec.err
+    SUDO_UID=$uid SUDO_GID=$gid timeout -k 5 120 "$BH" record --as-root -o rec4.bht -- id -u \
+      >id.out 2>rec.err
     if [ $? -eq 0 ] && [ "$(cat id.out)" = 0 ]; then
       echo "ok   record-as-root"
     else
@@ -671,7 +674,7 @@ else
   wait $rpid 2>/dev/null
   [ -n "$child" ] && kill_tree "$child"
   left=$([ -n "$inst" ] && [ -d "$inst" ] && echo 1 || echo 0)
-  "$BH" record -o after.bht -- true >/dev/null 2>rec.err
+  timeout -k 5 120 "$BH" record -o after.bht -- true >/dev/null 2>rec.err
   if [ -n "$inst" ] && [ "$(cat killed.bht)" = precious ] && [ "$left" = 1 ] && [ ! -d "$inst" ] &&
     grep -q "removed the tracefs instance $inst" rec.err; then
     echo "ok   record-killed (no output; its instance removed by the next record)"

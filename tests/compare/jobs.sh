@@ -20,9 +20,9 @@ strip_json() {
             test("^(wall_seconds|cpu_seconds|minflt|command_line)$|_ns$") | not)) else . end)
          | .runs |= map(if (.strategy | startswith("jemalloc")) then {strategy} else . end)' "$1"
 }
-# the table's rows without wall_s and cpu_s (columns 9 and 10), jemalloc's by name only
+# the table's rows without wall_s and cpu_s (columns 10 and 11), jemalloc's by name only
 strip_table() {
-  awk '/^jemalloc/ { print $1; next } NF >= 13 { $9 = ""; $10 = "" } { print }' "$1"
+  awk '/^jemalloc/ { print $1; next } NF >= 14 { $10 = ""; $11 = "" } { print }' "$1"
 }
 
 # with: the same results -j 1, -j 2 and -j 4 (more jobs than the CPUs of a small machine)

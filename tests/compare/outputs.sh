@@ -4,7 +4,8 @@
 # same keys, every run records its provenance (version, git revision, options with the
 # strategy's own, seed, arena, the trace's SHA-256 as sha256sum computes it), compare --csv
 # has one row per run and --timeline one long CSV with a "run" column; two outputs on
-# standard output are refused, and a failed run leaves a file already there as it was.
+# standard output are refused, and a failed run leaves a file already there as it was; replay
+# takes compare's spellings of strategy options, and -j1 is -j 1.
 #
 # usage: outputs.sh BUDDYHINT TRACES_DIR WORK_DIR
 set -u
@@ -79,6 +80,28 @@ echo keep >"$work/keep.csv"
 "$bh" compare "$t" --backing sim --quiet --strategies none,nosuch --csv "$work/keep.csv" \
   >/dev/null 2>&1 && bad "compare with an unknown strategy succeeded"
 [ "$(cat "$work/keep.csv")" = keep ] || bad "a failed compare changed the --csv file"
+
+# replay takes compare's spellings of a strategy's options: NAME:KEY=VALUE and --opt
+# NAME.KEY=VALUE give the same run as --opt KEY=VALUE; another strategy's --opt is refused;
+# -j1 is -j 1
+for s in "--strategy bubble:order=3" "--strategy bubble --opt bubble.order=3" \
+  "--strategy bubble --opt order=3"; do
+  # shellcheck disable=SC2086
+  "$bh" replay "$t" --backing sim --quiet $s --json - >"$work/sp.json" 2>/dev/null ||
+    bad "replay $s: refused"
+  jq -c '[.strategy, .reported_bytes, .returned_bytes, .provenance.options.strategy_options]' \
+    "$work/sp.json" >>"$work/spellings"
+done
+[ "$(sort -u "$work/spellings" | wc -l)" = 1 ] && grep -q '"order":"3"' "$work/spellings" ||
+  bad "replay: the three spellings of bubble's order 3 differ: $(cat "$work/spellings")"
+"$bh" replay "$t" --backing sim --quiet --strategy bubble --opt bitmap.order=3 >/dev/null 2>&1
+[ $? = 2 ] || bad "replay --strategy bubble --opt bitmap.order=3: not a usage error"
+"$bh" replay "$t" --backing sim --quiet --strategy bubble:order >/dev/null 2>&1
+[ $? = 2 ] || bad "replay --strategy bubble:order: not a usage error"
+"$bh" compare "$t" --backing sim --quiet --strategies none,bubble -j1 >/dev/null 2>&1 ||
+  bad "compare -j1: refused"
+"$bh" compare "$t" --backing sim --quiet --strategies none,bubble -j0 >/dev/null 2>&1
+[ $? = 2 ] || bad "compare -j0: not a usage error"
 
 [ $fail = 0 ] && echo "outputs: all checks passed"
 exit $fail

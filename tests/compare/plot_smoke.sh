@@ -42,6 +42,26 @@ else
   echo "FAIL: plot of a compare timeline"; fail=1
 fi
 echo "not,a,known,result" > "$work/unknown.csv"
+# a compare result (compare --json): bars per strategy of resident, reported and returned
+# memory, and madvise calls; no temporary file is left behind
+"$bh" compare "$traces/gen-memhog-256M.bht.zst" --strategies none,bubble,bubble:order=3 \
+  --backing sim --quiet --json "$work/compare.json" >/dev/null 2>&1 ||
+  { echo "FAIL: compare --json"; fail=1; }
+rm -f "$work/bars.svg"
+before=$(ls -d /tmp/buddyhint-plot-* 2>/dev/null | wc -l)
+if "$bh" plot "$work/compare.json" -o "$work/bars.svg" >/dev/null 2>&1; then
+  for t in "resident at the end" reported "returned (resident, taken back)"; do
+    grep -q "<title>$t</title>" "$work/bars.svg" || { echo "FAIL: bars.svg has no '$t' series"; fail=1; }
+  done
+  for s in none bubble "bubble:order=3"; do
+    grep -q ">$s<" "$work/bars.svg" || { echo "FAIL: bars.svg does not name $s"; fail=1; }
+  done
+else
+  echo "FAIL: plot of a compare result"; fail=1
+fi
+[ "$(ls -d /tmp/buddyhint-plot-* 2>/dev/null | wc -l)" = "$before" ] ||
+  { echo "FAIL: plot left its temporary CSV"; fail=1; }
+
 "$bh" plot "$work/unknown.csv" -o "$work/x.png" 2>/dev/null
 rc=$?
 [ $rc -eq 2 ] || { echo "FAIL: an unknown input gave exit $rc, not 2"; fail=1; }

@@ -46,6 +46,12 @@ pc=$(find "$prefix" -name buddyhint.pc -path '*/pkgconfig/*' | head -n 1)
 for m in man1/buddyhint.1 man3/libbuddyhint.3; do
   [ -n "$(find "$prefix" -path "*/man/$m")" ] || die "the manual page $m was not installed"
 done
+grep -q '^\.TH BUDDYHINT 1 "[0-9-]*" "buddyhint [0-9]' "$(find "$prefix" -path '*/man1/buddyhint.1')" ||
+  die "the installed buddyhint.1 does not name the build's version"
+if [ -x "$prefix/bin/buddyhint" ]; then
+  [ -f "$prefix/share/bash-completion/completions/buddyhint" ] ||
+    die "the bash completion was not installed"
+fi
 pcdir=$(dirname "$pc")
 libdir=$(dirname "$pcdir")
 

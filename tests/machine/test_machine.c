@@ -367,7 +367,12 @@ static void test_freemap_of_arena(void **state) {
   size_t nrep2;
   const bh_block_run_t *rep2 = bh__machine_reported_runs(m2, BH_SNAP_START, &nrep2, &known);
   assert_int_equal(nrep2, nrep);
-  assert_memory_equal(rep2, rep, nrep * sizeof(*rep));
+  /* field by field: the runs' padding bytes are whatever their allocation held */
+  for (size_t i = 0; i < nrep; i++) {
+    assert_int_equal(rep2[i].pfn, rep[i].pfn);
+    assert_int_equal(rep2[i].count, rep[i].count);
+    assert_int_equal(rep2[i].order, rep[i].order);
+  }
   bh_machine_free(m2);
   test_reported_lines(t, rep);
   free(t);

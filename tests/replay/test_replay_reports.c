@@ -27,7 +27,7 @@ typedef struct row {
 } row_t;
 
 /* Replays the trace with strategy into a reports file; returns the rows (n of them). */
-static row_t *replay_reports(const char *strategy, bh_replay_summary_t *s, size_t *n) {
+static row_t *replay_reports(const char *strategy, bool hex, bh_replay_summary_t *s, size_t *n) {
   const char *trace = tt_write_str("reports.txt", trace_text);
   const char *csv = tt_path("reports.csv");
   FILE *f = fopen(csv, "w");
@@ -40,6 +40,7 @@ static row_t *replay_reports(const char *strategy, bh_replay_summary_t *s, size_
   cfg.idle_ns = 30 * BH_NS_PER_SEC;
   cfg.hint.strategy = strategy;
   cfg.reports = f;
+  cfg.reports_hex = hex;
   char err[512] = "";
   int rc = bh_replay_run(&cfg, s, err, sizeof(err));
   if (rc)
@@ -50,7 +51,7 @@ static row_t *replay_reports(const char *strategy, bh_replay_summary_t *s, size_
   assert_non_null(f);
   char line[256];
   assert_non_null(fgets(line, sizeof(line), f));
-  assert_string_equal(line, "time_s,pfn,order\n");
+  assert_string_equal(line, "trace_time_s,pfn,order\n");
   size_t cap = 1024;
   row_t *rows = malloc(cap * sizeof(*rows));
   assert_non_null(rows);
@@ -59,7 +60,9 @@ static row_t *replay_reports(const char *strategy, bh_replay_summary_t *s, size_
     assert_true(*n < cap);
     row_t *r = &rows[*n];
     char tail;
-    if (sscanf(line, "%lf,%lu,%u%c", &r->t, &r->pfn, &r->order, &tail) != 4 || tail != '\n')
+    if (sscanf(line, hex ? "%lf,0x%lx,%u%c" : "%lf,%lu,%u%c", &r->t, &r->pfn, &r->order, &tail) !=
+            4 ||
+        tail != '\n')
       fail_msg("bad line: %s", line);
     (*n)++;
   }
@@ -71,7 +74,7 @@ static void test_bubble_reports(void **state) {
   (void)state;
   bh_replay_summary_t s;
   size_t n;
-  row_t *rows = replay_reports("bubble", &s, &n);
+  row_t *rows = replay_reports("bubble", false, &s, &n);
   assert_true(n > 0);
   assert_true(s.reported_bytes > 0);
   /* the first pass: 2 s after the start of the trace's clock, in its own seconds */
@@ -98,16 +101,35 @@ static void test_none_reports_nothing(void **state) {
   (void)state;
   bh_replay_summary_t s;
   size_t n;
-  row_t *rows = replay_reports("none", &s, &n);
+  row_t *rows = replay_reports("none", false, &s, &n);
   assert_int_equal(n, 0);
   assert_int_equal(s.reported_bytes, 0);
   free(rows);
+}
+
+/* --hex: the same rows with the pfns in hex. */
+static void test_hex(void **state) {
+  (void)state;
+  bh_replay_summary_t s, h;
+  size_t n, nh;
+  row_t *dec = replay_reports("bubble", false, &s, &n);
+  row_t *hex = replay_reports("bubble", true, &h, &nh);
+  assert_int_equal(n, nh);
+  assert_true(n > 0);
+  for (size_t i = 0; i < n; i++) {
+    assert_true(dec[i].t == hex[i].t);
+    assert_int_equal(dec[i].pfn, hex[i].pfn);
+    assert_int_equal(dec[i].order, hex[i].order);
+  }
+  free(dec);
+  free(hex);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bubble_reports),
       cmocka_unit_test(test_none_reports_nothing),
+      cmocka_unit_test(test_hex),
   };
   return cmocka_run_group_tests(tests, tt_setup, tt_teardown);
 }

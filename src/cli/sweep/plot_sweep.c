@@ -26,6 +26,18 @@ typedef struct popts {
   int nwhere;
 } popts_t;
 
+/* Whether path holds compare --json's result ({"runs": [...]}), which plot draws as bars. */
+static bool compare_result(const char *path) {
+  char head[16] = "";
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return false;
+  size_t n = fread(head, 1, sizeof(head) - 1, f);
+  fclose(f);
+  head[n] = '\0';
+  return !strncmp(head, "{\"runs\":", 8);
+}
+
 bool bh_cli_plot_is_sweep(int argc, char **argv) {
   static const char *const valued[] = {"-o", "--output", "--kind", "--label", "--rep", "--scripts"};
   struct stat st;
@@ -39,7 +51,9 @@ bool bh_cli_plot_is_sweep(int argc, char **argv) {
       i++;
       continue;
     }
-    if (!strcmp(a, "--x") || !strncmp(a, "--x=", 4) || (n > 5 && !strcmp(a + n - 5, ".json")))
+    if (!strcmp(a, "--x") || !strncmp(a, "--x=", 4))
+      return true;
+    if (n > 5 && !strcmp(a + n - 5, ".json") && !compare_result(a))
       return true;
     if (a[0] != '-' && !stat(a, &st) && S_ISDIR(st.st_mode))
       return true;

@@ -201,6 +201,16 @@ static int build_cols(const spec_t *sp, bh_sweep_t *s) {
   return 0;
 }
 
+/* Whether some job of the grid shuffles (an option axis "shuffle" with the value true): only
+ * then does the seed (--seed) change a replay. */
+static bool shuffled(const spec_t *sp) {
+  for (size_t a = 0; a < sp->naxes; a++)
+    for (size_t k = 0; !strcmp(sp->axes[a].name, "shuffle") && k < sp->axes[a].nvals; k++)
+      if (!strcmp(sp->axes[a].vals[k], "true"))
+        return true;
+  return false;
+}
+
 /* Adds job (moved) unless the same job is there already; BH_EBUSY for a hash collision. */
 static int add_job(bh_sweep_t *s, idset_t *set, bh_sweep_job_t *job, char **canons, char *canon,
                    size_t *dups) {
@@ -284,6 +294,12 @@ static int expand(const spec_t *sp, bh_sweep_t *s) {
             "sweep: %zu grid points repeat a job (a strategy listed twice, or jemalloc, which "
             "takes no seed and few options): %zu jobs\n",
             dups, s->njobs);
+  if (!r && sp->nseeds > 1 && !shuffled(sp))
+    fprintf(stderr,
+            "sweep: warning: %s: %zu seeds and no 'shuffle: true': a seed only changes the "
+            "shuffle of freed top-order blocks (--shuffle), so every seed gives the same "
+            "results\n",
+            sp->name, sp->nseeds);
   for (size_t i = 0; i < s->njobs; i++)
     free(canons[i]);
   free(canons);

@@ -390,11 +390,31 @@ static void test_example(void **state) {
   bh_sweep_free(s);
 }
 
+/* Seeds without shuffle change nothing: a warning; with shuffle on some jobs, none. */
+static void test_seeds_without_shuffle(void **state) {
+  (void)state;
+  static const char plain[] = "traces: [traces/gen-memhog-256M.bht.zst]\n"
+                              "strategies: [none]\n"
+                              "options: {backing: sim}\n"
+                              "seeds: [1, 2, 3]\n";
+  bh_sweep_t *s;
+  assert_int_equal(expand(plain, &s), 0);
+  assert_non_null(strstr(captured, "warning: spec.yaml: 3 seeds and no 'shuffle: true'"));
+  bh_sweep_free(s);
+  assert_int_equal(expand(grid, &s), 0); /* shuffle: [true, false] */
+  assert_null(strstr(captured, "seeds and no"));
+  bh_sweep_free(s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_expand_grid), cmocka_unit_test(test_ids_stable),
-      cmocka_unit_test(test_jemalloc),    cmocka_unit_test(test_errors),
-      cmocka_unit_test(test_manifest),    cmocka_unit_test(test_state_and_table),
+      cmocka_unit_test(test_seeds_without_shuffle),
+      cmocka_unit_test(test_expand_grid),
+      cmocka_unit_test(test_ids_stable),
+      cmocka_unit_test(test_jemalloc),
+      cmocka_unit_test(test_errors),
+      cmocka_unit_test(test_manifest),
+      cmocka_unit_test(test_state_and_table),
       cmocka_unit_test(test_example),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
