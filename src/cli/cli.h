@@ -70,6 +70,11 @@ int bh_cli_plot_find_scripts(const char *given, const char *script, char *dir, s
 bool bh_cli_have_gnuplot(void);
 /* The picture format of an output name: "png", "svg" or "pdf" by its suffix, else NULL. */
 const char *bh_cli_plot_format(const char *out);
+/* cmd_plot.c: VALUE as a gnuplot single-quoted string in buf (control characters as the text
+ * \xNN, so that nothing in it can start a command); -1 if it does not fit.  True if s holds
+ * a control character (a file name that cannot be handed to gnuplot as it is). */
+int bh_cli_gp_quote(char *buf, size_t len, const char *value);
+bool bh_cli_has_control(const char *s);
 /* plot_sweep.c: true if the arguments ask for a sweep plot (--x, a folder, a .json table). */
 bool bh_cli_plot_is_sweep(int argc, char **argv);
 int bh_cli_plot_sweep(int argc, char **argv);

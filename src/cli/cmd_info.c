@@ -29,8 +29,12 @@ static const char *build_type(void) {
 #endif
 }
 
+/* As the build configured them (BH_ASAN, BH_UBSAN, BH_TSAN); else as the compiler says, which
+ * for GCC is address and thread only. */
 static const char *sanitizers(void) {
-#if defined(__SANITIZE_ADDRESS__) && defined(__SANITIZE_UNDEFINED__)
+#if defined(BH_SANITIZERS)
+  return BH_SANITIZERS[0] ? BH_SANITIZERS : "none";
+#elif defined(__SANITIZE_ADDRESS__) && defined(__SANITIZE_UNDEFINED__)
   return "address,undefined";
 #elif defined(__SANITIZE_ADDRESS__)
   return "address";

@@ -30,7 +30,7 @@ static void usage(FILE *out) {
           "options:\n"
           "  --extract DIR   write the snapshots' files to DIR/start/ and DIR/end/ (buddyinfo,\n"
           "                  pagetypeinfo, zoneinfo as the kernel printed them, and freemap),\n"
-          "                  to diff against `replay --dump`\n"
+          "                  to diff against `replay --dump` (never over a file)\n"
           "  --text          print the description's text instead of the summary\n"
           "  --snapshot DIR  the start snapshot from DIR (see above)\n"
           "  --end DIR       an end snapshot too\n"
@@ -100,34 +100,78 @@ static void print_summary(FILE *f, const bh_machine_t *m) {
   }
 }
 
-/* Writes text to DIR/NAME, creating DIR. */
+/* Writes text to DIR/NAME, creating DIR: through a temporary file linked to NAME when
+ * complete, so that a file that is there (or appears meanwhile) is never written over. */
 static int write_file(const char *dir, const char *name, const char *text) {
-  char path[4096];
+  char path[4096], tmp[4200];
   mkdir(dir, 0777);
   snprintf(path, sizeof(path), "%s/%s", dir, name);
-  FILE *f = fopen(path, "w");
-  if (!f || fputs(text, f) < 0 || fclose(f)) {
-    fprintf(stderr, "buddyhint machine: cannot write %s: %s\n", path, strerror(errno));
+  snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", dir, name);
+  int fd = mkstemp(tmp);
+  FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+  bool ok = f && fputs(text, f) >= 0;
+  if (f && fclose(f))
+    ok = false;
+  else if (!f && fd >= 0)
+    close(fd);
+  if (ok && link(tmp, path))
+    ok = false;
+  int e = errno;
+  if (fd >= 0)
+    unlink(tmp);
+  if (!ok) {
+    fprintf(stderr, "buddyhint machine: cannot write %s: %s\n", path, strerror(e));
     return -1;
   }
   return 0;
 }
 
+static const char *const extract_files[] = {"buddyinfo", "pagetypeinfo", "zoneinfo", "freemap"};
+
+/* The files --extract would write that are there already (any kind, a symbolic link too): as
+ * replay --dump, --extract writes over none.  0, or BH_EXIT_USAGE after naming the first. */
+static int extract_refuses(const bh_machine_t *m, const char *dir) {
+  struct stat st;
+  char path[4096];
+  for (int w = 0; w < BH_NR_SNAPS; w++) {
+    const char *snap = w == BH_SNAP_START ? "start" : "end";
+    for (int i = 0; i < 4; i++) {
+      char name[64];
+      snprintf(name, sizeof(name), "%s/%s", snap, extract_files[i]);
+      snprintf(path, sizeof(path), "%s/%s", dir, name);
+      if (bh_machine_section(m, name) && !lstat(path, &st))
+        return bh_cli_usage_error(VERB,
+                                  "--extract: %s exists; it is not written over (name a "
+                                  "new folder)",
+                                  path);
+    }
+  }
+  snprintf(path, sizeof(path), "%s/machine", dir);
+  if (bh_machine_section(m, "machine") && !lstat(path, &st))
+    return bh_cli_usage_error(VERB,
+                              "--extract: %s exists; it is not written over (name a new "
+                              "folder)",
+                              path);
+  return 0;
+}
+
 static int extract(const bh_machine_t *m, const char *dir) {
-  static const char *const files[] = {"buddyinfo", "pagetypeinfo", "zoneinfo", "freemap"};
   if (mkdir(dir, 0777) && errno != EEXIST) {
     fprintf(stderr, "buddyhint machine: cannot make %s: %s\n", dir, strerror(errno));
     return BH_EXIT_FAIL;
   }
+  int rc = extract_refuses(m, dir);
+  if (rc)
+    return rc;
   for (int w = 0; w < BH_NR_SNAPS; w++) {
     const char *snap = w == BH_SNAP_START ? "start" : "end";
     char sub[4096];
     snprintf(sub, sizeof(sub), "%s/%s", dir, snap);
     for (int i = 0; i < 4; i++) {
       char name[64];
-      snprintf(name, sizeof(name), "%s/%s", snap, files[i]);
+      snprintf(name, sizeof(name), "%s/%s", snap, extract_files[i]);
       const char *t = bh_machine_section(m, name);
-      if (t && write_file(sub, files[i], t))
+      if (t && write_file(sub, extract_files[i], t))
         return BH_EXIT_FAIL;
     }
   }

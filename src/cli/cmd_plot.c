@@ -152,6 +152,34 @@ static int read_header(const char *path, char *buf, size_t len) {
   return 0;
 }
 
+/* The plot scripts hand the values of some columns to awk and the shell (plots/common.gp,
+ * memhog_timeline.gp): a value holding a quote, a backslash or a control character could end
+ * the quoted text it is put in and run as code.  No result this command writes has one;
+ * 0, or -1 with the line of the first. */
+static int check_cells(const char *path, long *bad_line) {
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return 0; /* read_header said why */
+  long line = 1;
+  bool comment = false, start = true;
+  int c;
+  while ((c = getc(f)) != EOF) {
+    if (start)
+      comment = c == '#';
+    start = c == '\n';
+    if (c == '\n') {
+      line++;
+    } else if (!comment && (c == '\'' || c == '"' || c == '\\' || c == 0x7f ||
+                            (c < 0x20 && c != '\t' && c != '\r'))) {
+      *bad_line = line;
+      fclose(f);
+      return -1;
+    }
+  }
+  fclose(f);
+  return 0;
+}
+
 static input_kind_t classify(const char *header) {
   if (header[strspn(header, " \t")] == '{') /* a JSON object: compare --json's */
     return IN_COMPARE_JSON;
@@ -237,23 +265,50 @@ static bool have_gnuplot(void) {
   return false;
 }
 
-/* Appends `name='value'; ` to buf (gnuplot string: a quote inside is doubled). */
+/* A string as a gnuplot single-quoted literal, into buf: a quote inside is doubled, and a
+ * control character is written as the text "\xNN" (inside single quotes a backslash is
+ * literal), so that no byte of the value can end the line it is on and start a command (a
+ * newline then "!cmd" would run cmd in a shell).  -1 if it does not fit. */
+int bh_cli_gp_quote(char *buf, size_t len, const char *value) {
+  size_t l = 0;
+  if (len < 3)
+    return -1;
+  buf[l++] = '\'';
+  for (const unsigned char *c = (const unsigned char *)value; *c; c++) {
+    if (l + 6 >= len)
+      return -1;
+    if (*c < 0x20 || *c == 0x7f)
+      l += (size_t)snprintf(buf + l, len - l, "\\x%02x", *c);
+    else if (*c == '\'')
+      buf[l++] = '\'', buf[l++] = '\'';
+    else
+      buf[l++] = (char)*c;
+  }
+  buf[l++] = '\'';
+  buf[l] = 0;
+  return 0;
+}
+
+bool bh_cli_has_control(const char *s) {
+  for (const unsigned char *c = (const unsigned char *)s; *c; c++)
+    if (*c < 0x20 || *c == 0x7f)
+      return true;
+  return false;
+}
+
+/* Appends `name='value'; ` to buf (bh_cli_gp_quote). */
 static int add_var(char *buf, size_t len, const char *name, const char *value) {
   size_t l = strlen(buf);
-  int n = snprintf(buf + l, len - l, "%s='", name);
+  int n = snprintf(buf + l, len - l, "%s=", name);
   if (n < 0 || (size_t)n >= len - l)
     return -1;
   l += (size_t)n;
-  for (const char *c = value; *c; c++) {
-    if (l + 3 >= len)
-      return -1;
-    if (*c == '\'')
-      buf[l++] = '\'';
-    buf[l++] = *c;
-  }
-  if (l + 4 >= len)
+  if (bh_cli_gp_quote(buf + l, len - l, value))
     return -1;
-  memcpy(buf + l, "'; ", 4);
+  l += strlen(buf + l);
+  if (l + 3 >= len)
+    return -1;
+  memcpy(buf + l, "; ", 3);
   return 0;
 }
 
@@ -354,6 +409,9 @@ int cmd_plot(int argc, char **argv) {
   const char *fmt = bh_cli_plot_format(out);
   if (!fmt)
     return bh_cli_usage_error(VERB, "-o '%s': the name must end in .png, .svg or .pdf", out);
+  if (bh_cli_has_control(out) || (scripts && bh_cli_has_control(scripts)))
+    return bh_cli_usage_error(VERB, "-o and --scripts: a control character in a file name is "
+                                    "not supported");
   if (kind && strcmp(kind, "heatmap") && strcmp(kind, "resident"))
     return bh_cli_usage_error(VERB, "--kind must be heatmap or resident, not '%s'", kind);
   uint64_t rep_n = 0;
@@ -365,11 +423,18 @@ int cmd_plot(int argc, char **argv) {
   input_kind_t k = IN_UNKNOWN;
   for (int i = 0; i < nin; i++) {
     char header[4096];
-    if (strchr(inputs[i], '\''))
-      return bh_cli_usage_error(VERB, "'%s': file names with a single quote are not supported",
-                                inputs[i]);
+    long bad_line;
+    if (strchr(inputs[i], '\'') || bh_cli_has_control(inputs[i]))
+      return bh_cli_usage_error(
+          VERB, "'%s': file names with a single quote or a control character are not supported",
+          inputs[i]);
     if (read_header(inputs[i], header, sizeof(header)) != 0)
       return bh_cli_usage_error(VERB, "cannot read '%s': %s", inputs[i], strerror(errno));
+    if (check_cells(inputs[i], &bad_line))
+      return bh_cli_usage_error(VERB,
+                                "%s:%ld: a value holds a quote, a backslash or a control "
+                                "character, which the plot scripts cannot pass on safely",
+                                inputs[i], bad_line);
     input_kind_t ki = classify(header);
     if (ki == IN_UNKNOWN)
       return bh_cli_usage_error(

@@ -112,9 +112,12 @@ static void usage(FILE *out) {
           "  -h, --help             this help\n"
           "\n"
           "The event count, the duration and CMD's exit status go to standard error; CMD's\n"
-          "own exit status does not change ours.\n"
+          "own exit status does not change ours.  SIGTERM and SIGHUP are passed on to CMD;\n"
+          "^C and ^\\ reach it from the terminal.  Any of the four arriving before CMD has\n"
+          "started (while the start snapshot is taken) stops the recording: CMD is not run,\n"
+          "no trace is written, the exit status is 128 + the signal's number.\n"
           "exit status: 0 recorded, 1 not root, tracefs unusable, CMD could not be started,\n"
-          "or the trace could not be written; 2 bad usage.\n",
+          "or the trace could not be written; 2 bad usage; 128+N stopped by signal N.\n",
           DEFAULT_BUFFER_KB);
 }
 
@@ -348,15 +351,21 @@ static pid_t start_command(char **cmd, bool stdout_to_stderr, const bh_cli_recor
   return pid;
 }
 
-/* Waits for the child; SIGTERM/SIGHUP to us are passed on to it.  Returns the wait status. */
+/* Waits for the child; SIGTERM/SIGHUP to us are passed on to it, and so is any signal that
+ * came between the last look before the fork and now (a ^C then reached us, not the command,
+ * which did not exist yet).  Returns the wait status. */
 static int wait_command(pid_t pid) {
   int status = 0;
   bool forwarded = false;
+  if (got_signal) {
+    kill(pid, got_signal);
+    forwarded = true;
+  }
   while (waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR)
       return -1;
-    if (got_signal && !forwarded) {
-      kill(pid, got_signal);
+    if (got_signal && got_signal != SIGINT && got_signal != SIGQUIT && !forwarded) {
+      kill(pid, got_signal); /* ^C and ^\ reach the command from the terminal, as in system() */
       forwarded = true;
     }
   }
@@ -669,6 +678,17 @@ static unsigned default_buffer_kb(void) {
 
 /* Reads the recorded trace and writes it through w.  Returns 0 or -1 after a message. */
 
+/* A signal that came before the command started: tracing off, no output; 128 + sig. */
+static int stopped_before_start(tracer_t *tr, drain_t *d, int sig, const char *cmd) {
+  fprintf(stderr,
+          "buddyhint record: stopped by signal %d (%s) before '%s' started; no trace "
+          "written\n",
+          sig, strsignal(sig), cmd);
+  tracefs_trace_off(tr->inst);
+  drain_finish(d);
+  return 128 + sig;
+}
+
 int cmd_record(int argc, char **argv) {
   const char *out = NULL, *fmt = NULL, *comp = NULL, *kbs = NULL, *clock = NULL;
   bool as_root = false, pcp_events = false;
@@ -763,8 +783,7 @@ int cmd_record(int argc, char **argv) {
     bh_cli_out_abort(o); /* nothing was there, or what was there stays */
     return BH_EXIT_FAIL;
   }
-  struct sigaction ign = {.sa_handler = SIG_IGN}, fwd = {.sa_handler = on_signal}, old[4];
-  sigemptyset(&ign.sa_mask);
+  struct sigaction fwd = {.sa_handler = on_signal}, old[4];
   sigemptyset(&fwd.sa_mask); /* no SA_RESTART: waitpid returns EINTR */
   bool ok = false;
   int status = 0;
@@ -779,8 +798,11 @@ int cmd_record(int argc, char **argv) {
           "buddyhint record: tracing kmem page events system-wide in %s (%u KiB per "
           "cpu) while '%s' runs\n",
           tr.dir, buffer_kb, cmd[0]);
-  sigaction(SIGINT, &ign, &old[0]); /* like system(): ^C goes to the command */
-  sigaction(SIGQUIT, &ign, &old[1]);
+  /* until the command starts, ^C, ^\, SIGTERM and SIGHUP stop the recording (checked before
+   * the fork); then, like system(), ^C and ^\ are the command's, and SIGTERM and SIGHUP are
+   * passed on to it */
+  sigaction(SIGINT, &fwd, &old[0]);
+  sigaction(SIGQUIT, &fwd, &old[1]);
   sigaction(SIGTERM, &fwd, &old[2]);
   sigaction(SIGHUP, &fwd, &old[3]);
   fflush(NULL);
@@ -791,6 +813,10 @@ int cmd_record(int argc, char **argv) {
     goto restore_signals;
   }
   bh_cli_rec_snapshot(&machine, BH_SNAP_START, tr.dir); /* tracing is on: nothing slips by */
+  if (got_signal) { /* during the snapshot (seconds on a large machine) */
+    rc = stopped_before_start(&tr, &drain, got_signal, cmd[0]);
+    goto restore_signals;
+  }
   pid = start_command(cmd, !strcmp(out, "-"), &user);
   if (pid < 0) {
     if (user.drop)

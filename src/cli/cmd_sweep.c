@@ -7,6 +7,7 @@
  * resumes it.
  */
 #include "cli/cli.h"
+#include "cli/run_json.h"
 #include "cli/sweep/sweep.h"
 
 #include <errno.h>
@@ -55,6 +56,9 @@ static void help(FILE *f) {
           "  --sshloginfile FILE   parallel: run on the machines listed (GNU parallel's\n"
           "                        --sshloginfile; DIR and this program must be at the same\n"
           "                        paths there)\n"
+          "  --force               rerun the jobs whose result was made from other contents\n"
+          "                        of its trace (the file was replaced since); without it the\n"
+          "                        sweep stops and says which\n"
           "  --run DIR             run jobs of DIR (what the engines' scripts call): the ids\n"
           "                        given, or lines I*K .. I*K+K-1 of --list FILE\n\n"
           "exit status: 0 every job done (or the script submitted / written); 1 a job failed\n"
@@ -65,7 +69,7 @@ typedef struct opts {
   const char *spec, *dir, *engine, *partition, *time, *mem, *job_name, *sshloginfile;
   const char *run_dir, *list, *task;
   unsigned jobs, per_task;
-  bool dry_run, jobs_set;
+  bool dry_run, jobs_set, force;
   const char *ids[MAX_IDS];
   int nids;
 } opts_t;
@@ -99,6 +103,9 @@ static int parse(int argc, char **argv, opts_t *o) {
     }
     if (!strcmp(a, "--dry-run")) {
       o->dry_run = true;
+      i++;
+    } else if (!strcmp(a, "--force")) {
+      o->force = true;
       i++;
     } else if ((r = bh_cli_short_opt(VERB, argc, argv, &i, "-o", &o->dir)) ||
                (r = bh_cli_opt(argc, argv, &i, "output", &o->dir)) ||
@@ -361,10 +368,20 @@ static int run_local(const opts_t *o, const bh_sweep_t *s, const size_t *todo, s
 
 /* ---- slurm ---- */
 
+/* The folder in an #SBATCH --output pattern: in double quotes (sbatch splits the line at
+ * spaces otherwise), a '%' doubled (Slurm reads %j, %a... as replacements); a double quote
+ * or a control character is refused before (script_path_ok). */
+static void slurm_pattern_dir(FILE *f, const char *dir) {
+  for (; *dir; dir++)
+    fputs(*dir == '%' ? "%%" : (char[]){*dir, 0}, f);
+}
+
 static int sbatch_lines(FILE *f, const opts_t *o, size_t ntasks, const char *dir, int number) {
   fprintf(f, "#SBATCH --job-name=%s\n", o->job_name ? o->job_name : "buddyhint-sweep");
   fprintf(f, "#SBATCH --array=0-%zu\n", ntasks - 1);
-  fprintf(f, "#SBATCH --output=%s/slurm/batch-%d-%%a.out\n", dir, number);
+  fputs("#SBATCH --output=\"", f);
+  slurm_pattern_dir(f, dir);
+  fprintf(f, "/slurm/batch-%d-%%a.out\"\n", number);
   if (o->partition)
     fprintf(f, "#SBATCH --partition=%s\n", o->partition);
   if (o->time)
@@ -599,13 +616,84 @@ static int run_ids(const opts_t *o) {
   return rc;
 }
 
+/* ---- results of a trace that has changed since ---- */
+
+/* The sha256 of each trace path, computed once per run of the verb. */
+typedef struct trace_sums {
+  json_t *by_path; /* path -> hex, or null when the file cannot be read */
+} trace_sums_t;
+
+static const char *current_sum(trace_sums_t *ts, const char *path) {
+  json_t *v = json_object_get(ts->by_path, path);
+  if (!v) {
+    char hex[65] = "";
+    uint64_t bytes;
+    v = bh_cli_trace_sha256(path, hex, &bytes) || !hex[0] ? json_null() : json_string(hex);
+    json_object_set_new(ts->by_path, path, v);
+  }
+  return json_string_value(v);
+}
+
+/* True if the done job's result was made from other contents than its trace holds now: the
+ * file at that path was replaced, and the job id (which hashes the path) cannot tell. */
+static bool job_stale(const char *dir, const bh_sweep_job_t *j, trace_sums_t *ts) {
+  char path[PATH_MAX];
+  if (!bh_sweep_job_path(path, sizeof(path), dir, j->id, "json"))
+    return false;
+  json_t *r = json_load_file(path, 0, NULL);
+  const char *was = json_string_value(
+      json_object_get(json_object_get(json_object_get(r, "provenance"), "trace"), "sha256"));
+  const char *now = was ? current_sum(ts, j->trace) : NULL;
+  bool stale = was && now && strcmp(was, now);
+  json_decref(r);
+  return stale;
+}
+
+/* Stale results are kept as jobs/ID.json.stale (the sweep's own files: never deleted) and
+ * their jobs run again.  0, or -1 after a message. */
+static int set_aside(const char *dir, const bh_sweep_job_t *j) {
+  char from[PATH_MAX], to[PATH_MAX];
+  if (!bh_sweep_job_path(from, sizeof(from), dir, j->id, "json") ||
+      !bh_sweep_job_path(to, sizeof(to), dir, j->id, "json.stale") || rename(from, to)) {
+    fprintf(stderr, "buddyhint sweep: cannot move %s aside: %s\n", from, strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
 /* ---- the verb ---- */
+
+/* The Slurm script and the GNU parallel job list hold the folder's path: on lines of their
+ * own (a control character would end the line and start a command) and, for Slurm, in the
+ * double quotes of an #SBATCH line (where a double quote cannot be written).  False after a
+ * message. */
+static bool script_path_ok(const char *engine, const char *dir) {
+  if (!strcmp(engine, "local"))
+    return true;
+  for (const unsigned char *c = (const unsigned char *)dir; *c; c++)
+    if (*c < 0x20 || *c == 0x7f || (*c == '"' && !strcmp(engine, "slurm"))) {
+      bh_cli_usage_error(VERB,
+                         "-o: the folder's path holds %s, which cannot be written into the %s; "
+                         "use another folder",
+                         *c == '"' ? "a double quote" : "a control character",
+                         strcmp(engine, "slurm") ? "GNU parallel job list" : "Slurm script");
+      return false;
+    }
+  return true;
+}
 
 static int sweep(const opts_t *o) {
   bh_sweep_t *s;
   int r = bh_sweep_from_spec(o->spec, &s);
   if (r)
     return r == BH_ENOMEM ? BH_EXIT_FAIL : BH_EXIT_USAGE;
+  const char *engine = o->engine ? o->engine : "local";
+  char cwd[PATH_MAX];
+  if (!script_path_ok(engine, o->dir) ||
+      (o->dir[0] != '/' && getcwd(cwd, sizeof(cwd)) && !script_path_ok(engine, cwd))) {
+    bh_sweep_free(s);
+    return BH_EXIT_USAGE;
+  }
   if (bh_sweep_prepare(s, o->dir)) {
     bh_sweep_free(s);
     return BH_EXIT_USAGE;
@@ -616,10 +704,23 @@ static int sweep(const opts_t *o) {
     bh_sweep_free(s);
     return BH_EXIT_FAIL;
   }
+  if (!script_path_ok(engine, dir)) { /* through a symbolic link */
+    bh_sweep_free(s);
+    return BH_EXIT_USAGE;
+  }
   size_t *todo = calloc(s->njobs + 1, sizeof(size_t)), ntodo = 0, before = 0, corrupt = 0;
-  for (size_t i = 0; todo && i < s->njobs; i++) {
+  size_t stale = 0, first_stale = 0;
+  trace_sums_t ts = {json_object()};
+  for (size_t i = 0; todo && ts.by_path && i < s->njobs; i++) {
     int st = bh_sweep_state(dir, s->jobs[i].id);
-    if (st == BH_SWEEP_DONE)
+    if (st == BH_SWEEP_DONE && job_stale(dir, &s->jobs[i], &ts)) {
+      if (!stale++)
+        first_stale = i;
+      if (o->force && !set_aside(dir, &s->jobs[i]))
+        todo[ntodo++] = i;
+      else if (o->force)
+        corrupt++;
+    } else if (st == BH_SWEEP_DONE)
       before++;
     else if (st == BH_SWEEP_CORRUPT) {
       fprintf(stderr, "sweep: %s/jobs/%s.json is not a complete result: left alone, not run\n", dir,
@@ -628,10 +729,25 @@ static int sweep(const opts_t *o) {
     } else
       todo[ntodo++] = i;
   }
+  json_decref(ts.by_path);
+  if (stale && !o->force) {
+    fprintf(stderr,
+            "buddyhint sweep: %zu results in %s were made from a trace that has changed since "
+            "(the first: job %s, %s); --force keeps them as jobs/ID.json.stale and runs those "
+            "jobs again\n",
+            stale, dir, s->jobs[first_stale].id, s->jobs[first_stale].trace);
+    free(todo);
+    bh_sweep_free(s);
+    return BH_EXIT_USAGE;
+  }
+  if (stale)
+    fprintf(stderr,
+            "sweep: %zu results were of a trace that has changed since: kept as "
+            "jobs/ID.json.stale, run again\n",
+            stale);
   fprintf(stderr, "sweep: %zu jobs in %s: %zu done before, %zu to run\n", s->njobs, dir, before,
           ntodo);
   int rc = todo ? BH_EXIT_OK : BH_EXIT_FAIL;
-  const char *engine = o->engine ? o->engine : "local";
   if (!todo)
     ;
   else if (!ntodo)

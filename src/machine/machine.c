@@ -524,6 +524,7 @@ static int parse_buddyinfo(bh_machine_t *m, int which, const char *text, size_t 
                            size_t errlen) {
   const char *s = text, *end = text + len, *l, *le;
   int line = 0, columns = -1;
+  bool seen[BH_MACHINE_MAX_ZONES] = {false};
   bh_snapshot_t *snap = &m->snaps[which].pub;
   while (bh__next_line(&s, end, &l, &le)) {
     line++;
@@ -539,6 +540,11 @@ static int parse_buddyinfo(bh_machine_t *m, int which, const char *text, size_t 
       return bh__machine_fail(err, errlen, BH_EFORMAT,
                               "buddyinfo:%d: zone %.*s of node %d is not in the zoneinfo", line,
                               (int)(name_end - name), name, node);
+    if (seen[zi])
+      return bh__machine_fail(err, errlen, BH_EFORMAT,
+                              "buddyinfo:%d: zone %.*s of node %d a second time", line,
+                              (int)(name_end - name), name, node);
+    seen[zi] = true;
     int o = 0;
     uint64_t v;
     for (p = skip_ws(p, le); p < le; p = skip_ws(p, le), o++) {
@@ -568,7 +574,10 @@ static int parse_pagetypeinfo(bh_machine_t *m, int which, const char *text, size
   int line = 0, header[BH_SNAP_TYPES + 4], nheader = 0;
   enum { NONE, FREE, BLOCKS, MIXED } part = NONE;
   bh_snapshot_t *snap = &m->snaps[which].pub;
-  bool any = false;
+  bool any = false, seen_free[BH_MACHINE_MAX_ZONES][BH_SNAP_TYPES] = {{false}},
+       seen_blocks[BH_MACHINE_MAX_ZONES] = {false};
+  uint64_t per_block = 0;
+  int per_block_line = 0;
   while (bh__next_line(&s, end, &l, &le)) {
     line++;
     const char *p, *name, *name_end, *w, *we;
@@ -582,8 +591,13 @@ static int parse_pagetypeinfo(bh_machine_t *m, int which, const char *text, size
       m->info.pageblock_order = (unsigned)v;
       continue;
     }
-    if (starts(l, le, "Pages per block:"))
+    if ((p = starts(l, le, "Pages per block:"))) {
+      if (!get_u64(skip_ws(p, le), le, &per_block))
+        return bh__machine_fail(err, errlen, BH_EFORMAT, "pagetypeinfo:%d: bad pages per block",
+                                line);
+      per_block_line = line;
       continue;
+    }
     if (starts(l, le, "Free pages count per migrate type")) {
       part = FREE;
       continue;
@@ -627,6 +641,11 @@ static int parse_pagetypeinfo(bh_machine_t *m, int which, const char *text, size
                                 w);
       if (t == BH_MT_CMA)
         m->info.has_cma = true;
+      if (seen_free[zi][t])
+        return bh__machine_fail(err, errlen, BH_EFORMAT,
+                                "pagetypeinfo:%d: zone %.*s of node %d, type %.*s a second time",
+                                line, (int)(name_end - name), name, node, (int)(we - w), w);
+      seen_free[zi][t] = true;
       int o = 0;
       for (p = skip_ws(p, le); p < le; p = skip_ws(p, le), o++) {
         if (*p == '>') /* ">100000": the kernel stops counting there */
@@ -636,6 +655,11 @@ static int parse_pagetypeinfo(bh_machine_t *m, int which, const char *text, size
         snap->zones[zi].nr_free_mt[t][o] = v;
       }
     } else {
+      if (seen_blocks[zi])
+        return bh__machine_fail(err, errlen, BH_EFORMAT,
+                                "pagetypeinfo:%d: zone %.*s of node %d a second time", line,
+                                (int)(name_end - name), name, node);
+      seen_blocks[zi] = true;
       for (int k = 0; k < nheader; k++) {
         if (!(p = get_u64(skip_ws(p, le), le, &v)))
           return bh__machine_fail(err, errlen, BH_EFORMAT, "pagetypeinfo:%d: bad count", line);
@@ -646,6 +670,12 @@ static int parse_pagetypeinfo(bh_machine_t *m, int which, const char *text, size
   }
   if (!any || !m->info.pageblock_order)
     return bh__machine_fail(err, errlen, BH_EFORMAT, "pagetypeinfo: no counts");
+  if (per_block_line && per_block != 1ull << m->info.pageblock_order)
+    return bh__machine_fail(err, errlen, BH_EFORMAT,
+                            "pagetypeinfo:%d: %llu pages per block, but the page block order %u "
+                            "makes %llu",
+                            per_block_line, (unsigned long long)per_block, m->info.pageblock_order,
+                            1ull << m->info.pageblock_order);
   snap->have_pagetypeinfo = true;
   return 0;
 }
@@ -726,6 +756,73 @@ static int parse_snap_info(bh_machine_t *m, int which, const char *text, size_t 
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* Do the counts fit the zones?                                                              */
+/* ---------------------------------------------------------------------------------------- */
+
+/* The pages that blocks per order make, or false if the sum does not fit in 64 bits. */
+static bool pages_of(const uint64_t *nr, unsigned max_order, uint64_t *pages) {
+  *pages = 0;
+  for (unsigned o = 0; o <= max_order; o++) {
+    uint64_t p;
+    if (nr[o] > (UINT64_MAX >> o) || __builtin_add_overflow(*pages, nr[o] << o, &p))
+      return false;
+    *pages = p;
+  }
+  return true;
+}
+
+/*
+ * The free pages buddyinfo and pagetypeinfo imply, and the pageblocks pagetypeinfo counts, must
+ * fit each zone the zoneinfo gives (its present pages; mm/vmstat.c counts no more): counts that
+ * wrap, or that belong to another machine's zones, would give nonsense start states and
+ * fidelity figures.
+ */
+static int check_counts(const bh_machine_t *m, int which, char *err, size_t errlen) {
+  const bh_snapshot_t *s = &m->snaps[which].pub;
+  const char *sn = bh__snap_name(which);
+  unsigned mo = m->info.max_order, pbo = m->info.pageblock_order;
+  for (int zi = 0; zi < m->info.nr_zones; zi++) {
+    const bh_machine_zone_t *z = &m->info.zones[zi];
+    const bh_snapshot_zone_t *c = &s->zones[zi];
+    uint64_t cap = z->present_pages ? z->present_pages : z->spanned_pages, pages, sum = 0;
+    static const char *const names[BH_NR_ZONE_TYPES] = {"DMA", "DMA32", "Normal", "Movable"};
+    const char *zn = z->type >= 0 && z->type < BH_NR_ZONE_TYPES ? names[z->type] : "?";
+    bool fits = pages_of(c->nr_free, mo, &pages);
+    if (s->have_buddyinfo && (!fits || pages > cap)) {
+      char n[32] = "2^64 or more";
+      if (fits)
+        snprintf(n, sizeof(n), "%llu", (unsigned long long)pages);
+      return bh__machine_fail(err, errlen, BH_EFORMAT,
+                              "%s/buddyinfo: node %d zone %s: the free blocks make %s pages, "
+                              "more than the zone's %llu present",
+                              sn, z->node, zn, n, (unsigned long long)cap);
+    }
+    if (!s->have_pagetypeinfo)
+      continue;
+    for (int t = 0; t < BH_SNAP_TYPES; t++) {
+      if (!pages_of(c->nr_free_mt[t], mo, &pages) || __builtin_add_overflow(sum, pages, &sum))
+        sum = UINT64_MAX;
+    }
+    if (sum > cap)
+      return bh__machine_fail(err, errlen, BH_EFORMAT,
+                              "%s/pagetypeinfo: node %d zone %s: the free blocks make more pages "
+                              "than the zone's %llu present",
+                              sn, z->node, zn, (unsigned long long)cap);
+    uint64_t blocks = 0, most = pbo < 64 ? (z->spanned_pages >> pbo) + 2 : 2;
+    for (int t = 0; t < BH_SNAP_TYPES; t++)
+      if (__builtin_add_overflow(blocks, c->pageblocks[t], &blocks))
+        blocks = UINT64_MAX;
+    if (blocks > most)
+      return bh__machine_fail(err, errlen, BH_EFORMAT,
+                              "%s/pagetypeinfo: node %d zone %s: %s pageblocks, but the zone "
+                              "spans %llu pages (%llu blocks of order %u at most)",
+                              sn, z->node, zn, blocks == UINT64_MAX ? "2^64 or more" : "more",
+                              (unsigned long long)z->spanned_pages, (unsigned long long)most, pbo);
+  }
+  return 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
 /* Interpreting a snapshot's sections                                                        */
 /* ---------------------------------------------------------------------------------------- */
 
@@ -765,7 +862,7 @@ int bh__machine_interpret_snapshot(bh_machine_t *m, int which, char *err, size_t
       return rc;
     sn->present = true;
   }
-  return 0;
+  return sn->present ? check_counts(m, which, err, errlen) : 0;
 }
 
 /* ---------------------------------------------------------------------------------------- */

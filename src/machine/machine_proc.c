@@ -18,7 +18,9 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -256,6 +258,31 @@ static int read_flags(const char *path, uint64_t npfn, uint64_t **out, uint64_t 
   return 0;
 }
 
+/*
+ * A kpageflags copied into a snapshot folder must hold one u64 for every page frame the
+ * layout reaches: an empty, cut or padded copy would otherwise become a start state with no
+ * free page in what is missing.  Only a regular file outside procfs is checked
+ * (/proc/kpageflags itself has a size of 0, and ends where the kernel's max_pfn does).
+ */
+static int check_flags_file(const char *path, uint64_t npfn, char *err, size_t errlen) {
+  struct stat st;
+  struct statfs fs;
+  if (stat(path, &st) || !S_ISREG(st.st_mode) || statfs(path, &fs) || fs.f_type == PROC_SUPER_MAGIC)
+    return 0; /* read_flags says why it cannot be read, if it cannot; /proc's has no size */
+  uint64_t size = (uint64_t)st.st_size;
+  if (size % 8)
+    return bh__machine_fail(err, errlen, BH_EFORMAT,
+                            "%s: %llu bytes, not a whole number of 8-byte page entries "
+                            "(damaged?); remove it to start from the counts",
+                            path, (unsigned long long)size);
+  if (size / 8 < npfn)
+    return bh__machine_fail(err, errlen, BH_EFORMAT,
+                            "%s: %llu page entries, but the zones reach pfn %llu (truncated "
+                            "copy?); remove it to start from the counts",
+                            path, (unsigned long long)(size / 8), (unsigned long long)npfn);
+  return 0;
+}
+
 /* read_flags for a compressed copy of kpageflags (gzip or zstd): at most npfn entries, as
  * read_flags reads no further than the layout reaches.  msg gets a corrupt stream's error. */
 static int read_flags_compressed(const char *path, uint64_t npfn, uint64_t **out, uint64_t *n,
@@ -305,9 +332,15 @@ static int read_freemap(bh_machine_t *m, int which, const char *dir, void (*read
   char path[4096], msg[BH__TRACE_MSG_SIZE] = "";
   bool found = find_file(dir, "kpageflags", path, sizeof(path));
   uint64_t *flags = NULL, *count = NULL, n = 0, nc = 0;
-  int rc = !found                  ? 0
-           : compressed_name(path) ? read_flags_compressed(path, end, &flags, &n, msg)
-                                   : read_flags(path, end, &flags, &n);
+  int rc = found && !compressed_name(path) ? check_flags_file(path, end, err, errlen) : 0;
+  if (rc) {
+    if (read_done)
+      read_done(ctx);
+    return rc;
+  }
+  rc = !found                  ? 0
+       : compressed_name(path) ? read_flags_compressed(path, end, &flags, &n, msg)
+                               : read_flags(path, end, &flags, &n);
   if (read_done)
     read_done(ctx);
   if (!found)
@@ -319,9 +352,13 @@ static int read_freemap(bh_machine_t *m, int which, const char *dir, void (*read
   }
   if (rc)
     return read_fail(path, rc, msg, err, errlen);
-  if (n < end && strcmp(dir, "/proc"))
-    warn(m, "%s: %lu entries where the layout reaches pfn %lu: the rest has no free map", path,
-         (unsigned long)n, (unsigned long)end);
+  if (n < end && strcmp(dir, "/proc")) { /* a compressed copy cut short (check_flags_file) */
+    free(flags);
+    return bh__machine_fail(err, errlen, BH_EFORMAT,
+                            "%s: %llu page entries, but the zones reach pfn %llu (truncated "
+                            "copy?); remove it to start from the counts",
+                            path, (unsigned long long)n, (unsigned long long)end);
+  }
   /* kpagecount (mapcounts) tells nothing KPF_MMAP does not: it is accepted and not read */
   (void)nc;
   char *text = NULL;

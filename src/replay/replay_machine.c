@@ -87,6 +87,41 @@ static int read_dirs(bh__rmachine_t *rm, const bh_replay_config_t *cfg, bh_repla
   return 0;
 }
 
+/*
+ * A machine description is a claim: a 65 KB trace can say its machine had a 1 TiB zone, and
+ * a replay in that shape allocates metadata for every page of it (the 16-byte descriptor, the
+ * 4-byte free-map cell, the pfn map: about BYTES_PER_PAGE; measured, a 1 TiB shape took 4.2 GB
+ * and 90 s for a 4 MiB trace).  Past SHAPE_META_LIMIT of metadata (a 341 GiB machine), or half
+ * this machine's memory if that is less, the replay is refused before anything is allocated,
+ * unless --memory (memory_bytes) says at least the claimed size: the user has seen the figure
+ * and means it.
+ */
+#define BYTES_PER_PAGE 24
+#define SHAPE_META_LIMIT (2ull << 30)
+
+static int check_shape_size(const bh__rmachine_t *rm, const bh_replay_config_t *cfg, char *err,
+                            size_t errlen) {
+  uint64_t pages = bh__rm_pages(rm), claimed = pages << BH_PAGE_SHIFT, limit = SHAPE_META_LIMIT;
+  long phys = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+  if (phys > 0 && psz > 0 && (uint64_t)phys * (uint64_t)psz / 2 < limit)
+    limit = (uint64_t)phys * (uint64_t)psz / 2;
+  uint64_t need = pages * BYTES_PER_PAGE;
+  if (pages >> 50 == 0 && need <= limit)
+    return 0;
+  if (cfg->memory_bytes && cfg->memory_bytes >= claimed)
+    return 0;
+  return bh__machine_fail(
+      err, errlen, BH_EINVAL,
+      "%s: the machine %s claims zones up to %llu GiB (%llu pages); a replay in that shape "
+      "needs about %llu MiB of page metadata, more than the %llu MiB allowed without --memory "
+      "(2 GiB, or half this machine's memory if less).  --memory %lluG (the claimed size) "
+      "replays it anyway; --layout default ignores the shape",
+      cfg->start_dir ? cfg->start_dir : cfg->trace,
+      cfg->start_dir ? "snapshot's zoneinfo" : "description", (unsigned long long)(claimed >> 30),
+      (unsigned long long)pages, (unsigned long long)(need >> 20),
+      (unsigned long long)(limit >> 20), (unsigned long long)((claimed + (1ull << 30) - 1) >> 30));
+}
+
 int bh__rm_load(bh__rmachine_t *rm, const bh_replay_config_t *cfg, bh_replay_summary_t *s,
                 char *err, size_t errlen) {
   memset(rm, 0, sizeof(*rm));
@@ -103,6 +138,8 @@ int bh__rm_load(bh__rmachine_t *rm, const bh_replay_config_t *cfg, bh_replay_sum
         "--start DIR)",
         cfg->trace);
   rm->shape = has_layout && cfg->layout != BH_LAYOUT_DEFAULT;
+  if (rm->shape && (rc = check_shape_size(rm, cfg, err, errlen)))
+    return rc;
   const bh_snapshot_t *snap = rm->m ? bh_machine_snapshot(rm->m, BH_SNAP_START) : NULL;
   bool freemap = snap && snap->have_freemap,
        counts = snap && snap->have_buddyinfo && snap->have_pagetypeinfo;

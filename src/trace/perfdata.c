@@ -23,15 +23,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-extern char **environ;
 
 bool bh__perfdata_magic(const unsigned char *p, size_t n) {
   return n >= 8 && !memcmp(p, "PERFILE2", 8);
@@ -59,23 +59,88 @@ struct perfdata {
 /* ---- running perf ---- */
 
 /*
- * Starts argv with its standard output on a pipe (*out) and its standard error in err_fd.
- * Returns the pid, or -1 with errno set.
+ * perf is bounded: a damaged perf.data can make it loop (in `perf evlist` or `perf script`)
+ * or grow without end, and nothing else would stop it.  It gets PERF_CPU_BASE_S seconds of
+ * CPU time plus one per MiB of the file (perf script reads several MiB a second; blocked on
+ * a full pipe while the replay works it uses none), an address space of PERF_AS_BASE plus
+ * four times the file, no core file, and it dies with the thread that started it
+ * (PR_SET_PDEATHSIG), so that a reader killed with SIGKILL leaves no perf behind.
  */
-static pid_t spawn(char *const argv[], int *out, int err_fd) {
-  int p[2];
+#define PERF_CPU_BASE_S 5
+#define PERF_AS_BASE (4ull << 30)
+
+static void perf_limits(const char *path, rlim_t *cpu_s, rlim_t *as) {
+  struct stat st;
+  uint64_t size = stat(path, &st) == 0 && st.st_size > 0 ? (uint64_t)st.st_size : 0;
+  *cpu_s = (rlim_t)(PERF_CPU_BASE_S + (size >> 20));
+  *as = (rlim_t)(PERF_AS_BASE + (size > (1ull << 40) ? 1ull << 42 : 4 * size));
+}
+
+/* Waits for pid; returns its exit status, or -1 if it did not exit normally (*sig: the
+ * signal that ended it, else 0). */
+static int reap(pid_t pid, int *sig) {
+  int st;
+  *sig = 0;
+  while (waitpid(pid, &st, 0) < 0)
+    if (errno != EINTR)
+      return -1;
+  if (WIFSIGNALED(st))
+    *sig = WTERMSIG(st);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* In the child, between fork and exec: only async-signal-safe calls. */
+static void child_exec(char *const argv[], int out, int err_fd, int ex, pid_t parent, rlim_t cpu_s,
+                       rlim_t as) {
+  struct rlimit cpu = {cpu_s, cpu_s + 1}, mem = {as, as}, core = {0, 0};
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent) /* the parent already gone */
+    _exit(127);
+  setrlimit(RLIMIT_CPU, &cpu);
+  setrlimit(RLIMIT_AS, &mem);
+  setrlimit(RLIMIT_CORE, &core);
+  int in = open("/dev/null", O_RDONLY);
+  if (in >= 0 && dup2(in, 0) >= 0 && dup2(out, 1) >= 0 && dup2(err_fd, 2) >= 0)
+    execvp(argv[0], argv);
+  int e = errno; /* to the parent, through the pipe a successful exec closes */
+  if (write(ex, &e, sizeof(e)) < 0)
+    _exit(127);
+  _exit(127);
+}
+
+/*
+ * Starts argv with its standard output on a pipe (*out) and its standard error in err_fd,
+ * within the limits above for a perf.data at path.  Returns the pid, or -1 with errno set
+ * (ENOENT: no perf on PATH).
+ */
+static pid_t spawn(char *const argv[], const char *path, int *out, int err_fd) {
+  int p[2], ex[2];
   if (pipe2(p, O_CLOEXEC))
     return -1;
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&fa, p[1], 1);
-  posix_spawn_file_actions_adddup2(&fa, err_fd, 2);
-  pid_t pid;
-  int e = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
+  if (pipe2(ex, O_CLOEXEC)) { /* closed by a successful exec: tells exec's failure apart */
+    close(p[0]);
+    close(p[1]);
+    return -1;
+  }
+  rlim_t cpu_s, as;
+  perf_limits(path, &cpu_s, &as);
+  pid_t parent = getpid(), pid = fork();
+  if (pid == 0)
+    child_exec(argv, p[1], err_fd, ex[1], parent, cpu_s, as);
+  int e = errno;
   close(p[1]);
-  if (e) {
+  close(ex[1]);
+  if (pid > 0) {
+    ssize_t n;
+    while ((n = read(ex[0], &e, sizeof(e))) < 0 && errno == EINTR)
+      ;
+    if (n == (ssize_t)sizeof(e)) { /* exec failed: e says why */
+      int sig;
+      reap(pid, &sig);
+      pid = -1;
+    }
+  }
+  close(ex[0]);
+  if (pid < 0) {
     close(p[0]);
     errno = e;
     return -1;
@@ -84,13 +149,20 @@ static pid_t spawn(char *const argv[], int *out, int err_fd) {
   return pid;
 }
 
-/* Waits for pid; returns its exit status, or -1 if it did not exit normally. */
-static int reap(pid_t pid) {
-  int st;
-  while (waitpid(pid, &st, 0) < 0)
-    if (errno != EINTR)
-      return -1;
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+/* Why perf failed, into buf: a limit it ran into, or its exit status. */
+static void perf_why(const char *path, int st, int sig, char *buf, size_t len) {
+  rlim_t cpu_s, as;
+  perf_limits(path, &cpu_s, &as);
+  if (sig == SIGXCPU || sig == SIGKILL)
+    snprintf(buf, len,
+             "perf did not finish: stopped after %llu s of CPU time, the limit for a "
+             "file of this size",
+             (unsigned long long)cpu_s);
+  else if (sig)
+    snprintf(buf, len, "killed by signal %d (%s); its memory was limited to %llu MiB", sig,
+             strsignal(sig), (unsigned long long)(as >> 20));
+  else
+    snprintf(buf, len, "exit %d", st);
 }
 
 /* The first line of what perf wrote on its standard error (for messages). */
@@ -116,8 +188,8 @@ static void err_line(int fd, char *buf, size_t len) {
 /* Whether `perf evlist -v` lists a sample type with CALLCHAIN.  Returns 0/1, or an error. */
 static int has_callchains(struct perfdata *d) {
   char *argv[] = {"perf", "evlist", "-v", "-i", (char *)d->base.ctx.path, NULL};
-  int fd;
-  pid_t pid = spawn(argv, &fd, d->err_fd);
+  int fd, sig;
+  pid_t pid = spawn(argv, d->base.ctx.path, &fd, d->err_fd);
   if (pid < 0)
     return bh__foreign_fail(&d->base, errno == ENOENT ? BH_ENOTSUP : BH_ESYS,
                             errno == ENOENT
@@ -137,11 +209,13 @@ static int has_callchains(struct perfdata *d) {
     fclose(f);
   else
     close(fd);
-  if (reap(pid) != 0) {
-    char e[256];
+  int st = reap(pid, &sig);
+  if (st != 0) {
+    char e[256], why[160];
     err_line(d->err_fd, e, sizeof(e));
-    return bh__foreign_fail(&d->base, BH_EFORMAT, "perf evlist cannot read it%s%s",
-                            e[0] ? ": " : "", e);
+    perf_why(d->base.ctx.path, st, sig, why, sizeof(why));
+    return bh__foreign_fail(&d->base, sig ? BH_EIO : BH_EFORMAT,
+                            "perf evlist cannot read it (%s)%s%s", why, e[0] ? ": " : "", e);
   }
   return chains;
 }
@@ -159,7 +233,7 @@ static int start_script(struct perfdata *d) {
     return bh__foreign_fail(&d->base, BH_ESYS, "cannot reset perf's error output: %s",
                             strerror(errno));
   int fd;
-  d->pid = spawn(argv, &fd, d->err_fd);
+  d->pid = spawn(argv, d->base.ctx.path, &fd, d->err_fd);
   if (d->pid < 0) {
     d->pid = 0;
     return bh__foreign_fail(&d->base, BH_ESYS, "cannot run perf script: %s", strerror(errno));
@@ -181,8 +255,9 @@ static void pd_close(bh__foreign_t *f) {
     free(d->src);
   }
   if (d->pid > 0) { /* stopped before the end: perf has no more to do */
+    int sig;
     kill(d->pid, SIGTERM);
-    reap(d->pid);
+    reap(d->pid, &sig);
   }
   if (d->err_fd >= 0)
     close(d->err_fd);
@@ -215,13 +290,14 @@ static int finish(struct perfdata *d) {
   }
   if (d->pid <= 0)
     return d->status;
-  int st = reap(d->pid);
+  int sig, st = reap(d->pid, &sig);
   d->pid = 0;
   if (st != 0) {
-    char e[256];
+    char e[256], why[160];
     err_line(d->err_fd, e, sizeof(e));
-    d->status = bh__foreign_fail(&d->base, BH_EIO, "perf script failed (%s %d)%s%s",
-                                 st < 0 ? "killed, status" : "exit", st, e[0] ? ": " : "", e);
+    perf_why(d->base.ctx.path, st, sig, why, sizeof(why));
+    d->status =
+        bh__foreign_fail(&d->base, BH_EIO, "perf script failed (%s)%s%s", why, e[0] ? ": " : "", e);
   }
   return d->status;
 }

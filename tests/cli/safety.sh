@@ -30,6 +30,8 @@ cleanup() {
 trap cleanup EXIT
 cd "$WORK" || exit 1
 
+# SAFETY_ONLY=REGEX runs only the cases whose names match (while mending one of them)
+only() { [ -z "${SAFETY_ONLY:-}" ] || [[ $1 =~ $SAFETY_ONLY ]]; }
 fails=0
 count=0
 skipped=0
@@ -63,7 +65,18 @@ mkdir fixtures
   mkdir badplots
   echo 'this is not gnuplot' >badplots/common.gp
   echo 'this is not gnuplot' >badplots/replay_heatmap.gp
+  # a merged sweep table whose label and x value (as someone could share it) hold a newline
+  # and a gnuplot shell command; a memhog timeline whose value would end the shell's quotes
+  printf 'traces: [t.bht]\nstrategies: [none, bubble]\noptions: {backing: sim}\nseeds: [1, 2]\n' >g.yaml
+  "$BH" sweep g.yaml -o g -j 2 >/dev/null 2>&1 && "$BH" merge g -o g.json >/dev/null
+  sed 's/"strategy_name": "bubble"/"strategy_name": "bubble\\n!touch PWNED\\n"/' g.json >evil.json
+  sed 's/"seed": 1,/"seed": "1\\n!touch PWNED\\n",/' g.json >evil2.json
+  rm -rf g g.json
+  printf 'rep,kind,time_s,host_rss_mib,a,b,c,phase,budget\n1,none,0,10,0,0,0,1,100\n' >evil_memhog.csv
+  printf "1,x';touch\${IFS}PWNED;',1,20,0,0,0,1,100\n" >>evil_memhog.csv
 ) || exit 1
+grep -q 'PWNED' fixtures/evil.json && grep -q 'PWNED' fixtures/evil2.json ||
+  { echo "FAIL fixture evil.json could not be made"; exit 1; }
 for f in t.txt t.bht t.bht.zst tl.csv; do
   [ -s "fixtures/$f" ] || { echo "FAIL fixture $f could not be made"; exit 1; }
 done
@@ -89,6 +102,7 @@ BEFORE=$(snapshot fixtures)
 # be left but the files in CHANGES.
 row() {
   local name=$1 want=$2 regex=$3 cmd=$4 changes=${5:-}
+  only "$name" || return 0
   count=$((count + 1))
   rm -rf row && cp -a fixtures row
   (cd row && timeout 120 bash -c "$cmd" >../row.out 2>../row.err)
@@ -233,6 +247,189 @@ row compare-only-comma 2 "--strategies: an empty entry in ','" '$BH compare t.tx
 row compare-empty-entry 2 'an empty entry' '$BH compare t.txt --strategies none,,bubble'
 row compare-bad-jemalloc 2 "jemalloc:decay=x" '$BH compare t.txt --strategies none,jemalloc:decay=x'
 
+# ---- 16. no value read from a file or given as a name reaches gnuplot or a shell as code ----
+row plot-sweep-label-newline 0 '' '$BH plot evil.json --x seed -o q.png; r=$?; [ -e PWNED ] && exit 9; exit $r' 'q.png'
+row plot-sweep-x-newline 0 '' '$BH plot evil2.json --x seed -o q.png; r=$?; [ -e PWNED ] && exit 9; exit $r' 'q.png'
+row plot-label-newline 0 '' \
+  "\$BH plot tl.csv --kind resident --label \$'x\n!touch PWNED\n' -o q.png; r=\$?; [ -e PWNED ] && exit 9; exit \$r" 'q.png'
+row plot-value-ends-shell-quote 2 'evil_memhog.csv:3: a value holds a quote' \
+  '$BH plot evil_memhog.csv -o q.png; r=$?; [ -e PWNED ] && exit 9; exit $r'
+row plot-output-newline 2 'a control character in a file name is not supported' \
+  "\$BH plot tl.csv -o \$'q\n!touch PWNED\n.png'"
+row plot-sweep-output-newline 2 'a control character in a file name is not supported' \
+  "\$BH plot evil.json --x seed -o \$'q\n!touch PWNED\n.png'"
+
+# ---- 17. a damaged sweep manifest is bad input, for every verb that reads it ----
+# bad_manifest COORDS [ARGS]: a sweep folder d whose one job has these coords and args
+cat >bad_manifest.sh <<'EOF'
+mkdir d && printf '{"format": "buddyhint-sweep-1", "columns": ["trace", "strategy", "strategy_name"],
+  "jobs": [{"id": "0123456789abcdef", "coords": %s, "trace": "t.bht", "args": %s}]}\n' \
+  "$1" "${2:-[]}" >d/sweep.json
+EOF
+BADM="bash $WORK/bad_manifest.sh"
+NOCOORDS='d/sweep.json: job 1 of the "jobs" list has no "coords" list of one string \(or null\) per column'
+row merge-manifest-coords-null 2 "$NOCOORDS" "$BADM null && \$BH merge d -o d.csv; r=\$?; rm -rf d; exit \$r"
+row merge-manifest-coords-short 2 "$NOCOORDS" "$BADM '[\"t.bht\"]' && \$BH merge d -o d.csv; r=\$?; rm -rf d; exit \$r"
+row merge-manifest-coords-numbers 2 "$NOCOORDS" "$BADM '[1, 2, 3]' && \$BH merge d -o d.csv; r=\$?; rm -rf d; exit \$r"
+row merge-manifest-args-numbers 2 'job 1 of the "jobs" list has no "args" list of strings' \
+  "$BADM '[\"t.bht\", \"none\", \"none\"]' '[1]' && \$BH merge d -o d.csv; r=\$?; rm -rf d; exit \$r"
+row merge-manifest-job-number 2 'job 1 of the "jobs" list is not an object' \
+  "mkdir d && echo '{\"format\": \"buddyhint-sweep-1\", \"columns\": [\"a\", \"b\", \"c\"], \"jobs\": [7]}' >d/sweep.json && \$BH merge d -o d.csv; r=\$?; rm -rf d; exit \$r"
+row plot-manifest-coords-null 2 "$NOCOORDS" "$BADM null && \$BH plot d --x seed -o d.png; r=\$?; rm -rf d; exit \$r"
+row sweep-resume-manifest-coords-short 2 "$NOCOORDS" \
+  "$BADM '[\"t.bht\"]' && \$BH sweep g.yaml -o d; r=\$?; rm -rf d; exit \$r"
+row sweep-run-manifest-coords-null 2 "$NOCOORDS" "$BADM null && \$BH sweep --run d 0; r=\$?; rm -rf d; exit \$r"
+
+# ---- 18. the sweep folder's path is quoted in the Slurm script, or refused ----
+row sweep-slurm-folder-newline 2 'holds a control character, which cannot be written into the Slurm script' \
+  "\$BH sweep g.yaml -o \$'sw\\ntouch PWNED\\n' --engine slurm --dry-run; r=\$?; [ -e PWNED ] && exit 9; exit \$r"
+row sweep-parallel-folder-newline 2 'holds a control character, which cannot be written into the GNU parallel job list' \
+  "\$BH sweep g.yaml -o \$'sw\\ntouch PWNED\\n' --engine parallel --dry-run"
+row sweep-slurm-folder-quote 2 'holds a double quote' "\$BH sweep g.yaml -o 's\"w' --engine slurm --dry-run"
+row sweep-slurm-folder-space 0 '' \
+  "\$BH sweep g.yaml -o 's w %j' --engine slurm --dry-run >/dev/null 2>&1 &&
+   grep -qxF \"#SBATCH --output=\\\"\$PWD/s w %%j/slurm/batch-1-%a.out\\\"\" 's w %j/slurm/batch-1.sbatch' &&
+   SLURM_ARRAY_TASK_ID=3 bash 's w %j/slurm/batch-1.sbatch' >/dev/null 2>&1 &&
+   [ \$(ls 's w %j/jobs/' | grep -c 'json\$') -eq 1 ]; r=\$?; rm -rf 's w %j'; exit \$r"
+
+# ---- 19. the perf helper is bounded and dies with its reader ----
+# a perf that loops (as a damaged perf.data can make it) stands in for perf on PATH
+mkdir -p fakebin
+printf '#!/bin/sh\nwhile :; do :; done\n' >fakebin/perf
+chmod +x fakebin/perf
+cp "$SRC/../trace/data/perf_kmem.data" fixtures/p.data
+BEFORE=$(snapshot fixtures)
+row replay-perf-loops 2 'p.data: perf evlist cannot read it \(perf did not finish: stopped after 5 s of CPU time' \
+  "PATH=$WORK/fakebin:\$PATH \$BH replay p.data --backing sim --quiet"
+if only replay-perf-killed-with-reader; then
+  count=$((count + 1))
+  PATH=$WORK/fakebin:$PATH "$BH" replay fixtures/p.data --backing sim --quiet >/dev/null 2>&1 &
+  rpid=$!
+  perf_pid=""
+  for i in $(seq 1 500); do
+    perf_pid=$(cat /proc/$rpid/task/*/children 2>/dev/null | tr -d ' ')
+    [ -n "$perf_pid" ] && break
+    sleep 0.01
+  done
+  kill -9 $rpid
+  wait $rpid 2>/dev/null
+  for i in $(seq 1 100); do
+    [ -n "$perf_pid" ] && kill -0 "$perf_pid" 2>/dev/null || break
+    sleep 0.01
+  done
+  if [ -z "$perf_pid" ]; then
+    fail "replay-perf-killed-with-reader: perf was never started"
+  elif kill -0 "$perf_pid" 2>/dev/null; then
+    fail "replay-perf-killed-with-reader: perf ($perf_pid) outlived its reader"
+    kill -9 "$perf_pid"
+  else
+    echo "ok   replay-perf-killed-with-reader"
+  fi
+fi
+
+# ---- 20. a damaged kpageflags in a snapshot folder is refused, not taken as the start ----
+# (guest61's zones reach pfn 262112: its kpageflags holds 262112 entries of 8 bytes)
+snapdir() { # snapdir BYTES: the folder s, with a kpageflags of BYTES zero bytes
+  echo "cp -r '$SRC/../trace/data/machine/guest61' s && head -c $1 /dev/zero >s/kpageflags"
+}
+row replay-kpageflags-empty 2 's/kpageflags: 0 page entries, but the zones reach pfn 262112' \
+  "$(snapdir 0) && \$BH replay t.bht --start s --backing sim --quiet; r=\$?; rm -rf s; exit \$r"
+row replay-kpageflags-truncated 2 's/kpageflags: 125 page entries, but the zones reach pfn 262112' \
+  "$(snapdir 1000) && \$BH replay t.bht --start s --backing sim --quiet; r=\$?; rm -rf s; exit \$r"
+row machine-kpageflags-not-multiple-of-8 2 's/kpageflags: 2096899 bytes, not a whole number of 8-byte page entries' \
+  "$(snapdir 2096899) && \$BH machine --snapshot s; r=\$?; rm -rf s; exit \$r"
+row replay-kpageflags-whole 0 '' \
+  "$(snapdir 2096896) && \$BH replay t.bht --start s --backing sim --quiet >/dev/null; r=\$?; rm -rf s; exit \$r"
+
+# ---- 21. buddyinfo and pagetypeinfo counts must fit the zones ----
+# snapedit SED FILE: guest61's files in the folder s, FILE edited with SED
+snapedit() {
+  echo "cp -r '$SRC/../trace/data/machine/guest61' s && sed -i '$1' s/$2"
+}
+row machine-buddyinfo-wraps 2 'start/buddyinfo: node 0 zone DMA32: the free blocks make 2\^64 or more pages' \
+  "$(snapedit '2s/ 211 $/ 18446744073709551615 /' buddyinfo) && \$BH machine --snapshot s; r=\$?; rm -rf s; exit \$r"
+row machine-buddyinfo-too-many 2 'the free blocks make 1024006444 pages, more than the zone.s 258016 present' \
+  "$(snapedit '2s/ 211 $/ 1000000 /' buddyinfo) && \$BH machine --snapshot s; r=\$?; rm -rf s; exit \$r"
+row machine-buddyinfo-zone-twice 2 'buddyinfo:3: zone DMA32 of node 0 a second time' \
+  "$(snapedit '2p' buddyinfo) && \$BH machine --snapshot s; r=\$?; rm -rf s; exit \$r"
+row machine-pages-per-block 2 'pagetypeinfo:2: 3 pages per block, but the page block order 9 makes 512' \
+  "$(snapedit 's/Pages per block:  512/Pages per block:  3/' pagetypeinfo) && \$BH machine --snapshot s; r=\$?; rm -rf s; exit \$r"
+row replay-pagetypeinfo-wraps 2 'start/pagetypeinfo: node 0 zone DMA32: the free blocks make more pages than the zone' \
+  "$(snapedit '/DMA32, type      Movable/s/ 211 $/ 18446744073709551615 /' pagetypeinfo) && \$BH replay t.bht --start s --backing sim --quiet; r=\$?; rm -rf s; exit \$r"
+row machine-pagetypeinfo-type-twice 2 'pagetypeinfo:[0-9]+: zone DMA32 of node 0, type Movable a second time' \
+  "$(snapedit '/DMA32, type      Movable/p' pagetypeinfo) && \$BH machine --snapshot s; r=\$?; rm -rf s; exit \$r"
+row machine-pageblocks-too-many 2 'start/pagetypeinfo: node 0 zone DMA32: more pageblocks, but the zone spans 258016 pages' \
+  "$(snapedit '$s/480/48000/' pagetypeinfo) && \$BH machine --snapshot s; r=\$?; rm -rf s; exit \$r"
+
+# ---- 22. a machine shape too large for its replay is refused before anything is allocated ----
+# (under ulimit -v 2 GB: an allocation would fail with exit 1, not the message and 2)
+# guest61's DMA32 zone made 1 TiB (2^28 pages), then 2^32 pages: both in a snapshot folder
+# and stored in a trace's description
+bigzone() {
+  echo "cp -r '$SRC/../trace/data/machine/guest61' s && sed -i '55s/258016/$1/;56s/258016/$1/;57s/236866/$1/' s/zoneinfo"
+}
+row replay-shape-1tib 2 's: the machine snapshot.s zoneinfo claims zones up to 1024 GiB \(268439552 pages\).*--memory 1025G' \
+  "$(bigzone 268435456) && (ulimit -v 2000000; exec \$BH replay t.bht --start s --backing sim --quiet); r=\$?; rm -rf s; exit \$r"
+row replay-shape-2-32-pages 2 'big.bht: the machine description claims zones up to 16384 GiB' \
+  "$(bigzone 4294967296) && \$BH convert t.bht big.bht --start s >/dev/null 2>&1 && \$BH replay big.bht --backing sim --quiet; r=\$?; rm -rf s big.bht; exit \$r"
+row replay-shape-host-fits 0 '' \
+  "\$BH replay t.bht --start '$SRC/../trace/data/machine/host' --backing sim --quiet --start-state empty >/dev/null"
+
+# ---- 23. machine --extract writes over no file, as replay --dump ----
+# (m.bht: t.bht with guest61's files as its start snapshot)
+EXM="\$BH convert t.bht m.bht --start '$SRC/../trace/data/machine/guest61' >/dev/null 2>&1"
+row machine-extract-over-file 2 '--extract: ex/start/buddyinfo exists; it is not written over' \
+  "$EXM && mkdir -p ex/start && cp old.txt ex/start/buddyinfo && \$BH machine m.bht --extract ex >/dev/null; r=\$?
+   cmp -s old.txt ex/start/buddyinfo && [ \$(ls -A ex/start | wc -l) -eq 1 ] || r=9; rm -rf ex m.bht; exit \$r"
+row machine-extract-through-symlink 2 '--extract: ln/machine exists' \
+  "$EXM && mkdir ex && cp old.txt ex/machine && ln -s ex ln && \$BH machine m.bht --extract ln >/dev/null; r=\$?
+   cmp -s old.txt ex/machine || r=9; rm -rf ex ln m.bht; exit \$r"
+row machine-extract-new-folder 0 '' \
+  "$EXM && \$BH machine m.bht --extract ex >/dev/null && [ -s ex/start/buddyinfo ] && [ -s ex/machine ] &&
+   [ \$(ls -A ex/start | wc -l) -eq 3 ]; r=\$?; rm -rf ex m.bht; exit \$r"
+
+# ---- 24. a resumed sweep does not mix results of different trace contents ----
+# x/: a sweep of 4 jobs, one result removed, then the trace at the same path replaced
+STALE="mkdir x && cp t.bht x/ && printf 'traces: [t.bht]\\nstrategies: [none, bubble]\\noptions: {backing: sim}\\nseeds: [1, 2]\\n' >x/g.yaml &&
+  \$BH sweep x/g.yaml -o x/sw -j 2 >/dev/null 2>&1 && rm x/sw/jobs/6e5f79067e1310b0.json && cp t.txt x/t.bht"
+row sweep-resume-trace-replaced 2 '3 results in .*x/sw were made from a trace that has changed since \(the first: job' \
+  "$STALE && \$BH sweep x/g.yaml -o x/sw -j 2 >/dev/null; r=\$?; [ \$(ls x/sw/jobs | wc -l) -eq 3 ] || r=9; rm -rf x; exit \$r"
+row sweep-resume-trace-replaced-force 0 '3 results were of a trace that has changed since: kept as jobs/ID.json.stale, run again' \
+  "$STALE && \$BH sweep x/g.yaml -o x/sw -j 2 --force >/dev/null && \$BH merge x/sw -o x/m.csv >/dev/null 2>x/merge.err &&
+   [ ! -s x/merge.err ] && [ \$(ls x/sw/jobs/*.stale | wc -l) -eq 3 ]; r=\$?; rm -rf x; exit \$r"
+row merge-two-contents-of-a-trace 0 'warning: the results of trace t.bht were made from different contents' \
+  "mkdir x && cp t.bht x/ && printf 'traces: [t.bht]\\nstrategies: [none]\\noptions: {backing: sim}\\nseeds: [1, 2]\\n' >x/g.yaml &&
+   \$BH sweep x/g.yaml -o x/sw >/dev/null 2>&1 && sed -i 's/\"sha256\": \"./\"sha256\": \"x/' x/sw/jobs/6e5f79067e1310b0.json &&
+   \$BH merge x/sw -o x/m.csv >/dev/null; r=\$?; rm -rf x; exit \$r"
+
+# ---- 25. merge leaves out results that cannot be their job's, and says why ----
+SW="mkdir x && cp t.bht x/ && printf 'traces: [t.bht]\\nstrategies: [none, bubble]\\noptions: {backing: sim}\\nseeds: [1, 2]\\n' >x/g.yaml &&
+  \$BH sweep x/g.yaml -o x/sw -j 2 >/dev/null 2>&1 && cd x/sw/jobs"
+row merge-empty-result 1 'jobs/93f6b59d28978ba8.json has no provenance: not a replay summary; left out' \
+  "$SW && echo '{}' >93f6b59d28978ba8.json && cd ../../.. && \$BH merge x/sw -o x/m.csv >/dev/null; r=\$?; rm -rf x; exit \$r"
+row merge-swapped-results 1 'jobs/6dd07ec0d74c93d3.json is of another seed than this job.s 1' \
+  "$SW && mv 47d4698a68a81675.json y && mv 6dd07ec0d74c93d3.json 47d4698a68a81675.json && mv y 6dd07ec0d74c93d3.json &&
+   cd ../../.. && \$BH merge x/sw -o x/m.csv >/dev/null; r=\$?; rm -rf x; exit \$r"
+row merge-result-other-strategy 1 "jobs/6e5f79067e1310b0.json is of strategy 'bubble', not this job.s 'none'" \
+  "$SW && cp 6dd07ec0d74c93d3.json 6e5f79067e1310b0.json && cd ../../.. && \$BH merge x/sw -o x/m.csv >/dev/null; r=\$?; rm -rf x; exit \$r"
+row merge-result-not-a-number 1 'has no number for "events"' \
+  "$SW && sed -i 's/^  \"events\": [0-9]*/  \"events\": \"many\"/' 6e5f79067e1310b0.json && cd ../../.. && \$BH merge x/sw -o x/m.csv >/dev/null; r=\$?; rm -rf x; exit \$r"
+row merge-manifest-duplicate-id 2 'job 2 of the "jobs" list has the id of an earlier job' \
+  "mkdir d && printf '{\"format\": \"buddyhint-sweep-1\", \"columns\": [\"trace\", \"strategy\", \"strategy_name\"], \"jobs\": [%s, %s]}\\n' \
+   '{\"id\": \"0123456789abcdef\", \"coords\": [\"t\", \"none\", \"none\"], \"trace\": \"t.bht\", \"args\": []}' \
+   '{\"id\": \"0123456789abcdef\", \"coords\": [\"t\", \"none\", \"none\"], \"trace\": \"t.bht\", \"args\": []}' >d/sweep.json &&
+   \$BH merge d -o d.csv; r=\$?; rm -rf d; exit \$r"
+
+# ---- 26. two starts at once of one sweep on a new folder: neither is refused ----
+# (40 pairs of `sweep --engine parallel --dry-run`, which only writes the folder: before, 18
+# of 40 pairs had one start refused with "has files but no sweep.json")
+row sweep-concurrent-first-starts 0 '' \
+  "printf 'traces: [t.bht]\\nstrategies: [none, bubble]\\noptions: {backing: sim}\\n' >c.yaml && n=0
+   for k in \$(seq 1 40); do rm -rf c
+     \$BH sweep c.yaml -o c --engine parallel --dry-run >/dev/null 2>c1.err & \$BH sweep c.yaml -o c --engine parallel --dry-run >/dev/null 2>c2.err; wait
+     grep -h 'has files but no sweep.json' c1.err c2.err >&2 && n=\$((n + 1))
+   done; rm -rf c c.yaml c1.err c2.err; exit \$n"
+
 # ---- 15. timestamps going backwards are counted ----
 row replay-time-reversals 0 '' \
   "\$BH replay reversed.txt --backing sim --quiet --json - | grep -q '\"time_reversals\": 1,'"
@@ -254,6 +451,7 @@ kill_tree() {
 # what it started with SIGKILL, and checks that OUTPUT is what it was.
 kill_mid_run() {
   local name=$1 cmd=$2 out=$3
+  only "$name" || return 0
   count=$((count + 1))
   rm -rf row && cp -a fixtures row
   local before
@@ -308,10 +506,13 @@ tracefs_ok() {
     return 1
   fi
 }
-if ! tracefs_ok; then
+if [ -n "${SAFETY_ONLY:-}" ] && [[ ! $SAFETY_ONLY =~ record ]]; then
+  : # not asked for
+elif ! tracefs_ok; then
   for n in record-nosuchcmd-onto-device record-nosuchcmd-onto-file record-onto-full \
     record-stale-instances record-top-level-untouched record-no-top-level-fallback \
-    record-runs-as-sudo-user record-as-root record-killed; do
+    record-runs-as-sudo-user record-as-root record-TERM-before-start record-HUP-before-start \
+    record-INT-before-start record-killed; do
     skip "$n" "tracefs is unavailable here ($WHY)"
   done
 else
@@ -424,6 +625,38 @@ else
     userdel $USER_NAME 2>/dev/null
     groupdel $GROUP_NAME 2>/dev/null
   fi
+
+  # a signal while the start snapshot is taken (before CMD starts): CMD never starts, the
+  # exit status is 128 + the signal, no output, tracing is off and the instance gone
+  record_signal() {
+    local sig=$1 num=$2
+    only "record-$sig-before-start" || return 0
+    count=$((count + 1))
+    rm -f started
+    printf 'precious\n' >sig.bht
+    "$BH" record -o sig.bht -- sh -c 'touch started; sleep 3' >/dev/null 2>sig.err &
+    local rpid=$! inst="" i
+    for i in $(seq 1 1000); do # tracing on: the handlers are in place, the snapshot begins
+      inst=$(compgen -G "$TRACEFS/instances/buddyhint-$rpid-*" | head -1)
+      [ -n "$inst" ] && [ "$(cat "$inst/tracing_on" 2>/dev/null)" = 1 ] && break
+      sleep 0.005
+    done
+    kill -"$sig" $rpid
+    wait $rpid
+    local rc=$?
+    if [ "$rc" -eq $((128 + num)) ] && [ ! -e started ] && [ "$(cat sig.bht)" = precious ] &&
+      ! compgen -G '.sig.bht.*' >/dev/null && [ -n "$inst" ] && [ ! -d "$inst" ] &&
+      grep -q "stopped by signal $num .* before 'sh' started; no trace written" sig.err; then
+      echo "ok   record-$sig-before-start"
+    else
+      fail "record-$sig-before-start: rc $rc (want $((128 + num))), CMD started: $([ -e started ] && echo yes || echo no), instance '$inst' $([ -d "$inst" ] && echo left || echo gone)"
+      sed 's/^/    /' sig.err
+    fi
+    rm -f started
+  }
+  record_signal TERM 15
+  record_signal HUP 1
+  record_signal INT 2
 
   # killed mid-run: no output (only the temporary file); the next record removes its instance
   count=$((count + 1))

@@ -171,6 +171,14 @@ static int cmp_xval(const void *a, const void *b) {
   return cmp_dbl(&((const xval_t *)a)->num, &((const xval_t *)b)->num);
 }
 
+/* A value for a field of the tab-separated data file: tabs, newlines and other control
+ * characters would split or end the row; each becomes a space. */
+static void data_text(char *s) {
+  for (unsigned char *c = (unsigned char *)s; *c; c++)
+    if (*c < 0x20 || *c == 0x7f)
+      *c = ' ';
+}
+
 /* Writes one series block: for each x, median, min, max of y over the matching rows. */
 static void write_block(FILE *f, json_t *rows, json_t *scols, const char *series, const char *x,
                         const char *y, const xval_t *xs, size_t nx, bool numeric, double scale) {
@@ -191,19 +199,25 @@ static void write_block(FILE *f, json_t *rows, json_t *scols, const char *series
       continue;
     qsort(v, n, sizeof(double), cmp_dbl);
     double med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-    fprintf(f, "%.15g\t%s\t%.15g\t%.15g\t%.15g\t%zu\n", numeric ? xs[k].num : (double)k, xs[k].text,
-            med, v[0], v[n - 1], n);
+    char text[sizeof(xs[k].text)];
+    snprintf(text, sizeof(text), "%s", xs[k].text);
+    data_text(text);
+    fprintf(f, "%.15g\t%s\t%.15g\t%.15g\t%.15g\t%zu\n", numeric ? xs[k].num : (double)k, text, med,
+            v[0], v[n - 1], n);
   }
   fprintf(f, "\n\n");
   free(v);
 }
 
-/* A gnuplot string in single quotes (a quote inside doubled). */
+/* A gnuplot string variable, one to a line (bh_cli_gp_quote: nothing in it starts a command). */
 static void gp_var(FILE *f, const char *name, const char *value) {
-  fprintf(f, "%s = '", name);
-  for (const char *c = value; *c; c++)
-    fprintf(f, *c == '\'' ? "''" : "%c", *c);
-  fprintf(f, "'\n");
+  size_t len = 4 * strlen(value) + 3;
+  char *q = malloc(len);
+  if (q && !bh_cli_gp_quote(q, len, value))
+    fprintf(f, "%s = %s\n", name, q);
+  else
+    fprintf(f, "%s = ''\n", name); /* no memory: an empty title, never the raw value */
+  free(q);
 }
 
 /* The distinct x values, sorted if all are numbers; false if there are none. */
@@ -367,6 +381,9 @@ int bh_cli_plot_sweep(int argc, char **argv) {
   const char *fmt = bh_cli_plot_format(o.out);
   if (!fmt)
     return bh_cli_usage_error(VERB, "-o '%s': the name must end in .png, .svg or .pdf", o.out);
+  if (bh_cli_has_control(o.out) || (o.scripts && bh_cli_has_control(o.scripts)))
+    return bh_cli_usage_error(VERB, "-o and --scripts: a control character in a file name is "
+                                    "not supported");
   if (!access(o.out, F_OK))
     return bh_cli_usage_error(VERB, "%s exists; name another file", o.out);
   bh_sweep_table_t t;

@@ -31,10 +31,10 @@ void bh_sweep_free(bh_sweep_t *s) {
     return;
   for (size_t j = 0; j < s->njobs; j++) {
     bh_sweep_job_t *job = &s->jobs[j];
-    for (size_t c = 0; c < s->ncols; c++)
+    for (size_t c = 0; job->coords && c < s->ncols; c++)
       free(job->coords[c]);
     free(job->coords);
-    for (size_t a = 0; a < job->nargs; a++)
+    for (size_t a = 0; job->args && a < job->nargs; a++)
       free(job->args[a]);
     free(job->args);
     free(job->trace);
@@ -411,6 +411,54 @@ static bool path_join(char *buf, size_t len, const char *dir, const char *name) 
   return snprintf(buf, len, "%s/%s", dir, name) < (int)len;
 }
 
+/* A list of exactly n strings (nulls allowed where nulls), or NULL: what a damaged manifest
+ * holds instead is refused before anything indexes the list by the column count. */
+static char **json_strs_n(json_t *a, size_t n, bool nulls) {
+  size_t got;
+  if (!json_is_array(a) || json_array_size(a) != n)
+    return NULL;
+  return json_strs(a, &got, nulls);
+}
+
+/* One job of the manifest into s->jobs[s->njobs]; NULL, or what is wrong with it.  The job is
+ * counted only when whole, so that bh_sweep_free never reads past what it holds. */
+static const char *load_job(bh_sweep_t *s, json_t *o) {
+  bh_sweep_job_t *j = &s->jobs[s->njobs];
+  if (!json_is_object(o))
+    return "is not an object";
+  const char *id = json_string_value(json_object_get(o, "id"));
+  const char *tr = json_string_value(json_object_get(o, "trace"));
+  if (!id || strlen(id) != BH_SWEEP_ID_LEN || strspn(id, "0123456789abcdef") != BH_SWEEP_ID_LEN)
+    return "has no \"id\" of 16 hexadecimal digits";
+  if (!tr)
+    return "has no \"trace\" string";
+  json_t *args = json_object_get(o, "args");
+  char **coords = json_strs_n(json_object_get(o, "coords"), s->ncols, true);
+  if (!coords)
+    return "has no \"coords\" list of one string (or null) per column";
+  size_t nargs = json_array_size(args);
+  char **argv = json_strs_n(args, nargs, false);
+  char *trace = strdup(tr);
+  if (!argv || !trace) {
+    const char *why = argv ? "cannot be loaded: out of memory" : "has no \"args\" list of strings";
+    for (size_t c = 0; c < s->ncols; c++)
+      free(coords[c]);
+    free(coords);
+    for (size_t a = 0; argv && a < nargs; a++)
+      free(argv[a]);
+    free(argv);
+    free(trace);
+    return why;
+  }
+  memcpy(j->id, id, BH_SWEEP_ID_LEN + 1);
+  j->trace = trace;
+  j->coords = coords;
+  j->args = argv;
+  j->nargs = nargs;
+  s->njobs++;
+  return NULL;
+}
+
 int bh_sweep_load(const char *dir, bh_sweep_t **out) {
   char path[PATH_MAX];
   *out = NULL;
@@ -428,6 +476,7 @@ int bh_sweep_load(const char *dir, bh_sweep_t **out) {
   bh_sweep_t *s = calloc(1, sizeof(*s));
   json_t *jobs = json_object_get(m, "jobs");
   const char *fmt = json_string_value(json_object_get(m, "format"));
+  const char *why = NULL;
   int r = s && fmt && !strcmp(fmt, "buddyhint-sweep-1") && json_is_array(jobs) ? 0 : BH_EFORMAT;
   if (!r)
     s->cols = json_strs(json_object_get(m, "columns"), &s->ncols, false);
@@ -435,28 +484,23 @@ int bh_sweep_load(const char *dir, bh_sweep_t **out) {
     r = BH_EFORMAT;
   if (!r && !(s->jobs = calloc(json_array_size(jobs) + 1, sizeof(bh_sweep_job_t))))
     r = BH_ENOMEM;
-  for (size_t i = 0; !r && i < json_array_size(jobs); i++) {
-    json_t *o = json_array_get(jobs, i);
-    bh_sweep_job_t *j = &s->jobs[s->njobs];
-    const char *id = json_string_value(json_object_get(o, "id"));
-    const char *tr = json_string_value(json_object_get(o, "trace"));
-    size_t nc;
-    if (!id || strlen(id) != BH_SWEEP_ID_LEN || strspn(id, "0123456789abcdef") != BH_SWEEP_ID_LEN ||
-        !tr) {
+  size_t i; /* after a failure: the failing job's number, from 1 */
+  json_t *ids = json_object();
+  for (i = 0; !r && i < json_array_size(jobs); i++) {
+    if ((why = load_job(s, json_array_get(jobs, i))))
       r = BH_EFORMAT;
-      break;
-    }
-    s->njobs++;
-    memcpy(j->id, id, BH_SWEEP_ID_LEN + 1);
-    j->trace = strdup(tr);
-    j->coords = json_strs(json_object_get(o, "coords"), &nc, true);
-    j->args = json_strs(json_object_get(o, "args"), &j->nargs, false);
-    if (!j->trace || !j->coords || !j->args || nc != s->ncols)
-      r = BH_EFORMAT;
+    else if (json_object_get(ids, s->jobs[s->njobs - 1].id))
+      why = "has the id of an earlier job", r = BH_EFORMAT;
+    else
+      json_object_set_new(ids, s->jobs[s->njobs - 1].id, json_true());
   }
+  json_decref(ids);
   json_decref(m);
   if (r) {
-    fprintf(stderr, "buddyhint: %s is not a sweep manifest this version can read\n", path);
+    if (why)
+      fprintf(stderr, "buddyhint: %s: job %zu of the \"jobs\" list %s\n", path, i, why);
+    else
+      fprintf(stderr, "buddyhint: %s is not a sweep manifest this version can read\n", path);
     bh_sweep_free(s);
     return r;
   }
@@ -500,12 +544,20 @@ int bh_sweep_write_new(const char *path, const char *text, size_t len) {
   return 0;
 }
 
+/* A manifest another start of the same sweep is writing (bh_sweep_prepare's temporary name,
+ * sweep.json.PID.tmp): two starts at once on a new folder are not "a folder with files". */
+static bool manifest_tmp(const char *name) {
+  size_t n = strlen(name);
+  return !strncmp(name, "sweep.json.", 11) && n > 15 && !strcmp(name + n - 4, ".tmp") &&
+         strspn(name + 11, "0123456789") == n - 15;
+}
+
 static bool dir_empty(const char *dir) {
   DIR *d = opendir(dir);
   struct dirent *e;
   bool empty = true;
   while (d && empty && (e = readdir(d)))
-    empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
+    empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || manifest_tmp(e->d_name);
   if (d)
     closedir(d);
   return empty;
@@ -542,7 +594,10 @@ int bh_sweep_prepare(const bh_sweep_t *s, const char *dir) {
     return BH_ENOMEM;
   size_t len = strlen(text);
   int r = 0;
-  if (!access(path, F_OK)) {
+  bool have = !access(path, F_OK), empty = have || dir_empty(dir);
+  if (!have && !empty && !access(path, F_OK))
+    have = true; /* another start of this sweep wrote it meanwhile */
+  if (have) {
     bh_sweep_t *old;
     if (bh_sweep_load(dir, &old)) {
       free(text);
@@ -562,7 +617,7 @@ int bh_sweep_prepare(const bh_sweep_t *s, const char *dir) {
               s->njobs);
     }
     bh_sweep_free(old);
-  } else if (!dir_empty(dir)) {
+  } else if (!empty) {
     fprintf(stderr, "buddyhint sweep: %s has files but no sweep.json; give a new or empty folder\n",
             dir);
     r = BH_EBUSY;

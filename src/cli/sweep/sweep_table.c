@@ -68,6 +68,67 @@ static void table_init(bh_sweep_table_t *t) {
   t->missing = json_array();
 }
 
+/* One trace coordinate must stand for one content: results made from a file that was
+ * replaced during the sweep (a resume without --force cannot leave them, an older version
+ * could) are merged with a warning naming the trace.  sums: trace -> sha256 seen first. */
+static void check_trace_sum(json_t *sums, const char *trace, json_t *sum) {
+  const char *hex = json_string_value(
+      json_object_get(json_object_get(json_object_get(sum, "provenance"), "trace"), "sha256"));
+  if (!trace || !hex)
+    return;
+  json_t *first = json_object_get(sums, trace);
+  if (!first) {
+    json_object_set_new(sums, trace, json_string(hex));
+  } else if (json_is_string(first) && strcmp(json_string_value(first), hex)) {
+    fprintf(stderr,
+            "buddyhint: warning: the results of trace %s were made from different contents "
+            "(sha256 %.12s... and %.12s...): the file changed during the sweep; 'buddyhint "
+            "sweep SPEC -o DIR --force' runs the stale jobs again\n",
+            trace, json_string_value(first), hex);
+    json_object_set_new(sums, trace, json_null()); /* said once */
+  }
+}
+
+/* What makes a job's result one that cannot be its own (an empty object, another job's file
+ * copied over it, a count that is not a number), or NULL: such a result is left out of the
+ * table and counted as failed, with the reason on standard error. */
+static const char *result_problem(const bh_sweep_job_t *j, json_t *sum, char *buf, size_t len) {
+  static const char *const counts[] = {"events", "allocs", "frees", "rss_final_bytes"};
+  json_t *prov = json_object_get(sum, "provenance");
+  if (!json_is_object(prov))
+    return "has no provenance: not a replay summary";
+  for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++)
+    if (!json_is_number(json_object_get(sum, counts[i]))) {
+      snprintf(buf, len, "has no number for \"%s\"", counts[i]);
+      return buf;
+    }
+  const char *tr = json_string_value(json_object_get(json_object_get(prov, "trace"), "name"));
+  const char *label = json_string_value(json_object_get(prov, "label"));
+  const char *want = j->coords[BH_SWEEP_COL_STRATEGY];
+  if (!tr || strcmp(tr, j->trace)) {
+    snprintf(buf, len, "was made from trace %s, not this job's %s (another job's result?)",
+             tr ? tr : "(none)", j->trace);
+    return buf;
+  }
+  if (want && (!label || strcmp(label, want))) {
+    snprintf(buf, len, "is of strategy '%s', not this job's '%s' (another job's result?)",
+             label ? label : "(none)", want);
+    return buf;
+  }
+  for (size_t a = 0; a < j->nargs; a++) {
+    char *end;
+    if (strncmp(j->args[a], "--seed=", 7))
+      continue;
+    unsigned long long seed = strtoull(j->args[a] + 7, &end, 10);
+    json_t *got = json_object_get(prov, "seed");
+    if (!json_is_integer(got) || (unsigned long long)json_integer_value(got) != seed) {
+      snprintf(buf, len, "is of another seed than this job's %llu (another job's result?)", seed);
+      return buf;
+    }
+  }
+  return NULL;
+}
+
 int bh_sweep_table(const bh_sweep_t *s, const char *dir, bh_sweep_table_t *t) {
   table_init(t);
   if (!t->rows || !t->columns || !t->coords || !t->failed || !t->missing)
@@ -78,6 +139,7 @@ int bh_sweep_table(const bh_sweep_t *s, const char *dir, bh_sweep_table_t *t) {
             ? BH_ENOMEM
             : 0;
   t->jobs = s->njobs;
+  json_t *sums = json_object();
   for (size_t i = 0; !r && i < s->njobs; i++) {
     const bh_sweep_job_t *j = &s->jobs[i];
     int st = bh_sweep_state(dir, j->id);
@@ -89,7 +151,11 @@ int bh_sweep_table(const bh_sweep_t *s, const char *dir, bh_sweep_table_t *t) {
     bh_sweep_job_path(path, sizeof(path), dir, j->id, "json");
     json_t *sum = json_load_file(path, 0, NULL);
     json_t *row = json_object();
-    if (!sum || !row) {
+    char why[512];
+    const char *bad = sum ? result_problem(j, sum, why, sizeof(why)) : NULL;
+    if (bad)
+      fprintf(stderr, "buddyhint: %s %s; left out\n", path, bad);
+    if (!sum || !row || bad) {
       json_decref(sum);
       json_decref(row);
       json_array_append_new(t->failed, json_string(j->id));
@@ -99,10 +165,12 @@ int bh_sweep_table(const bh_sweep_t *s, const char *dir, bh_sweep_table_t *t) {
     for (size_t c = 0; c < s->ncols; c++)
       json_object_set_new(row, s->cols[c], coord_json(j->coords[c]));
     r = flatten(t, row, "", sum);
+    check_trace_sum(sums, j->coords[BH_SWEEP_COL_TRACE], sum);
     json_decref(sum);
     json_array_append_new(t->rows, row);
     t->done++;
   }
+  json_decref(sums);
   return r;
 }
 

@@ -323,8 +323,16 @@ static void test_state_and_table(void **state) {
   const char *a = s->jobs[0].id, *b = s->jobs[1].id, *c = s->jobs[2].id;
   assert_int_equal(bh_sweep_state(dir, a), BH_SWEEP_MISSING);
   bh_sweep_job_path(path, sizeof(path), dir, a, "json");
-  put(path, "{\"trace\": \"/x\", \"strategy\": \"none\", \"events\": 7, \"wall_seconds\": "
-            "0.5,\n \"note\": \"a, \\\"quoted\\\" value\", \"arena_stats\": {\"pgfree\": 3}}\n");
+  /* a result as a replay writes it: counts, and a provenance naming this job's trace and
+   * strategy (merge leaves out one that cannot be its job's) */
+  char text[4096];
+  snprintf(text, sizeof(text),
+           "{\"trace\": \"/x\", \"strategy\": \"none\", \"events\": 7, \"allocs\": 4, "
+           "\"frees\": 3, \"rss_final_bytes\": 0, \"wall_seconds\": 0.5,\n \"note\": \"a, "
+           "\\\"quoted\\\" value\", \"arena_stats\": {\"pgfree\": 3}, \"provenance\": "
+           "{\"label\": \"none\", \"trace\": {\"name\": \"%s\"}}}\n",
+           s->jobs[0].trace);
+  put(path, text);
   assert_int_equal(bh_sweep_state(dir, a), BH_SWEEP_DONE);
   bh_sweep_job_path(path, sizeof(path), dir, b, "json");
   put(path, "{\"trace\": \"/x\", \"events\": "); /* cut short: not ours to judge or replace */
@@ -344,13 +352,14 @@ static void test_state_and_table(void **state) {
   FILE *f = open_memstream(&csv, &len);
   assert_int_equal(bh_sweep_table_csv(&t, f), 0);
   fclose(f);
-  char want[512];
+  char want[1024];
   snprintf(want, sizeof(want),
-           "id,trace,strategy,strategy_name,bubble.order,backing,events,wall_seconds,note,"
-           "arena_stats.pgfree\n"
-           "%s,traces/gen-memhog-256M.bht.zst,none,none,,sim,7,0.5,\"a, \"\"quoted\"\" value\","
-           "3\n",
-           a);
+           "id,trace,strategy,strategy_name,bubble.order,backing,events,allocs,frees,"
+           "rss_final_bytes,wall_seconds,note,arena_stats.pgfree,provenance.label,"
+           "provenance.trace.name\n"
+           "%s,traces/gen-memhog-256M.bht.zst,none,none,,sim,7,4,3,0,0.5,\"a, \"\"quoted\"\" "
+           "value\",3,none,%s\n",
+           a, s->jobs[0].trace);
   assert_string_equal(csv, want);
   free(csv);
   /* the JSON form reads back, with typed coordinates */
