@@ -120,6 +120,15 @@ static int compare_csv(const char *path, const char *csv) {
   json_t *r;
   json_array_foreach(runs, i, r) {
     const char *s = json_string_value(json_object_get(r, "strategy"));
+    if (s && (s[strcspn(s, "\"'\\,")] || bh_cli_has_control(s))) {
+      fprintf(stderr,
+              "buddyhint plot: %s: run %zu: a strategy name holding a quote, a backslash, a "
+              "comma or a control character cannot be passed on to the plot script safely\n",
+              path, i);
+      fclose(f);
+      json_decref(j);
+      return -1;
+    }
     double mib = 1024.0 * 1024.0;
     fprintf(f, "%s,%.3f,%.3f,%.3f,%.0f\n", s ? s : "?",
             json_number_value(json_object_get(r, "rss_final_bytes")) / mib,
@@ -430,12 +439,14 @@ int cmd_plot(int argc, char **argv) {
           inputs[i]);
     if (read_header(inputs[i], header, sizeof(header)) != 0)
       return bh_cli_usage_error(VERB, "cannot read '%s': %s", inputs[i], strerror(errno));
-    if (check_cells(inputs[i], &bad_line))
+    input_kind_t ki = classify(header);
+    /* a compare result is JSON, quotes and all: its values are checked as they are turned
+     * into the CSV the script reads (compare_csv) */
+    if (ki != IN_COMPARE_JSON && check_cells(inputs[i], &bad_line))
       return bh_cli_usage_error(VERB,
                                 "%s:%ld: a value holds a quote, a backslash or a control "
                                 "character, which the plot scripts cannot pass on safely",
                                 inputs[i], bad_line);
-    input_kind_t ki = classify(header);
     if (ki == IN_UNKNOWN)
       return bh_cli_usage_error(
           VERB, "'%s' is not a result this verb knows (header '%.60s'); see buddyhint plot --help",
@@ -491,6 +502,7 @@ int cmd_plot(int argc, char **argv) {
     }
     snprintf(csv, sizeof(csv), "%s/compare.csv", tmpdir);
     if (compare_csv(inputs[0], csv)) {
+      unlink(csv); /* what it wrote before it refused a value, if anything */
       rmdir(tmpdir);
       return BH_EXIT_USAGE;
     }

@@ -59,6 +59,19 @@ if "$bh" plot "$work/compare.json" -o "$work/bars.svg" >/dev/null 2>&1; then
 else
   echo "FAIL: plot of a compare result"; fail=1
 fi
+# a strategy name in a compare result that would end the script's quoting: refused (exit 2),
+# nothing run, no picture
+python3 - "$work/compare.json" "$work/hostile.json" "$work/PWNED" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["runs"][1]["strategy"] = "bubble\n!touch " + sys.argv[3] + "\n"
+json.dump(d, open(sys.argv[2], "w"))
+PY
+"$bh" plot "$work/hostile.json" -o "$work/hostile.svg" >/dev/null 2>&1
+rc=$?
+[ $rc -eq 2 ] || { echo "FAIL: a hostile strategy name in a compare result: exit $rc, not 2"; fail=1; }
+[ ! -e "$work/PWNED" ] && [ ! -e "$work/hostile.svg" ] ||
+  { echo "FAIL: a hostile strategy name in a compare result ran or drew something"; fail=1; }
 [ "$(ls -d /tmp/buddyhint-plot-* 2>/dev/null | wc -l)" = "$before" ] ||
   { echo "FAIL: plot left its temporary CSV"; fail=1; }
 
