@@ -305,6 +305,23 @@ static volatile sig_atomic_t got_signal;
 
 static void on_signal(int sig) { got_signal = sig; }
 
+/* The signals that stop a recording before its command starts (and are passed on to the
+ * command after): caught from before the output's temporary file and the tracefs instance
+ * exist, so that none of them can be left behind by a signal's default action. */
+static const int stop_signals[4] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP};
+
+static void catch_stop_signals(struct sigaction old[4]) {
+  struct sigaction fwd = {.sa_handler = on_signal};
+  sigemptyset(&fwd.sa_mask); /* no SA_RESTART: waitpid returns EINTR */
+  for (int i = 0; i < 4; i++)
+    sigaction(stop_signals[i], &fwd, &old[i]);
+}
+
+static void restore_stop_signals(const struct sigaction old[4]) {
+  for (int i = 0; i < 4; i++)
+    sigaction(stop_signals[i], &old[i], NULL);
+}
+
 /* Starts argv with tracing on, as user u; returns the child's pid, or -1 with errno of the
  * failed fork, change of user or exec.  With stdout_to_stderr (the trace goes to standard
  * output) the command's standard output is sent to standard error instead, so that it cannot
@@ -764,13 +781,21 @@ int cmd_record(int argc, char **argv) {
     return BH_EXIT_FAIL;
   }
 
+  /* until the command starts, ^C, ^\, SIGTERM and SIGHUP stop the recording (checked before
+   * the fork); then, like system(), ^C and ^\ are the command's, and SIGTERM and SIGHUP are
+   * passed on to it */
+  struct sigaction old[4];
+  catch_stop_signals(old);
   bh_cli_out_t *o;
-  if ((rc = bh_cli_out_open(VERB, out, &o)) != 0)
+  if ((rc = bh_cli_out_open(VERB, out, &o)) != 0) {
+    restore_stop_signals(old);
     return rc;
+  }
   bh_trace_writer_t *w;
   if (bh_cli_out_writer(o, format, compression, 2, NULL, &w)) {
     fprintf(stderr, "buddyhint record: %s\n", bh_trace_error(NULL));
     bh_cli_out_abort(o);
+    restore_stop_signals(old);
     return BH_EXIT_FAIL;
   }
   if (pcp_events)
@@ -781,11 +806,10 @@ int cmd_record(int argc, char **argv) {
   if (tracer_open(&tr)) {
     bh_trace_writer_abort(w);
     bh_cli_out_abort(o); /* nothing was there, or what was there stays */
+    restore_stop_signals(old);
     return BH_EXIT_FAIL;
   }
-  struct sigaction fwd = {.sa_handler = on_signal}, old[4];
-  sigemptyset(&fwd.sa_mask); /* no SA_RESTART: waitpid returns EINTR */
-  bool ok = false;
+  bool ok = false, signals_restored = false;
   int status = 0;
   double t0 = 0, t1 = 0;
   pid_t pid = -1;
@@ -798,14 +822,11 @@ int cmd_record(int argc, char **argv) {
           "buddyhint record: tracing kmem page events system-wide in %s (%u KiB per "
           "cpu) while '%s' runs\n",
           tr.dir, buffer_kb, cmd[0]);
-  /* until the command starts, ^C, ^\, SIGTERM and SIGHUP stop the recording (checked before
-   * the fork); then, like system(), ^C and ^\ are the command's, and SIGTERM and SIGHUP are
-   * passed on to it */
-  sigaction(SIGINT, &fwd, &old[0]);
-  sigaction(SIGQUIT, &fwd, &old[1]);
-  sigaction(SIGTERM, &fwd, &old[2]);
-  sigaction(SIGHUP, &fwd, &old[3]);
   fflush(NULL);
+  if (got_signal) { /* while the instance was set up: tracing was never on */
+    rc = stopped_before_start(&tr, &drain, got_signal, cmd[0]);
+    goto restore_signals;
+  }
   t0 = now_s();
   if (tracefs_trace_on(tr.inst)) {
     fprintf(stderr, "buddyhint record: cannot turn tracing on in %s\n", tr.dir);
@@ -835,10 +856,8 @@ int cmd_record(int argc, char **argv) {
   t1 = now_s();
   ok = drain_finish(&drain) == 0;
 restore_signals:
-  sigaction(SIGINT, &old[0], NULL);
-  sigaction(SIGQUIT, &old[1], NULL);
-  sigaction(SIGTERM, &old[2], NULL);
-  sigaction(SIGHUP, &old[3], NULL);
+  restore_stop_signals(old);
+  signals_restored = true;
   if (!ok)
     goto cleanup;
 
@@ -864,6 +883,8 @@ restore_signals:
     goto cleanup;
   rc = BH_EXIT_OK;
 cleanup:
+  if (!signals_restored)
+    restore_stop_signals(old);
   drain_free(&drain); /* the spools have no names: this is their end */
   bh_machine_free(machine);
   tracer_close(&tr);
