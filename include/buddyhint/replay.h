@@ -117,9 +117,11 @@ typedef struct bh_replay_config {
    * record: -1 (default) the recorded kernel's, 0 and 1 force pcp_high_tuning off or on
    * (bh_config_t; Linux before 6.7 keeps one pcp high mark, 6.7+ tunes it) */
   int pcp_high_tuning;
-  /* the start pcp lists in pfn order, each block on its pageblock type's list, instead of in
-   * the order and on the lists the trace's first allocations show (--start-order pfn): what
-   * placement agreement is without that inference; default false */
+  /* the start state without what the trace shows of it (--start-order pfn): the pcp and buddy
+   * lists in pfn order, each pcp block on its pageblock type's list, and the free map's
+   * pageblock types, instead of the lists' order the trace's first allocations show and the
+   * types its frees and allocations show: what placement agreement is without that
+   * inference; default false */
   bool start_order_pfn;
   /* snapshots from directories of /proc files (buddyinfo, pagetypeinfo, zoneinfo, optionally
    * kpageflags): they replace the trace's own, and the layout comes from their zoneinfo */
@@ -267,7 +269,7 @@ typedef struct bh_replay_summary {
   char start_state[16];     /* "kpageflags", "counts" or "empty" */
   char placement[16];       /* "allocator" or "trace" */
   bool pcp_high_tuned;      /* the arena's pcp high marks were tuned (6.7+) or fixed (6.1) */
-  bool start_order_pfn;     /* the start pcp lists were in pfn order (start_order_pfn) */
+  bool start_order_pfn;     /* the start state was not inferred from the trace (start_order_pfn) */
   uint64_t pretrace_frees;  /* frees of memory the start state holds allocated before the trace
                                (played as frees; without a start state they are unknown_frees) */
   uint64_t start_conflicts; /* allocations of blocks the start state holds allocated */
@@ -341,6 +343,9 @@ typedef struct bh_replay_summary {
   int nr_strategy_stats;
   char strategy_stat_names[BH_REPLAY_MAX_STATS][32];
   double strategy_stats[BH_REPLAY_MAX_STATS];
+  /* kpageflags start: pageblocks whose type the trace shows to differ from the free map's
+   * choice (the trace's wins; not with start_order_pfn) */
+  uint64_t start_retyped_pageblocks;
 } bh_replay_summary_t;
 
 /*

@@ -193,7 +193,20 @@ int bh__rm_want_first_events(bh__rmachine_t *rm) {
     return 0;
   rm->fe.nr_pages = bh__rm_pages(rm);
   rm->fe.fe = calloc(rm->fe.nr_pages ? rm->fe.nr_pages : 1, sizeof(uint32_t));
-  return rm->fe.fe ? 0 : BH_ENOMEM;
+  if (!rm->fe.fe)
+    return BH_ENOMEM;
+  /* the evidence of pageblock types, if there is room for it (without it: the map's types) */
+  const bh_machine_info_t *in = bh_machine_info(rm->m);
+  rm->fe.pb_order = in->pageblock_order;
+  rm->fe.nr_pageblocks = (rm->fe.nr_pages >> in->pageblock_order) + 1;
+  rm->fe.last_free = calloc(rm->fe.nr_pages ? rm->fe.nr_pages : 1, 1);
+  rm->fe.pb_type = calloc(rm->fe.nr_pageblocks, 1);
+  if (!rm->fe.last_free || !rm->fe.pb_type) {
+    free(rm->fe.last_free);
+    free(rm->fe.pb_type);
+    rm->fe.last_free = rm->fe.pb_type = NULL;
+  }
+  return 0;
 }
 
 /*
@@ -278,6 +291,7 @@ int bh__rm_populate(bh__rmachine_t *rm, bh_arena_t *a, unsigned pcp_orders, uint
   s->start_unplaced_blocks = st.unplaced_blocks;
   s->start_unexplained_pages = st.unexplained_pages;
   s->start_repaired_pages = st.repaired_pages;
+  s->start_retyped_pageblocks = st.retyped_pageblocks;
   bh__start_free(&st);
   return rc;
 }

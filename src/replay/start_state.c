@@ -95,6 +95,8 @@ void bh__first_alloc_seq(bh__first_events_t *f, uint64_t pfn) {
 void bh__first_events_free(bh__first_events_t *f) {
   free(f->fe);
   free(f->seq);
+  free(f->last_free);
+  free(f->pb_type);
   memset(f, 0, sizeof(*f));
 }
 
@@ -106,6 +108,13 @@ int bh__first_events_copy(bh__first_events_t *dst, const bh__first_events_t *src
     return BH_ENOMEM;
   if (src->fe)
     memcpy(dst->fe, src->fe, src->nr_pages * sizeof(uint32_t));
+  dst->nr_pageblocks = src->nr_pageblocks;
+  dst->pb_order = src->pb_order;
+  if (src->pb_type) { /* the evidence, without the state that gathered it */
+    if (!(dst->pb_type = malloc(src->nr_pageblocks ? src->nr_pageblocks : 1)))
+      return BH_ENOMEM;
+    memcpy(dst->pb_type, src->pb_type, src->nr_pageblocks);
+  }
   if (src->nr_seq) {
     if (!(dst->seq = malloc(src->nr_seq * sizeof(uint64_t))))
       return BH_ENOMEM;
@@ -324,6 +333,96 @@ static void repair_block(struct ctx *c, uint64_t p) {
   }
 }
 
+/* The head of the placed free block that holds p, and its order; false if none. */
+static bool placed_head(const struct ctx *c, uint64_t p, uint64_t *head, unsigned *order) {
+  for (unsigned o = 0; o <= c->maxo; o++) {
+    uint64_t h = p & ~((1ull << o) - 1);
+    if ((c->placed[h] & 0x7f) == o + 1) {
+      *head = h;
+      *order = o;
+      return true;
+    }
+  }
+  return false;
+}
+
+/*
+ * The free runs from c->placed in the order the buddy lists held them at the start, as far as
+ * the trace shows it.  The kernel takes a free list's head (get_page_from_free_area,
+ * mm/page_alloc.c:743 in 6.12.117, from __rmqueue_smallest :1644 and the fallbacks; rmqueue_bulk
+ * :2376 refills a pcp list the same way), so of the blocks free at the start, the one whose pages
+ * the trace allocates first was nearest its list's head: the blocks the trace allocates from go on
+ * their lists in the order of their first allocation, the others after them in pfn order.  This
+ * infers a hidden part of the start state, not the allocator's decisions (docs/MACHINE-SHAPE.md),
+ * and is off with
+ * --start-order pfn.  The order is only approximate where pcp lists sit between the buddy
+ * lists and the allocations: a block a refill took early can be allocated from late.
+ */
+static int runs_in_list_order(struct ctx *c) {
+  if (!c->fes || !c->fes->seq || c->fes->seq_lost || c->fes->pfn_order)
+    return runs_from_placed(c);
+  int rc = 0;
+  for (size_t i = 0; !rc && i < c->fes->nr_seq; i++) {
+    uint64_t h, p = c->fes->seq[i];
+    unsigned o;
+    if (p >= c->nr_pages || !placed_head(c, p, &h, &o) || (c->placed[h] & 0x80))
+      continue;
+    c->placed[h] |= 0x80; /* emitted */
+    rc = add_run(c, h, o);
+  }
+  for (uint64_t p = 0; !rc && p < c->nr_pages;) {
+    if (!c->placed[p]) {
+      p++;
+      continue;
+    }
+    unsigned o = (c->placed[p] & 0x7fu) - 1u;
+    if (c->placed[p] & 0x80)
+      c->placed[p] &= 0x7f;
+    else
+      rc = add_run(c, p, o);
+    p += 1ull << o;
+  }
+  return rc;
+}
+
+/* Is pageblock b inside a free block above the pageblock order (all its pageblocks one type)? */
+static bool in_large_free(const struct ctx *c, uint64_t b) {
+  uint64_t p = b << c->pbo;
+  for (unsigned o = c->pbo + 1; o <= c->maxo; o++) {
+    uint64_t h = p & ~((1ull << o) - 1);
+    if (h < c->nr_pages && (c->placed[h] & 0x7f) == o + 1)
+      return true;
+  }
+  return false;
+}
+
+/*
+ * Pageblock types are not exported; the free map chooses them from each pageblock's pages and
+ * pagetypeinfo's counts, and can choose wrong.  Where the trace shows a pageblock's type (a
+ * block freed and allocated again from the pcp list of the request's type, bh__first_events_t.
+ * pb_type), that type wins: the kernel put the block on that list (free_unref_page_commit,
+ * mm/page_alloc.c:2689 in 6.12.117, by get_pfnblock_migratetype; __rmqueue_pcplist :3124 by
+ * the request's).  HighAtomic pageblocks free onto the Movable list, so Movable evidence
+ * leaves them; a pageblock inside a larger free block keeps the block's type.  This infers a
+ * hidden part of the start state (off with --start-order pfn); the counts of pageblocks by
+ * type can then differ from pagetypeinfo's by the pageblocks retyped.
+ */
+static void types_from_trace(struct ctx *c) {
+  const bh__first_events_t *f = c->fes;
+  if (!f || !f->pb_type || f->pfn_order || f->pb_order != c->pbo)
+    return;
+  for (uint64_t b = 0; b < c->npb && b < f->nr_pageblocks; b++) {
+    uint8_t t = c->st->pageblock_mt[b];
+    if (!f->pb_type[b] || t == BH_PAGEBLOCK_ABSENT || t == BH_MT_ISOLATE)
+      continue;
+    int ev = f->pb_type[b] - 1;
+    if (t == ev || (t == BH_MT_HIGHATOMIC && ev == BH_MT_MOVABLE) || in_large_free(c, b))
+      continue;
+    c->st->pageblock_mt[b] = (uint8_t)ev;
+    c->st->retyped_pageblocks++;
+  }
+}
+
 static int build_kpageflags(struct ctx *c, const bh_snapshot_t *s, char *err, size_t errlen) {
   bh__start_t *st = c->st;
   if (!s || !s->have_freemap)
@@ -343,7 +442,8 @@ static int build_kpageflags(struct ctx *c, const bh_snapshot_t *s, char *err, si
   for (uint64_t p = 0; c->fe && p < c->nr_pages; p++)
     if (fe_kind(c, p) == BH__FE_FREE && in_placed(c, p))
       repair_block(c, p);
-  int rc = runs_from_placed(c);
+  types_from_trace(c);
+  int rc = runs_in_list_order(c);
   if (!rc && s->nr_movable_runs) {
     st->movable = malloc(s->nr_movable_runs * sizeof(*st->movable));
     if (!st->movable)

@@ -33,6 +33,16 @@ typedef struct bh__first_events {
   /* the start pcp lists as before they were inferred from the trace: in pfn order, each block
    * on its pageblock type's list (bh_replay_config_t.start_order_pfn) */
   bool pfn_order;
+  /* Pageblock types as the trace shows them (NULL: not kept).  A free puts a block of a pcp
+   * order on the pcp list of its pageblock's type, and an allocation of the request's type
+   * takes from that type's list (free_unref_page, __rmqueue_pcplist): a block freed and then
+   * allocated again on the same CPU, with no event between, shows that its pageblock had the
+   * request's type when it was freed.  last_free: per page, the CPU slot + 1 (bits 0-5) and
+   * order (bits 6-7) of a free that was the page's last event, else 0; pb_type: per pageblock,
+   * the type + 1 of its first such evidence, else 0. */
+  uint8_t *last_free, *pb_type;
+  uint64_t nr_pageblocks;
+  unsigned pb_order;
 } bh__first_events_t;
 
 /* A block whose first event is an allocation, at the end of f->seq (cold: once per block). */
@@ -42,9 +52,28 @@ void bh__first_events_free(bh__first_events_t *f);
 /* *dst, a copy of src's arrays (dst's are freed first): 0 or BH_ENOMEM. */
 int bh__first_events_copy(bh__first_events_t *dst, const bh__first_events_t *src);
 
+/* The evidence of pageblock types in one event (bh__first_events_t.pb_type). */
+static inline void bh__pageblock_evidence(bh__first_events_t *f, const bh_event_t *ev) {
+  if (ev->order > 3 || ev->op == BH_EV_FREE_BATCHED) /* above the pcp orders but THP's */
+    return;
+  uint8_t *lf = &f->last_free[ev->pfn];
+  uint8_t me = (uint8_t)((ev->cpu < 0 ? 0 : ev->cpu % 63) + 1) | (uint8_t)(ev->order << 6);
+  if (ev->op != BH_EV_ALLOC) {
+    *lf = me;
+    return;
+  }
+  uint64_t b = ev->pfn >> f->pb_order;
+  int mt = bh_gfp_migratetype(ev->gfp);
+  if (*lf == me && b < f->nr_pageblocks && !f->pb_type[b] && mt < BH_MT_PCPTYPES)
+    f->pb_type[b] = (uint8_t)(mt + 1);
+  *lf = 0;
+}
+
 static inline void bh__first_event(bh__first_events_t *f, const bh_event_t *ev) {
   if (ev->order > 20 || ev->pfn >= f->nr_pages || (ev->op == BH_EV_ALLOC && ev->failed))
     return;
+  if (f->last_free)
+    bh__pageblock_evidence(f, ev);
   uint64_t n = 1ull << ev->order, end = ev->pfn + n < f->nr_pages ? ev->pfn + n : f->nr_pages;
   uint32_t kind = ev->op == BH_EV_ALLOC ? BH__FE_ALLOC : BH__FE_FREE, head = f->fe[ev->pfn];
   if (head && n == 1)
@@ -71,8 +100,9 @@ typedef struct bh__start {
   /* what did not fit: free blocks of the counts that found no place, pages whose first event
    * is an allocation but that the state holds allocated */
   uint64_t unplaced_blocks, unexplained_pages;
-  uint64_t pcp_pages;      /* pages put on pcp lists */
-  uint64_t repaired_pages; /* kpageflags: free in the map, first freed by the trace */
+  uint64_t pcp_pages;          /* pages put on pcp lists */
+  uint64_t repaired_pages;     /* kpageflags: free in the map, first freed by the trace */
+  uint64_t retyped_pageblocks; /* kpageflags: of another type than the map's (the trace's) */
 } bh__start_t;
 
 /*

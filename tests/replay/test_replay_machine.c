@@ -382,6 +382,107 @@ static void test_start_pcp_order(void **state) {
   bh_arena_destroy(a);
 }
 
+/* The two lowest free blocks of the lowest order on the Movable lists of the arena's highest
+ * zone (where a movable request looks first), their order in *order. */
+static void two_movable_free(bh_arena_t *a, uint64_t *lo, uint64_t *hi, unsigned *order) {
+  const bh__zone_t *z = &a->zones[a->nr_zones - 1];
+  for (unsigned o = 0; o <= a->max_order; o++) {
+    *lo = *hi = UINT64_MAX;
+    for (uint64_t p = z->start_pfn; p < z->start_pfn + z->spanned_pages && *hi == UINT64_MAX; p++) {
+      const bh__page_t *pg = &a->pages[p];
+      if ((pg->flags & BH__PG_BUDDY) && pg->order == o &&
+          (a->pageblock[p >> a->pb_order] & 7) == BH_MT_MOVABLE) {
+        if (*lo == UINT64_MAX)
+          *lo = p;
+        else
+          *hi = p;
+      }
+    }
+    *order = o;
+    if (*lo != UINT64_MAX) /* a lower order's single block would be taken first */
+      break;
+  }
+  assert_true(*hi != UINT64_MAX);
+}
+
+/*
+ * The buddy lists' order at the start, from the trace: the kernel takes a free list's head
+ * (get_page_from_free_area, mm/page_alloc.c:743 in 6.12.117, from __rmqueue_smallest :1644;
+ * rmqueue_bulk :2376 refills a pcp list from it), so of two free blocks the one the trace
+ * allocates first was nearer the head.  The start state puts the higher one first when the
+ * trace takes it first: every allocation is the kernel's pfn.  In pfn order
+ * (--start-order pfn) the refill takes the lower one first, and every allocation misses.
+ */
+static void test_start_buddy_order(void **state) {
+  (void)state;
+  bh_arena_t *a = crafted_arena();
+  char *desc = describe(a, false);
+  uint64_t lo, hi;
+  unsigned order;
+  two_movable_free(a, &lo, &hi, &order);
+  /* every page of the higher block, in pfn order (a refill splits it so), then the lower's
+   * first */
+  char *lines = NULL;
+  size_t n = 0;
+  FILE *f = open_memstream(&lines, &n);
+  fprintf(f, "# buddyhint-trace 1\n");
+  uint64_t t = 1000;
+  for (uint64_t q = hi; q < hi + (1ull << order); q++, t += 1000)
+    fprintf(f, "%lu A %#lx 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n", (unsigned long)t, (unsigned long)q);
+  fprintf(f, "%lu A %#lx 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n", (unsigned long)t, (unsigned long)lo);
+  fclose(f);
+  const char *p = write_trace("buddyorder.bht", desc, lines);
+  uint64_t allocs = (1ull << order) + 1;
+  bh_replay_config_t cfg;
+  bh_replay_config_init(&cfg);
+  cfg.trace = p;
+  bh_replay_summary_t s;
+  replay(&cfg, &s);
+  assert_int_equal(s.start_pcp_pages, 0);
+  assert_int_equal(s.agreement.allocs, allocs);
+  assert_int_equal(s.agreement.same, allocs);
+  cfg.start_order_pfn = true;
+  replay(&cfg, &s);
+  assert_int_equal(s.agreement.allocs, allocs);
+  assert_int_equal(s.agreement.same, 0);
+  free(lines);
+  free(desc);
+  bh_arena_destroy(a);
+}
+
+static void test_start_pageblock_types(void **state) {
+  (void)state;
+  bh_arena_t *a = crafted_arena();
+  uint64_t p3[3];
+  three_movable_used(a, p3);
+  uint64_t pb = p3[0] >> a->pb_order << a->pb_order;
+  char extra[64];
+  snprintf(extra, sizeof(extra), "P %lx U1\n", (unsigned long)pb);
+  char *desc = describe_with(a, false, extra, NULL);
+  char lines[512];
+  snprintf(lines, sizeof(lines),
+           "# buddyhint-trace 1\n"
+           "1000 F %#lx 0 cpu=0\n"
+           "2000 A %#lx 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n",
+           (unsigned long)p3[0], (unsigned long)p3[0]);
+  const char *p = write_trace("pbtypes.bht", desc, lines);
+  bh_replay_config_t cfg;
+  bh_replay_config_init(&cfg);
+  cfg.trace = p;
+  bh_replay_summary_t s;
+  replay(&cfg, &s);
+  assert_int_equal(s.start_retyped_pageblocks, 1);
+  assert_int_equal(s.agreement.allocs, 1);
+  assert_int_equal(s.agreement.same, 1);
+  cfg.start_order_pfn = true;
+  replay(&cfg, &s);
+  assert_int_equal(s.start_retyped_pageblocks, 0);
+  assert_int_equal(s.agreement.same, 0);
+  assert_int_equal(s.agreement.miss_where[BH_WHERE_PCP_OTHER_LIST], 1);
+  free(desc);
+  bh_arena_destroy(a);
+}
+
 /* A trace recorded before descriptions existed (version 1): the default layout, an empty
  * start, no fidelity; with --start DIR the machine's layout and a counts start. */
 static void test_old_trace(void **state) {
@@ -852,6 +953,8 @@ int main(void) {
       cmocka_unit_test(test_start_reported_capability),
       cmocka_unit_test(test_pcp_events),
       cmocka_unit_test(test_start_pcp_order),
+      cmocka_unit_test(test_start_buddy_order),
+      cmocka_unit_test(test_start_pageblock_types),
   };
   return cmocka_run_group_tests(tests, tt_setup, tt_teardown);
 }
