@@ -407,6 +407,35 @@ static bool in_large_free(const struct ctx *c, uint64_t b) {
  * hidden part of the start state (off with --start-order pfn); the counts of pageblocks by
  * type can then differ from pagetypeinfo's by the pageblocks retyped.
  */
+/* Pageblock b: of type t, no trace evidence, no page with an event or free at the start. */
+static bool quiet_pageblock(const struct ctx *c, uint64_t b, uint8_t t) {
+  if (c->st->pageblock_mt[b] != t || c->fes->pb_type[b] || in_large_free(c, b))
+    return false;
+  uint64_t p = b << c->pbo, end = p + (1ull << c->pbo);
+  for (; p < end && p < c->nr_pages; p++)
+    if (c->fe[p] || c->placed[p])
+      return false;
+  return p == end;
+}
+
+/* The quiet pageblock of type t nearest b (in pfn) in b's zone (pagetypeinfo counts per
+ * zone), or UINT64_MAX. */
+static uint64_t nearest_quiet(const struct ctx *c, uint64_t b, uint8_t t) {
+  uint64_t lo = 0, hi = 0, p = b << c->pbo;
+  for (int i = 0; i < c->in->nr_zones; i++) {
+    const bh_machine_zone_t *z = &c->in->zones[i];
+    if (p >= z->start_pfn && p < z->start_pfn + z->spanned_pages)
+      counted_range(c, z, &lo, &hi);
+  }
+  for (uint64_t d = 1; b + d <= hi || d <= b - lo; d++) {
+    if (b + d <= hi && b + d < c->npb && quiet_pageblock(c, b + d, t))
+      return b + d;
+    if (d <= b - lo && quiet_pageblock(c, b - d, t))
+      return b - d;
+  }
+  return UINT64_MAX;
+}
+
 static void types_from_trace(struct ctx *c) {
   const bh__first_events_t *f = c->fes;
   if (!f || !f->pb_type || f->pfn_order || f->pb_order != c->pbo)
@@ -420,6 +449,13 @@ static void types_from_trace(struct ctx *c) {
       continue;
     c->st->pageblock_mt[b] = (uint8_t)ev;
     c->st->retyped_pageblocks++;
+    /* pagetypeinfo's counts of pageblocks by type are the kernel's own: the map gave another
+     * pageblock ev's type where it belonged to t.  Which one is unknown; one that nothing in
+     * the trace touches and that holds no free page takes t, so that the counts hold and the
+     * replay is the same either way (the nearest such by pfn) */
+    uint64_t q = nearest_quiet(c, b, (uint8_t)ev);
+    if (q != UINT64_MAX)
+      c->st->pageblock_mt[q] = t;
   }
 }
 

@@ -456,9 +456,26 @@ static void test_start_pageblock_types(void **state) {
   uint64_t p3[3];
   three_movable_used(a, p3);
   uint64_t pb = p3[0] >> a->pb_order << a->pb_order;
+  /* The map's mistake as the map makes it, keeping pagetypeinfo's counts: it swaps the
+   * pageblock's type with that of an Unmovable pageblock of the zone that holds no free page
+   * and that the trace does not touch.  The start state retypes the one the trace shows, and
+   * gives a quiet Movable pageblock of the zone the Unmovable type: the counts hold. */
+  const bh__zone_t *z = bh__pfn_zone(a, pb);
+  uint64_t quiet = UINT64_MAX;
+  for (uint64_t b = z->zone_start_pfn >> a->pb_order;
+       b < (z->zone_start_pfn + z->zone_spanned_pages) >> a->pb_order && quiet == UINT64_MAX; b++) {
+    bool ok = (a->pageblock[b] & 7) == BH_MT_UNMOVABLE && !(a->pageblock[b] & BH__PB_ABSENT);
+    for (uint64_t p = b << a->pb_order; ok && p < (b + 1) << a->pb_order; p++)
+      ok = !(a->pages[p].flags & (BH__PG_BUDDY | BH__PG_NOPAGE));
+    if (ok)
+      quiet = b;
+  }
+  assert_true(quiet != UINT64_MAX);
   char extra[64];
-  snprintf(extra, sizeof(extra), "P %lx U1\n", (unsigned long)pb);
-  char *desc = describe_with(a, false, extra, NULL);
+  snprintf(extra, sizeof(extra), "P %lx U1\nP %lx M1\n", (unsigned long)pb,
+           (unsigned long)(quiet << a->pb_order));
+  /* the end snapshot is the arena as it is: the trace gives back what it takes */
+  char *desc = describe_with(a, true, extra, NULL);
   char lines[512];
   snprintf(lines, sizeof(lines),
            "# buddyhint-trace 1\n"
@@ -474,6 +491,9 @@ static void test_start_pageblock_types(void **state) {
   assert_int_equal(s.start_retyped_pageblocks, 1);
   assert_int_equal(s.agreement.allocs, 1);
   assert_int_equal(s.agreement.same, 1);
+  /* a quiet Movable pageblock took the Unmovable type: the counts by type hold at the end */
+  assert_true(s.fidelity.present);
+  assert_true(s.fidelity.pageblock_error == 0.0);
   cfg.start_order_pfn = true;
   replay(&cfg, &s);
   assert_int_equal(s.start_retyped_pageblocks, 0);
