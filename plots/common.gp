@@ -38,13 +38,14 @@ kcol(k) = k eq "none" ? "#d62728" : k eq "bitmap" ? "#1f77b4" : k eq "bubble" ? 
 kcoli(k) = k eq "none" ? 0xd62728 : k eq "bitmap" ? 0x1f77b4 : k eq "bubble" ? 0x2ca02c : \
            k eq "jemalloc" ? 0x9467bd : k eq "none2" ? 0xff9896 : 0x7f7f7f
 
-# Series i of a plot with several: a colour and a dash pattern of its own (up to 8 series;
-# then colours repeat with other dashes), so that two runs of one strategy (bubble and
-# bubble:order=3) stay apart, in print and in black and white too.  The colours are the
-# Okabe-Ito palette, which readers with the common colour vision deficiencies tell apart.
-scols = "#000000 #E69F00 #56B4E9 #009E73 #D55E00 #0072B2 #CC79A7 #999999"
-scol(i) = word(scols, (i - 1) % 8 + 1)
-sdt(i) = (i - 1) % 5 + 1
+# Series i of a plot with several: a colour and a dash pattern of its own (12 colours, then
+# they repeat with other dashes: the pattern changes with every round of the colours), so
+# that two runs of one strategy (bubble and bubble:order=3) stay apart, in print and in black
+# and white too.  The first eight are the Okabe-Ito palette, which readers with the common
+# colour vision deficiencies tell apart; four of Paul Tol's muted palette follow.
+scols = "#000000 #E69F00 #56B4E9 #009E73 #D55E00 #0072B2 #CC79A7 #999999 #882255 #44AA99 #117733 #AA4499"
+scol(i) = word(scols, (i - 1) % 12 + 1)
+sdt(i) = ((i - 1) + (i - 1) / 12) % 5 + 1
 
 # A pipe that reads CSV f with every sample but the first of its series preceded by the
 # previous sample's values at the new sample's time, so that "with lines" draws the steps.

@@ -5,13 +5,17 @@
 load scripts."/common.gp"
 nc = ncols(input)
 maxo = nc - 6
+every_s = 1
+if (1) { stats input every ::0::1 using 1 nooutput; if (STATS_records > 1) { every_s = STATS_max - STATS_min } }
 stats input using 1 nooutput
 dt = STATS_records > 1 ? (STATS_max - STATS_min) / (STATS_records - 1) : 1
 if (!exists("label")) label = input
 set title sprintf("Free memory per order over time\n%s", label) noenhanced
-set xlabel "time (s, the replay's virtual clock)"
+# one column per timeline sample: a workload shorter than that is one column; replay
+# --sample S takes finer samples (the replay's idle time after the trace is sampled too)
+set xlabel sprintf("time (s, the replay's virtual clock; one sample every %g s: replay --sample for finer)", every_s) noenhanced
 set ylabel "order (block = 2^{order} pages of 4 KiB)"
-set cblabel "free memory in blocks of this order (MiB)"
+set cblabel "free memory in blocks of this order (MiB, log scale; white: none)"
 # Each cell overlaps its neighbours by about a pixel: cells that only touch show the background
 # through the anti-aliased seam between them, as thin white lines.  The ranges hold the cells
 # whole, as gnuplot leaves a cell that sticks out of them out of the colour scale.

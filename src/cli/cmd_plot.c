@@ -513,8 +513,11 @@ int cmd_plot(int argc, char **argv) {
       size_t l = strlen(vars);
       snprintf(vars + l, sizeof(vars) - l, "long=1; ");
     }
-    if (k == IN_REPLAY_TIMELINE)
-      bad |= add_var(vars, sizeof(vars), "label", nlab ? labels[0] : inputs[0]);
+    if (k == IN_REPLAY_TIMELINE) { /* the title names the file, not where it lies */
+      char lab[PATH_MAX];
+      stem(inputs[0], lab, sizeof(lab));
+      bad |= add_var(vars, sizeof(vars), "label", nlab ? labels[0] : lab);
+    }
   }
   if (rep && k == IN_MEMHOG_TIMELINE) {
     size_t l = strlen(vars);

@@ -113,8 +113,35 @@ static json_t *filter(const popts_t *o, json_t *rows, json_t *cols) {
   return out;
 }
 
-/* The series a row belongs to: strategy name, its options, other varying coordinates. */
-static void series_of(json_t *row, json_t *scols, const char *x, char *buf, size_t len) {
+/*
+ * A trace path as a legend or axis shows it: its file name without the folders and without
+ * the format's and compression's suffixes (traces/real-memhog-300M.bht.zst: real-memhog-300M),
+ * so that the legend leaves the plot its width.  In place.
+ */
+static void short_trace(char *v) {
+  static const char *const sfx[] = {".zst", ".gz", ".bht", ".bin", ".txt", ".dat", ".data"};
+  const char *slash = strrchr(v, '/');
+  if (slash && slash[1])
+    memmove(v, slash + 1, strlen(slash + 1) + 1);
+  for (bool cut = true; cut;) {
+    cut = false;
+    size_t n = strlen(v);
+    for (size_t k = 0; k < sizeof(sfx) / sizeof(sfx[0]); k++) {
+      size_t m = strlen(sfx[k]);
+      if (n > m && !strcmp(v + n - m, sfx[k])) {
+        v[n - m] = 0;
+        cut = true;
+        break;
+      }
+    }
+  }
+}
+
+/* The series a row belongs to: strategy name, its options, other varying coordinates.  As a
+ * key (display false), values as they are; for the legend (display true), a trace by its
+ * short name and without "trace=". */
+static void series_of(json_t *row, json_t *scols, const char *x, char *buf, size_t len,
+                      bool display) {
   char v[1024];
   text_of(json_object_get(row, "strategy_name"), buf, len);
   size_t i, l = strlen(buf);
@@ -126,10 +153,15 @@ static void series_of(json_t *row, json_t *scols, const char *x, char *buf, size
     text_of(json_object_get(row, name), v, sizeof(v));
     if (!v[0] || l >= len)
       continue;
-    if (dot && !strncmp(name, buf, (size_t)(dot - name)) && strlen(buf) >= (size_t)(dot - name))
+    if (display && !strcmp(name, "trace")) {
+      short_trace(v);
+      l += (size_t)snprintf(buf + l, len - l, ", %s", v);
+    } else if (dot && !strncmp(name, buf, (size_t)(dot - name)) &&
+               strlen(buf) >= (size_t)(dot - name)) {
       l += (size_t)snprintf(buf + l, len - l, ":%s=%s", dot + 1, v);
-    else
+    } else {
       l += (size_t)snprintf(buf + l, len - l, ", %s=%s", name, v);
+    }
   }
 }
 
@@ -188,7 +220,7 @@ static void write_block(FILE *f, json_t *rows, json_t *scols, const char *series
     json_t *row;
     json_array_foreach(rows, i, row) {
       char s[1024], xv[256];
-      series_of(row, scols, x, s, sizeof(s));
+      series_of(row, scols, x, s, sizeof(s), false);
       json_t *xj = json_object_get(row, x), *yj = json_object_get(row, y);
       text_of(xj, xv, sizeof(xv));
       if (strcmp(s, series) || !json_is_number(yj) || (xv[0] && strcmp(xv, xs[k].text)))
@@ -201,6 +233,8 @@ static void write_block(FILE *f, json_t *rows, json_t *scols, const char *series
     double med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
     char text[sizeof(xs[k].text)];
     snprintf(text, sizeof(text), "%s", xs[k].text);
+    if (!strcmp(x, "trace"))
+      short_trace(text);
     data_text(text);
     fprintf(f, "%.15g\t%s\t%.15g\t%.15g\t%.15g\t%zu\n", numeric ? xs[k].num : (double)k, text, med,
             v[0], v[n - 1], n);
@@ -262,9 +296,12 @@ static int write_inputs(const popts_t *o, json_t *rows, json_t *coords, FILE *da
   double scale = yl > 6 && !strcmp(o->y + yl - 6, "_bytes") ? 1048576.0 : 1.0;
   json_t *scols = series_cols(rows, coords, o->x), *seen = json_array(), *row;
   int ns = 0;
+  bool nonneg = true; /* every value at or above 0: the y axis starts at 0 */
   json_array_foreach(rows, i, row) {
-    char s[1024], name[32];
-    series_of(row, scols, o->x, s, sizeof(s));
+    char s[1024], d[1024], name[32];
+    json_t *yj = json_object_get(row, o->y);
+    nonneg &= !json_is_number(yj) || json_number_value(yj) >= 0;
+    series_of(row, scols, o->x, s, sizeof(s), false);
     if (has(seen, s))
       continue;
     json_array_append_new(seen, json_string(s));
@@ -272,7 +309,8 @@ static int write_inputs(const popts_t *o, json_t *rows, json_t *coords, FILE *da
     snprintf(name, sizeof(name), "title%d", ++ns);
     char t[1400];
     bool flat = json_is_null(json_object_get(row, o->x)); /* drawn across the axis */
-    snprintf(t, sizeof(t), "%s%s%s%s", s, flat ? " (no " : "", flat ? o->x : "", flat ? ")" : "");
+    series_of(row, scols, o->x, d, sizeof(d), true);
+    snprintf(t, sizeof(t), "%s%s%s%s", d, flat ? " (no " : "", flat ? o->x : "", flat ? ")" : "");
     gp_var(vars, name, t);
   }
   char ylab[300], title[600];
@@ -281,7 +319,8 @@ static int write_inputs(const popts_t *o, json_t *rows, json_t *coords, FILE *da
   gp_var(vars, "xlab", o->x);
   gp_var(vars, "ylab", ylab);
   gp_var(vars, "ttl", title);
-  fprintf(vars, "n_series = %d\ncategorical = %d\n", ns, numeric ? 0 : 1);
+  fprintf(vars, "n_series = %d\ncategorical = %d\nnonneg = %d\n", ns, numeric ? 0 : 1,
+          nonneg ? 1 : 0);
   json_decref(scols);
   json_decref(seen);
   free(xs);

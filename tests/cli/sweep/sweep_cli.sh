@@ -256,6 +256,11 @@ check "its commands complete the sweep" [ $? -eq 0 ] && cmp -s <(strip_wall grid
 check "plot of a sweep folder draws a PNG" [ "$(head -c 4 grid.png | od -An -tx1 | tr -d ' ')" = 89504e47 ]
 "$bh" plot grid.json --x bubble.order --y reported_bytes --where seed=1 -o grid.svg >/dev/null
 check "plot of merge's JSON draws an SVG" grep -q "<svg" grid.svg
+check "its legend names a trace by its file name without the suffixes" \
+  grep -q "none, gen-memhog-256M, compaction-proactiveness=0 (no bubble.order)" grid.svg
+check "and never by its path" [ "$(grep -c 'bht.zst' grid.svg)" -eq 0 ]
+"$bh" plot grid --x trace --y reported_bytes -o traces.svg >/dev/null
+check "a trace axis is labelled by the short names" grep -q ">real-thp-256M<" traces.svg
 sum=$(md5sum grid.png)
 "$bh" plot grid --x seed -o grid.png 2>/dev/null
 check "plot refuses an existing picture (exit 2)" [ $? -eq 2 ] && [ "$(md5sum grid.png)" = "$sum" ]
