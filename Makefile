@@ -180,7 +180,15 @@ fuzz: deps
 	$(FUZZ_BUILD)/tests/fuzz/fuzz_trace -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
 	  -timeout=20 $(FUZZ_BUILD)/corpus tests/fuzz/seeds tests/trace/data tests/cli/data
 
+# PYTHON=/path/to/python: the Python package goes into that interpreter's site-packages (a
+# pyenv, conda or venv python); by default Debian's python3 finds it under PREFIX.
+PYTHON ?=
+
 install: build
+	@if [ -n "$(PYTHON)" ]; then \
+	  $(CMAKE) -S . -B $(BUILD) -DBH_PYTHON=$(PYTHON) $(CMAKE_FLAGS) >/dev/null; \
+	  $(CMAKE) --build $(BUILD) -j $(JOBS) >/dev/null; \
+	fi
 	$(CMAKE) --install $(BUILD) --prefix $(PREFIX)
 	@# the dynamic linker's cache learns the new library (ctypes in python/ finds it so)
 	@if [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then ldconfig; fi

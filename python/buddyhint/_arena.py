@@ -6,11 +6,19 @@ import os
 import re
 import tempfile
 
-import pandas as pd
-
 
 class BuddyhintError(Exception):
     """A libbuddyhint call or a buddyhint command failed."""
+
+
+def _pd():
+    """pandas, imported when a DataFrame is made: the Arena works without it."""
+    try:
+        import pandas
+    except ImportError as e:
+        raise BuddyhintError("DataFrames need pandas (Debian: python3-pandas; pip install "
+                             "pandas)") from e
+    return pandas
 
 
 _MAX_NODES = 8
@@ -66,14 +74,49 @@ class _PaddedConfig(ctypes.Structure):
 _lib = None
 
 
+def prefix():
+    """Where libbuddyhint is installed: BUDDYHINT_PREFIX, else the prefix `make install`
+    installed this package with (recorded in _where.py, or the package's own place under it,
+    PREFIX/lib/python3.X/...-packages/buddyhint), if that prefix holds the buddyhint command;
+    else None (PATH and the dynamic linker decide)."""
+    env = os.environ.get("BUDDYHINT_PREFIX")
+    if env:
+        return env
+    try:  # written by make install (CMakeLists.txt)
+        from ._where import PREFIX
+        if os.access(os.path.join(PREFIX, "bin", "buddyhint"), os.X_OK):
+            return PREFIX
+    except ImportError:
+        pass
+    here = os.path.dirname(os.path.abspath(__file__))
+    guess = os.path.normpath(os.path.join(here, "..", "..", "..", ".."))
+    return guess if os.access(os.path.join(guess, "bin", "buddyhint"), os.X_OK) else None
+
+
+def _prefix_libraries(pre):
+    """libbuddyhint.so.0 in the library folders of prefix pre (lib, lib64, lib/<multiarch>)."""
+    found = []
+    for sub in ("lib", "lib64"):
+        d = os.path.join(pre, sub)
+        found.append(os.path.join(d, "libbuddyhint.so.0"))
+        try:
+            found += [os.path.join(d, e, "libbuddyhint.so.0") for e in sorted(os.listdir(d))
+                      if e.endswith("-linux-gnu")]
+        except OSError:
+            pass
+    return [f for f in found if os.path.exists(f)]
+
+
 def library():
-    """The loaded libbuddyhint (BUDDYHINT_LIBRARY, else libbuddyhint.so.0 as the dynamic
-    linker finds it)."""
+    """The loaded libbuddyhint: BUDDYHINT_LIBRARY, else the one under prefix() (the
+    BUDDYHINT_PREFIX environment variable, or where `make install` put this package), else
+    libbuddyhint.so.0 as the dynamic linker finds it."""
     global _lib
     if _lib is not None:
         return _lib
-    names = [os.environ.get("BUDDYHINT_LIBRARY"), "libbuddyhint.so.0",
-             ctypes.util.find_library("buddyhint")]
+    pre = prefix()
+    names = [os.environ.get("BUDDYHINT_LIBRARY")] + (_prefix_libraries(pre) if pre else []) + \
+        ["libbuddyhint.so.0", ctypes.util.find_library("buddyhint")]
     errors = []
     for name in [n for n in names if n]:
         try:
@@ -83,7 +126,8 @@ def library():
             errors.append(str(e))
     else:
         raise BuddyhintError("libbuddyhint is not installed (make install), or set "
-                             "BUDDYHINT_LIBRARY to its path: " + "; ".join(errors))
+                             "BUDDYHINT_PREFIX to its install prefix (or BUDDYHINT_LIBRARY to "
+                             "its path): " + "; ".join(errors))
     vp, c = ctypes.c_void_p, ctypes
     lib.bh_version.restype = c.c_char_p
     lib.bh_strerror.restype = c.c_char_p
@@ -253,7 +297,7 @@ class Arena:
             counts = [int(x) for x in m.group(3).split()]
             rows.append([int(m.group(1)), m.group(2)] + counts)
         cols = ["node", "zone"] + list(range(self.max_order + 1))
-        return pd.DataFrame(rows, columns=cols)
+        return _pd().DataFrame(rows, columns=cols)
 
     def close(self):
         """Destroys the arena (also when the object goes, or at the end of a with block)."""

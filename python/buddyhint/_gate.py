@@ -6,9 +6,8 @@ import math
 import numbers
 import os
 
-import pandas as pd
 
-from ._arena import BuddyhintError, library
+from ._arena import BuddyhintError, _pd, library
 
 _NAME_MAX = 64  # BH_FIGURE_NAME_MAX
 _MAX_DEFAULTS = 8  # BH_GATE_MAX_DEFAULTS
@@ -68,7 +67,7 @@ def _runs(what):
     if isinstance(what, (str, os.PathLike)):
         with open(what) as f:
             what = json.load(f)
-    if isinstance(what, pd.DataFrame):
+    if type(what).__name__ == "DataFrame":
         what = [{k: v for k, v in r.items() if not (isinstance(v, float) and math.isnan(v))}
                 for r in what.to_dict("records")]
     if isinstance(what, dict):
@@ -175,5 +174,5 @@ def gate(baseline, runs, tolerances=None, allow_noisy=False):
                          "gate": text.value.decode().split("=", 1)[1],
                          "baseline": r.baseline, "now": r.now, "change_pct": r.change_pct,
                          "allowed": r.allowed, "status": _STATUS.get(r.status, "?")})
-    return pd.DataFrame(rows, columns=["trace", "strategy", "metric", "gate", "baseline", "now",
+    return _pd().DataFrame(rows, columns=["trace", "strategy", "metric", "gate", "baseline", "now",
                                        "change_pct", "allowed", "status"])

@@ -4,17 +4,23 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 
-import pandas as pd
-
-from ._arena import BuddyhintError
+from ._arena import BuddyhintError, _pd, prefix
 
 
 def _command():
-    cmd = os.environ.get("BUDDYHINT") or shutil.which("buddyhint")
+    """The buddyhint command: BUDDYHINT, else PREFIX/bin/buddyhint of prefix() (the
+    BUDDYHINT_PREFIX environment variable, or where `make install` put this package), else
+    the one on PATH."""
+    cmd = os.environ.get("BUDDYHINT")
+    pre = prefix()
+    if not cmd and pre and os.access(os.path.join(pre, "bin", "buddyhint"), os.X_OK):
+        cmd = os.path.join(pre, "bin", "buddyhint")
+    cmd = cmd or shutil.which("buddyhint")
     if not cmd:
         raise BuddyhintError("the buddyhint command is not installed (make install), or set "
-                             "BUDDYHINT to its path")
+                             "BUDDYHINT_PREFIX to its install prefix (or BUDDYHINT to its path)")
     return cmd
 
 
@@ -58,19 +64,26 @@ def replay(trace, strategy="none", opts=None, **options):
     return _run(args + _options(options))
 
 
-def compare(trace, strategies=("none", "bitmap", "bubble"), **options):
+def compare(trace, strategies=("none", "bitmap", "bubble"), timeline=False, **options):
     """The trace once per strategy ("bubble:order=3" carries its options): a DataFrame with
-    a row per run, nested keys as dotted columns (provenance.trace.sha256)."""
+    a row per run, nested keys as dotted columns (provenance.trace.sha256).
+
+    timeline=True returns (runs, timeline): the runs and their timeline (compare --timeline,
+    as load_timeline reads it: a row per run and sample, the run column naming the run)."""
     if isinstance(strategies, str):
         strategies = strategies.split(",")
     args = ["compare", os.fspath(trace), "--strategies", ",".join(strategies), "--json", "-",
             "--quiet"]
-    return _frame(_run(args + _options(options))["runs"])
+    if not timeline:
+        return _frame(_run(args + _options(options))["runs"])
+    with tempfile.TemporaryDirectory(prefix="buddyhint-") as tmp:
+        path = os.path.join(tmp, "timeline.csv")
+        runs = _frame(_run(args + ["--timeline", path] + _options(options))["runs"])
+        return runs, load_timeline(path)
 
 
 def _frame(runs):
-    df = pd.json_normalize(runs, sep=".")
-    return df
+    return _pd().json_normalize(runs, sep=".")
 
 
 def load_runs(path):
@@ -93,7 +106,7 @@ def load_timeline(path, run=None):
     compare timeline."""
     with open(path) as f:
         text = "".join(line for line in f if not line.startswith("#"))
-    df = pd.read_csv(io.StringIO(text))
+    df = _pd().read_csv(io.StringIO(text))
     if "time_s" not in df.columns:
         raise BuddyhintError("%s: not a replay or compare timeline (no time_s column)" % path)
     if run is not None:

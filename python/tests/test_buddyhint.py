@@ -116,6 +116,17 @@ def test_compare_dataframe_and_load_runs(tmp_path):
     assert (one["resident_mib"] * 1048576 == one["resident_bytes"]).all()
 
 
+def test_compare_with_its_timeline():
+    runs, tl = buddyhint.compare(TRACE, ["none", "bubble"], backing="sim", timeline=True)
+    assert list(runs["strategy"]) == ["none", "bubble"]
+    assert isinstance(tl, pd.DataFrame) and set(tl["run"]) == {"none", "bubble"}
+    # the timeline's last sample is each run's end: the summary's resident memory
+    for name, row in zip(runs["strategy"], runs.itertuples()):
+        last = tl[tl["run"] == name].iloc[-1]
+        assert last["resident_bytes"] == row.rss_final_bytes
+        assert last["resident_mib"] * 1048576 == last["resident_bytes"]
+
+
 def test_load_runs_of_one_replay(tmp_path):
     path = tmp_path / "r.json"
     subprocess.run(["buddyhint", "replay", TRACE, "--backing", "sim", "--quiet", "--json",
