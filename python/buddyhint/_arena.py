@@ -2,6 +2,7 @@
 buddyinfo() as a DataFrame."""
 import ctypes
 import ctypes.util
+import numbers
 import os
 import re
 import tempfile
@@ -166,9 +167,32 @@ def _check(rc, what):
         raise BuddyhintError("%s: %s" % (what, library().bh_strerror(rc).decode()))
 
 
+def _int(what, value, lo, hi):
+    """value as an int in [lo, hi], else BuddyhintError: ctypes would wrap it silently
+    (order=2**32 as order 0, seed=-1 as 2**64 - 1)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise BuddyhintError("%s must be an integer, not %r" % (what, value))
+    if not lo <= int(value) <= hi:
+        raise BuddyhintError("%s = %d is out of range [%d, %d]" % (what, value, lo, hi))
+    return int(value)
+
+
+def _ctype_range(ctype):
+    """The values a ctypes integer type holds."""
+    bits = 8 * ctypes.sizeof(ctype)
+    if ctype(-1).value == -1:
+        return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    return 0, (1 << bits) - 1
+
+
+_U32 = (0, (1 << 32) - 1)
+_U64 = (0, (1 << 64) - 1)
+_I32 = (-(1 << 31), (1 << 31) - 1)
+
+
 def _gfp(gfp):
-    if isinstance(gfp, int):
-        return gfp
+    if isinstance(gfp, numbers.Integral) and not isinstance(gfp, bool):
+        return _int("gfp", gfp, *_U32)
     flags = 0
     for name in str(gfp).upper().replace("GFP_", "").replace("__", "").split("|"):
         name = name.strip()
@@ -215,18 +239,26 @@ class Arena:
             value = _PCP_KEYS[value]
         if key in ("zone_bytes", "lowmem_reserve_ratio"):
             arr = getattr(cfg, key)
+            rng = _ctype_range(arr._type_)
             if isinstance(value, dict):
                 for zone, v in value.items():
                     if zone not in _ZONES:
                         raise BuddyhintError("unknown zone %r (one of %s)"
                                              % (zone, ", ".join(_ZONES)))
-                    arr[_ZONES.index(zone)] = int(v)
+                    arr[_ZONES.index(zone)] = _int("%s[%s]" % (key, zone), v, *rng)
             else:
                 if len(value) != _NR_ZONE_TYPES:
                     raise BuddyhintError("%s wants %d values" % (key, _NR_ZONE_TYPES))
                 for i, v in enumerate(value):
-                    arr[i] = int(v)
+                    arr[i] = _int("%s[%d]" % (key, i), v, *rng)
             return
+        ctype = dict((f[0], f[1]) for f in _Config._fields_)[key]
+        if ctype is ctypes.c_bool:
+            if not isinstance(value, (bool, numbers.Integral)) or value not in (0, 1):
+                raise BuddyhintError("%s must be True or False, not %r" % (key, value))
+            value = bool(value)
+        elif hasattr(ctype, "_type_") and isinstance(ctype._type_, str) and ctype._type_ in "bBhHiIlLqQ":
+            value = _int(key, value, *_ctype_range(ctype))
         setattr(cfg, key, value)
 
     @property
@@ -254,6 +286,7 @@ class Arena:
     def alloc_pages(self, order=0, gfp="KERNEL", cpu=0):
         """Allocates 2^order pages: their first pfn.  gfp is flags (an int) or names
         ("HIGHUSER_MOVABLE", "MOVABLE|ZERO"); BuddyhintError if the arena cannot serve it."""
+        order, cpu = _int("order", order, *_U32), _int("cpu", cpu, *_I32)
         pfn = ctypes.c_uint64()
         _check(library().bh_alloc_pfn(self._handle(), _gfp(gfp), order, cpu,
                                       ctypes.byref(pfn)),
@@ -262,6 +295,8 @@ class Arena:
 
     def free_pages(self, pfn, order=0, cpu=0):
         """Frees the block of 2^order pages at pfn."""
+        pfn, order = _int("pfn", pfn, *_U64), _int("order", order, *_U32)
+        cpu = _int("cpu", cpu, *_I32)
         _check(library().bh_free_pfn(self._handle(), pfn, order, cpu),
                "free_pages(%d, order=%d)" % (pfn, order))
 

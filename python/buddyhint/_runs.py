@@ -24,11 +24,24 @@ def _command():
     return cmd
 
 
+def _value(key, v):
+    """An option's value as an argument: a string, number or path, never one that the
+    command would read as an option or that holds a NUL."""
+    if isinstance(v, bool) or not isinstance(v, (str, bytes, os.PathLike, int, float)):
+        raise BuddyhintError("option %s: %r is not a string, number or path" % (key, v))
+    text = os.fsdecode(v) if isinstance(v, (bytes, os.PathLike)) else str(v)
+    if "\0" in text:
+        raise BuddyhintError("option %s: a value with a NUL byte" % key)
+    return text
+
+
 def _options(options):
     """Keyword options as command-line options: backing="sim" -> --backing sim; True -> a
     flag; False and None -> left out; a list -> the option once per item."""
     args = []
     for key, value in options.items():
+        if not key.replace("_", "").isalnum():
+            raise BuddyhintError("%r is not an option name" % key)
         flag = "--" + key.replace("_", "-")
         if value is None or value is False:
             continue
@@ -36,20 +49,32 @@ def _options(options):
             args.append(flag)
         elif isinstance(value, (list, tuple)):
             for v in value:
-                args += [flag, str(v)]
+                args += [flag, _value(key, v)]
         else:
-            args += [flag, str(value)]
+            args += [flag, _value(key, value)]
     return args
+
+
+def _violations(doc):
+    runs = doc.get("runs") if isinstance(doc, dict) and "runs" in doc else [doc]
+    return sum(r.get("check_violations", 0) for r in runs if isinstance(r, dict))
 
 
 def _run(args):
     p = subprocess.run([_command()] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        text=True, check=False)
-    # exit 1 with a JSON is a run whose checker found violations: the JSON says so
+    fail = "buddyhint %s failed (exit %d): %s" % (args[0], p.returncode, p.stderr.strip())
     if p.returncode not in (0, 1) or not p.stdout.strip():
-        raise BuddyhintError("buddyhint %s failed (exit %d): %s"
-                             % (args[0], p.returncode, p.stderr.strip()))
-    return json.loads(p.stdout)
+        raise BuddyhintError(fail)
+    try:
+        doc = json.loads(p.stdout)
+    except ValueError:
+        raise BuddyhintError(fail) from None
+    # exit 1 is also a run whose checker found violations, which its JSON says; any other
+    # exit 1 (an output it could not write, a damaged trace) is a failure
+    if p.returncode == 1 and not _violations(doc):
+        raise BuddyhintError(fail)
+    return doc
 
 
 def replay(trace, strategy="none", opts=None, **options):

@@ -195,3 +195,29 @@ def test_gate_errors():
     other = buddyhint.compare(TRACE, ["bitmap"], backing="sim")
     with pytest.raises(buddyhint.BuddyhintError, match="no run of strategy 'bitmap'"):
         buddyhint.gate(base, other)
+
+
+def test_out_of_range_values_are_refused_not_wrapped():
+    # ctypes would wrap them: order=2**32 as order 0, seed=-1 as 2**64 - 1
+    for bad in ({"seed": -1}, {"max_order": 2**32}, {"mobility_grouping": 2},
+                {"zone_bytes": {"Normal": -1}}):
+        with pytest.raises(buddyhint.BuddyhintError, match="range|True or False"):
+            buddyhint.Arena(dict(backing="sim", **bad))
+    with buddyhint.Arena({"backing": "sim"}) as a:
+        for call in (lambda: a.alloc_pages(order=2**32), lambda: a.alloc_pages(order=-1),
+                     lambda: a.alloc_pages(gfp=2**40), lambda: a.alloc_pages(cpu=2**31),
+                     lambda: a.free_pages(-1), lambda: a.free_pages(2**64)):
+            with pytest.raises(buddyhint.BuddyhintError, match="out of range"):
+                call()
+        assert a.check() == 0  # nothing was allocated by the refused calls
+        assert int(a.buddyinfo().iloc[:, 2:].sum().sum()) > 0
+
+
+def test_a_failed_write_is_an_error_not_a_run():
+    # exit 1 with a JSON on stdout: a run whose checker found violations, or a failure
+    with pytest.raises(buddyhint.BuddyhintError, match="write failed|No space"):
+        buddyhint.replay(TRACE, backing="sim", timeline="/dev/full")
+    with pytest.raises(buddyhint.BuddyhintError, match="not a string"):
+        buddyhint.replay(TRACE, backing=["sim", object()])
+    with pytest.raises(buddyhint.BuddyhintError, match="option name"):
+        buddyhint.replay(TRACE, **{"backing sim --x": 1})
