@@ -102,6 +102,7 @@ bool bh_sweep_job_path(char *buf, size_t len, const char *dir, const char *id, c
 typedef struct bh_sweep_table {
   json_t *rows;    /* array of flat objects: id, coordinates, then the summary's keys */
   json_t *columns; /* array of the column names, in order */
+  json_t *colset;  /* the same as an object's keys: a column is found in constant time */
   json_t *coords;  /* array of the names of the coordinate columns (after "id") */
   size_t jobs, done;
   json_t *failed, *missing; /* arrays of ids */

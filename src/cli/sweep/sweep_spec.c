@@ -58,6 +58,47 @@ void *bh__sweep_push(void *arr, size_t *n, size_t *cap, size_t el) {
   return a;
 }
 
+/* ---- a set of strings ---- */
+
+static uint64_t str_hash(const char *s) {
+  uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+  for (; *s; s++)
+    h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+  return h;
+}
+
+/* Adds s (kept by the caller): 0, 1 if it was there already, or BH_ENOMEM. */
+static int strset_add(strset_t *h, const char *s) {
+  if (2 * (h->n + 1) > h->cap) { /* at most half full */
+    size_t cap = h->cap ? h->cap * 2 : 64;
+    const char **slot = calloc(cap, sizeof(*slot));
+    if (!slot)
+      return BH_ENOMEM;
+    for (size_t i = 0; i < h->cap; i++)
+      if (h->slot[i]) {
+        size_t k = str_hash(h->slot[i]) & (cap - 1);
+        while (slot[k])
+          k = (k + 1) & (cap - 1);
+        slot[k] = h->slot[i];
+      }
+    free(h->slot);
+    h->slot = slot;
+    h->cap = cap;
+  }
+  size_t k = str_hash(s) & (h->cap - 1);
+  for (; h->slot[k]; k = (k + 1) & (h->cap - 1))
+    if (!strcmp(h->slot[k], s))
+      return 1;
+  h->slot[k] = s;
+  h->n++;
+  return 0;
+}
+
+static void strset_free(strset_t *h) {
+  free(h->slot);
+  memset(h, 0, sizeof(*h));
+}
+
 /* ---- YAML helpers ---- */
 
 static int line_of(const yaml_node_t *n) { return n ? (int)n->start_mark.line + 1 : 0; }
@@ -396,15 +437,20 @@ static int axis_value(spec_t *sp, yaml_node_t *n, void *ctx) {
     if (r)
       return r;
   }
-  for (size_t i = 0; i < ax->nvals; i++)
-    if (!strcmp(ax->vals[i], s))
-      return serr(sp, n, "options: %s: '%s' is listed twice", ax->name, s);
-  size_t cap = ax->nvals;
-  char **v = bh__sweep_push(ax->vals, &ax->nvals, &cap, sizeof(char *));
-  if (!v)
+  char *copy = strdup(s);
+  int dup = copy ? strset_add(&ax->seen, copy) : BH_ENOMEM;
+  if (dup) {
+    free(copy);
+    return dup < 0 ? dup : serr(sp, n, "options: %s: '%s' is listed twice", ax->name, s);
+  }
+  char **v = bh__sweep_push(ax->vals, &ax->nvals, &ax->cap, sizeof(char *));
+  if (!v) {
+    free(copy);
     return BH_ENOMEM;
+  }
   ax->vals = v;
-  return (v[ax->nvals - 1] = strdup(s)) ? 0 : BH_ENOMEM;
+  v[ax->nvals - 1] = copy;
+  return 0;
 }
 
 static int options(spec_t *sp, yaml_node_t *n) {
@@ -451,15 +497,20 @@ static int seed_item(spec_t *sp, yaml_node_t *n, void *ctx) {
   (void)x;
   if (!*s || *end || *s == '-' || *s == '+' || errno)
     return serr(sp, n, "seeds: '%s' is not a number in 0..%llu", s, (unsigned long long)UINT64_MAX);
-  for (size_t i = 0; i < sp->nseeds; i++)
-    if (!strcmp(sp->seeds[i], s))
-      return serr(sp, n, "seeds: %s is listed twice", s);
-  size_t cap = sp->nseeds;
-  char **v = bh__sweep_push(sp->seeds, &sp->nseeds, &cap, sizeof(char *));
-  if (!v)
+  char *copy = strdup(s);
+  int dup = copy ? strset_add(&sp->seeds_seen, copy) : BH_ENOMEM;
+  if (dup) {
+    free(copy);
+    return dup < 0 ? dup : serr(sp, n, "seeds: %s is listed twice", s);
+  }
+  char **v = bh__sweep_push(sp->seeds, &sp->nseeds, &sp->seeds_cap, sizeof(char *));
+  if (!v) {
+    free(copy);
     return BH_ENOMEM;
+  }
   sp->seeds = v;
-  return (v[sp->nseeds - 1] = strdup(s)) ? 0 : BH_ENOMEM;
+  v[sp->nseeds - 1] = copy;
+  return 0;
 }
 
 /* ---- the document ---- */
@@ -524,17 +575,60 @@ void bh__sweep_spec_free(spec_t *sp) {
       free(sp->axes[i].vals[k]);
     free(sp->axes[i].vals);
     free(sp->axes[i].name);
+    strset_free(&sp->axes[i].seen);
   }
   free(sp->axes);
   for (size_t i = 0; i < sp->nseeds; i++)
     free(sp->seeds[i]);
   free(sp->seeds);
+  strset_free(&sp->seeds_seen);
   for (size_t i = 0; i < sp->nscols; i++)
     free(sp->scols[i]);
   free(sp->scols);
 }
 
+/*
+ * The deepest nesting of flow collections ([ ] and { }) in the text, outside quotes and
+ * comments, and the line where it is first passed: libyaml takes time quadratic in it (a
+ * spec nested 100,000 deep took 77 s to be refused), and a spec needs a few levels.
+ */
+#define SPEC_MAX_DEPTH 64
+static int flow_depth_line(const char *text, size_t len) {
+  int depth = 0, line = 1;
+  char quote = 0;
+  bool comment = false;
+  for (size_t i = 0; i < len; i++) {
+    char c = text[i];
+    if (c == '\n') {
+      line++;
+      comment = false;
+    } else if (comment) {
+    } else if (quote) {
+      if (c == '\\' && quote == '"' && i + 1 < len)
+        i++;
+      else if (c == quote)
+        quote = 0;
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+    } else if (c == '#' && (i == 0 || text[i - 1] == ' ' || text[i - 1] == '\t')) {
+      comment = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > SPEC_MAX_DEPTH)
+        return line;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      depth--;
+    }
+  }
+  return 0;
+}
+
 int bh__sweep_spec_parse(spec_t *sp, const char *text, size_t len) {
+  int deep = flow_depth_line(text, len);
+  if (deep) {
+    fprintf(stderr, "buddyhint sweep: %s:%d: nested more than %d levels deep\n", sp->name, deep,
+            SPEC_MAX_DEPTH);
+    return BH_EFORMAT;
+  }
   yaml_parser_t parser;
   if (!yaml_parser_initialize(&parser))
     return BH_ENOMEM;

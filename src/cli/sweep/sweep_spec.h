@@ -21,11 +21,18 @@ typedef struct variant {
   bool baseline;
 } variant_t;
 
+/* A set of strings (not owned), to find a value listed twice in linear time. */
+typedef struct strset {
+  const char **slot;
+  size_t cap, n;
+} strset_t;
+
 typedef struct axis {
   char *name;
   bool flag; /* values "true"/"false": the option is given or not */
   char **vals;
-  size_t nvals;
+  size_t nvals, cap;
+  strset_t seen;
 } axis_t;
 
 typedef struct spec {
@@ -39,7 +46,8 @@ typedef struct spec {
   axis_t *axes;
   size_t naxes;
   char **seeds;
-  size_t nseeds;
+  size_t nseeds, seeds_cap;
+  strset_t seeds_seen;
   char **scols; /* strategy option columns "NAME.KEY" */
   size_t nscols;
 } spec_t;

@@ -32,10 +32,12 @@ static json_t *coord_json(const char *s) {
 }
 
 static int add_column(bh_sweep_table_t *t, const char *name) {
-  size_t i;
-  json_t *v;
-  json_array_foreach(t->columns, i, v) if (!strcmp(json_string_value(v), name)) return 0;
-  return json_array_append_new(t->columns, json_string(name)) ? BH_ENOMEM : 0;
+  if (json_object_get(t->colset, name))
+    return 0;
+  return json_object_set_new(t->colset, name, json_true()) ||
+                 json_array_append_new(t->columns, json_string(name))
+             ? BH_ENOMEM
+             : 0;
 }
 
 static int flatten(bh_sweep_table_t *t, json_t *row, const char *prefix, json_t *obj) {
@@ -63,6 +65,7 @@ static void table_init(bh_sweep_table_t *t) {
   memset(t, 0, sizeof(*t));
   t->rows = json_array();
   t->columns = json_array();
+  t->colset = json_object();
   t->coords = json_array();
   t->failed = json_array();
   t->missing = json_array();
@@ -89,12 +92,23 @@ static void check_trace_sum(json_t *sums, const char *trace, json_t *sum) {
   }
 }
 
+/* Keys a job's result may have: a summary has about a hundred, and every key is a column of
+ * the table (so that a result of 200,000 keys is refused, not merged for minutes). */
+#define SUMMARY_MAX_KEYS 4096
+
 /* What makes a job's result one that cannot be its own (an empty object, another job's file
  * copied over it, a count that is not a number), or NULL: such a result is left out of the
  * table and counted as failed, with the reason on standard error. */
 static const char *result_problem(const bh_sweep_job_t *j, json_t *sum, char *buf, size_t len) {
   static const char *const counts[] = {"events", "allocs", "frees", "rss_final_bytes"};
   json_t *prov = json_object_get(sum, "provenance");
+  if (!json_is_object(sum))
+    return "is not a JSON object: not a replay summary";
+  if (json_object_size(sum) > SUMMARY_MAX_KEYS) { /* a summary has about a hundred */
+    snprintf(buf, len, "has %zu keys, more than a summary's %d: not a replay summary",
+             json_object_size(sum), SUMMARY_MAX_KEYS);
+    return buf;
+  }
   if (!json_is_object(prov))
     return "has no provenance: not a replay summary";
   for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++)
@@ -131,7 +145,7 @@ static const char *result_problem(const bh_sweep_job_t *j, json_t *sum, char *bu
 
 int bh_sweep_table(const bh_sweep_t *s, const char *dir, bh_sweep_table_t *t) {
   table_init(t);
-  if (!t->rows || !t->columns || !t->coords || !t->failed || !t->missing)
+  if (!t->rows || !t->columns || !t->colset || !t->coords || !t->failed || !t->missing)
     return BH_ENOMEM;
   int r = add_column(t, "id");
   for (size_t c = 0; !r && c < s->ncols; c++)
@@ -191,9 +205,11 @@ int bh_sweep_table_read(const char *path, bh_sweep_table_t *t) {
   }
   json_decref(t->rows);
   json_decref(t->columns);
+  json_decref(t->colset);
   json_decref(t->coords);
   json_decref(t->failed);
   json_decref(t->missing);
+  t->colset = NULL; /* a table read is not added to */
   t->rows = json_incref(runs);
   t->coords = json_incref(coords);
   t->columns = json_incref(cols);
@@ -208,6 +224,7 @@ int bh_sweep_table_read(const char *path, bh_sweep_table_t *t) {
 void bh_sweep_table_free(bh_sweep_table_t *t) {
   json_decref(t->rows);
   json_decref(t->columns);
+  json_decref(t->colset);
   json_decref(t->coords);
   json_decref(t->failed);
   json_decref(t->missing);
