@@ -88,8 +88,11 @@ static unsigned zone_score(const bh__zone_t *z, unsigned order) {
 }
 
 /*
- * fragmentation_score_node: each zone's score weighted by its share of the node's pages, each
- * share rounded down before they are added (fragmentation_score_zone_weighted).
+ * fragmentation_score_node: each zone's score weighted by its share of the node's present
+ * pages (zone->present_pages over node_present_pages + 1, mm/compaction.c:2221-2222), each
+ * share rounded down before they are added (fragmentation_score_zone_weighted).  Present, not
+ * managed: a zone whose memory is largely reserved (crash kernel, hugetlb pool, memmap) weighs
+ * by the pages it has, as in the kernel.
  */
 unsigned bh_fragmentation_score(bh_arena_t *a, int node) {
   if (!a || node < 0 || (unsigned)node >= a->cfg.nr_nodes)
@@ -97,11 +100,11 @@ unsigned bh_fragmentation_score(bh_arena_t *a, int node) {
   uint64_t present = 0, score = 0;
   for (int i = 0; i < a->nr_zones; i++)
     if (a->zones[i].node == node)
-      present += a->zones[i].managed_pages;
+      present += a->zones[i].present_pages;
   for (int i = 0; i < a->nr_zones; i++) {
     const bh__zone_t *z = &a->zones[i];
     if (z->node == node)
-      score += z->managed_pages * zone_score(z, a->pb_order) / (present + 1);
+      score += z->present_pages * zone_score(z, a->pb_order) / (present + 1);
   }
   return (unsigned)score;
 }

@@ -589,6 +589,51 @@ static void test_score_rounded_per_zone(void **state) {
   bh_arena_destroy(a);
 }
 
+/*
+ * The zones are weighted by their present pages, not their managed pages
+ * (fragmentation_score_zone_weighted: zone->present_pages * score / (node_present_pages + 1),
+ * mm/compaction.c:2221-2222).  A machine layout: DMA32 of 8192 pages all free in order-10
+ * blocks (score 0), Normal of 8192 present pages of which only 1024 are managed, fragmented
+ * to one page kept per pageblock (score 99).  Node score 8192 * 99 / 16385 = 49; weighted by
+ * managed pages it would be 1024 * 99 / 9217 = 10.
+ */
+static void test_score_weighted_by_present_pages(void **state) {
+  (void)state;
+  bh_config_t c = bt_cfg_blank();
+  c.backing = BH_BACKING_SIM;
+  c.pcp = false;
+  c.nr_layout_zones = 2;
+  c.layout_zones[0] = (bh_zone_layout_t){.node = 0,
+                                         .type = BH_ZONE_DMA32,
+                                         .start_pfn = 0,
+                                         .spanned_pages = NPAGES,
+                                         .present_pages = NPAGES,
+                                         .managed_pages = NPAGES,
+                                         .wmark_min = 1,
+                                         .wmark_low = 1,
+                                         .wmark_high = 1};
+  c.layout_zones[1] = c.layout_zones[0];
+  c.layout_zones[1].type = BH_ZONE_NORMAL;
+  c.layout_zones[1].start_pfn = NPAGES;
+  c.layout_zones[1].managed_pages = NPAGES / 8;
+  bh_arena_t *a = bt_create(&c);
+  uint64_t pfn, *held = malloc(NPAGES * sizeof(*held)), k = 0;
+  assert_non_null(held);
+  while (k < NPAGES && bh_alloc_pfn(a, BH_GFP_MOVABLE, 0, 0, &pfn) == BH_OK && pfn >= NPAGES)
+    held[k++] = pfn;
+  assert_true(k >= NPAGES - 2); /* Normal, less its watermark */
+  if (pfn < NPAGES)
+    bt_free(a, pfn, 0, 0); /* the first page from DMA32 */
+  for (uint64_t i = 0; i < k; i++)
+    if (held[i] % PB)
+      bt_free(a, held[i], 0, 0);
+  free(held);
+  EXPECT_U64(bt_zone(a, 1).nr_free[10], 0);
+  EXPECT_U64(bh_fragmentation_score(a, 0), 49);
+  bt_expect_clean(a);
+  bh_arena_destroy(a);
+}
+
 /* One page kept in every pageblock of node n's zone (cpu n allocates on node n). */
 static void fragment_node(bh_arena_t *a, int n) {
   uint64_t pfn, *held = malloc(NPAGES * sizeof(*held)), k = 0;
@@ -668,6 +713,7 @@ int main(void) {
       cmocka_unit_test(test_large_block_split),
       cmocka_unit_test(test_compaction_frees_through_pcp),
       cmocka_unit_test(test_score_rounded_per_zone),
+      cmocka_unit_test(test_score_weighted_by_present_pages),
       cmocka_unit_test(test_kcompactd_timer_per_node),
       cmocka_unit_test(test_bad_args),
   };
