@@ -51,6 +51,7 @@ void bh_config_init(bh_config_t *cfg) {
   cfg->numa_bind = false;
   cfg->debug_checks = false;
   cfg->compact_large_blocks = true;
+  cfg->compact_skip_unsplit = false;
   cfg->reclaim_progress = false;
   cfg->smp = true;
 }

@@ -26,10 +26,13 @@
  *
  * When compaction_alloc finds no target: for an order-0 page migrate_pages fails with -ENOMEM,
  * and the run ends unless the scanners have met (COMPACT_CONTENDED); a larger block is split
- * (try_split_folio) and its pages moved one by one after the batch.  Splitting changes how the
- * owner must free the block, so the model splits only with the owner's consent
- * (bh_compact_set_split); without it the block stays where it is (counted as failed) and the
- * batch goes on.  Replays do not split (a recorded trace frees the block whole).  Since >0 order
+ * (try_split_folio) and its pages moved one by one after the batch, and when the split fails
+ * the batch ends with -ENOMEM as for an order-0 page (mm/migrate.c:1831-1861, 1943).
+ * Splitting changes how the owner must free the block, so the model splits only with the
+ * owner's consent (bh_compact_set_split); a refusal is a failed split.  Replays do not split (a
+ * recorded trace frees the block whole), so there such a block ends the run.  With
+ * compact_skip_unsplit (not the kernel's rule) the block stays where it is, counted as failed,
+ * and the batch goes on, as the model did before.  Since >0 order
  * folio compaction (6.9) blocks below the pageblock order move whole (skip_isolation_on_order skips
  * bigger ones); with compact_large_blocks off only order-0 pages move, as before.
  *
@@ -416,12 +419,14 @@ static bool split_block(struct compact_control *cc, uint64_t pfn, unsigned order
 }
 
 /*
- * migrate_pages for one batch: every source gets its target first, in list order; an order-0
- * source without one ends the batch with -ENOMEM (the sources after it stay), a larger one is
- * split if its owner agrees, else it stays (see the top of the file).  Then each source moves
- * through the owner's callback and is freed.  Unless the batch ended with -ENOMEM, the pages
- * of split blocks then move one by one, until one finds no target (migrate_pages' one async
- * pass over split_folios).  Returns BH_ENOSPC for -ENOMEM, else 0.
+ * migrate_pages for one batch: every source gets its target first, in list order; a source
+ * without one ends the batch with -ENOMEM (the sources after it stay), unless it is above
+ * order 0 and its owner lets it split (see the top of the file; with compact_skip_unsplit a
+ * block that does not split stays and the batch goes on).  Then the sources that have a
+ * target move through the owner's callback and are freed (migrate_pages_batch's "goto move").
+ * Unless the batch ended with -ENOMEM, the pages of split blocks then move one by one, until
+ * one finds no target (migrate_pages' one async pass over split_folios; after -ENOMEM they
+ * stay, mm/migrate.c:2089-2092).  Returns BH_ENOSPC for -ENOMEM, else 0.
  */
 static int migrate_pages(struct compact_control *cc) {
   int n = cc->nr_migrate_entries, moving = 0, rc = 0;
@@ -433,7 +438,7 @@ static int migrate_pages(struct compact_control *cc) {
     if (m->order > 0 && split_block(cc, m->pfn, m->order))
       continue;
     count_failed(cc, m->order);
-    if (m->order == 0) {
+    if (m->order == 0 || !cc->z->arena->cfg.compact_skip_unsplit) {
       rc = BH_ENOSPC;
       break;
     }

@@ -74,6 +74,9 @@ const char bh_cli_replay_help[] =
     "                        as vm.compaction_proactiveness, 0..100 (default 20, Linux's;\n"
     "                        0: no compaction)\n"
     "  --compact-order0-only compaction moves order-0 pages only, as before Linux 6.9\n"
+    "  --compact-skip-unsplit\n"
+    "                        a block above order 0 without a compaction target stays and\n"
+    "                        the batch goes on (not Linux's: its failed split ends the run)\n"
     "  --check-every N       run the invariant checker every N events\n"
     "  --layout KIND         auto (default: the recorded machine's if the trace has a\n"
     "                        description), trace (the machine's, or an error) or default\n"
@@ -170,6 +173,8 @@ int bh_cli_replay_opt(int argc, char **argv, int *i, bh_cli_replay_t *c) {
     cfg->arena.pcp = false;
   } else if (!strcmp(a, "--compact-order0-only")) {
     cfg->arena.compact_large_blocks = false;
+  } else if (!strcmp(a, "--compact-skip-unsplit")) {
+    cfg->arena.compact_skip_unsplit = true;
   } else if (!strcmp(a, "--no-grouping")) {
     cfg->arena.mobility_grouping = false;
   } else if (!strcmp(a, "--shuffle")) {
