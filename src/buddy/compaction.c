@@ -229,7 +229,7 @@ static bool suitable_migration_target(const bh_arena_t *a, uint64_t start) {
 static void isolate_freepages(struct compact_control *cc) {
   bh__zone_t *z = cc->z;
   bh_arena_t *a = z->arena;
-  const uint64_t pb = pb_pages(a), zone_end = z->start_pfn + z->spanned_pages;
+  const uint64_t pb = pb_pages(a), zone_end = z->zone_start_pfn + z->zone_spanned_pages;
   uint64_t isolate_start = cc->free_pfn;
   uint64_t block_start = isolate_start & ~(pb - 1);
   uint64_t block_end = block_start + pb < zone_end ? block_start + pb : zone_end;
@@ -474,8 +474,9 @@ static void compact_zone(struct compact_control *cc) {
   bh__zone_t *z = cc->z;
   bh_arena_t *a = z->arena;
   const uint64_t pb = pb_pages(a);
-  cc->migrate_pfn = z->start_pfn;
-  cc->free_pfn = (z->start_pfn + z->spanned_pages - 1) & ~(pb - 1);
+  /* the zone as the kernel spans it (zone_start_pfn, zone_end_pfn: DMA starts at pfn 1) */
+  cc->migrate_pfn = z->zone_start_pfn;
+  cc->free_pfn = (z->zone_start_pfn + z->zone_spanned_pages - 1) & ~(pb - 1);
   cc->nr_freepages = cc->nr_migratepages = 0;
   cc->nr_migrate_entries = 0;
   cc->slot = z->node;
