@@ -196,6 +196,13 @@ typedef struct bh_config {
    * decay_pcp_high: Linux 6.7+; default true); false: fixed at zone_highsize(), as before 6.7
    * (Linux 6.1's pageset_update) */
   bool pcp_high_tuning;
+  /*
+   * Each CPU's share of its last-level cache (per_cpu_data_slice_size: the LLC's size over
+   * the CPUs sharing it), in bytes; default 2 MiB, 0 = no cache information.  A pcp whose
+   * share exceeds 3 * batch pages keeps batch pages through a burst of frees of orders 1..3
+   * before it drains them all (PCPF_FREE_HIGH_BATCH, Linux 6.8+, zone_pcp_update_cacheinfo).
+   */
+  uint64_t cpu_data_slice_bytes;
   bool numa_bind;    /* mbind each node's range to a host node (libnuma), default false */
   bool debug_checks; /* extra consistency checks on every call; default false */
   /* compaction moves allocated blocks above order 0 whole (>0 order folio compaction, Linux

@@ -129,6 +129,7 @@ static void print_text(const bh_config_t *c, resolved_t *r) {
   printf("  debug_checks            %s\n", c->debug_checks ? "on" : "off");
   printf("  compact_large_blocks    %s\n", c->compact_large_blocks ? "on" : "off");
   printf("  compact_skip_unsplit    %s\n", c->compact_skip_unsplit ? "on" : "off");
+  printf("  cpu_data_slice_bytes    %lu\n", (unsigned long)c->cpu_data_slice_bytes);
 
   if (r->arena) {
     printf("\nresolved for that arena (pages):\n");
@@ -200,9 +201,10 @@ static void print_json(const bh_config_t *c, resolved_t *r) {
          c->pcp_key == BH_PCP_PER_CPU ? "per_cpu" : "per_thread", c->pcp_batch, c->pcp_high,
          c->pcp_thp ? "true" : "false");
   printf("    \"numa_bind\": %s, \"debug_checks\": %s, \"compact_large_blocks\": %s, "
-         "\"compact_skip_unsplit\": %s\n  },\n",
+         "\"compact_skip_unsplit\": %s, \"cpu_data_slice_bytes\": %lu\n  },\n",
          c->numa_bind ? "true" : "false", c->debug_checks ? "true" : "false",
-         c->compact_large_blocks ? "true" : "false", c->compact_skip_unsplit ? "true" : "false");
+         c->compact_large_blocks ? "true" : "false", c->compact_skip_unsplit ? "true" : "false",
+         (unsigned long)c->cpu_data_slice_bytes);
   printf("  \"resolved_zones\": [");
   for (int i = 0, n = 0; r->arena && i < r->nzones; i++) {
     bh_zone_info_t zi;

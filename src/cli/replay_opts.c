@@ -69,6 +69,9 @@ const char bh_cli_replay_help[] =
     "  --shuffle             shuffle top-order frees (page_alloc.shuffle)\n"
     "  --seed N              seed for the shuffle (default 1)\n"
     "  --min-free-kbytes N   as vm.min_free_kbytes (default: Linux's formula)\n"
+    "  --cpu-data-slice SIZE each CPU's share of its last-level cache (default 2M; 0: none):\n"
+    "                        above 3 * batch pages a pcp keeps batch pages through a burst\n"
+    "                        of order 1..3 frees (PCPF_FREE_HIGH_BATCH, Linux 6.8+)\n"
     "  --max-order N         MAX_PAGE_ORDER (default 10)\n"
     "  --compaction-proactiveness N\n"
     "                        as vm.compaction_proactiveness, 0..100 (default 20, Linux's;\n"
@@ -264,6 +267,13 @@ int bh_cli_replay_opt(int argc, char **argv, int *i, bh_cli_replay_t *c) {
   } else if (OPT("seed")) {
     if (r < 0 || num(verb, "seed", v, 0, UINT64_MAX, &cfg->arena.seed))
       return -1;
+    return 1;
+  } else if (OPT("cpu-data-slice")) {
+    if (r < 0 || bh_cli_parse_size(v, &cfg->arena.cpu_data_slice_bytes)) {
+      if (r >= 0)
+        bh_cli_usage_error(verb, "--cpu-data-slice: bad size '%s' (bytes, or with K, M, G)", v);
+      return -1;
+    }
     return 1;
   } else if (OPT("min-free-kbytes")) {
     if (r < 0 || num(verb, "min-free-kbytes", v, 0, 64ull << 20, &cfg->arena.min_free_kbytes))
