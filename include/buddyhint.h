@@ -196,11 +196,25 @@ typedef struct bh_config {
    * decay_pcp_high: Linux 6.7+; default true); false: fixed at zone_highsize(), as before 6.7
    * (Linux 6.1's pageset_update) */
   bool pcp_high_tuning;
+  /*
+   * Each CPU's share of its last-level cache (per_cpu_data_slice_size: the LLC's size over
+   * the CPUs sharing it), in bytes; default 2 MiB, 0 = no cache information.  A pcp whose
+   * share exceeds 3 * batch pages keeps batch pages through a burst of frees of orders 1..3
+   * before it drains them all (PCPF_FREE_HIGH_BATCH, Linux 6.8+, zone_pcp_update_cacheinfo).
+   */
+  uint64_t cpu_data_slice_bytes;
   bool numa_bind;    /* mbind each node's range to a host node (libnuma), default false */
   bool debug_checks; /* extra consistency checks on every call; default false */
   /* compaction moves allocated blocks above order 0 whole (>0 order folio compaction, Linux
    * 6.9+; default true); false: order-0 pages only, larger blocks stay (before 6.9) */
   bool compact_large_blocks;
+  /*
+   * false (default): a block above order 0 that finds no compaction target and is not split
+   * (bh_compact_set_split refuses, or none is set, as in replays) ends the batch and the run
+   * with -ENOMEM, as a failed try_split_folio does in migrate_pages_batch.  true: it stays
+   * where it is and the batch goes on (not the kernel's rule; the model's before).
+   */
+  bool compact_skip_unsplit;
   /*
    * false (default): nothing is reclaimable, as in the model: direct reclaim makes no
    * progress, so a failing request that may block never drains the pcp lists or gives a
@@ -317,8 +331,9 @@ typedef int (*bh_migrate_fn)(void *ctx, uint64_t old_pfn, uint64_t new_pfn, unsi
  * pages at pfn become 2^order order-0 blocks, which the owner frees (and compaction moves) one
  * by one from then on.  Compaction asks when a block above order 0 finds no target (the
  * kernel's try_split_folio after migrate_pages' -ENOMEM) and then moves the pages one by one
- * after the rest of the batch.  Return 0 to let it split, nonzero to keep the block whole (it
- * then stays where it is).  Called with the zone lock held: it must not call into the arena.
+ * after the rest of the batch.  Return 0 to let it split, nonzero to keep the block whole:
+ * the split failed, and the batch and the run end (unless compact_skip_unsplit).  Called with
+ * the zone lock held: it must not call into the arena.
  */
 typedef int (*bh_split_fn)(void *ctx, uint64_t pfn, unsigned order);
 
@@ -349,11 +364,11 @@ BH_API unsigned bh_fragmentation_score(bh_arena_t *arena, int node);
  * /proc/sys/vm/compact_memory: compacts every zone of the arena completely.  Only blocks
  * allocated as movable (BH_GFP_MOVABLE) and below the pageblock order are moved, each through
  * `migrate`, from the low end of a zone to free pages taken from its high end (the kernel's
- * migrate and free scanners), 32 pages at a time, until the scanners meet or an order-0 page
- * finds no target.  Free pages on pcp lists stay there, and the blocks compaction frees go to
- * the pcp lists of the zone's node for the orders they hold, as in Linux (bh_drain_pcp first
- * or after if they should merge).  Blocks split with bh_split_pages are moved page by page.
- * Returns 0 (res may be NULL) or BH_EINVAL.
+ * migrate and free scanners), 32 pages at a time, until the scanners meet or a block finds no
+ * target (and, above order 0, is not split).  Free pages on pcp lists stay there, and the blocks
+ * compaction frees go to the pcp lists of the zone's node for the orders they hold, as in Linux
+ * (bh_drain_pcp first or after if they should merge).  Blocks split with bh_split_pages are moved
+ * page by page. Returns 0 (res may be NULL) or BH_EINVAL.
  */
 BH_API int bh_compact_memory(bh_arena_t *arena, bh_migrate_fn migrate, void *ctx,
                              bh_compact_result_t *res);

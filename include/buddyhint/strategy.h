@@ -97,6 +97,12 @@ typedef struct bh_hint_config {
   size_t nopts;
   bh_report_mode_t report; /* default BH_REPORT_DONTNEED (BH_REPORT_NONE in sim backing) */
   bh_clock_mode_t clock;   /* default BH_CLOCK_VIRTUAL */
+  /*
+   * The arena holds a machine that has been running (a replay from a recorded start state):
+   * the strategy was registered when that machine booted, so what it does once at
+   * registration is not done again (page reporting's initial flush).  Default false.
+   */
+  bool registered_at_boot;
 } bh_hint_config_t;
 
 /* Fills the defaults above (report mode follows the arena's backing at attach time). */
@@ -143,6 +149,8 @@ BH_API bh_report_mode_t bh_hint_report_mode(const bh_hint_t *h);
 /* ---- helpers for strategies ---- */
 
 BH_API bh_arena_t *bh_hint_arena(const bh_hint_t *h);
+/* bh_hint_config_t.registered_at_boot of the attach: skip registration-time work in create. */
+BH_API bool bh_hint_registered_at_boot(const bh_hint_t *h);
 /* Sets the hook orders for every zone: notify runs for final orders >= notify_order, del for
  * orders >= del_order; UINT8_MAX turns a hook off.  Call from create. */
 BH_API void bh_hint_set_orders(bh_hint_t *h, unsigned notify_order, unsigned del_order);

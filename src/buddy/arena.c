@@ -48,9 +48,11 @@ void bh_config_init(bh_config_t *cfg) {
   cfg->pcp_high = 0;
   cfg->pcp_thp = true;
   cfg->pcp_high_tuning = true;
+  cfg->cpu_data_slice_bytes = 2ull << 20;
   cfg->numa_bind = false;
   cfg->debug_checks = false;
   cfg->compact_large_blocks = true;
+  cfg->compact_skip_unsplit = false;
   cfg->reclaim_progress = false;
   cfg->smp = true;
 }
@@ -360,6 +362,9 @@ static int setup_pcp(bh_arena_t *a, bh__zone_t *z, uint32_t *next_head) {
     pcp->high_min = (int)z->pcp_high_min;
     pcp->high_max = (int)z->pcp_high_max;
     pcp->high = pcp->high_min;
+    /* zone_pcp_update_cacheinfo (mm/page_alloc.c:5854-5875) */
+    if ((a->cfg.cpu_data_slice_bytes >> BH_PAGE_SHIFT) > 3ull * (uint64_t)pcp->batch)
+      pcp->flags |= BH__PCPF_FREE_HIGH_BATCH;
     pcp->smp = a->cfg.smp;
     pcp->head = *next_head;
     for (unsigned i = 0; i < BH__NR_PCP_LISTS; i++)

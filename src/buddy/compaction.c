@@ -26,10 +26,13 @@
  *
  * When compaction_alloc finds no target: for an order-0 page migrate_pages fails with -ENOMEM,
  * and the run ends unless the scanners have met (COMPACT_CONTENDED); a larger block is split
- * (try_split_folio) and its pages moved one by one after the batch.  Splitting changes how the
- * owner must free the block, so the model splits only with the owner's consent
- * (bh_compact_set_split); without it the block stays where it is (counted as failed) and the
- * batch goes on.  Replays do not split (a recorded trace frees the block whole).  Since >0 order
+ * (try_split_folio) and its pages moved one by one after the batch, and when the split fails
+ * the batch ends with -ENOMEM as for an order-0 page (mm/migrate.c:1831-1861, 1943).
+ * Splitting changes how the owner must free the block, so the model splits only with the
+ * owner's consent (bh_compact_set_split); a refusal is a failed split.  Replays do not split (a
+ * recorded trace frees the block whole), so there such a block ends the run.  With
+ * compact_skip_unsplit (not the kernel's rule) the block stays where it is, counted as failed,
+ * and the batch goes on, as the model did before.  Since >0 order
  * folio compaction (6.9) blocks below the pageblock order move whole (skip_isolation_on_order skips
  * bigger ones); with compact_large_blocks off only order-0 pages move, as before.
  *
@@ -88,8 +91,11 @@ static unsigned zone_score(const bh__zone_t *z, unsigned order) {
 }
 
 /*
- * fragmentation_score_node: each zone's score weighted by its share of the node's pages, each
- * share rounded down before they are added (fragmentation_score_zone_weighted).
+ * fragmentation_score_node: each zone's score weighted by its share of the node's present
+ * pages (zone->present_pages over node_present_pages + 1, mm/compaction.c:2221-2222), each
+ * share rounded down before they are added (fragmentation_score_zone_weighted).  Present, not
+ * managed: a zone whose memory is largely reserved (crash kernel, hugetlb pool, memmap) weighs
+ * by the pages it has, as in the kernel.
  */
 unsigned bh_fragmentation_score(bh_arena_t *a, int node) {
   if (!a || node < 0 || (unsigned)node >= a->cfg.nr_nodes)
@@ -97,11 +103,11 @@ unsigned bh_fragmentation_score(bh_arena_t *a, int node) {
   uint64_t present = 0, score = 0;
   for (int i = 0; i < a->nr_zones; i++)
     if (a->zones[i].node == node)
-      present += a->zones[i].managed_pages;
+      present += a->zones[i].present_pages;
   for (int i = 0; i < a->nr_zones; i++) {
     const bh__zone_t *z = &a->zones[i];
     if (z->node == node)
-      score += z->managed_pages * zone_score(z, a->pb_order) / (present + 1);
+      score += z->present_pages * zone_score(z, a->pb_order) / (present + 1);
   }
   return (unsigned)score;
 }
@@ -223,7 +229,7 @@ static bool suitable_migration_target(const bh_arena_t *a, uint64_t start) {
 static void isolate_freepages(struct compact_control *cc) {
   bh__zone_t *z = cc->z;
   bh_arena_t *a = z->arena;
-  const uint64_t pb = pb_pages(a), zone_end = z->start_pfn + z->spanned_pages;
+  const uint64_t pb = pb_pages(a), zone_end = z->zone_start_pfn + z->zone_spanned_pages;
   uint64_t isolate_start = cc->free_pfn;
   uint64_t block_start = isolate_start & ~(pb - 1);
   uint64_t block_end = block_start + pb < zone_end ? block_start + pb : zone_end;
@@ -413,12 +419,14 @@ static bool split_block(struct compact_control *cc, uint64_t pfn, unsigned order
 }
 
 /*
- * migrate_pages for one batch: every source gets its target first, in list order; an order-0
- * source without one ends the batch with -ENOMEM (the sources after it stay), a larger one is
- * split if its owner agrees, else it stays (see the top of the file).  Then each source moves
- * through the owner's callback and is freed.  Unless the batch ended with -ENOMEM, the pages
- * of split blocks then move one by one, until one finds no target (migrate_pages' one async
- * pass over split_folios).  Returns BH_ENOSPC for -ENOMEM, else 0.
+ * migrate_pages for one batch: every source gets its target first, in list order; a source
+ * without one ends the batch with -ENOMEM (the sources after it stay), unless it is above
+ * order 0 and its owner lets it split (see the top of the file; with compact_skip_unsplit a
+ * block that does not split stays and the batch goes on).  Then the sources that have a
+ * target move through the owner's callback and are freed (migrate_pages_batch's "goto move").
+ * Unless the batch ended with -ENOMEM, the pages of split blocks then move one by one, until
+ * one finds no target (migrate_pages' one async pass over split_folios; after -ENOMEM they
+ * stay, mm/migrate.c:2089-2092).  Returns BH_ENOSPC for -ENOMEM, else 0.
  */
 static int migrate_pages(struct compact_control *cc) {
   int n = cc->nr_migrate_entries, moving = 0, rc = 0;
@@ -430,7 +438,7 @@ static int migrate_pages(struct compact_control *cc) {
     if (m->order > 0 && split_block(cc, m->pfn, m->order))
       continue;
     count_failed(cc, m->order);
-    if (m->order == 0) {
+    if (m->order == 0 || !cc->z->arena->cfg.compact_skip_unsplit) {
       rc = BH_ENOSPC;
       break;
     }
@@ -466,8 +474,9 @@ static void compact_zone(struct compact_control *cc) {
   bh__zone_t *z = cc->z;
   bh_arena_t *a = z->arena;
   const uint64_t pb = pb_pages(a);
-  cc->migrate_pfn = z->start_pfn;
-  cc->free_pfn = (z->start_pfn + z->spanned_pages - 1) & ~(pb - 1);
+  /* the zone as the kernel spans it (zone_start_pfn, zone_end_pfn: DMA starts at pfn 1) */
+  cc->migrate_pfn = z->zone_start_pfn;
+  cc->free_pfn = (z->zone_start_pfn + z->zone_spanned_pages - 1) & ~(pb - 1);
   cc->nr_freepages = cc->nr_migratepages = 0;
   cc->nr_migrate_entries = 0;
   cc->slot = z->node;

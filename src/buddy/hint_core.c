@@ -109,7 +109,8 @@ bool bh_zone_low_wmark_ok(const bh_zone_t *z, uint64_t extra) {
  * leaves its list (PageReported cleared) and, when it is at least half a pageblock, every
  * mergeable pageblock it covers goes through move_freepages_block() to Movable: its other
  * free blocks move to the tails of the Movable lists, also when the pageblock is Movable
- * already.  Returns 2^order, or 0 if the watermark check fails.  Zone lock held.
+ * already (not a pageblock the zone does not span whole, bh__pageblock_in_zone).  Returns 2^order,
+ * or 0 if the watermark check fails.  Zone lock held.
  */
 uint64_t bh__isolate_free_page(bh__zone_t *z, uint64_t pfn, unsigned order) {
   bh_arena_t *a = z->arena;
@@ -128,7 +129,7 @@ uint64_t bh__isolate_free_page(bh__zone_t *z, uint64_t pfn, unsigned order) {
   if (order + 1 >= a->pb_order) {
     uint64_t step = 1ull << a->pb_order, end = pfn + (1ull << order);
     for (uint64_t b = pfn & ~(step - 1); b < end; b += step)
-      if (bh__mt_mergeable(bh__pb_mt(a, b)))
+      if (bh__mt_mergeable(bh__pb_mt(a, b)) && bh__pageblock_in_zone(z, b))
         bh__move_freepages_block(z, b, bh__pb_mt(a, b), BH_MT_MOVABLE);
   }
   return 1ull << order;

@@ -384,6 +384,8 @@ BH__INTERNAL void bh__del_from_free_list(bh__zone_t *z, uint64_t pfn, unsigned o
 BH__INTERNAL bool bh__zone_watermark_ok(bh__zone_t *z, unsigned order, uint64_t mark,
                                         int highest_zoneidx, unsigned alloc_flags,
                                         int64_t free_pages);
+/* Whether the zone spans the whole pageblock at start (prep_move_freepages_block). */
+BH__INTERNAL bool bh__pageblock_in_zone(const bh__zone_t *z, uint64_t start);
 BH__INTERNAL uint64_t bh__move_freepages_block(bh__zone_t *z, uint64_t start, int old_mt,
                                                int new_mt);
 BH__INTERNAL int bh__preferred_zone(const bh_arena_t *a, int node, int highest);

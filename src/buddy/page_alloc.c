@@ -372,6 +372,17 @@ static void count_pageblock(const bh_arena_t *a, uint64_t start, uint64_t *free_
   }
 }
 
+/*
+ * prep_move_freepages_block's zone check: a pageblock is moved or retyped only if the zone,
+ * as the kernel spans it, holds its first and last pfn (mm/page_alloc.c:1736-1739).  It fails
+ * for the pageblock of pfn 0 when the x86 DMA zone starts at pfn 1, and for a last pageblock
+ * cut by the zone's end: the caller holds this zone's lock only.
+ */
+bool bh__pageblock_in_zone(const bh__zone_t *z, uint64_t start) {
+  uint64_t end = start + (1ull << z->arena->pb_order);
+  return start >= z->zone_start_pfn && end <= z->zone_start_pfn + z->zone_spanned_pages;
+}
+
 /* __move_freepages_block: every free block of the pageblock to new_mt's list, retype it. */
 uint64_t bh__move_freepages_block(bh__zone_t *z, uint64_t start, int old_mt, int new_mt) {
   bh_arena_t *a = z->arena;
@@ -423,6 +434,8 @@ static uint64_t try_to_claim_block(bh__zone_t *z, uint64_t pfn, unsigned cur_ord
     atomic_fetch_or_explicit(&z->flags, BH__ZONE_BOOSTED_WATERMARK, memory_order_relaxed);
 
   uint64_t start = pfn & ~((1ull << a->pb_order) - 1), free_pages, movable_pages, alike;
+  if (!bh__pageblock_in_zone(z, start))
+    return UINT64_MAX; /* moving the whole block can fail at a zone boundary */
   count_pageblock(a, start, &free_pages, &movable_pages);
   if (start_mt == BH_MT_MOVABLE)
     alike = movable_pages;
@@ -946,7 +959,8 @@ static void reserve_highatomic_pageblock(bh__zone_t *z, uint64_t pfn, unsigned o
     return;
   bh__zone_lock(z);
   int mt = bh__pb_mt(a, pfn);
-  if (z->nr_reserved_highatomic < max_managed && bh__mt_mergeable(mt)) {
+  if (z->nr_reserved_highatomic < max_managed && bh__mt_mergeable(mt) &&
+      (order >= a->pb_order || bh__pageblock_in_zone(z, pfn & ~(pb - 1)))) {
     if (order < a->pb_order) {
       bh__move_freepages_block(z, pfn & ~(pb - 1), mt, BH_MT_HIGHATOMIC);
       z->nr_reserved_highatomic += pb;
@@ -986,8 +1000,10 @@ static bool unreserve_highatomic_pageblock(bh_arena_t *a, const struct alloc_ctx
             size < z->nr_reserved_highatomic ? size : z->nr_reserved_highatomic;
       }
       uint64_t moved = 1;
-      if (o < a->pb_order) {
-        moved = bh__move_freepages_block(z, pfn & ~(pb - 1), mt, ac->mt);
+      if (o < a->pb_order) { /* not in the zone: cannot be, its reservation moved it */
+        moved = bh__pageblock_in_zone(z, pfn & ~(pb - 1))
+                    ? bh__move_freepages_block(z, pfn & ~(pb - 1), mt, ac->mt)
+                    : 0;
       } else {
         move_to_free_list(z, pfn, o, mt, ac->mt);
         set_pageblock_range(a, pfn, o, ac->mt);

@@ -128,6 +128,8 @@ static void print_text(const bh_config_t *c, resolved_t *r) {
   printf("  numa_bind               %s\n", c->numa_bind ? "on" : "off");
   printf("  debug_checks            %s\n", c->debug_checks ? "on" : "off");
   printf("  compact_large_blocks    %s\n", c->compact_large_blocks ? "on" : "off");
+  printf("  compact_skip_unsplit    %s\n", c->compact_skip_unsplit ? "on" : "off");
+  printf("  cpu_data_slice_bytes    %lu\n", (unsigned long)c->cpu_data_slice_bytes);
 
   if (r->arena) {
     printf("\nresolved for that arena (pages):\n");
@@ -198,9 +200,11 @@ static void print_json(const bh_config_t *c, resolved_t *r) {
          c->pcp ? "true" : "false", c->nr_cpus,
          c->pcp_key == BH_PCP_PER_CPU ? "per_cpu" : "per_thread", c->pcp_batch, c->pcp_high,
          c->pcp_thp ? "true" : "false");
-  printf("    \"numa_bind\": %s, \"debug_checks\": %s, \"compact_large_blocks\": %s\n  },\n",
+  printf("    \"numa_bind\": %s, \"debug_checks\": %s, \"compact_large_blocks\": %s, "
+         "\"compact_skip_unsplit\": %s, \"cpu_data_slice_bytes\": %lu\n  },\n",
          c->numa_bind ? "true" : "false", c->debug_checks ? "true" : "false",
-         c->compact_large_blocks ? "true" : "false");
+         c->compact_large_blocks ? "true" : "false", c->compact_skip_unsplit ? "true" : "false",
+         (unsigned long)c->cpu_data_slice_bytes);
   printf("  \"resolved_zones\": [");
   for (int i = 0, n = 0; r->arena && i < r->nzones; i++) {
     bh_zone_info_t zi;

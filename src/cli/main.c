@@ -40,9 +40,11 @@ int main(int argc, char **argv) {
     printf("buddyhint %s\n", bh_version());
     return bh_cli_stdout_close("--version", BH_EXIT_OK);
   }
-  /* not a terminal: the output is written at the end, where bh_cli_stdout_close checks it */
+  /* not a terminal: the output is written at the end, where bh_cli_stdout_close checks it
+   * (and sees the write's own error); glibc ignores the size of a buffer it is not given */
+  static char outbuf[1 << 20];
   if (!isatty(STDOUT_FILENO))
-    setvbuf(stdout, NULL, _IOFBF, 1 << 20);
+    setvbuf(stdout, outbuf, _IOFBF, sizeof(outbuf));
   for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
     if (!strcmp(argv[1], verbs[i].name)) {
       bh_cli_set_argv(argc - 1, argv + 1);

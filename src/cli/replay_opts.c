@@ -69,11 +69,17 @@ const char bh_cli_replay_help[] =
     "  --shuffle             shuffle top-order frees (page_alloc.shuffle)\n"
     "  --seed N              seed for the shuffle (default 1)\n"
     "  --min-free-kbytes N   as vm.min_free_kbytes (default: Linux's formula)\n"
+    "  --cpu-data-slice SIZE each CPU's share of its last-level cache (default 2M; 0: none):\n"
+    "                        above 3 * batch pages a pcp keeps batch pages through a burst\n"
+    "                        of order 1..3 frees (PCPF_FREE_HIGH_BATCH, Linux 6.8+)\n"
     "  --max-order N         MAX_PAGE_ORDER (default 10)\n"
     "  --compaction-proactiveness N\n"
     "                        as vm.compaction_proactiveness, 0..100 (default 20, Linux's;\n"
     "                        0: no compaction)\n"
     "  --compact-order0-only compaction moves order-0 pages only, as before Linux 6.9\n"
+    "  --compact-skip-unsplit\n"
+    "                        a block above order 0 without a compaction target stays and\n"
+    "                        the batch goes on (not Linux's: its failed split ends the run)\n"
     "  --check-every N       run the invariant checker every N events\n"
     "  --layout KIND         auto (default: the recorded machine's if the trace has a\n"
     "                        description), trace (the machine's, or an error) or default\n"
@@ -171,6 +177,8 @@ int bh_cli_replay_opt(int argc, char **argv, int *i, bh_cli_replay_t *c) {
     cfg->arena.pcp = false;
   } else if (!strcmp(a, "--compact-order0-only")) {
     cfg->arena.compact_large_blocks = false;
+  } else if (!strcmp(a, "--compact-skip-unsplit")) {
+    cfg->arena.compact_skip_unsplit = true;
   } else if (!strcmp(a, "--no-grouping")) {
     cfg->arena.mobility_grouping = false;
   } else if (!strcmp(a, "--shuffle")) {
@@ -260,6 +268,13 @@ int bh_cli_replay_opt(int argc, char **argv, int *i, bh_cli_replay_t *c) {
   } else if (OPT("seed")) {
     if (r < 0 || num(verb, "seed", v, 0, UINT64_MAX, &cfg->arena.seed))
       return -1;
+    return 1;
+  } else if (OPT("cpu-data-slice")) {
+    if (r < 0 || bh_cli_parse_size(v, &cfg->arena.cpu_data_slice_bytes)) {
+      if (r >= 0)
+        bh_cli_usage_error(verb, "--cpu-data-slice: bad size '%s' (bytes, or with K, M, G)", v);
+      return -1;
+    }
     return 1;
   } else if (OPT("min-free-kbytes")) {
     if (r < 0 || num(verb, "min-free-kbytes", v, 0, 64ull << 20, &cfg->arena.min_free_kbytes))

@@ -402,6 +402,7 @@ int bh_hint_attach(bh_arena_t *a, const bh_hint_config_t *cfg, bh_hint_t **out) 
   h->arena = a;
   h->ops = ops;
   h->clock = cfg->clock;
+  h->registered_at_boot = cfg->registered_at_boot;
   h->step_next = BH_HINT_IDLE;
   atomic_init(&h->wake_at, BH_HINT_IDLE);
   pthread_mutex_init(&h->mu, NULL);
@@ -456,6 +457,7 @@ void bh_hint_detach(bh_hint_t *h) {
 /* ---- services for strategies ---- */
 
 bh_arena_t *bh_hint_arena(const bh_hint_t *h) { return h ? h->arena : NULL; }
+bool bh_hint_registered_at_boot(const bh_hint_t *h) { return h && h->registered_at_boot; }
 const bh_strategy_ops_t *bh_hint_strategy(const bh_hint_t *h) { return h ? h->ops : NULL; }
 bh_report_mode_t bh_hint_report_mode(const bh_hint_t *h) {
   return h ? bh__reporter_mode(h->reporter) : BH_REPORT_NONE;

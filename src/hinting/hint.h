@@ -16,6 +16,7 @@ struct bh_hint {
   void *state;
   bh__reporter_t *reporter;
   bh_clock_mode_t clock;
+  bool registered_at_boot;    /* bh_hint_config_t.registered_at_boot */
   _Atomic uint64_t now;       /* virtual time (virtual mode) */
   _Atomic uint64_t wake_at;   /* earliest requested step (BH_HINT_IDLE: none) */
   _Atomic uint64_t step_next; /* the strategy's own next due time */

@@ -773,6 +773,31 @@ static uint64_t kcompactd(struct replay *r) {
   return next > r->next_compact && next != UINT64_MAX ? next - r->next_compact : BH_NS_PER_SEC / 2;
 }
 
+/*
+ * A machine that reports free pages and starts the trace with a free block at or above the
+ * reporting order that it has not reported has a pass pending: the free that made the block
+ * notified (page_reporting_notify_free), and the pass that would report it has not run yet.
+ * So each zone that holds such a block notifies once, as that free did; a start whose
+ * eligible blocks were all reported has nothing pending, and its first pass waits for a free.
+ */
+static void start_notify(bh_arena_t *a) {
+  for (int i = 0; i < a->nr_zones; i++) {
+    bh__zone_t *z = &a->zones[i];
+    bool found = false;
+    bh__zone_lock(z);
+    for (unsigned o = z->notify_order; o <= a->max_order && !found; o++)
+      for (int mt = 0; mt < BH_MT_TYPES && !found; mt++)
+        for (uint64_t p = bh_free_list_first(z, o, mt); p != BH_PFN_NONE && !found;
+             p = bh_free_list_next(z, o, mt, p))
+          if (!bh_block_reported(z, p)) {
+            z->ev[BH_STAT_hint_notify]++;
+            a->hint.notify(a->hint.ctx, z, p, o);
+            found = true;
+          }
+    bh__zone_unlock(z);
+  }
+}
+
 /* The hinting worker's steps due by virtual time t, and the checker after them if asked. */
 /*
  * Resident memory only falls when a worker step reports (madvise, hole punch, or the sim
@@ -1331,6 +1356,8 @@ static int setup(struct replay *r, const struct scan *sc) {
   bh_hint_config_t hc = cfg->hint;
   if (cfg->speed > 0)
     hc.clock = BH_CLOCK_THREAD;
+  /* a recorded machine's reporting was registered when it booted: no initial flush now */
+  hc.registered_at_boot = r->shape && r->rm.start != BH__START_EMPTY;
   err = bh_hint_attach(r->arena, &hc, &r->hint);
   if (err) {
     set_err(r, "strategy '%s': %s", hc.strategy ? hc.strategy : "none",
@@ -1340,6 +1367,8 @@ static int setup(struct replay *r, const struct scan *sc) {
   if (r->shape)
     bh__rm_start_reported(&r->rm, r->arena,
                           bh_hint_strategy(r->hint)->flags & BH_STRATEGY_PAGE_REPORTED, r->s);
+  if (hc.registered_at_boot && (bh_hint_strategy(r->hint)->flags & BH_STRATEGY_PAGE_REPORTED))
+    start_notify(r->arena);
   if (cfg->reports) {
     fprintf(cfg->reports, "trace_time_s,pfn,order\n");
     r->hint->on_report = on_report;

@@ -507,7 +507,8 @@ static int ad_create(bh_hint_t *h, const bh_opt_t *opts, size_t nopts, void **st
   ad->tokens = ad->rate * (double)ad->interval_ns / 1e9;
   *state = ad;
   bh_hint_set_orders(h, ad->pr.order, UINT8_MAX);
-  bh__pr_request(&ad->pr); /* page_reporting_register: the initial flush */
+  if (!bh_hint_registered_at_boot(h)) /* page_reporting_register: the initial flush */
+    bh__pr_request(&ad->pr);
   if (ad->low < ad->pr.order)
     bh_hint_request(h, ad->interval_ns); /* the first aging scan */
   return BH_OK;

@@ -253,7 +253,13 @@ static void bm_destroy(void *state) {
   free(bm);
 }
 
-/* Groups the zones into areas (per type, or one per zone) and sizes their bitmaps. */
+/*
+ * Groups the zones into areas (per type, or one per zone) and sizes their bitmaps.  v11's
+ * page_hinting_enable spans each bitmap from the lowest zone_start_pfn to the highest
+ * zone_start_pfn + spanned_pages, the kernel's span: an x86 DMA zone starts at pfn 1, so its
+ * chunk bits count from pfn 1 and the scan probes pfns 1, 513, .., never the head of a free
+ * order-9 block: v11 never hinted DMA, and neither does this.
+ */
 static int bm_areas(struct bm *bm, bh_arena_t *a) {
   int nz = bh_zone_count(a);
   bm->area_of = calloc((size_t)nz, sizeof(*bm->area_of));
@@ -279,7 +285,10 @@ static int bm_areas(struct bm *bm, bh_arena_t *a) {
     struct bm_area *ba = &bm->areas[k];
     uint64_t lo = UINT64_MAX, hi = 0;
     for (int i = 0; i < ba->nzones; i++) {
-      uint64_t start = bh_zone_start_pfn(ba->zones[i]), end = start + bh_zone_pages(ba->zones[i]);
+      bh_zone_info_t zi;
+      if (bh_zone_info(a, bh_zone_index(ba->zones[i]), &zi))
+        return BH_EINVAL;
+      uint64_t start = zi.start_pfn, end = start + zi.spanned_pages;
       lo = start < lo ? start : lo;
       hi = end > hi ? end : hi;
     }

@@ -165,8 +165,11 @@ static int bub_create(bh_hint_t *h, const bh_opt_t *opts, size_t nopts, void **s
   }
   *state = b;
   bh_hint_set_orders(h, b->pr.order, b->hwm ? b->pr.order : UINT8_MAX);
-  /* page_reporting_register: begin the initial flush of the zones */
-  bh__pr_request(&b->pr);
+  /* page_reporting_register: begin the initial flush of the zones (mm/page_reporting.c:
+   * 385-386); a machine that has been running did it at boot, and its first pass since comes
+   * from a free that reaches the reporting order (page_reporting_notify_free) */
+  if (!bh_hint_registered_at_boot(h))
+    bh__pr_request(&b->pr);
   return BH_OK;
 }
 

@@ -333,6 +333,7 @@ static void rows_strategy(struct fixture *x) {
   ROW("bh_hint_strategy", "NULL", bh_hint_strategy(NULL) == NULL);
   ROW("bh_hint_report_mode", "NULL", bh_hint_report_mode(NULL) == BH_REPORT_NONE);
   ROW("bh_hint_arena", "NULL", bh_hint_arena(NULL) == NULL);
+  ROW("bh_hint_registered_at_boot", "NULL", !bh_hint_registered_at_boot(NULL));
   ROW("bh_hint_set_orders", "NULL", (bh_hint_set_orders(NULL, 0, 0), true));
   ROW("bh_hint_request", "NULL", (bh_hint_request(NULL, 0), true));
   ROW("bh_hint_report", "NULL hint", bh_hint_report(NULL, &rr, 1) == BH_EINVAL);

@@ -315,6 +315,46 @@ static void test_mobility_grouping_off(void **state) {
   }
 }
 
+/*
+ * A pageblock the zone does not span whole is never claimed: prep_move_freepages_block fails
+ * when the zone does not hold the pageblock's first or last pfn (mm/page_alloc.c:1736-1739),
+ * and try_to_steal_block then gives up after the boost ("moving whole block can fail due to
+ * zone boundary conditions", mm/page_alloc.c:1988-1991).  An x86 DMA zone starts at pfn 1:
+ * its pageblock 0 holds free blocks of orders 0..8 at 1, 2, 4, .., 256 once the order-10 and
+ * order-9 blocks above are allocated.  An unmovable page finds no unmovable block; the claim
+ * loop tries order 8 (256) down to order 0 (1), each in pageblock 0, and claims nothing; the
+ * steal then takes the smallest Movable block, pfn 1, and pageblock 0 stays Movable.  Were the
+ * boundary not checked, the order-8 block would claim pageblock 0 (511 free pages >= 256).
+ */
+static void test_no_claim_across_zone_start(void **state) {
+  (void)state;
+  bh_config_t c = bt_cfg_blank();
+  c.backing = BH_BACKING_SIM;
+  c.pcp = false;
+  c.nr_layout_zones = 1;
+  c.layout_zones[0] = (bh_zone_layout_t){.node = 0,
+                                         .type = BH_ZONE_DMA,
+                                         .start_pfn = 1,
+                                         .spanned_pages = 4095,
+                                         .present_pages = 4095,
+                                         .managed_pages = 4095,
+                                         .wmark_min = 1,
+                                         .wmark_low = 1,
+                                         .wmark_high = 1};
+  bh_arena_t *a = bt_create(&c);
+  for (uint64_t pfn = 1024; pfn < 4096; pfn += 1024)
+    EXPECT_U64(bt_alloc(a, BH_GFP_MOVABLE, 10, 0), pfn);
+  EXPECT_U64(bt_alloc(a, BH_GFP_MOVABLE, 9, 0), 512);
+  EXPECT_U64(bt_zone(a, 0).free_pages, 511);
+  struct extfrag before = extfrag_now(a);
+  EXPECT_U64(bt_alloc(a, BH_GFP_KERNEL, 0, 0), 1);
+  expect_extfrag_delta(a, before, 1, 1, 0);
+  expect_pageblocks(a, 0, 8, 0);
+  EXPECT_U64(bt_zone(a, 0).nr_free_mt[8][BH_MT_MOVABLE], 1);
+  bt_expect_clean(a);
+  bh_arena_destroy(a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fallback_table),
@@ -324,6 +364,7 @@ int main(void) {
       cmocka_unit_test(test_claim_exactly_half),
       cmocka_unit_test(test_claim_counts_movable_pages),
       cmocka_unit_test(test_mobility_grouping_off),
+      cmocka_unit_test(test_no_claim_across_zone_start),
   };
   return cmocka_run_group_tests_name("buddy_fallback", tests, NULL, NULL);
 }

@@ -180,6 +180,56 @@ static void test_pcp_free_count_halved_on_alloc(void **state) {
   EXPECT_U64(drained, 8);
 }
 
+/*
+ * PCPF_FREE_HIGH_BATCH: a pcp whose CPU's share of the last-level cache exceeds 3 * batch
+ * pages (zone_pcp_update_cacheinfo, mm/page_alloc.c:5870-5873) keeps batch pages through a
+ * burst of order 1..3 frees: free_high needs count >= batch too (mm/page_alloc.c:2699-2703),
+ * and free_high drains min(count, batch << 5) (2605-2606).  fixed_pcp_arena (batch 4, high
+ * 16): four order-1 blocks allocated, the lists drained, then the four freed one by one.
+ * Free 1: no high-order free before it; free 2: free_count 2 < 4; free 3: free_count 4,
+ * count 6 >= 4, free_high either way: 6 pages drained.  Free 4: free_count 6, count 2: with
+ * the flag 2 < 4 keeps them; without it (cpu_data_slice_bytes 0, or exactly 3 * batch pages)
+ * they are drained too.
+ */
+static uint64_t high_order_burst(uint64_t slice_bytes, uint64_t *drained) {
+  bh_config_t c = bt_cfg_one_zone(BH_ZONE_NORMAL, 16 * MiB);
+  c.backing = BH_BACKING_SIM;
+  c.nr_cpus = 1;
+  c.pcp_batch = 4;
+  c.pcp_high = 16;
+  c.pcp = true;
+  c.cpu_data_slice_bytes = slice_bytes;
+  bt_cfg_no_wmarks(&c);
+  bh_arena_t *a = bt_create(&c);
+  uint64_t p[4];
+  for (int i = 0; i < 4; i++)
+    p[i] = bt_alloc(a, BH_GFP_MOVABLE, 1, 0);
+  bh_drain_pcp(a);
+  uint64_t d0 = bt_stat(a, BH_STAT_pcp_drain), dp0 = bt_stat(a, BH_STAT_pcp_drain_pages);
+  for (int i = 0; i < 3; i++)
+    bt_free(a, p[i], 1, 0);
+  EXPECT_U64(bt_stat(a, BH_STAT_pcp_drain) - d0, 1);
+  EXPECT_U64(bt_stat(a, BH_STAT_pcp_drain_pages) - dp0, 6);
+  bt_free(a, p[3], 1, 0);
+  uint64_t left = bt_zone(a, 0).pcp_pages;
+  *drained = bt_stat(a, BH_STAT_pcp_drain_pages) - dp0;
+  bt_expect_clean(a);
+  bh_arena_destroy(a);
+  return left;
+}
+
+static void test_pcp_free_high_batch(void **state) {
+  (void)state;
+  uint64_t drained;
+  EXPECT_U64(high_order_burst(2ull << 20, &drained), 2); /* the default: 512 pages > 12 */
+  EXPECT_U64(drained, 6);
+  EXPECT_U64(high_order_burst(0, &drained), 0);
+  EXPECT_U64(drained, 8);
+  EXPECT_U64(high_order_burst(12 * 4096, &drained), 0); /* 12 pages: not above 3 * 4 */
+  EXPECT_U64(drained, 8);
+  EXPECT_U64(high_order_burst(13 * 4096, &drained), 2);
+}
+
 /* pcp_thp: pageblock-order (9) blocks use the THP list; order 4 never uses a pcp list. */
 static void test_pcp_orders(void **state) {
   (void)state;
@@ -318,6 +368,7 @@ int main(void) {
       cmocka_unit_test(test_pcp_drain_returns_everything),
       cmocka_unit_test(test_pcp_drain_at_high),
       cmocka_unit_test(test_pcp_free_count_halved_on_alloc),
+      cmocka_unit_test(test_pcp_free_high_batch),
       cmocka_unit_test(test_pcp_orders),
       cmocka_unit_test(test_pcp_no_drain_without_reclaim),
       cmocka_unit_test(test_pcp_drain_with_reclaim_progress),

@@ -24,7 +24,8 @@
 
 /* Replay options that are flags; every other option takes a value. */
 static const char *const flag_opts[] = {
-    "realtime", "lenient", "no-pcp", "no-grouping", "compact-order0-only", "shuffle"};
+    "realtime", "lenient", "no-pcp", "no-grouping", "compact-order0-only", "compact-skip-unsplit",
+    "shuffle"};
 /* Replay options a spec may not set, and what to use instead. */
 static const char *const reserved_opts[][2] = {
     {"strategy", "list strategies under 'strategies'"},

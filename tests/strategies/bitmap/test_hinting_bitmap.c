@@ -236,6 +236,53 @@ static void test_stale_bit(void **state) {
   uncraft(&c);
 }
 
+/*
+ * v11 (<20190710195158.19640-2-nitesh@redhat.com>) bases a zone type's bitmap on the
+ * zone's zone_start_pfn (page_hinting_enable), counts a chunk's bit as (pfn - base_pfn) >>
+ * PAGE_HINTING_MIN_ORDER (pfn_to_bit) and probes (bit << PAGE_HINTING_MIN_ORDER) + base_pfn
+ * (scan_zone_free_area).  An x86 DMA zone starts at pfn 1: the order-9 block freed at 512
+ * sets bit 0, which probes pfn 1 (a free order-0 page), and the order-10 block at 1024 sets
+ * bit 1, which probes 513 (inside the order-9 block): both bits are stale, nothing is hinted.
+ */
+static void test_dma_base_pfn(void **state) {
+  (void)state;
+  bh_config_t c;
+  bh_config_init(&c);
+  for (int t = 0; t < BH_NR_ZONE_TYPES; t++)
+    c.zone_bytes[t] = 0;
+  c.backing = BH_BACKING_SIM;
+  c.pcp = false;
+  c.nr_layout_zones = 1;
+  c.layout_zones[0] = (bh_zone_layout_t){.node = 0,
+                                         .type = BH_ZONE_DMA,
+                                         .start_pfn = 1,
+                                         .spanned_pages = 4095,
+                                         .present_pages = 4095,
+                                         .managed_pages = 4095,
+                                         .wmark_min = 1,
+                                         .wmark_low = 1,
+                                         .wmark_high = 1};
+  bh_arena_t *a = NULL;
+  assert_int_equal(bh_arena_create(&c, &a), BH_OK);
+  bh_opt_t opt = {"threshold", "1"};
+  bh_hint_t *h = NULL;
+  assert_int_equal(ht_attach(a, "bitmap", &opt, 1, BH_CLOCK_VIRTUAL, &h), BH_OK);
+  uint64_t p9, p10;
+  assert_int_equal(bh_alloc_pfn(a, GFP, CHUNK_ORDER, 0, &p9), BH_OK);
+  assert_int_equal(p9, 512);
+  assert_int_equal(bh_alloc_pfn(a, GFP, CHUNK_ORDER + 1, 0, &p10), BH_OK);
+  assert_int_equal(p10, 1024);
+  assert_int_equal(bh_free_pfn(a, p9, CHUNK_ORDER, 0), BH_OK);
+  assert_int_equal(bh_free_pfn(a, p10, CHUNK_ORDER + 1, 0), BH_OK);
+  assert_int_equal(ht_sstat(h, "bits_set"), 2);
+  assert_true(bh_hint_advance(h, bh_hint_now(h)) >= 1);
+  assert_int_equal(ht_sstat(h, "stale_bits"), 2);
+  assert_int_equal(ht_sstat(h, "reported_blocks"), 0);
+  assert_int_equal(ht_check(a), 0);
+  bh_hint_detach(h);
+  bh_arena_destroy(a);
+}
+
 /* clear_on_alloc=1: the allocation clears the bit instead. */
 static void test_clear_on_alloc(void **state) {
   (void)state;
@@ -591,12 +638,12 @@ static void test_coalesce_8_order10(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_threshold_cycle),     cmocka_unit_test(test_batches),
-      cmocka_unit_test(test_stale_bit),           cmocka_unit_test(test_clear_on_alloc),
-      cmocka_unit_test(test_merge_to_order10),    cmocka_unit_test(test_isolate_watermark),
-      cmocka_unit_test(test_two_nodes),           cmocka_unit_test(test_two_nodes_per_zone),
-      cmocka_unit_test(test_putback_tail_option), cmocka_unit_test(test_coalesce_16_chunks),
-      cmocka_unit_test(test_coalesce_8_order10),
+      cmocka_unit_test(test_threshold_cycle),    cmocka_unit_test(test_batches),
+      cmocka_unit_test(test_stale_bit),          cmocka_unit_test(test_dma_base_pfn),
+      cmocka_unit_test(test_clear_on_alloc),     cmocka_unit_test(test_merge_to_order10),
+      cmocka_unit_test(test_isolate_watermark),  cmocka_unit_test(test_two_nodes),
+      cmocka_unit_test(test_two_nodes_per_zone), cmocka_unit_test(test_putback_tail_option),
+      cmocka_unit_test(test_coalesce_16_chunks), cmocka_unit_test(test_coalesce_8_order10),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

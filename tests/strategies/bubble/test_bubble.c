@@ -157,6 +157,39 @@ static void test_delay(void **state) {
   bh_arena_destroy(a);
 }
 
+/*
+ * Attached to a machine that has been running (registered_at_boot, as a replay from a recorded
+ * start state): page_reporting_register's initial flush (mm/page_reporting.c:385-386) was done
+ * when that machine booted, so no pass is due until a free ends at the reporting order or
+ * above (page_reporting_notify_free, mm/page_reporting.h:40-44); its pass comes one delay
+ * later (PAGE_REPORTING_DELAY, mm/page_reporting.c:50, 84).
+ */
+static void test_registered_at_boot(void **state) {
+  (void)state;
+  bh_arena_t *a = bt_arena(BH_BACKING_SIM, 256 * MiB, false, 0);
+  bh_hint_config_t hc;
+  bh_hint_config_init(&hc);
+  hc.strategy = "bubble";
+  hc.registered_at_boot = true;
+  bh_hint_t *h = NULL;
+  assert_int_equal(bh_hint_attach(a, &hc, &h), 0);
+  assert_true(bh_hint_registered_at_boot(h));
+  assert_int_equal(bh_hint_next_due(h), BH_HINT_IDLE);
+  assert_int_equal(bh_hint_advance(h, 10 * SEC), 0);
+  assert_true(bt_stat(h, "requests") == 0);
+  uint64_t x, total, rep;
+  assert_int_equal(bh_alloc_pfn(a, BH_GFP_USER_MOVABLE, ORDER - 1, 0, &x), 0);
+  assert_int_equal(bh_free_pfn(a, x, ORDER - 1, 0), 0); /* merges up: notify at order >= 9 */
+  assert_int_equal(bh_hint_next_due(h), 12 * SEC);
+  assert_int_equal(bh_hint_advance(h, 12 * SEC), 1);
+  bt_free_hi(a, ORDER, &total, &rep);
+  assert_true(total > 0);
+  assert_int_equal(rep, total);
+  assert_true(bt_stat(h, "passes") == 1);
+  bh_hint_detach(h);
+  bh_arena_destroy(a);
+}
+
 /* ---- 2. reported blocks end up at the tail; a new free goes to the head ---- */
 
 static void assert_unreported_first(const bool *rep, size_t n, size_t want_reported) {
@@ -778,11 +811,17 @@ static void test_property(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_options),      cmocka_unit_test(test_delay),
-      cmocka_unit_test(test_tail),         cmocka_unit_test(test_flag_rules),
-      cmocka_unit_test(test_budget),       cmocka_unit_test(test_rotation),
-      cmocka_unit_test(test_watermark),    cmocka_unit_test(test_hwm),
-      cmocka_unit_test(test_report_error), cmocka_unit_test(test_idle_target),
+      cmocka_unit_test(test_options),
+      cmocka_unit_test(test_delay),
+      cmocka_unit_test(test_registered_at_boot),
+      cmocka_unit_test(test_tail),
+      cmocka_unit_test(test_flag_rules),
+      cmocka_unit_test(test_budget),
+      cmocka_unit_test(test_rotation),
+      cmocka_unit_test(test_watermark),
+      cmocka_unit_test(test_hwm),
+      cmocka_unit_test(test_report_error),
+      cmocka_unit_test(test_idle_target),
       cmocka_unit_test(test_property),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
