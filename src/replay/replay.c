@@ -149,7 +149,7 @@ struct scan {
                             * (0: one pass) */
   uint64_t pfn_lo, pfn_hi; /* the recorded blocks' pages lie in [pfn_lo, pfn_hi) */
   unsigned max_cpu;
-  uint64_t pcp_events; /* mm_page_pcpu_drain, mm_page_alloc_zone_locked, extfrag events */
+  uint64_t pcp_events; /* mm_page_pcpu_drain and mm_page_alloc_zone_locked events */
   /* a text trace's events as the first pass read them, for the second to play without
    * parsing the text again (NULL: read the trace again), and what the reader counted */
   struct kept_event *kept;
@@ -441,7 +441,7 @@ static inline __attribute__((always_inline)) int scan_event(void *ctx, const bh_
   if (ev->cpu >= 0 && (unsigned)ev->cpu > sc->max_cpu)
     sc->max_cpu = (unsigned)ev->cpu;
   if (bh__unlikely(ev->op >= BH_EV_PCPU_DRAIN)) { /* no page changes hands */
-    sc->pcp_events++;
+    sc->pcp_events += ev->op != BH_EV_EXTFRAG;    /* the fallbacks alone drain no pcp list */
     return 0;
   }
   if (bh__unlikely(st->fe != NULL))
@@ -1546,7 +1546,7 @@ COLD static void pcp_event(struct replay *r, const bh_event_t *ev) {
  * A fallback (mm_page_alloc_extfrag).  Under --placement trace a claim retypes the pageblock
  * (every pageblock of a block of pageblock order or more) to the allocation's migratetype and
  * moves its free blocks to that type's lists, as try_to_steal_block did in the kernel (Linux
- * 6.12 mm/page_alloc.c:1973-1980, :2020-2023).  A claim below pageblock order took its block
+ * 6.12 mm/page_alloc.c:1973-1980, :2021-2024).  A claim below pageblock order took its block
  * with __rmqueue_smallest, whose zone_locked event came first (and moved it to a pcp list if
  * it was a refill); a steal, or a claim of a larger block, fires no zone_locked event, so a
  * block whose order and migratetype the pcp lists take goes to the CPU's pcp list here, as a
