@@ -655,7 +655,7 @@ void bh__where_is(const bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int
  * A claim the kernel's trace reports (mm_page_alloc_extfrag with change_ownership): the
  * pageblocks of the block of 2^order pages at pfn become mt's, each with its free blocks moved
  * to mt's lists, as try_to_steal_block does (Linux 6.12 mm/page_alloc.c:1973-1980 for a block
- * of pageblock order or more, change_pageblock_range; :2020-2023 below it, the one pageblock
+ * of pageblock order or more, change_pageblock_range; :2021-2024 below it, the one pageblock
  * through __move_freepages_block).  A free block of the arena that holds the range and is
  * larger covers pageblocks of one type (__free_one_page makes them so): the claim takes all of
  * them, or the block would span two types.

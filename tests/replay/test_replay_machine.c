@@ -1003,7 +1003,7 @@ static void ptinfo(const char *dir, int mt, long *blocks, long *free_pages) {
 
 /*
  * --placement trace with the fallbacks (mm_page_alloc_extfrag).  A claim below pageblock order
- * (Linux 6.12 mm/page_alloc.c:2020-2023: __move_freepages_block retypes the pageblock and moves
+ * (Linux 6.12 mm/page_alloc.c:2021-2024: __move_freepages_block retypes the pageblock and moves
  * every free block in it to the claiming type's lists, then __rmqueue_smallest takes the block,
  * its zone_locked event first) turns one Movable pageblock Unmovable: one pageblock more of
  * Unmovable, one fewer of Movable, and the pageblock's free pages (but the one refilled) move
