@@ -291,6 +291,17 @@ typedef struct bh_replay_summary {
    * it was on a kernel's pcp list at the start, which the free map cannot show (the start
    * state's error); it goes to the free lists as the kernel's did */
   uint64_t pcp_drains_adopted;
+  /* --placement trace with the fallbacks (mm_page_alloc_extfrag, recorded with --pcp-events):
+   * those applied (a claim retyped the pageblock and moved its free blocks; a steal, or a claim
+   * of a block of pageblock order or more, put its block on a pcp list where the kernel's
+   * rmqueue_bulk could have, or needed nothing) and missed (the pageblock Isolate or
+   * HighAtomic, or the block not free where the event says); of the applied, the claims, the
+   * pageblocks they changed the type of (a claim of a pageblock the replay already has of the
+   * allocation's type changes none), and the blocks put on a pcp list.  With allocator
+   * placement the arena makes its own fallbacks: a caller's fallback events are only counted
+   * (ignored); a trace's are not read. */
+  uint64_t extfrag_events_applied, extfrag_events_missed, extfrag_events_ignored;
+  uint64_t extfrag_claims_applied, extfrag_pageblocks_retyped, extfrag_refills;
   uint64_t start_pcp_pages;         /* pages the start state put on pcp lists */
   uint64_t start_unplaced_blocks;   /* counts start: free blocks that found no place */
   uint64_t start_unexplained_pages; /* first allocated by the trace, allocated in the start */

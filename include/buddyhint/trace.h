@@ -44,10 +44,13 @@ enum bh_ev_op {
   BH_EV_FREE_BATCHED = 3, /* mm_page_free_batched */
   /* 4 is the native formats' lost-events marker, never an event */
   /* The pcp events, returned only when asked for (bh_trace_opts_t.pcp_events): */
-  BH_EV_PCPU_DRAIN = 5,       /* mm_page_pcpu_drain: a block goes from a pcp list to the buddy
-                               * lists (free_pcppages_bulk) */
-  BH_EV_ALLOC_ZONE_LOCKED = 6 /* mm_page_alloc_zone_locked: a block taken from the buddy lists
-                               * (__rmqueue_smallest); percpu_refill says it may go to a pcp list */
+  BH_EV_PCPU_DRAIN = 5, /* mm_page_pcpu_drain: a block goes from a pcp list to the buddy
+                         * lists (free_pcppages_bulk) */
+  BH_EV_ALLOC_ZONE_LOCKED =
+      6,            /* mm_page_alloc_zone_locked: a block taken from the buddy lists
+                     * (__rmqueue_smallest); percpu_refill says it may go to a pcp list */
+  BH_EV_EXTFRAG = 7 /* mm_page_alloc_extfrag: a block taken from another migratetype's free lists
+                     * (__rmqueue_claim, __rmqueue_steal); returned with the pcp events */
 };
 
 /* Orders above this are malformed in every format (the replay decides what an arena takes). */
@@ -73,6 +76,13 @@ typedef struct bh_event {
   /* who made the event, when the trace was opened with bh_trace_opts_t.origins: an id for
    * bh_trace_origin() (process, call site); 0 = unknown or not asked for */
   uint32_t origin;
+  /* BH_EV_EXTFRAG only, else 0 (order is its alloc_order, migratetype its alloc_migratetype):
+   * the order of the foreign free block the allocation took (fallback_order), that block's
+   * list's migratetype (fallback_migratetype), and change_ownership (1: the pageblock is the
+   * allocation's migratetype afterwards, a claim; 0: a steal, the pageblock keeps its type) */
+  uint8_t fallback_order;
+  int8_t fallback_migratetype;
+  uint8_t change_ownership;
 } bh_event_t;
 
 /* ---------------------------------------------------------------------------------------- */
@@ -126,8 +136,9 @@ typedef struct bh_trace_opts {
   /* fill bh_event_t.origin: which process (pid, comm) and, where the trace has call chains
    * (perf record -g), which call site made each event (default false: origin stays 0) */
   bool origins;
-  /* return the pcp events (BH_EV_PCPU_DRAIN, BH_EV_ALLOC_ZONE_LOCKED) of kernel text and of
-   * version 3 native traces (default false: they are skipped as lines of other events) */
+  /* return the pcp events (BH_EV_PCPU_DRAIN, BH_EV_ALLOC_ZONE_LOCKED) and the fallbacks
+   * (BH_EV_EXTFRAG) of kernel text and of version 3 native traces (default false:
+   * they are skipped as lines of other events) */
   bool pcp_events;
 } bh_trace_opts_t;
 
@@ -274,7 +285,8 @@ BH_API int bh_trace_writer_fdopen2(int fd, const char *name, int format, int com
 BH_API int bh_trace_writer_set_description(bh_trace_writer_t *w, const char *description);
 
 /*
- * Lets a version 2 writer write the pcp events (BH_EV_PCPU_DRAIN, BH_EV_ALLOC_ZONE_LOCKED): its
+ * Lets a version 2 writer write the pcp events (BH_EV_PCPU_DRAIN, BH_EV_ALLOC_ZONE_LOCKED,
+ * BH_EV_EXTFRAG): its
  * header then says version 3, which readers before version 3 refuse rather than misread.  Only
  * before the first event or marker.  Returns 0, or BH_EINVAL (NULL, a version 1 writer, too
  * late).

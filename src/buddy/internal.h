@@ -447,6 +447,20 @@ BH__INTERNAL enum bh__pcp_at bh__pcp_block_where(const bh_arena_t *a, uint64_t p
                                                  int *cpu);
 
 /*
+ * populate.c: a fallback as a kernel's trace reports it (mm_page_alloc_extfrag), for a replay
+ * that follows the kernel's own pfns.  bh__claim_block_at: a claim (change_ownership) of the
+ * block of 2^order pages (fallback_order) at pfn: its pageblock (every pageblock of a block of
+ * pageblock order or more) becomes mt's, the free blocks in it move to mt's lists.  Returns
+ * how many pageblocks changed type (0: all were mt's already), or BH_EINVAL (mt not Unmovable,
+ * Movable or Reclaimable; order above the arena's), BH_EFAULT (outside the arena or its zones'
+ * spans), BH_EBUSY (an Isolate, HighAtomic or absent pageblock: nothing changed).
+ * bh__count_fallback_at: the zone's extfrag counters, as a fallback of the arena's own counts them.
+ */
+BH__INTERNAL int bh__claim_block_at(bh_arena_t *a, uint64_t pfn, unsigned order, int mt);
+BH__INTERNAL void bh__count_fallback_at(bh_arena_t *a, uint64_t pfn, unsigned fallback_order,
+                                        bool claim);
+
+/*
  * populate.c: where the block of `order` at pfn is now, for a replay that asks why the
  * allocator chose another block than the kernel did (placement agreement by cause).  Fills
  * *where with one of BH__WHERE_* (BH_WHERE_* in include/buddyhint/replay.h); for a block on a pcp

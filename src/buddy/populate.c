@@ -650,3 +650,60 @@ void bh__where_is(const bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int
     }
   }
 }
+
+/*
+ * A claim the kernel's trace reports (mm_page_alloc_extfrag with change_ownership): the
+ * pageblocks of the block of 2^order pages at pfn become mt's, each with its free blocks moved
+ * to mt's lists, as try_to_steal_block does (Linux 6.12 mm/page_alloc.c:1973-1980 for a block
+ * of pageblock order or more, change_pageblock_range; :2021-2024 below it, the one pageblock
+ * through __move_freepages_block).  A free block of the arena that holds the range and is
+ * larger covers pageblocks of one type (__free_one_page makes them so): the claim takes all of
+ * them, or the block would span two types.
+ */
+int bh__claim_block_at(bh_arena_t *a, uint64_t pfn, unsigned order, int mt) {
+  if (!a || order > a->max_order || mt < 0 || mt >= BH_MT_PCPTYPES)
+    return BH_EINVAL;
+  unsigned span = order > a->pb_order ? order : a->pb_order;
+  uint64_t start = pfn & ~((1ull << span) - 1), head;
+  unsigned high;
+  bh__zone_t *z = zone_at(a, start);
+  if (!z || pfn >= a->nr_pages || (1ull << span) > a->nr_pages - start ||
+      !in_span(z, start, 1ull << span))
+    return BH_EFAULT;
+  bh__zone_lock(z);
+  if (find_block(a, start, span, BH__PG_BUDDY, &head, &high) && high > span) {
+    start = head;
+    span = high;
+  }
+  uint64_t end = start + (1ull << span), pb = 1ull << a->pb_order;
+  int err = BH_OK;
+  for (uint64_t b = start; b < end && !err; b += pb) {
+    int old = bh__pb_mt(a, b);
+    if (old == BH_MT_ISOLATE || old == BH_MT_HIGHATOMIC || pb_absent(a, b))
+      err = BH_EBUSY; /* the kernel claims neither; an absent one is not the zone's */
+  }
+  int retyped = 0;
+  for (uint64_t b = start; b < end && !err; b += pb) {
+    int old = bh__pb_mt(a, b);
+    if (old != mt) {
+      bh__move_freepages_block(z, b, old, mt);
+      retyped++;
+    }
+  }
+  bh__zone_unlock(z);
+  return err ? err : retyped;
+}
+
+/* The arena's fallback counters for a fallback the kernel's trace reports (count_extfrag). */
+void bh__count_fallback_at(bh_arena_t *a, uint64_t pfn, unsigned fallback_order, bool claim) {
+  bh__zone_t *z = a ? zone_at(a, pfn) : NULL;
+  if (!z)
+    return;
+  bh__zone_lock(z);
+  z->ev[BH_STAT_extfrag_fallback]++;
+  if (fallback_order < a->pb_order)
+    z->ev[BH_STAT_extfrag_fragmenting]++;
+  if (claim)
+    z->ev[BH_STAT_extfrag_claim]++;
+  bh__zone_unlock(z);
+}

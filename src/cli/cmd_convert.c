@@ -13,7 +13,7 @@
 static void usage(FILE *out) {
   fprintf(out,
           "usage: buddyhint convert IN OUT [--format text|binary] [--compress none|gzip|zstd]\n"
-          "                         [--lenient] [--start DIR] [--end DIR]\n"
+          "                         [--lenient] [--start DIR] [--end DIR] [--pcp-events]\n"
           "\n"
           "Reads the trace IN in any format the reader knows (ftrace text, perf script, native\n"
           "text or binary, plain, gzip or zstd; trace-cmd's trace.dat; perf's perf.data\n"
@@ -26,6 +26,9 @@ static void usage(FILE *out) {
           "  --compress none|gzip|zstd\n"
           "                         default: gzip for .gz, zstd for .zst, else none\n"
           "  --lenient              skip malformed lines (counted) instead of stopping\n"
+          "  --pcp-events           keep the pcp events and the fallbacks (mm_page_pcpu_drain,\n"
+          "                         mm_page_alloc_zone_locked, mm_page_alloc_extfrag): OUT is\n"
+          "                         then native version 3 (without it they are dropped)\n"
           "  --start DIR, --end DIR snapshots of the recorded machine from directories of its\n"
           "                         /proc files (buddyinfo, pagetypeinfo, zoneinfo, optionally\n"
           "                         kpageflags), stored in OUT as its machine description (for\n"
@@ -85,7 +88,7 @@ static int describe_dirs(const char *start, const char *end, char **text) {
 
 int cmd_convert(int argc, char **argv) {
   const char *in = NULL, *out = NULL, *fmt = NULL, *comp = NULL, *start = NULL, *end = NULL;
-  bool lenient = false;
+  bool lenient = false, pcp = false;
   for (int i = 1; i < argc;) {
     const char *a = argv[i];
     int r;
@@ -101,6 +104,9 @@ int cmd_convert(int argc, char **argv) {
         return BH_EXIT_USAGE;
     } else if (!strcmp(a, "--lenient")) {
       lenient = true;
+      i++;
+    } else if (!strcmp(a, "--pcp-events")) {
+      pcp = true;
       i++;
     } else if (a[0] == '-' && a[1]) {
       return bh_cli_usage_error(VERB, "unknown option '%s'", a);
@@ -125,7 +131,7 @@ int cmd_convert(int argc, char **argv) {
   if ((rc = bh_cli_out_open(VERB, out, &o)) != 0)
     return rc;
 
-  bh_trace_opts_t opts = {.lenient = lenient};
+  bh_trace_opts_t opts = {.lenient = lenient, .pcp_events = pcp};
   bh_trace_t *t;
   int err = bh_trace_open(in, &opts, &t);
   if (err) {
@@ -142,9 +148,10 @@ int cmd_convert(int argc, char **argv) {
     return BH_EXIT_USAGE;
   }
   const char *desc = given ? given : bh_trace_description(t, NULL);
-  bool v2 = desc || bh_trace_version(t) != 1;
+  bool v2 = desc || bh_trace_version(t) != 1 || pcp;
   bh_trace_writer_t *w;
-  if (bh_cli_out_writer(o, format, compression, v2 ? 2 : 1, desc, &w)) {
+  if (bh_cli_out_writer(o, format, compression, v2 ? 2 : 1, desc, &w) ||
+      (pcp && bh_trace_writer_pcp_events(w))) {
     fprintf(stderr, "buddyhint convert: %s\n", bh_trace_error(NULL));
     bh_cli_out_abort(o);
     bh_trace_close(t);

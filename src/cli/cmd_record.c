@@ -107,8 +107,9 @@ static void usage(FILE *out) {
           "                         events of different cpus in one order)\n"
           "  --as-root              run CMD as root even under sudo\n"
           "  --pcp-events           also record mm_page_pcpu_drain and mm_page_alloc_zone_locked\n"
-          "                         (blocks moving between the pcp and the buddy lists; many):\n"
-          "                         the trace is then native version 3\n"
+          "                         (blocks moving between the pcp and the buddy lists; many)\n"
+          "                         and mm_page_alloc_extfrag (fallbacks to another\n"
+          "                         migratetype's lists): the trace is then native version 3\n"
           "  -h, --help             this help\n"
           "\n"
           "The event count, the duration and CMD's exit status go to standard error; CMD's\n"
@@ -123,11 +124,16 @@ static void usage(FILE *out) {
 
 #if BH_HAVE_TRACEFS
 
-/* the page events, then (--pcp-events) the pcp lists' exchanges with the buddy lists */
-static const char *const kmem_events[] = {"mm_page_alloc", "mm_page_free", "mm_page_free_batched",
-                                          "mm_page_pcpu_drain", "mm_page_alloc_zone_locked"};
+/* the page events, then (--pcp-events) the pcp lists' exchanges with the buddy lists and the
+ * fallbacks to another migratetype's lists */
+static const char *const kmem_events[] = {"mm_page_alloc",
+                                          "mm_page_free",
+                                          "mm_page_free_batched",
+                                          "mm_page_pcpu_drain",
+                                          "mm_page_alloc_zone_locked",
+                                          "mm_page_alloc_extfrag"};
 #define NR_EVENTS 3
-#define NR_PCP_EVENTS 5
+#define NR_PCP_EVENTS 6
 static int nr_events = NR_EVENTS; /* NR_PCP_EVENTS with --pcp-events */
 
 /* ---- tracefs, through libtracefs ---- */

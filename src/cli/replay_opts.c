@@ -598,6 +598,13 @@ void bh_cli_print_summary(FILE *f, const bh_replay_summary_t *s) {
       }
     fprintf(f, "\n");
   }
+  if (s->extfrag_events_applied || s->extfrag_events_missed || s->extfrag_events_ignored)
+    fprintf(f,
+            "fallbacks    %lu applied (%lu claims retyping %lu pageblocks, %lu blocks to a pcp "
+            "list), %lu missed, %lu ignored\n",
+            (unsigned long)s->extfrag_events_applied, (unsigned long)s->extfrag_claims_applied,
+            (unsigned long)s->extfrag_pageblocks_retyped, (unsigned long)s->extfrag_refills,
+            (unsigned long)s->extfrag_events_missed, (unsigned long)s->extfrag_events_ignored);
   if (s->agreement.present)
     fprintf(f, "agreement    %.1f %% of %lu allocations took the kernel's pfn\n",
             s->agreement.allocs ? 100.0 * (double)s->agreement.same / (double)s->agreement.allocs

@@ -169,14 +169,18 @@ struct kept_event {
 _Static_assert(sizeof(struct kept_event) == 32, "kept events stay 32 bytes");
 
 /* An event as kept.  A pcp event has no gfp and no failed flag: its migratetype (+ 1) and
- * percpu_refill take their places. */
+ * percpu_refill take their places; a fallback's gfp also holds its fallback migratetype (+ 1),
+ * fallback_order and change_ownership, in its bytes 1, 2 and 3. */
 static inline __attribute__((always_inline)) void kept_pack(struct kept_event *k,
                                                             const bh_event_t *ev) {
   *k = (struct kept_event){ev->time_ns, ev->pfn,   ev->gfp,    ev->cpu,
                            ev->op,      ev->order, ev->failed, ev->origin};
   if (bh__unlikely(ev->op >= BH_EV_PCPU_DRAIN)) {
-    k->gfp = (uint32_t)(ev->migratetype + 1);
+    k->gfp = (uint32_t)(uint8_t)(ev->migratetype + 1);
     k->failed = ev->percpu_refill;
+    if (ev->op == BH_EV_EXTFRAG)
+      k->gfp |= (uint32_t)(uint8_t)(ev->fallback_migratetype + 1) << 8 |
+                (uint32_t)ev->fallback_order << 16 | (uint32_t)ev->change_ownership << 24;
   }
 }
 
@@ -192,8 +196,13 @@ static inline __attribute__((always_inline)) void kept_unpack(bh_event_t *ev,
                      .failed = k->failed,
                      .origin = k->origin};
   if (bh__unlikely(k->op >= BH_EV_PCPU_DRAIN)) {
-    ev->migratetype = (int8_t)((int)k->gfp - 1);
+    ev->migratetype = (int8_t)((int)(k->gfp & 0xff) - 1);
     ev->percpu_refill = k->failed;
+    if (k->op == BH_EV_EXTFRAG) {
+      ev->fallback_migratetype = (int8_t)((int)((k->gfp >> 8) & 0xff) - 1);
+      ev->fallback_order = (uint8_t)(k->gfp >> 16);
+      ev->change_ownership = (uint8_t)(k->gfp >> 24);
+    }
     ev->gfp = 0;
     ev->failed = 0;
   }
@@ -432,7 +441,7 @@ static inline __attribute__((always_inline)) int scan_event(void *ctx, const bh_
   if (ev->cpu >= 0 && (unsigned)ev->cpu > sc->max_cpu)
     sc->max_cpu = (unsigned)ev->cpu;
   if (bh__unlikely(ev->op >= BH_EV_PCPU_DRAIN)) { /* no page changes hands */
-    sc->pcp_events++;
+    sc->pcp_events += ev->op != BH_EV_EXTFRAG;    /* the fallbacks alone drain no pcp list */
     return 0;
   }
   if (bh__unlikely(st->fe != NULL))
@@ -1563,6 +1572,54 @@ COLD static void pcp_event(struct replay *r, const bh_event_t *ev) {
 }
 
 /*
+ * A fallback (mm_page_alloc_extfrag).  Under --placement trace a claim retypes the pageblock
+ * (every pageblock of a block of pageblock order or more) to the allocation's migratetype and
+ * moves its free blocks to that type's lists, as try_to_steal_block did in the kernel (Linux
+ * 6.12 mm/page_alloc.c:1973-1980, :2021-2024).  A claim below pageblock order took its block
+ * with __rmqueue_smallest, whose zone_locked event came first (and moved it to a pcp list if
+ * it was a refill); a steal, or a claim of a larger block, fires no zone_locked event, so a
+ * block whose order and migratetype the pcp lists take goes to the CPU's pcp list here, as a
+ * zone_locked event with percpu_refill would put it: the allocation that follows takes it
+ * from there, as from the free lists.  Under allocator placement the arena makes its own
+ * fallbacks: the event is only counted.
+ */
+COLD static void extfrag_event(struct replay *r, const bh_event_t *ev) {
+  bh_replay_summary_t *s = r->s;
+  if (!r->place_trace) {
+    s->extfrag_events_ignored++;
+    return;
+  }
+  bh_arena_t *a = r->arena;
+  bool claim = ev->change_ownership;
+  int rc = BH_OK;
+  if (claim) {
+    rc = bh__claim_block_at(a, ev->pfn, ev->fallback_order, ev->migratetype);
+    if (rc >= 0) {
+      s->extfrag_pageblocks_retyped += (uint64_t)rc;
+      rc = BH_OK;
+    }
+  }
+  if (rc == BH_OK && (!claim || ev->fallback_order >= a->pb_order) && ev->migratetype >= 0 &&
+      ev->migratetype < BH_MT_PCPTYPES && bh__pcp_order(a, ev->order)) {
+    rc = bh__pcp_refill_at(a, ev->pfn, ev->order, ev->migratetype, ev->cpu);
+    int cpu = -1;
+    if (rc != BH_OK && bh__pcp_block_where(a, ev->pfn, ev->order, &cpu) == BH__PCPAT_PCP)
+      rc = bh__pcp_relist_at(a, ev->pfn, ev->order, ev->migratetype, ev->cpu);
+    if (rc == BH_OK) {
+      s->extfrag_refills++;
+      take_start_pcp(r, ev->pfn);
+    }
+  }
+  if (rc == BH_OK) {
+    bh__count_fallback_at(a, ev->pfn, ev->fallback_order, claim);
+    s->extfrag_events_applied++;
+    s->extfrag_claims_applied += claim;
+  } else {
+    s->extfrag_events_missed++;
+  }
+}
+
+/*
  * One event: the clock first (worker steps, ticks, samples due before the event), then the
  * event.  Everything that is not needed for every event is behind one comparison (clock_due,
  * next_poll): this is most of a replay's time outside the allocator.  Inlined into both
@@ -1578,6 +1635,8 @@ static inline __attribute__((always_inline)) int play_event(void *ctx, const bh_
       return err;
   } else if (bh__likely(ev->op <= BH_EV_FREE_BATCHED)) {
     do_free(r, ev);
+  } else if (ev->op == BH_EV_EXTFRAG) {
+    extfrag_event(r, ev);
   } else {
     pcp_event(r, ev);
   }
@@ -2061,6 +2120,12 @@ int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *f, int indent) {
   ju64(&w, "pcp_refills_relisted", s->pcp_refills_relisted);
   ju64(&w, "pcp_refills_relisted_start", s->pcp_refills_relisted_start);
   ju64(&w, "pcp_drains_adopted", s->pcp_drains_adopted);
+  ju64(&w, "extfrag_events_applied", s->extfrag_events_applied);
+  ju64(&w, "extfrag_events_missed", s->extfrag_events_missed);
+  ju64(&w, "extfrag_events_ignored", s->extfrag_events_ignored);
+  ju64(&w, "extfrag_claims_applied", s->extfrag_claims_applied);
+  ju64(&w, "extfrag_pageblocks_retyped", s->extfrag_pageblocks_retyped);
+  ju64(&w, "extfrag_refills", s->extfrag_refills);
   ju64(&w, "start_pcp_pages", s->start_pcp_pages);
   ju64(&w, "start_unplaced_blocks", s->start_unplaced_blocks);
   ju64(&w, "start_unexplained_pages", s->start_unexplained_pages);

@@ -12,13 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { MAX_KINDS = 7, PAGE_KINDS = 5, GFP_CACHE = 64 };
+enum { MAX_KINDS = 8, PAGE_KINDS = 5, GFP_CACHE = 64 };
 
 /* One of the events we read, with its fields as the kernel describes them. */
 struct kind {
   int id;
   uint8_t op;
   struct tep_format_field *pfn, *order, *gfp, *mt, *refill;
+  struct tep_format_field *forder, *fmt, *own; /* mm_page_alloc_extfrag's fallback fields */
 };
 
 struct gfp_entry {
@@ -63,6 +64,16 @@ static int add_kind(bh__kmem_decoder_t *d, const char *name, uint8_t op, char *m
   } else if (op == BH_EV_PCPU_DRAIN || op == BH_EV_ALLOC_ZONE_LOCKED) {
     k->mt = tep_find_field(e, "migratetype");
     k->refill = tep_find_field(e, "percpu_refill"); /* mm_page_alloc_zone_locked's */
+  } else if (op == BH_EV_EXTFRAG) {
+    k->order = tep_find_field(e, "alloc_order");
+    k->mt = tep_find_field(e, "alloc_migratetype");
+    k->forder = tep_find_field(e, "fallback_order");
+    k->fmt = tep_find_field(e, "fallback_migratetype");
+    k->own = tep_find_field(e, "change_ownership");
+    if (!k->mt || !k->forder || !k->fmt || !k->own) {
+      snprintf(msg, len, "kmem:%s lacks one of its 6.12 fields", name);
+      return BH_EFORMAT;
+    }
   }
   if (!k->pfn) {
     snprintf(msg, len,
@@ -114,7 +125,8 @@ int bh__kmem_decoder_add_pcp(bh__kmem_decoder_t *d, char *msg, size_t len) {
     if (d->kinds[i].op == BH_EV_PCPU_DRAIN || d->kinds[i].op == BH_EV_ALLOC_ZONE_LOCKED)
       return 0; /* added already */
   int err = add_kind(d, "mm_page_pcpu_drain", BH_EV_PCPU_DRAIN, msg, len);
-  return err ? err : add_kind(d, "mm_page_alloc_zone_locked", BH_EV_ALLOC_ZONE_LOCKED, msg, len);
+  err = err ? err : add_kind(d, "mm_page_alloc_zone_locked", BH_EV_ALLOC_ZONE_LOCKED, msg, len);
+  return err ? err : add_kind(d, "mm_page_alloc_extfrag", BH_EV_EXTFRAG, msg, len);
 }
 
 static const struct kind *kind_of(const bh__kmem_decoder_t *d, int id) {
@@ -212,6 +224,16 @@ int bh__kmem_decode(bh__kmem_decoder_t *d, struct tep_record *rec, bh_event_t *e
       ev->percpu_refill = signed_value(k->refill, v) != 0;
     else if (k->op == BH_EV_ALLOC_ZONE_LOCKED) /* before 5.19 no field: printed "order == 0" */
       ev->percpu_refill = order == 0;
+    if (k->op == BH_EV_EXTFRAG) {
+      if (!read_field(k->forder, rec, &v) || v > BH_TRACE_MAX_ORDER) {
+        *why = "record too short for its fallback_order, or above 63";
+        return -1;
+      }
+      ev->fallback_order = (uint8_t)v;
+      int64_t fmt = read_field(k->fmt, rec, &v) ? signed_value(k->fmt, v) : -1;
+      ev->fallback_migratetype = (int8_t)(fmt >= -1 && fmt < 127 ? fmt : -1);
+      ev->change_ownership = read_field(k->own, rec, &v) && signed_value(k->own, v) != 0;
+    }
     return 1;
   }
   ev->failed =

@@ -38,8 +38,9 @@ int bh__kmem_decoder_new(struct tep_handle *tep, bh__kmem_decoder_t **out, char 
 void bh__kmem_decoder_free(bh__kmem_decoder_t *d);
 /*
  * Makes d decode the pcp events too (mm_page_pcpu_drain as BH_EV_PCPU_DRAIN,
- * mm_page_alloc_zone_locked as BH_EV_ALLOC_ZONE_LOCKED with its percpu_refill), where tep has
- * them.  Returns 0, or BH_EFORMAT (an event without a pfn or order field) with msg set.
+ * mm_page_alloc_zone_locked as BH_EV_ALLOC_ZONE_LOCKED with its percpu_refill) and the
+ * fallbacks (mm_page_alloc_extfrag as BH_EV_EXTFRAG), where tep has them.  Returns 0, or BH_EFORMAT
+ * (an event without a pfn or order field) with msg set.
  */
 int bh__kmem_decoder_add_pcp(bh__kmem_decoder_t *d, char *msg, size_t len);
 

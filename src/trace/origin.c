@@ -34,7 +34,7 @@ struct bh__origins {
   uint32_t last; /* the id interned last: events come in runs of one task */
 };
 
-_Static_assert(sizeof(bh_event_t) == 48, "origin lives in bh_event_t's padding");
+_Static_assert(offsetof(bh_event_t, origin) == 44, "origin lives in bh_event_t's padding");
 
 bh__origins_t *bh__origins_new(void) {
   bh__origins_t *o = calloc(1, sizeof(*o));

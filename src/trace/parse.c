@@ -250,8 +250,12 @@ static const struct {
      * mm_page_alloc_zone_locked's "... percpu_refill=%d"), only when the reader asks for them */
     {"mm_page_pcpu_drain", BH_EV_PCPU_DRAIN},
     {"mm_page_alloc_zone_locked", BH_EV_ALLOC_ZONE_LOCKED},
+    /* and the fallbacks (kmem.h: "page=%p pfn=0x%lx alloc_order=%d fallback_order=%d
+     * pageblock_order=%d alloc_migratetype=%d fallback_migratetype=%d fragmenting=%d
+     * change_ownership=%d"), with them */
+    {"mm_page_alloc_extfrag", BH_EV_EXTFRAG},
 };
-enum { NR_EVENTS = sizeof(events) / sizeof(events[0]), NR_PAGE_EVENTS = NR_EVENTS - 2 };
+enum { NR_EVENTS = sizeof(events) / sizeof(events[0]), NR_PAGE_EVENTS = NR_EVENTS - 3 };
 
 /* Our op for an event name, 0 for another event (the pcp events too unless pcp). */
 static int event_op(const char *s, size_t n, bool pcp) {
@@ -354,7 +358,17 @@ static const char *parse_prefix(const char *s, size_t ts, bh_event_t *ev, bool *
 }
 
 /* Fields of the kmem events. */
-enum { F_PAGE = 1, F_PFN = 2, F_ORDER = 4, F_MT = 8, F_GFP = 16, F_REFILL = 32 };
+enum {
+  F_PAGE = 1,
+  F_PFN = 2,
+  F_ORDER = 4,
+  F_MT = 8,
+  F_GFP = 16,
+  F_REFILL = 32,
+  F_FORDER = 64, /* mm_page_alloc_extfrag's fallback_order, fallback_migratetype and */
+  F_FMT = 128,   /* change_ownership (its alloc_order and alloc_migratetype fill F_ORDER, F_MT) */
+  F_OWN = 256,
+};
 
 /*
  * Eight bytes at a time: the high bit of each byte of x that is not a blank.  A byte of
@@ -442,6 +456,52 @@ static int bad_value(bh__tparse_t *p, const char *what, const char *v, const cha
 
 static inline bool field_end(const char *q, const char *e) { return q && (q == e || is_blank(*q)); }
 
+/*
+ * One of mm_page_alloc_extfrag's own fields at c: alloc_order and alloc_migratetype into
+ * order and migratetype, fallback_order, fallback_migratetype, change_ownership.  Returns its
+ * F_ bit with *end after the value, 0 for another key, or -1 for a bad value (p->why says so).
+ */
+static int extfrag_field(bh__tparse_t *p, const char *c, const char *e, bh_event_t *ev,
+                         const char **end) {
+  static const struct {
+    const char *key;
+    unsigned bit;
+    int lo, hi;
+  } keys[] = {
+      {"alloc_order=", F_ORDER, 0, BH_TRACE_MAX_ORDER},
+      {"fallback_order=", F_FORDER, 0, BH_TRACE_MAX_ORDER},
+      {"alloc_migratetype=", F_MT, -1, INT8_MAX},
+      {"fallback_migratetype=", F_FMT, -1, INT8_MAX},
+      {"change_ownership=", F_OWN, 0, 1},
+  };
+  for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+    size_t n = strlen(keys[i].key);
+    if ((size_t)(e - c) < n || memcmp(c, keys[i].key, n) != 0)
+      continue;
+    int64_t y;
+    const char *v = c + n;
+    *end = scan_int(v, e, keys[i].lo, keys[i].hi, &y);
+    if (!field_end(*end, e)) {
+      char name[32];
+      snprintf(name, sizeof(name), "%.*s", (int)n - 1, keys[i].key);
+      bad_value(p, name, v, e);
+      return -1;
+    }
+    if (keys[i].bit == F_ORDER)
+      ev->order = (uint8_t)y;
+    else if (keys[i].bit == F_FORDER)
+      ev->fallback_order = (uint8_t)y;
+    else if (keys[i].bit == F_MT)
+      ev->migratetype = (int8_t)y;
+    else if (keys[i].bit == F_FMT)
+      ev->fallback_migratetype = (int8_t)y;
+    else
+      ev->change_ownership = (uint8_t)y;
+    return (int)keys[i].bit;
+  }
+  return 0;
+}
+
 /* A gfp flags word at v: the text of the last one is compared first, without a scan. */
 static inline const char *gfp_value(bh__tparse_t *p, const char *v, const char *e, uint32_t *gfp) {
   size_t n = p->gfp_len;
@@ -506,6 +566,10 @@ static int parse_kernel_args(bh__tparse_t *p, const char *c, const char *e, bh_e
         return bad_value(p, "percpu_refill", v, e);
       ev->percpu_refill = (uint8_t)y;
       seen |= F_REFILL;
+    } else if (ev->op == BH_EV_EXTFRAG && (y = extfrag_field(p, c, e, ev, &q)) != 0) {
+      if (y < 0)
+        return BH__LINE_MALFORMED;
+      seen |= (unsigned)y;
     } else { /* another key: skipped */
       q = c;
       while (q < e && *q != '=' && !is_blank(*q))
@@ -526,10 +590,20 @@ static int parse_kernel_args(bh__tparse_t *p, const char *c, const char *e, bh_e
     need |= F_MT;
   else if (ev->op == BH_EV_ALLOC_ZONE_LOCKED)
     need |= F_MT | F_REFILL;
+  else if (ev->op == BH_EV_EXTFRAG)
+    need |= F_MT | F_FORDER | F_FMT | F_OWN;
   if (bh__trace_unlikely((seen & need) != need)) {
-    static const char *const names[] = {"page",        "pfn",       "order",
-                                        "migratetype", "gfp_flags", "percpu_refill"};
-    for (unsigned bit = 0; bit < 6; bit++)
+    bool xf = ev->op == BH_EV_EXTFRAG;
+    const char *const names[] = {"page",
+                                 "pfn",
+                                 xf ? "alloc_order" : "order",
+                                 xf ? "alloc_migratetype" : "migratetype",
+                                 "gfp_flags",
+                                 "percpu_refill",
+                                 "fallback_order",
+                                 "fallback_migratetype",
+                                 "change_ownership"};
+    for (unsigned bit = 0; bit < 9; bit++)
       if ((need & ~seen) & (1u << bit))
         return malformed(p, "missing %s=", names[bit]);
   }
@@ -1084,6 +1158,20 @@ static int parse_native_key(bh__tparse_t *p, const char *c, const char *e, bh_ev
     if (!field_end(q = scan_int(v, e, 0, 1, &y), e))
       return bad_value(p, "refill", v, e);
     ev->percpu_refill = (uint8_t)y;
+  } else if (ev->op == BH_EV_EXTFRAG && (v = KEY(c, e, "fallback_order="))) {
+    if (!field_end(q = scan_int(v, e, 0, BH_TRACE_MAX_ORDER, &y), e))
+      return bad_value(p, "fallback_order", v, e);
+    ev->fallback_order = (uint8_t)y;
+    p->xf_seen |= 1;
+  } else if (ev->op == BH_EV_EXTFRAG && (v = KEY(c, e, "fallback_mt="))) {
+    if (!field_end(q = scan_int(v, e, -1, INT8_MAX, &y), e))
+      return bad_value(p, "fallback_mt", v, e);
+    ev->fallback_migratetype = (int8_t)y;
+    p->xf_seen |= 2;
+  } else if (ev->op == BH_EV_EXTFRAG && (v = KEY(c, e, "claim="))) {
+    if (!field_end(q = scan_int(v, e, 0, 1, &y), e))
+      return bad_value(p, "claim", v, e);
+    ev->change_ownership = (uint8_t)y;
   } else if ((v = KEY(c, e, "failed="))) {
     if (!field_end(q = scan_int(v, e, 0, 1, &y), e)) {
       char sb[48];
@@ -1153,18 +1241,20 @@ int bh__parse_native_line(bh__tparse_t *p, const char *s, size_t n, bool nul, bh
     return malformed(p, "missing op");
   if (*c == 'L' && field_end(c + 1, e) && p->version >= BH__TRACE_TEXT_VERSION2)
     return native_lost(p, skip_blanks(c + 1, e), e, ev);
-  bool pcp_op = (*c == 'D' || *c == 'Z') && p->version >= BH__TRACE_TEXT_VERSION3;
+  bool pcp_op = (*c == 'D' || *c == 'Z' || *c == 'X') && p->version >= BH__TRACE_TEXT_VERSION3;
   if (!field_end(c + 1, e) || (*c != 'A' && *c != 'F' && *c != 'B' && !pcp_op))
     return malformed(p, "bad op '%s' (A, F or B%s)",
                      shown(c, (size_t)(word_end(c, e) - c), sb, sizeof(sb)),
-                     p->version >= BH__TRACE_TEXT_VERSION3   ? ", or L, D, Z"
+                     p->version >= BH__TRACE_TEXT_VERSION3   ? ", or L, D, Z, X"
                      : p->version >= BH__TRACE_TEXT_VERSION2 ? ", or L"
                                                              : "");
   ev->op = *c == 'A'   ? BH_EV_ALLOC
            : *c == 'F' ? BH_EV_FREE
            : *c == 'B' ? BH_EV_FREE_BATCHED
            : *c == 'D' ? BH_EV_PCPU_DRAIN
-                       : BH_EV_ALLOC_ZONE_LOCKED;
+           : *c == 'Z' ? BH_EV_ALLOC_ZONE_LOCKED
+                       : BH_EV_EXTFRAG;
+  p->xf_seen = 0;
   if ((c = skip_blanks(c + 1, e)) == e)
     return malformed(p, "missing pfn");
   if (!field_end(q = scan_num(c, e, &ev->pfn), e))
@@ -1183,6 +1273,8 @@ int bh__parse_native_line(bh__tparse_t *p, const char *s, size_t n, bool nul, bh
   }
   if (ev->op != BH_EV_ALLOC && (ev->gfp || ev->failed))
     return malformed(p, "gfp= and failed= belong to allocations only");
+  if (ev->op == BH_EV_EXTFRAG && p->xf_seen != 3)
+    return malformed(p, "missing %s", p->xf_seen & 1 ? "fallback_mt=" : "fallback_order=");
   if (pcp_op && !p->pcp)
     return BH__LINE_OTHER; /* not asked for */
   bh__trace_set_zone(p, ev);

@@ -755,10 +755,24 @@ static inline bool decode_record(const unsigned char *r, bh_event_t *ev, const c
   return false;
 }
 
-/* What is wrong with a pcp event's record (version 3), or NULL; its percpu_refill into ev. */
+/* What is wrong with a pcp event's record (version 3), or NULL; its percpu_refill (and a
+ * fallback's fields) into ev. */
 static const char *pcp_record_problem(const unsigned char *r, bh_event_t *ev) {
   if (ev->order > BH_TRACE_MAX_ORDER)
     return "order above 63";
+  if (ev->op == BH_EV_EXTFRAG) {
+    if (ev->gfp || ev->failed || (r[29] & ~BH__TRACE_BIN_CLAIM))
+      return "extfrag record with gfp, failed or reserved bits set";
+    if (r[30] > BH_TRACE_MAX_ORDER || (int8_t)r[31] < -1)
+      return "extfrag record with a fallback_order above 63 or a fallback migratetype below -1";
+    if (ev->pid < -1 || ev->cpu < -1 || ev->migratetype < -1)
+      return "pid, cpu or migratetype below -1";
+    ev->change_ownership = (r[29] & BH__TRACE_BIN_CLAIM) != 0;
+    ev->fallback_order = r[30];
+    ev->fallback_migratetype = (int8_t)r[31];
+    ev->zone = 0;
+    return NULL;
+  }
   if (ev->gfp || ev->failed || r[30] || r[31] ||
       (r[29] & ~(ev->op == BH_EV_ALLOC_ZONE_LOCKED ? BH__TRACE_BIN_REFILL : 0u)))
     return "pcp event record with gfp, failed or reserved bits set";
@@ -813,7 +827,8 @@ static int next_binary(bh_trace_t *t, bh_event_t *ev) {
       continue;
     }
     if (t->version >= BH__TRACE_BIN_VERSION3 &&
-        (ev->op == BH_EV_PCPU_DRAIN || ev->op == BH_EV_ALLOC_ZONE_LOCKED) &&
+        (ev->op == BH_EV_PCPU_DRAIN || ev->op == BH_EV_ALLOC_ZONE_LOCKED ||
+         ev->op == BH_EV_EXTFRAG) &&
         !(why = pcp_record_problem(r, ev))) {
       if (!t->tp.pcp) {
         t->counts.other_lines++;

@@ -42,10 +42,13 @@ void bh__msg_vset(char *msg, size_t len, const char *name, const char *fmt, va_l
 #define BH__TRACE_BIN_VERSION2 2
 #define BH__TRACE_BIN_HEADER2 24
 /* Version 3: version 2 and records of the pcp events (ops BH_EV_PCPU_DRAIN and
- * BH_EV_ALLOC_ZONE_LOCKED, the latter's percpu_refill in flag bit 1). */
+ * BH_EV_ALLOC_ZONE_LOCKED, the latter's percpu_refill in flag bit 1) and of the fallbacks
+ * (op BH_EV_EXTFRAG: change_ownership in flag bit 2, fallback_order and fallback_migratetype
+ * in the bytes 30 and 31 that other records keep zero). */
 #define BH__TRACE_BIN_VERSION3 3
 #define BH__TRACE_BIN_FAILED 0x01u
 #define BH__TRACE_BIN_REFILL 0x02u
+#define BH__TRACE_BIN_CLAIM 0x04u
 /* The op of a lost-events marker in the version 2 native formats (never returned as an event). */
 #define BH__EV_LOST 4
 /* The longest machine description a reader accepts. */
@@ -54,7 +57,8 @@ void bh__msg_vset(char *msg, size_t len, const char *name, const char *fmt, va_l
 #define BH__TRACE_TEXT_MAGIC "# buddyhint-trace"
 #define BH__TRACE_TEXT_VERSION 1
 #define BH__TRACE_TEXT_VERSION2 2
-/* Version 3: version 2 and the pcp events (ops D and Z, key refill=). */
+/* Version 3: version 2 and the pcp events (ops D and Z, key refill=), the fallbacks (op X,
+ * keys fallback_order=, fallback_mt=, claim=). */
 #define BH__TRACE_TEXT_VERSION3 3
 /* Native text version 2: the machine description's lines follow the header, each after this. */
 #define BH__TRACE_TEXT_DESC "#@"
@@ -103,6 +107,7 @@ typedef struct bh__tparse {
   uint64_t gfp_unknown; /* names bh_gfp_parse did not know */
   int version;          /* native text: the header's version (lost markers need 2) */
   bool pcp;             /* return the pcp events (bh_trace_opts_t.pcp_events), else skip them */
+  uint8_t xf_seen;      /* native text: the fallback keys of the X line being parsed */
   /* one-entry cache of the last gfp_flags text: traces repeat a handful of masks */
   char gfp_text[128];
   size_t gfp_len;
@@ -209,7 +214,10 @@ static inline void bh__trace_decode_record(const unsigned char *r, bh_event_t *e
   ev->order = (uint8_t)(tail >> 24);
   ev->migratetype = (int8_t)(uint8_t)(tail >> 32);
   ev->failed = (uint8_t)(tail >> 40) & BH__TRACE_BIN_FAILED;
-  ev->percpu_refill = 0; /* a pcp event's (version 3) is read by the reader's slow path */
+  ev->percpu_refill = 0;  /* a pcp event's (version 3) is read by the reader's slow path */
+  ev->fallback_order = 0; /* and a fallback's */
+  ev->fallback_migratetype = 0;
+  ev->change_ownership = 0;
 }
 
 /*

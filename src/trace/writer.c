@@ -175,7 +175,7 @@ static char *put_hex(char *p, uint64_t v) {
 }
 
 static int encode_text(bh_trace_writer_t *w, const bh_event_t *ev) {
-  static const char ops[] = {'?', 'A', 'F', 'B', 'L', 'D', 'Z'};
+  static const char ops[] = {'?', 'A', 'F', 'B', 'L', 'D', 'Z', 'X'};
   char *p = (char *)w->buf + w->len;
   p = put_u64(p, ev->time_ns);
   *p++ = ' ';
@@ -201,6 +201,12 @@ static int encode_text(bh_trace_writer_t *w, const bh_event_t *ev) {
     p = put_str(p, " failed=1");
   if (ev->percpu_refill)
     p = put_str(p, " refill=1");
+  if (ev->op == BH_EV_EXTFRAG) {
+    p = put_i64(put_str(p, " fallback_order="), ev->fallback_order);
+    p = put_i64(put_str(p, " fallback_mt="), ev->fallback_migratetype);
+    if (ev->change_ownership)
+      p = put_str(p, " claim=1");
+  }
   *p++ = '\n';
   w->len = (size_t)(p - (char *)w->buf);
   return 0;
@@ -223,18 +229,29 @@ static void encode_binary(bh_trace_writer_t *w, const bh_event_t *ev) {
                     (ev->percpu_refill ? BH__TRACE_BIN_REFILL : 0));
   r[30] = 0;
   r[31] = 0;
+  if (ev->op == BH_EV_EXTFRAG) {
+    r[29] |= ev->change_ownership ? BH__TRACE_BIN_CLAIM : 0u;
+    r[30] = ev->fallback_order;
+    r[31] = (uint8_t)ev->fallback_migratetype;
+  }
   w->len += BH__TRACE_BIN_RECORD;
 }
 
 /* Returns NULL if the format can hold ev, else what is wrong. */
 static const char *check_event(const bh_trace_writer_t *w, const bh_event_t *ev) {
-  bool pcp = ev->op == BH_EV_PCPU_DRAIN || ev->op == BH_EV_ALLOC_ZONE_LOCKED;
+  bool xf = ev->op == BH_EV_EXTFRAG;
+  bool pcp = ev->op == BH_EV_PCPU_DRAIN || ev->op == BH_EV_ALLOC_ZONE_LOCKED || xf;
   if ((ev->op < BH_EV_ALLOC || ev->op > BH_EV_FREE_BATCHED) && !pcp)
     return "bad op";
   if (pcp && w->version < 3)
     return "a pcp event needs a version 3 writer (bh_trace_writer_pcp_events)";
   if (ev->percpu_refill > 1 || (ev->percpu_refill && ev->op != BH_EV_ALLOC_ZONE_LOCKED))
     return "percpu_refill set on another event than mm_page_alloc_zone_locked";
+  if (!xf && (ev->fallback_order || ev->fallback_migratetype || ev->change_ownership))
+    return "fallback fields set on another event than mm_page_alloc_extfrag";
+  if (xf && (ev->fallback_order > BH_TRACE_MAX_ORDER || ev->fallback_migratetype < -1 ||
+             ev->change_ownership > 1))
+    return "bad fallback_order, fallback_migratetype or change_ownership";
   if (ev->order > BH_TRACE_MAX_ORDER)
     return "order above 63";
   if (ev->pid < -1 || ev->cpu < -1 || ev->migratetype < -1)
@@ -345,10 +362,10 @@ static int put_header(bh_trace_writer_t *w) {
   if (!err && w->version >= 2)
     err = put_text_description(w);
   n = snprintf(h, sizeof(h), "# TIME_NS OP(A/F/B%s) PFN ORDER [cpu= pid= mt= gfp= failed=%s]\n",
-               w->version >= 3   ? "/L/D/Z"
+               w->version >= 3   ? "/L/D/Z/X"
                : w->version >= 2 ? "/L"
                                  : "",
-               w->version >= 3 ? " refill=" : "");
+               w->version >= 3 ? " refill= fallback_order= fallback_mt= claim=" : "");
   return err ? err : append_bytes(w, h, (size_t)n);
 }
 

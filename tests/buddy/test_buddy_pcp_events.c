@@ -4,7 +4,8 @@
  * percpu_refill, a block that __rmqueue_smallest took (Linux 6.12 mm/page_alloc.c:1645-1649:
  * page_del_and_expand, then the event) and rmqueue_bulk put at the tail of the CPU's list
  * (mm/page_alloc.c:2350); a drain is mm_page_pcpu_drain, a block free_pcppages_bulk took off a
- * pcp list and gave to __free_one_page (mm/page_alloc.c:1257-1264), which merges it.
+ * pcp list and gave to __free_one_page (mm/page_alloc.c:1257-1264), which merges it.  And
+ * the claims of mm_page_alloc_extfrag (bh__claim_block_at).
  */
 #include "buddy_test.h"
 
@@ -162,12 +163,76 @@ static void test_long_list(void **state) {
   bh_arena_destroy(a);
 }
 
+/* Free blocks on the Normal zone's list for (order, mt). */
+static uint64_t free_list_len(bh_arena_t *a, unsigned order, int mt) {
+  bh__zone_t *z = &a->zones[2];
+  uint32_t head = bh__free_list(z, order, mt);
+  uint64_t n = 0;
+  for (uint32_t x = a->pages[head].next; x != head; x = a->pages[x].next)
+    n++;
+  return n;
+}
+
+/*
+ * A claim as mm_page_alloc_extfrag reports it (bh__claim_block_at).  Below pageblock order the
+ * one pageblock is retyped and every free block in it moves to the new type's lists
+ * (__move_freepages_block, Linux 6.12 mm/page_alloc.c:1687-1715, called at :2023); at or
+ * above it every pageblock of the block is retyped (change_pageblock_range, :1977), and a free
+ * block larger than the range has one type over all its pageblocks (__free_one_page matches a
+ * merged buddy's type, :870-874), so all of them go.  HighAtomic (and Isolate) pageblocks are
+ * never claimed (:1969-1970).
+ */
+static void test_claim(void **state) {
+  (void)state;
+  bh_arena_t *a = default_sim();
+  uint64_t pb = 1ull << a->pb_order, top = 1ull << TOP;
+  uint64_t m10 = free_list_len(a, TOP, BH_MT_MOVABLE);
+  EXPECT_U64(bh__pb_mt(a, NORMAL_START), BH_MT_MOVABLE);
+  /* order 9 inside a free order-10 block: both of its pageblocks */
+  EXPECT_U64(bh__claim_block_at(a, NORMAL_START + 7, a->pb_order, BH_MT_UNMOVABLE), 2);
+  EXPECT_U64(bh__pb_mt(a, NORMAL_START), BH_MT_UNMOVABLE);
+  EXPECT_U64(bh__pb_mt(a, NORMAL_START + pb), BH_MT_UNMOVABLE);
+  EXPECT_U64(free_list_len(a, TOP, BH_MT_UNMOVABLE), 1);
+  EXPECT_U64(free_list_len(a, TOP, BH_MT_MOVABLE), m10 - 1);
+  EXPECT_U64(bh__claim_block_at(a, NORMAL_START, 0, BH_MT_UNMOVABLE), 0); /* already */
+  /* below pageblock order: a refill split the next top block around its first page; the
+   * claim takes its first pageblock (orders 0..8 free in it) and leaves the second */
+  uint64_t b = NORMAL_START + top;
+  EXPECT_U64(bh__pcp_refill_at(a, b, 0, BH_MT_MOVABLE, 0), BH_OK);
+  EXPECT_U64(bh__claim_block_at(a, b + 3, 0, BH_MT_RECLAIMABLE), 1);
+  EXPECT_U64(bh__pb_mt(a, b), BH_MT_RECLAIMABLE);
+  EXPECT_U64(bh__pb_mt(a, b + pb), BH_MT_MOVABLE);
+  for (unsigned o = 0; o < a->pb_order; o++)
+    EXPECT_U64(free_list_len(a, o, BH_MT_RECLAIMABLE), 1);
+  EXPECT_U64(free_list_len(a, a->pb_order, BH_MT_RECLAIMABLE), 0);
+  EXPECT_U64(free_list_len(a, a->pb_order, BH_MT_MOVABLE), 1); /* the second pageblock */
+  bt_expect_clean(a);
+  /* refused, nothing changed: a HighAtomic pageblock, a type the claim cannot give, outside */
+  uint64_t h = NORMAL_START + 2 * top;
+  uint8_t *t = &a->pageblock[h >> a->pb_order];
+  uint8_t was = *t;
+  *t = (uint8_t)((was & ~7u) | BH_MT_HIGHATOMIC);
+  EXPECT_U64(bh__claim_block_at(a, h, 0, BH_MT_UNMOVABLE), BH_EBUSY);
+  EXPECT_U64(bh__pb_mt(a, h), BH_MT_HIGHATOMIC);
+  *t = was;
+  EXPECT_U64(bh__claim_block_at(a, h, 0, BH_MT_HIGHATOMIC), BH_EINVAL);
+  EXPECT_U64(bh__claim_block_at(a, a->nr_pages, 0, BH_MT_UNMOVABLE), BH_EFAULT);
+  EXPECT_U64(bh__pb_mt(a, h), BH_MT_MOVABLE);
+  bh__count_fallback_at(a, b, 0, true);
+  EXPECT_U64(bt_stat(a, BH_STAT_extfrag_fallback), 1);
+  EXPECT_U64(bt_stat(a, BH_STAT_extfrag_fragmenting), 1);
+  EXPECT_U64(bt_stat(a, BH_STAT_extfrag_claim), 1);
+  bt_expect_clean(a);
+  bh_arena_destroy(a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_refill_and_drain),
       cmocka_unit_test(test_free_nodrain),
       cmocka_unit_test(test_relist_and_where),
       cmocka_unit_test(test_long_list),
+      cmocka_unit_test(test_claim),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

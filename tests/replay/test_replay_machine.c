@@ -1002,6 +1002,153 @@ static void test_pcp_events(void **state) {
   bh_arena_destroy(a);
 }
 
+/* A dump's pagetypeinfo: pageblocks of type mt, and free pages on mt's lists (all zones). */
+static void ptinfo(const char *dir, int mt, long *blocks, long *free_pages) {
+  static const char *const names[] = {"Unmovable", "Movable", "Reclaimable"};
+  char path[512];
+  snprintf(path, sizeof(path), "%s/pagetypeinfo", dir);
+  char *pi = slurp(path), *save = NULL;
+  int col = -1;
+  *blocks = *free_pages = 0;
+  for (char *line = strtok_r(pi, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+    if (!strncmp(line, "Number of blocks type", 21)) {
+      col = 0;
+      char *q = line + 21, *tok, *s2 = NULL;
+      for (int i = 0; (tok = strtok_r(i ? NULL : q, " ", &s2)); i++)
+        if (!strcmp(tok, names[mt]))
+          col = i;
+      continue;
+    }
+    char word[32];
+    int n = 0;
+    if (col >= 0 && sscanf(line, "Node %*d, zone %31s%n", word, &n) == 1 && !strchr(word, ',')) {
+      char *q = line + n;
+      for (int i = 0; i <= col; i++)
+        *blocks += i == col ? strtol(q, &q, 10) : (strtol(q, &q, 10), 0);
+    } else if (sscanf(line, "Node %*d, zone %*s type %31s%n", word, &n) == 1 &&
+               !strcmp(word, names[mt])) {
+      char *q = line + n;
+      for (int o = 0; *q; o++) {
+        char *e;
+        long v = strtol(q, &e, 10);
+        if (e == q)
+          break;
+        *free_pages += v << o;
+        q = e;
+      }
+    }
+  }
+  free(pi);
+}
+
+/*
+ * --placement trace with the fallbacks (mm_page_alloc_extfrag).  A claim below pageblock order
+ * (Linux 6.12 mm/page_alloc.c:2021-2024: __move_freepages_block retypes the pageblock and moves
+ * every free block in it to the claiming type's lists, then __rmqueue_smallest takes the block,
+ * its zone_locked event first) turns one Movable pageblock Unmovable: one pageblock more of
+ * Unmovable, one fewer of Movable, and the pageblock's free pages (but the one refilled) move
+ * from the Movable lists to the Unmovable lists.  A claim of a free pageblock-order block
+ * (:1973-1980, change_pageblock_range, no zone_locked event) retypes it and puts the allocated
+ * page on the pcp list as the refill it was; a steal (:2285, page_del_and_expand) changes no
+ * type.  A claim outside the arena is missed; allocator placement reads none of them.
+ */
+static void test_extfrag_events(void **state) {
+  (void)state;
+  bh_arena_t *a = crafted_arena();
+  char *desc = describe(a, false);
+  uint64_t pb = 1ull << a->pb_order, part = UINT64_MAX, whole = UINT64_MAX, steal = UINT64_MAX;
+  unsigned part_order = 0;
+  uint64_t part_free = 0;
+  for (uint64_t b = 4096; b + pb <= a->nr_pages; b += pb) {
+    if (bh__pb_mt(a, b) != BH_MT_MOVABLE || (a->pageblock[b >> a->pb_order] & BH__PB_ABSENT))
+      continue;
+    uint64_t fp = 0, head = UINT64_MAX;
+    unsigned ho = 0;
+    for (uint64_t p = b; p < b + pb;) {
+      const bh__page_t *pg = &a->pages[p];
+      if (pg->flags & BH__PG_BUDDY) {
+        fp += 1ull << pg->order;
+        if (head == UINT64_MAX && pg->order >= 1 && pg->order < a->pb_order)
+          head = p, ho = pg->order;
+        p += 1ull << pg->order;
+      } else {
+        p++;
+      }
+    }
+    if (fp == pb && (a->pages[b].flags & BH__PG_BUDDY) && a->pages[b].order == a->pb_order &&
+        whole == UINT64_MAX)
+      whole = b; /* a free block of exactly pageblock order */
+    else if (fp < pb && head != UINT64_MAX && part == UINT64_MAX)
+      part = head, part_order = ho, part_free = fp;
+    else if (fp < pb && head != UINT64_MAX && steal == UINT64_MAX)
+      steal = head;
+  }
+  assert_true(part != UINT64_MAX && whole != UINT64_MAX && steal != UINT64_MAX);
+  char lines[2048];
+  snprintf(lines, sizeof(lines),
+           "# buddyhint-trace 3\n"
+           "1000 Z %#lx 0 cpu=0 mt=0 refill=1\n"
+           "1001 X %#lx 0 cpu=0 mt=0 fallback_order=%u fallback_mt=1 claim=1\n"
+           "1002 A %#lx 0 cpu=0 mt=0 gfp=GFP_KERNEL\n"
+           "2000 X %#lx 0 cpu=1 mt=2 fallback_order=%u fallback_mt=1 claim=1\n"
+           "2001 A %#lx 0 cpu=1 mt=2 gfp=GFP_KERNEL|__GFP_RECLAIMABLE\n"
+           "3000 X %#lx 0 cpu=0 mt=0 fallback_order=%u fallback_mt=1\n"
+           "3001 A %#lx 0 cpu=0 mt=0 gfp=GFP_KERNEL\n"
+           "4000 X 0xfffffff000 0 cpu=0 mt=0 fallback_order=9 fallback_mt=1 claim=1\n",
+           (unsigned long)part, (unsigned long)part, part_order, (unsigned long)part,
+           (unsigned long)whole, a->pb_order, (unsigned long)whole, (unsigned long)steal,
+           a->pages[steal].order, (unsigned long)steal);
+  /* the same without the fallbacks (the X lines and the claim's Z are the kernel's doing) */
+  char plain[2048] = "", *o = plain;
+  for (const char *l = lines; *l;) {
+    const char *e = strchr(l, '\n') + 1;
+    if (!strstr(l, " X ") || strstr(l, " X ") > e)
+      o += snprintf(o, sizeof(plain) - (size_t)(o - plain), "%.*s", (int)(e - l), l);
+    l = e;
+  }
+  bh_replay_summary_t s;
+  char *with = strdup(write_trace3("xf3.bht", BH_TRACE_NATIVE_BINARY, desc, lines));
+  char *without = strdup(write_trace3("xf3-plain.bht", BH_TRACE_NATIVE_BINARY, desc, plain));
+  replay_pcp(without, "dump-xf-without", &s);
+  assert_int_equal(s.extfrag_events_applied + s.extfrag_events_missed, 0);
+  assert_int_equal(s.placement_conflicts, 0);
+  replay_pcp(with, "dump-xf-with", &s);
+  assert_int_equal(s.extfrag_events_applied, 3);
+  assert_int_equal(s.extfrag_events_missed, 1);
+  assert_int_equal(s.extfrag_claims_applied, 2);
+  assert_int_equal(s.extfrag_pageblocks_retyped, 2);
+  assert_int_equal(s.extfrag_refills, 2); /* the whole block's page and the steal's */
+  assert_int_equal(s.placement_conflicts, 0);
+  assert_int_equal(s.allocs, 3);
+  long bu[2], fu[2], bm[2], fm[2], br[2], fr[2];
+  for (int i = 0; i < 2; i++) {
+    const char *dir = tt_path(i ? "dump-xf-with" : "dump-xf-without");
+    ptinfo(dir, BH_MT_UNMOVABLE, &bu[i], &fu[i]);
+    ptinfo(dir, BH_MT_MOVABLE, &bm[i], &fm[i]);
+    ptinfo(dir, BH_MT_RECLAIMABLE, &br[i], &fr[i]);
+  }
+  print_message("pageblocks U %ld->%ld M %ld->%ld R %ld->%ld, free U %ld->%ld M %ld->%ld\n", bu[0],
+                bu[1], bm[0], bm[1], br[0], br[1], fu[0], fu[1], fm[0], fm[1]);
+  assert_int_equal(bu[1], bu[0] + 1);
+  assert_int_equal(br[1], br[0] + 1);
+  assert_int_equal(bm[1], bm[0] - 2);
+  /* the claimed pageblock's free pages but the page refilled, and the whole block's but the
+   * page the allocation took, are on the new types' lists */
+  assert_int_equal(fu[1], fu[0] + (long)part_free - 1);
+  assert_int_equal(fr[1], fr[0] + (long)pb - 1);
+  assert_int_equal(fm[1], fm[0] - ((long)part_free - 1) - ((long)pb - 1));
+  /* allocator placement does not read them */
+  bh_replay_config_t cfg;
+  bh_replay_config_init(&cfg);
+  cfg.trace = with;
+  replay(&cfg, &s);
+  assert_int_equal(s.extfrag_events_applied + s.extfrag_events_missed, 0);
+  free(with);
+  free(without);
+  free(desc);
+  bh_arena_destroy(a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_crafted_snapshot),
@@ -1013,6 +1160,7 @@ int main(void) {
       cmocka_unit_test(test_start_reported_capability),
       cmocka_unit_test(test_start_no_initial_flush),
       cmocka_unit_test(test_pcp_events),
+      cmocka_unit_test(test_extfrag_events),
       cmocka_unit_test(test_start_pcp_order),
       cmocka_unit_test(test_start_buddy_order),
       cmocka_unit_test(test_start_pageblock_types),
