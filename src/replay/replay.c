@@ -2016,7 +2016,14 @@ int bh__replay_feed_open(const bh_replay_config_t *cfg, bh_machine_t *m, uint64_
   r->shape = r->rm.shape;
   clock_gettime(CLOCK_MONOTONIC, &r->wall0);
   getrusage(RUSAGE_SELF, &r->ru0);
-  f->sc = (struct scan){.first = t0_ns, .last = t0_ns, .pfn_lo = UINT64_MAX};
+  /* the map directly indexed over the machine's pfns, its cells mapped where the events go:
+   * no hash part to grow (and copy) as the machine allocates */
+  uint64_t pages = rc ? 0 : bh__rm_pages(&r->rm);
+  f->sc = (struct scan){.first = t0_ns,
+                        .last = t0_ns,
+                        .pfn_lo = 0,
+                        .pfn_hi = pages,
+                        .map_cap = pages / 4 > 1024 ? pages / 4 : 1024};
   if (!rc)
     rc = setup(r, &f->sc);
   if (rc) {

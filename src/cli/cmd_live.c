@@ -1,0 +1,831 @@
+/*
+ * buddyhint live: the running machine's page allocator, replayed as it runs under several
+ * strategies at once, with the model's free lists beside the kernel's.
+ *
+ * It starts as record does (record/record_tracer.c): a tracefs instance of our own with the
+ * kmem page events, tracing on, then a snapshot of /proc with the free map from kpageflags
+ * (record/record_machine.c).  From then on, instead of spooling the ring buffers for later,
+ * this thread reads them every POLL_MS (whole or partly filled sub-buffers, trace_pipe_raw),
+ * decodes the events with the kernel's formats, and hands them in time order to one fed
+ * replay per strategy (replay/replay_feed.h), each an arena of the machine's shape started
+ * from that free map.  The instance's trace_clock is "mono", CLOCK_MONOTONIC, so that the
+ * events of every cpu are on one clock and this thread knows how far they are complete: at a
+ * read that starts at time T every cpu is read after T, so every event before T has been read,
+ * and only those are played (the rest wait for the next read).
+ *
+ * Every interval /proc/buddyinfo, pagetypeinfo and zoneinfo are read, the events up to the
+ * moment of that reading are played, and the models' free lists are compared with the
+ * kernel's (the fidelity of a replay against an end snapshot, taken at that moment).
+ *
+ * Why one thread and no pipe: the replays are deterministic single-threaded loops of a few
+ * million events a second each, a busy machine makes some hundreds of thousands a second, and
+ * the ring buffers (64 MiB per cpu by default) absorb the bursts between two reads.  What the
+ * ring buffers drop is counted (per_cpu/cpuN/stats) and shown; a table with dropped events is
+ * marked not exact.
+ */
+#include "cli/cli.h"
+#include "cli/record/record_machine.h"
+#include "cli/record/record_safety.h"
+#include "cli/record/record_tracer.h"
+#include "cli/replay_opts.h"
+
+#include "common/json.h"
+#include "replay/replay_feed.h"
+
+#include <buddyhint/machine.h>
+#include <buddyhint/replay.h>
+#include <buddyhint/trace.h>
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define VERB "live"
+#define MAX_RUNS 16
+#define POLL_MS 100
+#define DEFAULT_BUFFER_KB 65536u
+#define DEFAULT_STRATEGIES "none,bitmap,bubble"
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: buddyhint live [--strategies LIST] [--interval SECONDS] [--duration SECONDS]\n"
+          "                      [--json FILE] [-o TRACE] [--buffer-kb N] [--as-root]\n"
+          "                      [-- CMD [ARGS]...]\n"
+          "\n"
+          "Follows the running kernel's page allocator and replays its events as they happen\n"
+          "under each strategy at once (default " DEFAULT_STRATEGIES "), starting from the\n"
+          "machine's state now: its zones and settings, and its free blocks read from\n"
+          "/proc/kpageflags.  The models are metadata only (sim backing): resident memory is\n"
+          "the pages written and not discarded, as in 'replay --backing sim'.  Every interval\n"
+          "/proc/buddyinfo is read and each model's free lists compared with it: the share\n"
+          "of free memory in the wrong order (free_order_error, as replay's fidelity).\n"
+          "\n"
+          "On a terminal a table is redrawn every interval; otherwise, and with --json FILE,\n"
+          "one JSON object per interval and line:\n"
+          "  {\"t_s\", \"events\", \"events_per_s\", \"dropped\", \"exact\", \"runs\": "
+          "[{\"strategy\",\n"
+          "   \"returned_bytes\", \"reported_bytes\", \"resident_bytes\", \"live_bytes\",\n"
+          "   \"madvise_calls\", \"refaults\", \"free_order_error\"}...], \"fidelity\":\n"
+          "   {\"free_order_error\", \"machine_free_pages\": [per order], \"model_free_pages\":\n"
+          "   [per order]}}\n"
+          "(fidelity: the first strategy's model).  dropped counts the events the ring\n"
+          "buffers lost; with any, the figures are not exact and say so (\"exact\": false).\n"
+          "\n"
+          "Runs until CMD exits (if given; it runs as the invoking user under sudo unless\n"
+          "--as-root), --duration has passed, or ^C, SIGTERM or SIGHUP; then tracing is\n"
+          "turned off, the tracefs instance removed, and the final table printed (to\n"
+          "standard error when standard output carries the JSON lines).  Needs root.\n"
+          "\n"
+          "options:\n"
+          "  --strategies LIST     comma-separated NAME[:KEY=VALUE...] (at most %d)\n"
+          "  --interval SECONDS    between two tables or JSON lines (default 1)\n"
+          "  --duration SECONDS    stop after this long (default: CMD's end, or a signal)\n"
+          "  --json FILE           the JSON lines to FILE ('-': standard output)\n"
+          "  -o, --output TRACE    also write the events as a native trace with the machine's\n"
+          "                        description, replayable later (binary if TRACE ends in\n"
+          "                        .bht or .bin before any .gz/.zst)\n"
+          "  --buffer-kb N         ring buffer per cpu in KiB (default %u)\n"
+          "  --as-root             run CMD as root even under sudo\n"
+          "  -h, --help            this help\n"
+          "\n"
+          "exit status: 0 done (CMD's status does not change it), 1 not root, tracefs or the\n"
+          "free map unusable, or an output could not be written; 2 bad usage.\n",
+          MAX_RUNS, DEFAULT_BUFFER_KB);
+}
+
+/* One strategy of --strategies: its label, name and options (split in place). */
+typedef struct live_spec {
+  char label[64];
+  const char *name;
+  bh_opt_t opts[BH_CLI_MAX_OPTS];
+  size_t nopts;
+} live_spec_t;
+
+/* Splits list (in place) into specs; the number of them, or -1 after a usage error. */
+static int parse_strategies(char *list, live_spec_t *sp, bh_cli_replay_t *c) {
+  int n = 0;
+  char *save = NULL;
+  for (char *e = strtok_r(list, ",", &save); e; e = strtok_r(NULL, ",", &save)) {
+    if (n == MAX_RUNS)
+      return bh_cli_usage_error(VERB, "at most %d strategies", MAX_RUNS), -1;
+    live_spec_t *s = &sp[n++];
+    snprintf(s->label, sizeof(s->label), "%s", e);
+    char *save2 = NULL;
+    s->name = e[0] == ':' ? NULL : strtok_r(e, ":", &save2);
+    if (!s->name)
+      return bh_cli_usage_error(VERB, "--strategies: empty name in '%s'", s->label), -1;
+    s->nopts = 0;
+    for (char *kv = strtok_r(NULL, ":", &save2); kv; kv = strtok_r(NULL, ":", &save2)) {
+      char *eq = strchr(kv, '=');
+      if (!eq || eq == kv)
+        return bh_cli_usage_error(VERB, "--strategies: '%s' in '%s' is not KEY=VALUE", kv,
+                                  s->label),
+               -1;
+      if (s->nopts == BH_CLI_MAX_OPTS)
+        return bh_cli_usage_error(VERB, "--strategies: too many options in '%s'", s->label), -1;
+      *eq = '\0';
+      s->opts[s->nopts++] = (bh_opt_t){kv, eq + 1};
+    }
+    if (!bh_strategy_find(s->name))
+      return bh_cli_usage_error(VERB,
+                                "--strategies: unknown strategy '%s' ('buddyhint info' lists "
+                                "them)",
+                                s->name),
+             -1;
+    if (bh_cli_check_strategy(VERB, c, s->label, s->name, s->opts, s->nopts))
+      return -1;
+  }
+  if (!n)
+    return bh_cli_usage_error(VERB, "--strategies: no strategy"), -1;
+  return n;
+}
+
+static double mono_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+#if BH_HAVE_TRACEFS
+
+/* ---- the ring buffers, read as they fill ---- */
+
+/* One cpu's ring buffer, and its events decoded and not yet played (in its own time order). */
+typedef struct live_cpu {
+  struct tracefs_cpu *tcpu;
+  struct kbuffer *kbuf;
+  int cpu;
+  uint64_t missed; /* events a sub-buffer said the kernel lost before it */
+  bh_event_t *ev;
+  size_t head, n, cap; /* ev[head, n) are pending */
+} live_cpu_t;
+
+typedef struct reader {
+  live_cpu_t *cpus;
+  int ncpus;
+  int subbuf;
+  void *buf;
+  bh_event_t *ready; /* the events of every cpu up to a watermark, merged in time order */
+  size_t nready, cap;
+  uint64_t lo;        /* events at or before lo are in the start snapshot's free map */
+  uint64_t cut;       /* events left out for that */
+  uint64_t malformed; /* records that could not be decoded */
+  uint64_t gfp_unknown;
+  int err; /* ENOMEM */
+} reader_t;
+
+static void reader_free(reader_t *rd) {
+  for (int i = 0; i < rd->ncpus; i++) {
+    tracefs_cpu_close(rd->cpus[i].tcpu);
+    kbuffer_free(rd->cpus[i].kbuf);
+    free(rd->cpus[i].ev);
+  }
+  free(rd->cpus);
+  free(rd->buf);
+  free(rd->ready);
+  memset(rd, 0, sizeof(*rd));
+}
+
+/* Every cpu's trace_pipe_raw, opened non-blocking; 0 or -1 after a message. */
+static int reader_open(const bh_cli_tracer_t *tr, reader_t *rd) {
+  memset(rd, 0, sizeof(*rd));
+  long n = sysconf(_SC_NPROCESSORS_CONF);
+  rd->cpus = calloc(n > 0 ? (size_t)n : 1, sizeof(*rd->cpus));
+  int e = rd->cpus ? 0 : ENOMEM;
+  for (int cpu = 0; !e && cpu < n; cpu++) {
+    struct tracefs_cpu *t = tracefs_cpu_open(tr->inst, cpu, true);
+    if (!t)
+      continue; /* a possible cpu that is not there */
+    live_cpu_t *c = &rd->cpus[rd->ncpus++];
+    *c = (live_cpu_t){.tcpu = t, .cpu = cpu, .kbuf = tep_kbuffer(tr->tep)};
+    if (!c->kbuf)
+      e = ENOMEM;
+    if (tracefs_cpu_read_size(t) > rd->subbuf)
+      rd->subbuf = tracefs_cpu_read_size(t);
+  }
+  if (!e && (!rd->ncpus || rd->subbuf <= 0))
+    e = ENOENT;
+  if (!e && !(rd->buf = malloc((size_t)rd->subbuf)))
+    e = ENOMEM;
+  if (!e)
+    return 0;
+  fprintf(stderr,
+          "buddyhint live: cannot read the ring buffers of %s (per_cpu/*/trace_pipe_raw): %s\n",
+          tr->dir, strerror(e));
+  reader_free(rd);
+  return -1;
+}
+
+/* Room for one more event in *v (n used of *cap); false (rd->err) out of memory. */
+static bool room(reader_t *rd, bh_event_t **v, size_t n, size_t *cap) {
+  if (n < *cap)
+    return true;
+  size_t c = *cap ? *cap * 2 : 65536;
+  bh_event_t *p = realloc(*v, c * sizeof(*p));
+  if (!p) {
+    rd->err = ENOMEM;
+    return false;
+  }
+  *v = p;
+  *cap = c;
+  return true;
+}
+
+/* Decodes the sub-buffer in rd->buf of cpu c onto c's pending events. */
+static void decode_subbuf(const bh_cli_tracer_t *tr, reader_t *rd, live_cpu_t *c) {
+  if (kbuffer_load_subbuffer(c->kbuf, rd->buf))
+    return;
+  int missed = kbuffer_missed_events(c->kbuf);
+  if (missed)
+    c->missed += missed > 0 ? (uint64_t)missed : 1;
+  unsigned long long ts;
+  for (void *data = kbuffer_read_event(c->kbuf, &ts); data && !rd->err;
+       data = kbuffer_next_event(c->kbuf, &ts)) {
+    struct tep_record rec = {
+        .ts = ts, .cpu = c->cpu, .data = data, .size = kbuffer_event_size(c->kbuf)};
+    bh_event_t ev;
+    const char *why;
+    int got = bh__kmem_decode(tr->dec, &rec, &ev, &rd->gfp_unknown, &why);
+    if (got < 0)
+      rd->malformed++;
+    else if (got > 0 && rd->lo && ev.time_ns <= rd->lo)
+      rd->cut++; /* before the free map was read: it holds this */
+    else if (got > 0 && room(rd, &c->ev, c->n, &c->cap))
+      c->ev[c->n++] = ev;
+  }
+}
+
+/* Reads what every cpu's ring buffer holds now (flush: after tracing is off, the rest). */
+static void reader_pull(const bh_cli_tracer_t *tr, reader_t *rd, bool flush) {
+  for (int i = 0; i < rd->ncpus; i++) {
+    live_cpu_t *c = &rd->cpus[i];
+    if (c->head && c->head == c->n)
+      c->head = c->n = 0;
+    else if (c->head > c->cap / 2) { /* keep the pending ones at the front */
+      memmove(c->ev, c->ev + c->head, (c->n - c->head) * sizeof(*c->ev));
+      c->n -= c->head;
+      c->head = 0;
+    }
+    for (int k = 0; k < 4096 && !rd->err; k++) { /* bounded: a busy cpu does not starve us */
+      int n =
+          flush ? tracefs_cpu_flush(c->tcpu, rd->buf) : tracefs_cpu_read(c->tcpu, rd->buf, true);
+      if (n <= 0)
+        break;
+      if (n < rd->subbuf)
+        memset((char *)rd->buf + n, 0, (size_t)(rd->subbuf - n));
+      decode_subbuf(tr, rd, c);
+    }
+  }
+}
+
+/* Merges the cpus' pending events at or before watermark into rd->ready, in time order (each
+ * cpu's are in order already); how many. */
+static size_t reader_ready(reader_t *rd, uint64_t watermark) {
+  rd->nready = 0;
+  for (;;) {
+    live_cpu_t *best = NULL;
+    for (int i = 0; i < rd->ncpus; i++) {
+      live_cpu_t *c = &rd->cpus[i];
+      if (c->head < c->n && c->ev[c->head].time_ns <= watermark &&
+          (!best || c->ev[c->head].time_ns < best->ev[best->head].time_ns))
+        best = c;
+    }
+    if (!best || !room(rd, &rd->ready, rd->nready, &rd->cap))
+      return rd->nready;
+    rd->ready[rd->nready++] = best->ev[best->head++];
+  }
+}
+
+/* The events the ring buffers lost so far: the sub-buffers' marks, or the cpus' counters
+ * where they say more.  With w, a lost-events marker per cpu that lost any, at time_ns. */
+static uint64_t reader_dropped(const bh_cli_tracer_t *tr, const reader_t *rd, bh_trace_writer_t *w,
+                               uint64_t time_ns, int *werr) {
+  uint64_t total = 0;
+  for (int i = 0; i < rd->ncpus; i++) {
+    unsigned long long overrun = 0, dropped = 0;
+    bh_cli_tracer_cpu_lost(tr, rd->cpus[i].cpu, &overrun, &dropped);
+    uint64_t lost = overrun + dropped;
+    if (lost < rd->cpus[i].missed)
+      lost = rd->cpus[i].missed;
+    if (w && lost && !*werr)
+      *werr = bh_trace_write_lost(w, time_ns, lost, rd->cpus[i].cpu);
+    total += lost;
+  }
+  return total;
+}
+
+/* ---- the replays and what is shown ---- */
+
+typedef struct live {
+  live_spec_t specs[MAX_RUNS];
+  int nruns;
+  bh__replay_feed_t *feeds[MAX_RUNS];
+  bh_replay_summary_t *sums; /* nruns: the figures at the last interval */
+  bh_trace_writer_t *w;      /* -o, or NULL */
+  int werr;
+  uint64_t events, events_then; /* played; at the last interval */
+  uint64_t last_ns;             /* the last event's time */
+  double t0, then;              /* wall clock at the start, at the last interval */
+  uint64_t dropped;
+  unsigned max_order;
+  FILE *json;  /* JSON lines, or NULL */
+  bool screen; /* a table redrawn in place */
+} live_t;
+
+/* Plays n events under every strategy (and writes them with -o).  0, or -1 after a message. */
+static int play(live_t *lv, const bh_event_t *evs, size_t n) {
+  if (!n)
+    return 0;
+  for (int i = 0; i < lv->nruns; i++) {
+    int e = bh__replay_feed_events(lv->feeds[i], evs, n);
+    if (e) {
+      fprintf(stderr, "buddyhint live: the replay under %s cannot go on: %s\n", lv->specs[i].label,
+              bh_strerror(e));
+      return -1;
+    }
+  }
+  for (size_t k = 0; lv->w && !lv->werr && k < n; k++)
+    lv->werr = bh_trace_write(lv->w, &evs[k]);
+  lv->events += n;
+  lv->last_ns = evs[n - 1].time_ns;
+  return 0;
+}
+
+/* A machine holding counts of /proc read now as its end snapshot, or NULL after a warning. */
+static bh_machine_t *read_now(void) {
+  bh_machine_t *m = bh_machine_new();
+  char err[256];
+  if (m && !bh_machine_read_counts(m, BH_SNAP_END, "/proc", 0, 0, err, sizeof(err)))
+    return m;
+  if (m)
+    fprintf(stderr, "buddyhint live: warning: cannot read /proc's counts: %s\n", err);
+  bh_machine_free(m);
+  return NULL;
+}
+
+static double mib(uint64_t b) { return (double)b / (1024.0 * 1024.0); }
+
+static void json_u64s(FILE *f, const char *key, const uint64_t *v, unsigned n) {
+  fprintf(f, ",\"%s\":[", key);
+  for (unsigned o = 0; o < n; o++)
+    fprintf(f, "%s%llu", o ? "," : "", (unsigned long long)v[o]);
+  fprintf(f, "]");
+}
+
+/* Free pages per order over the zones, the machine's (recorded) and the model's (predicted). */
+static unsigned free_by_order(const bh_replay_fidelity_t *fi, uint64_t *machine, uint64_t *model) {
+  unsigned n = fi->present ? fi->max_order + 1 : 0;
+  for (unsigned o = 0; o < n && o <= BH_ORDER_LIMIT; o++) {
+    machine[o] = model[o] = 0;
+    for (int z = 0; z < fi->nr_zones; z++) {
+      machine[o] += fi->zones[z].recorded[o] << o;
+      model[o] += fi->zones[z].predicted[o] << o;
+    }
+  }
+  return n;
+}
+
+static void emit_json(const live_t *lv, double t, double rate) {
+  FILE *f = lv->json;
+  fprintf(f,
+          "{\"t_s\":%.3f,\"events\":%llu,\"events_per_s\":%.0f,\"dropped\":%llu,\"exact\":%s,"
+          "\"runs\":[",
+          t, (unsigned long long)lv->events, rate, (unsigned long long)lv->dropped,
+          lv->dropped ? "false" : "true");
+  for (int i = 0; i < lv->nruns; i++) {
+    const bh_replay_summary_t *s = &lv->sums[i];
+    fprintf(f, "%s{\"strategy\":", i ? "," : "");
+    bh__json_str(f, lv->specs[i].label);
+    fprintf(f,
+            ",\"returned_bytes\":%llu,\"reported_bytes\":%llu,\"resident_bytes\":%llu,"
+            "\"live_bytes\":%llu,\"madvise_calls\":%llu,\"refaults\":%llu,\"free_order_error\":",
+            (unsigned long long)s->returned_bytes, (unsigned long long)s->reported_bytes,
+            (unsigned long long)s->rss_final_bytes, (unsigned long long)s->live_final_bytes,
+            (unsigned long long)s->madvise_calls, (unsigned long long)s->refaults);
+    if (s->fidelity.present)
+      fprintf(f, "%.6f}", s->fidelity.free_order_error);
+    else
+      fprintf(f, "null}");
+  }
+  fprintf(f, "],\"fidelity\":");
+  const bh_replay_fidelity_t *fi = &lv->sums[0].fidelity;
+  uint64_t machine[BH_ORDER_LIMIT + 1], model[BH_ORDER_LIMIT + 1];
+  unsigned n = free_by_order(fi, machine, model);
+  if (!n) {
+    fprintf(f, "null}\n");
+  } else {
+    fprintf(f, "{\"free_order_error\":%.6f", fi->free_order_error);
+    json_u64s(f, "machine_free_pages", machine, n);
+    json_u64s(f, "model_free_pages", model, n);
+    fprintf(f, "}}\n");
+  }
+  fflush(f);
+}
+
+/* The table: one row per strategy, then free memory by order, machine against model. */
+static void print_table(FILE *f, const live_t *lv, double t, double rate, bool final) {
+  fprintf(f, "buddyhint live%s: %.1f s, %llu events (%.0f/s), %llu dropped%s\n",
+          final ? " (final)" : "", t, (unsigned long long)lv->events, rate,
+          (unsigned long long)lv->dropped,
+          lv->dropped ? " -- NOT EXACT: the ring buffers lost events, the models missed them" : "");
+  fprintf(f, "%-21s %10s %10s %10s %10s %9s %9s %8s\n", "strategy", "resident", "live", "reported",
+          "returned", "madvises", "refaults", "fidelity");
+  fprintf(f, "%-21s %10s %10s %10s %10s %9s %9s %8s\n", "", "MiB", "MiB", "MiB", "MiB", "calls",
+          "pages", "error");
+  for (int i = 0; i < lv->nruns; i++) {
+    const bh_replay_summary_t *s = &lv->sums[i];
+    fprintf(f, "%-21s %10.1f %10.1f %10.1f %10.1f %9llu %9llu", lv->specs[i].label,
+            mib(s->rss_final_bytes), mib(s->live_final_bytes), mib(s->reported_bytes),
+            mib(s->returned_bytes), (unsigned long long)s->madvise_calls,
+            (unsigned long long)s->refaults);
+    if (s->fidelity.present)
+      fprintf(f, " %7.1f%%\n", 100.0 * s->fidelity.free_order_error);
+    else
+      fprintf(f, " %8s\n", "-");
+  }
+  uint64_t machine[BH_ORDER_LIMIT + 1], model[BH_ORDER_LIMIT + 1];
+  unsigned n = free_by_order(&lv->sums[0].fidelity, machine, model);
+  if (!n)
+    return;
+  fprintf(f, "\nfree MiB by order (kernel's /proc/buddyinfo against the %s model)\n",
+          lv->specs[0].label);
+  fprintf(f, "%-8s", "order");
+  for (unsigned o = 0; o < n; o++)
+    fprintf(f, " %7u", o);
+  fprintf(f, "\n%-8s", "kernel");
+  for (unsigned o = 0; o < n; o++)
+    fprintf(f, " %7.1f", mib(machine[o] << BH_PAGE_SHIFT));
+  fprintf(f, "\n%-8s", "model");
+  for (unsigned o = 0; o < n; o++)
+    fprintf(f, " %7.1f", mib(model[o] << BH_PAGE_SHIFT));
+  fprintf(f, "\n");
+}
+
+/* The figures now (with the counts now), shown as the output wants them. */
+static void show(live_t *lv, const bh_machine_t *now, bool final) {
+  double t = mono_s(), el = t - lv->then;
+  double rate = el > 0 ? (double)(lv->events - lv->events_then) / el : 0;
+  if (final && t - lv->t0 > 0)
+    rate = (double)lv->events / (t - lv->t0);
+  for (int i = 0; !final && i < lv->nruns; i++)
+    bh__replay_feed_figures(lv->feeds[i], now, &lv->sums[i]);
+  lv->then = t;
+  lv->events_then = lv->events;
+  if (lv->json && !final)
+    emit_json(lv, t - lv->t0, rate);
+  if (lv->screen && !final) {
+    fputs("\033[H\033[2J", stdout);
+    print_table(stdout, lv, t - lv->t0, rate, false);
+    fflush(stdout);
+  }
+  if (final)
+    print_table(lv->json == stdout ? stderr : stdout, lv, t - lv->t0, rate, true);
+}
+
+/* Every model, from a copy of m (the description round trip a recorded trace's replay reads). */
+static int open_feeds(live_t *lv, const bh_machine_t *m, uint64_t t0_ns) {
+  char *text = NULL;
+  size_t len = 0;
+  if (bh_machine_format(m, &text, &len))
+    return fprintf(stderr, "buddyhint live: out of memory\n"), -1;
+  int rc = 0;
+  for (int i = 0; !rc && i < lv->nruns; i++) {
+    bh_replay_config_t cfg;
+    bh_replay_config_init(&cfg);
+    cfg.arena.backing = BH_BACKING_SIM;
+    cfg.hint.report = BH_REPORT_NONE;
+    cfg.hint.strategy = lv->specs[i].name;
+    cfg.hint.opts = lv->specs[i].opts;
+    cfg.hint.nopts = lv->specs[i].nopts;
+    bh_machine_t *copy = NULL;
+    char err[512] = "";
+    int e = bh_machine_parse(text, len, &copy, err, sizeof(err));
+    if (!e)
+      e = bh__replay_feed_open(&cfg, copy, t0_ns, &lv->feeds[i], err, sizeof(err));
+    if (e) {
+      fprintf(stderr, "buddyhint live: cannot start the model under %s: %s\n", lv->specs[i].label,
+              err[0] ? err : bh_strerror(e));
+      rc = -1;
+    }
+  }
+  free(text);
+  return rc;
+}
+
+#endif
+
+int cmd_live(int argc, char **argv) {
+  const char *list = NULL, *interval_s = NULL, *duration_s = NULL, *json_path = NULL, *out = NULL,
+             *kbs = NULL;
+  bool as_root = false;
+  int i = 1, r;
+  while (i < argc) {
+    const char *a = argv[i];
+    if (bh_cli_is_help(a)) {
+      usage(stdout);
+      return BH_EXIT_OK;
+    }
+    if (!strcmp(a, "--")) {
+      i++;
+      break;
+    }
+    if ((r = bh_cli_opt(argc, argv, &i, "strategies", &list)) != 0 ||
+        (r = bh_cli_opt(argc, argv, &i, "interval", &interval_s)) != 0 ||
+        (r = bh_cli_opt(argc, argv, &i, "duration", &duration_s)) != 0 ||
+        (r = bh_cli_opt(argc, argv, &i, "json", &json_path)) != 0 ||
+        (r = bh_cli_opt(argc, argv, &i, "output", &out)) != 0 ||
+        (r = bh_cli_short_opt(VERB, argc, argv, &i, "-o", &out)) != 0 ||
+        (r = bh_cli_opt(argc, argv, &i, "buffer-kb", &kbs)) != 0) {
+      if (r < 0)
+        return BH_EXIT_USAGE;
+    } else if (!strcmp(a, "--as-root")) {
+      as_root = true;
+      i++;
+    } else if (a[0] == '-') {
+      return bh_cli_usage_error(VERB, "unknown option '%s'", a);
+    } else {
+      break; /* the command starts here */
+    }
+  }
+  char **cmd = i < argc ? argv + i : NULL;
+  uint64_t interval_ns = 1000000000ull, duration_ns = 0;
+  if (interval_s && (bh_cli_parse_seconds(interval_s, &interval_ns) || interval_ns < 10000000ull ||
+                     interval_ns > 86400ull * 1000000000ull))
+    return bh_cli_usage_error(VERB, "--interval wants 0.01 to 86400 seconds, not '%s'", interval_s);
+  if (duration_s && (bh_cli_parse_seconds(duration_s, &duration_ns) || !duration_ns))
+    return bh_cli_usage_error(VERB, "--duration wants a number of seconds above 0, not '%s'",
+                              duration_s);
+  unsigned buffer_kb = DEFAULT_BUFFER_KB;
+  if (kbs) {
+    uint64_t v;
+    if (bh_cli_parse_u64(kbs, 1, 1ul << 24, &v))
+      return bh_cli_usage_error(VERB, "--buffer-kb wants a number of KiB from 1 to %lu, not '%s'",
+                                1ul << 24, kbs);
+    buffer_kb = (unsigned)v;
+  }
+  int format = 0, compression = 0, rc;
+  if (out && (rc = bh_cli_output_kind(VERB, out, NULL, NULL, &format, &compression)) != 0)
+    return rc;
+  if (out && json_path && !strcmp(out, "-") && !strcmp(json_path, "-"))
+    return bh_cli_usage_error(VERB, "-o - and --json - cannot both be standard output");
+  bh_cli_replay_t c;
+  bh_cli_replay_init(&c);
+  c.cfg.arena.backing = BH_BACKING_SIM;
+  char *copy = strdup(list ? list : DEFAULT_STRATEGIES);
+  live_t lv = {0};
+  lv.nruns = copy ? parse_strategies(copy, lv.specs, &c) : -1;
+  if (lv.nruns < 0) {
+    free(copy);
+    bh_cli_replay_free(&c);
+    return BH_EXIT_USAGE;
+  }
+#if !BH_HAVE_TRACEFS
+  (void)cmd, (void)as_root, (void)interval_ns, (void)duration_ns, (void)buffer_kb;
+  free(copy);
+  bh_cli_replay_free(&c);
+  fprintf(stderr, "buddyhint live: this buddyhint was built without libtracefs: install "
+                  "libtracefs-dev and libtraceevent-dev (make deps) and rebuild\n");
+  return BH_EXIT_FAIL;
+#else
+  rc = BH_EXIT_FAIL;
+  if (geteuid() != 0) {
+    fprintf(stderr,
+            "buddyhint live: live needs root: the kernel's tracepoints are only reachable "
+            "through tracefs as root, and its free map through /proc/kpageflags (euid %d)\n",
+            (int)geteuid());
+    goto free_args;
+  }
+  bh_cli_record_user_t user = {.drop = false};
+  if (cmd && !as_root && bh_cli_record_user(&user)) {
+    fprintf(stderr,
+            "buddyhint live: SUDO_UID %s has no group (SUDO_GID is not set either): use "
+            "--as-root to run the command as root\n",
+            getenv("SUDO_UID"));
+    goto free_args;
+  }
+  lv.sums = calloc((size_t)lv.nruns, sizeof(*lv.sums));
+  if (!lv.sums)
+    goto free_args;
+
+  struct sigaction old[4];
+  bh_cli_out_t *jo = NULL, *to = NULL;
+  bh_cli_tracer_t tr;
+  reader_t rd = {0};
+  bh_machine_t *machine = NULL, *now = NULL;
+  pid_t pid = -1;
+  int status = 0;
+  bool ok = false, signals_restored = false;
+  bh_cli_catch_stop_signals(old);
+  bool to_stdout_json = !json_path && !isatty(STDOUT_FILENO);
+  if (json_path && (rc = bh_cli_out_open(VERB, json_path, &jo)) != 0)
+    goto restore_signals;
+  rc = BH_EXIT_FAIL;
+  lv.json = jo ? bh_cli_out_stream(jo) : to_stdout_json ? stdout : NULL;
+  if (jo && !lv.json)
+    goto abort_outputs;
+  lv.screen = !lv.json && isatty(STDOUT_FILENO);
+  if (out) {
+    if ((rc = bh_cli_out_open(VERB, out, &to)) != 0)
+      goto abort_outputs;
+    rc = BH_EXIT_FAIL;
+    if (bh_cli_out_writer(to, format, compression, 2, NULL, &lv.w)) {
+      fprintf(stderr, "buddyhint live: %s\n", bh_trace_error(NULL));
+      goto abort_outputs;
+    }
+  }
+  if (bh_cli_tracer_open(&tr, VERB, false))
+    goto abort_outputs;
+  /* the mono clock: every cpu's events on CLOCK_MONOTONIC, which this thread reads too */
+  if (bh_cli_tracer_formats(&tr) || bh_cli_tracer_setup(&tr, buffer_kb, "mono") ||
+      reader_open(&tr, &rd))
+    goto close_tracer;
+  if (bh_cli_got_signal)
+    goto stopped;
+  if (tracefs_trace_on(tr.inst)) {
+    fprintf(stderr, "buddyhint live: cannot turn tracing on in %s\n", tr.dir);
+    goto close_tracer;
+  }
+  fprintf(stderr,
+          "buddyhint live: tracing kmem page events system-wide in %s (%u KiB per cpu); "
+          "reading the free map\n",
+          tr.dir, buffer_kb);
+  if (bh_cli_rec_snapshot(&machine, BH_SNAP_START, tr.dir))
+    goto close_tracer;
+  const bh_snapshot_t *snap = bh_machine_snapshot(machine, BH_SNAP_START);
+  if (!snap || !snap->have_freemap) {
+    fprintf(stderr, "buddyhint live: no free map from /proc/kpageflags: the models need the "
+                    "machine's free blocks to start from\n");
+    goto close_tracer;
+  }
+  uint64_t hi;
+  bh_cli_rec_window(machine, &rd.lo, &hi);
+  if (lv.w && bh_cli_rec_describe(machine, lv.w))
+    goto close_tracer;
+  if (open_feeds(&lv, machine, rd.lo + 1))
+    goto close_tracer;
+  if (bh_cli_got_signal)
+    goto stopped;
+  lv.t0 = lv.then = mono_s();
+  if (cmd) {
+    pid = bh_cli_start_command(cmd, lv.json == stdout, &user);
+    if (pid < 0) {
+      fprintf(stderr, "buddyhint live: cannot run '%s': %s\n", cmd[0], strerror(errno));
+      goto close_tracer;
+    }
+  }
+  fprintf(stderr, "buddyhint live: %d models started from the free map%s%s\n", lv.nruns,
+          cmd ? "; running " : "", cmd ? cmd[0] : "");
+  double next_show = lv.t0 + (double)interval_ns / 1e9;
+  double end = duration_ns ? lv.t0 + (double)duration_ns / 1e9 : 0;
+  bool forwarded = false;
+  for (;;) {
+    bool done = false;
+    if (pid > 0) {
+      pid_t w = waitpid(pid, &status, WNOHANG);
+      if (w == pid) {
+        pid = -1;
+        done = true;
+      }
+    }
+    int sig = bh_cli_got_signal;
+    if (sig) {
+      if (pid > 0 && !forwarded && sig != SIGINT && sig != SIGQUIT)
+        kill(pid, sig); /* ^C and ^\ reach the command from the terminal */
+      forwarded = true;
+      done = true;
+    }
+    double t = mono_s();
+    if (end && t >= end)
+      done = true;
+    if (done)
+      break;
+    bool due = t >= next_show;
+    /* the counts of this moment first, then every event before it */
+    uint64_t watermark = mono_ns();
+    if (due) {
+      bh_machine_free(now);
+      now = read_now();
+    }
+    reader_pull(&tr, &rd, false);
+    size_t n = reader_ready(&rd, watermark);
+    if (rd.err || play(&lv, rd.ready, n))
+      goto failed;
+    for (int k = 0; k < lv.nruns; k++)
+      bh__replay_feed_advance(lv.feeds[k], watermark);
+    if (due) {
+      lv.dropped = reader_dropped(&tr, &rd, NULL, 0, NULL);
+      show(&lv, now, false);
+      while (next_show <= t)
+        next_show += (double)interval_ns / 1e9;
+    }
+    double wait = next_show - mono_s();
+    if (end && end - mono_s() < wait)
+      wait = end - mono_s();
+    int ms = wait < 0 ? 0 : wait * 1000 < POLL_MS ? (int)(wait * 1000) : POLL_MS;
+    poll(NULL, 0, ms); /* a signal ends it early */
+  }
+  /* the end: tracing off, the counts then, and every event before (the rest of the ring
+   * buffers): the last line and the final table are the machine at that moment */
+  uint64_t off_ns = mono_ns();
+  tracefs_trace_off(tr.inst);
+  bh_machine_free(now);
+  now = read_now();
+  reader_pull(&tr, &rd, true);
+  size_t n = reader_ready(&rd, UINT64_MAX);
+  if (rd.err || play(&lv, rd.ready, n))
+    goto failed;
+  for (int k = 0; k < lv.nruns; k++)
+    bh__replay_feed_advance(lv.feeds[k], off_ns);
+  lv.dropped = reader_dropped(&tr, &rd, NULL, 0, NULL);
+  show(&lv, now, false);
+  lv.dropped = reader_dropped(&tr, &rd, lv.w, lv.last_ns, &lv.werr);
+  ok = true;
+  goto close_tracer;
+failed:
+  if (rd.err)
+    fprintf(stderr, "buddyhint live: out of memory for the events read\n");
+  goto close_tracer;
+stopped:
+  fprintf(stderr, "buddyhint live: stopped by signal %d (%s) before it started\n",
+          (int)bh_cli_got_signal, strsignal(bh_cli_got_signal));
+  rc = 128 + bh_cli_got_signal;
+close_tracer:
+  if (pid > 0) { /* an error while CMD runs: it is ended, not left behind */
+    kill(pid, SIGTERM);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+      ;
+  }
+  bh_cli_restore_stop_signals(old);
+  signals_restored = true;
+  for (int k = 0; k < lv.nruns; k++) {
+    bh_replay_summary_t s;
+    char err[256] = "";
+    if (lv.feeds[k] && bh__replay_feed_close(lv.feeds[k], now, &s, err, sizeof(err)) && ok) {
+      fprintf(stderr, "buddyhint live: the model under %s: %s\n", lv.specs[k].label, err);
+      ok = false;
+    }
+    if (lv.feeds[k])
+      lv.sums[k] = s;
+    if (lv.feeds[k] && getenv("BH_LIVE_DEBUG"))
+      bh_replay_summary_json(&s, stderr, 1);
+    lv.feeds[k] = NULL;
+  }
+  if (ok && rd.cut)
+    fprintf(stderr,
+            "buddyhint live: %llu events from before the free map was read were left out (it "
+            "holds them)\n",
+            (unsigned long long)rd.cut);
+  if (ok && rd.malformed)
+    fprintf(stderr, "buddyhint live: warning: %llu malformed records skipped\n",
+            (unsigned long long)rd.malformed);
+  if (ok)
+    show(&lv, now, true);
+  if (ok && lv.dropped)
+    fprintf(stderr,
+            "buddyhint live: warning: the ring buffers lost %llu events: the figures are not "
+            "exact; try a larger --buffer-kb or fewer strategies\n",
+            (unsigned long long)lv.dropped);
+  reader_free(&rd);
+  bh_machine_free(machine);
+  bh_machine_free(now);
+  bh_cli_tracer_close(&tr);
+  if (ok) {
+    rc = BH_EXIT_OK;
+    if (lv.w && (lv.werr || bh_trace_writer_close(lv.w))) {
+      fprintf(stderr, "buddyhint live: %s: %s\n", out,
+              lv.werr ? bh_strerror(lv.werr) : bh_trace_error(NULL));
+      lv.w = NULL;
+      rc = BH_EXIT_FAIL;
+    } else {
+      lv.w = NULL;
+    }
+    if (rc == BH_EXIT_OK && to && (rc = bh_cli_out_close(to)) == BH_EXIT_OK)
+      to = NULL;
+    if (rc == BH_EXIT_OK && jo && (rc = bh_cli_out_close(jo)) == BH_EXIT_OK)
+      jo = NULL;
+  }
+abort_outputs:
+  bh_trace_writer_abort(lv.w);
+  bh_cli_out_abort(to);
+  bh_cli_out_abort(jo);
+restore_signals:
+  if (!signals_restored)
+    bh_cli_restore_stop_signals(old);
+free_args:
+  free(lv.sums);
+  free(copy);
+  bh_cli_replay_free(&c);
+  return rc;
+#endif
+}
