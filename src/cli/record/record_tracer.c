@@ -238,6 +238,10 @@ pid_t bh_cli_start_command(char **cmd, bool stdout_to_stderr, const bh_cli_recor
     close(pfd[0]);
     if (stdout_to_stderr)
       dup2(STDERR_FILENO, STDOUT_FILENO);
+    /* none of our descriptors (the ring buffers' trace_pipe_raw, the spools, the outputs) go
+     * to the command: a reader of the instance it kept open, in a process that outlives us,
+     * would keep the instance from being removed */
+    close_range(3, ~0u, CLOSE_RANGE_CLOEXEC);
     if (bh_cli_record_become(u) == 0)
       execvp(cmd[0], cmd);
     int e = errno;
