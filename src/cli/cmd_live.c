@@ -28,6 +28,7 @@
 #include "cli/record/record_safety.h"
 #include "cli/record/record_tracer.h"
 #include "cli/replay_opts.h"
+#include "cli/run_json.h"
 
 #include "common/json.h"
 #include "replay/replay_feed.h"
@@ -38,6 +39,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,7 +56,8 @@
 static void usage(FILE *out) {
   fprintf(out,
           "usage: buddyhint live [--strategies LIST] [--interval SECONDS] [--duration SECONDS]\n"
-          "                      [--json FILE] [-o TRACE] [--buffer-kb N] [--as-root]\n"
+          "                      [--json FILE] [-o TRACE] [--summary FILE] [--buffer-kb N]\n"
+          "                      [--as-root]\n"
           "                      [-- CMD [ARGS]...]\n"
           "\n"
           "Follows the running kernel's page allocator and replays its events as they happen\n"
@@ -67,18 +70,21 @@ static void usage(FILE *out) {
           "\n"
           "On a terminal a table is redrawn every interval; otherwise, and with --json FILE,\n"
           "one JSON object per interval and line:\n"
-          "  {\"t_s\", \"events\", \"events_per_s\", \"dropped\", \"exact\", \"runs\": "
-          "[{\"strategy\",\n"
+          "  {\"t_s\", \"events\", \"events_per_s\", \"lag_s\", \"dropped\", \"exact\",\n"
+          "   \"runs\": [{\"strategy\",\n"
           "   \"returned_bytes\", \"reported_bytes\", \"resident_bytes\", \"live_bytes\",\n"
           "   \"madvise_calls\", \"refaults\", \"free_order_error\"}...], \"fidelity\":\n"
           "   {\"free_order_error\", \"machine_free_pages\": [per order], \"model_free_pages\":\n"
           "   [per order]}}\n"
-          "(fidelity: the first strategy's model).  dropped counts the events the ring\n"
-          "buffers lost; with any, the figures are not exact and say so (\"exact\": false).\n"
+          "(fidelity: the first strategy's model).  lag_s is how far the figures are behind\n"
+          "the machine (what reading and playing the last events took); dropped counts the\n"
+          "events the ring buffers lost: with any, the figures are not exact and say so\n"
+          "(\"exact\": false, and NOT EXACT in the table).\n"
           "\n"
           "Runs until CMD exits (if given; it runs as the invoking user under sudo unless\n"
-          "--as-root), --duration has passed, or ^C, SIGTERM or SIGHUP; then tracing is\n"
-          "turned off, the tracefs instance removed, and the final table printed (to\n"
+          "--as-root), --duration has passed (CMD, if still running, is then sent\n"
+          "SIGTERM), or ^C, SIGTERM or SIGHUP; then tracing is turned off, the last events\n"
+          "played, the tracefs instance removed, and the final table printed (to\n"
           "standard error when standard output carries the JSON lines).  Needs root.\n"
           "\n"
           "options:\n"
@@ -89,12 +95,15 @@ static void usage(FILE *out) {
           "  -o, --output TRACE    also write the events as a native trace with the machine's\n"
           "                        description, replayable later (binary if TRACE ends in\n"
           "                        .bht or .bin before any .gz/.zst)\n"
+          "  --summary FILE        at the end, each model's summary as compare --json writes\n"
+          "                        it ({\"runs\": [...]}: fidelity, placement, counts...)\n"
           "  --buffer-kb N         ring buffer per cpu in KiB (default %u)\n"
           "  --as-root             run CMD as root even under sudo\n"
           "  -h, --help            this help\n"
           "\n"
           "exit status: 0 done (CMD's status does not change it), 1 not root, tracefs or the\n"
-          "free map unusable, or an output could not be written; 2 bad usage.\n",
+          "free map unusable, or an output could not be written; 2 bad usage; 128+N stopped\n"
+          "by signal N before the models had started (no output).\n",
           MAX_RUNS, DEFAULT_BUFFER_KB);
 }
 
@@ -266,8 +275,13 @@ static void decode_subbuf(const bh_cli_tracer_t *tr, reader_t *rd, live_cpu_t *c
   }
 }
 
-/* Reads what every cpu's ring buffer holds now (flush: after tracing is off, the rest). */
-static void reader_pull(const bh_cli_tracer_t *tr, reader_t *rd, bool flush) {
+/*
+ * Reads what every cpu's ring buffer holds now (flush: after tracing is off, the rest), and
+ * returns the time up to which every cpu's events are read: watermark, or earlier if a cpu
+ * had more than a turn's worth (its events after the last read are still in its buffer).
+ */
+static uint64_t reader_pull(const bh_cli_tracer_t *tr, reader_t *rd, bool flush,
+                            uint64_t watermark) {
   for (int i = 0; i < rd->ncpus; i++) {
     live_cpu_t *c = &rd->cpus[i];
     if (c->head && c->head == c->n)
@@ -277,7 +291,8 @@ static void reader_pull(const bh_cli_tracer_t *tr, reader_t *rd, bool flush) {
       c->n -= c->head;
       c->head = 0;
     }
-    for (int k = 0; k < 4096 && !rd->err; k++) { /* bounded: a busy cpu does not starve us */
+    int k = 0;
+    for (; (flush || k < 4096) && !rd->err; k++) { /* a busy cpu does not starve us */
       int n =
           flush ? tracefs_cpu_flush(c->tcpu, rd->buf) : tracefs_cpu_read(c->tcpu, rd->buf, true);
       if (n <= 0)
@@ -286,7 +301,10 @@ static void reader_pull(const bh_cli_tracer_t *tr, reader_t *rd, bool flush) {
         memset((char *)rd->buf + n, 0, (size_t)(rd->subbuf - n));
       decode_subbuf(tr, rd, c);
     }
+    if (!flush && k == 4096 && c->n > c->head && c->ev[c->n - 1].time_ns < watermark)
+      watermark = c->ev[c->n - 1].time_ns; /* the rest of this cpu's waits for the next turn */
   }
+  return watermark;
 }
 
 /* Merges the cpus' pending events at or before watermark into rd->ready, in time order (each
@@ -327,36 +345,128 @@ static uint64_t reader_dropped(const bh_cli_tracer_t *tr, const reader_t *rd, bh
 
 /* ---- the replays and what is shown ---- */
 
+/* The models play each batch side by side, one thread each (the main thread waits). */
+typedef struct crew {
+  pthread_t th[MAX_RUNS];
+  int nthreads; /* started */
+  pthread_mutex_t mu;
+  pthread_cond_t go, done;
+  uint64_t gen; /* batches handed out */
+  int busy;     /* models still playing the current one */
+  bool quit;
+  const bh_event_t *batch;
+  size_t n;
+  int err[MAX_RUNS];
+} crew_t;
+
 typedef struct live {
   live_spec_t specs[MAX_RUNS];
   int nruns;
   bh__replay_feed_t *feeds[MAX_RUNS];
+  bh_replay_config_t cfgs[MAX_RUNS];
   bh_replay_summary_t *sums; /* nruns: the figures at the last interval */
   bh_trace_writer_t *w;      /* -o, or NULL */
   int werr;
   uint64_t events, events_then; /* played; at the last interval */
   uint64_t last_ns;             /* the last event's time */
+  uint64_t played_to;           /* the models hold every event before this (trace clock) */
   double t0, then;              /* wall clock at the start, at the last interval */
   uint64_t dropped;
-  unsigned max_order;
   FILE *json;  /* JSON lines, or NULL */
   bool screen; /* a table redrawn in place */
+  crew_t crew;
 } live_t;
+
+struct crew_arg {
+  live_t *lv;
+  int idx;
+};
+static struct crew_arg crew_args[MAX_RUNS];
+
+static void *crew_main(void *arg) {
+  live_t *lv = ((struct crew_arg *)arg)->lv;
+  int idx = ((struct crew_arg *)arg)->idx;
+  crew_t *c = &lv->crew;
+  uint64_t seen = 0;
+  pthread_mutex_lock(&c->mu);
+  for (;;) {
+    while (c->gen == seen && !c->quit)
+      pthread_cond_wait(&c->go, &c->mu);
+    if (c->quit)
+      break;
+    seen = c->gen;
+    pthread_mutex_unlock(&c->mu);
+    int e = c->err[idx] ? 0 : bh__replay_feed_events(lv->feeds[idx], c->batch, c->n);
+    pthread_mutex_lock(&c->mu);
+    if (e)
+      c->err[idx] = e;
+    if (--c->busy == 0)
+      pthread_cond_signal(&c->done);
+  }
+  pthread_mutex_unlock(&c->mu);
+  return NULL;
+}
+
+/* One thread per model when there are several; 0, or -1 (then they play one after another). */
+static int crew_start(live_t *lv) {
+  crew_t *c = &lv->crew;
+  pthread_mutex_init(&c->mu, NULL);
+  pthread_cond_init(&c->go, NULL);
+  pthread_cond_init(&c->done, NULL);
+  for (int i = 0; lv->nruns > 1 && i < lv->nruns; i++) {
+    crew_args[i] = (struct crew_arg){lv, i};
+    if (pthread_create(&c->th[i], NULL, crew_main, &crew_args[i]))
+      return -1;
+    c->nthreads++;
+  }
+  return 0;
+}
+
+static void crew_stop(live_t *lv) {
+  crew_t *c = &lv->crew;
+  pthread_mutex_lock(&c->mu);
+  c->quit = true;
+  pthread_cond_broadcast(&c->go);
+  pthread_mutex_unlock(&c->mu);
+  for (int i = 0; i < c->nthreads; i++)
+    pthread_join(c->th[i], NULL);
+  c->nthreads = 0;
+  pthread_cond_destroy(&c->go);
+  pthread_cond_destroy(&c->done);
+  pthread_mutex_destroy(&c->mu);
+}
 
 /* Plays n events under every strategy (and writes them with -o).  0, or -1 after a message. */
 static int play(live_t *lv, const bh_event_t *evs, size_t n) {
   if (!n)
     return 0;
-  for (int i = 0; i < lv->nruns; i++) {
-    int e = bh__replay_feed_events(lv->feeds[i], evs, n);
-    if (e) {
+  crew_t *c = &lv->crew;
+  if (c->nthreads == lv->nruns) {
+    pthread_mutex_lock(&c->mu);
+    c->batch = evs;
+    c->n = n;
+    c->busy = lv->nruns;
+    c->gen++;
+    pthread_cond_broadcast(&c->go);
+    pthread_mutex_unlock(&c->mu);
+    for (size_t k = 0; lv->w && !lv->werr && k < n; k++) /* meanwhile */
+      lv->werr = bh_trace_write(lv->w, &evs[k]);
+    pthread_mutex_lock(&c->mu);
+    while (c->busy)
+      pthread_cond_wait(&c->done, &c->mu);
+    pthread_mutex_unlock(&c->mu);
+  } else {
+    for (int i = 0; i < lv->nruns; i++)
+      c->err[i] = c->err[i] ? c->err[i] : bh__replay_feed_events(lv->feeds[i], evs, n);
+    for (size_t k = 0; lv->w && !lv->werr && k < n; k++)
+      lv->werr = bh_trace_write(lv->w, &evs[k]);
+  }
+  for (int i = 0; i < lv->nruns; i++)
+    if (c->err[i]) {
       fprintf(stderr, "buddyhint live: the replay under %s cannot go on: %s\n", lv->specs[i].label,
-              bh_strerror(e));
+              bh_strerror(c->err[i]));
       return -1;
     }
-  }
-  for (size_t k = 0; lv->w && !lv->werr && k < n; k++)
-    lv->werr = bh_trace_write(lv->w, &evs[k]);
   lv->events += n;
   lv->last_ns = evs[n - 1].time_ns;
   return 0;
@@ -396,12 +506,12 @@ static unsigned free_by_order(const bh_replay_fidelity_t *fi, uint64_t *machine,
   return n;
 }
 
-static void emit_json(const live_t *lv, double t, double rate) {
+static void emit_json(const live_t *lv, double t, double rate, double lag) {
   FILE *f = lv->json;
   fprintf(f,
-          "{\"t_s\":%.3f,\"events\":%llu,\"events_per_s\":%.0f,\"dropped\":%llu,\"exact\":%s,"
-          "\"runs\":[",
-          t, (unsigned long long)lv->events, rate, (unsigned long long)lv->dropped,
+          "{\"t_s\":%.3f,\"events\":%llu,\"events_per_s\":%.0f,\"lag_s\":%.3f,\"dropped\":%llu,"
+          "\"exact\":%s,\"runs\":[",
+          t, (unsigned long long)lv->events, rate, lag, (unsigned long long)lv->dropped,
           lv->dropped ? "false" : "true");
   for (int i = 0; i < lv->nruns; i++) {
     const bh_replay_summary_t *s = &lv->sums[i];
@@ -434,9 +544,9 @@ static void emit_json(const live_t *lv, double t, double rate) {
 }
 
 /* The table: one row per strategy, then free memory by order, machine against model. */
-static void print_table(FILE *f, const live_t *lv, double t, double rate, bool final) {
-  fprintf(f, "buddyhint live%s: %.1f s, %llu events (%.0f/s), %llu dropped%s\n",
-          final ? " (final)" : "", t, (unsigned long long)lv->events, rate,
+static void print_table(FILE *f, const live_t *lv, double t, double rate, double lag, bool final) {
+  fprintf(f, "buddyhint live%s: %.1f s, %llu events (%.0f/s), %.2f s behind, %llu dropped%s\n",
+          final ? " (final)" : "", t, (unsigned long long)lv->events, rate, lag,
           (unsigned long long)lv->dropped,
           lv->dropped ? " -- NOT EXACT: the ring buffers lost events, the models missed them" : "");
   fprintf(f, "%-21s %10s %10s %10s %10s %9s %9s %8s\n", "strategy", "resident", "live", "reported",
@@ -476,6 +586,10 @@ static void print_table(FILE *f, const live_t *lv, double t, double rate, bool f
 static void show(live_t *lv, const bh_machine_t *now, bool final) {
   double t = mono_s(), el = t - lv->then;
   double rate = el > 0 ? (double)(lv->events - lv->events_then) / el : 0;
+  /* how far the models' figures are behind the machine: the time since the moment up to
+   * which they hold every event (what reading and playing the last batch took) */
+  uint64_t tn = mono_ns();
+  double lag = lv->played_to && tn > lv->played_to ? (double)(tn - lv->played_to) / 1e9 : 0;
   if (final && t - lv->t0 > 0)
     rate = (double)lv->events / (t - lv->t0);
   for (int i = 0; !final && i < lv->nruns; i++)
@@ -483,14 +597,14 @@ static void show(live_t *lv, const bh_machine_t *now, bool final) {
   lv->then = t;
   lv->events_then = lv->events;
   if (lv->json && !final)
-    emit_json(lv, t - lv->t0, rate);
+    emit_json(lv, t - lv->t0, rate, lag);
   if (lv->screen && !final) {
     fputs("\033[H\033[2J", stdout);
-    print_table(stdout, lv, t - lv->t0, rate, false);
+    print_table(stdout, lv, t - lv->t0, rate, lag, false);
     fflush(stdout);
   }
   if (final)
-    print_table(lv->json == stdout ? stderr : stdout, lv, t - lv->t0, rate, true);
+    print_table(lv->json == stdout ? stderr : stdout, lv, t - lv->t0, rate, lag, true);
 }
 
 /* Every model, from a copy of m (the description round trip a recorded trace's replay reads). */
@@ -503,6 +617,7 @@ static int open_feeds(live_t *lv, const bh_machine_t *m, uint64_t t0_ns) {
   for (int i = 0; !rc && i < lv->nruns; i++) {
     bh_replay_config_t cfg;
     bh_replay_config_init(&cfg);
+    cfg.trace = "live";
     cfg.arena.backing = BH_BACKING_SIM;
     cfg.hint.report = BH_REPORT_NONE;
     cfg.hint.strategy = lv->specs[i].name;
@@ -511,6 +626,7 @@ static int open_feeds(live_t *lv, const bh_machine_t *m, uint64_t t0_ns) {
     bh_machine_t *copy = NULL;
     char err[512] = "";
     int e = bh_machine_parse(text, len, &copy, err, sizeof(err));
+    lv->cfgs[i] = cfg;
     if (!e)
       e = bh__replay_feed_open(&cfg, copy, t0_ns, &lv->feeds[i], err, sizeof(err));
     if (e) {
@@ -527,7 +643,7 @@ static int open_feeds(live_t *lv, const bh_machine_t *m, uint64_t t0_ns) {
 
 int cmd_live(int argc, char **argv) {
   const char *list = NULL, *interval_s = NULL, *duration_s = NULL, *json_path = NULL, *out = NULL,
-             *kbs = NULL;
+             *kbs = NULL, *summary_path = NULL;
   bool as_root = false;
   int i = 1, r;
   while (i < argc) {
@@ -546,7 +662,8 @@ int cmd_live(int argc, char **argv) {
         (r = bh_cli_opt(argc, argv, &i, "json", &json_path)) != 0 ||
         (r = bh_cli_opt(argc, argv, &i, "output", &out)) != 0 ||
         (r = bh_cli_short_opt(VERB, argc, argv, &i, "-o", &out)) != 0 ||
-        (r = bh_cli_opt(argc, argv, &i, "buffer-kb", &kbs)) != 0) {
+        (r = bh_cli_opt(argc, argv, &i, "buffer-kb", &kbs)) != 0 ||
+        (r = bh_cli_opt(argc, argv, &i, "summary", &summary_path)) != 0) {
       if (r < 0)
         return BH_EXIT_USAGE;
     } else if (!strcmp(a, "--as-root")) {
@@ -619,13 +736,13 @@ int cmd_live(int argc, char **argv) {
     goto free_args;
 
   struct sigaction old[4];
-  bh_cli_out_t *jo = NULL, *to = NULL;
+  bh_cli_out_t *jo = NULL, *to = NULL, *so = NULL;
   bh_cli_tracer_t tr;
   reader_t rd = {0};
   bh_machine_t *machine = NULL, *now = NULL;
   pid_t pid = -1;
   int status = 0;
-  bool ok = false, signals_restored = false;
+  bool ok = false, signals_restored = false, crew_started = false;
   bh_cli_catch_stop_signals(old);
   bool to_stdout_json = !json_path && !isatty(STDOUT_FILENO);
   if (json_path && (rc = bh_cli_out_open(VERB, json_path, &jo)) != 0)
@@ -635,6 +752,9 @@ int cmd_live(int argc, char **argv) {
   if (jo && !lv.json)
     goto abort_outputs;
   lv.screen = !lv.json && isatty(STDOUT_FILENO);
+  if (summary_path && (rc = bh_cli_out_open(VERB, summary_path, &so)) != 0)
+    goto abort_outputs;
+  rc = BH_EXIT_FAIL;
   if (out) {
     if ((rc = bh_cli_out_open(VERB, out, &to)) != 0)
       goto abort_outputs;
@@ -674,6 +794,10 @@ int cmd_live(int argc, char **argv) {
     goto close_tracer;
   if (open_feeds(&lv, machine, rd.lo + 1))
     goto close_tracer;
+  crew_started = true;
+  if (crew_start(&lv))
+    fprintf(stderr, "buddyhint live: warning: cannot start a thread per model: they play one "
+                    "after another\n");
   if (bh_cli_got_signal)
     goto stopped;
   lv.t0 = lv.then = mono_s();
@@ -717,16 +841,17 @@ int cmd_live(int argc, char **argv) {
       bh_machine_free(now);
       now = read_now();
     }
-    reader_pull(&tr, &rd, false);
+    watermark = reader_pull(&tr, &rd, false, watermark);
     size_t n = reader_ready(&rd, watermark);
     if (rd.err || play(&lv, rd.ready, n))
       goto failed;
     for (int k = 0; k < lv.nruns; k++)
       bh__replay_feed_advance(lv.feeds[k], watermark);
+    lv.played_to = watermark;
     if (due) {
       lv.dropped = reader_dropped(&tr, &rd, NULL, 0, NULL);
       show(&lv, now, false);
-      while (next_show <= t)
+      for (double shown = mono_s(); next_show <= shown;)
         next_show += (double)interval_ns / 1e9;
     }
     double wait = next_show - mono_s();
@@ -741,12 +866,13 @@ int cmd_live(int argc, char **argv) {
   tracefs_trace_off(tr.inst);
   bh_machine_free(now);
   now = read_now();
-  reader_pull(&tr, &rd, true);
+  reader_pull(&tr, &rd, true, UINT64_MAX);
   size_t n = reader_ready(&rd, UINT64_MAX);
   if (rd.err || play(&lv, rd.ready, n))
     goto failed;
   for (int k = 0; k < lv.nruns; k++)
     bh__replay_feed_advance(lv.feeds[k], off_ns);
+  lv.played_to = off_ns;
   lv.dropped = reader_dropped(&tr, &rd, NULL, 0, NULL);
   show(&lv, now, false);
   lv.dropped = reader_dropped(&tr, &rd, lv.w, lv.last_ns, &lv.werr);
@@ -768,6 +894,8 @@ close_tracer:
   }
   bh_cli_restore_stop_signals(old);
   signals_restored = true;
+  if (crew_started)
+    crew_stop(&lv);
   for (int k = 0; k < lv.nruns; k++) {
     bh_replay_summary_t s;
     char err[256] = "";
@@ -775,10 +903,10 @@ close_tracer:
       fprintf(stderr, "buddyhint live: the model under %s: %s\n", lv.specs[k].label, err);
       ok = false;
     }
-    if (lv.feeds[k])
+    if (lv.feeds[k]) {
       lv.sums[k] = s;
-    if (lv.feeds[k] && getenv("BH_LIVE_DEBUG"))
-      bh_replay_summary_json(&s, stderr, 1);
+      snprintf(lv.sums[k].strategy, sizeof(lv.sums[k].strategy), "%s", lv.specs[k].label);
+    }
     lv.feeds[k] = NULL;
   }
   if (ok && rd.cut)
@@ -810,6 +938,16 @@ close_tracer:
     } else {
       lv.w = NULL;
     }
+    if (rc == BH_EXIT_OK && so) {
+      bh_cli_run_info_t infos[MAX_RUNS];
+      for (int k = 0; k < lv.nruns; k++)
+        infos[k] = (bh_cli_run_info_t){.cfg = &lv.cfgs[k], .trace = "live"};
+      FILE *f = bh_cli_out_stream(so);
+      if (!f || bh_cli_runs_json(f, lv.sums, infos, lv.nruns))
+        rc = BH_EXIT_FAIL;
+      else if ((rc = bh_cli_out_close(so)) == BH_EXIT_OK)
+        so = NULL;
+    }
     if (rc == BH_EXIT_OK && to && (rc = bh_cli_out_close(to)) == BH_EXIT_OK)
       to = NULL;
     if (rc == BH_EXIT_OK && jo && (rc = bh_cli_out_close(jo)) == BH_EXIT_OK)
@@ -819,6 +957,7 @@ abort_outputs:
   bh_trace_writer_abort(lv.w);
   bh_cli_out_abort(to);
   bh_cli_out_abort(jo);
+  bh_cli_out_abort(so);
 restore_signals:
   if (!signals_restored)
     bh_cli_restore_stop_signals(old);

@@ -2030,6 +2030,12 @@ int bh__replay_feed_open(const bh_replay_config_t *cfg, bh_machine_t *m, uint64_
     feed_free(f);
     return rc;
   }
+  /* placement agreement is not shown live, and finding where the kernel's block was in the
+   * model (bh__where_is) took three quarters of a live replay's time */
+  r->agree = false;
+  s->agreement.present = false;
+  free(r->first_miss);
+  r->first_miss = NULL;
   r->t0 = t0_ns;
   r->next_sample = 0;
   r->next_tick = BH_NS_PER_SEC;
