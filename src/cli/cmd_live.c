@@ -189,6 +189,7 @@ typedef struct reader {
   size_t nready, cap;
   uint64_t lo;        /* events at or before lo are in the start snapshot's free map */
   uint64_t cut;       /* events left out for that */
+  uint64_t after;     /* events after the end's moment, left out */
   uint64_t malformed; /* records that could not be decoded */
   uint64_t gfp_unknown;
   int err; /* ENOMEM */
@@ -276,12 +277,11 @@ static void decode_subbuf(const bh_cli_tracer_t *tr, reader_t *rd, live_cpu_t *c
 }
 
 /*
- * Reads what every cpu's ring buffer holds now (flush: after tracing is off, the rest), and
- * returns the time up to which every cpu's events are read: watermark, or earlier if a cpu
- * had more than a turn's worth (its events after the last read are still in its buffer).
+ * Reads every cpu's ring buffer up to watermark (flush: after tracing is off, all of it):
+ * sub-buffers until one holds a later event, or there is none.  A cpu's events are in time
+ * order, so that is all of its events before the watermark.
  */
-static uint64_t reader_pull(const bh_cli_tracer_t *tr, reader_t *rd, bool flush,
-                            uint64_t watermark) {
+static void reader_pull(const bh_cli_tracer_t *tr, reader_t *rd, bool flush, uint64_t watermark) {
   for (int i = 0; i < rd->ncpus; i++) {
     live_cpu_t *c = &rd->cpus[i];
     if (c->head && c->head == c->n)
@@ -291,8 +291,9 @@ static uint64_t reader_pull(const bh_cli_tracer_t *tr, reader_t *rd, bool flush,
       c->n -= c->head;
       c->head = 0;
     }
-    int k = 0;
-    for (; (flush || k < 4096) && !rd->err; k++) { /* a busy cpu does not starve us */
+    while (!rd->err) {
+      if (!flush && c->n > c->head && c->ev[c->n - 1].time_ns > watermark)
+        break; /* the rest comes at the next turn */
       int n =
           flush ? tracefs_cpu_flush(c->tcpu, rd->buf) : tracefs_cpu_read(c->tcpu, rd->buf, true);
       if (n <= 0)
@@ -301,10 +302,7 @@ static uint64_t reader_pull(const bh_cli_tracer_t *tr, reader_t *rd, bool flush,
         memset((char *)rd->buf + n, 0, (size_t)(rd->subbuf - n));
       decode_subbuf(tr, rd, c);
     }
-    if (!flush && k == 4096 && c->n > c->head && c->ev[c->n - 1].time_ns < watermark)
-      watermark = c->ev[c->n - 1].time_ns; /* the rest of this cpu's waits for the next turn */
   }
-  return watermark;
 }
 
 /* Merges the cpus' pending events at or before watermark into rd->ready, in time order (each
@@ -841,7 +839,7 @@ int cmd_live(int argc, char **argv) {
       bh_machine_free(now);
       now = read_now();
     }
-    watermark = reader_pull(&tr, &rd, false, watermark);
+    reader_pull(&tr, &rd, false, watermark);
     size_t n = reader_ready(&rd, watermark);
     if (rd.err || play(&lv, rd.ready, n))
       goto failed;
@@ -860,14 +858,15 @@ int cmd_live(int argc, char **argv) {
     int ms = wait < 0 ? 0 : wait * 1000 < POLL_MS ? (int)(wait * 1000) : POLL_MS;
     poll(NULL, 0, ms); /* a signal ends it early */
   }
-  /* the end: tracing off, the counts then, and every event before (the rest of the ring
-   * buffers): the last line and the final table are the machine at that moment */
+  /* the end: the counts of this moment, tracing off, and every event before the moment (the
+   * rest of the ring buffers): the last line and the final table are the machine then.  The
+   * events between the moment and tracing off are left out. */
   uint64_t off_ns = mono_ns();
-  tracefs_trace_off(tr.inst);
   bh_machine_free(now);
   now = read_now();
+  tracefs_trace_off(tr.inst);
   reader_pull(&tr, &rd, true, UINT64_MAX);
-  size_t n = reader_ready(&rd, UINT64_MAX);
+  size_t n = reader_ready(&rd, off_ns);
   if (rd.err || play(&lv, rd.ready, n))
     goto failed;
   for (int k = 0; k < lv.nruns; k++)
@@ -876,6 +875,8 @@ int cmd_live(int argc, char **argv) {
   lv.dropped = reader_dropped(&tr, &rd, NULL, 0, NULL);
   show(&lv, now, false);
   lv.dropped = reader_dropped(&tr, &rd, lv.w, lv.last_ns, &lv.werr);
+  for (int k = 0; k < rd.ncpus; k++)
+    rd.after += rd.cpus[k].n - rd.cpus[k].head;
   ok = true;
   goto close_tracer;
 failed:
@@ -914,6 +915,11 @@ close_tracer:
             "buddyhint live: %llu events from before the free map was read were left out (it "
             "holds them)\n",
             (unsigned long long)rd.cut);
+  if (ok && rd.after)
+    fprintf(stderr,
+            "buddyhint live: %llu events between the end's counts and tracing off were left "
+            "out\n",
+            (unsigned long long)rd.after);
   if (ok && rd.malformed)
     fprintf(stderr, "buddyhint live: warning: %llu malformed records skipped\n",
             (unsigned long long)rd.malformed);
