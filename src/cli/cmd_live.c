@@ -778,7 +778,7 @@ int cmd_live(int argc, char **argv) {
           "buddyhint live: tracing kmem page events system-wide in %s (%u KiB per cpu); "
           "reading the free map\n",
           tr.dir, buffer_kb);
-  if (bh_cli_rec_snapshot(&machine, BH_SNAP_START, tr.dir))
+  if (bh_cli_rec_snapshot(VERB, &machine, BH_SNAP_START, tr.dir))
     goto close_tracer;
   const bh_snapshot_t *snap = bh_machine_snapshot(machine, BH_SNAP_START);
   if (!snap || !snap->have_freemap) {
@@ -788,7 +788,7 @@ int cmd_live(int argc, char **argv) {
   }
   uint64_t hi;
   bh_cli_rec_window(machine, &rd.lo, &hi);
-  if (lv.w && bh_cli_rec_describe(machine, lv.w))
+  if (lv.w && bh_cli_rec_describe(VERB, machine, lv.w))
     goto close_tracer;
   if (open_feeds(&lv, machine, rd.lo + 1))
     goto close_tracer;

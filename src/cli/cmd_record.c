@@ -568,7 +568,7 @@ int cmd_record(int argc, char **argv) {
     drain_finish(&drain);
     goto restore_signals;
   }
-  bh_cli_rec_snapshot(&machine, BH_SNAP_START, tr.dir); /* tracing is on: nothing slips by */
+  bh_cli_rec_snapshot(VERB, &machine, BH_SNAP_START, tr.dir); /* tracing is on: nothing slips by */
   if (bh_cli_got_signal) { /* during the snapshot (seconds on a large machine) */
     rc = stopped_before_start(&tr, &drain, bh_cli_got_signal, cmd[0]);
     goto restore_signals;
@@ -586,7 +586,7 @@ int cmd_record(int argc, char **argv) {
   }
   status = bh_cli_wait_command(pid);
   if (machine)
-    bh_cli_rec_snapshot(&machine, BH_SNAP_END, tr.dir);
+    bh_cli_rec_snapshot(VERB, &machine, BH_SNAP_END, tr.dir);
   tracefs_trace_off(tr.inst);
   t1 = now_s();
   ok = drain_finish(&drain) == 0;
@@ -604,7 +604,7 @@ restore_signals:
             "buddyhint record: warning: events were lost (overrun %llu, dropped %llu): "
             "the trace is incomplete; try a larger --buffer-kb\n",
             overrun, dropped);
-  if (bh_cli_rec_describe(machine, w))
+  if (bh_cli_rec_describe(VERB, machine, w))
     goto cleanup;
   copy_t cp = {.w = w, .c = &c};
   bh_cli_rec_window(machine, &cp.lo, &cp.hi);

@@ -53,7 +53,7 @@ int bh_cli_tracer_open(bh_cli_tracer_t *tr, const char *verb, bool pcp_events) {
     tmsg(tr, "cannot mount tracefs at " TRACEFS ": %s\n", strerror(errno ? errno : ENODEV));
     return -1;
   }
-  bh_cli_record_reap_stale(tr->root, bh_cli_kmem_events, NR_PCP_EVENTS);
+  bh_cli_record_reap_stale(tr->verb, tr->root, bh_cli_kmem_events, NR_PCP_EVENTS);
   char name[64];
   bh_cli_record_instance_name(name, sizeof(name));
   errno = 0;
