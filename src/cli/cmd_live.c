@@ -370,8 +370,9 @@ typedef struct live {
   uint64_t played_to;           /* the models hold every event before this (trace clock) */
   double t0, then;              /* wall clock at the start, at the last interval */
   uint64_t dropped;
-  FILE *json;  /* JSON lines, or NULL */
-  bool screen; /* a table redrawn in place */
+  FILE *json;        /* JSON lines, or NULL */
+  bool screen;       /* a table redrawn in place */
+  bool trace_stdout; /* -o -: the final table goes to standard error */
   crew_t crew;
 } live_t;
 
@@ -602,7 +603,8 @@ static void show(live_t *lv, const bh_machine_t *now, bool final) {
     fflush(stdout);
   }
   if (final)
-    print_table(lv->json == stdout ? stderr : stdout, lv, t - lv->t0, rate, lag, true);
+    print_table(lv->json == stdout || lv->trace_stdout ? stderr : stdout, lv, t - lv->t0, rate, lag,
+                true);
 }
 
 /* Every model, from a copy of m (the description round trip a recorded trace's replay reads). */
@@ -742,14 +744,22 @@ int cmd_live(int argc, char **argv) {
   int status = 0;
   bool ok = false, signals_restored = false, crew_started = false;
   bh_cli_catch_stop_signals(old);
-  bool to_stdout_json = !json_path && !isatty(STDOUT_FILENO);
+  /* a reader of the JSON lines or the trace that goes away (| head) ends the run as a signal
+   * would, with the instance removed, rather than killing us with SIGPIPE */
+  struct sigaction ign = {.sa_handler = SIG_IGN}, oldpipe;
+  sigemptyset(&ign.sa_mask);
+  sigaction(SIGPIPE, &ign, &oldpipe);
+  bool trace_stdout = out && !strcmp(out, "-");
+  /* standard output that is not a terminal carries the JSON lines, unless it carries the trace */
+  bool to_stdout_json = !json_path && !isatty(STDOUT_FILENO) && !trace_stdout;
   if (json_path && (rc = bh_cli_out_open(VERB, json_path, &jo)) != 0)
     goto restore_signals;
   rc = BH_EXIT_FAIL;
   lv.json = jo ? bh_cli_out_stream(jo) : to_stdout_json ? stdout : NULL;
   if (jo && !lv.json)
     goto abort_outputs;
-  lv.screen = !lv.json && isatty(STDOUT_FILENO);
+  lv.screen = !lv.json && isatty(STDOUT_FILENO) && !trace_stdout;
+  lv.trace_stdout = trace_stdout;
   if (summary_path && (rc = bh_cli_out_open(VERB, summary_path, &so)) != 0)
     goto abort_outputs;
   rc = BH_EXIT_FAIL;
@@ -800,7 +810,7 @@ int cmd_live(int argc, char **argv) {
     goto stopped;
   lv.t0 = lv.then = mono_s();
   if (cmd) {
-    pid = bh_cli_start_command(cmd, lv.json == stdout, &user);
+    pid = bh_cli_start_command(cmd, lv.json == stdout || trace_stdout, &user);
     if (pid < 0) {
       fprintf(stderr, "buddyhint live: cannot run '%s': %s\n", cmd[0], strerror(errno));
       goto close_tracer;
@@ -827,6 +837,8 @@ int cmd_live(int argc, char **argv) {
       forwarded = true;
       done = true;
     }
+    if ((lv.json && ferror(lv.json)) || lv.werr)
+      done = true; /* an output that cannot be written (its reader is gone) */
     double t = mono_s();
     if (end && t >= end)
       done = true;
@@ -967,6 +979,7 @@ abort_outputs:
 restore_signals:
   if (!signals_restored)
     bh_cli_restore_stop_signals(old);
+  sigaction(SIGPIPE, &oldpipe, NULL);
 free_args:
   free(lv.sums);
   free(copy);

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Runs `buddyhint live` for 3 seconds beside a workload of allocation bursts and checks its JSON
+# Refuses bad usage; runs `buddyhint live` for 3 seconds beside a workload of allocation bursts and checks its JSON
 # lines with jq: their number (one per interval, at most 3 here, and the last at the end), the
 # keys of every line, events played, the fidelity a number with the free pages per order of the
 # machine and of the model, one run per strategy; then that the trace -o wrote replays.
@@ -13,7 +13,29 @@ set -u
 BH=$1 WL=$2 WORK=$3
 mkdir -p "$WORK"
 cd "$WORK" || exit 1
-rm -f live.jsonl live.err live.out live.bht replay.json replay.err
+rm -f live.jsonl live.err live.out live.bht replay.json replay.err keep.jsonl usage.out usage.err
+
+fails=0
+fail() {
+  echo "FAIL $*"
+  fails=$((fails + 1))
+}
+
+# bad usage: exit status 2 with the reason, before anything is traced, and an existing output
+# file left as it was
+echo keep >keep.jsonl
+usage() { # usage WANTED-MESSAGE ARGS...
+  local want=$1 rc
+  shift
+  timeout 30 "$BH" live "$@" >usage.out 2>usage.err
+  rc=$?
+  [ $rc -eq 2 ] && grep -q -- "$want" usage.err || fail "live $*: exit $rc, $(cat usage.err)"
+}
+usage "--interval wants 0.01 to 86400 seconds" --interval 0 --json keep.jsonl
+usage "unknown strategy 'nosuch'" --strategies none,nosuch --json keep.jsonl
+usage "'x' in 'bubble:x' is not KEY=VALUE" --strategies bubble:x
+usage "--duration wants a number of seconds above 0" --duration -1
+[ "$(cat keep.jsonl)" = keep ] || fail "a refused run changed keep.jsonl"
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "SKIP: live needs root (the kernel's tracepoints are only reachable through tracefs)"
@@ -24,12 +46,6 @@ if ! grep -qw tracefs /proc/filesystems; then
   exit 77
 fi
 command -v jq >/dev/null || { echo "FAIL: jq is not installed (it reads live's JSON lines)"; exit 1; }
-
-fails=0
-fail() {
-  echo "FAIL $*"
-  fails=$((fails + 1))
-}
 
 # Every step runs with a bound (timeout), so that a step that does not end fails by its name.
 bounded() {

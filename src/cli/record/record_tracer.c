@@ -235,6 +235,7 @@ pid_t bh_cli_start_command(char **cmd, bool stdout_to_stderr, const bh_cli_recor
     signal(SIGQUIT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
     signal(SIGHUP, SIG_DFL);
+    signal(SIGPIPE, SIG_DFL); /* live ignores it */
     close(pfd[0]);
     if (stdout_to_stderr)
       dup2(STDERR_FILENO, STDOUT_FILENO);
