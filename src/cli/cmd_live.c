@@ -17,13 +17,16 @@
  * moment of that reading are played, and the models' free lists are compared with the
  * kernel's (the fidelity of a replay against an end snapshot, taken at that moment).
  *
- * Why one thread and no pipe: the replays are deterministic single-threaded loops of a few
- * million events a second each, a busy machine makes some hundreds of thousands a second, and
- * the ring buffers (64 MiB per cpu by default) absorb the bursts between two reads.  What the
- * ring buffers drop is counted (per_cpu/cpuN/stats) and shown; a table with dropped events is
- * marked not exact.
+ * Why threads and no pipe: the events are decoded once (live/live_reader.c) into memory the
+ * models only read, and each model plays a batch in a thread of its own while this one waits
+ * (writing -o meanwhile); the whole costs about half a microsecond of CPU an event for three
+ * models, a busy machine makes some hundreds of thousands a second, and the ring buffers (64 MiB
+ * per cpu by default) absorb what arrives while a batch is played.  What they drop is counted
+ * (per_cpu/cpuN/stats) and shown; a table with dropped events is marked not exact
+ * (docs/LIVE.md).
  */
 #include "cli/cli.h"
+#include "cli/live/live_reader.h"
 #include "cli/record/record_machine.h"
 #include "cli/record/record_safety.h"
 #include "cli/record/record_tracer.h"
@@ -167,179 +170,6 @@ static uint64_t mono_ns(void) {
 }
 
 #if BH_HAVE_TRACEFS
-
-/* ---- the ring buffers, read as they fill ---- */
-
-/* One cpu's ring buffer, and its events decoded and not yet played (in its own time order). */
-typedef struct live_cpu {
-  struct tracefs_cpu *tcpu;
-  struct kbuffer *kbuf;
-  int cpu;
-  uint64_t missed; /* events a sub-buffer said the kernel lost before it */
-  bh_event_t *ev;
-  size_t head, n, cap; /* ev[head, n) are pending */
-} live_cpu_t;
-
-typedef struct reader {
-  live_cpu_t *cpus;
-  int ncpus;
-  int subbuf;
-  void *buf;
-  bh_event_t *ready; /* the events of every cpu up to a watermark, merged in time order */
-  size_t nready, cap;
-  uint64_t lo;        /* events at or before lo are in the start snapshot's free map */
-  uint64_t cut;       /* events left out for that */
-  uint64_t after;     /* events after the end's moment, left out */
-  uint64_t malformed; /* records that could not be decoded */
-  uint64_t gfp_unknown;
-  int err; /* ENOMEM */
-} reader_t;
-
-static void reader_free(reader_t *rd) {
-  for (int i = 0; i < rd->ncpus; i++) {
-    tracefs_cpu_close(rd->cpus[i].tcpu);
-    kbuffer_free(rd->cpus[i].kbuf);
-    free(rd->cpus[i].ev);
-  }
-  free(rd->cpus);
-  free(rd->buf);
-  free(rd->ready);
-  memset(rd, 0, sizeof(*rd));
-}
-
-/* Every cpu's trace_pipe_raw, opened non-blocking; 0 or -1 after a message. */
-static int reader_open(const bh_cli_tracer_t *tr, reader_t *rd) {
-  memset(rd, 0, sizeof(*rd));
-  long n = sysconf(_SC_NPROCESSORS_CONF);
-  rd->cpus = calloc(n > 0 ? (size_t)n : 1, sizeof(*rd->cpus));
-  int e = rd->cpus ? 0 : ENOMEM;
-  for (int cpu = 0; !e && cpu < n; cpu++) {
-    struct tracefs_cpu *t = tracefs_cpu_open(tr->inst, cpu, true);
-    if (!t)
-      continue; /* a possible cpu that is not there */
-    live_cpu_t *c = &rd->cpus[rd->ncpus++];
-    *c = (live_cpu_t){.tcpu = t, .cpu = cpu, .kbuf = tep_kbuffer(tr->tep)};
-    if (!c->kbuf)
-      e = ENOMEM;
-    if (tracefs_cpu_read_size(t) > rd->subbuf)
-      rd->subbuf = tracefs_cpu_read_size(t);
-  }
-  if (!e && (!rd->ncpus || rd->subbuf <= 0))
-    e = ENOENT;
-  if (!e && !(rd->buf = malloc((size_t)rd->subbuf)))
-    e = ENOMEM;
-  if (!e)
-    return 0;
-  fprintf(stderr,
-          "buddyhint live: cannot read the ring buffers of %s (per_cpu/*/trace_pipe_raw): %s\n",
-          tr->dir, strerror(e));
-  reader_free(rd);
-  return -1;
-}
-
-/* Room for one more event in *v (n used of *cap); false (rd->err) out of memory. */
-static bool room(reader_t *rd, bh_event_t **v, size_t n, size_t *cap) {
-  if (n < *cap)
-    return true;
-  size_t c = *cap ? *cap * 2 : 65536;
-  bh_event_t *p = realloc(*v, c * sizeof(*p));
-  if (!p) {
-    rd->err = ENOMEM;
-    return false;
-  }
-  *v = p;
-  *cap = c;
-  return true;
-}
-
-/* Decodes the sub-buffer in rd->buf of cpu c onto c's pending events. */
-static void decode_subbuf(const bh_cli_tracer_t *tr, reader_t *rd, live_cpu_t *c) {
-  if (kbuffer_load_subbuffer(c->kbuf, rd->buf))
-    return;
-  int missed = kbuffer_missed_events(c->kbuf);
-  if (missed)
-    c->missed += missed > 0 ? (uint64_t)missed : 1;
-  unsigned long long ts;
-  for (void *data = kbuffer_read_event(c->kbuf, &ts); data && !rd->err;
-       data = kbuffer_next_event(c->kbuf, &ts)) {
-    struct tep_record rec = {
-        .ts = ts, .cpu = c->cpu, .data = data, .size = kbuffer_event_size(c->kbuf)};
-    bh_event_t ev;
-    const char *why;
-    int got = bh__kmem_decode(tr->dec, &rec, &ev, &rd->gfp_unknown, &why);
-    if (got < 0)
-      rd->malformed++;
-    else if (got > 0 && rd->lo && ev.time_ns <= rd->lo)
-      rd->cut++; /* before the free map was read: it holds this */
-    else if (got > 0 && room(rd, &c->ev, c->n, &c->cap))
-      c->ev[c->n++] = ev;
-  }
-}
-
-/*
- * Reads every cpu's ring buffer up to watermark (flush: after tracing is off, all of it):
- * sub-buffers until one holds a later event, or there is none.  A cpu's events are in time
- * order, so that is all of its events before the watermark.
- */
-static void reader_pull(const bh_cli_tracer_t *tr, reader_t *rd, bool flush, uint64_t watermark) {
-  for (int i = 0; i < rd->ncpus; i++) {
-    live_cpu_t *c = &rd->cpus[i];
-    if (c->head && c->head == c->n)
-      c->head = c->n = 0;
-    else if (c->head > c->cap / 2) { /* keep the pending ones at the front */
-      memmove(c->ev, c->ev + c->head, (c->n - c->head) * sizeof(*c->ev));
-      c->n -= c->head;
-      c->head = 0;
-    }
-    while (!rd->err) {
-      if (!flush && c->n > c->head && c->ev[c->n - 1].time_ns > watermark)
-        break; /* the rest comes at the next turn */
-      int n =
-          flush ? tracefs_cpu_flush(c->tcpu, rd->buf) : tracefs_cpu_read(c->tcpu, rd->buf, true);
-      if (n <= 0)
-        break;
-      if (n < rd->subbuf)
-        memset((char *)rd->buf + n, 0, (size_t)(rd->subbuf - n));
-      decode_subbuf(tr, rd, c);
-    }
-  }
-}
-
-/* Merges the cpus' pending events at or before watermark into rd->ready, in time order (each
- * cpu's are in order already); how many. */
-static size_t reader_ready(reader_t *rd, uint64_t watermark) {
-  rd->nready = 0;
-  for (;;) {
-    live_cpu_t *best = NULL;
-    for (int i = 0; i < rd->ncpus; i++) {
-      live_cpu_t *c = &rd->cpus[i];
-      if (c->head < c->n && c->ev[c->head].time_ns <= watermark &&
-          (!best || c->ev[c->head].time_ns < best->ev[best->head].time_ns))
-        best = c;
-    }
-    if (!best || !room(rd, &rd->ready, rd->nready, &rd->cap))
-      return rd->nready;
-    rd->ready[rd->nready++] = best->ev[best->head++];
-  }
-}
-
-/* The events the ring buffers lost so far: the sub-buffers' marks, or the cpus' counters
- * where they say more.  With w, a lost-events marker per cpu that lost any, at time_ns. */
-static uint64_t reader_dropped(const bh_cli_tracer_t *tr, const reader_t *rd, bh_trace_writer_t *w,
-                               uint64_t time_ns, int *werr) {
-  uint64_t total = 0;
-  for (int i = 0; i < rd->ncpus; i++) {
-    unsigned long long overrun = 0, dropped = 0;
-    bh_cli_tracer_cpu_lost(tr, rd->cpus[i].cpu, &overrun, &dropped);
-    uint64_t lost = overrun + dropped;
-    if (lost < rd->cpus[i].missed)
-      lost = rd->cpus[i].missed;
-    if (w && lost && !*werr)
-      *werr = bh_trace_write_lost(w, time_ns, lost, rd->cpus[i].cpu);
-    total += lost;
-  }
-  return total;
-}
 
 /* ---- the replays and what is shown ---- */
 
@@ -738,7 +568,7 @@ int cmd_live(int argc, char **argv) {
   struct sigaction old[4];
   bh_cli_out_t *jo = NULL, *to = NULL, *so = NULL;
   bh_cli_tracer_t tr;
-  reader_t rd = {0};
+  bh_cli_live_reader_t rd = {0};
   bh_machine_t *machine = NULL, *now = NULL;
   pid_t pid = -1;
   int status = 0;
@@ -776,7 +606,7 @@ int cmd_live(int argc, char **argv) {
     goto abort_outputs;
   /* the mono clock: every cpu's events on CLOCK_MONOTONIC, which this thread reads too */
   if (bh_cli_tracer_formats(&tr) || bh_cli_tracer_setup(&tr, buffer_kb, "mono") ||
-      reader_open(&tr, &rd))
+      bh_cli_live_reader_open(&tr, &rd))
     goto close_tracer;
   if (bh_cli_got_signal)
     goto stopped;
@@ -851,15 +681,15 @@ int cmd_live(int argc, char **argv) {
       bh_machine_free(now);
       now = read_now();
     }
-    reader_pull(&tr, &rd, false, watermark);
-    size_t n = reader_ready(&rd, watermark);
+    bh_cli_live_reader_pull(&tr, &rd, false, watermark);
+    size_t n = bh_cli_live_reader_ready(&rd, watermark);
     if (rd.err || play(&lv, rd.ready, n))
       goto failed;
     for (int k = 0; k < lv.nruns; k++)
       bh__replay_feed_advance(lv.feeds[k], watermark);
     lv.played_to = watermark;
     if (due) {
-      lv.dropped = reader_dropped(&tr, &rd, NULL, 0, NULL);
+      lv.dropped = bh_cli_live_reader_dropped(&tr, &rd, NULL, 0, NULL);
       show(&lv, now, false);
       for (double shown = mono_s(); next_show <= shown;)
         next_show += (double)interval_ns / 1e9;
@@ -877,16 +707,16 @@ int cmd_live(int argc, char **argv) {
   bh_machine_free(now);
   now = read_now();
   tracefs_trace_off(tr.inst);
-  reader_pull(&tr, &rd, true, UINT64_MAX);
-  size_t n = reader_ready(&rd, off_ns);
+  bh_cli_live_reader_pull(&tr, &rd, true, UINT64_MAX);
+  size_t n = bh_cli_live_reader_ready(&rd, off_ns);
   if (rd.err || play(&lv, rd.ready, n))
     goto failed;
   for (int k = 0; k < lv.nruns; k++)
     bh__replay_feed_advance(lv.feeds[k], off_ns);
   lv.played_to = off_ns;
-  lv.dropped = reader_dropped(&tr, &rd, NULL, 0, NULL);
+  lv.dropped = bh_cli_live_reader_dropped(&tr, &rd, NULL, 0, NULL);
   show(&lv, now, false);
-  lv.dropped = reader_dropped(&tr, &rd, lv.w, lv.last_ns, &lv.werr);
+  lv.dropped = bh_cli_live_reader_dropped(&tr, &rd, lv.w, lv.last_ns, &lv.werr);
   for (int k = 0; k < rd.ncpus; k++)
     rd.after += rd.cpus[k].n - rd.cpus[k].head;
   ok = true;
@@ -942,7 +772,7 @@ close_tracer:
             "buddyhint live: warning: the ring buffers lost %llu events: the figures are not "
             "exact; try a larger --buffer-kb or fewer strategies\n",
             (unsigned long long)lv.dropped);
-  reader_free(&rd);
+  bh_cli_live_reader_free(&rd);
   bh_machine_free(machine);
   bh_machine_free(now);
   bh_cli_tracer_close(&tr);
