@@ -96,8 +96,9 @@ static void usage(FILE *out) {
           "  --duration SECONDS    stop after this long (default: CMD's end, or a signal)\n"
           "  --json FILE           the JSON lines to FILE ('-': standard output)\n"
           "  -o, --output TRACE    also write the events as a native trace with the machine's\n"
-          "                        description, replayable later (binary if TRACE ends in\n"
-          "                        .bht or .bin before any .gz/.zst)\n"
+          "                        description and start snapshot (no end snapshot: it\n"
+          "                        comes before the events), replayable later (binary if\n"
+          "                        TRACE ends in .bht or .bin before any .gz/.zst)\n"
           "  --summary FILE        at the end, each model's summary as compare --json writes\n"
           "                        it ({\"runs\": [...]}: fidelity, placement, counts...)\n"
           "  --buffer-kb N         ring buffer per cpu in KiB (default %u)\n"
@@ -618,6 +619,7 @@ int cmd_live(int argc, char **argv) {
           "buddyhint live: tracing kmem page events system-wide in %s (%u KiB per cpu); "
           "reading the free map\n",
           tr.dir, buffer_kb);
+  uint64_t before = mono_ns();
   if (bh_cli_rec_snapshot(VERB, &machine, BH_SNAP_START, tr.dir))
     goto close_tracer;
   const bh_snapshot_t *snap = bh_machine_snapshot(machine, BH_SNAP_START);
@@ -628,6 +630,8 @@ int cmd_live(int argc, char **argv) {
   }
   uint64_t hi;
   bh_cli_rec_window(machine, &rd.lo, &hi);
+  if (!rd.lo) /* the trace clock's time of the reading unknown: the events from before it */
+    rd.lo = before;
   if (lv.w && bh_cli_rec_describe(VERB, machine, lv.w))
     goto close_tracer;
   if (open_feeds(&lv, machine, rd.lo + 1))
