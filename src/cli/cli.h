@@ -24,6 +24,7 @@ int cmd_check(int argc, char **argv);
 int cmd_gen(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_record(int argc, char **argv);
+int cmd_live(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);

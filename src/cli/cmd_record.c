@@ -33,6 +33,7 @@
 #include "cli/cli.h"
 #include "cli/record/record_machine.h"
 #include "cli/record/record_safety.h"
+#include "cli/record/record_tracer.h"
 
 #include <buddyhint/trace.h>
 
@@ -123,277 +124,6 @@ static void usage(FILE *out) {
 }
 
 #if BH_HAVE_TRACEFS
-
-/* the page events, then (--pcp-events) the pcp lists' exchanges with the buddy lists and the
- * fallbacks to another migratetype's lists */
-static const char *const kmem_events[] = {"mm_page_alloc",
-                                          "mm_page_free",
-                                          "mm_page_free_batched",
-                                          "mm_page_pcpu_drain",
-                                          "mm_page_alloc_zone_locked",
-                                          "mm_page_alloc_extfrag"};
-#define NR_EVENTS 3
-#define NR_PCP_EVENTS 6
-static int nr_events = NR_EVENTS; /* NR_PCP_EVENTS with --pcp-events */
-
-/* ---- tracefs, through libtracefs ---- */
-
-typedef struct tracer {
-  const char *root;              /* the tracefs mount (libtracefs's string) */
-  struct tracefs_instance *inst; /* our instance */
-  char *dir;                     /* its directory */
-  struct tep_handle *tep;        /* the kmem events' formats */
-  bh__kmem_decoder_t *dec;       /* ... and their decoder */
-  bool mounted;                  /* we mounted tracefs (and unmount it at the end) */
-} tracer_t;
-
-/* Finds or mounts tracefs, removes stale instances and makes ours. */
-static int tracer_open(tracer_t *tr) {
-  memset(tr, 0, sizeof(*tr));
-  tracefs_set_loglevel(TEP_LOG_NONE); /* errors are ours to report */
-  int m = tracefs_tracing_dir_is_mounted(false, &tr->root);
-  if (m == 0) {
-    m = tracefs_tracing_dir_is_mounted(true, &tr->root);
-    tr->mounted = m >= 0;
-  }
-  if (m < 0 || !tr->root) {
-    fprintf(stderr, "buddyhint record: cannot mount tracefs at " TRACEFS ": %s\n",
-            strerror(errno ? errno : ENODEV));
-    return -1;
-  }
-  bh_cli_record_reap_stale(tr->root, kmem_events, NR_PCP_EVENTS);
-  char name[64];
-  bh_cli_record_instance_name(name, sizeof(name));
-  errno = 0;
-  tr->inst = tracefs_instance_create(name);
-  tr->dir = tr->inst ? tracefs_instance_get_dir(tr->inst) : NULL;
-  if (tr->inst && tr->dir && tracefs_instance_is_new(tr->inst))
-    return 0;
-  int e = errno ? errno : EEXIST;
-  fprintf(stderr,
-          "buddyhint record: cannot make a tracefs instance (%s/instances/%s): %s; the top-level "
-          "buffer is not used instead (that would clear other tracers' data)\n",
-          tr->root, name, strerror(e));
-  if (tr->inst)
-    tracefs_instance_free(tr->inst);
-  free(tr->dir);
-  tr->inst = NULL;
-  tr->dir = NULL;
-  if (tr->mounted && umount(tr->root))
-    fprintf(stderr, "buddyhint record: warning: cannot unmount %s: %s\n", tr->root,
-            strerror(errno));
-  return -1;
-}
-
-/* Undoes tracer_open and whatever was changed since. */
-static void tracer_close(tracer_t *tr) {
-  bh__kmem_decoder_free(tr->dec);
-  if (tr->tep)
-    tep_free(tr->tep);
-  tracefs_trace_off(tr->inst);
-  for (int i = 0; i < nr_events; i++)
-    tracefs_event_disable(tr->inst, "kmem", kmem_events[i]);
-  if (tracefs_instance_destroy(tr->inst))
-    fprintf(stderr, "buddyhint record: warning: cannot remove the tracefs instance %s: %s\n",
-            tr->dir, strerror(errno));
-  tracefs_instance_free(tr->inst);
-  free(tr->dir);
-  if (tr->mounted && umount(tr->root))
-    fprintf(stderr, "buddyhint record: warning: cannot unmount %s: %s\n", tr->root,
-            strerror(errno));
-}
-
-/*
- * The instance's sub-buffer header and kmem event formats, parsed into a tep of our own.  This
- * is what tracefs_local_events_system(dir, {"kmem"}) reads, without the /proc/kallsyms,
- * saved_cmdlines and printk_formats it loads as well: the kmem events print none of them, and
- * loading them took 70 % of a short recording under AddressSanitizer.  An event whose format
- * cannot be read or parsed is left out, as there (the checks below say which is missing).
- */
-static struct tep_handle *kmem_tep(const tracer_t *tr) {
-  struct tep_handle *tep = tep_alloc();
-  if (!tep)
-    return NULL;
-  int size = 0;
-  char *buf = tracefs_instance_file_read(tr->inst, "events/header_page", &size);
-  if (!buf) {
-    int e = errno;
-    tep_free(tep);
-    errno = e;
-    return NULL;
-  }
-  tep_parse_header_page(tep, buf, size, sizeof(long));
-  free(buf);
-  /* what the tep of a local trace has: this machine's long size, page size and byte order */
-  tep_set_long_size(tep, sizeof(long));
-  tep_set_page_size(tep, getpagesize());
-  tep_set_file_bigendian(tep, tep_is_local_bigendian(tep) ? TEP_BIG_ENDIAN : TEP_LITTLE_ENDIAN);
-  for (size_t i = 0; i < sizeof(kmem_events) / sizeof(kmem_events[0]); i++) {
-    char rel[96];
-    snprintf(rel, sizeof(rel), "events/kmem/%s/format", kmem_events[i]);
-    if ((buf = tracefs_instance_file_read(tr->inst, rel, &size)) != NULL) {
-      tep_parse_event(tep, buf, (unsigned long)size, "kmem");
-      free(buf);
-    }
-  }
-  return tep;
-}
-
-/* The kmem events' formats, as the kernel describes them, and their decoder. */
-static int tracer_formats(tracer_t *tr) {
-  tr->tep = kmem_tep(tr); /* the instance's own */
-  char why[160] = "";
-  if (!tr->tep)
-    snprintf(why, sizeof(why), "cannot read the kmem event formats in %s/events: %s", tr->dir,
-             strerror(errno ? errno : ENOENT));
-  else if (bh__kmem_decoder_new(tr->tep, &tr->dec, why, sizeof(why)))
-    ;
-  else if (nr_events > NR_EVENTS && bh__kmem_decoder_add_pcp(tr->dec, why, sizeof(why)))
-    ;
-  else if (!tep_find_event_by_name(tr->tep, "kmem", kmem_events[0]))
-    snprintf(why, sizeof(why), "this kernel has no kmem:%s event", kmem_events[0]);
-  if (!why[0])
-    return 0;
-  fprintf(stderr, "buddyhint record: %s\n", why);
-  return -1;
-}
-
-static int tracer_setup(tracer_t *tr, unsigned buffer_kb, const char *clock) {
-  if (clock && tracefs_instance_file_write(tr->inst, "trace_clock", clock) < 0) {
-    fprintf(stderr, "buddyhint record: cannot set trace_clock '%s' in %s: %s\n", clock, tr->dir,
-            strerror(errno));
-    return -1;
-  }
-  if (tracefs_trace_off(tr->inst) || tracefs_instance_set_buffer_size(tr->inst, buffer_kb, -1)) {
-    fprintf(stderr, "buddyhint record: cannot set a %u KiB buffer per cpu in %s: %s\n", buffer_kb,
-            tr->dir, strerror(errno));
-    return -1;
-  }
-  if (tracefs_option_disable(tr->inst, TRACEFS_OPTION_OVERWRITE))
-    fprintf(stderr, "buddyhint record: warning: cannot set options/overwrite: %s\n",
-            strerror(errno));
-  if (tracefs_instance_file_clear(tr->inst, "trace")) {
-    fprintf(stderr, "buddyhint record: cannot clear %s/trace: %s\n", tr->dir, strerror(errno));
-    return -1;
-  }
-  for (int i = 0; i < nr_events; i++) {
-    errno = 0;
-    if (tracefs_event_enable(tr->inst, "kmem", kmem_events[i])) {
-      fprintf(stderr, "buddyhint record: cannot enable kmem:%s: %s\n", kmem_events[i],
-              strerror(errno ? errno : ENOENT));
-      return -1;
-    }
-  }
-  return 0;
-}
-
-/* Adds per_cpu/cpuN/stats's "overrun" and "dropped events"; false if it cannot be read. */
-static bool cpu_lost(const tracer_t *tr, int cpu, unsigned long long *overrun,
-                     unsigned long long *dropped) {
-  char rel[64];
-  snprintf(rel, sizeof(rel), "per_cpu/cpu%d/stats", cpu);
-  char *buf = tracefs_instance_file_read(tr->inst, rel, NULL);
-  if (!buf)
-    return false;
-  for (char *save, *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-    if (!strncmp(line, "overrun:", 8))
-      *overrun += strtoull(line + 8, NULL, 10);
-    else if (!strncmp(line, "dropped events:", 15))
-      *dropped += strtoull(line + 15, NULL, 10);
-  }
-  free(buf);
-  return true;
-}
-
-/* ---- the command ---- */
-
-static volatile sig_atomic_t got_signal;
-
-static void on_signal(int sig) { got_signal = sig; }
-
-/* The signals that stop a recording before its command starts (and are passed on to the
- * command after): caught from before the output's temporary file and the tracefs instance
- * exist, so that none of them can be left behind by a signal's default action. */
-static const int stop_signals[4] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP};
-
-static void catch_stop_signals(struct sigaction old[4]) {
-  struct sigaction fwd = {.sa_handler = on_signal};
-  sigemptyset(&fwd.sa_mask); /* no SA_RESTART: waitpid returns EINTR */
-  for (int i = 0; i < 4; i++)
-    sigaction(stop_signals[i], &fwd, &old[i]);
-}
-
-static void restore_stop_signals(const struct sigaction old[4]) {
-  for (int i = 0; i < 4; i++)
-    sigaction(stop_signals[i], &old[i], NULL);
-}
-
-/* Starts argv with tracing on, as user u; returns the child's pid, or -1 with errno of the
- * failed fork, change of user or exec.  With stdout_to_stderr (the trace goes to standard
- * output) the command's standard output is sent to standard error instead, so that it cannot
- * mix with the trace. */
-static pid_t start_command(char **cmd, bool stdout_to_stderr, const bh_cli_record_user_t *u) {
-  int pfd[2];
-  if (pipe2(pfd, O_CLOEXEC))
-    return -1;
-  pid_t pid = fork();
-  if (pid < 0) {
-    int e = errno;
-    close(pfd[0]);
-    close(pfd[1]);
-    errno = e;
-    return -1;
-  }
-  if (pid == 0) {
-    signal(SIGINT, SIG_DFL);
-    signal(SIGQUIT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    signal(SIGHUP, SIG_DFL);
-    close(pfd[0]);
-    if (stdout_to_stderr)
-      dup2(STDERR_FILENO, STDOUT_FILENO);
-    if (bh_cli_record_become(u) == 0)
-      execvp(cmd[0], cmd);
-    int e = errno;
-    if (write(pfd[1], &e, sizeof(e)) < 0)
-      _exit(127);
-    _exit(127);
-  }
-  close(pfd[1]);
-  int e = 0;
-  ssize_t n;
-  while ((n = read(pfd[0], &e, sizeof(e))) < 0 && errno == EINTR)
-    ;
-  close(pfd[0]);
-  if (n == (ssize_t)sizeof(e)) { /* exec failed: reap the child */
-    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-      ;
-    errno = e;
-    return -1;
-  }
-  return pid;
-}
-
-/* Waits for the child; SIGTERM/SIGHUP to us are passed on to it, and so is any signal that
- * came between the last look before the fork and now (a ^C then reached us, not the command,
- * which did not exist yet).  Returns the wait status. */
-static int wait_command(pid_t pid) {
-  int status = 0;
-  bool forwarded = false;
-  if (got_signal) {
-    kill(pid, got_signal);
-    forwarded = true;
-  }
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR)
-      return -1;
-    if (got_signal && got_signal != SIGINT && got_signal != SIGQUIT && !forwarded) {
-      kill(pid, got_signal); /* ^C and ^\ reach the command from the terminal, as in system() */
-      forwarded = true;
-    }
-  }
-  return status;
-}
 
 static double now_s(void) {
   struct timespec ts;
@@ -499,7 +229,7 @@ static void drain_free(drain_t *d) {
 }
 
 /* Opens every cpu's trace_pipe_raw and spool and starts the thread; -1 after a message. */
-static int drain_start(const tracer_t *tr, drain_t *d) {
+static int drain_start(const bh_cli_tracer_t *tr, drain_t *d) {
   memset(d, 0, sizeof(*d));
   long n = sysconf(_SC_NPROCESSORS_CONF);
   d->cpus = calloc(n > 0 ? (size_t)n : 1, sizeof(*d->cpus));
@@ -601,7 +331,7 @@ typedef struct copy {
 } copy_t;
 
 /* Writes the event at s (a lost-events marker first if the kernel lost some before it). */
-static void copy_one(copy_t *cp, const tracer_t *tr, stream_t *s) {
+static void copy_one(copy_t *cp, const bh_cli_tracer_t *tr, stream_t *s) {
   if (s->missed && !cp->err) {
     cp->err = bh_trace_write_lost(cp->w, s->ts, s->missed, s->c->cpu);
     s->lost += s->missed;
@@ -633,7 +363,7 @@ static void copy_one(copy_t *cp, const tracer_t *tr, stream_t *s) {
  * and one per cpu at the end for what the ring buffer's counters report beyond that.
  * Returns 0, or -1 after a message.
  */
-static int copy_events(const tracer_t *tr, const drain_t *d, copy_t *cp) {
+static int copy_events(const bh_cli_tracer_t *tr, const drain_t *d, copy_t *cp) {
   stream_t *st = calloc((size_t)d->ncpus, sizeof(*st));
   int n = 0, rc = 0;
   for (; st && n < d->ncpus; n++) {
@@ -658,7 +388,7 @@ static int copy_events(const tracer_t *tr, const drain_t *d, copy_t *cp) {
             strerror(errno ? errno : ENOMEM));
   for (int i = 0; i < n; i++) {
     unsigned long long overrun = 0, dropped = 0;
-    cpu_lost(tr, st[i].c->cpu, &overrun, &dropped);
+    bh_cli_tracer_cpu_lost(tr, st[i].c->cpu, &overrun, &dropped);
     uint64_t lost = st[i].lost + st[i].missed;
     if (overrun + dropped > lost)
       lost = overrun + dropped;
@@ -702,7 +432,7 @@ static unsigned default_buffer_kb(void) {
 /* Reads the recorded trace and writes it through w.  Returns 0 or -1 after a message. */
 
 /* A signal that came before the command started: tracing off, no output; 128 + sig. */
-static int stopped_before_start(tracer_t *tr, drain_t *d, int sig, const char *cmd) {
+static int stopped_before_start(bh_cli_tracer_t *tr, drain_t *d, int sig, const char *cmd) {
   fprintf(stderr,
           "buddyhint record: stopped by signal %d (%s) before '%s' started; no trace "
           "written\n",
@@ -791,28 +521,27 @@ int cmd_record(int argc, char **argv) {
    * the fork); then, like system(), ^C and ^\ are the command's, and SIGTERM and SIGHUP are
    * passed on to it */
   struct sigaction old[4];
-  catch_stop_signals(old);
+  bh_cli_catch_stop_signals(old);
   bh_cli_out_t *o;
   if ((rc = bh_cli_out_open(VERB, out, &o)) != 0) {
-    restore_stop_signals(old);
+    bh_cli_restore_stop_signals(old);
     return rc;
   }
   bh_trace_writer_t *w;
   if (bh_cli_out_writer(o, format, compression, 2, NULL, &w)) {
     fprintf(stderr, "buddyhint record: %s\n", bh_trace_error(NULL));
     bh_cli_out_abort(o);
-    restore_stop_signals(old);
+    bh_cli_restore_stop_signals(old);
     return BH_EXIT_FAIL;
   }
   if (pcp_events)
     bh_trace_writer_pcp_events(w); /* a fresh version 2 writer: cannot fail */
-  nr_events = pcp_events ? NR_PCP_EVENTS : NR_EVENTS;
-  tracer_t tr;
+  bh_cli_tracer_t tr;
   rc = BH_EXIT_FAIL;
-  if (tracer_open(&tr)) {
+  if (bh_cli_tracer_open(&tr, VERB, pcp_events)) {
     bh_trace_writer_abort(w);
     bh_cli_out_abort(o); /* nothing was there, or what was there stays */
-    restore_stop_signals(old);
+    bh_cli_restore_stop_signals(old);
     return BH_EXIT_FAIL;
   }
   bool ok = false, signals_restored = false;
@@ -822,15 +551,16 @@ int cmd_record(int argc, char **argv) {
   bh_trace_counts_t c = {0};
   bh_machine_t *machine = NULL; /* the description stored with the trace */
   drain_t drain = {0};
-  if (tracer_formats(&tr) || tracer_setup(&tr, buffer_kb, clock) || drain_start(&tr, &drain))
+  if (bh_cli_tracer_formats(&tr) || bh_cli_tracer_setup(&tr, buffer_kb, clock) ||
+      drain_start(&tr, &drain))
     goto cleanup;
   fprintf(stderr,
           "buddyhint record: tracing kmem page events system-wide in %s (%u KiB per "
           "cpu) while '%s' runs\n",
           tr.dir, buffer_kb, cmd[0]);
   fflush(NULL);
-  if (got_signal) { /* while the instance was set up: tracing was never on */
-    rc = stopped_before_start(&tr, &drain, got_signal, cmd[0]);
+  if (bh_cli_got_signal) { /* while the instance was set up: tracing was never on */
+    rc = stopped_before_start(&tr, &drain, bh_cli_got_signal, cmd[0]);
     goto restore_signals;
   }
   t0 = now_s();
@@ -839,12 +569,12 @@ int cmd_record(int argc, char **argv) {
     drain_finish(&drain);
     goto restore_signals;
   }
-  bh_cli_rec_snapshot(&machine, BH_SNAP_START, tr.dir); /* tracing is on: nothing slips by */
-  if (got_signal) { /* during the snapshot (seconds on a large machine) */
-    rc = stopped_before_start(&tr, &drain, got_signal, cmd[0]);
+  bh_cli_rec_snapshot(VERB, &machine, BH_SNAP_START, tr.dir); /* tracing is on: nothing slips by */
+  if (bh_cli_got_signal) { /* during the snapshot (seconds on a large machine) */
+    rc = stopped_before_start(&tr, &drain, bh_cli_got_signal, cmd[0]);
     goto restore_signals;
   }
-  pid = start_command(cmd, !strcmp(out, "-"), &user);
+  pid = bh_cli_start_command(cmd, !strcmp(out, "-"), &user);
   if (pid < 0) {
     if (user.drop)
       fprintf(stderr, "buddyhint record: cannot run '%s' as uid %u gid %u: %s\n", cmd[0],
@@ -855,27 +585,27 @@ int cmd_record(int argc, char **argv) {
     drain_finish(&drain);
     goto restore_signals;
   }
-  status = wait_command(pid);
+  status = bh_cli_wait_command(pid);
   if (machine)
-    bh_cli_rec_snapshot(&machine, BH_SNAP_END, tr.dir);
+    bh_cli_rec_snapshot(VERB, &machine, BH_SNAP_END, tr.dir);
   tracefs_trace_off(tr.inst);
   t1 = now_s();
   ok = drain_finish(&drain) == 0;
 restore_signals:
-  restore_stop_signals(old);
+  bh_cli_restore_stop_signals(old);
   signals_restored = true;
   if (!ok)
     goto cleanup;
 
   unsigned long long overrun = 0, dropped = 0;
   for (int k = 0; k < drain.ncpus; k++)
-    cpu_lost(&tr, drain.cpus[k].cpu, &overrun, &dropped);
+    bh_cli_tracer_cpu_lost(&tr, drain.cpus[k].cpu, &overrun, &dropped);
   if (overrun || dropped)
     fprintf(stderr,
             "buddyhint record: warning: events were lost (overrun %llu, dropped %llu): "
             "the trace is incomplete; try a larger --buffer-kb\n",
             overrun, dropped);
-  if (bh_cli_rec_describe(machine, w))
+  if (bh_cli_rec_describe(VERB, machine, w))
     goto cleanup;
   copy_t cp = {.w = w, .c = &c};
   bh_cli_rec_window(machine, &cp.lo, &cp.hi);
@@ -890,10 +620,10 @@ restore_signals:
   rc = BH_EXIT_OK;
 cleanup:
   if (!signals_restored)
-    restore_stop_signals(old);
+    bh_cli_restore_stop_signals(old);
   drain_free(&drain); /* the spools have no names: this is their end */
   bh_machine_free(machine);
-  tracer_close(&tr);
+  bh_cli_tracer_close(&tr);
   if (rc == BH_EXIT_OK && bh_trace_writer_close(w)) {
     fprintf(stderr, "buddyhint record: %s\n", bh_trace_error(NULL));
     rc = BH_EXIT_FAIL;

@@ -12,6 +12,8 @@ static const bh_cli_verb_t verbs[] = {
     {"gen", "write a synthetic trace (memhog, page-fault1, guests, frag-stress)", cmd_gen},
     {"convert", "convert any readable trace to a native format", cmd_convert},
     {"record", "record a real trace of a command from the running kernel (root)", cmd_record},
+    {"live", "replay the running kernel's allocator as it runs, under several strategies (root)",
+     cmd_live},
     {"machine", "describe a trace's machine, or take a snapshot of /proc", cmd_machine},
     {"info", "print the version, build options, strategies and defaults", cmd_info},
     {"plot", "draw a result file (bench/ CSV, replay timeline) with gnuplot", cmd_plot},

@@ -16,6 +16,7 @@
 #include "hinting/reporter.h"
 #include "replay/attrib.h"
 #include "replay/pfnmap.h"
+#include "replay/replay_feed.h"
 #include "replay/replay_machine.h"
 #include "replay/replay_shared.h"
 #include "trace/trace_internal.h"
@@ -2036,6 +2037,180 @@ int bh__replay_run_shared(const bh_replay_config_t *cfg, const bh__replay_shared
     bh__attrib_destroy(r.attrib);
   if (!borrowed || !sc.kept || !r.origins)
     bh__origins_free(r.origins);
+  return rc;
+}
+
+/* ---- a replay fed its events as they happen (replay_feed.h) ---- */
+
+struct bh__replay_feed {
+  struct replay r;
+  struct scan sc; /* no first pass: what setup reads of one, empty */
+  bh_replay_config_t cfg;
+  bh_replay_summary_t s;
+  char err[256];
+};
+
+static void feed_free(bh__replay_feed_t *f) {
+  struct replay *r = &f->r;
+  bh_hint_detach(r->hint);
+  bh_arena_destroy(r->arena);
+  bh__pfnmap_destroy(&r->map);
+  bh__rm_free(&r->rm);
+  free(r->moves);
+  free(r->first_miss);
+  free((void *)r->touched);
+  free(r->rev);
+  free(r->start_pcp);
+  free(f);
+}
+
+int bh__replay_feed_open(const bh_replay_config_t *cfg, bh_machine_t *m, uint64_t t0_ns,
+                         bh__replay_feed_t **out, char *err, size_t errlen) {
+  *out = NULL;
+  if (err && errlen)
+    err[0] = 0;
+  bh__replay_feed_t *f = calloc(1, sizeof(*f));
+  if (!f) {
+    bh_machine_free(m);
+    return BH_ENOMEM;
+  }
+  f->cfg = *cfg;
+  f->cfg.trace = "live";
+  f->cfg.layout = BH_LAYOUT_TRACE;
+  f->cfg.start = BH_START_KPAGEFLAGS;
+  f->cfg.placement = BH_PLACEMENT_ALLOCATOR;
+  f->cfg.by = BH_BY_NONE;
+  f->cfg.speed = 0;
+  f->cfg.start_dir = f->cfg.end_dir = f->cfg.dump_dir = NULL;
+  struct replay *r = &f->r;
+  *r = (struct replay){.cfg = &f->cfg, .s = &f->s, .err = err, .errlen = errlen};
+  bh_replay_summary_t *s = &f->s;
+  snprintf(s->trace, sizeof(s->trace), "live");
+  snprintf(s->trace_format, sizeof(s->trace_format), "live");
+  snprintf(s->strategy, sizeof(s->strategy), "%s",
+           cfg->hint.strategy ? cfg->hint.strategy : "none");
+  static const char *const backings[] = {"mmap", "memfd", "sim"};
+  snprintf(s->backing, sizeof(s->backing), "%s",
+           cfg->arena.backing <= BH_BACKING_SIM ? backings[cfg->arena.backing] : "?");
+  int rc = 0;
+  if (cfg->compaction_proactiveness > 100) {
+    set_err(r, "compaction proactiveness %u is not in 0..100", cfg->compaction_proactiveness);
+    rc = BH_EINVAL;
+  }
+  if (!rc)
+    rc = bh__rm_load_machine(&r->rm, m, &f->cfg, s, err, errlen);
+  else
+    bh_machine_free(m);
+  r->shape = r->rm.shape;
+  clock_gettime(CLOCK_MONOTONIC, &r->wall0);
+  getrusage(RUSAGE_SELF, &r->ru0);
+  /* the map directly indexed over the machine's pfns, its cells mapped where the events go:
+   * no hash part to grow (and copy) as the machine allocates */
+  uint64_t pages = rc ? 0 : bh__rm_pages(&r->rm);
+  f->sc = (struct scan){.first = t0_ns,
+                        .last = t0_ns,
+                        .pfn_lo = 0,
+                        .pfn_hi = pages,
+                        .map_cap = pages / 4 > 1024 ? pages / 4 : 1024};
+  if (!rc)
+    rc = setup(r, &f->sc);
+  if (rc) {
+    feed_free(f);
+    return rc;
+  }
+  /* placement agreement is not shown live, and finding where the kernel's block was in the
+   * model (bh__where_is) took three quarters of a live replay's time */
+  r->agree = false;
+  s->agreement.present = false;
+  free(r->first_miss);
+  r->first_miss = NULL;
+  r->t0 = t0_ns;
+  r->next_sample = 0;
+  r->next_tick = BH_NS_PER_SEC;
+  r->next_compact = f->cfg.compaction_proactiveness ? BH_NS_PER_SEC / 2 : UINT64_MAX;
+  set_clock_due(r);
+  set_next_poll(r);
+  r->err = f->err; /* the caller's buffer is theirs again */
+  r->errlen = sizeof(f->err);
+  *out = f;
+  return 0;
+}
+
+int bh__replay_feed_events(bh__replay_feed_t *f, const bh_event_t *evs, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    int err = play_event(&f->r, &evs[i]);
+    if (bh__unlikely(err))
+      return err;
+  }
+  f->s.events = f->r.events;
+  return 0;
+}
+
+void bh__replay_feed_advance(bh__replay_feed_t *f, uint64_t now_ns) {
+  struct replay *r = &f->r;
+  if (now_ns > r->t0 && now_ns - r->t0 > r->vnow && now_ns - r->t0 - r->vnow < BH_REPLAY_MAX_GAP_NS)
+    advance_to(r, now_ns - r->t0);
+}
+
+/* The figures of finish() that cost little, into f->s. */
+static void feed_now(bh__replay_feed_t *f, const bh_machine_t *now) {
+  struct replay *r = &f->r;
+  bh_replay_summary_t *s = &f->s;
+  s->events = r->events;
+  s->virtual_seconds = (double)r->vnow / 1e9;
+  s->wall_seconds = secs_since(&r->wall0);
+  s->rss_final_bytes = resident_bytes(r);
+  if (s->rss_final_bytes > s->rss_peak_bytes)
+    s->rss_peak_bytes = s->rss_final_bytes;
+  s->live_final_bytes = r->live_pages << BH_PAGE_SHIFT;
+  bh_hint_stats_t hs;
+  bh_hint_stats(r->hint, &hs);
+  s->reported_bytes = hs.report.bytes;
+  s->returned_bytes = hs.report.returned;
+  s->madvise_calls = hs.report.calls;
+  s->refaults = hs.refault_pages;
+  s->refault_blocks = hs.refault_blocks;
+  s->nr_strategy_stats = 0;
+  bh_hint_strategy_stats(r->hint, emit_stat, s);
+  snprintf(s->report_mode, sizeof(s->report_mode), "%s",
+           bh_report_mode_name(bh_hint_report_mode(r->hint)));
+  bh_stats_read(r->arena, s->arena_stats);
+  if (now) {
+    bh__rmachine_t at = {.m = (bh_machine_t *)now}; /* only read */
+    bh__rm_fidelity(&at, r->arena, s);
+  } else {
+    memset(&s->fidelity, 0, sizeof(s->fidelity));
+  }
+}
+
+void bh__replay_feed_figures(bh__replay_feed_t *f, const bh_machine_t *now,
+                             bh_replay_summary_t *s) {
+  feed_now(f, now);
+  *s = f->s;
+}
+
+int bh__replay_feed_close(bh__replay_feed_t *f, const bh_machine_t *now, bh_replay_summary_t *out,
+                          char *err, size_t errlen) {
+  if (!f)
+    return 0;
+  feed_now(f, now);
+  struct replay *r = &f->r;
+  if (r->cfg->check_every || r->cfg->check_after_steps)
+    check(r);
+  trace_warnings(&f->s);
+  f->s.cpu_seconds = 0;
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  f->s.cpu_seconds = tv_secs(&ru.ru_utime) + tv_secs(&ru.ru_stime) - tv_secs(&r->ru0.ru_utime) -
+                     tv_secs(&r->ru0.ru_stime);
+  int rc = 0;
+  if (r->drift[0]) {
+    if (err && errlen)
+      snprintf(err, errlen, "%s", r->drift);
+    rc = BH_EINVAL;
+  }
+  *out = f->s;
+  feed_free(f);
   return rc;
 }
 

@@ -122,14 +122,10 @@ static int check_shape_size(const bh__rmachine_t *rm, const bh_replay_config_t *
       (unsigned long long)(limit >> 20), (unsigned long long)((claimed + (1ull << 30) - 1) >> 30));
 }
 
-int bh__rm_load(bh__rmachine_t *rm, const bh_replay_config_t *cfg, bh_replay_summary_t *s,
-                char *err, size_t errlen) {
-  memset(rm, 0, sizeof(*rm));
-  int rc = trace_description(cfg->trace, &rm->m, err, errlen);
-  if (!rc)
-    rc = read_dirs(rm, cfg, s, err, errlen);
-  if (rc)
-    return rc;
+/* Layout, start state and placement from rm->m (may be NULL) and cfg. */
+static int decide(bh__rmachine_t *rm, const bh_replay_config_t *cfg, bh_replay_summary_t *s,
+                  char *err, size_t errlen) {
+  int rc;
   bool has_layout = rm->m && bh_machine_info(rm->m)->nr_zones > 0;
   if (cfg->layout == BH_LAYOUT_TRACE && !has_layout)
     return bh__machine_fail(
@@ -175,6 +171,22 @@ int bh__rm_load(bh__rmachine_t *rm, const bh_replay_config_t *cfg, bh_replay_sum
   snprintf(s->placement, sizeof(s->placement), "%s",
            cfg->placement == BH_PLACEMENT_TRACE ? "trace" : "allocator");
   return 0;
+}
+
+int bh__rm_load(bh__rmachine_t *rm, const bh_replay_config_t *cfg, bh_replay_summary_t *s,
+                char *err, size_t errlen) {
+  memset(rm, 0, sizeof(*rm));
+  int rc = trace_description(cfg->trace, &rm->m, err, errlen);
+  if (!rc)
+    rc = read_dirs(rm, cfg, s, err, errlen);
+  return rc ? rc : decide(rm, cfg, s, err, errlen);
+}
+
+int bh__rm_load_machine(bh__rmachine_t *rm, bh_machine_t *m, const bh_replay_config_t *cfg,
+                        bh_replay_summary_t *s, char *err, size_t errlen) {
+  memset(rm, 0, sizeof(*rm));
+  rm->m = m;
+  return decide(rm, cfg, s, err, errlen);
 }
 
 uint64_t bh__rm_pages(const bh__rmachine_t *rm) {

@@ -57,6 +57,10 @@ void bh__replay_warn(bh_replay_summary_t *s, const char *fmt, ...)
 
 int bh__rm_load(bh__rmachine_t *rm, const bh_replay_config_t *cfg, bh_replay_summary_t *s,
                 char *err, size_t errlen);
+/* bh__rm_load with the description m (owned by rm from now on, even on failure) instead of
+ * the trace's and cfg's folders: a replay fed events as they happen (replay_feed.h). */
+int bh__rm_load_machine(bh__rmachine_t *rm, bh_machine_t *m, const bh_replay_config_t *cfg,
+                        bh_replay_summary_t *s, char *err, size_t errlen);
 /* The number of pages the arena of the machine's layout has (0 without the shape). */
 uint64_t bh__rm_pages(const bh__rmachine_t *rm);
 /* Makes room for the first events of every page (start states that use them). */

@@ -35,5 +35,8 @@ expect "replay --opt bubble.ord" "bubble.order="
 expect "replay --backing " "memfd mmap sim"
 expect "replay --start-state c" "counts"
 expect "machine --sn" "--snapshot"
+expect "li" "live"
+expect "live --dur" "--duration"
+expect "live --strategies none,bi" "none,bitmap"
 [ $fails = 0 ] && echo "completion: all cases passed"
 exit $((fails > 0))

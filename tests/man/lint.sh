@@ -26,7 +26,7 @@ if [ -n "$version" ]; then
   done
 fi
 # buddyhint(1) has a section per verb
-for v in replay compare check gen convert record machine info plot sweep merge; do
+for v in replay compare check gen convert record live machine info plot sweep merge; do
   grep -q "^\.SS $v\b" "$dir/buddyhint.1" || { echo "FAIL: buddyhint.1 has no section for $v"; fail=1; }
 done
 [ $fail = 0 ] && echo "man: ${#pages[@]} pages render without warnings"

@@ -46,7 +46,7 @@ static void read_done(void *ctx) {
   c->done = trace_now_ns(c->dir);
 }
 
-int bh_cli_rec_snapshot(bh_machine_t **m, int which, const char *tracing_dir) {
+int bh_cli_rec_snapshot(const char *verb, bh_machine_t **m, int which, const char *tracing_dir) {
   if (!*m) {
     *m = bh_machine_new();
     if (!*m)
@@ -69,20 +69,22 @@ int bh_cli_rec_snapshot(bh_machine_t **m, int which, const char *tracing_dir) {
                                c.done ? c.done : trace_now_ns(tracing_dir));
   if (rc) {
     fprintf(stderr,
-            "buddyhint record: warning: no %s snapshot of /proc (%s): the trace will replay "
+            "buddyhint %s: warning: no %s snapshot of /proc (%s): the trace will replay "
             "without the machine's %s\n",
-            which == BH_SNAP_START ? "start" : "end", err,
+            verb, which == BH_SNAP_START ? "start" : "end", err,
             which == BH_SNAP_START ? "shape" : "end state");
     return -1;
   }
   const bh_snapshot_t *s = bh_machine_snapshot(*m, which);
   if (which == BH_SNAP_START && s && !s->have_freemap)
-    fprintf(stderr, "buddyhint record: warning: /proc/kpageflags could not be read: the start "
-                    "state will be rebuilt from buddyinfo and pagetypeinfo alone\n");
+    fprintf(stderr,
+            "buddyhint %s: warning: /proc/kpageflags could not be read: the start "
+            "state will be rebuilt from buddyinfo and pagetypeinfo alone\n",
+            verb);
   return 0;
 }
 
-int bh_cli_rec_describe(const bh_machine_t *m, bh_trace_writer_t *w) {
+int bh_cli_rec_describe(const char *verb, const bh_machine_t *m, bh_trace_writer_t *w) {
   if (!m || !bh_machine_info(m)->nr_zones)
     return 0;
   char *text;
@@ -91,7 +93,7 @@ int bh_cli_rec_describe(const bh_machine_t *m, bh_trace_writer_t *w) {
   int rc = bh_trace_writer_set_description(w, text);
   free(text);
   if (rc)
-    fprintf(stderr, "buddyhint record: cannot store the machine description: %s\n",
+    fprintf(stderr, "buddyhint %s: cannot store the machine description: %s\n", verb,
             bh_strerror(rc));
   return rc ? -1 : 0;
 }

@@ -8,17 +8,18 @@
 #include <stdio.h>
 
 /*
- * Takes snapshot which of /proc into *m (made, with the machine's settings, at the first call),
- * with the trace clock of the tracefs instance at tracing_dir around it.  Returns 0, or -1
- * after a warning on stderr (the trace is still written, without it).
+ * For verb (record, live; its messages say which): takes snapshot which of /proc into *m (made,
+ * with the machine's settings, at the first call), with the trace clock of the tracefs instance at
+ * tracing_dir around it.  Returns 0, or -1 after a warning on stderr (the trace is still written,
+ * without it).
  */
-int bh_cli_rec_snapshot(bh_machine_t **m, int which, const char *tracing_dir);
+int bh_cli_rec_snapshot(const char *verb, bh_machine_t **m, int which, const char *tracing_dir);
 /*
  * The events to keep: from the beginning of the start snapshot's free map reading (after
  * *lo) to the beginning of the end snapshot's (before *hi); 0 where unknown.
  */
 void bh_cli_rec_window(const bh_machine_t *m, uint64_t *lo, uint64_t *hi);
 /* Stores m in the writer's header (before its first event).  0, or -1 after a message. */
-int bh_cli_rec_describe(const bh_machine_t *m, bh_trace_writer_t *w);
+int bh_cli_rec_describe(const char *verb, const bh_machine_t *m, bh_trace_writer_t *w);
 
 #endif

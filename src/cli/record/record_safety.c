@@ -116,7 +116,8 @@ static int remove_instance(const char *dir, const char *const *events, int neven
   return rmdir(dir) ? -errno : 0;
 }
 
-int bh_cli_record_reap_stale(const char *tracefs, const char *const *events, int nevents) {
+int bh_cli_record_reap_stale(const char *verb, const char *tracefs, const char *const *events,
+                             int nevents) {
   char p[256];
   snprintf(p, sizeof(p), "%s/instances", tracefs);
   DIR *d = opendir(p);
@@ -131,14 +132,11 @@ int bh_cli_record_reap_stale(const char *tracefs, const char *const *events, int
     snprintf(dir, sizeof(dir), "%s/%s", p, e->d_name);
     int err = remove_instance(dir, events, nevents);
     if (err)
-      fprintf(stderr,
-              "buddyhint record: warning: cannot remove the stale tracefs instance %s: %s\n", dir,
-              strerror(-err));
+      fprintf(stderr, "buddyhint %s: warning: cannot remove the stale tracefs instance %s: %s\n",
+              verb, dir, strerror(-err));
     else
-      fprintf(stderr,
-              "buddyhint record: removed the tracefs instance %s, left by a recorder that is "
-              "gone\n",
-              dir);
+      fprintf(stderr, "buddyhint %s: removed the tracefs instance %s, left by a run that is gone\n",
+              verb, dir);
     removed += !err;
   }
   closedir(d);

@@ -11,10 +11,12 @@ int bh_cli_record_instance_name(char *buf, size_t len);
 
 /*
  * Removes the instances under TRACEFS/instances named buddyhint-PID[-START] whose recorder is
- * gone (turning their kmem events and tracing off first).  Says so on stderr for each one.
+ * gone (turning their kmem events and tracing off first).  Says so on stderr for each one, as
+ * "buddyhint VERB: ...".
  * Returns how many were removed.
  */
-int bh_cli_record_reap_stale(const char *tracefs, const char *const *events, int nevents);
+int bh_cli_record_reap_stale(const char *verb, const char *tracefs, const char *const *events,
+                             int nevents);
 
 /* Who the recorded command runs as. */
 typedef struct bh_cli_record_user {
