@@ -123,6 +123,12 @@ typedef struct bh_replay_config {
    * types its frees and allocations show: what placement agreement is without that
    * inference; default false */
   bool start_order_pfn;
+  /* in a machine's shape: every free block at the start at or above the strategy's reporting
+   * order counts as reported and discarded by the host (--start-reported all), as on a
+   * machine whose reporting has run since it booted; default false: the blocks the start
+   * snapshot marks PG_reported (--start-reported snapshot).  For a counterfactual from a
+   * recording made with reporting off */
+  bool start_reported_all;
   /* snapshots from directories of /proc files (buddyinfo, pagetypeinfo, zoneinfo, optionally
    * kpageflags): they replace the trace's own, and the layout comes from their zoneinfo */
   const char *start_dir, *end_dir;
@@ -270,6 +276,7 @@ typedef struct bh_replay_summary {
   char placement[16];       /* "allocator" or "trace" */
   bool pcp_high_tuned;      /* the arena's pcp high marks were tuned (6.7+) or fixed (6.1) */
   bool start_order_pfn;     /* the start state was not inferred from the trace (start_order_pfn) */
+  bool start_reported_all;  /* start_reported_all: every large free block started reported */
   uint64_t pretrace_frees;  /* frees of memory the start state holds allocated before the trace
                                (played as frees; without a start state they are unknown_frees) */
   uint64_t start_conflicts; /* allocations of blocks the start state holds allocated */

@@ -92,6 +92,11 @@ const char bh_cli_replay_help[] =
     "                        buddy lists in the order its first allocations take them, and\n"
     "                        pageblock types where its frees and allocations show them) or\n"
     "                        pfn (lists in pfn order, the free map's types: no inference)\n"
+    "  --start-reported KIND snapshot (default: the free blocks the start snapshot marks\n"
+    "                        reported start reported) or all (every free block at or above\n"
+    "                        the reporting order starts reported, as on a machine whose\n"
+    "                        reporting ran since boot: a counterfactual from a recording\n"
+    "                        made with reporting off)\n"
     "  --pcp-high KIND       auto (default: the recorded kernel's rule), tuned (Linux 6.7+:\n"
     "                        each pcp's high mark moves between high_min and high_max) or\n"
     "                        fixed (before 6.7: one mark, zone_highsize)\n"
@@ -311,6 +316,12 @@ int bh_cli_replay_opt(int argc, char **argv, int *i, bh_cli_replay_t *c) {
     if (r < 0 || set_enum(verb, "start-order", v, start_orders, 2, &e))
       return -1;
     cfg->start_order_pfn = e == 1;
+    return 1;
+  } else if (OPT("start-reported")) {
+    static const char *const start_reported[] = {"snapshot", "all"};
+    if (r < 0 || set_enum(verb, "start-reported", v, start_reported, 2, &e))
+      return -1;
+    cfg->start_reported_all = e == 1;
     return 1;
   } else if (OPT("pcp-high")) {
     if (r < 0 || set_enum(verb, "pcp-high", v, pcp_highs, 3, &e))

@@ -1329,6 +1329,7 @@ static int setup(struct replay *r, const struct scan *sc) {
   }
   r->s->pcp_high_tuned = ac.pcp_high_tuning && ac.pcp;
   r->s->start_order_pfn = cfg->start_order_pfn;
+  r->s->start_reported_all = cfg->start_reported_all;
   /* on the virtual clock only this thread touches the arena: no locks, as CONFIG_SMP=n */
   ac.smp = cfg->speed > 0;
   if (!ac.nr_cpus) /* one pcp slot per CPU seen in the trace */
@@ -1374,9 +1375,15 @@ static int setup(struct replay *r, const struct scan *sc) {
             bh_hint_last_error()[0] ? bh_hint_last_error() : bh_strerror(err));
     return err;
   }
-  if (r->shape)
-    bh__rm_start_reported(&r->rm, r->arena,
-                          bh_hint_strategy(r->hint)->flags & BH_STRATEGY_PAGE_REPORTED, r->s);
+  if (r->shape) {
+    bool marks = bh_hint_strategy(r->hint)->flags & BH_STRATEGY_PAGE_REPORTED;
+    bh__rm_start_reported(&r->rm, r->arena, marks, r->s);
+    if (cfg->start_reported_all && r->rm.start != BH__START_EMPTY &&
+        bh__rm_start_reported_all(r->arena, marks, r->s)) {
+      set_err(r, "--start-reported all: out of memory");
+      return BH_ENOMEM;
+    }
+  }
   if (hc.registered_at_boot && (bh_hint_strategy(r->hint)->flags & BH_STRATEGY_PAGE_REPORTED))
     start_notify(r->arena);
   if (cfg->reports) {
@@ -2278,6 +2285,7 @@ int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *f, int indent) {
   jstr(&w, "layout", s->layout);
   jstr(&w, "pcp_high", s->pcp_high_tuned ? "tuned" : "fixed");
   jstr(&w, "start_order", s->start_order_pfn ? "pfn" : "trace");
+  jstr(&w, "start_reported", s->start_reported_all ? "all" : "snapshot");
   jstr(&w, "start_state", s->start_state);
   jstr(&w, "placement", s->placement);
   ju64(&w, "pretrace_frees", s->pretrace_frees);

@@ -15,6 +15,7 @@
 #include "common/json.h"
 #include "machine/machine_internal.h"
 
+#include <buddyhint/report.h>
 #include <buddyhint/strategy.h>
 
 #include <errno.h>
@@ -351,6 +352,53 @@ void bh__rm_start_reported(const bh__rmachine_t *rm, bh_arena_t *a, bool page_re
       else
         s->start_reported_missed++;
     }
+}
+
+int bh__rm_start_reported_all(bh_arena_t *a, bool page_reported, bh_replay_summary_t *s) {
+  if (!a->discarded && bh__discard_enable(a) < 0)
+    return BH_ENOMEM;
+  for (int i = 0; i < bh_arena_zone_count(a); i++) {
+    bh_zone_t *z = bh_arena_zone(a, i);
+    unsigned from = a->zones[i].notify_order;
+    if (from > bh_arena_max_order(a))
+      continue; /* no reporting order: a strategy that reports nothing */
+    /* a zone the kernel's reporting skips, short of its low watermark plus a full report's
+     * pages (page_reporting_process_zone, mm/page_reporting.c:269-277 in 6.12.117), keeps its
+     * blocks unreported */
+    bh_zone_lock(z);
+    bool ok = bh_zone_low_wmark_ok(z, (uint64_t)BH_REPORT_CAPACITY << from);
+    bh_zone_unlock(z);
+    if (!ok)
+      continue;
+    /* the blocks first, then each moved to its list's tail (walking a list while moving its
+     * blocks would meet them again) */
+    size_t n = 0, cap = 0;
+    uint64_t *blk = NULL;
+    bh_zone_lock(z);
+    for (unsigned o = from; o <= bh_arena_max_order(a); o++)
+      for (int mt = 0; mt < BH_MT_TYPES; mt++)
+        for (uint64_t p = bh_free_list_first(z, o, mt); p != BH_PFN_NONE;
+             p = bh_free_list_next(z, o, mt, p)) {
+          if (bh_block_reported(z, p))
+            continue;
+          if (n == cap) {
+            uint64_t *q = realloc(blk, (cap = cap ? cap * 2 : 256) * sizeof(*q));
+            if (!q) {
+              bh_zone_unlock(z);
+              free(blk);
+              return BH_ENOMEM;
+            }
+            blk = q;
+          }
+          blk[n++] = p << 8 | o;
+        }
+    bh_zone_unlock(z);
+    for (size_t k = 0; k < n; k++)
+      if (start_block_reported(a, blk[k] >> 8, (unsigned)(blk[k] & 0xff), page_reported))
+        s->start_reported_blocks++, s->start_reported_marked += page_reported;
+    free(blk);
+  }
+  return 0;
 }
 
 /* ---------------------------------------------------------------------------------------- */

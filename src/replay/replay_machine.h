@@ -84,6 +84,9 @@ int bh__rm_populate(bh__rmachine_t *rm, bh_arena_t *a, unsigned pcp_orders, uint
  */
 void bh__rm_start_reported(const bh__rmachine_t *rm, bh_arena_t *a, bool page_reported,
                            bh_replay_summary_t *s);
+/* The same for every free block at or above each zone's reporting order (notify order) that
+ * is not reported yet (bh_replay_config_t.start_reported_all).  0 or BH_ENOMEM. */
+int bh__rm_start_reported_all(bh_arena_t *a, bool page_reported, bh_replay_summary_t *s);
 /* At the end of the trace: the fidelity against the end snapshot. */
 void bh__rm_fidelity(const bh__rmachine_t *rm, bh_arena_t *a, bh_replay_summary_t *s);
 /* Refuses a --dump directory whose files exist already (nothing is ever overwritten). */

@@ -577,6 +577,8 @@ static char *r_lines(bh_arena_t *a, bool end, bool with_r) {
  * end_reported() ones.  Returns how many blocks it reported, asserting each is one of a's
  * free blocks, reported once; *again: how many of them was_reported().
  */
+static bool g_start_reported_all; /* bubble_from's replays with --start-reported all */
+
 static uint64_t bubble_from(bh_arena_t *a, bool with_r, uint64_t *again, bh_replay_summary_t *s) {
   char *r = r_lines(a, false, with_r), *er = r_lines(a, true, with_r);
   char *desc = describe_with(a, true, r, er);
@@ -598,6 +600,7 @@ static uint64_t bubble_from(bh_arena_t *a, bool with_r, uint64_t *again, bh_repl
   cfg.hint.strategy = "bubble";
   cfg.placement = BH_PLACEMENT_TRACE; /* the page the trace names */
   cfg.idle_ns = 0;
+  cfg.start_reported_all = g_start_reported_all;
   char *csv = NULL, err[512] = "";
   size_t csvn = 0;
   cfg.reports = open_memstream(&csv, &csvn);
@@ -672,6 +675,35 @@ static void test_start_reported(void **state) {
   assert_int_equal(again, eligible_marked);
   assert_int_equal(n, eligible);
   assert_int_equal(s.fidelity.reported_recorded, eligible);
+  assert_int_equal(s.fidelity.reported_matched, eligible);
+  bh_arena_destroy(a);
+}
+
+/*
+ * --start-reported all, the counterfactual start of a recording made with reporting off: every
+ * free block at or above the reporting order starts reported, as on a guest whose reporting
+ * has run since boot (page_reporting_register's initial flush, mm/page_reporting.c:385-386,
+ * and every pass since).  With no block marked in the snapshot, the eligible blocks start
+ * reported and discarded: no pass reports anything, and at the end they are all reported.
+ */
+static void test_start_reported_all(void **state) {
+  (void)state;
+  bh_arena_t *a = tt_sim_arena(16, 240, 256);
+  tt_churn(a, 7, 3000, 2000);
+  bh_drain_pcp(a);
+  uint64_t eligible = 0;
+  for (uint64_t p = 4096; p < a->nr_pages; p++)
+    eligible += (a->pages[p].flags & BH__PG_BUDDY) && a->pages[p].order >= a->pb_order;
+  bh_replay_summary_t s;
+  uint64_t again;
+  g_start_reported_all = true;
+  uint64_t n = bubble_from(a, false, &again, &s);
+  g_start_reported_all = false;
+  assert_true(s.start_reported_all);
+  assert_int_equal(s.start_reported_blocks, eligible);
+  assert_int_equal(n, 0);
+  assert_int_equal(again, 0);
+  assert_int_equal(s.fidelity.reported_predicted, eligible);
   assert_int_equal(s.fidelity.reported_matched, eligible);
   bh_arena_destroy(a);
 }
@@ -1156,6 +1188,7 @@ int main(void) {
       cmocka_unit_test(test_pretrace_and_placement),
       cmocka_unit_test(test_old_trace),
       cmocka_unit_test(test_start_reported),
+      cmocka_unit_test(test_start_reported_all),
       cmocka_unit_test(test_start_reported_tail),
       cmocka_unit_test(test_start_reported_capability),
       cmocka_unit_test(test_start_no_initial_flush),
