@@ -97,6 +97,11 @@ typedef struct bh_replay_config {
    * twice either way: they are read in place, about as fast.
    */
   uint64_t keep_max_bytes;
+  /* NULL, or given every byte of the trace file as the replay's first reading of it reads
+   * them (bh_trace_opts_t.raw_bytes): the command hashes the trace this way instead of
+   * reading it once more */
+  void (*trace_bytes)(void *ctx, const void *buf, size_t n);
+  void *trace_bytes_ctx;
   /*
    * CSV of every block the strategy reported, or NULL: a header "trace_time_s,pfn,order", then
    * one line per block, trace_time_s on the trace's own clock (its timestamps, in seconds; the

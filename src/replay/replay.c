@@ -124,6 +124,7 @@ struct replay {
   /* --by: event origins (one table for both passes) and the attribution; NULL without */
   bh__origins_t *origins;
   bh__attrib_t *attrib;
+  bool read_once; /* the trace has been opened (cfg->trace_bytes then sees no more) */
 };
 
 static void set_err(struct replay *r, const char *fmt, ...) {
@@ -226,6 +227,11 @@ static int open_trace(struct replay *r, bh_trace_t **t) {
   bh_trace_opts_t o = {.lenient = r->cfg->lenient,
                        .origins = r->origins != NULL,
                        .pcp_events = r->cfg->placement == BH_PLACEMENT_TRACE};
+  if (!r->read_once) { /* cfg->trace_bytes sees the first reading only */
+    o.raw_bytes = r->cfg->trace_bytes;
+    o.raw_ctx = r->cfg->trace_bytes_ctx;
+    r->read_once = true;
+  }
   int err = bh_trace_open(r->cfg->trace, &o, t);
   if (err)
     set_err(r, "%s", bh_trace_error(NULL));
