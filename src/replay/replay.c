@@ -171,6 +171,7 @@ struct kept_event {
   uint32_t gfp;
   int32_t cpu;
   uint8_t op, order, failed;
+  uint8_t pad;     /* 0: no byte of a kept event is undefined (they go to a file) */
   uint32_t origin; /* bh_event_t.origin (0 without --by) */
 };
 _Static_assert(sizeof(struct kept_event) == 32, "kept events stay 32 bytes");
@@ -179,8 +180,8 @@ _Static_assert(sizeof(struct kept_event) == 32, "kept events stay 32 bytes");
  * percpu_refill take their places. */
 static inline __attribute__((always_inline)) void kept_pack(struct kept_event *k,
                                                             const bh_event_t *ev) {
-  *k = (struct kept_event){ev->time_ns, ev->pfn,   ev->gfp,    ev->cpu,
-                           ev->op,      ev->order, ev->failed, ev->origin};
+  *k = (struct kept_event){ev->time_ns, ev->pfn,    ev->gfp, ev->cpu,   ev->op,
+                           ev->order,   ev->failed, 0,       ev->origin};
   if (bh__unlikely(ev->op >= BH_EV_PCPU_DRAIN)) {
     k->gfp = (uint32_t)(ev->migratetype + 1);
     k->failed = ev->percpu_refill;
@@ -412,8 +413,11 @@ struct scan_state {
   uint64_t cur;            /* their pages */
   bool keep;               /* keeping the events (a text trace, below keep_max so far) */
   size_t kept_cap;         /* room in sc->kept, in events */
-  uint64_t keep_max;       /* bh_replay_config_t.keep_max_bytes */
-  bh__first_events_t *fe;  /* each page's first event, for a start state (or NULL) */
+  /* where the next kept event goes, and the end of sc->kept's room (once keeping is given
+   * up, scratch: the rest of the batch is written there) */
+  struct kept_event *kept_next, *kept_end, scratch;
+  uint64_t keep_max;      /* bh_replay_config_t.keep_max_bytes */
+  bh__first_events_t *fe; /* each page's first event, for a start state (or NULL) */
 };
 
 /* The kept events' memory and spill file, released. */
@@ -471,8 +475,11 @@ static bool spill_write(struct scan *sc, size_t n) {
  * event, no memory, no room for the file) the events are not kept: the second pass reads the
  * trace again.
  */
-COLD static void keep_grow(struct scan_state *st) {
+COLD static struct kept_event *keep_grow(struct scan_state *st) {
   struct scan *sc = st->sc;
+  if (!st->keep) /* given up earlier in this batch */
+    return &st->scratch;
+  size_t used = sc->kept ? (size_t)(st->kept_next - sc->kept) : 0;
   size_t cap = st->kept_cap ? st->kept_cap * 2 : 65536;
   if (cap * sizeof(*sc->kept) > st->keep_max && !st->kept_cap)
     cap = (size_t)(st->keep_max / sizeof(*sc->kept)); /* the first buffer, smaller */
@@ -482,10 +489,18 @@ COLD static void keep_grow(struct scan_state *st) {
   if (p) {
     sc->kept = p;
     st->kept_cap = cap;
-  } else if (!st->kept_cap || !spill_write(sc, st->kept_cap)) {
+    st->kept_next = p + used;
+    st->kept_end = p + cap;
+  } else if (st->kept_cap && spill_write(sc, st->kept_cap)) {
+    st->kept_next = sc->kept;
+  } else {
     kept_free(sc);
     st->keep = false;
+    st->kept_cap = 0;
+    st->kept_next = &st->scratch;
+    st->kept_end = &st->scratch + 1;
   }
+  return st->kept_next;
 }
 
 /* One event of the first pass.  Returns 0 or BH_ENOMEM. */
@@ -538,15 +553,18 @@ static inline __attribute__((always_inline)) int scan_event(void *ctx, const bh_
   return 0;
 }
 
-/* scan_event of a text trace's first pass, which keeps the event for the second. */
+/* scan_event of a text trace's first pass, which keeps the event for the second (after
+ * scan_event: the byte stores of kept_pack may alias the scan's counters, which would then be
+ * loaded again). */
 static inline __attribute__((always_inline)) int scan_keep_event(void *ctx, const bh_event_t *ev) {
   struct scan_state *st = ctx;
-  struct scan *sc = st->sc;
-  if (bh__unlikely(sc->events - sc->spilled == st->kept_cap))
-    keep_grow(st);
-  if (st->keep)
-    kept_pack(&sc->kept[sc->events - sc->spilled], ev);
-  return scan_event(ctx, ev);
+  int err = scan_event(ctx, ev);
+  struct kept_event *k = st->kept_next;
+  if (bh__unlikely(k == st->kept_end))
+    k = keep_grow(st);
+  st->kept_next = k + 1;
+  kept_pack(k, ev);
+  return err;
 }
 
 /* The next events of the first pass.  The loop that keeps them is a copy of its own, so that
