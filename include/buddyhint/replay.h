@@ -65,8 +65,9 @@ enum bh_placement {
 
 typedef struct bh_replay_config {
   /* path; "-" = stdin.  A trace that cannot be read twice (stdin, a FIFO) is read once: with
-   * memory_bytes and arena.nr_cpus given, or else its first pass keeps its events (up to
-   * keep_max_bytes; past that the run fails with BH_EINVAL, saying to give both). */
+   * memory_bytes and arena.nr_cpus given, or else its first pass keeps its events (see
+   * keep_max_bytes; where they cannot be kept the run fails with BH_EINVAL, saying to give
+   * both). */
   const char *trace;
   bh_config_t arena; /* arena settings; its zone sizes are ignored, see memory_bytes */
   /* 0 = peak live memory of the trace + 25 % + 64 MiB, 4 MiB aligned.  With memory_bytes and
@@ -92,11 +93,19 @@ typedef struct bh_replay_config {
   unsigned compaction_proactiveness;
   /*
    * The first pass over a text trace keeps its events (32 bytes each) for the second to play
-   * without parsing the text again, up to this many bytes (default 128 MiB, 4 M events);
-   * past that, or with 0, the second pass reads the trace again.  Binary traces are read
-   * twice either way: they are read in place, about as fast.
+   * without parsing the text again: up to this many bytes in memory (default 4 MiB, 128 Ki
+   * events), and past that in an unlinked temporary file ($TMPDIR, else /tmp) a block of
+   * that size at a time, so that the memory of a replay follows its live pages, not its
+   * events.  With 0, below one event, or when that file cannot be written, the second pass
+   * reads the trace again.  Binary traces are read twice either way: they are read in place,
+   * about as fast.
    */
   uint64_t keep_max_bytes;
+  /* NULL, or given every byte of the trace file as the replay's first reading of it reads
+   * them (bh_trace_opts_t.raw_bytes): the command hashes the trace this way instead of
+   * reading it once more */
+  void (*trace_bytes)(void *ctx, const void *buf, size_t n);
+  void *trace_bytes_ctx;
   /*
    * CSV of every block the strategy reported, or NULL: a header "trace_time_s,pfn,order", then
    * one line per block, trace_time_s on the trace's own clock (its timestamps, in seconds; the

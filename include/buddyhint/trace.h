@@ -140,6 +140,12 @@ typedef struct bh_trace_opts {
    * (BH_EV_EXTFRAG) of kernel text and of version 3 native traces (default false:
    * they are skipped as lines of other events) */
   bool pcp_events;
+  /* NULL, or called with every byte the reader reads from the file, in the file's order and
+   * before any decompression, as it reads them (to hash a trace while it is read: a reader
+   * that reads to the end has then passed every byte of the file once).  A trace.dat or
+   * perf.data that is not compressed is read by its own library, not passed. */
+  void (*raw_bytes)(void *ctx, const void *buf, size_t n);
+  void *raw_ctx;
 } bh_trace_opts_t;
 
 /* What the reader has seen so far. */

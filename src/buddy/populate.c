@@ -42,11 +42,10 @@ static inline bool pb_absent(const bh_arena_t *a, uint64_t pfn) {
 
 /* Every page of [pfn, pfn + n) is allocated before the trace and not claimed since. */
 static bool all_pretrace(const bh_arena_t *a, uint64_t pfn, uint64_t n) {
-  for (uint64_t i = pfn; i < pfn + n; i++) {
-    const bh__page_t *p = &a->pages[i];
-    if (p->flags != (BH__PG_ALLOC | BH__PG_PRETRACE) || p->order)
+  const bh__page_t *pg = a->pages;
+  for (uint64_t i = pfn; i < pfn + n; i++)
+    if (pg[i].flags != (BH__PG_ALLOC | BH__PG_PRETRACE) || pg[i].order)
       return false;
-  }
   return true;
 }
 
@@ -98,11 +97,23 @@ static int set_pageblocks(bh__zone_t *z, const bh_populate_t *pop, const char **
                   : mt == BH_MT_MOVABLE && pop->movable           ? BH_MT_UNMOVABLE
                   : mt == BH_MT_HIGHATOMIC || mt == BH_MT_ISOLATE ? BH_MT_UNMOVABLE
                                                                   : (uint8_t)mt;
-    for (uint64_t i = pfn; i < pfn + step; i++) {
-      a->pages[i].mt = pmt;
-      a->pages[i].priv = 0;
-      bh__pg_set(&a->pages[i],
-                 BH__PG_ALLOC | BH__PG_PRETRACE | (in_span(z, i, 1) ? 0 : BH__PG_NOPAGE), 0);
+    /* page by page, the arena's largest loop before the first event: the page array in a
+     * local (the relaxed atomic stores would have it loaded again for every page), and the
+     * span checked once for a pageblock that lies inside it, as nearly all do */
+    bh__page_t *pg = a->pages;
+    uint8_t fl = BH__PG_ALLOC | BH__PG_PRETRACE;
+    if (in_span(z, pfn, step)) {
+      for (uint64_t i = pfn; i < pfn + step; i++) {
+        pg[i].mt = pmt;
+        pg[i].priv = 0;
+        bh__pg_set(&pg[i], fl, 0);
+      }
+    } else {
+      for (uint64_t i = pfn; i < pfn + step; i++) {
+        pg[i].mt = pmt;
+        pg[i].priv = 0;
+        bh__pg_set(&pg[i], fl | (in_span(z, i, 1) ? 0 : BH__PG_NOPAGE), 0);
+      }
     }
   }
   return 0;
@@ -113,9 +124,10 @@ static int set_movable(bh_arena_t *a, const bh_populate_t *pop, const char **why
     const bh_page_run_t *r = &pop->movable[i];
     if (r->pfn >= a->nr_pages || r->count > a->nr_pages - r->pfn)
       return bad(why, "a movable run lies outside the arena");
+    bh__page_t *pg = a->pages;
     for (uint64_t p = r->pfn; p < r->pfn + r->count; p++)
-      if ((a->pages[p].flags & BH__PG_PRETRACE) && !pb_absent(a, p))
-        a->pages[p].mt = BH_MT_MOVABLE;
+      if ((pg[p].flags & BH__PG_PRETRACE) && !pb_absent(a, p))
+        pg[p].mt = BH_MT_MOVABLE;
   }
   return 0;
 }
@@ -134,9 +146,10 @@ static int add_free(bh_arena_t *a, uint64_t pfn, unsigned order, const char **wh
                     "different types");
   if (!all_pretrace(a, pfn, n))
     return bad(why, "free blocks overlap");
+  bh__page_t *pg = a->pages;
   for (uint64_t i = pfn + 1; i < pfn + n; i++)
-    bh__pg_set_flags(&a->pages[i], 0);
-  a->pages[pfn].mt = 0;
+    bh__pg_set_flags(&pg[i], 0);
+  pg[pfn].mt = 0;
   bh__add_to_free_list(z, pfn, order, mt, true);
   return 0;
 }

@@ -56,11 +56,13 @@ int bh_cli_run_one(const char *verb, bh_cli_replay_t *c, const char *trace, bool
   c->cfg.trace = trace;
   c->cfg.timeline = timeline;
   bh_cli_run_info_t info = {.cfg = &c->cfg, .trace = trace};
-  if (json) /* before the replay: a trace read from a file that changes under it is caught */
-    bh_cli_trace_sha256(trace, info.sha256, &info.bytes);
+  /* the hash of the bytes the replay read, taken as it reads them */
+  bh_cli_hash_t *hash = json ? bh_cli_hash_attach(&c->cfg) : NULL;
   bh_replay_summary_t s;
   char err[1024];
   rc = bh_replay_run(&c->cfg, &s, err, sizeof(err));
+  if (json)
+    bh_cli_hash_finish(hash, &c->cfg, rc ? NULL : trace, &info);
   if (rc) {
     fprintf(stderr, "%s\n", err[0] ? err : bh_strerror(rc));
     bh_cli_abort_out(timeline); /* a file already there is left as it was */

@@ -29,6 +29,13 @@ void bh_cli_set_argv(int argc, char **argv) {
 
 const char *bh_cli_git_revision(void) { return BH_GIT_REVISION; }
 
+static void sha256_hex(struct sha256_ctx *ctx, char hex[65]) {
+  uint8_t d[SHA256_DIGEST_SIZE];
+  sha256_digest(ctx, sizeof(d), d);
+  for (int i = 0; i < SHA256_DIGEST_SIZE; i++)
+    snprintf(hex + 2 * i, 3, "%02x", d[i]);
+}
+
 int bh_cli_trace_sha256(const char *path, char hex[65], uint64_t *bytes) {
   hex[0] = '\0';
   *bytes = 0;
@@ -53,11 +60,47 @@ int bh_cli_trace_sha256(const char *path, char hex[65], uint64_t *bytes) {
     *bytes += (uint64_t)n;
   }
   close(fd);
-  uint8_t d[SHA256_DIGEST_SIZE];
-  sha256_digest(&ctx, sizeof(d), d);
-  for (int i = 0; i < SHA256_DIGEST_SIZE; i++)
-    snprintf(hex + 2 * i, 3, "%02x", d[i]);
+  sha256_hex(&ctx, hex);
   return 0;
+}
+
+struct bh_cli_hash {
+  struct sha256_ctx ctx;
+  uint64_t bytes; /* passed so far */
+};
+
+static void hash_bytes(void *ctx, const void *buf, size_t n) {
+  bh_cli_hash_t *h = ctx;
+  sha256_update(&h->ctx, n, buf);
+  h->bytes += n;
+}
+
+bh_cli_hash_t *bh_cli_hash_attach(bh_replay_config_t *cfg) {
+  bh_cli_hash_t *h = malloc(sizeof(*h));
+  if (!h)
+    return NULL;
+  sha256_init(&h->ctx);
+  h->bytes = 0;
+  cfg->trace_bytes = hash_bytes;
+  cfg->trace_bytes_ctx = h;
+  return h;
+}
+
+void bh_cli_hash_finish(bh_cli_hash_t *h, bh_replay_config_t *cfg, const char *path,
+                        bh_cli_run_info_t *info) {
+  cfg->trace_bytes = NULL;
+  cfg->trace_bytes_ctx = NULL;
+  info->sha256[0] = '\0';
+  info->bytes = 0;
+  struct stat st;
+  bool file = path && strcmp(path, "-") && !stat(path, &st) && S_ISREG(st.st_mode);
+  if (file && h && h->bytes == (uint64_t)st.st_size) { /* the reading passed the whole file */
+    sha256_hex(&h->ctx, info->sha256);
+    info->bytes = h->bytes;
+  } else if (file) {
+    bh_cli_trace_sha256(path, info->sha256, &info->bytes);
+  }
+  free(h);
 }
 
 /* The command line as one string, each argument quoted for a POSIX shell where it needs it. */

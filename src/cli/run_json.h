@@ -24,6 +24,18 @@ const char *bh_cli_git_revision(void);
 /* The SHA-256 of a regular file, as 64 hex digits, and its size: 0, or -1 (standard input, a
  * FIFO, an unreadable file: hex is ""). */
 int bh_cli_trace_sha256(const char *path, char hex[65], uint64_t *bytes);
+/*
+ * The same hash taken while the replay reads the trace, which then is read once instead of
+ * twice: bh_cli_hash_attach before bh_replay_run (it sets cfg->trace_bytes; NULL if out of
+ * memory, which is fine), bh_cli_hash_finish after it, which fills info->sha256 and
+ * info->bytes, clears cfg's hook and frees h.  Where the replay's first reading did not pass
+ * every byte of the file (a trace.dat or perf.data read by its own library, a failed run),
+ * bh_cli_hash_finish reads the file itself, as bh_cli_trace_sha256: the hash is the same.
+ */
+typedef struct bh_cli_hash bh_cli_hash_t;
+bh_cli_hash_t *bh_cli_hash_attach(bh_replay_config_t *cfg);
+void bh_cli_hash_finish(bh_cli_hash_t *h, bh_replay_config_t *cfg, const char *path,
+                        bh_cli_run_info_t *info);
 /* The run as a JSON object (info NULL: the summary only); NULL if out of memory. */
 json_t *bh_cli_run_object(const bh_replay_summary_t *s, const bh_cli_run_info_t *info);
 /* One run, indented, and a newline: 0 or BH_EIO / BH_ENOMEM. */

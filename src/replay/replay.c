@@ -25,6 +25,7 @@
 #include <buddyhint/replay.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,8 +33,9 @@
 #include <time.h>
 #include <unistd.h>
 
-/* bh_replay_config_t.keep_max_bytes by default: 4 M events of a text trace's first pass. */
-#define BH__KEEP_DEFAULT_BYTES (128ull << 20)
+/* bh_replay_config_t.keep_max_bytes by default: 128 Ki events of a first pass in memory, the
+ * rest in a temporary file */
+#define BH__KEEP_DEFAULT_BYTES (4ull << 20)
 
 /* Rare paths kept out of the event loop, so that its hot state stays in registers. */
 #define COLD __attribute__((noinline, cold))
@@ -125,6 +127,7 @@ struct replay {
   /* --by: event origins (one table for both passes) and the attribution; NULL without */
   bh__origins_t *origins;
   bh__attrib_t *attrib;
+  bool read_once; /* the trace has been opened (cfg->trace_bytes then sees no more) */
 };
 
 static void set_err(struct replay *r, const char *fmt, ...) {
@@ -152,8 +155,12 @@ struct scan {
   unsigned max_cpu;
   uint64_t pcp_events; /* mm_page_pcpu_drain and mm_page_alloc_zone_locked events */
   /* a text trace's events as the first pass read them, for the second to play without
-   * parsing the text again (NULL: read the trace again), and what the reader counted */
+   * parsing the text again (NULL: read the trace again), and what the reader counted: the
+   * first `spilled` of them in the temporary file spill_fd (unlinked; valid when spilled > 0),
+   * the rest in kept */
   struct kept_event *kept;
+  uint64_t spilled;
+  int spill_fd;
   bh_trace_counts_t counts;
   char format[32];
   bool once; /* the trace cannot be read twice (a FIFO, standard input): keep every event */
@@ -165,6 +172,7 @@ struct kept_event {
   uint32_t gfp;
   int32_t cpu;
   uint8_t op, order, failed;
+  uint8_t pad;     /* 0: no byte of a kept event is undefined (they go to a file) */
   uint32_t origin; /* bh_event_t.origin (0 without --by) */
 };
 _Static_assert(sizeof(struct kept_event) == 32, "kept events stay 32 bytes");
@@ -174,8 +182,8 @@ _Static_assert(sizeof(struct kept_event) == 32, "kept events stay 32 bytes");
  * fallback_order and change_ownership, in its bytes 1, 2 and 3. */
 static inline __attribute__((always_inline)) void kept_pack(struct kept_event *k,
                                                             const bh_event_t *ev) {
-  *k = (struct kept_event){ev->time_ns, ev->pfn,   ev->gfp,    ev->cpu,
-                           ev->op,      ev->order, ev->failed, ev->origin};
+  *k = (struct kept_event){ev->time_ns, ev->pfn,    ev->gfp, ev->cpu,   ev->op,
+                           ev->order,   ev->failed, 0,       ev->origin};
   if (bh__unlikely(ev->op >= BH_EV_PCPU_DRAIN)) {
     k->gfp = (uint32_t)(uint8_t)(ev->migratetype + 1);
     k->failed = ev->percpu_refill;
@@ -236,6 +244,11 @@ static int open_trace(struct replay *r, bh_trace_t **t) {
   bh_trace_opts_t o = {.lenient = r->cfg->lenient,
                        .origins = r->origins != NULL,
                        .pcp_events = r->cfg->placement == BH_PLACEMENT_TRACE};
+  if (!r->read_once) { /* cfg->trace_bytes sees the first reading only */
+    o.raw_bytes = r->cfg->trace_bytes;
+    o.raw_ctx = r->cfg->trace_bytes_ctx;
+    r->read_once = true;
+  }
   int err = bh_trace_open(r->cfg->trace, &o, t);
   if (err)
     set_err(r, "%s", bh_trace_error(NULL));
@@ -410,24 +423,94 @@ struct scan_state {
   uint64_t cur;            /* their pages */
   bool keep;               /* keeping the events (a text trace, below keep_max so far) */
   size_t kept_cap;         /* room in sc->kept, in events */
-  uint64_t keep_max;       /* bh_replay_config_t.keep_max_bytes */
-  bh__first_events_t *fe;  /* each page's first event, for a start state (or NULL) */
+  /* where the next kept event goes, and the end of sc->kept's room (once keeping is given
+   * up, scratch: the rest of the batch is written there) */
+  struct kept_event *kept_next, *kept_end, scratch;
+  uint64_t keep_max;      /* bh_replay_config_t.keep_max_bytes */
+  bh__first_events_t *fe; /* each page's first event, for a start state (or NULL) */
 };
 
-/* Makes room for more kept events, or stops keeping them past keep_max bytes. */
-COLD static void keep_grow(struct scan_state *st) {
-  struct scan *sc = st->sc;
-  size_t cap = st->kept_cap ? st->kept_cap * 2 : 65536;
-  struct kept_event *p =
-      cap * sizeof(*p) <= st->keep_max ? realloc(sc->kept, cap * sizeof(*p)) : NULL;
-  if (!p) { /* too many, or no memory: the second pass reads the trace again */
-    free(sc->kept);
-    sc->kept = NULL;
-    st->keep = false;
-    return;
+/* The kept events' memory and spill file, released. */
+static void kept_free(struct scan *sc) {
+  free(sc->kept);
+  sc->kept = NULL;
+  if (sc->spilled)
+    close(sc->spill_fd);
+  sc->spilled = 0;
+}
+
+/* An unlinked temporary file for the events that do not fit in memory ($TMPDIR, else /tmp, as
+ * the reader's decompressed trace.dat): a descriptor, or -1. */
+static int spill_open(void) {
+  const char *dir = getenv("TMPDIR");
+  char path[4096];
+  int n = snprintf(path, sizeof(path), "%s/buddyhint-events-XXXXXX", dir && *dir ? dir : "/tmp");
+  if (n < 0 || (size_t)n >= sizeof(path))
+    return -1;
+  int fd = mkostemp(path, O_CLOEXEC);
+  if (fd >= 0)
+    unlink(path);
+  return fd;
+}
+
+/* The kept events in memory, appended to the spill file: true, or false if it cannot be
+ * written (no room on its file system). */
+static bool spill_write(struct scan *sc, size_t n) {
+  if (!sc->spilled && (sc->spill_fd = spill_open()) < 0)
+    return false;
+  const char *p = (const char *)sc->kept;
+  size_t len = n * sizeof(*sc->kept);
+  off_t at = (off_t)(sc->spilled * sizeof(*sc->kept));
+  while (len) {
+    ssize_t w = pwrite(sc->spill_fd, p, len, at);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0) {
+      if (!sc->spilled)
+        close(sc->spill_fd);
+      return false;
+    }
+    p += w;
+    len -= (size_t)w;
+    at += w;
   }
-  sc->kept = p;
-  st->kept_cap = cap;
+  sc->spilled += n;
+  return true;
+}
+
+/*
+ * Makes room for more kept events: a larger buffer up to keep_max bytes, then the buffer's
+ * events written to the spill file and the buffer used again, so that the memory they take
+ * stays below keep_max however long the trace.  When neither can be done (keep_max below one
+ * event, no memory, no room for the file) the events are not kept: the second pass reads the
+ * trace again.
+ */
+COLD static struct kept_event *keep_grow(struct scan_state *st) {
+  struct scan *sc = st->sc;
+  if (!st->keep) /* given up earlier in this batch */
+    return &st->scratch;
+  size_t used = sc->kept ? (size_t)(st->kept_next - sc->kept) : 0;
+  size_t cap = st->kept_cap ? st->kept_cap * 2 : 65536;
+  if (cap * sizeof(*sc->kept) > st->keep_max && !st->kept_cap)
+    cap = (size_t)(st->keep_max / sizeof(*sc->kept)); /* the first buffer, smaller */
+  struct kept_event *p = NULL;
+  if (cap && cap * sizeof(*p) <= st->keep_max && cap > st->kept_cap)
+    p = realloc(sc->kept, cap * sizeof(*p));
+  if (p) {
+    sc->kept = p;
+    st->kept_cap = cap;
+    st->kept_next = p + used;
+    st->kept_end = p + cap;
+  } else if (st->kept_cap && spill_write(sc, st->kept_cap)) {
+    st->kept_next = sc->kept;
+  } else {
+    kept_free(sc);
+    st->keep = false;
+    st->kept_cap = 0;
+    st->kept_next = &st->scratch;
+    st->kept_end = &st->scratch + 1;
+  }
+  return st->kept_next;
 }
 
 /* One event of the first pass.  Returns 0 or BH_ENOMEM. */
@@ -480,15 +563,18 @@ static inline __attribute__((always_inline)) int scan_event(void *ctx, const bh_
   return 0;
 }
 
-/* scan_event of a text trace's first pass, which keeps the event for the second. */
+/* scan_event of a text trace's first pass, which keeps the event for the second (after
+ * scan_event: the byte stores of kept_pack may alias the scan's counters, which would then be
+ * loaded again). */
 static inline __attribute__((always_inline)) int scan_keep_event(void *ctx, const bh_event_t *ev) {
   struct scan_state *st = ctx;
-  struct scan *sc = st->sc;
-  if (bh__unlikely(sc->events == st->kept_cap))
-    keep_grow(st);
-  if (st->keep)
-    kept_pack(&sc->kept[sc->events], ev);
-  return scan_event(ctx, ev);
+  int err = scan_event(ctx, ev);
+  struct kept_event *k = st->kept_next;
+  if (bh__unlikely(k == st->kept_end))
+    k = keep_grow(st);
+  st->kept_next = k + 1;
+  kept_pack(k, ev);
+  return err;
 }
 
 /* The next events of the first pass.  The loop that keeps them is a copy of its own, so that
@@ -538,16 +624,14 @@ static int first_pass(struct replay *r, struct scan *sc, bool keep_all) {
     set_err(r, "%s", err == BH_ENOMEM ? "out of memory" : bh_trace_error(t));
   if (!err && once && !st.keep) {
     set_err(r,
-            "%s cannot be read twice (a FIFO or standard input) and its events do not fit in "
-            "%llu MiB to be kept: give --memory and --cpus (memory_bytes, arena.nr_cpus) to "
-            "read it once",
+            "%s cannot be read twice (a FIFO or standard input) and its events could not be "
+            "kept (in %llu MiB of memory and a temporary file in $TMPDIR or /tmp): give "
+            "--memory and --cpus (memory_bytes, arena.nr_cpus) to read it once",
             r->cfg->trace, (unsigned long long)(r->cfg->keep_max_bytes >> 20));
     err = BH_EINVAL;
   }
-  if (err || !st.keep) {
-    free(sc->kept);
-    sc->kept = NULL;
-  }
+  if (err || !st.keep)
+    kept_free(sc);
   bh_trace_counts(t, &sc->counts);
   if (!err)
     err = lost_check(r, sc->counts.lost_events);
@@ -1675,6 +1759,38 @@ __attribute__((noinline)) static int play_some_origins(struct replay *r, bh_trac
   return n;
 }
 
+/* The events the first pass kept, played in order: those in the spill file a block at a time,
+ * then those in memory. */
+static int play_kept(struct replay *r, const struct kept_event *k, uint64_t n);
+static int play_all_kept(struct replay *r, const struct scan *sc) {
+  if (sc->spilled) {
+    enum { BLOCK = 1 << 15 }; /* events: 1 MiB */
+    struct kept_event *b = malloc(BLOCK * sizeof(*b));
+    if (!b)
+      return BH_ENOMEM;
+    for (uint64_t done = 0; done < sc->spilled;) {
+      size_t want = sc->spilled - done < BLOCK ? (size_t)(sc->spilled - done) : BLOCK;
+      ssize_t got = pread(sc->spill_fd, b, want * sizeof(*b), (off_t)(done * sizeof(*b)));
+      if (got < 0 && errno == EINTR)
+        continue;
+      if (got <= 0 || got % (ssize_t)sizeof(*b)) { /* the file was made by this process */
+        free(b);
+        set_err(r, "reading back the trace's events from a temporary file: %s",
+                got < 0 ? strerror(errno) : "short read");
+        return BH_ESYS;
+      }
+      int err = play_kept(r, b, (uint64_t)got / sizeof(*b));
+      if (err) {
+        free(b);
+        return err;
+      }
+      done += (uint64_t)got / sizeof(*b);
+    }
+    free(b);
+  }
+  return play_kept(r, sc->kept, sc->events - sc->spilled);
+}
+
 /* The events the first pass kept, played in order. */
 __attribute__((noinline)) static int play_kept(struct replay *r, const struct kept_event *k,
                                                uint64_t n) {
@@ -1717,13 +1833,14 @@ static int play(struct replay *r, const struct scan *sc) {
     while ((err = play_some(r, t, evs, BATCH)) > 0)
       ;
   } else {
-    err = play_kept(r, sc->kept, sc->events);
+    err = play_all_kept(r, sc);
   }
   s->events = r->events;
   if (r->progress)
     fprintf(stderr, "\n");
   if (err < 0) {
-    set_err(r, "%s", err == BH_ENOMEM || !t ? "out of memory" : bh_trace_error(t));
+    if (t || err != BH_ESYS) /* BH_ESYS without t: said by play_all_kept */
+      set_err(r, "%s", err == BH_ENOMEM || !t ? "out of memory" : bh_trace_error(t));
   } else {
     bh_trace_counts_t c = sc->counts;
     if (t)
@@ -1938,7 +2055,7 @@ int bh__replay_share(const bh_replay_config_t *cfg, bh__replay_shared_t **out, c
 void bh__replay_shared_free(bh__replay_shared_t *sh) {
   if (!sh)
     return;
-  free(sh->sc.kept);
+  kept_free(&sh->sc);
   bh__first_events_free(&sh->fe);
   bh__origins_free(sh->origins);
   free(sh);
@@ -2036,7 +2153,7 @@ int bh__replay_run_shared(const bh_replay_config_t *cfg, const bh__replay_shared
   free(r.moves);
   free(r.first_miss);
   if (!borrowed)
-    free(sc.kept);
+    kept_free(&sc);
   free((void *)r.touched);
   free(r.rev);
   free(r.start_pcp);

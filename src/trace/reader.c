@@ -515,7 +515,9 @@ int bh_trace_open(const char *path, const bh_trace_opts_t *opts, bh_trace_t **ou
   err = bh__src_open(&t->src, path, t->name, t->src_msg);
   if (err)
     memcpy(t->msg, t->src_msg, sizeof(t->msg));
-  else
+  else if (opts && opts->raw_bytes)
+    bh__src_tap(&t->src, opts->raw_bytes, opts->raw_ctx);
+  if (!err)
     err = sniff(t);
   if (!err)
     err = read_description(t);

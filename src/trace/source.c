@@ -53,6 +53,8 @@ static int raw_fill(bh__src_t *src) {
   ssize_t n = read_retry(src->fd, src->in, BH__TRACE_RAW_CHUNK);
   if (n < 0)
     return src_fail(src, BH_EIO, "read error: %s", strerror(errno));
+  if (n > 0 && src->tap)
+    src->tap(src->tap_ctx, src->in, (size_t)n);
   src->in_pos = 0;
   src->in_len = (size_t)n;
   if (n == 0)
@@ -71,6 +73,8 @@ static int peek_raw(bh__src_t *src, size_t want) {
       return src_fail(src, BH_EIO, "read error: %s", strerror(errno));
     if (n == 0)
       src->in_eof = true;
+    if (n > 0 && src->tap)
+      src->tap(src->tap_ctx, src->in + src->in_len, (size_t)n);
     src->in_len += (size_t)n;
   }
   return 0;
@@ -133,6 +137,13 @@ void bh__src_close(bh__src_t *src) {
   src->fd = -1;
 }
 
+void bh__src_tap(bh__src_t *src, void (*fn)(void *ctx, const void *buf, size_t n), void *ctx) {
+  src->tap = fn;
+  src->tap_ctx = ctx;
+  if (fn && src->in_len) /* nothing is consumed yet: in[0, in_len) are the file's first bytes */
+    fn(ctx, src->in, src->in_len);
+}
+
 static long read_plain(bh__src_t *src, unsigned char *dst, size_t cap) {
   if (src->in_pos < src->in_len) { /* bytes read while looking for a magic */
     size_t n = src->in_len - src->in_pos;
@@ -149,6 +160,8 @@ static long read_plain(bh__src_t *src, unsigned char *dst, size_t cap) {
     return src_fail(src, BH_EIO, "read error: %s", strerror(errno));
   if (n == 0)
     src->in_eof = true;
+  else if (src->tap)
+    src->tap(src->tap_ctx, dst, (size_t)n);
   return (long)n;
 }
 

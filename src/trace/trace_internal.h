@@ -81,6 +81,9 @@ typedef struct bh__src {
   bool z_ready, z_member_end;
   ZSTD_DStream *zd;
   size_t zd_hint; /* last ZSTD_decompressStream result: 0 = at a frame boundary */
+  /* bh__src_tap: called with every raw byte read from fd, in the file's order, or NULL */
+  void (*tap)(void *ctx, const void *buf, size_t n);
+  void *tap_ctx;
 } bh__src_t;
 
 /* Opens path ("-" = stdin) and looks at the first bytes for a compression magic.  Returns 0 or
@@ -90,6 +93,9 @@ int bh__src_open(bh__src_t *src, const char *path, const char *name, char *msg);
  * or a negative BH_E* code with the message in src->msg (sticky). */
 long bh__src_read(bh__src_t *src, unsigned char *dst, size_t cap);
 void bh__src_close(bh__src_t *src);
+/* From now on, fn(ctx, ...) sees every raw (still compressed) byte src reads, in the file's
+ * order: at once the bytes bh__src_open read to look for a magic, then each read as it comes. */
+void bh__src_tap(bh__src_t *src, void (*fn)(void *ctx, const void *buf, size_t n), void *ctx);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Parsing (parse.c, gfp.c)                                                                  */

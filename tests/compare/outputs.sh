@@ -81,6 +81,22 @@ echo keep >"$work/keep.csv"
   >/dev/null 2>&1 && bad "compare with an unknown strategy succeeded"
 [ "$(cat "$work/keep.csv")" = keep ] || bad "a failed compare changed the --csv file"
 
+# replay --json hashes the trace as it reads it (or, where its first reading does not pass
+# every byte, a trace.dat or perf.data, from the file): sha256sum's hash either way, and none
+# for standard input
+data=$(cd "$(dirname "$0")/../trace/data" && pwd)
+for f in "$t" "$data/ftrace_real_6.18.txt" "$data/perf_kmem.script.gz" "$data/tracedat_kmem.dat" \
+  "$data/perf_kmem.data"; do
+  "$bh" replay "$f" --backing sim --quiet --json "$work/h.json" >/dev/null 2>&1 || continue
+  s=$(sha256sum "$f" | cut -d' ' -f1)
+  jqok --arg s "$s" --argjson n "$(stat -c %s "$f")" \
+    '.provenance.trace.sha256 == $s and .provenance.trace.bytes == $n' "$work/h.json" ||
+    bad "replay $(basename "$f"): the trace's SHA-256 or size is not sha256sum's"
+done
+"$bh" replay - --backing sim --quiet --json "$work/h.json" <"$data/ftrace_real_6.18.txt" \
+  >/dev/null 2>&1 || bad "replay - failed"
+jqok '.provenance.trace.sha256 == null' "$work/h.json" || bad "replay -: a SHA-256 of stdin"
+
 # replay takes compare's spellings of a strategy's options: NAME:KEY=VALUE and --opt
 # NAME.KEY=VALUE give the same run as --opt KEY=VALUE; another strategy's --opt is refused;
 # -j1 is -j 1

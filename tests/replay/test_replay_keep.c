@@ -1,14 +1,17 @@
 /*
  * Two ways of reading a trace must not change a replay.
  *
- * The first pass over a text trace keeps its events for the second pass, up to
- * bh_replay_config_t.keep_max_bytes.  Past that, or with keeping off, the second pass parses
- * the text again.  Binary records are read in place instead of through bh_trace_next_batch.
+ * The first pass over a text trace keeps its events for the second pass, in memory up to
+ * bh_replay_config_t.keep_max_bytes and past that in a temporary file.  With keeping off, or
+ * without room for one event, or when the file cannot be made, the second pass parses the
+ * text again.  Binary records are read in place instead of through bh_trace_next_batch.
  *
  * So one generated trace is replayed several ways, each with bubble on the virtual clock:
  *   - as native text, with room for every event;
- *   - with room for part of them (the first pass gives up halfway);
+ *   - with room for part of them in memory (the rest goes to the temporary file);
+ *   - the same with no place for the file (TMPDIR a file that is no folder): read again;
  *   - with room for none, and with keeping off;
+ *   - from a FIFO, which cannot be read again: its events partly in the file;
  *   - gzip-compressed;
  *   - as native binary.
  * Every summary must be the same.  Only the trace's name and format, the wall-clock keys and
@@ -18,6 +21,10 @@
 
 #include <buddyhint/gen.h>
 #include <buddyhint/replay.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 
 static char dir[256];
 
@@ -29,6 +36,41 @@ static void write_trace(const char *path, int format, int comp) {
   char err[256];
   assert_int_equal(bh_gen_write("memhog", params, 3, w, err, sizeof(err)), 0);
   assert_int_equal(bh_trace_writer_close(w), 0);
+}
+
+static int replay_rc(const char *path, uint64_t keep_max, bh_replay_summary_t *s, char *err,
+                     size_t errlen) {
+  bh_replay_config_t cfg;
+  bh_replay_config_init(&cfg);
+  cfg.trace = path;
+  cfg.arena.backing = BH_BACKING_SIM;
+  cfg.hint.strategy = "bubble";
+  cfg.keep_max_bytes = keep_max;
+  cfg.check_every = 50000;
+  return bh_replay_run(&cfg, s, err, errlen);
+}
+
+/* The trace at src written into the FIFO at fifo by a child, while the parent replays it. */
+static int replay_fifo(const char *src, const char *fifo, uint64_t keep_max, bh_replay_summary_t *s,
+                       char *err, size_t errlen) {
+  unlink(fifo);
+  assert_int_equal(mkfifo(fifo, 0600), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    int in = open(src, O_RDONLY), out = open(fifo, O_WRONLY);
+    char buf[65536];
+    ssize_t n;
+    while (in >= 0 && out >= 0 && (n = read(in, buf, sizeof(buf))) > 0)
+      if (write(out, buf, (size_t)n) != n)
+        break; /* the reader is gone */
+    _exit(0);
+  }
+  int rc = replay_rc(fifo, keep_max, s, err, errlen);
+  int st;
+  waitpid(pid, &st, 0);
+  unlink(fifo);
+  return rc;
 }
 
 static void replay(const char *path, uint64_t keep_max, bh_replay_summary_t *s) {
@@ -92,16 +134,33 @@ static void test_keep_or_not_same_replay(void **state) {
   write_trace(gz, BH_TRACE_NATIVE_TEXT, BH_TRACE_COMP_GZIP);
   write_trace(bin, BH_TRACE_NATIVE_BINARY, BH_TRACE_COMP_NONE);
 
-  static bh_replay_summary_t all, part, none, off, zipped, binary;
+  static bh_replay_summary_t all, part, nofile, none, off, fifo, zipped, binary;
   replay(txt, 128ull << 20, &all);
   assert_int_equal(all.events, 196608);
   assert_true(all.reported_bytes > 0); /* bubble had something to do */
-  replay(txt, 3ull << 20, &part);      /* 65,536 events fit, 131,072 do not */
+  replay(txt, 3ull << 20, &part);      /* 65,536 events fit, 131,072 go to the file */
+  char *tmpdir = getenv("TMPDIR") ? strdup(getenv("TMPDIR")) : NULL;
+  setenv("TMPDIR", txt, 1); /* a file: no temporary file can be made in it */
+  replay(txt, 3ull << 20, &nofile);
+  char fpath[320], err[512] = "";
+  snprintf(fpath, sizeof(fpath), "%s/fifo", dir);
+  /* a FIFO without a file for its events: cannot be replayed, and says how it could */
+  assert_int_equal(replay_fifo(txt, fpath, 3ull << 20, &fifo, err, sizeof(err)), BH_EINVAL);
+  assert_non_null(strstr(err, "cannot be read twice"));
+  assert_non_null(strstr(err, "give --memory and --cpus"));
+  if (tmpdir)
+    setenv("TMPDIR", tmpdir, 1);
+  else
+    unsetenv("TMPDIR");
+  free(tmpdir);
+  assert_int_equal(replay_fifo(txt, fpath, 3ull << 20, &fifo, err, sizeof(err)), 0);
   replay(txt, 1, &none);
   replay(txt, 0, &off);
   replay(gz, 128ull << 20, &zipped);
   replay(bin, 128ull << 20, &binary);
   assert_same(&all, &part, true);
+  assert_same(&all, &nofile, true);
+  assert_same(&all, &fifo, true);
   assert_same(&all, &none, true);
   assert_same(&all, &off, true);
   assert_same(&all, &zipped, true);

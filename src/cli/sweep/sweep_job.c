@@ -51,13 +51,14 @@ static int replay(const bh_sweep_job_t *j, bh_replay_summary_t *s, bh_cli_replay
   bh_cli_replay_finish(c);
   c->cfg.trace = trace;
   *info = (bh_cli_run_info_t){.cfg = &c->cfg, .trace = trace};
-  bh_cli_trace_sha256(trace, info->sha256, &info->bytes);
   bh_replay_config_t given = c->cfg; /* the settings as given: the run may size the arena */
+  bh_cli_hash_t *hash = bh_cli_hash_attach(&c->cfg); /* taken as the replay reads the trace */
   char err[1024] = "";
   const char *label = j->coords[BH_SWEEP_COL_STRATEGY];
   int e = bh_cli_is_baseline(c->cfg.hint.strategy)
               ? bh_cli_baseline_run(&c->cfg, c->cfg.hint.strategy, s, err, sizeof(err))
               : bh_replay_run(&c->cfg, s, err, sizeof(err));
+  bh_cli_hash_finish(hash, &c->cfg, trace, info);
   c->cfg = given;
   if (e) {
     fprintf(stderr, "%s\n", err[0] ? err : bh_strerror(e));
