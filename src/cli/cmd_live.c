@@ -472,33 +472,62 @@ static int open_feeds(live_t *lv, const bh_machine_t *m, uint64_t t0_ns) {
 
 #endif
 
-int cmd_live(int argc, char **argv) {
-  const char *list = NULL, *interval_s = NULL, *duration_s = NULL, *json_path = NULL, *out = NULL,
-             *kbs = NULL, *summary_path = NULL;
-  bool as_root = false;
+/* Ends each model at the machine's state now: its summary in lv->sums.  ok, or false after
+ * the first model that failed (said on standard error) if ok. */
+static bool close_models(live_t *lv, const bh_machine_t *now, bool ok) {
+  for (int k = 0; k < lv->nruns; k++) {
+    bh_replay_summary_t s;
+    char err[256] = "";
+    if (lv->feeds[k] && bh__replay_feed_close(lv->feeds[k], now, &s, err, sizeof(err)) && ok) {
+      fprintf(stderr, "buddyhint live: the model under %s: %s\n", lv->specs[k].label, err);
+      ok = false;
+    }
+    if (lv->feeds[k]) {
+      lv->sums[k] = s;
+      snprintf(lv->sums[k].strategy, sizeof(lv->sums[k].strategy), "%s", lv->specs[k].label);
+    }
+    lv->feeds[k] = NULL;
+  }
+  return ok;
+}
+
+/* The command line of live. */
+typedef struct live_args {
+  const char *list, *json_path, *out, *summary_path;
+  bool as_root;
+  char **cmd; /* the command to run, or NULL */
+  uint64_t interval_ns, duration_ns;
+  unsigned buffer_kb;
+} live_args_t;
+
+/* Parses the options (and where the command starts): -1 for --help (usage printed), else
+ * BH_EXIT_OK or the usage error's exit code (its message printed). */
+static int parse_args(int argc, char **argv, live_args_t *la) {
+  const char *interval_s = NULL, *duration_s = NULL, *kbs = NULL;
+  *la = (live_args_t){.interval_ns = 1000000000ull, .buffer_kb = DEFAULT_BUFFER_KB};
   int i = 1, r;
   while (i < argc) {
     const char *a = argv[i];
     if (bh_cli_is_help(a)) {
       usage(stdout);
-      return BH_EXIT_OK;
+      return -1;
     }
     if (!strcmp(a, "--")) {
       i++;
       break;
     }
-    if ((r = bh_cli_opt(argc, argv, &i, "strategies", &list)) != 0 ||
+    if ((r = bh_cli_opt(argc, argv, &i, "strategies", &la->list)) != 0 ||
         (r = bh_cli_opt(argc, argv, &i, "interval", &interval_s)) != 0 ||
         (r = bh_cli_opt(argc, argv, &i, "duration", &duration_s)) != 0 ||
-        (r = bh_cli_opt(argc, argv, &i, "json", &json_path)) != 0 ||
-        (r = bh_cli_opt(argc, argv, &i, "output", &out)) != 0 ||
-        (r = bh_cli_short_opt(VERB, argc, argv, &i, "-o", &out)) != 0 ||
+        (r = bh_cli_opt(argc, argv, &i, "json", &la->json_path)) != 0 ||
+        (r = bh_cli_opt(argc, argv, &i, "output", &la->out)) != 0 ||
+        (r = bh_cli_short_opt(VERB, argc, argv, &i, "-o", &la->out)) != 0 ||
         (r = bh_cli_opt(argc, argv, &i, "buffer-kb", &kbs)) != 0 ||
-        (r = bh_cli_opt(argc, argv, &i, "summary", &summary_path)) != 0) {
+        (r = bh_cli_opt(argc, argv, &i, "summary", &la->summary_path)) != 0) {
       if (r < 0)
         return BH_EXIT_USAGE;
     } else if (!strcmp(a, "--as-root")) {
-      as_root = true;
+      la->as_root = true;
       i++;
     } else if (a[0] == '-') {
       return bh_cli_usage_error(VERB, "unknown option '%s'", a);
@@ -506,27 +535,102 @@ int cmd_live(int argc, char **argv) {
       break; /* the command starts here */
     }
   }
-  char **cmd = i < argc ? argv + i : NULL;
-  uint64_t interval_ns = 1000000000ull, duration_ns = 0;
-  if (interval_s && (bh_cli_parse_seconds(interval_s, &interval_ns) || interval_ns < 10000000ull ||
-                     interval_ns > 86400ull * 1000000000ull))
+  la->cmd = i < argc ? argv + i : NULL;
+  if (interval_s && (bh_cli_parse_seconds(interval_s, &la->interval_ns) ||
+                     la->interval_ns < 10000000ull || la->interval_ns > 86400ull * 1000000000ull))
     return bh_cli_usage_error(VERB, "--interval wants 0.01 to 86400 seconds, not '%s'", interval_s);
-  if (duration_s && (bh_cli_parse_seconds(duration_s, &duration_ns) || !duration_ns))
+  if (duration_s && (bh_cli_parse_seconds(duration_s, &la->duration_ns) || !la->duration_ns))
     return bh_cli_usage_error(VERB, "--duration wants a number of seconds above 0, not '%s'",
                               duration_s);
-  unsigned buffer_kb = DEFAULT_BUFFER_KB;
   if (kbs) {
     uint64_t v;
     if (bh_cli_parse_u64(kbs, 1, 1ul << 24, &v))
       return bh_cli_usage_error(VERB, "--buffer-kb wants a number of KiB from 1 to %lu, not '%s'",
                                 1ul << 24, kbs);
-    buffer_kb = (unsigned)v;
+    la->buffer_kb = (unsigned)v;
   }
-  int format = 0, compression = 0, rc;
+  if (la->out && la->json_path && !strcmp(la->out, "-") && !strcmp(la->json_path, "-"))
+    return bh_cli_usage_error(VERB, "-o - and --json - cannot both be standard output");
+  return BH_EXIT_OK;
+}
+
+/*
+ * Follows the kernel until CMD exits, the duration ends, a stop signal comes or an output
+ * cannot be written: every round the events up to this moment are played, and every interval
+ * the machine's counts of that moment are read and a line or screen shown.  0, or -1 when the
+ * events could not be kept or played.
+ */
+static int follow(live_t *lv, bh_cli_tracer_t *tr, bh_cli_live_reader_t *rd, pid_t *pid,
+                  int *status, bh_machine_t **now, uint64_t interval_ns, uint64_t duration_ns) {
+  double next_show = lv->t0 + (double)interval_ns / 1e9;
+  double end = duration_ns ? lv->t0 + (double)duration_ns / 1e9 : 0;
+  bool forwarded = false;
+  for (;;) {
+    bool done = false;
+    if (*pid > 0) {
+      pid_t w = waitpid(*pid, status, WNOHANG);
+      if (w == *pid) {
+        *pid = -1;
+        done = true;
+      }
+    }
+    int sig = bh_cli_got_signal;
+    if (sig) {
+      if (*pid > 0 && !forwarded && sig != SIGINT && sig != SIGQUIT)
+        kill(*pid, sig); /* ^C and ^\ reach the command from the terminal */
+      forwarded = true;
+      done = true;
+    }
+    if ((lv->json && ferror(lv->json)) || lv->werr)
+      done = true; /* an output that cannot be written (its reader is gone) */
+    double t = mono_s();
+    if (end && t >= end)
+      done = true;
+    if (done)
+      break;
+    bool due = t >= next_show;
+    /* the counts of this moment first, then every event before it */
+    uint64_t watermark = mono_ns();
+    if (due) {
+      bh_machine_free(*now);
+      *now = read_now();
+    }
+    bh_cli_live_reader_pull(tr, rd, false, watermark);
+    size_t n = bh_cli_live_reader_ready(rd, watermark);
+    if (rd->err || play(lv, rd->ready, n))
+      return -1;
+    for (int k = 0; k < lv->nruns; k++)
+      bh__replay_feed_advance(lv->feeds[k], watermark);
+    lv->played_to = watermark;
+    if (due) {
+      lv->dropped = bh_cli_live_reader_dropped(tr, rd, NULL, 0, NULL);
+      show(lv, *now, false);
+      for (double shown = mono_s(); next_show <= shown;)
+        next_show += (double)interval_ns / 1e9;
+    }
+    double wait = next_show - mono_s();
+    if (end && end - mono_s() < wait)
+      wait = end - mono_s();
+    int ms = wait < 0 ? 0 : wait * 1000 < POLL_MS ? (int)(wait * 1000) : POLL_MS;
+    poll(NULL, 0, ms); /* a signal ends it early */
+  }
+  return 0;
+}
+
+int cmd_live(int argc, char **argv) {
+  live_args_t la;
+  int rc = parse_args(argc, argv, &la);
+  if (rc)
+    return rc < 0 ? BH_EXIT_OK : rc;
+  const char *list = la.list, *json_path = la.json_path, *out = la.out,
+             *summary_path = la.summary_path;
+  bool as_root = la.as_root;
+  char **cmd = la.cmd;
+  uint64_t interval_ns = la.interval_ns, duration_ns = la.duration_ns;
+  unsigned buffer_kb = la.buffer_kb;
+  int format = 0, compression = 0;
   if (out && (rc = bh_cli_output_kind(VERB, out, NULL, NULL, &format, &compression)) != 0)
     return rc;
-  if (out && json_path && !strcmp(out, "-") && !strcmp(json_path, "-"))
-    return bh_cli_usage_error(VERB, "-o - and --json - cannot both be standard output");
   bh_cli_replay_t c;
   bh_cli_replay_init(&c);
   c.cfg.arena.backing = BH_BACKING_SIM;
@@ -652,58 +756,8 @@ int cmd_live(int argc, char **argv) {
   }
   fprintf(stderr, "buddyhint live: %d models started from the free map%s%s\n", lv.nruns,
           cmd ? "; running " : "", cmd ? cmd[0] : "");
-  double next_show = lv.t0 + (double)interval_ns / 1e9;
-  double end = duration_ns ? lv.t0 + (double)duration_ns / 1e9 : 0;
-  bool forwarded = false;
-  for (;;) {
-    bool done = false;
-    if (pid > 0) {
-      pid_t w = waitpid(pid, &status, WNOHANG);
-      if (w == pid) {
-        pid = -1;
-        done = true;
-      }
-    }
-    int sig = bh_cli_got_signal;
-    if (sig) {
-      if (pid > 0 && !forwarded && sig != SIGINT && sig != SIGQUIT)
-        kill(pid, sig); /* ^C and ^\ reach the command from the terminal */
-      forwarded = true;
-      done = true;
-    }
-    if ((lv.json && ferror(lv.json)) || lv.werr)
-      done = true; /* an output that cannot be written (its reader is gone) */
-    double t = mono_s();
-    if (end && t >= end)
-      done = true;
-    if (done)
-      break;
-    bool due = t >= next_show;
-    /* the counts of this moment first, then every event before it */
-    uint64_t watermark = mono_ns();
-    if (due) {
-      bh_machine_free(now);
-      now = read_now();
-    }
-    bh_cli_live_reader_pull(&tr, &rd, false, watermark);
-    size_t n = bh_cli_live_reader_ready(&rd, watermark);
-    if (rd.err || play(&lv, rd.ready, n))
-      goto failed;
-    for (int k = 0; k < lv.nruns; k++)
-      bh__replay_feed_advance(lv.feeds[k], watermark);
-    lv.played_to = watermark;
-    if (due) {
-      lv.dropped = bh_cli_live_reader_dropped(&tr, &rd, NULL, 0, NULL);
-      show(&lv, now, false);
-      for (double shown = mono_s(); next_show <= shown;)
-        next_show += (double)interval_ns / 1e9;
-    }
-    double wait = next_show - mono_s();
-    if (end && end - mono_s() < wait)
-      wait = end - mono_s();
-    int ms = wait < 0 ? 0 : wait * 1000 < POLL_MS ? (int)(wait * 1000) : POLL_MS;
-    poll(NULL, 0, ms); /* a signal ends it early */
-  }
+  if (follow(&lv, &tr, &rd, &pid, &status, &now, interval_ns, duration_ns))
+    goto failed;
   /* the end: the counts of this moment, tracing off, and every event before the moment (the
    * rest of the ring buffers): the last line and the final table are the machine then.  The
    * events between the moment and tracing off are left out. */
@@ -743,19 +797,7 @@ close_tracer:
   signals_restored = true;
   if (crew_started)
     crew_stop(&lv);
-  for (int k = 0; k < lv.nruns; k++) {
-    bh_replay_summary_t s;
-    char err[256] = "";
-    if (lv.feeds[k] && bh__replay_feed_close(lv.feeds[k], now, &s, err, sizeof(err)) && ok) {
-      fprintf(stderr, "buddyhint live: the model under %s: %s\n", lv.specs[k].label, err);
-      ok = false;
-    }
-    if (lv.feeds[k]) {
-      lv.sums[k] = s;
-      snprintf(lv.sums[k].strategy, sizeof(lv.sums[k].strategy), "%s", lv.specs[k].label);
-    }
-    lv.feeds[k] = NULL;
-  }
+  ok = close_models(&lv, now, ok);
   if (ok && rd.cut)
     fprintf(stderr,
             "buddyhint live: %llu events from before the free map was read were left out (it "
