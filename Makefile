@@ -152,7 +152,7 @@ test-tsan:
 	  -DBH_BUILD_BENCH=OFF -DBH_BUILD_TESTS=ON $(CMAKE_FLAGS)
 	$(CMAKE) --build $(TSAN_BUILD) -j $(JOBS) --target \
 	  $$(cd $(TSAN_BUILD) && $(CTEST) -N -R thread | awk '/Test +#[0-9]+:/ { print $$3 }')
-	cd $(TSAN_BUILD) && TSAN_OPTIONS=halt_on_error=1 $(CTEST) -V -R thread 2>&1 | tee ctest.log
+	cd $(TSAN_BUILD) && TSAN_OPTIONS=halt_on_error=1 $(CTEST) -V -j $(JOBS) -R thread 2>&1 | tee ctest.log
 
 # `buddyhint sweep --engine slurm` on a real one-node Slurm cluster (munged, slurmctld, slurmd
 # started from a temporary folder, as root) and `--engine parallel` with GNU parallel: the
