@@ -161,7 +161,9 @@ seeds: [1, 2]
 EOF
 setsid "$bh" sweep slow.yaml -o slow -j 2 >slow1.out 2>slow1.err &
 leader=$!
-for _ in $(seq 1 300); do
+# (the waits below end as soon as what they wait for is there; their bounds are for a busy
+# machine, where a paced job or a fork can take far longer than on an idle one)
+for _ in $(seq 1 1200); do
   [ -d slow/jobs ] && [ "$(njson slow)" -ge 2 ] && break
   sleep 0.1
 done
@@ -199,7 +201,7 @@ EOF
 "$bh" sweep one.yaml -o one -j 1 >one1.out 2>one1.err &
 sweeper=$!
 victim=
-for _ in $(seq 1 100); do
+for _ in $(seq 1 1200); do
   victim=$(children "$sweeper" | head -1)
   [ -n "$victim" ] && break
   sleep 0.05
@@ -218,7 +220,7 @@ check "and completes the sweep" [ "$(njson one)" -eq 2 ]
 "$bh" sweep one.yaml -o term -j 2 >term.out 2>term.err &
 sweeper=$!
 kids=
-for _ in $(seq 1 100); do
+for _ in $(seq 1 1200); do
   kids=$(children "$sweeper" | tr '\n' ' ')
   [ "$(echo $kids | wc -w)" -eq 2 ] && break
   sleep 0.05
