@@ -2,8 +2,10 @@
 # The command never destroys what the user owns, reports every failed write, and exits with
 # the same codes everywhere (2 bad usage or input, 1 a failed run): one table of cases.
 #
-#   safety.sh BUDDYHINT SRCDIR          (ctest: cli_safety)
+#   safety.sh BUDDYHINT SRCDIR          (ctest: cli_safety and cli_safety_record)
 #
+# SAFETY_PART=rows runs every case but those of `record`, SAFETY_PART=record only those (ctest
+# runs the two parts as two tests, side by side); unset, both.
 # Each row runs in a fresh directory holding the fixtures: traces (good, malformed, truncated,
 # corrupt), files that stand for earlier outputs ("precious" contents), a character device
 # like /dev/null (n) and one like /dev/full (full), a FIFO.  A row gives the command, the exit
@@ -31,7 +33,11 @@ trap cleanup EXIT
 cd "$WORK" || exit 1
 
 # SAFETY_ONLY=REGEX runs only the cases whose names match (while mending one of them)
-only() { [ -z "${SAFETY_ONLY:-}" ] || [[ $1 =~ $SAFETY_ONLY ]]; }
+PART=rows # the part the cases below belong to, until the record part begins
+only() {
+  [ -z "${SAFETY_PART:-}" ] || [ "$SAFETY_PART" = "$PART" ] || return 1
+  [ -z "${SAFETY_ONLY:-}" ] || [[ $1 =~ $SAFETY_ONLY ]]
+}
 fails=0
 count=0
 skipped=0
@@ -81,18 +87,25 @@ for f in t.txt t.bht t.bht.zst tl.csv; do
   [ -s "fixtures/$f" ] || { echo "FAIL fixture $f could not be made"; exit 1; }
 done
 
-# The state of every fixture: checksum of regular files, type of the others.
+# The state of every fixture: checksum of regular files, type of the others, one line each
+# ("./NAME WHAT"), sorted.  One sha256sum for all the regular files: a row takes a snapshot,
+# and a process per file made the snapshots a third of this test's time.
 snapshot() {
-  local f
-  for f in $(cd "$1" && find . -mindepth 1 | sort); do
-    local p="$1/$f"
-    if [ -L "$p" ]; then echo "$f link $(readlink "$p")"
-    elif [ -p "$p" ]; then echo "$f fifo"
-    elif [ -c "$p" ]; then echo "$f chr $(stat -c %t:%T "$p")"
-    elif [ -d "$p" ]; then echo "$f dir"
-    else echo "$f $(sha256sum <"$p" | cut -c1-16)"
-    fi
-  done
+  (
+    cd "$1" || exit 1
+    local y p l files=()
+    while IFS=$'\t' read -r y p l; do
+      case $y in
+        f) files+=("$p") ;;
+        l) echo "$p link $l" ;;
+        p) echo "$p fifo" ;;
+        c) echo "$p chr $(stat -c %t:%T "$p")" ;;
+        d) echo "$p dir" ;;
+        *) echo "$p type $y" ;;
+      esac
+    done < <(find . -mindepth 1 -printf '%y\t%p\t%l\n')
+    [ ${#files[@]} -eq 0 ] || sha256sum -- "${files[@]}" | sed -E 's/^\\?([0-9a-f]{16})[0-9a-f]* [ *](.*)$/\2 \1/'
+  ) | sort
 }
 BEFORE=$(snapshot fixtures)
 
@@ -313,13 +326,16 @@ if only replay-perf-killed-with-reader; then
   done
   kill -9 $rpid
   wait $rpid 2>/dev/null
-  for i in $(seq 1 100); do
-    [ -n "$perf_pid" ] && kill -0 "$perf_pid" 2>/dev/null || break
+  # perf gets SIGKILL when its reader dies; on a busy machine it may take a while to go (up to
+  # 60 s here, ending as soon as it has gone; a zombie has gone)
+  alive() { [ -n "$1" ] && [ -e "/proc/$1" ] && [ "$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1)" != Z ]; }
+  for i in $(seq 1 6000); do
+    alive "$perf_pid" || break
     sleep 0.01
   done
   if [ -z "$perf_pid" ]; then
     fail "replay-perf-killed-with-reader: perf was never started"
-  elif kill -0 "$perf_pid" 2>/dev/null; then
+  elif alive "$perf_pid"; then
     fail "replay-perf-killed-with-reader: perf ($perf_pid) outlived its reader"
     kill -9 "$perf_pid"
   else
@@ -525,8 +541,11 @@ tracefs_ok() {
     return 1
   fi
 }
+PART=record
 if [ -n "${SAFETY_ONLY:-}" ] && [[ ! $SAFETY_ONLY =~ record ]]; then
   : # not asked for
+elif [ -n "${SAFETY_PART:-}" ] && [ "$SAFETY_PART" != record ]; then
+  : # the other part
 elif ! tracefs_ok; then
   for n in record-nosuchcmd-onto-device record-nosuchcmd-onto-file record-onto-full \
     record-stale-instances record-top-level-untouched record-no-top-level-fallback \
