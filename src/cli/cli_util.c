@@ -10,7 +10,9 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int bh_cli_usage_error(const char *verb, const char *fmt, ...) {
@@ -163,7 +165,21 @@ struct bh_cli_out {
 
 static const char *const *cli_inputs;
 
-void bh_cli_set_inputs(const char *const *inputs) { cli_inputs = inputs; }
+void bh_cli_set_inputs(const char *const *inputs) {
+  cli_inputs = inputs;
+  /* a named FIFO blocks its reader until a writer opens it: say what is waited for, once
+   * per FIFO (not for the pipes of <(...) and /dev/stdin, which have their writer) */
+  static char said[PATH_MAX];
+  for (size_t i = 0; inputs && inputs[i]; i++) {
+    struct stat st;
+    const char *p = inputs[i];
+    if (strncmp(p, "/dev/", 5) && strncmp(p, "/proc/", 6) && strcmp(p, said) && !stat(p, &st) &&
+        S_ISFIFO(st.st_mode)) {
+      fprintf(stderr, "buddyhint: %s is a FIFO: waiting for a writer to open it\n", p);
+      snprintf(said, sizeof(said), "%s", p);
+    }
+  }
+}
 
 int bh_cli_out_open(const char *verb, const char *path, bh_cli_out_t **out) {
   bh_cli_out_t *o = calloc(1, sizeof(*o));

@@ -465,6 +465,10 @@ row merge-result-of-many-keys 1 'has 200[0-9]* keys, more than a summary.s 4096:
   "$SW && python3 -c \"import json; d = json.load(open('93f6b59d28978ba8.json')); d.update(('k%d' % i, i) for i in range(200000)); json.dump(d, open('93f6b59d28978ba8.json', 'w'))\" &&
    cd ../../.. && \$BH merge x/sw -o x/m.csv >/dev/null; r=\$?; rm -rf x; exit \$r"
 
+# ---- 28. a FIFO without a writer: what is waited for is said ----
+row fifo-without-writer 124 'ff.fifo is a FIFO: waiting for a writer to open it' \
+  "mkfifo ff.fifo && timeout 2 \$BH replay ff.fifo --backing sim --quiet; r=\$?; rm -f ff.fifo; exit \$r"
+
 # ---- 15. timestamps going backwards are counted ----
 row replay-time-reversals 0 '' \
   "\$BH replay reversed.txt --backing sim --quiet --json - | grep -q '\"time_reversals\": 1,'"
