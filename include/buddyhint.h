@@ -196,25 +196,11 @@ typedef struct bh_config {
    * decay_pcp_high: Linux 6.7+; default true); false: fixed at zone_highsize(), as before 6.7
    * (Linux 6.1's pageset_update) */
   bool pcp_high_tuning;
-  /*
-   * Each CPU's share of its last-level cache (per_cpu_data_slice_size: the LLC's size over
-   * the CPUs sharing it), in bytes; default 2 MiB, 0 = no cache information.  A pcp whose
-   * share exceeds 3 * batch pages keeps batch pages through a burst of frees of orders 1..3
-   * before it drains them all (PCPF_FREE_HIGH_BATCH, Linux 6.8+, zone_pcp_update_cacheinfo).
-   */
-  uint64_t cpu_data_slice_bytes;
   bool numa_bind;    /* mbind each node's range to a host node (libnuma), default false */
   bool debug_checks; /* extra consistency checks on every call; default false */
   /* compaction moves allocated blocks above order 0 whole (>0 order folio compaction, Linux
    * 6.9+; default true); false: order-0 pages only, larger blocks stay (before 6.9) */
   bool compact_large_blocks;
-  /*
-   * false (default): a block above order 0 that finds no compaction target and is not split
-   * (bh_compact_set_split refuses, or none is set, as in replays) ends the batch and the run
-   * with -ENOMEM, as a failed try_split_folio does in migrate_pages_batch.  true: it stays
-   * where it is and the batch goes on (not the kernel's rule; the model's before).
-   */
-  bool compact_skip_unsplit;
   /*
    * false (default): nothing is reclaimable, as in the model: direct reclaim makes no
    * progress, so a failing request that may block never drains the pcp lists or gives a
@@ -242,6 +228,20 @@ typedef struct bh_config {
    */
   unsigned nr_layout_zones;
   bh_zone_layout_t layout_zones[BH_MAX_NODES * BH_NR_ZONE_TYPES];
+  /*
+   * (Added after layout_zones, so that the fields before keep their offsets.)  Each CPU's share of its last-level cache (per_cpu_data_slice_size: the LLC's size over
+   * the CPUs sharing it), in bytes; default 2 MiB, 0 = no cache information.  A pcp whose
+   * share exceeds 3 * batch pages keeps batch pages through a burst of frees of orders 1..3
+   * before it drains them all (PCPF_FREE_HIGH_BATCH, Linux 6.8+, zone_pcp_update_cacheinfo).
+   */
+  uint64_t cpu_data_slice_bytes;
+  /*
+   * false (default): a block above order 0 that finds no compaction target and is not split
+   * (bh_compact_set_split refuses, or none is set, as in replays) ends the batch and the run
+   * with -ENOMEM, as a failed try_split_folio does in migrate_pages_batch.  true: it stays
+   * where it is and the batch goes on (not the kernel's rule; the model's before).
+   */
+  bool compact_skip_unsplit;
 } bh_config_t;
 
 /* Fills *cfg with the defaults documented above. */

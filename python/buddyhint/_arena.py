@@ -64,7 +64,8 @@ class _Config(ctypes.Structure):
                 ("debug_checks", ctypes.c_bool), ("compact_large_blocks", ctypes.c_bool),
                 ("reclaim_progress", ctypes.c_bool), ("smp", ctypes.c_bool),
                 ("nr_layout_zones", ctypes.c_uint),
-                ("layout_zones", _ZoneLayout * (_MAX_NODES * _NR_ZONE_TYPES))]
+                ("layout_zones", _ZoneLayout * (_MAX_NODES * _NR_ZONE_TYPES)),
+                ("cpu_data_slice_bytes", ctypes.c_uint64), ("compact_skip_unsplit", ctypes.c_bool)]
 
 
 class _PaddedConfig(ctypes.Structure):

@@ -33,7 +33,7 @@ def test_config_struct_matches_the_library():
     cfg = buddyhint._arena._PaddedConfig()
     buddyhint.library().bh_config_init(ctypes.byref(cfg.cfg))
     c = cfg.cfg
-    assert ctypes.sizeof(_Config) == 3200  # sizeof(bh_config_t) on x86-64
+    assert ctypes.sizeof(_Config) == 3216  # sizeof(bh_config_t) on x86-64
     assert c.backing == 0 and c.nr_nodes == 1
     assert list(c.zone_bytes) == [16 << 20, 496 << 20, 512 << 20, 0]
     assert (c.max_order, c.pageblock_order) == (10, 9)
@@ -42,6 +42,7 @@ def test_config_struct_matches_the_library():
     assert list(c.lowmem_reserve_ratio) == [256, 256, 32, 0]
     assert c.pcp and c.nr_cpus == 2 and c.pcp_thp and c.pcp_high_tuning and not c.numa_bind
     assert c.compact_large_blocks and c.smp and c.nr_layout_zones == 0
+    assert c.cpu_data_slice_bytes == 2 << 20 and not c.compact_skip_unsplit  # after layout_zones
     assert bytes(cfg.pad) == bytes(4096)  # nothing written past the mirror's end
 
 
