@@ -229,8 +229,9 @@ typedef struct bh_config {
   unsigned nr_layout_zones;
   bh_zone_layout_t layout_zones[BH_MAX_NODES * BH_NR_ZONE_TYPES];
   /*
-   * (Added after layout_zones, so that the fields before keep their offsets.)  Each CPU's share of its last-level cache (per_cpu_data_slice_size: the LLC's size over
-   * the CPUs sharing it), in bytes; default 2 MiB, 0 = no cache information.  A pcp whose
+   * (Added after layout_zones, so that the fields before keep their offsets.)  Each CPU's
+   * share of its last-level cache (per_cpu_data_slice_size: the LLC's size over the CPUs
+   * sharing it), in bytes; default 2 MiB, 0 = no cache information.  A pcp whose
    * share exceeds 3 * batch pages keeps batch pages through a burst of frees of orders 1..3
    * before it drains them all (PCPF_FREE_HIGH_BATCH, Linux 6.8+, zone_pcp_update_cacheinfo).
    */
