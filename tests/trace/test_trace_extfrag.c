@@ -164,6 +164,7 @@ static void test_round_trip(void **state) {
   assert_int_equal(bh_trace_next(t, &ev), BH_EFORMAT);
   assert_non_null(strstr(bh_trace_error(t), "extfrag record"));
   bh_trace_close(t);
+  free(in);
 }
 
 /* Native text: X lines need both fallback keys; claim= belongs to X only. */
