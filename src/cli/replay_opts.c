@@ -158,20 +158,8 @@ static int add_opt(const char *verb, bh_cli_replay_t *c, const char *kv) {
   return 0;
 }
 
-/* One option at argv[*i]: 1 consumed, 0 not ours, -1 usage error. */
-int bh_cli_replay_opt(int argc, char **argv, int *i, bh_cli_replay_t *c) {
-  static const char *const backings[] = {"mmap", "memfd", "sim"};
-  static const char *const touches[] = {"page", "none", "full"};
-  static const char *const layouts[] = {"auto", "trace", "default"};
-  static const char *const starts[] = {"auto", "kpageflags", "counts", "empty"};
-  static const char *const placements[] = {"allocator", "trace"};
-  static const char *const pcp_highs[] = {"fixed", "tuned", "auto"};
-  static const char *const start_orders[] = {"trace", "pfn"};
-  const char *verb = argv[0], *v, *a = argv[*i];
-  bh_replay_config_t *cfg = &c->cfg;
-  uint64_t x;
-  int r, e;
-#define OPT(name) ((r = bh_cli_opt(argc, argv, i, name, &v)) != 0)
+/* The flags (options without a value): 1 when argv[*i] is one of them, else 0. */
+static int flag_opt(const char *a, bh_replay_config_t *cfg) {
   if (!strcmp(a, "--realtime")) {
     cfg->speed = 1;
   } else if (!strcmp(a, "--lenient")) {
@@ -190,14 +178,102 @@ int bh_cli_replay_opt(int argc, char **argv, int *i, bh_cli_replay_t *c) {
     cfg->arena.shuffle = true;
   } else if (!strcmp(a, "--quiet")) {
     cfg->progress = false;
-  } else if (OPT("strategy")) {
+  } else {
+    return 0;
+  }
+  return 1;
+}
+
+/* The options of a run: the strategy and its options, time, outputs, attribution, checks. 1 when
+ * argv[*i] is one of them (consumed), 0 when not, -1 after a usage error. */
+static int run_opt(int argc, char **argv, int *i, bh_cli_replay_t *c) {
+  const char *verb = argv[0], *v;
+  bh_replay_config_t *cfg = &c->cfg;
+  uint64_t x;
+  int r;
+#define OPT(name) ((r = bh_cli_opt(argc, argv, i, name, &v)) != 0)
+  if (OPT("strategy")) {
     if (r < 0)
       return -1;
     cfg->hint.strategy = v;
     return 1;
   } else if (OPT("opt")) {
     return r < 0 || add_opt(verb, c, v) ? -1 : 1;
-  } else if (OPT("backing")) {
+  } else if (OPT("idle")) {
+    if (r < 0 || bh_cli_parse_seconds(v, &cfg->idle_ns)) {
+      if (r >= 0)
+        bh_cli_usage_error(verb, "--idle: '%s' is not a duration (seconds, or with s, ms, us, ns)",
+                           v);
+      return -1;
+    }
+    if (cfg->idle_ns > BH_REPLAY_MAX_IDLE_NS) {
+      bh_cli_usage_error(verb, "--idle: at most %llu seconds",
+                         BH_REPLAY_MAX_IDLE_NS / BH_NS_PER_SEC);
+      return -1;
+    }
+    return 1;
+  } else if (OPT("sample")) {
+    if (r < 0 || bh_cli_parse_seconds(v, &cfg->sample_ns) || cfg->sample_ns < 1000000) {
+      if (r >= 0)
+        bh_cli_usage_error(verb, "--sample: '%s' is not a duration of at least 1ms", v);
+      return -1;
+    }
+    return 1;
+  } else if (OPT("speed")) {
+    if (r < 0)
+      return -1;
+    /* the wall clock's sleeps are virtual time / speed: a tiny factor would overflow them */
+    if (bh_cli_parse_double(v, BH_CLI_SPEED_MIN, BH_CLI_SPEED_MAX, &cfg->speed)) {
+      bh_cli_usage_error(verb, "--speed: '%s' is not a factor in %g..%g", v, BH_CLI_SPEED_MIN,
+                         BH_CLI_SPEED_MAX);
+      return -1;
+    }
+    return 1;
+  } else if (OPT("timeline")) {
+    if (r < 0)
+      return -1;
+    c->timeline_path = v;
+    return 1;
+  } else if (OPT("json")) {
+    if (r < 0)
+      return -1;
+    c->json_path = v;
+    return 1;
+  } else if (OPT("by")) {
+    enum bh_replay_by by;
+    if (r < 0)
+      return -1;
+    if (bh_replay_by_parse(v, &by) || by == BH_BY_NONE) {
+      bh_cli_usage_error(verb, "--by: unknown value '%s' (pid, comm or callsite)", v);
+      return -1;
+    }
+    cfg->by = by;
+    return 1;
+  } else if (OPT("by-top")) {
+    if (r < 0 || num(verb, "by-top", v, 1, BH_REPLAY_MAX_BY, &x))
+      return -1;
+    cfg->by_top = (unsigned)x;
+    return 1;
+  } else if (OPT("check-every")) {
+    if (r < 0 || num(verb, "check-every", v, 0, UINT64_MAX, &cfg->check_every))
+      return -1;
+    return 1;
+  }
+#undef OPT
+  return 0;
+}
+
+/* The arena's options: its backing and size, its CPUs, the allocator's settings. 1 when argv[*i] is
+ * one of them (consumed), 0 when not, -1 after a usage error. */
+static int arena_opt(int argc, char **argv, int *i, bh_cli_replay_t *c) {
+  static const char *const backings[] = {"mmap", "memfd", "sim"};
+  static const char *const touches[] = {"page", "none", "full"};
+  const char *verb = argv[0], *v;
+  bh_replay_config_t *cfg = &c->cfg;
+  uint64_t x;
+  int r, e;
+#define OPT(name) ((r = bh_cli_opt(argc, argv, i, name, &v)) != 0)
+  if (OPT("backing")) {
     if (r < 0 || set_enum(verb, "backing", v, backings, 3, &e))
       return -1;
     cfg->arena.backing = (enum bh_backing)e;
@@ -225,50 +301,10 @@ int bh_cli_replay_opt(int argc, char **argv, int *i, bh_cli_replay_t *c) {
       return -1;
     cfg->arena.nr_cpus = (unsigned)x;
     return 1;
-  } else if (OPT("idle")) {
-    if (r < 0 || bh_cli_parse_seconds(v, &cfg->idle_ns)) {
-      if (r >= 0)
-        bh_cli_usage_error(verb, "--idle: '%s' is not a duration (seconds, or with s, ms, us, ns)",
-                           v);
-      return -1;
-    }
-    if (cfg->idle_ns > BH_REPLAY_MAX_IDLE_NS) {
-      bh_cli_usage_error(verb, "--idle: at most %llu seconds",
-                         BH_REPLAY_MAX_IDLE_NS / BH_NS_PER_SEC);
-      return -1;
-    }
-    return 1;
-  } else if (OPT("sample")) {
-    if (r < 0 || bh_cli_parse_seconds(v, &cfg->sample_ns) || cfg->sample_ns < 1000000) {
-      if (r >= 0)
-        bh_cli_usage_error(verb, "--sample: '%s' is not a duration of at least 1ms", v);
-      return -1;
-    }
-    return 1;
   } else if (OPT("touch")) {
     if (r < 0 || set_enum(verb, "touch", v, touches, 3, &e))
       return -1;
     cfg->touch = (enum bh_touch)e;
-    return 1;
-  } else if (OPT("speed")) {
-    if (r < 0)
-      return -1;
-    /* the wall clock's sleeps are virtual time / speed: a tiny factor would overflow them */
-    if (bh_cli_parse_double(v, BH_CLI_SPEED_MIN, BH_CLI_SPEED_MAX, &cfg->speed)) {
-      bh_cli_usage_error(verb, "--speed: '%s' is not a factor in %g..%g", v, BH_CLI_SPEED_MIN,
-                         BH_CLI_SPEED_MAX);
-      return -1;
-    }
-    return 1;
-  } else if (OPT("timeline")) {
-    if (r < 0)
-      return -1;
-    c->timeline_path = v;
-    return 1;
-  } else if (OPT("json")) {
-    if (r < 0)
-      return -1;
-    c->json_path = v;
     return 1;
   } else if (OPT("seed")) {
     if (r < 0 || num(verb, "seed", v, 0, UINT64_MAX, &cfg->arena.seed))
@@ -297,7 +333,24 @@ int bh_cli_replay_opt(int argc, char **argv, int *i, bh_cli_replay_t *c) {
     if (cfg->arena.pageblock_order > x)
       cfg->arena.pageblock_order = (unsigned)x;
     return 1;
-  } else if (OPT("layout")) {
+  }
+#undef OPT
+  return 0;
+}
+
+/* The options of a replay in a recorded machine's shape. 1 when argv[*i] is one of them (consumed),
+ * 0 when not, -1 after a usage error. */
+static int shape_opt(int argc, char **argv, int *i, bh_cli_replay_t *c) {
+  static const char *const layouts[] = {"auto", "trace", "default"};
+  static const char *const starts[] = {"auto", "kpageflags", "counts", "empty"};
+  static const char *const placements[] = {"allocator", "trace"};
+  static const char *const pcp_highs[] = {"fixed", "tuned", "auto"};
+  static const char *const start_orders[] = {"trace", "pfn"};
+  const char *verb = argv[0], *v;
+  bh_replay_config_t *cfg = &c->cfg;
+  int r, e;
+#define OPT(name) ((r = bh_cli_opt(argc, argv, i, name, &v)) != 0)
+  if (OPT("layout")) {
     if (r < 0 || set_enum(verb, "layout", v, layouts, 3, &e))
       return -1;
     cfg->layout = (enum bh_layout_mode)e;
@@ -343,31 +396,23 @@ int bh_cli_replay_opt(int argc, char **argv, int *i, bh_cli_replay_t *c) {
       return -1;
     cfg->dump_dir = v;
     return 1;
-  } else if (OPT("by")) {
-    enum bh_replay_by by;
-    if (r < 0)
-      return -1;
-    if (bh_replay_by_parse(v, &by) || by == BH_BY_NONE) {
-      bh_cli_usage_error(verb, "--by: unknown value '%s' (pid, comm or callsite)", v);
-      return -1;
-    }
-    cfg->by = by;
-    return 1;
-  } else if (OPT("by-top")) {
-    if (r < 0 || num(verb, "by-top", v, 1, BH_REPLAY_MAX_BY, &x))
-      return -1;
-    cfg->by_top = (unsigned)x;
-    return 1;
-  } else if (OPT("check-every")) {
-    if (r < 0 || num(verb, "check-every", v, 0, UINT64_MAX, &cfg->check_every))
-      return -1;
-    return 1;
-  } else {
-    return 0;
   }
 #undef OPT
-  (*i)++;
-  return 1;
+  return 0;
+}
+
+/* One option at argv[*i]: 1 consumed, 0 not ours, -1 usage error. */
+int bh_cli_replay_opt(int argc, char **argv, int *i, bh_cli_replay_t *c) {
+  if (flag_opt(argv[*i], &c->cfg)) {
+    (*i)++;
+    return 1;
+  }
+  int r = run_opt(argc, argv, i, c);
+  if (!r)
+    r = arena_opt(argc, argv, i, c);
+  if (!r)
+    r = shape_opt(argc, argv, i, c);
+  return r;
 }
 
 void bh_cli_replay_free(bh_cli_replay_t *c) {
