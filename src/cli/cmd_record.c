@@ -442,33 +442,43 @@ static int stopped_before_start(bh_cli_tracer_t *tr, drain_t *d, int sig, const 
   return 128 + sig;
 }
 
-int cmd_record(int argc, char **argv) {
-  const char *out = NULL, *fmt = NULL, *comp = NULL, *kbs = NULL, *clock = NULL;
-  bool as_root = false, pcp_events = false;
+/* The command line of record. */
+typedef struct record_args {
+  const char *out, *fmt, *comp, *clock;
+  bool as_root, pcp_events;
+  char **cmd;
+  unsigned buffer_kb;
+} record_args_t;
+
+/* Parses the options and finds the command: -1 for --help (usage printed), else BH_EXIT_OK
+ * or the usage error's exit code (its message printed). */
+static int parse_args(int argc, char **argv, record_args_t *ra) {
+  const char *kbs = NULL;
+  *ra = (record_args_t){0};
   int i = 1, r;
   while (i < argc) {
     const char *a = argv[i];
     if (bh_cli_is_help(a)) {
       usage(stdout);
-      return BH_EXIT_OK;
+      return -1;
     }
     if (!strcmp(a, "--")) {
       i++;
       break;
     }
-    if ((r = bh_cli_opt(argc, argv, &i, "output", &out)) != 0 ||
-        (r = bh_cli_short_opt(VERB, argc, argv, &i, "-o", &out)) != 0 ||
+    if ((r = bh_cli_opt(argc, argv, &i, "output", &ra->out)) != 0 ||
+        (r = bh_cli_short_opt(VERB, argc, argv, &i, "-o", &ra->out)) != 0 ||
         (r = bh_cli_opt(argc, argv, &i, "buffer-kb", &kbs)) != 0 ||
-        (r = bh_cli_opt(argc, argv, &i, "format", &fmt)) != 0 ||
-        (r = bh_cli_opt(argc, argv, &i, "compress", &comp)) != 0 ||
-        (r = bh_cli_opt(argc, argv, &i, "clock", &clock)) != 0) {
+        (r = bh_cli_opt(argc, argv, &i, "format", &ra->fmt)) != 0 ||
+        (r = bh_cli_opt(argc, argv, &i, "compress", &ra->comp)) != 0 ||
+        (r = bh_cli_opt(argc, argv, &i, "clock", &ra->clock)) != 0) {
       if (r < 0)
         return BH_EXIT_USAGE;
     } else if (!strcmp(a, "--as-root")) {
-      as_root = true;
+      ra->as_root = true;
       i++;
     } else if (!strcmp(a, "--pcp-events")) {
-      pcp_events = true;
+      ra->pcp_events = true;
       i++;
     } else if (a[0] == '-') {
       return bh_cli_usage_error(VERB, "unknown option '%s'", a);
@@ -478,21 +488,55 @@ int cmd_record(int argc, char **argv) {
   }
   if (i >= argc)
     return bh_cli_usage_error(VERB, "which command? (record -o FILE -- CMD [ARGS])");
-  if (!out)
+  if (!ra->out)
     return bh_cli_usage_error(VERB, "-o FILE is required");
-  char **cmd = argv + i;
-  unsigned buffer_kb = 0;
+  ra->cmd = argv + i;
   if (kbs) {
     uint64_t v;
     if (bh_cli_parse_u64(kbs, 1, 1ul << 24, &v))
       return bh_cli_usage_error(VERB, "--buffer-kb wants a number of KiB from 1 to %lu, not '%s'",
                                 1ul << 24, kbs);
-    buffer_kb = (unsigned)v;
+    ra->buffer_kb = (unsigned)v;
   } else {
-    buffer_kb = default_buffer_kb();
+    ra->buffer_kb = default_buffer_kb();
   }
-  int format, compression, rc;
-  if ((rc = bh_cli_output_kind(VERB, out, fmt, comp, &format, &compression)) != 0)
+  return BH_EXIT_OK;
+}
+
+#if BH_HAVE_TRACEFS
+/* The line that ends a recording: how the command ended, and what was written. */
+static void say_done(char **cmd, pid_t pid, int status, double seconds, const bh_trace_counts_t *c,
+                     const char *out, int format, int compression) {
+  char how[64];
+  if (status < 0)
+    snprintf(how, sizeof(how), "could not be waited for");
+  else if (WIFEXITED(status))
+    snprintf(how, sizeof(how), "exited with status %d", WEXITSTATUS(status));
+  else if (WIFSIGNALED(status))
+    snprintf(how, sizeof(how), "was killed by signal %d (%s)", WTERMSIG(status),
+             strsignal(WTERMSIG(status)));
+  else
+    snprintf(how, sizeof(how), "ended with wait status %d", status);
+  fprintf(stderr,
+          "buddyhint record: '%s' (pid %d) %s after %.3f s; %llu events (%llu allocs, %llu "
+          "frees) written to %s (%s, %s)\n",
+          cmd[0], (int)pid, how, seconds, (unsigned long long)c->events,
+          (unsigned long long)c->allocs, (unsigned long long)c->frees, out,
+          bh_cli_format_name(format), bh_cli_compression_name(compression));
+}
+#endif
+
+int cmd_record(int argc, char **argv) {
+  record_args_t ra;
+  int rc = parse_args(argc, argv, &ra);
+  if (rc)
+    return rc < 0 ? BH_EXIT_OK : rc;
+  const char *out = ra.out, *clock = ra.clock;
+  bool as_root = ra.as_root, pcp_events = ra.pcp_events;
+  char **cmd = ra.cmd;
+  unsigned buffer_kb = ra.buffer_kb;
+  int format, compression;
+  if ((rc = bh_cli_output_kind(VERB, out, ra.fmt, ra.comp, &format, &compression)) != 0)
     return rc;
 #if !BH_HAVE_TRACEFS
   (void)cmd, (void)buffer_kb, (void)as_root, (void)clock, (void)pcp_events;
@@ -636,22 +680,7 @@ cleanup:
   }
   if ((rc = bh_cli_out_close(o)) != 0) /* renamed into place only now */
     return rc;
-  char how[64];
-  if (status < 0)
-    snprintf(how, sizeof(how), "could not be waited for");
-  else if (WIFEXITED(status))
-    snprintf(how, sizeof(how), "exited with status %d", WEXITSTATUS(status));
-  else if (WIFSIGNALED(status))
-    snprintf(how, sizeof(how), "was killed by signal %d (%s)", WTERMSIG(status),
-             strsignal(WTERMSIG(status)));
-  else
-    snprintf(how, sizeof(how), "ended with wait status %d", status);
-  fprintf(stderr,
-          "buddyhint record: '%s' (pid %d) %s after %.3f s; %llu events (%llu allocs, %llu "
-          "frees) written to %s (%s, %s)\n",
-          cmd[0], (int)pid, how, t1 - t0, (unsigned long long)c.events,
-          (unsigned long long)c.allocs, (unsigned long long)c.frees, out,
-          bh_cli_format_name(format), bh_cli_compression_name(compression));
+  say_done(cmd, pid, status, t1 - t0, &c, out, format, compression);
   return BH_EXIT_OK;
 #endif
 }
