@@ -32,7 +32,33 @@ static void test_paced_bubble(void **state) {
   assert_true(s.rss_final_bytes <= s.memory_bytes);
 }
 
+/*
+ * The same in a recorded machine's shape, where the replay also reads the arena's blocks for
+ * placement agreement (where the kernel's block is) and the start state's reported blocks are
+ * put back at the tail of their lists, while the worker isolates and reports.
+ */
+static void test_paced_bubble_in_shape(void **state) {
+  (void)state;
+  bh_replay_config_t cfg;
+  bh_replay_config_init(&cfg);
+  cfg.trace = BH_SOURCE_DIR "/traces/real-thp-256M.bht.zst";
+  cfg.arena.backing = BH_BACKING_SIM;
+  cfg.hint.strategy = "bubble";
+  cfg.speed = 40; /* 62 s of trace in about 1.6 s, and 4 s of idle after it */
+  cfg.idle_ns = 4ull * BH_NS_PER_SEC * 40;
+  bh_replay_summary_t s;
+  char err[256];
+  int rc = bh_replay_run(&cfg, &s, err, sizeof(err));
+  if (rc)
+    fail_msg("paced replay in the machine's shape: %s", err);
+  assert_string_equal(s.layout, "machine");
+  assert_true(s.agreement.present && s.agreement.allocs > 0);
+  assert_true(s.reported_bytes > 0);
+  assert_int_equal(s.check_violations, 0);
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_paced_bubble)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_paced_bubble),
+                                     cmocka_unit_test(test_paced_bubble_in_shape)};
   return cmocka_run_group_tests(tests, tt_setup, tt_teardown);
 }
