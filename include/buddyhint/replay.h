@@ -138,6 +138,10 @@ typedef struct bh_replay_config {
    * snapshot marks PG_reported (--start-reported snapshot).  For a counterfactual from a
    * recording made with reporting off */
   bool start_reported_all;
+  /* in a machine's shape: true takes what the trace shows of allocations without an event
+   * (--untraced-allocs infer): a block the trace frees twice with nothing allocated over it
+   * between stays allocated at the first free (untraced_allocs); default false (ignore) */
+  bool untraced_infer;
   /* snapshots from directories of /proc files (buddyinfo, pagetypeinfo, zoneinfo, optionally
    * kpageflags): they replace the trace's own, and the layout comes from their zoneinfo */
   const char *start_dir, *end_dir;
@@ -373,6 +377,10 @@ typedef struct bh_replay_summary {
   /* kpageflags start: pageblocks whose type the trace shows to differ from the free map's
    * choice (the trace's wins; not with start_order_pfn) */
   uint64_t start_retyped_pageblocks;
+  /* frees that an allocation without an event followed (the trace frees the block again with
+   * nothing allocated over it between: alloc_pages_bulk takes pcp pages without
+   * mm_page_alloc), left allocated; with untraced_infer only */
+  uint64_t untraced_allocs;
 } bh_replay_summary_t;
 
 /*

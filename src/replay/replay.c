@@ -62,6 +62,11 @@ void bh_replay_config_init(bh_replay_config_t *cfg) {
 struct replay {
   const bh_replay_config_t *cfg;
   bh_replay_summary_t *s;
+  /* the frees an untraced allocation followed (struct scan's untraced), the next of them, and
+   * the mm_page_free events played so far; untraced NULL: none */
+  const uint64_t *untraced;
+  size_t nuntraced, untraced_next;
+  uint64_t nfrees;
   char *err;
   size_t errlen;
   bh_arena_t *arena;
@@ -164,6 +169,11 @@ struct scan {
   bh_trace_counts_t counts;
   char format[32];
   bool once; /* the trace cannot be read twice (a FIFO, standard input): keep every event */
+  /* in a machine's shape, the ordinals (among the trace's mm_page_free events) of the frees
+   * that an allocation without an event followed: the block is freed again later with no
+   * allocation between (untraced_find); sorted, NULL if none */
+  uint64_t *untraced;
+  size_t nuntraced;
 };
 
 /* What the replay uses of an event, in 32 bytes (a bh_event_t takes 48). */
@@ -428,7 +438,106 @@ struct scan_state {
   struct kept_event *kept_next, *kept_end, scratch;
   uint64_t keep_max;      /* bh_replay_config_t.keep_max_bytes */
   bh__first_events_t *fe; /* each page's first event, for a start state (or NULL) */
+  /* with fe: per pfn whose last event was a free of order <= 3, that free's ordinal << 6 |
+   * order + 1 (0: allocated since); open addressing, key pfn + 1 (0: empty) */
+  uint64_t *lf_key, *lf_val;
+  size_t lf_cap, lf_n, untraced_cap;
+  uint64_t nfrees; /* mm_page_free events so far */
 };
+
+/* ---- allocations without an event ----
+ * alloc_pages_bulk (vmalloc, kernel stacks, some drivers) takes pages off a pcp list's head
+ * without mm_page_alloc, so a block the trace frees can leave the kernel's pcp list at once,
+ * unseen, and the trace's next event of it is another free.  The first pass finds such frees
+ * (the same pfn and order freed twice, nothing allocated over it between); the replay then
+ * leaves the block allocated at the first free, as if the untraced allocation took it right
+ * away (before it, another allocation from that list would take the block the kernel's did
+ * not have).  Keys are kept for frees up to order 3 (the pcp orders but THP's). */
+
+#define LF_MAX_ORDER 3
+#define LF_MAX_ENTRIES (4u << 20) /* 64 MiB of table at most; then no more are found */
+
+static size_t lf_slot(const struct scan_state *st, uint64_t pfn) {
+  size_t k = (size_t)((pfn + 1) * 0x9e3779b97f4a7c15ull >> 20) & (st->lf_cap - 1);
+  while (st->lf_key[k] && st->lf_key[k] != pfn + 1)
+    k = (k + 1) & (st->lf_cap - 1);
+  return k;
+}
+
+static int lf_grow(struct scan_state *st) {
+  size_t cap = st->lf_cap ? st->lf_cap * 2 : 1u << 12;
+  uint64_t *key = calloc(cap, sizeof(*key)), *val = calloc(cap, sizeof(*val));
+  if (!key || !val) {
+    free(key);
+    free(val);
+    return BH_ENOMEM;
+  }
+  uint64_t *ok = st->lf_key, *ov = st->lf_val;
+  size_t ocap = st->lf_cap;
+  st->lf_key = key;
+  st->lf_val = val;
+  st->lf_cap = cap;
+  for (size_t i = 0; i < ocap; i++)
+    if (ok[i]) {
+      size_t k = lf_slot(st, ok[i] - 1);
+      st->lf_key[k] = ok[i];
+      st->lf_val[k] = ov[i];
+    }
+  free(ok);
+  free(ov);
+  return 0;
+}
+
+/* A free of the trace (mm_page_free): if its block was freed last, with nothing allocated over
+ * it since, that earlier free goes on sc->untraced.  0 or BH_ENOMEM. */
+COLD static int untraced_free(struct scan_state *st, const bh_event_t *ev) {
+  uint64_t ordinal = st->nfrees++;
+  if (ev->order > LF_MAX_ORDER)
+    return 0;
+  if (2 * (st->lf_n + 1) > st->lf_cap) {
+    if (st->lf_n >= LF_MAX_ENTRIES)
+      return 0;
+    if (lf_grow(st))
+      return BH_ENOMEM;
+  }
+  size_t k = lf_slot(st, ev->pfn);
+  uint64_t v = st->lf_val[k];
+  if (st->lf_key[k] && v && (v & 63) == ev->order + 1u) {
+    struct scan *sc = st->sc;
+    if (sc->nuntraced == st->untraced_cap) {
+      size_t cap = st->untraced_cap ? st->untraced_cap * 2 : 256;
+      uint64_t *q = realloc(sc->untraced, cap * sizeof(*q));
+      if (!q)
+        return BH_ENOMEM;
+      sc->untraced = q;
+      st->untraced_cap = cap;
+    }
+    sc->untraced[sc->nuntraced++] = v >> 6;
+  }
+  if (!st->lf_key[k]) {
+    st->lf_key[k] = ev->pfn + 1;
+    st->lf_n++;
+  }
+  st->lf_val[k] = ordinal << 6 | (ev->order + 1u);
+  return 0;
+}
+
+/* An allocation of the trace: the frees of its pages are followed by it, not by an untraced
+ * allocation. */
+COLD static void untraced_alloc(struct scan_state *st, const bh_event_t *ev) {
+  if (!st->lf_n)
+    return;
+  for (uint64_t p = ev->pfn; p < ev->pfn + (1ull << ev->order); p++) {
+    size_t k = lf_slot(st, p);
+    if (st->lf_key[k])
+      st->lf_val[k] = 0;
+  }
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
 
 /* The kept events' memory and spill file, released. */
 static void kept_free(struct scan *sc) {
@@ -528,8 +637,13 @@ static inline __attribute__((always_inline)) int scan_event(void *ctx, const bh_
     sc->pcp_events += ev->op != BH_EV_EXTFRAG;    /* the fallbacks alone drain no pcp list */
     return 0;
   }
-  if (bh__unlikely(st->fe != NULL))
+  if (bh__unlikely(st->fe != NULL)) {
     bh__first_event(st->fe, ev);
+    if (ev->op == BH_EV_FREE && untraced_free(st, ev))
+      return BH_ENOMEM;
+    else if (ev->op == BH_EV_ALLOC && !ev->failed)
+      untraced_alloc(st, ev);
+  }
   if (ev->op == BH_EV_ALLOC) {
     if (ev->failed)
       return 0;
@@ -638,6 +752,10 @@ static int first_pass(struct replay *r, struct scan *sc, bool keep_all) {
   format_name(t, sc->format, sizeof(sc->format));
   sc->map_cap = st.live.max_n;
   live_destroy(&st.live);
+  free(st.lf_key);
+  free(st.lf_val);
+  if (sc->nuntraced) /* found in the order of their second frees */
+    qsort(sc->untraced, sc->nuntraced, sizeof(*sc->untraced), cmp_u64);
   bh_trace_close(t);
   return err;
 }
@@ -1229,11 +1347,6 @@ __attribute__((noinline)) static bool take_recent(struct replay *r, uint64_t pfn
   return true;
 }
 
-static int cmp_u64(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return x < y ? -1 : x > y;
-}
-
 /*
  * The recorded blocks in [next, end) when the range is wider than the map (a free of a huge
  * order, which only a corrupt trace has): taken from the map's slots, in pfn order, each
@@ -1341,9 +1454,23 @@ COLD static void free_other(struct replay *r, uint64_t pfn, unsigned order, int 
   }
 }
 
+/* Whether this mm_page_free is one an allocation without an event followed (the first pass's
+ * untraced list): the block stays allocated, as the kernel's was right after. */
+COLD static bool untraced_next(struct replay *r) {
+  uint64_t k = r->nfrees++;
+  if (r->untraced_next < r->nuntraced && r->untraced[r->untraced_next] == k) {
+    r->untraced_next++;
+    r->s->untraced_allocs++;
+    return true;
+  }
+  return false;
+}
+
 static inline void do_free(struct replay *r, const bh_event_t *ev) {
   if (ev->op == BH_EV_FREE) {
-    put_recent(r, ev->pfn);
+    put_recent(r, ev->pfn); /* its batched repeat is a repeat either way */
+    if (bh__unlikely(r->untraced != NULL) && untraced_next(r))
+      return;
   } else if (take_recent(r, ev->pfn)) {
     r->s->batched_dups++;
     return;
@@ -1817,6 +1944,10 @@ static int play(struct replay *r, const struct scan *sc) {
   timeline_header(r);
   r->t0 = sc->first;
   r->next_sample = 0;
+  if (r->shape && r->cfg->untraced_infer && sc->nuntraced) {
+    r->untraced = sc->untraced;
+    r->nuntraced = sc->nuntraced;
+  }
   r->next_tick = BH_NS_PER_SEC;
   r->next_compact = r->cfg->compaction_proactiveness ? BH_NS_PER_SEC / 2 : UINT64_MAX;
   set_clock_due(r);
@@ -2056,6 +2187,7 @@ void bh__replay_shared_free(bh__replay_shared_t *sh) {
   if (!sh)
     return;
   kept_free(&sh->sc);
+  free(sh->sc.untraced);
   bh__first_events_free(&sh->fe);
   bh__origins_free(sh->origins);
   free(sh);
@@ -2152,8 +2284,10 @@ int bh__replay_run_shared(const bh_replay_config_t *cfg, const bh__replay_shared
   bh__rm_free(&r.rm);
   free(r.moves);
   free(r.first_miss);
-  if (!borrowed)
+  if (!borrowed) {
     kept_free(&sc);
+    free(sc.untraced);
+  }
   free((void *)r.touched);
   free(r.rev);
   free(r.start_pcp);
@@ -2436,6 +2570,7 @@ int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *f, int indent) {
   ju64(&w, "start_reported_missed", s->start_reported_missed);
   ju64(&w, "window_events", s->window_events);
   ju64(&w, "untraced_frees", s->untraced_frees);
+  ju64(&w, "untraced_allocs", s->untraced_allocs);
   jdbl(&w, "virtual_seconds", s->virtual_seconds);
   jdbl(&w, "wall_seconds", s->wall_seconds);
   jdbl(&w, "cpu_seconds", s->cpu_seconds);

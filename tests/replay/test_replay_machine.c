@@ -503,6 +503,50 @@ static void test_start_pageblock_types(void **state) {
   bh_arena_destroy(a);
 }
 
+/*
+ * Allocations without an event (--untraced-allocs infer): alloc_pages_bulk takes pages off a
+ * pcp list's head without mm_page_alloc (alloc_pages_bulk_noprof, mm/page_alloc.c:4659-4818
+ * in 6.12.117: __rmqueue_pcplist at :4774, no trace_mm_page_alloc on that path), so a page the
+ * trace frees and then frees again, with nothing allocated over it between, was taken right after
+ * its first free.  Here page u is freed on CPU 0, the kernel's next allocation there takes x (which
+ * the start state puts on CPU 0's list, its first event being that allocation), and u is freed
+ * again.  Inferred, u stays allocated at its first free and the allocation takes x, the kernel's
+ * pfn; ignored (the default), u goes to the head of the list, the allocation takes it (a miss), and
+ * the second free finds memory the replay holds free.
+ */
+static void test_untraced_allocs(void **state) {
+  (void)state;
+  bh_arena_t *a = crafted_arena();
+  char *desc = describe(a, false);
+  uint64_t p3[3];
+  three_movable_used(a, p3);
+  uint64_t u = p3[0], x = p3[1];
+  char lines[512];
+  snprintf(lines, sizeof(lines),
+           "# buddyhint-trace 1\n"
+           "1000 F %#lx 0 cpu=0\n"
+           "2000 A %#lx 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n"
+           "3000 F %#lx 0 cpu=0\n",
+           (unsigned long)u, (unsigned long)x, (unsigned long)u);
+  const char *p = write_trace("untraced.bht", desc, lines);
+  bh_replay_config_t cfg;
+  bh_replay_config_init(&cfg);
+  cfg.trace = p;
+  cfg.untraced_infer = true;
+  bh_replay_summary_t s;
+  replay(&cfg, &s);
+  assert_int_equal(s.untraced_allocs, 1);
+  assert_int_equal(s.agreement.allocs, 1);
+  assert_int_equal(s.agreement.same, 1);
+  assert_int_equal(s.untraced_frees + s.unknown_frees, 0);
+  cfg.untraced_infer = false;
+  replay(&cfg, &s);
+  assert_int_equal(s.untraced_allocs, 0);
+  assert_int_equal(s.agreement.same, 0);
+  free(desc);
+  bh_arena_destroy(a);
+}
+
 /* A trace recorded before descriptions existed (version 1): the default layout, an empty
  * start, no fidelity; with --start DIR the machine's layout and a counts start. */
 static void test_old_trace(void **state) {
@@ -1197,6 +1241,7 @@ int main(void) {
       cmocka_unit_test(test_start_pcp_order),
       cmocka_unit_test(test_start_buddy_order),
       cmocka_unit_test(test_start_pageblock_types),
+      cmocka_unit_test(test_untraced_allocs),
   };
   return cmocka_run_group_tests(tests, tt_setup, tt_teardown);
 }
