@@ -192,7 +192,15 @@ if bounded 120 "record --pcp-events" "$BH" record --pcp-events -o pcp.bht -- "$W
   if [ -z "$applied" ] || [ -z "$causes" ] || [ -z "$pcp_alloc" ]; then
     fail "pcp events: no pcp_events_applied, pcp_events_missed_by_cause or pcp_alloc in the JSON"
   else
-    [ "$applied" -gt 0 ] || fail "pcp events: none applied"
+    window=$(grep -o '"window": [0-9]*' <<<"$causes" | awk '{print $2}')
+    # none applied is a failure, unless the ring buffers lost events and every pcp event left
+    # fell while the free map was read (the recorder could not keep up: the workload's events
+    # are the ones lost; seen beside another tracer at 500,000 events/s)
+    if [ "$applied" -eq 0 ] && [ "${lost:-0}" -gt 0 ] && [ "${window:-0}" = "$missed" ]; then
+      echo "note: no pcp event applied: $lost events lost, the $missed left all in the window"
+    else
+      [ "$applied" -gt 0 ] || fail "pcp events: none applied"
+    fi
     [ "$by_cause" = "$missed" ] || fail "pcp events: $missed missed, $by_cause of them by cause"
     [ "${invalid:-1}" = 0 ] || fail "pcp events: $invalid the replay cannot place"
     [ "$allocs" -ge 32768 ] && [ $((pcp_alloc * 10)) -ge $((allocs * 9)) ] ||
