@@ -198,6 +198,11 @@ if bounded 120 "record --pcp-events" "$BH" record --pcp-events -o pcp.bht -- "$W
     # are the ones lost; seen beside another tracer at 500,000 events/s)
     if [ "$applied" -eq 0 ] && [ "${lost:-0}" -gt 0 ] && [ "${window:-0}" = "$missed" ]; then
       echo "note: no pcp event applied: $lost events lost, the $missed left all in the window"
+    elif [ "$applied" -eq 0 ] && [ "$missed" -eq 0 ]; then
+      # the kernel's pcp lists served every allocation without a refill or a drain: after
+      # much freeing (other tests) 6.7+ tunes their high marks up to hold more than the
+      # workload takes (seen: 0, 1,953 and 14,112 refill events in three runs in a row)
+      echo "note: the recording holds no pcp event (the kernel's pcp lists needed no refill)"
     else
       [ "$applied" -gt 0 ] || fail "pcp events: none applied"
     fi
