@@ -44,8 +44,11 @@ static void test_paced_bubble_in_shape(void **state) {
   cfg.trace = BH_SOURCE_DIR "/traces/real-thp-256M.bht.zst";
   cfg.arena.backing = BH_BACKING_SIM;
   cfg.hint.strategy = "bubble";
-  cfg.speed = 40; /* 62 s of trace in about 1.6 s, and 4 s of idle after it */
-  cfg.idle_ns = 4ull * BH_NS_PER_SEC * 40;
+  /* 62 s of trace in about 0.6 s, then 10 s of idle after it: a ThreadSanitizer build plays
+   * the trace several times slower, and the worker reports 2 s (of the wall clock) after the
+   * free that reached the reporting order (it did not get to it in 4 s, once) */
+  cfg.speed = 100;
+  cfg.idle_ns = 10ull * BH_NS_PER_SEC * 100;
   bh_replay_summary_t s;
   char err[256];
   int rc = bh_replay_run(&cfg, &s, err, sizeof(err));
