@@ -49,8 +49,8 @@ DEB_PACKAGES := build-essential cmake pkg-config libcmocka-dev libjemalloc-dev l
                 $(TRACE_TOOL_PACKAGES)
 
 # `make demo` runs examples/demo.sh: two recorded traces in the recorded machine's shape, sim
-# backing, each table followed by one sentence of why (about 5 s after the build on an idle two-core machine).
-# DEMO_TRACE=FILE compares the strategies DEMO_STRATEGIES on that trace instead.
+# backing, each table followed by one sentence of why (about 5 s after the build on an idle
+# two-core machine).  DEMO_TRACE=FILE compares the strategies DEMO_STRATEGIES on that trace instead.
 DEMO_TRACE ?=
 
 SOURCES = $(shell find src include tests examples bench -name '*.[ch]' 2>/dev/null)
