@@ -158,6 +158,21 @@ static uint64_t mix(uint64_t x) {
 
 static inline int fe_kind(const struct ctx *c, uint64_t p) { return c->fe ? c->fe[p] & 3 : 0; }
 
+/* The first page at or after p, before n, that has an event in the trace (fe[p] != 0), else n:
+ * most of a machine's pages have none, and are passed four at a time. */
+static inline uint64_t next_with_event(const uint32_t *fe, uint64_t p, uint64_t n) {
+  while (p < n && !fe[p] && (p & 3))
+    p++;
+  for (uint64_t w[2]; p + 4 <= n; p += 4) {
+    memcpy(w, fe + p, sizeof(w));
+    if (w[0] | w[1])
+      break;
+  }
+  while (p < n && !fe[p])
+    p++;
+  return p;
+}
+
 /* The counted pageblocks of zone z: [*first, *last] (pagetypeinfo's probes). */
 static void counted_range(const struct ctx *c, const bh_machine_zone_t *z, uint64_t *first,
                           uint64_t *last) {
@@ -288,10 +303,15 @@ static int pcp_from_trace(struct ctx *c) {
   }
   /* by_seq: the pages that are not the first page of a first allocation, and not inside a
    * block put on a pcp list, are as unexplained as they are in pfn order */
-  for (uint64_t p = 0; in_pcp && p < c->nr_pages; p++)
-    if (fe_kind(c, p) == BH__FE_ALLOC && !((c->fe[p] >> 2) & 63) &&
-        !(in_pcp[p / 64] & (1ull << (p % 64))) && !in_placed(c, p))
-      c->st->unexplained_pages++;
+  const uint32_t *fe = c->fe; /* locals: the stores below cannot change them */
+  uint64_t unexplained = 0, np = c->nr_pages;
+  for (uint64_t p = 0; in_pcp && (p = next_with_event(fe, p, np)) < np; p++) {
+    uint32_t v = fe[p];
+    if ((v & 3) == BH__FE_ALLOC && !((v >> 2) & 63) && !(in_pcp[p / 64] & (1ull << (p % 64))) &&
+        !in_placed(c, p))
+      unexplained++;
+  }
+  c->st->unexplained_pages += unexplained;
   free(in_pcp);
   return 0;
 }
@@ -370,9 +390,14 @@ static int runs_in_list_order(struct ctx *c) {
     c->placed[h] |= 0x80; /* emitted */
     rc = add_run(c, h, o);
   }
-  for (uint64_t p = 0; !rc && p < c->nr_pages;) {
-    if (!c->placed[p]) {
-      p++;
+  const uint8_t *placed = c->placed;
+  for (uint64_t p = 0, n = c->nr_pages; !rc && p < n;) {
+    if (!placed[p]) { /* most pages are in no free block: eight at a time where aligned */
+      uint64_t w;
+      if (!(p & 7) && p + 8 <= n && (memcpy(&w, placed + p, 8), !w))
+        p += 8;
+      else
+        p++;
       continue;
     }
     unsigned o = (c->placed[p] & 0x7fu) - 1u;
@@ -475,8 +500,10 @@ static int build_kpageflags(struct ctx *c, const bh_snapshot_t *s, char *err, si
         c->placed[pfn] = (uint8_t)(r->order + 1);
     }
   }
-  for (uint64_t p = 0; c->fe && p < c->nr_pages; p++)
-    if (fe_kind(c, p) == BH__FE_FREE && in_placed(c, p))
+  const uint32_t *fe = c->fe;
+  uint64_t np = c->nr_pages;
+  for (uint64_t p = 0; fe && (p = next_with_event(fe, p, np)) < np; p++)
+    if ((fe[p] & 3) == BH__FE_FREE && in_placed(c, p))
       repair_block(c, p);
   types_from_trace(c);
   int rc = runs_in_list_order(c);
