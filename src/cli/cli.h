@@ -45,6 +45,9 @@ int bh_cli_parse_size(const char *s, uint64_t *bytes);
 int bh_cli_parse_seconds(const char *s, uint64_t *ns);
 /* Decimal digits only (no sign, blank, hex or octal) with a value in [min, max]; 0 or -1. */
 int bh_cli_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+/* --buffer-kb of record and live: KiB of ring buffer per cpu, 1 to 2^24, into *kb; 0, or the
+ * usage error's exit code after its message. */
+int bh_cli_parse_buffer_kb(const char *verb, const char *kbs, unsigned *kb);
 /* A finite decimal number ("2", "0.5", "1e3"; no sign, blank, nan, inf or hex) in [min, max]. */
 int bh_cli_parse_double(const char *s, double min, double max, double *out);
 /* True if arg is "-h" or "--help". */

@@ -46,6 +46,15 @@ int bh_cli_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out) {
   return 0;
 }
 
+int bh_cli_parse_buffer_kb(const char *verb, const char *kbs, unsigned *kb) {
+  uint64_t v;
+  if (bh_cli_parse_u64(kbs, 1, 1ul << 24, &v))
+    return bh_cli_usage_error(verb, "--buffer-kb wants a number of KiB from 1 to %lu, not '%s'",
+                              1ul << 24, kbs);
+  *kb = (unsigned)v;
+  return 0;
+}
+
 int bh_cli_parse_double(const char *s, double min, double max, double *out) {
   if (!s || !((*s >= '0' && *s <= '9') || *s == '.') || strpbrk(s, "xXnN"))
     return -1;

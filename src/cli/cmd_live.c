@@ -542,13 +542,9 @@ static int parse_args(int argc, char **argv, live_args_t *la) {
   if (duration_s && (bh_cli_parse_seconds(duration_s, &la->duration_ns) || !la->duration_ns))
     return bh_cli_usage_error(VERB, "--duration wants a number of seconds above 0, not '%s'",
                               duration_s);
-  if (kbs) {
-    uint64_t v;
-    if (bh_cli_parse_u64(kbs, 1, 1ul << 24, &v))
-      return bh_cli_usage_error(VERB, "--buffer-kb wants a number of KiB from 1 to %lu, not '%s'",
-                                1ul << 24, kbs);
-    la->buffer_kb = (unsigned)v;
-  }
+  int rc;
+  if (kbs && (rc = bh_cli_parse_buffer_kb(VERB, kbs, &la->buffer_kb)) != 0)
+    return rc;
   if (la->out && la->json_path && !strcmp(la->out, "-") && !strcmp(la->json_path, "-"))
     return bh_cli_usage_error(VERB, "-o - and --json - cannot both be standard output");
   return BH_EXIT_OK;

@@ -491,15 +491,9 @@ static int parse_args(int argc, char **argv, record_args_t *ra) {
   if (!ra->out)
     return bh_cli_usage_error(VERB, "-o FILE is required");
   ra->cmd = argv + i;
-  if (kbs) {
-    uint64_t v;
-    if (bh_cli_parse_u64(kbs, 1, 1ul << 24, &v))
-      return bh_cli_usage_error(VERB, "--buffer-kb wants a number of KiB from 1 to %lu, not '%s'",
-                                1ul << 24, kbs);
-    ra->buffer_kb = (unsigned)v;
-  } else {
-    ra->buffer_kb = default_buffer_kb();
-  }
+  if (kbs)
+    return bh_cli_parse_buffer_kb(VERB, kbs, &ra->buffer_kb);
+  ra->buffer_kb = default_buffer_kb();
   return BH_EXIT_OK;
 }
 

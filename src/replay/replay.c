@@ -438,10 +438,10 @@ struct scan_state {
   struct kept_event *kept_next, *kept_end, scratch;
   uint64_t keep_max;      /* bh_replay_config_t.keep_max_bytes */
   bh__first_events_t *fe; /* each page's first event, for a start state (or NULL) */
-  /* with fe: per pfn whose last event was a free of order <= 3, that free's ordinal << 6 |
-   * order + 1 (0: allocated since); open addressing, key pfn + 1 (0: empty) */
-  uint64_t *lf_key, *lf_val;
-  size_t lf_cap, lf_n, untraced_cap;
+  /* with fe: the pfns whose last event was a free of order <= 3, that free's ordinal in val
+   * and its order (the hash part of a pfn map; an allocation deletes its pages' entries) */
+  bh__pfnmap_t last_free;
+  size_t untraced_cap;
   uint64_t nfrees; /* mm_page_free events so far */
 };
 
@@ -452,57 +452,24 @@ struct scan_state {
  * (the same pfn and order freed twice, nothing allocated over it between); the replay then
  * leaves the block allocated at the first free, as if the untraced allocation took it right
  * away (before it, another allocation from that list would take the block the kernel's did
- * not have).  Keys are kept for frees up to order 3 (the pcp orders but THP's). */
+ * not have).  Kept for frees up to order 3 (the pcp orders but THP's). */
 
 #define LF_MAX_ORDER 3
-#define LF_MAX_ENTRIES (4u << 20) /* 64 MiB of table at most; then no more are found */
-
-static size_t lf_slot(const struct scan_state *st, uint64_t pfn) {
-  size_t k = (size_t)((pfn + 1) * 0x9e3779b97f4a7c15ull >> 20) & (st->lf_cap - 1);
-  while (st->lf_key[k] && st->lf_key[k] != pfn + 1)
-    k = (k + 1) & (st->lf_cap - 1);
-  return k;
-}
-
-static int lf_grow(struct scan_state *st) {
-  size_t cap = st->lf_cap ? st->lf_cap * 2 : 1u << 12;
-  uint64_t *key = calloc(cap, sizeof(*key)), *val = calloc(cap, sizeof(*val));
-  if (!key || !val) {
-    free(key);
-    free(val);
-    return BH_ENOMEM;
-  }
-  uint64_t *ok = st->lf_key, *ov = st->lf_val;
-  size_t ocap = st->lf_cap;
-  st->lf_key = key;
-  st->lf_val = val;
-  st->lf_cap = cap;
-  for (size_t i = 0; i < ocap; i++)
-    if (ok[i]) {
-      size_t k = lf_slot(st, ok[i] - 1);
-      st->lf_key[k] = ok[i];
-      st->lf_val[k] = ov[i];
-    }
-  free(ok);
-  free(ov);
-  return 0;
-}
+#define LF_MAX_ENTRIES (4u << 20) /* 192 MiB of table at most; then no more are found */
 
 /* A free of the trace (mm_page_free): if its block was freed last, with nothing allocated over
  * it since, that earlier free goes on sc->untraced.  0 or BH_ENOMEM. */
 COLD static int untraced_free(struct scan_state *st, const bh_event_t *ev) {
   uint64_t ordinal = st->nfrees++;
+  bh__pfnmap_t *m = &st->last_free;
   if (ev->order > LF_MAX_ORDER)
     return 0;
-  if (2 * (st->lf_n + 1) > st->lf_cap) {
-    if (st->lf_n >= LF_MAX_ENTRIES)
-      return 0;
-    if (lf_grow(st))
-      return BH_ENOMEM;
-  }
-  size_t k = lf_slot(st, ev->pfn);
-  uint64_t v = st->lf_val[k];
-  if (st->lf_key[k] && v && (v & 63) == ev->order + 1u) {
+  if (!m->slots && bh__pfnmap_init(m, 1 << 12))
+    return BH_ENOMEM;
+  bh__pfn_entry_t *e = bh__pfnmap_hfind(m, ev->pfn);
+  if (!e && m->used >= LF_MAX_ENTRIES)
+    return 0;
+  if (e && e->order == ev->order) {
     struct scan *sc = st->sc;
     if (sc->nuntraced == st->untraced_cap) {
       size_t cap = st->untraced_cap ? st->untraced_cap * 2 : 256;
@@ -512,25 +479,22 @@ COLD static int untraced_free(struct scan_state *st, const bh_event_t *ev) {
       sc->untraced = q;
       st->untraced_cap = cap;
     }
-    sc->untraced[sc->nuntraced++] = v >> 6;
+    sc->untraced[sc->nuntraced++] = e->val;
   }
-  if (!st->lf_key[k]) {
-    st->lf_key[k] = ev->pfn + 1;
-    st->lf_n++;
-  }
-  st->lf_val[k] = ordinal << 6 | (ev->order + 1u);
+  if (!e && !(e = bh__pfnmap_hinsert(m, ev->pfn)))
+    return BH_ENOMEM;
+  e->val = ordinal;
+  e->order = ev->order;
   return 0;
 }
 
 /* An allocation of the trace: the frees of its pages are followed by it, not by an untraced
  * allocation. */
 COLD static void untraced_alloc(struct scan_state *st, const bh_event_t *ev) {
-  if (!st->lf_n)
-    return;
-  for (uint64_t p = ev->pfn; p < ev->pfn + (1ull << ev->order); p++) {
-    size_t k = lf_slot(st, p);
-    if (st->lf_key[k])
-      st->lf_val[k] = 0;
+  for (uint64_t p = ev->pfn; st->last_free.used && p < ev->pfn + (1ull << ev->order); p++) {
+    bh__pfn_entry_t *e = bh__pfnmap_hfind(&st->last_free, p);
+    if (e)
+      bh__pfnmap_hdelete(&st->last_free, e);
   }
 }
 
@@ -752,8 +716,7 @@ static int first_pass(struct replay *r, struct scan *sc, bool keep_all) {
   format_name(t, sc->format, sizeof(sc->format));
   sc->map_cap = st.live.max_n;
   live_destroy(&st.live);
-  free(st.lf_key);
-  free(st.lf_val);
+  bh__pfnmap_destroy(&st.last_free);
   if (sc->nuntraced) /* found in the order of their second frees */
     qsort(sc->untraced, sc->nuntraced, sizeof(*sc->untraced), cmp_u64);
   bh_trace_close(t);

@@ -180,14 +180,24 @@ static void counted_range(const struct ctx *c, const bh_machine_zone_t *z, uint6
   *last = (z->start_pfn + ((z->spanned_pages - 1) & ~((1ull << c->pbo) - 1))) >> c->pbo;
 }
 
-/* Is the page inside a placed free block? */
-static bool in_placed(const struct ctx *c, uint64_t p) {
+/* The head of the placed free block that holds p, and its order; false if none. */
+static bool placed_head(const struct ctx *c, uint64_t p, uint64_t *head, unsigned *order) {
   for (unsigned o = 0; o <= c->maxo; o++) {
     uint64_t h = p & ~((1ull << o) - 1);
-    if (c->placed[h] == o + 1)
+    if ((c->placed[h] & 0x7f) == o + 1) {
+      *head = h;
+      *order = o;
       return true;
+    }
   }
   return false;
+}
+
+/* Is the page inside a placed free block? */
+static bool in_placed(const struct ctx *c, uint64_t p) {
+  uint64_t h;
+  unsigned o;
+  return placed_head(c, p, &h, &o);
 }
 
 static int add_run(struct ctx *c, uint64_t pfn, unsigned order) {
@@ -322,14 +332,9 @@ static int pcp_from_trace(struct ctx *c) {
 
 /* The free block in c->placed that holds p, split around the pages the trace first frees. */
 static void repair_block(struct ctx *c, uint64_t p) {
-  unsigned o = 0;
-  uint64_t h = p;
-  for (; o <= c->maxo; o++) {
-    h = p & ~((1ull << o) - 1);
-    if (c->placed[h] == o + 1)
-      break;
-  }
-  if (o > c->maxo)
+  unsigned o;
+  uint64_t h;
+  if (!placed_head(c, p, &h, &o))
     return;
   c->placed[h] = 0;
   uint64_t end = h + (1ull << o);
@@ -351,19 +356,6 @@ static void repair_block(struct ctx *c, uint64_t p) {
     }
     a = b;
   }
-}
-
-/* The head of the placed free block that holds p, and its order; false if none. */
-static bool placed_head(const struct ctx *c, uint64_t p, uint64_t *head, unsigned *order) {
-  for (unsigned o = 0; o <= c->maxo; o++) {
-    uint64_t h = p & ~((1ull << o) - 1);
-    if ((c->placed[h] & 0x7f) == o + 1) {
-      *head = h;
-      *order = o;
-      return true;
-    }
-  }
-  return false;
 }
 
 /*

@@ -59,45 +59,14 @@ void *bh__sweep_push(void *arr, size_t *n, size_t *cap, size_t el) {
   return a;
 }
 
-/* ---- a set of strings ---- */
-
-static uint64_t str_hash(const char *s) {
-  uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
-  for (; *s; s++)
-    h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-  return h;
-}
-
-/* Adds s (kept by the caller): 0, 1 if it was there already, or BH_ENOMEM. */
-static int strset_add(strset_t *h, const char *s) {
-  if (2 * (h->n + 1) > h->cap) { /* at most half full */
-    size_t cap = h->cap ? h->cap * 2 : 64;
-    const char **slot = calloc(cap, sizeof(*slot));
-    if (!slot)
-      return BH_ENOMEM;
-    for (size_t i = 0; i < h->cap; i++)
-      if (h->slot[i]) {
-        size_t k = str_hash(h->slot[i]) & (cap - 1);
-        while (slot[k])
-          k = (k + 1) & (cap - 1);
-        slot[k] = h->slot[i];
-      }
-    free(h->slot);
-    h->slot = slot;
-    h->cap = cap;
-  }
-  size_t k = str_hash(s) & (h->cap - 1);
-  for (; h->slot[k]; k = (k + 1) & (h->cap - 1))
-    if (!strcmp(h->slot[k], s))
-      return 1;
-  h->slot[k] = s;
-  h->n++;
-  return 0;
-}
-
-static void strset_free(strset_t *h) {
-  free(h->slot);
-  memset(h, 0, sizeof(*h));
+/* Adds s to the set *seen (an object's keys, made on first use): 0, 1 if it was there already,
+ * or BH_ENOMEM. */
+static int seen_add(json_t **seen, const char *s) {
+  if (!*seen && !(*seen = json_object()))
+    return BH_ENOMEM;
+  if (json_object_get(*seen, s))
+    return 1;
+  return json_object_set_new(*seen, s, json_true()) ? BH_ENOMEM : 0;
 }
 
 /* ---- YAML helpers ---- */
@@ -439,7 +408,7 @@ static int axis_value(spec_t *sp, yaml_node_t *n, void *ctx) {
       return r;
   }
   char *copy = strdup(s);
-  int dup = copy ? strset_add(&ax->seen, copy) : BH_ENOMEM;
+  int dup = copy ? seen_add(&ax->seen, copy) : BH_ENOMEM;
   if (dup) {
     free(copy);
     return dup < 0 ? dup : serr(sp, n, "options: %s: '%s' is listed twice", ax->name, s);
@@ -499,7 +468,7 @@ static int seed_item(spec_t *sp, yaml_node_t *n, void *ctx) {
   if (!*s || *end || *s == '-' || *s == '+' || errno)
     return serr(sp, n, "seeds: '%s' is not a number in 0..%llu", s, (unsigned long long)UINT64_MAX);
   char *copy = strdup(s);
-  int dup = copy ? strset_add(&sp->seeds_seen, copy) : BH_ENOMEM;
+  int dup = copy ? seen_add(&sp->seeds_seen, copy) : BH_ENOMEM;
   if (dup) {
     free(copy);
     return dup < 0 ? dup : serr(sp, n, "seeds: %s is listed twice", s);
@@ -576,13 +545,13 @@ void bh__sweep_spec_free(spec_t *sp) {
       free(sp->axes[i].vals[k]);
     free(sp->axes[i].vals);
     free(sp->axes[i].name);
-    strset_free(&sp->axes[i].seen);
+    json_decref(sp->axes[i].seen);
   }
   free(sp->axes);
   for (size_t i = 0; i < sp->nseeds; i++)
     free(sp->seeds[i]);
   free(sp->seeds);
-  strset_free(&sp->seeds_seen);
+  json_decref(sp->seeds_seen);
   for (size_t i = 0; i < sp->nscols; i++)
     free(sp->scols[i]);
   free(sp->scols);

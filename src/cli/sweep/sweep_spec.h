@@ -5,6 +5,7 @@
 #ifndef BH_CLI_SWEEP_SPEC_H
 #define BH_CLI_SWEEP_SPEC_H
 
+#include <jansson.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -21,18 +22,12 @@ typedef struct variant {
   bool baseline;
 } variant_t;
 
-/* A set of strings (not owned), to find a value listed twice in linear time. */
-typedef struct strset {
-  const char **slot;
-  size_t cap, n;
-} strset_t;
-
 typedef struct axis {
   char *name;
   bool flag; /* values "true"/"false": the option is given or not */
   char **vals;
   size_t nvals, cap;
-  strset_t seen;
+  json_t *seen; /* the values as an object's keys: one listed twice is found in linear time */
 } axis_t;
 
 typedef struct spec {
@@ -47,8 +42,8 @@ typedef struct spec {
   size_t naxes;
   char **seeds;
   size_t nseeds, seeds_cap;
-  strset_t seeds_seen;
-  char **scols; /* strategy option columns "NAME.KEY" */
+  json_t *seeds_seen; /* as axis_t.seen */
+  char **scols;       /* strategy option columns "NAME.KEY" */
   size_t nscols;
 } spec_t;
 
