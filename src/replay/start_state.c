@@ -269,25 +269,38 @@ static unsigned pcp_block_at(const struct ctx *c, uint64_t p) {
   return ok ? order : 0;
 }
 
+/* Does [p + 1, p + n) hold the first page of another first allocation?  Then the block at p
+ * was not whole on a pcp list at the start: that page was taken (and freed) before it. */
+static bool holds_other_head(const struct ctx *c, uint64_t p, uint64_t n) {
+  for (uint64_t q = p + 1; q < p + n; q++)
+    if ((c->fe[q] >> 2) & 63)
+      return true;
+  return false;
+}
+
 /*
  * The kernel takes a pcp list's head (__rmqueue_pcplist, mm/page_alloc.c:3092 in 6.12),
  * so the blocks of one list that the trace allocates before any free refills it come off in
  * the list's order: the blocks go on the lists in the order of their first allocation (in pfn
- * order only if that order could not be kept).  This infers a hidden part of the start state
- * from the trace, not the allocator's decisions: docs/MACHINE-SHAPE.md.
+ * order only if that order could not be kept).  A first allocation whose block holds the first
+ * page of an earlier one (that page was allocated and freed, and the block formed when the
+ * pcp lists were drained to the buddy lists) was not a pcp block at the start: its other
+ * pages each start as an order-0 block on the list it came from.  This infers a hidden part
+ * of the start state from the trace, not the allocator's decisions: docs/MACHINE-SHAPE.md.
  */
 static int pcp_from_trace(struct ctx *c) {
   if (!c->fe)
     return 0;
   bool by_seq = c->fes && !c->fes->seq_lost && !c->fes->pfn_order;
   uint64_t n = by_seq ? c->fes->nr_seq : c->nr_pages;
-  uint64_t *in_pcp = by_seq ? calloc((c->nr_pages + 63) / 64, sizeof(uint64_t)) : NULL;
-  if (by_seq && !in_pcp)
+  uint64_t *in_pcp = calloc((c->nr_pages + 63) / 64, sizeof(uint64_t));
+  if (!in_pcp)
     return BH_ENOMEM;
-  for (uint64_t i = 0; i < n; i++) {
+  int rc = 0;
+  for (uint64_t i = 0; !rc && i < n; i++) {
     uint64_t p = by_seq ? c->fes->seq[i] : i;
-    if (p >= c->nr_pages || fe_kind(c, p) != BH__FE_ALLOC || in_placed(c, p) ||
-        (by_seq && !((c->fe[p] >> 2) & 63)))
+    if (p >= c->nr_pages || fe_kind(c, p) != BH__FE_ALLOC || (in_pcp[p / 64] >> (p % 64)) & 1 ||
+        in_placed(c, p) || (by_seq && !((c->fe[p] >> 2) & 63)))
       continue;
     unsigned order = pcp_block_at(c, p);
     if (!order) {
@@ -301,21 +314,35 @@ static int pcp_from_trace(struct ctx *c) {
       mt = -1; /* its pageblock's type's list */
     else if (mt >= BH_MT_PCPTYPES)
       mt = BH_MT_MOVABLE;
-    int rc = add_pcp(c, p, order - 1, c->fe[p] >> 16, mt);
-    if (rc) {
-      free(in_pcp);
-      return rc;
+    uint64_t nb = 1ull << (order - 1);
+    if (!holds_other_head(c, p, nb)) {
+      rc = add_pcp(c, p, order - 1, c->fe[p] >> 16, mt);
+      for (uint64_t q = p; q < p + nb; q++)
+        in_pcp[q / 64] |= 1ull << (q % 64);
+      if (!by_seq)
+        i += nb - 1;
+      continue;
     }
-    for (uint64_t q = p; in_pcp && q < p + (1ull << (order - 1)); q++)
-      in_pcp[q / 64] |= 1ull << (q % 64);
-    if (!by_seq)
-      i += (1ull << (order - 1)) - 1;
+    /* split: each page that no other first allocation took is an order-0 block (order 0
+     * always has pcp lists); an inner first allocation's block is its own */
+    for (uint64_t q = p; !rc && q < p + nb;) {
+      unsigned inner = q == p ? 0 : (c->fe[q] >> 2) & 63;
+      if (inner) {
+        q += 1ull << (inner - 1);
+        continue;
+      }
+      if (!((in_pcp[q / 64] >> (q % 64)) & 1)) {
+        rc = add_pcp(c, q, 0, c->fe[p] >> 16, mt);
+        in_pcp[q / 64] |= 1ull << (q % 64);
+      }
+      q++;
+    }
   }
   /* by_seq: the pages that are not the first page of a first allocation, and not inside a
    * block put on a pcp list, are as unexplained as they are in pfn order */
   const uint32_t *fe = c->fe; /* locals: the stores below cannot change them */
   uint64_t unexplained = 0, np = c->nr_pages;
-  for (uint64_t p = 0; in_pcp && (p = next_with_event(fe, p, np)) < np; p++) {
+  for (uint64_t p = 0; !rc && by_seq && (p = next_with_event(fe, p, np)) < np; p++) {
     uint32_t v = fe[p];
     if ((v & 3) == BH__FE_ALLOC && !((v >> 2) & 63) && !(in_pcp[p / 64] & (1ull << (p % 64))) &&
         !in_placed(c, p))
@@ -323,7 +350,7 @@ static int pcp_from_trace(struct ctx *c) {
   }
   c->st->unexplained_pages += unexplained;
   free(in_pcp);
-  return 0;
+  return rc;
 }
 
 /* ---------------------------------------------------------------------------------------- */

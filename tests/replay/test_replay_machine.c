@@ -382,6 +382,54 @@ static void test_start_pcp_order(void **state) {
   bh_arena_destroy(a);
 }
 
+/* An aligned group of four allocated pages in a Movable pageblock (an allocated block of
+ * order 2 or more); its first pfn. */
+static uint64_t four_movable_used(bh_arena_t *a) {
+  for (uint64_t p = 1ull << a->pb_order; p < a->nr_pages; p++) {
+    const bh__page_t *pg = &a->pages[p];
+    if ((pg->flags & BH__PG_ALLOC) && pg->order >= 2 &&
+        (a->pageblock[p >> a->pb_order] & 7) == BH_MT_MOVABLE)
+      return p;
+  }
+  fail_msg("no allocated block of order 2 in a Movable pageblock");
+  return 0;
+}
+
+/*
+ * A page taken and freed before the trace allocates the order-2 block that holds it: the block
+ * formed only when the page's pcp list was drained, so it was not whole on a pcp list at the
+ * start.  The start state puts the inner page first (its own first allocation) and each other
+ * page as an order-0 block, no page twice, in the trace's order and in pfn order alike (the
+ * trace's order once put the order-2 block over the inner page: "a pcp block overlaps a free
+ * block or another pcp block", a replay that could not start).
+ */
+static void test_start_pcp_inner_first(void **state) {
+  (void)state;
+  bh_arena_t *a = crafted_arena();
+  char *desc = describe(a, false);
+  uint64_t p = four_movable_used(a);
+  char lines[512];
+  snprintf(lines, sizeof(lines),
+           "# buddyhint-trace 1\n"
+           "1000 A %#lx 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n"
+           "2000 F %#lx 0 cpu=0\n"
+           "3000 A %#lx 2 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n",
+           (unsigned long)(p + 2), (unsigned long)(p + 2), (unsigned long)p);
+  const char *path = write_trace("pcpinner.bht", desc, lines);
+  bh_replay_config_t cfg;
+  bh_replay_config_init(&cfg);
+  cfg.trace = path;
+  bh_replay_summary_t s;
+  for (int pfn_order = 0; pfn_order < 2; pfn_order++) {
+    cfg.start_order_pfn = pfn_order;
+    replay(&cfg, &s);
+    assert_int_equal(s.start_pcp_pages, 4);
+    assert_int_equal(s.agreement.allocs, 2);
+  }
+  free(desc);
+  bh_arena_destroy(a);
+}
+
 /* The two lowest free blocks of the lowest order on the Movable lists of the arena's highest
  * zone (where a movable request looks first), their order in *order. */
 static void two_movable_free(bh_arena_t *a, uint64_t *lo, uint64_t *hi, unsigned *order) {
@@ -1239,6 +1287,7 @@ int main(void) {
       cmocka_unit_test(test_pcp_events),
       cmocka_unit_test(test_extfrag_events),
       cmocka_unit_test(test_start_pcp_order),
+      cmocka_unit_test(test_start_pcp_inner_first),
       cmocka_unit_test(test_start_buddy_order),
       cmocka_unit_test(test_start_pageblock_types),
       cmocka_unit_test(test_untraced_allocs),
