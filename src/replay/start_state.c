@@ -429,10 +429,13 @@ static int runs_in_list_order(struct ctx *c) {
   return rc;
 }
 
-/* Is pageblock b inside a free block above the pageblock order (all its pageblocks one type)? */
+/* Is pageblock b wholly free at the start (a free block of the pageblock order or above)?  Its
+ * type then stays the map's: a larger block's pageblocks are all one type, and a retyped free
+ * pageblock could become mergeable with a free buddy the kernel kept apart (a HighAtomic one
+ * beside a Movable one, __free_one_page's migratetype_is_mergeable check). */
 static bool in_large_free(const struct ctx *c, uint64_t b) {
   uint64_t p = b << c->pbo;
-  for (unsigned o = c->pbo + 1; o <= c->maxo; o++) {
+  for (unsigned o = c->pbo; o <= c->maxo; o++) {
     uint64_t h = p & ~((1ull << o) - 1);
     if (h < c->nr_pages && (c->placed[h] & 0x7f) == o + 1)
       return true;
@@ -447,7 +450,7 @@ static bool in_large_free(const struct ctx *c, uint64_t b) {
  * pb_type), that type wins: the kernel put the block on that list (free_unref_page_commit,
  * mm/page_alloc.c:2689 in 6.12.117, by get_pfnblock_migratetype; __rmqueue_pcplist :3124 by
  * the request's).  HighAtomic pageblocks free onto the Movable list, so Movable evidence
- * leaves them; a pageblock inside a larger free block keeps the block's type.  This infers a
+ * leaves them; a pageblock that is wholly free keeps the map's type.  This infers a
  * hidden part of the start state (off with --start-order pfn); the counts of pageblocks by
  * type can then differ from pagetypeinfo's by the pageblocks retyped.
  */
