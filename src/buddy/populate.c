@@ -518,6 +518,10 @@ enum bh__pcp_at bh__pcp_block_where(const bh_arena_t *a, uint64_t pfn, unsigned 
   unsigned o;
   if (!container_of_pfn(a, pfn, &head, &f, &o) || (f & BH__PG_NOPAGE))
     return BH__PCPAT_INVALID;
+  /* several order-0 pieces of memory allocated before the trace, which bh__pcp_adopt_at
+   * joins into the event's block: a drain of a start pcp block above order 0 */
+  if (o < order && (f & BH__PG_PRETRACE) && all_pretrace(a, pfn, 1ull << order))
+    return BH__PCPAT_PRETRACE;
   if (o < order || ((f & BH__PG_PCP) && (head != pfn || o != order)))
     return BH__PCPAT_SPLIT; /* the event's block is several of the arena's, or part of one */
   if (f & BH__PG_PCP) {
