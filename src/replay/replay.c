@@ -249,11 +249,19 @@ static bool take_start_pcp(struct replay *r, uint64_t pfn) {
   return was;
 }
 
+/* Does the start state read the pcp drains (bh__first_drain)?  Not with --start-order pfn
+ * (no inference). */
+static bool drain_evidence(const struct replay *r) {
+  return r->rm.fe.fe && !r->cfg->start_order_pfn;
+}
+
+/* The pcp events are of use where the arena's pfns are the kernel's, and to the start state
+ * (its first pass reads them under allocator placement too, and plays none of them). */
 static int open_trace(struct replay *r, bh_trace_t **t) {
-  /* the pcp events are of use where the arena's pfns are the kernel's */
   bh_trace_opts_t o = {.lenient = r->cfg->lenient,
                        .origins = r->origins != NULL,
-                       .pcp_events = r->cfg->placement == BH_PLACEMENT_TRACE};
+                       .pcp_events = r->cfg->placement == BH_PLACEMENT_TRACE ||
+                                     (!r->read_once && drain_evidence(r))};
   if (!r->read_once) { /* cfg->trace_bytes sees the first reading only */
     o.raw_bytes = r->cfg->trace_bytes;
     o.raw_ctx = r->cfg->trace_bytes_ctx;
@@ -438,6 +446,8 @@ struct scan_state {
   struct kept_event *kept_next, *kept_end, scratch;
   uint64_t keep_max;      /* bh_replay_config_t.keep_max_bytes */
   bh__first_events_t *fe; /* each page's first event, for a start state (or NULL) */
+  bool drains;            /* with fe: the pcp drains are evidence of it (bh__first_drain) */
+  bool pcp_unplayed;      /* the pcp events are read for the start state only */
   /* with fe: the pfns whose last event was a free of order <= 3, that free's ordinal in val
    * and its order (the hash part of a pfn map; an allocation deletes its pages' entries) */
   bh__pfnmap_t last_free;
@@ -592,6 +602,12 @@ static inline __attribute__((always_inline)) int scan_event(void *ctx, const bh_
   struct scan *sc = st->sc;
   struct live_blocks *live = &st->live;
   uint64_t *cur = &st->cur;
+  if (bh__unlikely(ev->op >= BH_EV_PCPU_DRAIN)) {
+    if (st->drains)
+      bh__first_drain(st->fe, ev);
+    if (st->pcp_unplayed)
+      return 0; /* not counted, not kept: the replay does not read them */
+  }
   if (!sc->events++)
     sc->first = ev->time_ns;
   sc->last = ev->time_ns;
@@ -647,6 +663,8 @@ static inline __attribute__((always_inline)) int scan_event(void *ctx, const bh_
 static inline __attribute__((always_inline)) int scan_keep_event(void *ctx, const bh_event_t *ev) {
   struct scan_state *st = ctx;
   int err = scan_event(ctx, ev);
+  if (bh__unlikely(ev->op >= BH_EV_PCPU_DRAIN) && st->pcp_unplayed)
+    return err;
   struct kept_event *k = st->kept_next;
   if (bh__unlikely(k == st->kept_end))
     k = keep_grow(st);
@@ -683,8 +701,11 @@ static int first_pass(struct replay *r, struct scan *sc, bool keep_all) {
   int err = open_trace(r, &t);
   if (err)
     return err;
-  struct scan_state st = {
-      .sc = sc, .keep_max = r->cfg->keep_max_bytes, .fe = r->rm.fe.fe ? &r->rm.fe : NULL};
+  struct scan_state st = {.sc = sc,
+                          .keep_max = r->cfg->keep_max_bytes,
+                          .fe = r->rm.fe.fe ? &r->rm.fe : NULL,
+                          .drains = drain_evidence(r),
+                          .pcp_unplayed = r->cfg->placement != BH_PLACEMENT_TRACE};
   if (bh__pfnmap_init(&st.live.far, 1 << 10)) {
     bh_trace_close(t);
     return BH_ENOMEM;

@@ -278,11 +278,65 @@ static bool holds_other_head(const struct ctx *c, uint64_t p, uint64_t n) {
   return false;
 }
 
+/* in_pcp: the pages put on pcp lists so far, a bit each */
+static inline bool bit_at(const uint64_t *m, uint64_t p) { return (m[p / 64] >> (p % 64)) & 1; }
+
+/* The first allocation (or first drain) at head p onto its pcp list's tail, or, if its block
+ * holds an earlier one's first page, its other pages as order-0 blocks; *pages: the pages of
+ * its block (0 if it was not placed).  0 or BH_ENOMEM. */
+static int place_first(struct ctx *c, uint64_t p, uint64_t *in_pcp, uint64_t *pages) {
+  *pages = 0;
+  unsigned order = pcp_block_at(c, p);
+  if (!order) {
+    c->st->unexplained_pages++;
+    return 0;
+  }
+  /* the list the kernel took it from: the request's migratetype's (__rmqueue_pcplist), not
+   * necessarily the pageblock's today (HighAtomic requests take the Movable list's) */
+  int mt = (c->fe[p] >> 8) & 7;
+  if (c->fes && c->fes->pfn_order)
+    mt = -1; /* its pageblock's type's list */
+  else if (mt >= BH_MT_PCPTYPES)
+    mt = BH_MT_MOVABLE;
+  uint64_t nb = 1ull << (order - 1);
+  *pages = nb;
+  if (!holds_other_head(c, p, nb)) {
+    for (uint64_t q = p; q < p + nb; q++)
+      in_pcp[q / 64] |= 1ull << (q % 64);
+    return add_pcp(c, p, order - 1, c->fe[p] >> 16, mt);
+  }
+  /* split: each page that no other first allocation took is an order-0 block (order 0
+   * always has pcp lists); an inner first allocation's block is its own */
+  int rc = 0;
+  for (uint64_t q = p; !rc && q < p + nb;) {
+    unsigned inner = q == p ? 0 : (c->fe[q] >> 2) & 63;
+    if (inner) {
+      q += 1ull << (inner - 1);
+      continue;
+    }
+    if (!bit_at(in_pcp, q)) {
+      rc = add_pcp(c, q, 0, c->fe[p] >> 16, mt);
+      in_pcp[q / 64] |= 1ull << (q % 64);
+    }
+    q++;
+  }
+  *pages = 1; /* the pfn loop goes on page by page */
+  return rc;
+}
+
+/* Is p a head the pcp lists may start with (its first event an allocation or a drain)? */
+static bool first_head(const struct ctx *c, const uint64_t *in_pcp, uint64_t p) {
+  return p < c->nr_pages && fe_kind(c, p) == BH__FE_ALLOC && !bit_at(in_pcp, p) &&
+         !in_placed(c, p) && ((c->fe[p] >> 2) & 63);
+}
+
 /*
  * The kernel takes a pcp list's head (__rmqueue_pcplist, mm/page_alloc.c:3092 in 6.12),
  * so the blocks of one list that the trace allocates before any free refills it come off in
  * the list's order: the blocks go on the lists in the order of their first allocation (in pfn
- * order only if that order could not be kept).  A first allocation whose block holds the first
+ * order only if that order could not be kept).  A drain takes a list's tail
+ * (free_pcppages_bulk, mm/page_alloc.c:1264), so the blocks drained before any allocation
+ * follow those, the first drained last.  A first allocation whose block holds the first
  * page of an earlier one (that page was allocated and freed, and the block formed when the
  * pcp lists were drained to the buddy lists) was not a pcp block at the start: its other
  * pages each start as an order-0 block on the list it came from.  This infers a hidden part
@@ -298,45 +352,18 @@ static int pcp_from_trace(struct ctx *c) {
     return BH_ENOMEM;
   int rc = 0;
   for (uint64_t i = 0; !rc && i < n; i++) {
-    uint64_t p = by_seq ? c->fes->seq[i] : i;
-    if (p >= c->nr_pages || fe_kind(c, p) != BH__FE_ALLOC || (in_pcp[p / 64] >> (p % 64)) & 1 ||
-        in_placed(c, p) || (by_seq && !((c->fe[p] >> 2) & 63)))
+    uint64_t p = by_seq ? c->fes->seq[i] : i, pages;
+    if (p >= c->nr_pages || fe_kind(c, p) != BH__FE_ALLOC || bit_at(in_pcp, p) || in_placed(c, p) ||
+        (by_seq && (!((c->fe[p] >> 2) & 63) || (c->fe[p] & BH__FE_DRAINED))))
       continue;
-    unsigned order = pcp_block_at(c, p);
-    if (!order) {
-      c->st->unexplained_pages++;
-      continue;
-    }
-    /* the list the kernel took it from: the request's migratetype's (__rmqueue_pcplist), not
-     * necessarily the pageblock's today (HighAtomic requests take the Movable list's) */
-    int mt = (c->fe[p] >> 8) & 7;
-    if (c->fes && c->fes->pfn_order)
-      mt = -1; /* its pageblock's type's list */
-    else if (mt >= BH_MT_PCPTYPES)
-      mt = BH_MT_MOVABLE;
-    uint64_t nb = 1ull << (order - 1);
-    if (!holds_other_head(c, p, nb)) {
-      rc = add_pcp(c, p, order - 1, c->fe[p] >> 16, mt);
-      for (uint64_t q = p; q < p + nb; q++)
-        in_pcp[q / 64] |= 1ull << (q % 64);
-      if (!by_seq)
-        i += nb - 1;
-      continue;
-    }
-    /* split: each page that no other first allocation took is an order-0 block (order 0
-     * always has pcp lists); an inner first allocation's block is its own */
-    for (uint64_t q = p; !rc && q < p + nb;) {
-      unsigned inner = q == p ? 0 : (c->fe[q] >> 2) & 63;
-      if (inner) {
-        q += 1ull << (inner - 1);
-        continue;
-      }
-      if (!((in_pcp[q / 64] >> (q % 64)) & 1)) {
-        rc = add_pcp(c, q, 0, c->fe[p] >> 16, mt);
-        in_pcp[q / 64] |= 1ull << (q % 64);
-      }
-      q++;
-    }
+    rc = place_first(c, p, in_pcp, &pages);
+    if (!by_seq && pages)
+      i += pages - 1;
+  }
+  for (uint64_t i = by_seq ? n : 0; !rc && i-- > 0;) { /* drained first: the tails */
+    uint64_t p = c->fes->seq[i], pages;
+    if ((c->fe[p] & BH__FE_DRAINED) && first_head(c, in_pcp, p))
+      rc = place_first(c, p, in_pcp, &pages);
   }
   /* by_seq: the pages that are not the first page of a first allocation, and not inside a
    * block put on a pcp list, are as unexplained as they are in pfn order */

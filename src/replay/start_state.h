@@ -16,9 +16,11 @@ enum bh__start_kind { BH__START_EMPTY, BH__START_KPAGEFLAGS, BH__START_COUNTS };
 /*
  * Per page of the layout, what its first event in the trace was (one u32 each): bits 0-1
  * FE_ALLOC or FE_FREE; for the first page of a first allocation also its order + 1 (bits
- * 2-7), its migratetype (bits 8-10) and its CPU (bits 16-31).
+ * 2-7), its migratetype (bits 8-10) and its CPU (bits 16-31).  A pcp drain before any page
+ * event of its block counts as the block's first allocation (the block was free, on that CPU's
+ * pcp list, at the drain's order), with BH__FE_DRAINED (bit 11) on its first page.
  */
-enum { BH__FE_NONE = 0, BH__FE_ALLOC = 1, BH__FE_FREE = 2 };
+enum { BH__FE_NONE = 0, BH__FE_ALLOC = 1, BH__FE_FREE = 2, BH__FE_DRAINED = 1u << 11 };
 
 typedef struct bh__first_events {
   uint32_t *fe; /* nr_pages entries, or NULL (no trace information) */
@@ -87,6 +89,30 @@ static inline void bh__first_event(bh__first_events_t *f, const bh_event_t *ev) 
     f->fe[ev->pfn] |= (uint32_t)(ev->order + 1) << 2 | (uint32_t)mt << 8 | cpu << 16;
     bh__first_alloc_seq(f, ev->pfn);
   }
+}
+
+/*
+ * A pcp drain (mm_page_pcpu_drain) before any other event of its block's pages: at the start
+ * the block was on the CPU's pcp list at the drain's order (free_pcppages_bulk drains a block
+ * as it lies on the list, mm/page_alloc.c:1264 in 6.12.117), which a free map cannot show (a
+ * pcp page is neither buddy nor in use).  Its list is its pageblock's type's, as the drain
+ * event says it (HighAtomic and isolated pageblocks' blocks lie on the Movable list).
+ */
+static inline void bh__first_drain(bh__first_events_t *f, const bh_event_t *ev) {
+  if (ev->op != BH_EV_PCPU_DRAIN || ev->order > 20 || ev->pfn >= f->nr_pages ||
+      (1ull << ev->order) > f->nr_pages - ev->pfn)
+    return;
+  uint64_t end = ev->pfn + (1ull << ev->order);
+  for (uint64_t p = ev->pfn; p < end; p++)
+    if (f->fe[p])
+      return; /* the block had an event before: not as it was at the start */
+  for (uint64_t p = ev->pfn; p < end; p++)
+    f->fe[p] = BH__FE_ALLOC;
+  uint32_t mt = ev->migratetype >= 0 && ev->migratetype < BH_MT_PCPTYPES ? (uint32_t)ev->migratetype
+                                                                         : BH_MT_MOVABLE;
+  uint32_t cpu = ev->cpu < 0 ? 0 : (uint32_t)ev->cpu & 0xffff;
+  f->fe[ev->pfn] |= (uint32_t)(ev->order + 1) << 2 | mt << 8 | BH__FE_DRAINED | cpu << 16;
+  bh__first_alloc_seq(f, ev->pfn);
 }
 
 /* The state, owned (bh__start_free). */

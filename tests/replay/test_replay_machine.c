@@ -1012,15 +1012,22 @@ static const char *write_trace3(const char *name, int fmt, const char *desc, con
   return p;
 }
 
-/* A --placement trace replay of path, its end state dumped into a new directory dir. */
-static long replay_pcp(const char *path, const char *dir, bh_replay_summary_t *s) {
+/* A --placement trace replay of path, its end state dumped into a new directory dir (with
+ * --start-order pfn if pfn_order: no inference of the start from the trace). */
+static long replay_pcp_order(const char *path, const char *dir, bool pfn_order,
+                             bh_replay_summary_t *s) {
   bh_replay_config_t cfg;
   bh_replay_config_init(&cfg);
   cfg.trace = path;
+  cfg.start_order_pfn = pfn_order;
   cfg.placement = BH_PLACEMENT_TRACE;
   cfg.dump_dir = tt_path(dir);
   replay(&cfg, s);
   return zoneinfo_pcp(cfg.dump_dir);
+}
+
+static long replay_pcp(const char *path, const char *dir, bh_replay_summary_t *s) {
+  return replay_pcp_order(path, dir, false, s);
 }
 
 /*
@@ -1088,7 +1095,7 @@ static void test_pcp_events(void **state) {
     assert_int_equal(s.pcp_events_applied, 7);
     assert_int_equal(s.pcp_refills_relisted, 1);
     assert_int_equal(s.pcp_refills_relisted_start, 0);
-    assert_int_equal(s.pcp_drains_adopted, 1);
+    assert_int_equal(s.pcp_drains_adopted, 0); /* pa's drain: on a pcp list from the start */
     assert_int_equal(s.pcp_events_missed, 5);
     assert_int_equal(s.pcp_events_direct, 1);
     assert_int_equal(s.pcp_drains_missed, 3);
@@ -1108,6 +1115,12 @@ static void test_pcp_events(void **state) {
     assert_int_equal(s.frees, 1);
   }
   assert_int_equal(with[0], with[1]);
+  /* --start-order pfn: the start holds pa allocated; its drain adopts it (on a pcp list at
+   * the start, which that start did not know) */
+  replay_pcp_order(paths[1], "dump-pcp-pfn", true, &s);
+  assert_int_equal(s.pcp_drains_adopted, 1);
+  assert_int_equal(s.pcp_events_applied, 7);
+  assert_int_equal(s.pcp_events_missed, 5);
   /* the page events alone (a version 2 trace: its reader skipped the pcp lines) */
   char *v2 = strdup(write_trace("pcp2.bht", desc, lines));
   long without = replay_pcp(v2, "dump-pcp-v2", &s);
@@ -1127,11 +1140,13 @@ static void test_pcp_events(void **state) {
 }
 
 /*
- * A drain above order 0 of memory allocated before the trace: the start state holds it as
- * order-0 pieces (a free map shows no pcp pages), and the kernel drained it from its order-1
- * pcp list (free_pcppages_bulk, mm/page_alloc.c:1264 in 6.12.117, with the block's order).
- * The pieces join into the drained block, which goes to the free lists: adopted, not a
- * drain_split miss, and the refill of it that follows applies (a 6.12 guest's memhog
+ * A drain above order 0 of memory the free map shows in use (a map shows no pcp pages): the
+ * kernel drained it from its order-1 pcp list (free_pcppages_bulk, mm/page_alloc.c:1264 in
+ * 6.12.117, with the block's order).  A drain before any other event of its block shows that
+ * the block was on that pcp list at the start: the start state puts it there, at the drain's
+ * order, and the drain applies.  With --start-order pfn (no inference) the start holds it as
+ * order-0 pieces allocated before the trace, which join into the drained block: adopted, not
+ * a drain_split miss, and the refill of it that follows applies (a 6.12 guest's memhog
  * recording missed 55 such drains and the refills after them).
  */
 static void test_pcp_drain_pretrace_pieces(void **state) {
@@ -1142,15 +1157,34 @@ static void test_pcp_drain_pretrace_pieces(void **state) {
   char lines[512];
   snprintf(lines, sizeof(lines),
            "# buddyhint-trace 3\n"
-           "1000 D %#lx 1 cpu=0 mt=1\n"          /* two pieces: adopted and drained */
+           "1000 D %#lx 1 cpu=0 mt=1\n"          /* on a pcp list at the start */
            "2000 Z %#lx 1 cpu=0 mt=1 refill=1\n" /* free now: applied */
-           "3000 D %#lx 1 cpu=0 mt=1\n",         /* the other half: adopted too */
-           p, p, p + 2);
+           "3000 D %#lx 1 cpu=0 mt=1\n"          /* the other half: the same */
+           "4000 A %#lx 1 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n",
+           p, p, p + 2, p);
   bh_replay_summary_t s;
-  replay_pcp(write_trace3("pcppieces.bht", BH_TRACE_NATIVE_BINARY, desc, lines), "dump-pieces", &s);
-  assert_int_equal(s.pcp_drains_adopted, 2);
+  char *path = strdup(write_trace3("pcppieces.bht", BH_TRACE_NATIVE_BINARY, desc, lines));
+  replay_pcp_order(path, "dump-pieces", false, &s);
+  assert_int_equal(s.start_pcp_pages, 4);
+  assert_int_equal(s.pcp_drains_adopted, 0);
   assert_int_equal(s.pcp_events_applied, 3);
   assert_int_equal(s.pcp_events_missed, 0);
+  /* --start-order pfn: p's block is on a pcp list only as its allocation shows it (its first
+   * page event), and the other half's pieces are adopted by its drain */
+  replay_pcp_order(path, "dump-pieces-pfn", true, &s);
+  assert_int_equal(s.start_pcp_pages, 2);
+  assert_int_equal(s.pcp_drains_adopted, 1);
+  assert_int_equal(s.pcp_events_applied, 3);
+  assert_int_equal(s.pcp_events_missed, 0);
+  /* allocator placement: the start state reads the drains too, and the replay plays none */
+  bh_replay_config_t cfg;
+  bh_replay_config_init(&cfg);
+  cfg.trace = path;
+  replay(&cfg, &s);
+  assert_int_equal(s.start_pcp_pages, 4);
+  assert_int_equal(s.events, 1);
+  assert_int_equal(s.pcp_events_applied + s.pcp_events_missed, 0);
+  free(path);
   free(desc);
   bh_arena_destroy(a);
 }
