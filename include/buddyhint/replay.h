@@ -164,7 +164,7 @@ BH_API void bh_replay_config_init(bh_replay_config_t *cfg);
 
 /*
  * Why a pcp event of a --placement trace replay did not apply, by what the replay held where
- * the event's block is (docs/MACHINE-SHAPE.md, "pcp events"): a drain of a block that is not
+ * the event's block is (docs/PCP-EVENTS.md): a drain of a block that is not
  * on a pcp list, a refill of one that is not free.  One list: the enum, the names in the JSON
  * (pcp_events_missed_by_cause) and bh_replay_pcp_cause_name.
  *   drain_start_state  the block is memory the start state holds allocated before the trace,
