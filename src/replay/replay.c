@@ -602,12 +602,6 @@ static inline __attribute__((always_inline)) int scan_event(void *ctx, const bh_
   struct scan *sc = st->sc;
   struct live_blocks *live = &st->live;
   uint64_t *cur = &st->cur;
-  if (bh__unlikely(ev->op >= BH_EV_PCPU_DRAIN)) {
-    if (st->drains)
-      bh__first_drain(st->fe, ev);
-    if (st->pcp_unplayed)
-      return 0; /* not counted, not kept: the replay does not read them */
-  }
   if (!sc->events++)
     sc->first = ev->time_ns;
   sc->last = ev->time_ns;
@@ -615,6 +609,8 @@ static inline __attribute__((always_inline)) int scan_event(void *ctx, const bh_
     sc->max_cpu = (unsigned)ev->cpu;
   if (bh__unlikely(ev->op >= BH_EV_PCPU_DRAIN)) { /* no page changes hands */
     sc->pcp_events += ev->op != BH_EV_EXTFRAG;    /* the fallbacks alone drain no pcp list */
+    if (st->drains)
+      bh__first_drain(st->fe, ev);
     return 0;
   }
   if (bh__unlikely(st->fe != NULL)) {
@@ -663,8 +659,6 @@ static inline __attribute__((always_inline)) int scan_event(void *ctx, const bh_
 static inline __attribute__((always_inline)) int scan_keep_event(void *ctx, const bh_event_t *ev) {
   struct scan_state *st = ctx;
   int err = scan_event(ctx, ev);
-  if (bh__unlikely(ev->op >= BH_EV_PCPU_DRAIN) && st->pcp_unplayed)
-    return err;
   struct kept_event *k = st->kept_next;
   if (bh__unlikely(k == st->kept_end))
     k = keep_grow(st);
@@ -673,10 +667,35 @@ static inline __attribute__((always_inline)) int scan_keep_event(void *ctx, cons
   return err;
 }
 
+/* The pcp events read for the start state only (bh__first_drain): not counted, not kept, the
+ * replay does not read them. */
+static inline __attribute__((always_inline)) bool unplayed(struct scan_state *st,
+                                                           const bh_event_t *ev) {
+  if (bh__likely(ev->op < BH_EV_PCPU_DRAIN))
+    return false;
+  if (st->drains)
+    bh__first_drain(st->fe, ev);
+  return true;
+}
+
+static inline __attribute__((always_inline)) int scan_event_unplayed(void *ctx,
+                                                                     const bh_event_t *ev) {
+  return unplayed(ctx, ev) ? 0 : scan_event(ctx, ev);
+}
+
+static inline __attribute__((always_inline)) int scan_keep_event_unplayed(void *ctx,
+                                                                          const bh_event_t *ev) {
+  return unplayed(ctx, ev) ? 0 : scan_keep_event(ctx, ev);
+}
+
 /* The next events of the first pass.  The loop that keeps them is a copy of its own, so that
- * the first pass over a binary trace pays nothing for keeping. */
+ * the first pass over a binary trace pays nothing for keeping, and so are those that leave out
+ * the pcp events read for the start state only (a trace without them pays nothing). */
 __attribute__((noinline)) static int scan_some(bh_trace_t *t, bh_event_t *evs, int max,
                                                struct scan_state *st) {
+  if (bh__unlikely(st->pcp_unplayed))
+    return st->keep ? each_event(t, evs, max, scan_keep_event_unplayed, st)
+                    : each_event(t, evs, max, scan_event_unplayed, st);
   return st->keep ? each_event(t, evs, max, scan_keep_event, st)
                   : each_event(t, evs, max, scan_event, st);
 }
@@ -705,7 +724,8 @@ static int first_pass(struct replay *r, struct scan *sc, bool keep_all) {
                           .keep_max = r->cfg->keep_max_bytes,
                           .fe = r->rm.fe.fe ? &r->rm.fe : NULL,
                           .drains = drain_evidence(r),
-                          .pcp_unplayed = r->cfg->placement != BH_PLACEMENT_TRACE};
+                          .pcp_unplayed =
+                              r->cfg->placement != BH_PLACEMENT_TRACE && drain_evidence(r)};
   if (bh__pfnmap_init(&st.live.far, 1 << 10)) {
     bh_trace_close(t);
     return BH_ENOMEM;
