@@ -11,7 +11,7 @@
  */
 #include "replay/replay_machine.h"
 
-#include "buddy/internal.h"
+#include "buddy/replay_core.h"
 #include "common/json.h"
 #include "machine/machine_internal.h"
 
@@ -258,11 +258,12 @@ int bh__rm_configure(const bh__rmachine_t *rm, bh_config_t *ac, char *err, size_
  */
 static uint32_t *start_pcp_high(const bh__rmachine_t *rm, const bh_arena_t *a) {
   const bh_snapshot_t *s = rm->m ? bh_machine_snapshot(rm->m, BH_SNAP_START) : NULL;
-  if (!s || !s->have_zoneinfo || bh_machine_info(rm->m)->nr_zones != a->nr_zones)
+  int zones = bh_arena_zone_count(a);
+  if (!s || !s->have_zoneinfo || bh_machine_info(rm->m)->nr_zones != zones)
     return NULL;
-  unsigned n = a->cfg.nr_cpus;
-  uint32_t *h = calloc((size_t)a->nr_zones * n, sizeof(*h));
-  for (int i = 0; h && i < a->nr_zones; i++) {
+  unsigned n = bh_arena_config(a)->nr_cpus;
+  uint32_t *h = calloc((size_t)zones * n, sizeof(*h));
+  for (int i = 0; h && i < zones; i++) {
     const bh_snapshot_zone_t *z = &s->zones[i];
     uint64_t mean = z->pcp_high_cpus ? z->pcp_high_sum / z->pcp_high_cpus : 0;
     for (unsigned c = 0; c < n; c++)
@@ -294,7 +295,7 @@ int bh__rm_populate(bh__rmachine_t *rm, bh_arena_t *a, unsigned pcp_orders, uint
     bh__rm_kfree_mark(rm, st.pop.pcp[i].pfn, st.pop.pcp[i].order, true);
   uint32_t *high = start_pcp_high(rm, a);
   st.pop.pcp_high = high;
-  st.pop.nr_pcp_high = high ? (size_t)a->nr_zones * a->cfg.nr_cpus : 0;
+  st.pop.nr_pcp_high = high ? (size_t)bh_arena_zone_count(a) * bh_arena_config(a)->nr_cpus : 0;
   const char *why = NULL;
   rc = bh_arena_populate(a, &st.pop, &why);
   free(high);
@@ -328,7 +329,7 @@ static bool start_block_reported(bh_arena_t *a, uint64_t pfn, unsigned order, bo
       bh_block_set_reported(z, pfn);
     bh_zone_unlock(z);
     if (found) {
-      if (a->discarded) /* the host has discarded it: its reuse is a refault */
+      if (*bh__discard_map(a)) /* the host has discarded it: its reuse is a refault */
         bh__discard_mark(a, pfn, 1ull << order);
       return true;
     }
@@ -342,7 +343,7 @@ void bh__rm_start_reported(const bh__rmachine_t *rm, bh_arena_t *a, bool page_re
   const bh_block_run_t *runs = rm->start == BH__START_KPAGEFLAGS
                                    ? bh__machine_reported_runs(rm->m, BH_SNAP_START, &n, NULL)
                                    : NULL;
-  if (n && !a->discarded && bh__discard_enable(a) < 0)
+  if (n && bh__discard_enable(a) < 0)
     return; /* out of memory: the blocks stay as they are, and uncounted */
   for (size_t i = 0; i < n; i++)
     for (uint64_t k = 0; k < runs[i].count; k++) {
@@ -355,11 +356,11 @@ void bh__rm_start_reported(const bh__rmachine_t *rm, bh_arena_t *a, bool page_re
 }
 
 int bh__rm_start_reported_all(bh_arena_t *a, bool page_reported, bh_replay_summary_t *s) {
-  if (!a->discarded && bh__discard_enable(a) < 0)
+  if (bh__discard_enable(a) < 0)
     return BH_ENOMEM;
   for (int i = 0; i < bh_arena_zone_count(a); i++) {
     bh_zone_t *z = bh_arena_zone(a, i);
-    unsigned from = a->zones[i].notify_order;
+    unsigned from = bh__zone_notify_order(z);
     if (from > bh_arena_max_order(a))
       continue; /* no reporting order: a strategy that reports nothing */
     /* a zone the kernel's reporting skips, short of its low watermark plus a full report's
