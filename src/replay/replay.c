@@ -18,7 +18,8 @@
 #include "replay/replay_feed.h"
 #include "replay/replay_machine.h"
 #include "replay/replay_shared.h"
-#include "trace/trace_internal.h"
+#include "trace/foreign.h"
+#include "trace/records.h"
 #include "common/compiler.h"
 #include "common/json.h"
 
