@@ -72,6 +72,13 @@ void bh__pcp_heads(const bh_arena_t *a, uint64_t *map) {
 
 unsigned bh__pcp_orders(const bh_arena_t *a) { return a->pcp_orders; }
 
+/*
+ * A machine that reports free pages and starts the trace with a free block at or above the
+ * reporting order that it has not reported has a pass pending: the free that made the block
+ * notified (page_reporting_notify_free), and the pass that would report it has not run yet.
+ * So each zone that holds such a block notifies once, as that free did; a start whose
+ * eligible blocks were all reported has nothing pending, and its first pass waits for a free.
+ */
 void bh__notify_unreported(bh_arena_t *a) {
   for (int i = 0; i < a->nr_zones; i++) {
     bh__zone_t *z = &a->zones[i];

@@ -947,14 +947,6 @@ static uint64_t kcompactd(struct replay *r) {
   return next > r->next_compact && next != UINT64_MAX ? next - r->next_compact : BH_NS_PER_SEC / 2;
 }
 
-/*
- * A machine that reports free pages and starts the trace with a free block at or above the
- * reporting order that it has not reported has a pass pending: the free that made the block
- * notified (page_reporting_notify_free), and the pass that would report it has not run yet.
- * So each zone that holds such a block notifies once, as that free did; a start whose
- * eligible blocks were all reported has nothing pending, and its first pass waits for a free.
- */
-
 /* The hinting worker's steps due by virtual time t, and the checker after them if asked. */
 /*
  * Resident memory only falls when a worker step reports (madvise, hole punch, or the sim
@@ -1322,7 +1314,6 @@ COLD static void free_range_wide(struct replay *r, uint64_t next, uint64_t end, 
  * A free that is not of exactly one recorded block (e, NULL if there is no block at the pfn):
  * a piece of a larger block, a range of several blocks, or an unknown free.
  */
-
 COLD static void free_other(struct replay *r, uint64_t pfn, unsigned order, int cpu,
                             bh__pfn_ref_t e, uint64_t time_ns, int op) {
   bh_replay_summary_t *s = r->s;
@@ -1522,6 +1513,7 @@ static int setup(struct replay *r, const struct scan *sc) {
       return BH_ENOMEM;
     }
   }
+  /* a recorded machine's reporting has a pass pending for its unreported free blocks */
   if (hc.registered_at_boot && (bh_hint_strategy(r->hint)->flags & BH_STRATEGY_PAGE_REPORTED))
     bh__notify_unreported(r->arena);
   if (cfg->reports) {
