@@ -128,6 +128,12 @@ uint64_t bh__discarded_pages(const bh_arena_t *a) {
   return a->discarded ? atomic_load_explicit(&a->discarded_count, memory_order_relaxed) : 0;
 }
 
+uint64_t bh__refault_pages(const bh_arena_t *a) {
+  return atomic_load_explicit(&a->refault_pages, memory_order_relaxed);
+}
+
+_Atomic uint64_t *const *bh__discard_map(const bh_arena_t *a) { return &a->discarded; }
+
 uint64_t bh__discard_touched_pages(const bh_arena_t *a) {
   return a->discarded ? atomic_load_explicit(&a->touched_discarded, memory_order_relaxed) : 0;
 }

@@ -8,13 +8,14 @@
 #define BH_BUILDING_LIBRARY 1
 #include <buddyhint.h>
 
+#include "common/compiler.h"
+/* what the replay may call: the pcp-event hooks, the written-page model, block and zone
+ * queries (declared there, once) */
+#include "buddy/replay_core.h"
+
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
-
-#define bh__likely(x) __builtin_expect(!!(x), 1)
-#define bh__unlikely(x) __builtin_expect(!!(x), 0)
-#define BH__INTERNAL __attribute__((visibility("hidden")))
 
 /*
  * For a loop of __builtin_popcountll over a bitmap: on x86-64 a second copy compiled for the
@@ -397,151 +398,20 @@ BH__INTERNAL void bh__add_to_free_list(bh__zone_t *z, uint64_t pfn, unsigned ord
                                        bool tail);
 /* order_to_pindex: the pcp list of a block of this order and migratetype */
 BH__INTERNAL unsigned bh__pcp_pindex(const bh_arena_t *a, int mt, unsigned order);
-/* whether orders has pcp lists (pcp_allowed_order) */
-BH__INTERNAL bool bh__pcp_order(const bh_arena_t *a, unsigned order);
-
-/*
- * populate.c: the pcp lists moved as a kernel's trace says (mm_page_alloc_zone_locked with
- * percpu_refill, mm_page_pcpu_drain), for a replay that follows the kernel's own pfns.
- * bh__pcp_refill_at: the free block of `order` at pfn (inside a buddy block, which is split
- * around it as expand() would) goes to the tail of cpu's pcp list for (mt, order), as
- * rmqueue_bulk puts it (mt outside the pcp types: its pageblock's).  bh__pcp_drain_at: the
- * block of `order` at pfn on a pcp list goes back to the buddy lists, merging
- * (free_pcppages_bulk's __free_one_page).  bh__pcp_free_nodrain: a free onto the head of cpu's
- * pcp list with no high/batch drain decision (the trace's drain events make them); other
- * blocks and bad frees go to bh_free_pfn.  Return BH_OK, BH_EBUSY (the block is not where the
- * event says), BH_EINVAL/BH_EFAULT/BH_EALIGN (not a pcp order, outside, unaligned), or
- * bh_free_pfn's errors.
- */
-BH__INTERNAL int bh__pcp_refill_at(bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int cpu);
-BH__INTERNAL int bh__pcp_drain_at(bh_arena_t *a, uint64_t pfn, unsigned order);
-BH__INTERNAL int bh__pcp_free_nodrain(bh_arena_t *a, uint64_t pfn, unsigned order, int cpu);
-
-/*
- * Where the arena holds the block of `order` at pfn, for a pcp event that did not apply:
- * BH__PCPAT_PCP (on a pcp list at that order; *cpu is the list's CPU), BH__PCPAT_BUDDY (inside
- * a free block on the free lists), BH__PCPAT_ALLOC (inside an allocated block),
- * BH__PCPAT_PRETRACE (inside memory allocated before the trace), BH__PCPAT_SPLIT (its pages
- * are in several blocks, or on a pcp list at another order), BH__PCPAT_ISOLATED (taken off
- * the free lists by hinting), BH__PCPAT_INVALID (outside the arena or its zones' pcp lists, not
- * a pcp order, unaligned).  Reads the arena without its locks: the replay's thread only.
- */
-enum bh__pcp_at {
-  BH__PCPAT_PCP,
-  BH__PCPAT_BUDDY,
-  BH__PCPAT_ALLOC,
-  BH__PCPAT_PRETRACE,
-  BH__PCPAT_SPLIT,
-  BH__PCPAT_ISOLATED,
-  BH__PCPAT_INVALID,
-};
-/* The block of `order` on a pcp list at pfn moves to the tail of cpu's list for (mt, order),
- * as a refill puts it: BH_OK, or BH_EBUSY if it is not there. */
-BH__INTERNAL int bh__pcp_relist_at(bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int cpu);
-/* The block of `order` at pfn, memory allocated before the trace (bh_arena_populate's
- * PG_PRETRACE pages), goes to the tail of cpu's pcp list for (mt, order), as a refill puts
- * it: for a refill the start snapshot saw done.  BH_OK, or BH_EBUSY if its pages are not all
- * such memory (or its pageblock is isolated). */
-BH__INTERNAL int bh__pcp_adopt_at(bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int cpu);
-BH__INTERNAL enum bh__pcp_at bh__pcp_block_where(const bh_arena_t *a, uint64_t pfn, unsigned order,
-                                                 int *cpu);
-
-/*
- * populate.c: a fallback as a kernel's trace reports it (mm_page_alloc_extfrag), for a replay
- * that follows the kernel's own pfns.  bh__claim_block_at: a claim (change_ownership) of the
- * block of 2^order pages (fallback_order) at pfn: its pageblock (every pageblock of a block of
- * pageblock order or more) becomes mt's, the free blocks in it move to mt's lists.  Returns
- * how many pageblocks changed type (0: all were mt's already), or BH_EINVAL (mt not Unmovable,
- * Movable or Reclaimable; order above the arena's), BH_EFAULT (outside the arena or its zones'
- * spans), BH_EBUSY (an Isolate, HighAtomic or absent pageblock: nothing changed).
- * bh__count_fallback_at: the zone's extfrag counters, as a fallback of the arena's own counts them.
- */
-BH__INTERNAL int bh__claim_block_at(bh_arena_t *a, uint64_t pfn, unsigned order, int mt);
-BH__INTERNAL void bh__count_fallback_at(bh_arena_t *a, uint64_t pfn, unsigned fallback_order,
-                                        bool claim);
-
-/*
- * populate.c: where the block of `order` at pfn is now, for a replay that asks why the
- * allocator chose another block than the kernel did (placement agreement by cause).  Fills
- * *where with one of BH__WHERE_* (BH_WHERE_* in include/buddyhint/replay.h); for a block on a pcp
- * list also its CPU and its position from the list's head (0: the head; capped at 255).  Reads the
- * arena's page flags and links: the caller holds no lock and no other thread may run.
- */
-enum {
-  BH__WHERE_PCP_HEAD,
-  BH__WHERE_PCP_DEEPER,
-  BH__WHERE_PCP_FAR,
-  BH__WHERE_PCP_OTHER_LIST,
-  BH__WHERE_PCP_OTHER_CPU,
-  BH__WHERE_BUDDY,
-  BH__WHERE_BUDDY_INSIDE,
-  BH__WHERE_ALLOCATED,
-  BH__WHERE_PRETRACE,
-  BH__WHERE_OTHER,
-  BH__WHERE_NR
-};
-typedef struct bh__where {
-  int where, cpu;
-  unsigned pos;
-} bh__where_t;
-BH__INTERNAL void bh__where_is(const bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int cpu,
-                               bh__where_t *w);
 
 /* hint_core.c */
 BH__INTERNAL uint64_t bh__isolate_free_page(bh__zone_t *z, uint64_t pfn, unsigned order);
 
 /* discard.c: the discarded-page bitmap (a->discarded), which the core owns and a reporter
- * marks. */
-/* Allocates a->discarded (one bit per page, all clear) if it is NULL: 1 if it did, 0 if there
- * was one already, or BH_ENOMEM. */
-BH__INTERNAL int bh__discard_enable(bh_arena_t *a);
+ * marks; bh__discard_enable, bh__discard_mark and the written-page model are in
+ * buddy/replay_core.h. */
 /* Frees a->discarded and sets it to NULL.  No report and no allocation may run meanwhile. */
 BH__INTERNAL void bh__discard_disable(bh_arena_t *a);
-/*
- * Marks pages [pfn, pfn + n) discarded; a->discarded must exist and the range lie in the arena.
- * Returns how many of the pages it marked were resident in the owner's model: written (set in
- * the bitmap of bh__discard_set_touched) and not discarded already; 0 without that bitmap.
- */
-BH__INTERNAL uint64_t bh__discard_mark(bh_arena_t *a, uint64_t pfn, uint64_t n);
 /*
  * Called by the allocator when the block of 2^order pages at pfn is allocated: clears its
  * pages' bits in a->discarded, adds the number of pages that were set to a->refault_pages and,
  * if any was set, 1 to a->refault_blocks.  Does nothing if a->discarded is NULL.
  */
 BH__INTERNAL void bh__discard_on_alloc(bh_arena_t *a, uint64_t pfn, unsigned order);
-/* Pages currently marked in a->discarded (0 if there is no bitmap), kept as bits change. */
-BH__INTERNAL uint64_t bh__discarded_pages(const bh_arena_t *a);
-/*
- * Written pages, for an owner that models them (the replay's sim backing): `touched` is its
- * bitmap, one bit per page, set when a page is first written and never cleared, with at least
- * (nr_pages + 63) / 64 words, alive as long as the arena (NULL: none).  The core then keeps
- * the number of pages both written and discarded as its own bits change, so that the owner's
- * resident count, written minus that, costs no pass over the bitmaps.  The owner sets its bits
- * on its own thread, a reporter may mark on another: a page is never written while it is
- * being marked (it is isolated, not allocated), so the two meet on no bit they both change.
- * The bitmap must be all clear when it is set here.
- */
-BH__INTERNAL void bh__discard_set_touched(bh_arena_t *a, const _Atomic uint64_t *touched);
-/* bh__discard_on_touch's rare half: the pages of `hit` were written while discarded. */
-BH__INTERNAL void bh__discard_touched_hit(bh_arena_t *a, uint64_t hit);
-/*
- * The owner has just set the bits `fresh` of word w of its touched bitmap (bits that were
- * clear): those of them that are discarded count as written and discarded.  Inline, for every
- * first write: one load and a test when none of them is discarded, as allocation leaves them.
- */
-static inline void bh__discard_on_touch(bh_arena_t *a, uint64_t w, uint64_t fresh) {
-  const _Atomic uint64_t *map = a->discarded;
-  if (map == NULL)
-    return;
-  uint64_t hit = fresh & atomic_load_explicit(&map[w], memory_order_relaxed);
-  if (bh__unlikely(hit))
-    bh__discard_touched_hit(a, hit);
-}
-/* Pages set both in a->discarded and in the owner's touched bitmap (0 if either is missing). */
-BH__INTERNAL uint64_t bh__discard_touched_pages(const bh_arena_t *a);
-/* The kept counts recounted by one pass over both bitmaps, to check them: the pages set in
- * a->discarded, in the owner's touched bitmap, and in both. */
-BH__INTERNAL void bh__discard_recount(const bh_arena_t *a, uint64_t *discarded, uint64_t *touched,
-                                      uint64_t *both);
 
 #endif

@@ -2,6 +2,8 @@
 #ifndef BH_HINTING_HINT_H
 #define BH_HINTING_HINT_H
 
+#include "common/compiler.h"
+
 #include <buddyhint/strategy.h>
 
 #include <pthread.h>

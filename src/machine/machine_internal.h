@@ -5,6 +5,8 @@
 #ifndef BH_MACHINE_MACHINE_INTERNAL_H
 #define BH_MACHINE_MACHINE_INTERNAL_H
 
+#include "machine/freemap.h"
+
 #include <buddyhint/machine.h>
 
 #include <stdarg.h>
@@ -86,10 +88,6 @@ int bh__freemap_parse(bh_machine_t *m, int which, const char *text, size_t len, 
 int bh__freemap_derive(bh_machine_t *m, int which, const uint64_t *flags, const uint64_t *count,
                        uint64_t n, char **text, char *err, size_t errlen);
 void bh__snap_free_map(bh__snap_t *s);
-/* The free blocks snapshot which's free map records as reported (PG_reported), in pfn order;
- * their number in *n (0 and NULL without any).  *known (may be NULL): whether the map says
- * which blocks were reported at all (maps written before it did hold no R lines). */
-const bh_block_run_t *bh__machine_reported_runs(const bh_machine_t *m, int which, size_t *n,
-                                                bool *known);
+/* bh__machine_reported_runs: machine/freemap.h */
 
 #endif

@@ -11,18 +11,20 @@
  * above the arena's maximum and allocations the kernel failed (counted and skipped), and
  * allocations the arena cannot serve (counted; the replay goes on).
  */
-#include "buddy/internal.h"
+#include "buddy/replay_core.h"
 #include "hinting/hint.h"
-#include "hinting/reporter.h"
 #include "replay/attrib.h"
 #include "replay/pfnmap.h"
 #include "replay/replay_feed.h"
 #include "replay/replay_machine.h"
 #include "replay/replay_shared.h"
-#include "trace/trace_internal.h"
+#include "trace/foreign.h"
+#include "trace/records.h"
+#include "common/compiler.h"
 #include "common/json.h"
 
 #include <buddyhint/replay.h>
+#include <buddyhint/strategy.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -70,6 +72,13 @@ struct replay {
   char *err;
   size_t errlen;
   bh_arena_t *arena;
+  /* the arena's, read on the event paths: its pages, pcp slots, backing (sim: metadata only),
+   * data pages (NULL in sim backing) and where it keeps its discarded-page bitmap */
+  uint64_t nr_pages;
+  unsigned nr_cpus;
+  bool sim;
+  uint8_t *base;
+  _Atomic uint64_t *const *discarded;
   bh_hint_t *hint;
   bh__pfnmap_t map;
   uint64_t t0, vnow, next_sample, next_tick;
@@ -229,19 +238,16 @@ static inline __attribute__((always_inline)) void kept_unpack(bh_event_t *ev,
 
 /* r->start_pcp: the heads of the blocks the start state put on pcp lists.  0 or BH_ENOMEM. */
 static int mark_start_pcp(struct replay *r) {
-  const bh_arena_t *a = r->arena;
-  r->start_pcp = calloc((a->nr_pages + 63) / 64, sizeof(uint64_t));
+  r->start_pcp = calloc((r->nr_pages + 63) / 64, sizeof(uint64_t));
   if (!r->start_pcp)
     return BH_ENOMEM;
-  for (uint64_t p = 0; p < a->nr_pages; p++)
-    if (bh__pg_flags(&a->pages[p]) & BH__PG_PCP)
-      r->start_pcp[p >> 6] |= 1ull << (p & 63);
+  bh__pcp_heads(r->arena, r->start_pcp);
   return 0;
 }
 
 /* Whether the block at pfn is on a pcp list where the start state put it (and clears that). */
 static bool take_start_pcp(struct replay *r, uint64_t pfn) {
-  if (!r->start_pcp || pfn >= r->arena->nr_pages)
+  if (!r->start_pcp || pfn >= r->nr_pages)
     return false;
   uint64_t bit = 1ull << (pfn & 63), *w = &r->start_pcp[pfn >> 6];
   bool was = *w & bit;
@@ -804,7 +810,7 @@ COLD static void check_resident(struct replay *r, uint64_t pages) {
  * both kept as the bitmaps change. */
 static uint64_t resident_bytes(struct replay *r) {
   bh_arena_t *a = r->arena;
-  if (a->cfg.backing != BH_BACKING_SIM) {
+  if (!r->sim) {
     uint64_t b = 0;
     bh_arena_resident(a, &b);
     return b;
@@ -820,7 +826,7 @@ static void timeline_header(struct replay *r) {
   if (!f)
     return;
   fprintf(f, "time_s,live_bytes,resident_bytes,discarded_bytes,free_pages");
-  for (unsigned o = 0; o <= r->arena->max_order; o++)
+  for (unsigned o = 0; o <= r->max_order; o++)
     fprintf(f, ",free_o%u", o);
   fprintf(f, "\n");
 }
@@ -833,19 +839,12 @@ static void sample(struct replay *r, uint64_t t) {
   if (!f)
     return;
   bh_arena_t *a = r->arena;
-  uint64_t nr_free[BH_ORDER_LIMIT + 1] = {0}, free_pages = 0;
-  for (int i = 0; i < a->nr_zones; i++) {
-    bh__zone_t *z = &a->zones[i];
-    pthread_mutex_lock(&z->lock);
-    for (unsigned o = 0; o <= a->max_order; o++)
-      nr_free[o] += z->nr_free[o];
-    free_pages += (uint64_t)atomic_load(&z->free_pages);
-    pthread_mutex_unlock(&z->lock);
-  }
+  uint64_t nr_free[BH_ORDER_LIMIT + 1], free_pages;
+  bh__free_counts(a, nr_free, &free_pages);
   fprintf(f, "%.3f,%lu,%lu,%lu,%lu", (double)t / 1e9,
           (unsigned long)(r->live_pages << BH_PAGE_SHIFT), (unsigned long)res,
           (unsigned long)(bh__discarded_pages(a) << BH_PAGE_SHIFT), (unsigned long)free_pages);
-  for (unsigned o = 0; o <= a->max_order; o++)
+  for (unsigned o = 0; o <= r->max_order; o++)
     fprintf(f, ",%lu", (unsigned long)nr_free[o]);
   fprintf(f, "\n");
 }
@@ -882,7 +881,7 @@ static inline void touch_word(struct replay *r, uint64_t w, uint64_t mask) {
     return;
   atomic_store_explicit(&r->touched[w], old | mask, memory_order_relaxed);
   r->touched_pages += fresh == ~0ull ? 64 : (uint64_t)__builtin_popcountll(fresh);
-  bh__discard_on_touch(r->arena, w, fresh);
+  bh__discard_on_touch(r->arena, r->discarded, w, fresh);
 }
 
 /* touch_word for one page: the common order-0 allocation, no popcount. */
@@ -893,7 +892,7 @@ static inline void touch_page(struct replay *r, uint64_t pfn) {
     return;
   atomic_store_explicit(&r->touched[w], old | bit, memory_order_relaxed);
   r->touched_pages++;
-  bh__discard_on_touch(r->arena, w, bit);
+  bh__discard_on_touch(r->arena, r->discarded, w, bit);
 }
 
 /* Sets bits [pfn, pfn + n) of the touched map a word at a time. */
@@ -944,9 +943,9 @@ COLD static void pretrace_moves_apply(struct replay *r) {
 static int migrate_block(void *ctx, uint64_t old_pfn, uint64_t new_pfn, unsigned order) {
   struct replay *r = ctx;
   if (!r->rev_valid) {
-    if (!r->rev && !(r->rev = malloc(r->arena->nr_pages * sizeof(*r->rev))))
+    if (!r->rev && !(r->rev = malloc(r->nr_pages * sizeof(*r->rev))))
       return 1; /* without the index the block stays where it is */
-    memset(r->rev, 0, r->arena->nr_pages * sizeof(*r->rev));
+    memset(r->rev, 0, r->nr_pages * sizeof(*r->rev));
     for (uint64_t i = 0, n = bh__pfnmap_slots(&r->map); i < n; i++) {
       bh__pfn_ref_t e = bh__pfnmap_slot(&r->map, i);
       if (bh__pfn_ok(e) && (bh__pfn_kind(e) == BH__PFN_LIVE || bh__pfn_kind(e) == BH__PFN_PRETRACE))
@@ -956,7 +955,7 @@ static int migrate_block(void *ctx, uint64_t old_pfn, uint64_t new_pfn, unsigned
   }
   uint32_t slot = r->rev[old_pfn];
   bh__pfn_ref_t e = slot ? bh__pfnmap_slot(&r->map, slot - 1) : (bh__pfn_ref_t){0};
-  if (!bh__pfn_ok(e) && r->shape && (r->arena->pages[old_pfn].flags & BH__PG_PRETRACE))
+  if (!bh__pfn_ok(e) && r->shape && bh__page_pretrace(r->arena, old_pfn))
     return pretrace_moved(r, old_pfn, new_pfn, order);
   if (!bh__pfn_ok(e) || (bh__pfn_kind(e) != BH__PFN_LIVE && bh__pfn_kind(e) != BH__PFN_PRETRACE) ||
       bh__pfn_val(e) != old_pfn)
@@ -985,33 +984,8 @@ static uint64_t kcompactd(struct replay *r) {
   if (r->nmoves)
     pretrace_moves_apply(r);
   if (r->attrib) /* the refaults of compaction's copies are no allocation's */
-    r->attrib->refaults_seen = atomic_load(&r->arena->refault_pages);
+    r->attrib->refaults_seen = bh__refault_pages(r->arena);
   return next > r->next_compact && next != UINT64_MAX ? next - r->next_compact : BH_NS_PER_SEC / 2;
-}
-
-/*
- * A machine that reports free pages and starts the trace with a free block at or above the
- * reporting order that it has not reported has a pass pending: the free that made the block
- * notified (page_reporting_notify_free), and the pass that would report it has not run yet.
- * So each zone that holds such a block notifies once, as that free did; a start whose
- * eligible blocks were all reported has nothing pending, and its first pass waits for a free.
- */
-static void start_notify(bh_arena_t *a) {
-  for (int i = 0; i < a->nr_zones; i++) {
-    bh__zone_t *z = &a->zones[i];
-    bool found = false;
-    bh__zone_lock(z);
-    for (unsigned o = z->notify_order; o <= a->max_order && !found; o++)
-      for (int mt = 0; mt < BH_MT_TYPES && !found; mt++)
-        for (uint64_t p = bh_free_list_first(z, o, mt); p != BH_PFN_NONE && !found;
-             p = bh_free_list_next(z, o, mt, p))
-          if (!bh_block_reported(z, p)) {
-            z->ev[BH_STAT_hint_notify]++;
-            a->hint.notify(a->hint.ctx, z, p, o);
-            found = true;
-          }
-    bh__zone_unlock(z);
-  }
 }
 
 /* The hinting worker's steps due by virtual time t, and the checker after them if asked. */
@@ -1087,7 +1061,6 @@ COLD static void wait_wall(struct replay *r, uint64_t t) {
 /* ---- events ---- */
 
 static inline void touch(struct replay *r, uint64_t pfn, unsigned order) {
-  bh_arena_t *a = r->arena;
   uint64_t n = 1ull << order;
   if (bh__likely(r->touch_sim)) {
     if (bh__likely(order == 0))
@@ -1096,9 +1069,9 @@ static inline void touch(struct replay *r, uint64_t pfn, unsigned order) {
       touch_range(r, pfn, n);
     return;
   }
-  if (a->cfg.backing == BH_BACKING_SIM)
+  if (r->sim)
     return; /* --touch none */
-  uint8_t *p = a->base + (pfn << BH_PAGE_SHIFT);
+  uint8_t *p = r->base + (pfn << BH_PAGE_SHIFT);
   if (r->cfg->touch == BH_TOUCH_FULL)
     memset(p, 0x5a, n << BH_PAGE_SHIFT);
   else if (r->cfg->touch == BH_TOUCH_PAGE)
@@ -1109,7 +1082,7 @@ static inline void touch(struct replay *r, uint64_t pfn, unsigned order) {
 /* A free: with the trace's pcp events, onto a pcp list without a drain decision of its own. */
 static inline void arena_free(struct replay *r, uint64_t pfn, unsigned order, int cpu) {
   if (bh__unlikely(r->pcp_trace)) {
-    if (r->start_pcp && pfn < r->arena->nr_pages)
+    if (r->start_pcp && pfn < r->nr_pages)
       r->start_pcp[pfn >> 6] &= ~(1ull << (pfn & 63));
     bh__pcp_free_nodrain(r->arena, pfn, order, cpu);
   } else
@@ -1144,11 +1117,10 @@ COLD static void free_lost(struct replay *r, bh__pfn_ref_t e, int cpu) {
 COLD static void miss_where(struct replay *r, const bh_event_t *ev, int mt, int where) {
   bh_replay_agreement_t *g = &r->s->agreement;
   g->miss_where[where]++;
-  const bh_arena_t *a = r->arena;
-  if (!r->first_miss || ev->pfn >= a->nr_pages)
+  if (!r->first_miss || ev->pfn >= r->nr_pages)
     return;
   uint64_t key =
-      (((uint64_t)bh__pfn_zone(a, ev->pfn)->id * a->cfg.nr_cpus + ev->cpu % a->cfg.nr_cpus) *
+      (((uint64_t)bh__pfn_zone_id(r->arena, ev->pfn) * r->nr_cpus + ev->cpu % r->nr_cpus) *
            (BH_ORDER_LIMIT + 1) +
        ev->order) *
           BH_MT_TYPES +
@@ -1170,8 +1142,8 @@ __attribute__((noinline)) static int shaped_alloc(struct replay *r, const bh_eve
                                                   uint64_t *pfn) {
   bh_arena_t *a = r->arena;
   bh_replay_summary_t *s = r->s;
-  bool inside = ev->pfn < a->nr_pages && (1ull << ev->order) <= a->nr_pages - ev->pfn;
-  if (inside && (a->pages[ev->pfn].flags & BH__PG_PRETRACE))
+  bool inside = ev->pfn < r->nr_pages && (1ull << ev->order) <= r->nr_pages - ev->pfn;
+  if (inside && bh__page_pretrace(a, ev->pfn))
     s->start_conflicts++;
   if (r->rm.kfree)
     bh__rm_kfree_mark(&r->rm, ev->pfn, ev->order, false);
@@ -1186,8 +1158,8 @@ __attribute__((noinline)) static int shaped_alloc(struct replay *r, const bh_eve
                  "the core's and the summary's causes differ");
   bh__where_t w = {BH__WHERE_OTHER, -1, 0};
   if (r->agree)
-    bh__where_is(a, ev->pfn, ev->order, bh_gfp_migratetype(ev->gfp),
-                 (int)(ev->cpu % a->cfg.nr_cpus), &w);
+    bh__where_is(a, ev->pfn, ev->order, bh_gfp_migratetype(ev->gfp), (int)(ev->cpu % r->nr_cpus),
+                 &w);
   int rc = bh_alloc_pfn(a, ev->gfp, ev->order, ev->cpu, pfn);
   if (rc == BH_OK && r->agree) {
     bh_replay_agreement_t *g = &s->agreement;
@@ -1226,7 +1198,7 @@ COLD static bool window_alloc(struct replay *r, const bh_event_t *ev, bh__pfn_re
 
 /* --by: the allocation of ev at arena pfn, and the refaults it took, for its origin. */
 COLD static int attrib_alloc(struct replay *r, const bh_event_t *ev, uint64_t pfn) {
-  uint64_t now = atomic_load(&r->arena->refault_pages);
+  uint64_t now = bh__refault_pages(r->arena);
   int err = bh__attrib_alloc(r->attrib, pfn, ev->order, ev->origin, now - r->attrib->refaults_seen);
   r->attrib->refaults_seen = now;
   return err;
@@ -1383,31 +1355,6 @@ COLD static void free_range_wide(struct replay *r, uint64_t next, uint64_t end, 
  * A free that is not of exactly one recorded block (e, NULL if there is no block at the pfn):
  * a piece of a larger block, a range of several blocks, or an unknown free.
  */
-/* Is every page of the block free in the arena (on the buddy or pcp lists)? */
-static bool block_free(const bh_arena_t *a, uint64_t pfn, unsigned order) {
-  uint64_t n = 1ull << order;
-  if (pfn >= a->nr_pages || n > a->nr_pages - pfn)
-    return false;
-  for (uint64_t p = pfn; p < pfn + n; p++) {
-    uint8_t f = a->pages[p].flags;
-    if (f & (BH__PG_ALLOC | BH__PG_ISOLATED))
-      return false;
-    if (!(f & BH__PG_STATE)) { /* inside a block: its head decides */
-      bool inside = false;
-      for (unsigned o = 1; o <= a->max_order && !inside; o++) {
-        const bh__page_t *h = &a->pages[p & ~((1ull << o) - 1)];
-        if ((h->flags & BH__PG_STATE) && h->order >= o)
-          inside = !(h->flags & BH__PG_ALLOC) && !(h->flags & BH__PG_ISOLATED);
-        if (h->flags & BH__PG_STATE)
-          break;
-      }
-      if (!inside)
-        return false;
-    }
-  }
-  return true;
-}
-
 COLD static void free_other(struct replay *r, uint64_t pfn, unsigned order, int cpu,
                             bh__pfn_ref_t e, uint64_t time_ns, int op) {
   bh_replay_summary_t *s = r->s;
@@ -1420,7 +1367,7 @@ COLD static void free_other(struct replay *r, uint64_t pfn, unsigned order, int 
     s->pretrace_frees++;
     return;
   }
-  if (!bh__pfn_ok(e) && time_ns <= r->window_end && block_free(r->arena, pfn, order)) {
+  if (!bh__pfn_ok(e) && time_ns <= r->window_end && bh__block_free(r->arena, pfn, order)) {
     s->window_events++; /* freed while the snapshot was read, which saw it free */
     return;
   }
@@ -1519,7 +1466,7 @@ static int map_init(struct replay *r, const struct scan *sc) {
   while (slots < cap * 2)
     slots <<= 1;
   uint64_t span = sc->pfn_hi > sc->pfn_lo ? sc->pfn_hi - sc->pfn_lo : 0;
-  uint64_t max_val = r->arena->nr_pages - 1;
+  uint64_t max_val = r->nr_pages - 1;
   if (sc->map_cap && span && span < (1ull << 31) && max_val <= UINT32_MAX &&
       span * sizeof(bh__pfn_cell_t) <= slots * sizeof(bh__pfn_entry_t))
     return bh__pfnmap_init_dense(&r->map, 1024, sc->pfn_lo, span, max_val) ? BH_ENOMEM : BH_OK;
@@ -1559,9 +1506,17 @@ static int setup(struct replay *r, const struct scan *sc) {
     set_err(r, "cannot create a %lu MiB arena: %s", (unsigned long)(mem >> 20), bh_strerror(err));
     return err;
   }
+  const bh_config_t *made = bh_arena_config(r->arena);
+  r->nr_pages = bh_arena_pages(r->arena);
+  r->nr_cpus = made->nr_cpus;
+  r->sim = made->backing == BH_BACKING_SIM;
+  r->base = bh_arena_base(r->arena);
+  r->discarded = bh__discard_map(r->arena);
+  r->max_order = bh_arena_max_order(r->arena);
   if (r->shape) { /* the start state, before hinting is attached */
     r->rm.fe.pfn_order = cfg->start_order_pfn;
-    err = bh__rm_populate(&r->rm, r->arena, r->arena->pcp_orders, ac.seed, r->s, r->err, r->errlen);
+    err = bh__rm_populate(&r->rm, r->arena, bh__pcp_orders(r->arena), ac.seed, r->s, r->err,
+                          r->errlen);
     if (err)
       return err;
     r->place_trace = cfg->placement == BH_PLACEMENT_TRACE;
@@ -1572,7 +1527,7 @@ static int setup(struct replay *r, const struct scan *sc) {
     r->s->agreement.present = r->agree;
     if (r->agree) {
       uint64_t keys =
-          (uint64_t)r->arena->nr_zones * r->arena->cfg.nr_cpus * (BH_ORDER_LIMIT + 1) * BH_MT_TYPES;
+          (uint64_t)bh_arena_zone_count(r->arena) * r->nr_cpus * (BH_ORDER_LIMIT + 1) * BH_MT_TYPES;
       r->first_miss = calloc((keys + 63) / 64, sizeof(uint64_t)); /* NULL: not counted */
     }
     const bh_snapshot_t *snap = bh_machine_snapshot(r->rm.m, BH_SNAP_START);
@@ -1599,15 +1554,16 @@ static int setup(struct replay *r, const struct scan *sc) {
       return BH_ENOMEM;
     }
   }
+  /* a recorded machine's reporting has a pass pending for its unreported free blocks */
   if (hc.registered_at_boot && (bh_hint_strategy(r->hint)->flags & BH_STRATEGY_PAGE_REPORTED))
-    start_notify(r->arena);
+    bh__notify_unreported(r->arena);
   if (cfg->reports) {
     fprintf(cfg->reports, "trace_time_s,pfn,order\n");
     r->hint->on_report = on_report;
     r->hint->on_report_ctx = r;
   }
   if (ac.backing == BH_BACKING_SIM) {
-    r->touched = calloc((size_t)(r->arena->nr_pages + 63) / 64, sizeof(*r->touched));
+    r->touched = calloc((size_t)(r->nr_pages + 63) / 64, sizeof(*r->touched));
     if (!r->touched)
       return BH_ENOMEM;
     bh__discard_set_touched(r->arena, r->touched);
@@ -1616,8 +1572,7 @@ static int setup(struct replay *r, const struct scan *sc) {
     r->check_resident = check && *check && strcmp(check, "0") && !(cfg->speed > 0);
     r->touch_sim = cfg->touch != BH_TOUCH_NONE;
   }
-  r->max_order = r->arena->max_order;
-  r->s->memory_bytes = r->arena->nr_pages << BH_PAGE_SHIFT;
+  r->s->memory_bytes = r->nr_pages << BH_PAGE_SHIFT;
   r->s->nr_cpus = ac.nr_cpus;
   return map_init(r, sc);
 }
@@ -1822,8 +1777,8 @@ COLD static void extfrag_event(struct replay *r, const bh_event_t *ev) {
       rc = BH_OK;
     }
   }
-  if (rc == BH_OK && (!claim || ev->fallback_order >= a->pb_order) && ev->migratetype >= 0 &&
-      ev->migratetype < BH_MT_PCPTYPES && bh__pcp_order(a, ev->order)) {
+  if (rc == BH_OK && (!claim || ev->fallback_order >= bh_arena_pageblock_order(a)) &&
+      ev->migratetype >= 0 && ev->migratetype < BH_MT_PCPTYPES && bh__pcp_order(a, ev->order)) {
     rc = bh__pcp_refill_at(a, ev->pfn, ev->order, ev->migratetype, ev->cpu);
     int cpu = -1;
     if (rc != BH_OK && bh__pcp_block_where(a, ev->pfn, ev->order, &cpu) == BH__PCPAT_PCP)
@@ -2019,28 +1974,29 @@ static double tv_secs(const struct timeval *tv) {
  */
 static uint8_t *resident_pages(struct replay *r) {
   bh_arena_t *a = r->arena;
-  uint8_t *v = calloc(a->nr_pages ? a->nr_pages : 1, 1);
+  uint64_t n = r->nr_pages;
+  uint8_t *v = calloc(n ? n : 1, 1);
   if (!v)
     return NULL;
-  if (a->cfg.backing == BH_BACKING_SIM) {
-    for (uint64_t p = 0; r->touched && p < a->nr_pages; p++) {
-      uint64_t d =
-          a->discarded ? atomic_load_explicit(&a->discarded[p / 64], memory_order_relaxed) : 0;
+  if (r->sim) {
+    const _Atomic uint64_t *discarded = *r->discarded;
+    for (uint64_t p = 0; r->touched && p < n; p++) {
+      uint64_t d = discarded ? atomic_load_explicit(&discarded[p / 64], memory_order_relaxed) : 0;
       uint64_t t = atomic_load_explicit(&r->touched[p / 64], memory_order_relaxed);
       v[p] = (uint8_t)(((t & ~d) >> (p % 64)) & 1);
     }
     return v;
   }
-  if (sysconf(_SC_PAGESIZE) == BH_PAGE_SIZE && a->base &&
-      !mincore(a->base, a->nr_pages << BH_PAGE_SHIFT, v)) {
-    for (uint64_t p = 0; p < a->nr_pages; p++)
+  if (sysconf(_SC_PAGESIZE) == BH_PAGE_SIZE && r->base &&
+      !mincore(r->base, n << BH_PAGE_SHIFT, v)) {
+    for (uint64_t p = 0; p < n; p++)
       v[p] &= 1;
     return v;
   }
-  for (uint64_t p = 0; p < a->nr_pages; p++) { /* host pages of another size */
-    uint64_t n = 0;
-    bh_arena_resident_range(a, p, 1, &n);
-    v[p] = n != 0;
+  for (uint64_t p = 0; p < n; p++) { /* host pages of another size */
+    uint64_t k = 0;
+    bh_arena_resident_range(a, p, 1, &k);
+    v[p] = k != 0;
   }
   return v;
 }
@@ -2260,7 +2216,7 @@ int bh__replay_run_shared(const bh_replay_config_t *cfg, const bh__replay_shared
   if (!rc)
     rc = setup(&r, &sc);
   if (!rc && r.origins) {
-    rc = bh__attrib_init(&attrib, cfg->by, r.arena->nr_pages);
+    rc = bh__attrib_init(&attrib, cfg->by, r.nr_pages);
     r.attrib = rc ? NULL : &attrib;
   }
   if (!rc)

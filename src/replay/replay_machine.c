@@ -11,19 +11,33 @@
  */
 #include "replay/replay_machine.h"
 
-#include "buddy/internal.h"
+#include "buddy/replay_core.h"
 #include "common/json.h"
-#include "machine/machine_internal.h"
+#include "machine/freemap.h"
 
 #include <buddyhint/report.h>
 #include <buddyhint/strategy.h>
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* Formats a message into err (errlen bytes); returns code. */
+__attribute__((format(printf, 4, 5))) static int fail(char *err, size_t errlen, int code,
+                                                      const char *fmt, ...) {
+  if (err && errlen) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+  }
+  return code;
+}
 
 bool bh__rm_rereadable(const char *path) {
   struct stat st;
@@ -38,12 +52,12 @@ static int trace_description(const char *trace, bh_machine_t **out, char *err, s
   bh_trace_t *t;
   int rc = bh_trace_open(trace, NULL, &t);
   if (rc)
-    return bh__machine_fail(err, errlen, rc, "%s", bh_trace_error(NULL));
+    return fail(err, errlen, rc, "%s", bh_trace_error(NULL));
   size_t len;
   const char *d = bh_trace_description(t, &len);
   char msg[256] = "";
   if (d && (rc = bh_machine_parse(d, len, out, msg, sizeof(msg))))
-    bh__machine_fail(err, errlen, rc, "%s: machine description: %s", trace, msg);
+    fail(err, errlen, rc, "%s: machine description: %s", trace, msg);
   bh_trace_close(t);
   return rc;
 }
@@ -73,7 +87,7 @@ static int read_dirs(bh__rmachine_t *rm, const bh_replay_config_t *cfg, bh_repla
     bh_machine_free(rm->m);
     rm->m = n;
     if (rc)
-      return bh__machine_fail(err, errlen, rc, "--start/--end: %s", msg);
+      return fail(err, errlen, rc, "--start/--end: %s", msg);
     warn_folder(s, n);
     return 0;
   }
@@ -82,7 +96,7 @@ static int read_dirs(bh__rmachine_t *rm, const bh_replay_config_t *cfg, bh_repla
       return BH_ENOMEM;
     int rc = bh_machine_read_snapshot(rm->m, BH_SNAP_END, cfg->end_dir, 0, 0, msg, sizeof(msg));
     if (rc)
-      return bh__machine_fail(err, errlen, rc, "--end: %s", msg);
+      return fail(err, errlen, rc, "--end: %s", msg);
     warn_folder(s, rm->m);
   }
   return 0;
@@ -111,7 +125,7 @@ static int check_shape_size(const bh__rmachine_t *rm, const bh_replay_config_t *
     return 0;
   if (cfg->memory_bytes && cfg->memory_bytes >= claimed)
     return 0;
-  return bh__machine_fail(
+  return fail(
       err, errlen, BH_EINVAL,
       "%s: the machine %s claims zones up to %llu GiB (%llu pages); a replay in that shape "
       "needs about %llu MiB of page metadata, more than the %llu MiB allowed without --memory "
@@ -129,11 +143,10 @@ static int decide(bh__rmachine_t *rm, const bh_replay_config_t *cfg, bh_replay_s
   int rc;
   bool has_layout = rm->m && bh_machine_info(rm->m)->nr_zones > 0;
   if (cfg->layout == BH_LAYOUT_TRACE && !has_layout)
-    return bh__machine_fail(
-        err, errlen, BH_EINVAL,
-        "%s has no machine description (record it with buddyhint record, or give "
-        "--start DIR)",
-        cfg->trace);
+    return fail(err, errlen, BH_EINVAL,
+                "%s has no machine description (record it with buddyhint record, or give "
+                "--start DIR)",
+                cfg->trace);
   rm->shape = has_layout && cfg->layout != BH_LAYOUT_DEFAULT;
   if (rm->shape && (rc = check_shape_size(rm, cfg, err, errlen)))
     return rc;
@@ -150,22 +163,21 @@ static int decide(bh__rmachine_t *rm, const bh_replay_config_t *cfg, bh_replay_s
   case BH_START_KPAGEFLAGS:
   case BH_START_COUNTS:
     if (!rm->shape)
-      return bh__machine_fail(err, errlen, BH_EINVAL,
-                              "a start state from a snapshot needs the machine's layout (%s)",
-                              has_layout ? "not --layout default" : "the trace has no description");
+      return fail(err, errlen, BH_EINVAL,
+                  "a start state from a snapshot needs the machine's layout (%s)",
+                  has_layout ? "not --layout default" : "the trace has no description");
     if (cfg->start == BH_START_KPAGEFLAGS ? !freemap : !counts)
-      return bh__machine_fail(err, errlen, BH_EINVAL, "the start snapshot has no %s",
-                              cfg->start == BH_START_KPAGEFLAGS ? "free map (kpageflags)"
-                                                                : "buddyinfo and pagetypeinfo");
+      return fail(err, errlen, BH_EINVAL, "the start snapshot has no %s",
+                  cfg->start == BH_START_KPAGEFLAGS ? "free map (kpageflags)"
+                                                    : "buddyinfo and pagetypeinfo");
     rm->start = cfg->start == BH_START_KPAGEFLAGS ? BH__START_KPAGEFLAGS : BH__START_COUNTS;
     break;
   default:
     rm->start = BH__START_EMPTY;
   }
   if (cfg->placement == BH_PLACEMENT_TRACE && !rm->shape)
-    return bh__machine_fail(
-        err, errlen, BH_EINVAL,
-        "--placement trace needs the machine's layout (its pfns are the trace's)");
+    return fail(err, errlen, BH_EINVAL,
+                "--placement trace needs the machine's layout (its pfns are the trace's)");
   static const char *const starts[] = {"empty", "kpageflags", "counts"};
   snprintf(s->layout, sizeof(s->layout), "%s", rm->shape ? "machine" : "default");
   snprintf(s->start_state, sizeof(s->start_state), "%s", starts[rm->start]);
@@ -258,11 +270,12 @@ int bh__rm_configure(const bh__rmachine_t *rm, bh_config_t *ac, char *err, size_
  */
 static uint32_t *start_pcp_high(const bh__rmachine_t *rm, const bh_arena_t *a) {
   const bh_snapshot_t *s = rm->m ? bh_machine_snapshot(rm->m, BH_SNAP_START) : NULL;
-  if (!s || !s->have_zoneinfo || bh_machine_info(rm->m)->nr_zones != a->nr_zones)
+  int zones = bh_arena_zone_count(a);
+  if (!s || !s->have_zoneinfo || bh_machine_info(rm->m)->nr_zones != zones)
     return NULL;
-  unsigned n = a->cfg.nr_cpus;
-  uint32_t *h = calloc((size_t)a->nr_zones * n, sizeof(*h));
-  for (int i = 0; h && i < a->nr_zones; i++) {
+  unsigned n = bh_arena_config(a)->nr_cpus;
+  uint32_t *h = calloc((size_t)zones * n, sizeof(*h));
+  for (int i = 0; h && i < zones; i++) {
     const bh_snapshot_zone_t *z = &s->zones[i];
     uint64_t mean = z->pcp_high_cpus ? z->pcp_high_sum / z->pcp_high_cpus : 0;
     for (unsigned c = 0; c < n; c++)
@@ -279,7 +292,7 @@ int bh__rm_populate(bh__rmachine_t *rm, bh_arena_t *a, unsigned pcp_orders, uint
                            sizeof(msg));
   bh__first_events_free(&rm->fe); /* used up */
   if (rc)
-    return bh__machine_fail(err, errlen, rc, "start state: %s", msg[0] ? msg : bh_strerror(rc));
+    return fail(err, errlen, rc, "start state: %s", msg[0] ? msg : bh_strerror(rc));
   rm->nr_pages = bh_arena_pages(a);
   rm->kfree = calloc((rm->nr_pages + 63) / 64, sizeof(uint64_t));
   if (!rm->kfree) {
@@ -294,12 +307,12 @@ int bh__rm_populate(bh__rmachine_t *rm, bh_arena_t *a, unsigned pcp_orders, uint
     bh__rm_kfree_mark(rm, st.pop.pcp[i].pfn, st.pop.pcp[i].order, true);
   uint32_t *high = start_pcp_high(rm, a);
   st.pop.pcp_high = high;
-  st.pop.nr_pcp_high = high ? (size_t)a->nr_zones * a->cfg.nr_cpus : 0;
+  st.pop.nr_pcp_high = high ? (size_t)bh_arena_zone_count(a) * bh_arena_config(a)->nr_cpus : 0;
   const char *why = NULL;
   rc = bh_arena_populate(a, &st.pop, &why);
   free(high);
   if (rc)
-    bh__machine_fail(err, errlen, rc, "start state: %s", why ? why : bh_strerror(rc));
+    fail(err, errlen, rc, "start state: %s", why ? why : bh_strerror(rc));
   s->start_pcp_pages = st.pcp_pages;
   s->start_unplaced_blocks = st.unplaced_blocks;
   s->start_unexplained_pages = st.unexplained_pages;
@@ -328,7 +341,7 @@ static bool start_block_reported(bh_arena_t *a, uint64_t pfn, unsigned order, bo
       bh_block_set_reported(z, pfn);
     bh_zone_unlock(z);
     if (found) {
-      if (a->discarded) /* the host has discarded it: its reuse is a refault */
+      if (*bh__discard_map(a)) /* the host has discarded it: its reuse is a refault */
         bh__discard_mark(a, pfn, 1ull << order);
       return true;
     }
@@ -342,7 +355,7 @@ void bh__rm_start_reported(const bh__rmachine_t *rm, bh_arena_t *a, bool page_re
   const bh_block_run_t *runs = rm->start == BH__START_KPAGEFLAGS
                                    ? bh__machine_reported_runs(rm->m, BH_SNAP_START, &n, NULL)
                                    : NULL;
-  if (n && !a->discarded && bh__discard_enable(a) < 0)
+  if (n && bh__discard_enable(a) < 0)
     return; /* out of memory: the blocks stay as they are, and uncounted */
   for (size_t i = 0; i < n; i++)
     for (uint64_t k = 0; k < runs[i].count; k++) {
@@ -355,11 +368,11 @@ void bh__rm_start_reported(const bh__rmachine_t *rm, bh_arena_t *a, bool page_re
 }
 
 int bh__rm_start_reported_all(bh_arena_t *a, bool page_reported, bh_replay_summary_t *s) {
-  if (!a->discarded && bh__discard_enable(a) < 0)
+  if (bh__discard_enable(a) < 0)
     return BH_ENOMEM;
   for (int i = 0; i < bh_arena_zone_count(a); i++) {
     bh_zone_t *z = bh_arena_zone(a, i);
-    unsigned from = a->zones[i].notify_order;
+    unsigned from = bh__zone_notify_order(z);
     if (from > bh_arena_max_order(a))
       continue; /* no reporting order: a strategy that reports nothing */
     /* a zone the kernel's reporting skips, short of its low watermark plus a full report's
@@ -498,8 +511,7 @@ int bh__rm_dump_check(const char *dir, char *err, size_t errlen) {
     struct stat st;
     snprintf(p, sizeof(p), "%s/%s", dir, dump_files[i]);
     if (!lstat(p, &st))
-      return bh__machine_fail(err, errlen, BH_EINVAL,
-                              "--dump: %s exists already (give a new directory)", p);
+      return fail(err, errlen, BH_EINVAL, "--dump: %s exists already (give a new directory)", p);
   }
   return 0;
 }
@@ -565,8 +577,7 @@ static int dump_one(const bh__rmachine_t *rm, bh_arena_t *a, const char *dir, in
   if (!f) {
     if (fd >= 0)
       close(fd);
-    return bh__machine_fail(err, errlen, BH_ESYS, "--dump: cannot write in %s: %s", dir,
-                            strerror(errno));
+    return fail(err, errlen, BH_ESYS, "--dump: cannot write in %s: %s", dir, strerror(errno));
   }
   const bh_machine_info_t *in = rm->m ? bh_machine_info(rm->m) : NULL;
   const bh_config_t *c = bh_arena_config(a);
@@ -591,8 +602,8 @@ static int dump_one(const bh__rmachine_t *rm, bh_arena_t *a, const char *dir, in
     rc = BH_ESYS;
   if (rc) {
     unlink(tmp);
-    return bh__machine_fail(err, errlen, rc, "--dump: cannot write %s: %s", path,
-                            rc == BH_ESYS ? strerror(errno) : bh_strerror(rc));
+    return fail(err, errlen, rc, "--dump: cannot write %s: %s", path,
+                rc == BH_ESYS ? strerror(errno) : bh_strerror(rc));
   }
   return 0;
 }
@@ -600,8 +611,7 @@ static int dump_one(const bh__rmachine_t *rm, bh_arena_t *a, const char *dir, in
 int bh__rm_dump(const bh__rmachine_t *rm, bh_arena_t *a, const char *dir, char *err,
                 size_t errlen) {
   if (mkdir(dir, 0777) && errno != EEXIST)
-    return bh__machine_fail(err, errlen, BH_ESYS, "--dump: cannot make %s: %s", dir,
-                            strerror(errno));
+    return fail(err, errlen, BH_ESYS, "--dump: cannot make %s: %s", dir, strerror(errno));
   for (int i = 0; i < 4; i++) {
     int rc = dump_one(rm, a, dir, i, err, errlen);
     if (rc)

@@ -1,0 +1,116 @@
+/*
+ * The block, start-state and zone queries of buddy/replay_core.h: what a replay asks of the
+ * core's pages and zones, answered here so that it reads no page flag itself.  (The pcp-event
+ * hooks are in populate.c, the written-page model in discard.c.)
+ */
+#include "buddy/internal.h"
+
+#include <buddyhint/strategy.h>
+
+#include <string.h>
+
+/*
+ * Whether the pages [pfn, end) of one max-order block are all free: a page with a state is a
+ * block head that decides for itself; a page without one is inside the block of the nearest
+ * head below it at an aligned pfn (the smallest order whose head has a state), which must
+ * reach it.  The caller holds the zone lock.
+ */
+static bool pages_free(const bh_arena_t *a, uint64_t pfn, uint64_t end) {
+  for (uint64_t p = pfn; p < end; p++) {
+    uint8_t f = bh__pg_flags(&a->pages[p]);
+    if (f & (BH__PG_ALLOC | BH__PG_ISOLATED))
+      return false;
+    if (f & BH__PG_STATE)
+      continue;
+    bool inside = false;
+    for (unsigned o = 1; o <= a->max_order; o++) {
+      const bh__page_t *h = &a->pages[p & ~((1ull << o) - 1)];
+      uint8_t hf = bh__pg_flags(h);
+      if (!(hf & BH__PG_STATE))
+        continue;
+      inside = bh__pg_order(h) >= o && !(hf & (BH__PG_ALLOC | BH__PG_ISOLATED));
+      break;
+    }
+    if (!inside)
+      return false;
+  }
+  return true;
+}
+
+bool bh__block_free(const bh_arena_t *a, uint64_t pfn, unsigned order) {
+  if (order >= 64)
+    return false;
+  uint64_t n = 1ull << order;
+  if (pfn >= a->nr_pages || n > a->nr_pages - pfn)
+    return false;
+  /* one max-order block at a time, under its zone's lock: hinting isolates and puts back
+   * blocks under it on its own thread when the replay runs against the wall clock */
+  for (uint64_t p = pfn, end = pfn + n; p < end;) {
+    uint64_t next = (p | ((1ull << a->max_order) - 1)) + 1;
+    if (next > end)
+      next = end;
+    bh__zone_t *z = bh__pfn_zone(a, p);
+    bh__zone_lock(z);
+    bool all = pages_free(a, p, next);
+    bh__zone_unlock(z);
+    if (!all)
+      return false;
+    p = next;
+  }
+  return true;
+}
+
+bool bh__page_pretrace(const bh_arena_t *a, uint64_t pfn) {
+  return bh__pg_flags(&a->pages[pfn]) & BH__PG_PRETRACE;
+}
+
+void bh__pcp_heads(const bh_arena_t *a, uint64_t *map) {
+  for (uint64_t p = 0; p < a->nr_pages; p++)
+    if (bh__pg_flags(&a->pages[p]) & BH__PG_PCP)
+      map[p >> 6] |= 1ull << (p & 63);
+}
+
+unsigned bh__pcp_orders(const bh_arena_t *a) { return a->pcp_orders; }
+
+/*
+ * A machine that reports free pages and starts the trace with a free block at or above the
+ * reporting order that it has not reported has a pass pending: the free that made the block
+ * notified (page_reporting_notify_free), and the pass that would report it has not run yet.
+ * So each zone that holds such a block notifies once, as that free did; a start whose
+ * eligible blocks were all reported has nothing pending, and its first pass waits for a free.
+ */
+void bh__notify_unreported(bh_arena_t *a) {
+  for (int i = 0; i < a->nr_zones; i++) {
+    bh__zone_t *z = &a->zones[i];
+    bool found = false;
+    bh__zone_lock(z);
+    for (unsigned o = z->notify_order; o <= a->max_order && !found; o++)
+      for (int mt = 0; mt < BH_MT_TYPES && !found; mt++)
+        for (uint64_t p = bh_free_list_first(z, o, mt); p != BH_PFN_NONE && !found;
+             p = bh_free_list_next(z, o, mt, p))
+          if (!bh_block_reported(z, p)) {
+            z->ev[BH_STAT_hint_notify]++;
+            a->hint.notify(a->hint.ctx, z, p, o);
+            found = true;
+          }
+    bh__zone_unlock(z);
+  }
+}
+
+int bh__pfn_zone_id(const bh_arena_t *a, uint64_t pfn) { return bh__pfn_zone(a, pfn)->id; }
+
+unsigned bh__zone_notify_order(const struct bh_zone *z) { return z->notify_order; }
+
+void bh__free_counts(bh_arena_t *a, uint64_t nr_free[BH_ORDER_LIMIT + 1], uint64_t *free_pages) {
+  memset(nr_free, 0, (BH_ORDER_LIMIT + 1) * sizeof(*nr_free));
+  uint64_t pages = 0;
+  for (int i = 0; i < a->nr_zones; i++) {
+    bh__zone_t *z = &a->zones[i];
+    bh__zone_lock(z);
+    for (unsigned o = 0; o <= a->max_order; o++)
+      nr_free[o] += z->nr_free[o];
+    pages += (uint64_t)atomic_load(&z->free_pages);
+    bh__zone_unlock(z);
+  }
+  *free_pages = pages;
+}

@@ -1,0 +1,219 @@
+/*
+ * The allocator core as a replay drives it (src/replay): what a replay that follows a
+ * kernel's trace asks of the core beyond the public API (bh_alloc_pfn_at, bh_arena_populate,
+ * bh_arena_adopt and the strategy API).  The replay includes this header, never
+ * buddy/internal.h: the page descriptors, the zones and the lists stay the core's, and every
+ * page flag is read here, the way the core reads it (relaxed atomics, the zone lock where
+ * another thread may change the block).  buddy/internal.h includes this header, so each
+ * function is declared once.
+ *
+ *   - the state of a block: free, allocated before the trace, on a pcp list, where it is;
+ *   - the start state: the blocks on pcp lists, the notify a reporting machine has pending;
+ *   - the pcp-event hooks: the pcp lists and fallbacks moved as the kernel's trace says;
+ *   - the written-page model: the owner's bitmap of written pages against the discarded one;
+ *   - zone queries: a pfn's zone, a zone's reporting order, the free block counts.
+ */
+#ifndef BH_BUDDY_REPLAY_CORE_H
+#define BH_BUDDY_REPLAY_CORE_H
+
+#include "common/compiler.h"
+
+#include <buddyhint.h>
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct bh_zone;
+
+/* ---- the state of a block ---- */
+
+/* Whether every page of the block of 2^order pages at pfn is free (on the buddy or the pcp
+ * lists; not allocated, not isolated by hinting).  False for a block past the arena's end.
+ * Reads the page flags under each zone's lock. */
+BH__INTERNAL bool bh__block_free(const bh_arena_t *a, uint64_t pfn, unsigned order);
+
+/* Whether page pfn (below bh_arena_pages) is memory allocated before the trace
+ * (bh_arena_populate's PG_PRETRACE pages, which bh_arena_adopt takes over). */
+BH__INTERNAL bool bh__page_pretrace(const bh_arena_t *a, uint64_t pfn);
+
+/* Sets bit p of map (bh_arena_pages / 64 words, rounded up) for each page p that heads a
+ * block on a pcp list: where the start state put blocks on them.  Other bits are kept. */
+BH__INTERNAL void bh__pcp_heads(const bh_arena_t *a, uint64_t *map);
+
+/*
+ * Where the arena holds the block of `order` at pfn, for a pcp event that did not apply:
+ * BH__PCPAT_PCP (on a pcp list at that order; *cpu is the list's CPU), BH__PCPAT_BUDDY (inside
+ * a free block on the free lists), BH__PCPAT_ALLOC (inside an allocated block),
+ * BH__PCPAT_PRETRACE (inside memory allocated before the trace), BH__PCPAT_SPLIT (its pages
+ * are in several blocks, or on a pcp list at another order), BH__PCPAT_ISOLATED (taken off
+ * the free lists by hinting), BH__PCPAT_INVALID (outside the arena or its zones' pcp lists, not
+ * a pcp order, unaligned).  Reads the arena without its locks: the replay's thread only.
+ */
+enum bh__pcp_at {
+  BH__PCPAT_PCP,
+  BH__PCPAT_BUDDY,
+  BH__PCPAT_ALLOC,
+  BH__PCPAT_PRETRACE,
+  BH__PCPAT_SPLIT,
+  BH__PCPAT_ISOLATED,
+  BH__PCPAT_INVALID,
+};
+BH__INTERNAL enum bh__pcp_at bh__pcp_block_where(const bh_arena_t *a, uint64_t pfn, unsigned order,
+                                                 int *cpu);
+
+/*
+ * populate.c: where the block of `order` at pfn is now, for a replay that asks why the
+ * allocator chose another block than the kernel did (placement agreement by cause).  Fills
+ * *where with one of BH__WHERE_* (BH_WHERE_* in include/buddyhint/replay.h); for a block on a pcp
+ * list also its CPU and its position from the list's head (0: the head; capped at 255).  Reads the
+ * arena's page flags and links: the caller holds no lock and no other thread may run.
+ */
+enum {
+  BH__WHERE_PCP_HEAD,
+  BH__WHERE_PCP_DEEPER,
+  BH__WHERE_PCP_FAR,
+  BH__WHERE_PCP_OTHER_LIST,
+  BH__WHERE_PCP_OTHER_CPU,
+  BH__WHERE_BUDDY,
+  BH__WHERE_BUDDY_INSIDE,
+  BH__WHERE_ALLOCATED,
+  BH__WHERE_PRETRACE,
+  BH__WHERE_OTHER,
+  BH__WHERE_NR
+};
+typedef struct bh__where {
+  int where, cpu;
+  unsigned pos;
+} bh__where_t;
+BH__INTERNAL void bh__where_is(const bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int cpu,
+                               bh__where_t *w);
+
+/* ---- the start state ---- */
+
+/* The orders that have pcp lists, a bit each (0 without pcp lists): bh_populate_t's. */
+BH__INTERNAL unsigned bh__pcp_orders(const bh_arena_t *a);
+
+/*
+ * A machine that reports free pages and starts with a free block at or above a zone's
+ * reporting order that it has not reported has a pass pending: each zone that holds such a
+ * block notifies the attached strategy once (page_reporting_notify_free), as the free that
+ * made the block did.  A strategy without a notify hook must not be attached.
+ */
+BH__INTERNAL void bh__notify_unreported(bh_arena_t *a);
+
+/* ---- the pcp-event hooks ---- */
+
+/*
+ * populate.c: the pcp lists moved as a kernel's trace says (mm_page_alloc_zone_locked with
+ * percpu_refill, mm_page_pcpu_drain), for a replay that follows the kernel's own pfns.
+ * bh__pcp_refill_at: the free block of `order` at pfn (inside a buddy block, which is split
+ * around it as expand() would) goes to the tail of cpu's pcp list for (mt, order), as
+ * rmqueue_bulk puts it (mt outside the pcp types: its pageblock's).  bh__pcp_drain_at: the
+ * block of `order` at pfn on a pcp list goes back to the buddy lists, merging
+ * (free_pcppages_bulk's __free_one_page).  bh__pcp_free_nodrain: a free onto the head of cpu's
+ * pcp list with no high/batch drain decision (the trace's drain events make them); other
+ * blocks and bad frees go to bh_free_pfn.  Return BH_OK, BH_EBUSY (the block is not where the
+ * event says), BH_EINVAL/BH_EFAULT/BH_EALIGN (not a pcp order, outside, unaligned), or
+ * bh_free_pfn's errors.
+ */
+BH__INTERNAL int bh__pcp_refill_at(bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int cpu);
+BH__INTERNAL int bh__pcp_drain_at(bh_arena_t *a, uint64_t pfn, unsigned order);
+BH__INTERNAL int bh__pcp_free_nodrain(bh_arena_t *a, uint64_t pfn, unsigned order, int cpu);
+
+/* The block of `order` on a pcp list at pfn moves to the tail of cpu's list for (mt, order),
+ * as a refill puts it: BH_OK, or BH_EBUSY if it is not there. */
+BH__INTERNAL int bh__pcp_relist_at(bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int cpu);
+/* The block of `order` at pfn, memory allocated before the trace (bh_arena_populate's
+ * PG_PRETRACE pages), goes to the tail of cpu's pcp list for (mt, order), as a refill puts
+ * it: for a refill the start snapshot saw done.  BH_OK, or BH_EBUSY if its pages are not all
+ * such memory (or its pageblock is isolated). */
+BH__INTERNAL int bh__pcp_adopt_at(bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int cpu);
+
+/* whether order has pcp lists (pcp_allowed_order) */
+BH__INTERNAL bool bh__pcp_order(const bh_arena_t *a, unsigned order);
+
+/*
+ * populate.c: a fallback as a kernel's trace reports it (mm_page_alloc_extfrag), for a replay
+ * that follows the kernel's own pfns.  bh__claim_block_at: a claim (change_ownership) of the
+ * block of 2^order pages (fallback_order) at pfn: its pageblock (every pageblock of a block of
+ * pageblock order or more) becomes mt's, the free blocks in it move to mt's lists.  Returns
+ * how many pageblocks changed type (0: all were mt's already), or BH_EINVAL (mt not Unmovable,
+ * Movable or Reclaimable; order above the arena's), BH_EFAULT (outside the arena or its zones'
+ * spans), BH_EBUSY (an Isolate, HighAtomic or absent pageblock: nothing changed).
+ * bh__count_fallback_at: the zone's extfrag counters, as a fallback of the arena's own counts them.
+ */
+BH__INTERNAL int bh__claim_block_at(bh_arena_t *a, uint64_t pfn, unsigned order, int mt);
+BH__INTERNAL void bh__count_fallback_at(bh_arena_t *a, uint64_t pfn, unsigned fallback_order,
+                                        bool claim);
+
+/* ---- the written-page model (discard.c) ---- */
+
+/* Allocates the arena's discarded-page bitmap (one bit per page, all clear) if it has none:
+ * 1 if it did, 0 if there was one already, or BH_ENOMEM. */
+BH__INTERNAL int bh__discard_enable(bh_arena_t *a);
+/*
+ * Marks pages [pfn, pfn + n) discarded; the bitmap must exist and the range lie in the arena.
+ * Returns how many of the pages it marked were resident in the owner's model: written (set in
+ * the bitmap of bh__discard_set_touched) and not discarded already; 0 without that bitmap.
+ */
+BH__INTERNAL uint64_t bh__discard_mark(bh_arena_t *a, uint64_t pfn, uint64_t n);
+/* Pages currently marked discarded (0 if there is no bitmap), kept as bits change. */
+BH__INTERNAL uint64_t bh__discarded_pages(const bh_arena_t *a);
+/* Pages that reports discarded and allocations took again since (refaults), so far. */
+BH__INTERNAL uint64_t bh__refault_pages(const bh_arena_t *a);
+/*
+ * Where the arena keeps its discarded-page bitmap: *map is that bitmap, NULL while there is
+ * none (a reporter enables it when it attaches, and frees it when it is destroyed).  The
+ * address is the arena's for its whole life: an owner reads it once and the bitmap through it.
+ */
+BH__INTERNAL _Atomic uint64_t *const *bh__discard_map(const bh_arena_t *a);
+/*
+ * Written pages, for an owner that models them (the replay's sim backing): `touched` is its
+ * bitmap, one bit per page, set when a page is first written and never cleared, with at least
+ * (nr_pages + 63) / 64 words, alive as long as the arena (NULL: none).  The core then keeps
+ * the number of pages both written and discarded as its own bits change, so that the owner's
+ * resident count, written minus that, costs no pass over the bitmaps.  The owner sets its bits
+ * on its own thread, a reporter may mark on another: a page is never written while it is
+ * being marked (it is isolated, not allocated), so the two meet on no bit they both change.
+ * The bitmap must be all clear when it is set here.
+ */
+BH__INTERNAL void bh__discard_set_touched(bh_arena_t *a, const _Atomic uint64_t *touched);
+/* bh__discard_on_touch's rare half: the pages of `hit` were written while discarded. */
+BH__INTERNAL void bh__discard_touched_hit(bh_arena_t *a, uint64_t hit);
+/*
+ * The owner has just set the bits `fresh` of word w of its touched bitmap (bits that were
+ * clear): those of them that are discarded count as written and discarded.  map is
+ * bh__discard_map(a).  Inline, for every first write: one load and a test when none of them
+ * is discarded, as allocation leaves them.
+ */
+static inline void bh__discard_on_touch(bh_arena_t *a, _Atomic uint64_t *const *map, uint64_t w,
+                                        uint64_t fresh) {
+  const _Atomic uint64_t *d = *map;
+  if (d == NULL)
+    return;
+  uint64_t hit = fresh & atomic_load_explicit(&d[w], memory_order_relaxed);
+  if (bh__unlikely(hit))
+    bh__discard_touched_hit(a, hit);
+}
+/* Pages set both in the discarded bitmap and in the owner's touched bitmap (0 if either is
+ * missing). */
+BH__INTERNAL uint64_t bh__discard_touched_pages(const bh_arena_t *a);
+/* The kept counts recounted by one pass over both bitmaps, to check them: the pages set in
+ * the discarded bitmap, in the owner's touched bitmap, and in both. */
+BH__INTERNAL void bh__discard_recount(const bh_arena_t *a, uint64_t *discarded, uint64_t *touched,
+                                      uint64_t *both);
+
+/* ---- zone queries ---- */
+
+/* The index (bh_arena_zone's i) of the zone that holds pfn, below bh_arena_pages. */
+BH__INTERNAL int bh__pfn_zone_id(const bh_arena_t *a, uint64_t pfn);
+/* The order at or above which a final merge in z notifies the attached strategy (its
+ * reporting order); above bh_arena_max_order if it never does. */
+BH__INTERNAL unsigned bh__zone_notify_order(const struct bh_zone *z);
+/* The arena's free blocks per order (nr_free, orders 0..bh_arena_max_order) and its free pages
+ * as NR_FREE_PAGES counts them (*free_pages), summed over its zones, each read under its lock. */
+BH__INTERNAL void bh__free_counts(bh_arena_t *a, uint64_t nr_free[BH_ORDER_LIMIT + 1],
+                                  uint64_t *free_pages);
+
+#endif

@@ -1,0 +1,235 @@
+/*
+ * What the replay asks of the core (buddy/replay_core.h), through that header and the public
+ * API only, as the replay does: whether a block is free (on the buddy or pcp lists, not
+ * allocated nor isolated), memory allocated before the trace, the heads of blocks on pcp
+ * lists, the zone of a pfn, a zone's reporting order, the free counts summed over the zones,
+ * the notify a reporting machine has pending at its start, and the written-page model.
+ */
+#include "buddy_test.h"
+
+#include "buddy/replay_core.h"
+
+#include <buddyhint/strategy.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#define NORMAL_START 131072 /* DMA 4096 + DMA32 126976 pages */
+#define TOP 10              /* MAX_PAGE_ORDER */
+
+static bh_arena_t *default_sim(void) {
+  bh_config_t c;
+  bh_config_init(&c);
+  c.backing = BH_BACKING_SIM;
+  return bt_create(&c);
+}
+
+/* Free, allocated, on a pcp list, isolated, past the end, and across top blocks. */
+static void test_block_free(void **state) {
+  (void)state;
+  bh_arena_t *a = default_sim();
+  uint64_t n = bh_arena_pages(a);
+  EXPECT_U64(bh__block_free(a, NORMAL_START + 5, 0), 1);   /* inside a free top block */
+  EXPECT_U64(bh__block_free(a, NORMAL_START, TOP + 1), 1); /* two free top blocks */
+  EXPECT_U64(bh_alloc_pfn_at(a, BH_GFP_MOVABLE, 0, 0, NORMAL_START + 1024 + 7), BH_OK);
+  EXPECT_U64(bh__block_free(a, NORMAL_START + 1024 + 7, 0), 0);
+  EXPECT_U64(bh__block_free(a, NORMAL_START + 1024 + 6, 0), 1); /* its buddy, split off */
+  EXPECT_U64(bh__block_free(a, NORMAL_START + 1024 + 6, 1), 0); /* holds it */
+  EXPECT_U64(bh__block_free(a, NORMAL_START + 1024, TOP), 0);
+  EXPECT_U64(bh__block_free(a, NORMAL_START, TOP + 1), 0); /* the second top block holds it */
+  EXPECT_U64(bh__block_free(a, NORMAL_START, TOP), 1);
+  /* a freed block on a pcp list is free */
+  bt_free(a, NORMAL_START + 1024 + 7, 0, 0);
+  EXPECT_U64(bt_zone(a, 2).pcp_pages, 1);
+  EXPECT_U64(bh__block_free(a, NORMAL_START + 1024 + 7, 0), 1);
+  EXPECT_U64(bh__block_free(a, NORMAL_START + 1024, TOP), 1);
+  /* a block isolated by hinting is not, until it is put back */
+  bh_zone_t *z = bh_arena_zone(a, 2);
+  uint64_t top = NORMAL_START + 4 * 1024;
+  bh_zone_lock(z);
+  EXPECT_U64(bh_zone_isolate(z, top, TOP), BH_OK);
+  bh_zone_unlock(z);
+  EXPECT_U64(bh__block_free(a, top + 3, 0), 0);
+  EXPECT_U64(bh__block_free(a, top, TOP), 0);
+  bool head;
+  bh_zone_lock(z);
+  EXPECT_U64(bh_zone_putback(z, top, TOP, &head), BH_OK);
+  bh_zone_unlock(z);
+  EXPECT_U64(bh__block_free(a, top + 3, 0), 1);
+  /* past the end */
+  EXPECT_U64(bh__block_free(a, n, 0), 0);
+  EXPECT_U64(bh__block_free(a, n - 1, 1), 0);
+  bt_expect_clean(a);
+  bh_arena_destroy(a);
+}
+
+/* The heads of the blocks on pcp lists, and nothing else; bits already set are kept. */
+static void test_pcp_heads(void **state) {
+  (void)state;
+  bh_arena_t *a = default_sim();
+  uint64_t n = bh_arena_pages(a), words = (n + 63) / 64;
+  uint64_t *map = calloc(words, sizeof(*map));
+  assert_non_null(map);
+  map[0] = 1; /* pfn 0: kept */
+  uint64_t p1 = NORMAL_START + 70, p2 = NORMAL_START + 2048 + 8;
+  EXPECT_U64(bh__pcp_refill_at(a, p1, 0, BH_MT_MOVABLE, 1), BH_OK);
+  EXPECT_U64(bh__pcp_refill_at(a, p2, 3, BH_MT_MOVABLE, 0), BH_OK);
+  bh__pcp_heads(a, map);
+  uint64_t set = 0;
+  for (uint64_t w = 0; w < words; w++)
+    set += (uint64_t)__builtin_popcountll(map[w]);
+  EXPECT_U64(set, 3);
+  EXPECT_U64(map[0] & 1, 1);
+  EXPECT_U64((map[p1 / 64] >> (p1 % 64)) & 1, 1);
+  EXPECT_U64((map[p2 / 64] >> (p2 % 64)) & 1, 1);
+  free(map);
+  bh_arena_destroy(a);
+}
+
+/* PG_PRETRACE: every page of a zone a populate leaves allocated, until it is adopted. */
+static void test_page_pretrace(void **state) {
+  (void)state;
+  bh_arena_t *a = default_sim();
+  uint64_t pbs = bh_arena_pages(a) >> bh_arena_pageblock_order(a);
+  uint8_t *pb = malloc(pbs);
+  assert_non_null(pb);
+  memset(pb, BH_MT_MOVABLE, pbs);
+  bh_block_run_t free_run = {NORMAL_START, 4, TOP};
+  bh_populate_t pop = {.pageblock_mt = pb, .nr_pageblocks = pbs, .free = &free_run, .nr_free = 1};
+  const char *why = NULL;
+  if (bh_arena_populate(a, &pop, &why))
+    fail_msg("populate: %s", why);
+  uint64_t past = NORMAL_START + 4 * 1024;
+  EXPECT_U64(bh__page_pretrace(a, NORMAL_START + 1), 0); /* free */
+  EXPECT_U64(bh__page_pretrace(a, past), 1);
+  EXPECT_U64(bh__page_pretrace(a, past + 9), 1);
+  EXPECT_U64(bh__block_free(a, past, 0), 0);
+  EXPECT_U64(bh_arena_adopt(a, past + 8, 3), BH_OK);
+  EXPECT_U64(bh__page_pretrace(a, past + 8), 0); /* an allocated block of the trace now */
+  EXPECT_U64(bh__page_pretrace(a, past), 1);
+  bt_free(a, past + 8, 3, 0);
+  EXPECT_U64(bh__block_free(a, past + 8, 3), 1);
+  bt_expect_clean(a);
+  free(pb);
+  bh_arena_destroy(a);
+}
+
+/* A pfn's zone, the free counts summed over the zones, and the pcp orders. */
+static void test_zone_queries(void **state) {
+  (void)state;
+  bh_arena_t *a = default_sim();
+  EXPECT_U64(bh__pfn_zone_id(a, 4096 + 5), 1);
+  EXPECT_U64(bh__pfn_zone_id(a, NORMAL_START), 2);
+  EXPECT_U64(bh__pfn_zone_id(a, bh_arena_pages(a) - 1), bh_arena_zone_count(a) - 1);
+  bt_alloc(a, BH_GFP_MOVABLE, 2, 0);
+  bt_alloc(a, BH_GFP_KERNEL, 5, 1);
+  uint64_t nr_free[BH_ORDER_LIMIT + 1], free_pages = 0, want[BH_ORDER_LIMIT + 1] = {0}, pages = 0;
+  bh__free_counts(a, nr_free, &free_pages);
+  for (int i = 0; i < bh_zone_count(a); i++) {
+    bh_zone_info_t zi = bt_zone(a, i);
+    for (unsigned o = 0; o <= TOP; o++)
+      want[o] += zi.nr_free[o];
+    pages += zi.free_pages;
+  }
+  for (unsigned o = 0; o <= BH_ORDER_LIMIT; o++)
+    EXPECT_U64(nr_free[o], want[o]);
+  EXPECT_U64(free_pages, pages);
+  EXPECT_U64(bh__pcp_orders(a) & 1, 1); /* order 0 has pcp lists */
+  EXPECT_U64(bh__pcp_order(a, 0), 1);
+  EXPECT_U64((bh__pcp_orders(a) >> TOP) & 1, 0);
+  bh_arena_destroy(a);
+}
+
+/* Without hinting no zone notifies; with bubble each zone's reporting order is its
+ * pageblock order, and the start's pending notify comes once per zone with an unreported
+ * free block at or above it. */
+static void test_notify_unreported(void **state) {
+  (void)state;
+  bh_arena_t *a = default_sim();
+  for (int i = 0; i < bh_arena_zone_count(a); i++)
+    EXPECT_U64(bh__zone_notify_order(bh_arena_zone(a, i)) > bh_arena_max_order(a), 1);
+  bh_hint_config_t hc;
+  bh_hint_config_init(&hc);
+  hc.strategy = "bubble";
+  hc.registered_at_boot = true;
+  bh_hint_t *h = NULL;
+  EXPECT_U64(bh_hint_attach(a, &hc, &h), BH_OK);
+  uint64_t want = 0;
+  for (int i = 0; i < bh_arena_zone_count(a); i++) {
+    unsigned from = bh__zone_notify_order(bh_arena_zone(a, i));
+    EXPECT_U64(from, bh_arena_pageblock_order(a));
+    bh_zone_info_t zi = bt_zone(a, i);
+    bool any = false;
+    for (unsigned o = from; o <= bh_arena_max_order(a); o++)
+      any |= zi.nr_free[o] > 0;
+    want += any;
+  }
+  assert_true(want > 0);
+  uint64_t before = bt_stat(a, BH_STAT_hint_notify);
+  bh__notify_unreported(a);
+  EXPECT_U64(bt_stat(a, BH_STAT_hint_notify) - before, want);
+  /* with every eligible block of Normal reported, Normal has nothing pending */
+  bh_zone_t *z = bh_arena_zone(a, 2);
+  bh_zone_lock(z);
+  for (unsigned o = bh__zone_notify_order(z); o <= bh_arena_max_order(a); o++)
+    for (int mt = 0; mt < BH_MT_TYPES; mt++)
+      for (uint64_t p = bh_free_list_first(z, o, mt); p != BH_PFN_NONE;
+           p = bh_free_list_next(z, o, mt, p))
+        bh_block_set_reported(z, p);
+  bh_zone_unlock(z);
+  before = bt_stat(a, BH_STAT_hint_notify);
+  bh__notify_unreported(a);
+  EXPECT_U64(bt_stat(a, BH_STAT_hint_notify) - before, want - 1);
+  bh_hint_detach(h);
+  bh_arena_destroy(a);
+}
+
+/* The written-page model: the bitmap's address before and after it exists, pages written
+ * while discarded, and the refaults of allocating discarded pages. */
+static void test_written_pages(void **state) {
+  (void)state;
+  bh_arena_t *a = default_sim();
+  _Atomic uint64_t *const *map = bh__discard_map(a);
+  assert_non_null(map);
+  assert_null(*map);
+  uint64_t words = (bh_arena_pages(a) + 63) / 64;
+  _Atomic uint64_t *touched = calloc(words, sizeof(*touched));
+  assert_non_null(touched);
+  bh__discard_set_touched(a, touched);
+  bh__discard_on_touch(a, map, 0, 1); /* no bitmap: nothing */
+  EXPECT_U64(bh__discard_enable(a), 1);
+  EXPECT_U64(bh__discard_enable(a), 0);
+  assert_ptr_equal(map, bh__discard_map(a));
+  assert_non_null(*map);
+  uint64_t pfn = NORMAL_START + 64;           /* word 2049's first page */
+  EXPECT_U64(bh__discard_mark(a, pfn, 8), 0); /* none written yet */
+  EXPECT_U64(bh__discarded_pages(a), 8);
+  EXPECT_U64(bh__discard_touched_pages(a), 0);
+  /* the owner writes pages 0..3 and 60..63 of that word: four of them were discarded */
+  uint64_t fresh = 0xfull | 0xfull << 60;
+  atomic_store(&touched[pfn / 64], fresh);
+  bh__discard_on_touch(a, map, pfn / 64, fresh);
+  EXPECT_U64(bh__discard_touched_pages(a), 4);
+  uint64_t d, t, both;
+  bh__discard_recount(a, &d, &t, &both);
+  EXPECT_U64(d, 8);
+  EXPECT_U64(t, 8);
+  EXPECT_U64(both, 4);
+  /* allocating the discarded block takes its pages back: refaults */
+  EXPECT_U64(bh__refault_pages(a), 0);
+  EXPECT_U64(bh_alloc_pfn_at(a, BH_GFP_MOVABLE, 3, 0, pfn), BH_OK);
+  EXPECT_U64(bh__refault_pages(a), 8);
+  EXPECT_U64(bh__discarded_pages(a), 0);
+  EXPECT_U64(bh__discard_touched_pages(a), 0);
+  bh_arena_destroy(a);
+  free(touched);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_block_free),        cmocka_unit_test(test_pcp_heads),
+      cmocka_unit_test(test_page_pretrace),     cmocka_unit_test(test_zone_queries),
+      cmocka_unit_test(test_notify_unreported), cmocka_unit_test(test_written_pages),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
