@@ -52,8 +52,10 @@ static bool all_pretrace(const bh_arena_t *a, uint64_t pfn, uint64_t n) {
 }
 
 /* The migratetype of a block's pageblocks, or -1 if they differ or one is absent. */
-static int block_mt(const bh_arena_t *a, uint64_t pfn, unsigned order) {
+static inline int block_mt(const bh_arena_t *a, uint64_t pfn, unsigned order) {
   int mt = bh__pb_mt(a, pfn);
+  if (order <= a->pb_order) /* one pageblock: nearly every block */
+    return pb_absent(a, pfn) ? -1 : mt;
   uint64_t step = 1ull << a->pb_order, end = pfn + (1ull << order);
   for (uint64_t b = pfn & ~(step - 1); b < end; b += step)
     if (pb_absent(a, b) || bh__pb_mt(a, b) != mt)
@@ -124,6 +126,13 @@ static inline uint64_t word_mask(uint64_t p, uint64_t n) {
 
 /* Sets bits [p, p + n); false, and nothing set, if one of them was set already. */
 static bool bits_claim(uint64_t *bm, uint64_t p, uint64_t n) {
+  if ((p & 63) + n <= 64) { /* within one word: most blocks */
+    uint64_t m = word_mask(p, n);
+    if (bm[p >> 6] & m)
+      return false;
+    bm[p >> 6] |= m;
+    return true;
+  }
   for (uint64_t q = p, e = p + n; q < e;) {
     uint64_t len = 64 - (q & 63) < e - q ? 64 - (q & 63) : e - q;
     if (bm[q >> 6] & word_mask(q, len))

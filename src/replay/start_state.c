@@ -503,7 +503,7 @@ static int runs_in_list_order(struct ctx *c) {
   for (size_t i = 0; !rc && i < c->fes->nr_seq; i++) {
     uint64_t h, p = c->fes->seq[i];
     unsigned o;
-    if (p >= c->nr_pages || !placed_head(c, p, &h, &o) || (c->placed[h] & 0x80))
+    if (p >= c->nr_pages || !in_placed(c, p) || !placed_head(c, p, &h, &o) || (c->placed[h] & 0x80))
       continue;
     c->placed[h] |= 0x80; /* emitted */
     rc = add_run(c, h, o);
