@@ -14,8 +14,10 @@
  */
 #include "buddy/internal.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static int bad(const char **why, const char *msg) {
   if (why)
@@ -50,8 +52,10 @@ static bool all_pretrace(const bh_arena_t *a, uint64_t pfn, uint64_t n) {
 }
 
 /* The migratetype of a block's pageblocks, or -1 if they differ or one is absent. */
-static int block_mt(const bh_arena_t *a, uint64_t pfn, unsigned order) {
+static inline int block_mt(const bh_arena_t *a, uint64_t pfn, unsigned order) {
   int mt = bh__pb_mt(a, pfn);
+  if (order <= a->pb_order) /* one pageblock: nearly every block */
+    return pb_absent(a, pfn) ? -1 : mt;
   uint64_t step = 1ull << a->pb_order, end = pfn + (1ull << order);
   for (uint64_t b = pfn & ~(step - 1); b < end; b += step)
     if (pb_absent(a, b) || bh__pb_mt(a, b) != mt)
@@ -75,7 +79,7 @@ static void reset_zone(bh__zone_t *z) {
   }
 }
 
-/* Pageblock types; every page of the zone allocated before the trace. */
+/* The zone's pageblock types. */
 static int set_pageblocks(bh__zone_t *z, const bh_populate_t *pop, const char **why) {
   bh_arena_t *a = z->arena;
   uint64_t step = 1ull << a->pb_order;
@@ -89,69 +93,220 @@ static int set_pageblocks(bh__zone_t *z, const bh_populate_t *pop, const char **
       a->pageblock[b] = v | keep;
     else
       return bad(why, "a pageblock type is not a migratetype");
-    int mt = bh__pb_mt(a, pfn);
-    bool present = !(a->pageblock[b] & BH__PB_ABSENT);
-    /* allocated pages of their pageblock's kind (Movable ones movable unless a movable map is
-     * given); absent memory is never moved */
-    uint8_t pmt = !present                                        ? BH_MT_UNMOVABLE
-                  : mt == BH_MT_MOVABLE && pop->movable           ? BH_MT_UNMOVABLE
-                  : mt == BH_MT_HIGHATOMIC || mt == BH_MT_ISOLATE ? BH_MT_UNMOVABLE
-                                                                  : (uint8_t)mt;
-    /* page by page, the arena's largest loop before the first event: the page array in a
-     * local (the relaxed atomic stores would have it loaded again for every page), and the
-     * span checked once for a pageblock that lies inside it, as nearly all do */
-    bh__page_t *pg = a->pages;
-    uint8_t fl = BH__PG_ALLOC | BH__PG_PRETRACE;
-    if (in_span(z, pfn, step)) {
-      for (uint64_t i = pfn; i < pfn + step; i++) {
-        pg[i].mt = pmt;
-        pg[i].priv = 0;
-        bh__pg_set(&pg[i], fl, 0);
-      }
-    } else {
-      for (uint64_t i = pfn; i < pfn + step; i++) {
-        pg[i].mt = pmt;
-        pg[i].priv = 0;
-        bh__pg_set(&pg[i], fl | (in_span(z, i, 1) ? 0 : BH__PG_NOPAGE), 0);
-      }
-    }
   }
   return 0;
 }
 
-static int set_movable(bh_arena_t *a, const bh_populate_t *pop, const char **why) {
+/*
+ * Bitmaps over the arena's pages: the pages of the free blocks, and the movable pages.  They
+ * let the checks and the page descriptors work a run or 64 pages at a time; fresh anonymous
+ * memory comes zeroed, without a memset.
+ */
+struct bits {
+  uint64_t *free, *movable;
+  size_t bytes;
+};
+
+static uint64_t *bits_new(size_t bytes) {
+  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+static void bits_free(struct bits *bs) {
+  if (bs->free)
+    munmap(bs->free, bs->bytes);
+  if (bs->movable)
+    munmap(bs->movable, bs->bytes);
+}
+
+/* Bits [p, p + n) of a word: the mask of those in word p / 64 (n <= 64 - p % 64). */
+static inline uint64_t word_mask(uint64_t p, uint64_t n) {
+  return (n >= 64 ? ~0ull : (1ull << n) - 1) << (p & 63);
+}
+
+/* Sets bits [p, p + n); false, and nothing set, if one of them was set already. */
+static bool bits_claim(uint64_t *bm, uint64_t p, uint64_t n) {
+  if ((p & 63) + n <= 64) { /* within one word: most blocks */
+    uint64_t m = word_mask(p, n);
+    if (bm[p >> 6] & m)
+      return false;
+    bm[p >> 6] |= m;
+    return true;
+  }
+  for (uint64_t q = p, e = p + n; q < e;) {
+    uint64_t len = 64 - (q & 63) < e - q ? 64 - (q & 63) : e - q;
+    if (bm[q >> 6] & word_mask(q, len))
+      return false;
+    q += len;
+  }
+  for (uint64_t q = p, e = p + n; q < e;) {
+    uint64_t len = 64 - (q & 63) < e - q ? 64 - (q & 63) : e - q;
+    bm[q >> 6] |= word_mask(q, len);
+    q += len;
+  }
+  return true;
+}
+
+/* Sets bits [p, p + n), set or not. */
+static void bits_set(uint64_t *bm, uint64_t p, uint64_t n) {
+  for (uint64_t q = p, e = p + n; q < e;) {
+    uint64_t len = 64 - (q & 63) < e - q ? 64 - (q & 63) : e - q;
+    bm[q >> 6] |= word_mask(q, len);
+    q += len;
+  }
+}
+
+static int set_movable(bh_arena_t *a, const bh_populate_t *pop, struct bits *bs, const char **why) {
   for (size_t i = 0; i < pop->nr_movable; i++) {
     const bh_page_run_t *r = &pop->movable[i];
     if (r->pfn >= a->nr_pages || r->count > a->nr_pages - r->pfn)
       return bad(why, "a movable run lies outside the arena");
-    bh__page_t *pg = a->pages;
-    for (uint64_t p = r->pfn; p < r->pfn + r->count; p++)
-      if ((pg[p].flags & BH__PG_PRETRACE) && !pb_absent(a, p))
-        pg[p].mt = BH_MT_MOVABLE;
+    bits_set(bs->movable, r->pfn, r->count);
   }
   return 0;
 }
 
-/* One free block onto the tail of its pageblock type's list. */
-static int add_free(bh_arena_t *a, uint64_t pfn, unsigned order, const char **why) {
-  uint64_t n = 1ull << order;
+/* One free block checked and its pages marked; it goes on its list once the pages are set. */
+static int check_free(bh_arena_t *a, uint64_t pfn, unsigned order, struct bits *bs,
+                      const char **why) {
   bh__zone_t *z = zone_at(a, pfn);
-  if (order > a->max_order || (pfn & (n - 1)))
+  if (order > a->max_order || (pfn & ((1ull << order) - 1)))
     return bad(why, "a free block is misaligned or above MAX_PAGE_ORDER");
+  uint64_t n = 1ull << order;
   if (!z || !in_span(z, pfn, n))
     return bad(why, "a free block lies outside its zone's span");
-  int mt = block_mt(a, pfn, order);
-  if (mt < 0)
+  if (block_mt(a, pfn, order) < 0)
     return bad(why, "a free block lies in an absent pageblock or across pageblocks of "
                     "different types");
-  if (!all_pretrace(a, pfn, n))
+  if (!bits_claim(bs->free, pfn, n))
     return bad(why, "free blocks overlap");
-  bh__page_t *pg = a->pages;
-  for (uint64_t i = pfn + 1; i < pfn + n; i++)
-    bh__pg_set_flags(&pg[i], 0);
-  pg[pfn].mt = 0;
-  bh__add_to_free_list(z, pfn, order, mt, true);
   return 0;
+}
+
+/* The second word of a page descriptor (flags, order 0, mt, spare, priv 0), as one store. */
+_Static_assert(offsetof(bh__page_t, flags) == 8 && offsetof(bh__page_t, priv) == 12 &&
+                   sizeof(bh__page_t) == 16,
+               "a page descriptor's flags to priv are its second 8 bytes");
+
+static inline uint64_t desc_word(uint8_t flags, uint8_t mt) {
+  bh__page_t t;
+  memset(&t, 0, sizeof(t));
+  t.flags = flags;
+  t.mt = mt;
+  uint64_t w;
+  memcpy(&w, (const char *)&t + offsetof(bh__page_t, flags), sizeof(w));
+  return w;
+}
+
+static inline void put_desc(bh__page_t *pg, uint64_t i, uint64_t w) {
+  memcpy((char *)&pg[i] + offsetof(bh__page_t, flags), &w, sizeof(w));
+}
+
+/* Pages [p, e) given the same word, sixteen stores a round. */
+static void fill_desc(bh__page_t *pg, uint64_t p, uint64_t e, uint64_t w) {
+  for (; p + 16 <= e; p += 16) { /* spelt out: -O2 keeps a loop of 16 as a loop */
+    put_desc(pg, p, w);
+    put_desc(pg, p + 1, w);
+    put_desc(pg, p + 2, w);
+    put_desc(pg, p + 3, w);
+    put_desc(pg, p + 4, w);
+    put_desc(pg, p + 5, w);
+    put_desc(pg, p + 6, w);
+    put_desc(pg, p + 7, w);
+    put_desc(pg, p + 8, w);
+    put_desc(pg, p + 9, w);
+    put_desc(pg, p + 10, w);
+    put_desc(pg, p + 11, w);
+    put_desc(pg, p + 12, w);
+    put_desc(pg, p + 13, w);
+    put_desc(pg, p + 14, w);
+    put_desc(pg, p + 15, w);
+  }
+  for (; p < e; p++)
+    put_desc(pg, p, w);
+}
+
+/* A run of pages that will all get the same word, filled when it ends. */
+struct pending {
+  uint64_t start, end, w;
+};
+
+static inline void pending_add(bh__page_t *pg, struct pending *r, uint64_t p, uint64_t e,
+                               uint64_t w) {
+  if (r->end == p && r->w == w) {
+    r->end = e;
+    return;
+  }
+  fill_desc(pg, r->start, r->end, r->w);
+  *r = (struct pending){p, e, w};
+}
+
+/*
+ * Every page of the zone: an order-0 block allocated before the trace, of its pageblock's
+ * kind (Movable ones movable unless a movable map is given, then the map's movable pages;
+ * absent memory is never moved), PG_NOPAGE outside the zone's span; the pages of free blocks
+ * with no flags (their heads go on the lists next).  The links are left as they are.  This is
+ * the one loop over all pages before the first event: the bitmaps are read 64 pages at a
+ * time, and the pages are written in runs of one word, across words, pageblocks and runs of
+ * the bitmaps alike (nearly the whole zone is a few long runs).
+ */
+static void set_pages(bh__zone_t *z, const bh_populate_t *pop, const struct bits *bs) {
+  bh_arena_t *a = z->arena;
+  bh__page_t *pg = a->pages; /* a local: the stores cannot change it */
+  uint64_t step = 1ull << a->pb_order;
+  const uint8_t alloc = BH__PG_ALLOC | BH__PG_PRETRACE;
+  struct pending run = {z->start_pfn, z->start_pfn, 0};
+  for (uint64_t pfn = z->start_pfn; pfn < z->start_pfn + z->spanned_pages; pfn += step) {
+    int mt = bh__pb_mt(a, pfn);
+    bool present = !pb_absent(a, pfn);
+    uint8_t pmt = !present                                        ? BH_MT_UNMOVABLE
+                  : mt == BH_MT_MOVABLE && pop->movable           ? BH_MT_UNMOVABLE
+                  : mt == BH_MT_HIGHATOMIC || mt == BH_MT_ISOLATE ? BH_MT_UNMOVABLE
+                                                                  : (uint8_t)mt;
+    uint8_t mmt = present ? BH_MT_MOVABLE : pmt; /* a page of the movable map */
+    /* the word of a page by its bits: free (1), movable (2) */
+    uint64_t word[4] = {desc_word(alloc, pmt), desc_word(0, pmt), desc_word(alloc, mmt),
+                        desc_word(0, mmt)};
+    bool whole = in_span(z, pfn, step);
+    for (uint64_t p = pfn, end = pfn + step; p < end;) {
+      uint64_t len = 64, all = ~0ull, fw, mw = 0;
+      if (!(p & 63) && end - p >= 64) { /* a whole word: nearly always */
+        fw = bs->free[p >> 6];
+        if (bs->movable)
+          mw = bs->movable[p >> 6];
+      } else {
+        len = 64 - (p & 63) < end - p ? 64 - (p & 63) : end - p;
+        all = word_mask(p, len) >> (p & 63);
+        fw = (bs->free[p >> 6] >> (p & 63)) & all;
+        mw = bs->movable ? (bs->movable[p >> 6] >> (p & 63)) & all : 0;
+      }
+      if (whole && !mw && (!fw || fw == all)) { /* 64 pages alike: nearly always */
+        pending_add(pg, &run, p, p + len, word[fw & 1]);
+      } else if (!whole) { /* a pageblock across the span's edge: page by page */
+        for (uint64_t i = 0; i < len; i++) {
+          uint8_t fl = (fw >> i) & 1 ? 0 : alloc | (in_span(z, p + i, 1) ? 0 : BH__PG_NOPAGE);
+          pending_add(pg, &run, p + i, p + i + 1, desc_word(fl, (mw >> i) & 1 ? mmt : pmt));
+        }
+      } else {
+        /* the runs of pages alike: a run ends at bit i where bit i + 1 differs */
+        uint64_t ends = ((fw ^ (fw >> 1)) | (mw ^ (mw >> 1))) & (all >> 1);
+        for (uint64_t s = 0; s < len;) {
+          uint64_t e = ends ? (uint64_t)__builtin_ctzll(ends) + 1 : len;
+          ends &= ends - 1;
+          pending_add(pg, &run, p + s, p + e, word[((fw >> s) & 1) | ((mw >> s) & 1) << 1]);
+          s = e;
+        }
+      }
+      p += len;
+    }
+  }
+  fill_desc(pg, run.start, run.end, run.w);
+}
+
+/* A checked free block onto the tail of its pageblock type's list. */
+static void add_free(bh_arena_t *a, uint64_t pfn, unsigned order) {
+  a->pages[pfn].mt = 0;
+  bh__add_to_free_list(zone_at(a, pfn), pfn, order, bh__pb_mt(a, pfn), true);
 }
 
 /* No free block may have a free buddy of its order that __free_one_page would merge it with. */
@@ -231,6 +386,13 @@ int bh_arena_populate(bh_arena_t *a, const bh_populate_t *pop, const char **why)
   for (int i = 0; i < a->nr_zones; i++)
     if (a->zones[i].notify_order != UINT8_MAX || a->zones[i].del_order != UINT8_MAX)
       return BH_EBUSY;
+  struct bits bs = {NULL, NULL, ((a->nr_pages + 63) / 64 * 8 + 4095) & ~(size_t)4095};
+  bs.free = bits_new(bs.bytes);
+  bs.movable = pop->nr_movable ? bits_new(bs.bytes) : NULL;
+  if (!bs.free || (pop->nr_movable && !bs.movable)) {
+    bits_free(&bs);
+    return BH_ENOMEM;
+  }
   int err = 0;
   lock_zones(a, true);
   for (int i = 0; !err && i < a->nr_zones; i++) {
@@ -238,11 +400,18 @@ int bh_arena_populate(bh_arena_t *a, const bh_populate_t *pop, const char **why)
     err = set_pageblocks(&a->zones[i], pop, why);
   }
   if (!err)
-    err = set_movable(a, pop, why);
+    err = set_movable(a, pop, &bs, why);
   for (size_t i = 0; !err && i < pop->nr_free; i++) {
     const bh_block_run_t *r = &pop->free[i];
     for (uint64_t k = 0; !err && k < r->count; k++)
-      err = add_free(a, r->pfn + (k << r->order), r->order, why);
+      err = check_free(a, r->pfn + (k << r->order), r->order, &bs, why);
+  }
+  for (int i = 0; !err && i < a->nr_zones; i++)
+    set_pages(&a->zones[i], pop, &bs);
+  for (size_t i = 0; !err && i < pop->nr_free; i++) {
+    const bh_block_run_t *r = &pop->free[i];
+    for (uint64_t k = 0; k < r->count; k++)
+      add_free(a, r->pfn + (k << r->order), r->order);
   }
   for (size_t i = 0; !err && i < pop->nr_free; i++) {
     const bh_block_run_t *r = &pop->free[i];
@@ -254,6 +423,7 @@ int bh_arena_populate(bh_arena_t *a, const bh_populate_t *pop, const char **why)
   if (!err)
     set_pcp_high(a, pop);
   lock_zones(a, false);
+  bits_free(&bs);
   return err;
 }
 

@@ -29,6 +29,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static int sfail(char *err, size_t errlen, int code, const char *msg) {
   if (err && errlen)
@@ -146,8 +147,47 @@ struct ctx {
   const bh__first_events_t *fes; /* fe's owner, with the order of first allocations */
   uint64_t seed;
   uint8_t *placed; /* per page: order + 1 of a free block with its head here; 0 */
+  /* per page: inside a placed free block; NULL once two placed blocks overlap (placed_head
+   * then answers, as it must where the smallest of them counts) */
+  uint64_t *covered;
+  uint32_t *evp; /* the pages with an event (fe != 0), ascending; NULL: not listed yet */
+  uint64_t nevp;
   size_t nfree, free_cap, npcp, pcp_cap;
 };
+
+/*
+ * Per-page arrays come from fresh anonymous memory: zeroed without a memset (calloc clears a
+ * reused heap block byte by byte), and only the pages written are ever backed.
+ */
+static void *zmap(size_t bytes) {
+  void *p = mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+static void zunmap(void *p, size_t bytes) {
+  if (p)
+    munmap(p, bytes ? bytes : 1);
+}
+
+/* Eight bytes at p, in one load. */
+static inline uint64_t ld64(const void *p) {
+  uint64_t v;
+  memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+/* The 64 bytes at p ORed together: zero if they all are. */
+static inline uint64_t or64(const void *p) {
+  const char *b = p;
+  return ld64(b) | ld64(b + 8) | ld64(b + 16) | ld64(b + 24) | ld64(b + 32) | ld64(b + 40) |
+         ld64(b + 48) | ld64(b + 56);
+}
+
+/* Bits [p, p + n) of word p / 64 (n <= 64 - p % 64). */
+static inline uint64_t word_mask(uint64_t p, uint64_t n) {
+  return (n >= 64 ? ~0ull : (1ull << n) - 1) << (p & 63);
+}
 
 static uint64_t mix(uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
@@ -158,18 +198,57 @@ static uint64_t mix(uint64_t x) {
 
 static inline int fe_kind(const struct ctx *c, uint64_t p) { return c->fe ? c->fe[p] & 3 : 0; }
 
-/* The first page at or after p, before n, that has an event in the trace (fe[p] != 0), else n:
- * most of a machine's pages have none, and are passed four at a time. */
-static inline uint64_t next_with_event(const uint32_t *fe, uint64_t p, uint64_t n) {
-  while (p < n && !fe[p] && (p & 3))
-    p++;
-  for (uint64_t w[2]; p + 4 <= n; p += 4) {
-    memcpy(w, fe + p, sizeof(w));
-    if (w[0] | w[1])
-      break;
+/*
+ * The pages with an event, ascending, in c->evp: one pass over fe for the start state's loops
+ * that look only at such pages, 32 pages (two cache lines) a round where none has one.
+ */
+static int event_pages(struct ctx *c) {
+  if (c->evp || !c->fe)
+    return 0;
+  uint32_t *evp = zmap(c->nr_pages * sizeof(uint32_t));
+  if (!evp)
+    return BH_ENOMEM;
+  const uint32_t *fe = c->fe;
+  uint64_t n = c->nr_pages, k = 0;
+  for (uint64_t p = 0; p < n;) {
+    if (p + 32 <= n && !(or64(fe + p) | or64(fe + p + 16))) {
+      p += 32;
+      continue;
+    }
+    for (uint64_t e = p + 32 < n ? p + 32 : n; p < e; p++)
+      if (fe[p])
+        evp[k++] = (uint32_t)p;
   }
-  while (p < n && !fe[p])
-    p++;
+  c->evp = evp;
+  c->nevp = k;
+  return 0;
+}
+
+/*
+ * The first page at or after p where a placed free block has its head, else nr_pages.  Most
+ * pages are in none: with c->covered the next page inside a block is found 64 pages at a time
+ * (from the end of a block, or from outside all, that page is a block's head); without it,
+ * placed is read 64 or 8 bytes at a time.
+ */
+static inline uint64_t next_placed(const struct ctx *c, uint64_t p) {
+  const uint8_t *placed = c->placed;
+  uint64_t n = c->nr_pages;
+  if (c->covered && p < n && !placed[p]) {
+    uint64_t w = c->covered[p >> 6] & (~0ull << (p & 63));
+    for (p &= ~63ull; !w && (p += 64) < n;)
+      w = c->covered[p >> 6];
+    p = w ? p + (uint64_t)__builtin_ctzll(w) : n;
+    if (p >= n)
+      return n;
+  }
+  while (p < n && !placed[p]) {
+    if (!(p & 63) && p + 64 <= n && !or64(placed + p))
+      p += 64;
+    else if (!(p & 7) && p + 8 <= n && !ld64(placed + p))
+      p += 8;
+    else
+      p++;
+  }
   return p;
 }
 
@@ -197,7 +276,27 @@ static bool placed_head(const struct ctx *c, uint64_t p, uint64_t *head, unsigne
 static bool in_placed(const struct ctx *c, uint64_t p) {
   uint64_t h;
   unsigned o;
+  if (c->covered)
+    return (c->covered[p >> 6] >> (p & 63)) & 1;
   return placed_head(c, p, &h, &o);
+}
+
+/* A free block of order o placed with its head at p. */
+static void place_block(struct ctx *c, uint64_t p, unsigned o) {
+  c->placed[p] = (uint8_t)(o + 1);
+  uint64_t *cv = c->covered;
+  if (!cv)
+    return;
+  for (uint64_t q = p, e = p + (1ull << o); q < e;) { /* the block's bits, a word at a time */
+    uint64_t len = 64 - (q & 63) < e - q ? 64 - (q & 63) : e - q, m = word_mask(q, len);
+    if (cv[q >> 6] & m) { /* blocks overlap: placed_head decides from now on */
+      zunmap(cv, (c->nr_pages + 63) / 64 * sizeof(uint64_t));
+      c->covered = NULL;
+      return;
+    }
+    cv[q >> 6] |= m;
+    q += len;
+  }
 }
 
 static int add_run(struct ctx *c, uint64_t pfn, unsigned order) {
@@ -237,11 +336,7 @@ static int add_pcp(struct ctx *c, uint64_t pfn, unsigned order, unsigned cpu, in
 
 /* The free runs from c->placed, in pfn order. */
 static int runs_from_placed(struct ctx *c) {
-  for (uint64_t p = 0; p < c->nr_pages;) {
-    if (!c->placed[p]) {
-      p++;
-      continue;
-    }
+  for (uint64_t p = 0; (p = next_placed(c, p)) < c->nr_pages;) {
     unsigned o = c->placed[p] - 1u;
     int rc = add_run(c, p, o);
     if (rc)
@@ -347,10 +442,11 @@ static int pcp_from_trace(struct ctx *c) {
     return 0;
   bool by_seq = c->fes && !c->fes->seq_lost && !c->fes->pfn_order;
   uint64_t n = by_seq ? c->fes->nr_seq : c->nr_pages;
-  uint64_t *in_pcp = calloc((c->nr_pages + 63) / 64, sizeof(uint64_t));
+  size_t in_pcp_bytes = (c->nr_pages + 63) / 64 * sizeof(uint64_t);
+  uint64_t *in_pcp = zmap(in_pcp_bytes);
   if (!in_pcp)
     return BH_ENOMEM;
-  int rc = 0;
+  int rc = by_seq ? event_pages(c) : 0;
   for (uint64_t i = 0; !rc && i < n; i++) {
     uint64_t p = by_seq ? c->fes->seq[i] : i, pages;
     if (p >= c->nr_pages || fe_kind(c, p) != BH__FE_ALLOC || bit_at(in_pcp, p) || in_placed(c, p) ||
@@ -368,15 +464,16 @@ static int pcp_from_trace(struct ctx *c) {
   /* by_seq: the pages that are not the first page of a first allocation, and not inside a
    * block put on a pcp list, are as unexplained as they are in pfn order */
   const uint32_t *fe = c->fe; /* locals: the stores below cannot change them */
-  uint64_t unexplained = 0, np = c->nr_pages;
-  for (uint64_t p = 0; !rc && by_seq && (p = next_with_event(fe, p, np)) < np; p++) {
+  uint64_t unexplained = 0;
+  for (uint64_t i = 0; !rc && by_seq && i < c->nevp; i++) {
+    uint64_t p = c->evp[i];
     uint32_t v = fe[p];
     if ((v & 3) == BH__FE_ALLOC && !((v >> 2) & 63) && !(in_pcp[p / 64] & (1ull << (p % 64))) &&
         !in_placed(c, p))
       unexplained++;
   }
   c->st->unexplained_pages += unexplained;
-  free(in_pcp);
+  zunmap(in_pcp, in_pcp_bytes);
   return rc;
 }
 
@@ -395,6 +492,8 @@ static void repair_block(struct ctx *c, uint64_t p) {
   for (uint64_t a = h; a < end;) {
     if (fe_kind(c, a) == BH__FE_FREE) {
       c->st->repaired_pages++;
+      if (c->covered)
+        c->covered[a >> 6] &= ~(1ull << (a & 63));
       a++;
       continue;
     }
@@ -431,21 +530,12 @@ static int runs_in_list_order(struct ctx *c) {
   for (size_t i = 0; !rc && i < c->fes->nr_seq; i++) {
     uint64_t h, p = c->fes->seq[i];
     unsigned o;
-    if (p >= c->nr_pages || !placed_head(c, p, &h, &o) || (c->placed[h] & 0x80))
+    if (p >= c->nr_pages || !in_placed(c, p) || !placed_head(c, p, &h, &o) || (c->placed[h] & 0x80))
       continue;
     c->placed[h] |= 0x80; /* emitted */
     rc = add_run(c, h, o);
   }
-  const uint8_t *placed = c->placed;
-  for (uint64_t p = 0, n = c->nr_pages; !rc && p < n;) {
-    if (!placed[p]) { /* most pages are in no free block: eight at a time where aligned */
-      uint64_t w;
-      if (!(p & 7) && p + 8 <= n && (memcpy(&w, placed + p, 8), !w))
-        p += 8;
-      else
-        p++;
-      continue;
-    }
+  for (uint64_t p = 0, n = c->nr_pages; !rc && (p = next_placed(c, p)) < n;) {
     unsigned o = (c->placed[p] & 0x7fu) - 1u;
     if (c->placed[p] & 0x80)
       c->placed[p] &= 0x7f;
@@ -546,16 +636,18 @@ static int build_kpageflags(struct ctx *c, const bh_snapshot_t *s, char *err, si
     for (uint64_t k = 0; k < r->count; k++) {
       uint64_t pfn = r->pfn + (k << r->order);
       if (pfn + (1ull << r->order) <= c->nr_pages)
-        c->placed[pfn] = (uint8_t)(r->order + 1);
+        place_block(c, pfn, r->order);
     }
   }
-  const uint32_t *fe = c->fe;
-  uint64_t np = c->nr_pages;
-  for (uint64_t p = 0; fe && (p = next_with_event(fe, p, np)) < np; p++)
-    if ((fe[p] & 3) == BH__FE_FREE && in_placed(c, p))
+  int rc = event_pages(c);
+  for (uint64_t i = 0; !rc && i < c->nevp; i++) {
+    uint64_t p = c->evp[i];
+    if ((c->fe[p] & 3) == BH__FE_FREE && in_placed(c, p))
       repair_block(c, p);
+  }
   types_from_trace(c);
-  int rc = runs_in_list_order(c);
+  if (!rc)
+    rc = runs_in_list_order(c);
   if (!rc && s->nr_movable_runs) {
     st->movable = malloc(s->nr_movable_runs * sizeof(*st->movable));
     if (!st->movable)
@@ -757,7 +849,7 @@ static int place(struct ctx *c, struct zctx *zc, unsigned o, int t) {
   for (size_t i = 0; i < nc && want; i++) {
     if (merges(c, cd[i].p, o))
       continue;
-    c->placed[cd[i].p] = (uint8_t)(o + 1);
+    place_block(c, cd[i].p, o);
     want--;
   }
   c->st->unplaced_blocks += want;
@@ -834,7 +926,7 @@ static int build_empty(struct ctx *c) {
       unsigned o = 0;
       while (o < c->maxo && !(p & ((2ull << o) - 1)) && p + (2ull << o) <= pend)
         o++;
-      c->placed[p] = (uint8_t)(o + 1);
+      place_block(c, p, o);
       p += 1ull << o;
     }
   }
@@ -858,8 +950,9 @@ int bh__start_build(bh__start_t *st, int kind, const bh_machine_t *m, uint64_t n
   c.fe = fe && fe->fe && fe->nr_pages >= nr_pages ? fe->fe : NULL;
   c.fes = c.fe ? fe : NULL;
   st->pageblock_mt = malloc(c.npb ? c.npb : 1);
-  c.placed = calloc(nr_pages ? nr_pages : 1, 1);
-  int rc = st->pageblock_mt && c.placed ? 0 : BH_ENOMEM;
+  c.placed = zmap(nr_pages);
+  c.covered = zmap((nr_pages + 63) / 64 * sizeof(uint64_t));
+  int rc = st->pageblock_mt && c.placed && c.covered ? 0 : BH_ENOMEM;
   if (!rc)
     memset(st->pageblock_mt, BH_PAGEBLOCK_ABSENT, c.npb);
   const bh_snapshot_t *s = bh_machine_snapshot(m, BH_SNAP_START);
@@ -867,7 +960,9 @@ int bh__start_build(bh__start_t *st, int kind, const bh_machine_t *m, uint64_t n
     rc = kind == BH__START_KPAGEFLAGS ? build_kpageflags(&c, s, err, errlen)
          : kind == BH__START_COUNTS   ? build_counts(&c, s, err, errlen)
                                       : build_empty(&c);
-  free(c.placed);
+  zunmap(c.placed, nr_pages);
+  zunmap(c.covered, (nr_pages + 63) / 64 * sizeof(uint64_t));
+  zunmap(c.evp, nr_pages * sizeof(uint32_t));
   if (rc) {
     bh__start_free(st);
     return rc;

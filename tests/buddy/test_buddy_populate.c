@@ -9,6 +9,7 @@
  * machine: DMA from pfn 1, a hole in DMA32, a Normal zone that ends inside a max-order block.
  */
 #include "buddy_test.h"
+#include "test_rng.h"
 
 #include "buddy/internal.h"
 
@@ -397,6 +398,132 @@ static void test_populate_pcp_high(void **state) {
   bh_arena_destroy(a);
 }
 
+/*
+ * Every page descriptor after bh_arena_populate, against the rule page by page: populate
+ * writes the pages in runs, 64 pages of its bitmaps at a time, so runs that begin and end
+ * inside a word, pageblocks smaller than a word, movable runs over pfn 0 and past the span,
+ * absent pageblocks and free blocks of every order are checked one page at a time.
+ */
+static uint8_t pageblock_pmt(const bh_populate_t *pop, uint8_t t) {
+  if (t == BH_PAGEBLOCK_ABSENT)
+    return BH_MT_UNMOVABLE;
+  if (t == BH_MT_MOVABLE && pop->movable)
+    return BH_MT_UNMOVABLE;
+  return t == BH_MT_HIGHATOMIC || t == BH_MT_ISOLATE ? BH_MT_UNMOVABLE : t;
+}
+
+static void check_pages(unsigned pb_order, uint64_t seed) {
+  bh_config_t cfg = machine_cfg();
+  cfg.pageblock_order = pb_order;
+  bh_arena_t *a = bt_create(&cfg);
+  uint64_t np = a->nr_pages, npb = np >> pb_order, x = seed;
+  uint8_t *pb = malloc(npb), *mov = calloc(np, 1), *fh = calloc(np, 1), *cover = calloc(np, 1);
+  bh_block_run_t *fr = calloc(4096, sizeof(*fr));
+  bh_page_run_t *mr = calloc(4096, sizeof(*mr));
+  bh_pcp_block_t *pr = calloc(64, sizeof(*pr));
+  assert_true(pb && mov && fh && cover && fr && mr && pr);
+  for (uint64_t b = 0; b < npb; b++) { /* long stretches of one type, some absent */
+    uint64_t r = test_splitmix64(&x);
+    pb[b] = b && r % 8 ? pb[b - 1] : r % 11 == 0 ? BH_PAGEBLOCK_ABSENT : (uint8_t)(r >> 8) % 5;
+  }
+  for (uint64_t b = 0xc000ull >> pb_order; b < 0x10000ull >> pb_order; b++)
+    pb[b] = BH_PAGEBLOCK_ABSENT; /* DMA32's hole */
+  size_t nm = 0, nf = 0, npcp = 0;
+  mr[nm++] = (bh_page_run_t){0, 3};                   /* pfn 0: outside DMA's span */
+  mr[nm++] = (bh_page_run_t){0x10000 + 25603 - 2, 5}; /* across Normal's end */
+  while (nm < 600) {
+    uint64_t r = test_splitmix64(&x), pfn = r % np, n = 1 + (r >> 32) % 150;
+    if (pfn + n <= np)
+      mr[nm++] = (bh_page_run_t){pfn, n};
+  }
+  for (size_t i = 0; i < nm; i++)
+    memset(mov + mr[i].pfn, 1, mr[i].count);
+  for (int tries = 0; tries < 20000 && nf < 4096; tries++) { /* valid blocks, never buddies */
+    uint64_t r = test_splitmix64(&x);
+    unsigned o = (r >> 40) % 16 < 8 ? 0 : (unsigned)((r >> 44) % (cfg.max_order + 1));
+    uint64_t n = 1ull << o, pfn = (r % np) & ~(n - 1), z;
+    if (pfn + n > np)
+      continue;
+    for (z = 0; z < 3; z++)
+      if (pfn >= cfg.layout_zones[z].start_pfn &&
+          pfn + n <= cfg.layout_zones[z].start_pfn + cfg.layout_zones[z].spanned_pages)
+        break;
+    bool ok = z < 3;
+    for (uint64_t p = pfn; ok && p < pfn + n; p++)
+      ok = !cover[p] && pb[p >> pb_order] != BH_PAGEBLOCK_ABSENT &&
+           pb[p >> pb_order] == pb[pfn >> pb_order];
+    uint64_t buddy = pfn ^ n;
+    if (!ok || (o < cfg.max_order && buddy < np && fh[buddy] == o + 1))
+      continue;
+    memset(cover + pfn, 1, n);
+    fh[pfn] = (uint8_t)(o + 1);
+    fr[nf++] = (bh_block_run_t){pfn, 1, (uint8_t)o};
+  }
+  for (uint64_t p = 0x10000 + 7; npcp < 40; p += 211) /* order-0 pcp blocks among the rest */
+    if (!cover[p] && pb[p >> pb_order] != BH_PAGEBLOCK_ABSENT && pb[p >> pb_order] != 4) {
+      cover[p] = 2;
+      pr[npcp++] = (bh_pcp_block_t){.pfn = p, .order = 0, .cpu = (uint16_t)(npcp & 1)};
+    }
+  bh_populate_t pop = {.pageblock_mt = pb,
+                       .nr_pageblocks = npb,
+                       .free = fr,
+                       .nr_free = nf,
+                       .pcp = pr,
+                       .nr_pcp = npcp,
+                       .movable = mr,
+                       .nr_movable = nm};
+  const char *why = NULL;
+  if (bh_arena_populate(a, &pop, &why))
+    fail_msg("populate: %s", why ? why : "");
+  bt_expect_clean(a);
+  uint64_t bad = 0;
+  for (int zi = 0; zi < a->nr_zones; zi++) {
+    const bh__zone_t *zn = &a->zones[zi];
+    for (uint64_t p = zn->start_pfn; p < zn->start_pfn + zn->spanned_pages; p++) {
+      const bh__page_t *g = &a->pages[p];
+      uint8_t t = pb[p >> pb_order], fl, order = 0, mt;
+      bool span = p >= zn->zone_start_pfn && p < zn->zone_start_pfn + zn->zone_spanned_pages;
+      bool present = !(a->pageblock[p >> pb_order] & BH__PB_ABSENT); /* or past the span */
+      mt = !present ? BH_MT_UNMOVABLE : mov[p] ? BH_MT_MOVABLE : pageblock_pmt(&pop, t);
+      if (fh[p]) {
+        fl = BH__PG_BUDDY;
+        order = fh[p] - 1;
+        mt = 0;
+      } else if (cover[p] == 2) {
+        fl = BH__PG_PCP;
+      } else {
+        fl = cover[p] ? 0 : BH__PG_ALLOC | BH__PG_PRETRACE | (span ? 0 : BH__PG_NOPAGE);
+      }
+      uint32_t priv = cover[p] == 2 ? g->priv : 0;
+      if (g->flags != fl || g->order != order || g->mt != mt || g->priv != priv || g->spare) {
+        if (bad++ < 5)
+          print_error("pb_order %u seed %lu: pfn %#lx flags %#x order %u mt %u priv %u, want "
+                      "%#x %u %u %u\n",
+                      pb_order, (unsigned long)seed, (unsigned long)p, g->flags, g->order, g->mt,
+                      g->priv, fl, order, mt, priv);
+      }
+    }
+  }
+  EXPECT_U64(bad, 0);
+  assert_true(nf > 1000);
+  free(pb);
+  free(mov);
+  free(fh);
+  free(cover);
+  free(fr);
+  free(mr);
+  free(pr);
+  bh_arena_destroy(a);
+}
+
+static void test_populate_pages(void **state) {
+  (void)state;
+  for (uint64_t seed = 1; seed <= 3; seed++) {
+    check_pages(9, seed);
+    check_pages(3, seed); /* eight pageblocks to a word of the bitmaps */
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_populate_round_trip),
@@ -406,6 +533,7 @@ int main(void) {
       cmocka_unit_test(test_alloc_at),
       cmocka_unit_test(test_alloc_at_pcp),
       cmocka_unit_test(test_populate_pcp_high),
+      cmocka_unit_test(test_populate_pages),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
