@@ -462,7 +462,8 @@ typedef struct bh_populate {
  * given) for a block that is misaligned, outside its zone's span, in an absent pageblock,
  * across pageblocks of different types, overlapping another, of an order without pcp lists
  * (pcp), or the buddy of another free block of its order that the kernel would have merged
- * with it.  After an error the arena's state is undefined: destroy it.
+ * with it; BH_ENOMEM if its working bitmaps (a bit per page, twice) cannot be mapped.  After
+ * an error the arena's state is undefined: destroy it.
  */
 BH_API int bh_arena_populate(bh_arena_t *arena, const bh_populate_t *pop, const char **why);
 

@@ -48,7 +48,8 @@ BH__INTERNAL void bh__pcp_heads(const bh_arena_t *a, uint64_t *map);
  * BH__PCPAT_PRETRACE (inside memory allocated before the trace), BH__PCPAT_SPLIT (its pages
  * are in several blocks, or on a pcp list at another order), BH__PCPAT_ISOLATED (taken off
  * the free lists by hinting), BH__PCPAT_INVALID (outside the arena or its zones' pcp lists, not
- * a pcp order, unaligned).  Reads the arena without its locks: the replay's thread only.
+ * a pcp order, unaligned).  Reads the arena without its locks, as bh__where_is does (the
+ * thread that allocates and frees; flags by relaxed loads).
  */
 enum bh__pcp_at {
   BH__PCPAT_PCP,
@@ -66,8 +67,11 @@ BH__INTERNAL enum bh__pcp_at bh__pcp_block_where(const bh_arena_t *a, uint64_t p
  * populate.c: where the block of `order` at pfn is now, for a replay that asks why the
  * allocator chose another block than the kernel did (placement agreement by cause).  Fills
  * *where with one of BH__WHERE_* (BH_WHERE_* in include/buddyhint/replay.h); for a block on a pcp
- * list also its CPU and its position from the list's head (0: the head; capped at 255).  Reads the
- * arena's page flags and links: the caller holds no lock and no other thread may run.
+ * list also its CPU and its position from the list's head (0: the head; capped at 255).  Takes
+ * no lock: the caller is the thread that allocates and frees (a replay's), the only one that
+ * changes pcp lists and allocated blocks; a hinting worker may at the same time isolate a
+ * buddy block or put one back (under the zone lock), whose flags are read with relaxed loads,
+ * so such a block is classed by either of its states.  Links are followed on pcp lists only.
  */
 enum {
   BH__WHERE_PCP_HEAD,
