@@ -240,7 +240,7 @@ static void setup_lowmem_reserve(bh_arena_t *a) {
       int zi = a->node_zone[n][i];
       if (zi < 0)
         continue;
-      bh__zone_t *z = &a->zones[zi];
+      bh_zone_t *z = &a->zones[zi];
       unsigned ratio = a->cfg.lowmem_reserve_ratio[i];
       uint64_t managed = 0;
       for (int j = i + 1; j < BH_NR_ZONE_TYPES; j++) {
@@ -270,7 +270,7 @@ static void setup_watermarks(bh_arena_t *a) {
   }
   uint64_t pages_min = kb / (BH_PAGE_SIZE / 1024);
   for (int i = 0; i < a->nr_zones; i++) {
-    bh__zone_t *z = &a->zones[i];
+    bh_zone_t *z = &a->zones[i];
     const bh_zone_layout_t *lz = a->cfg.nr_layout_zones ? &a->cfg.layout_zones[i] : NULL;
     if (lz && (lz->wmark_min || lz->wmark_low || lz->wmark_high)) {
       /* the recorded machine's own (its boot-time values, and whatever changed them since) */
@@ -309,7 +309,7 @@ static unsigned rounddown_pow2(unsigned x) {
 }
 
 /* zone_batchsize, and zone_highsize for high_min (low watermark) and high_max (managed/8). */
-static void setup_pcp_sizes(bh_arena_t *a, bh__zone_t *z) {
+static void setup_pcp_sizes(bh_arena_t *a, bh_zone_t *z) {
   unsigned batch = a->cfg.pcp_batch;
   if (!batch) {
     uint64_t b = z->managed_pages >> 10;
@@ -346,7 +346,7 @@ static void setup_pcp_sizes(bh_arena_t *a, bh__zone_t *z) {
   z->pcp_high_max = (unsigned)hmax;
 }
 
-static int setup_pcp(bh_arena_t *a, bh__zone_t *z, uint32_t *next_head) {
+static int setup_pcp(bh_arena_t *a, bh_zone_t *z, uint32_t *next_head) {
   setup_pcp_sizes(a, z);
   if (!a->cfg.pcp)
     return BH_OK;
@@ -436,7 +436,7 @@ static int layout(bh_arena_t *a) {
   int nz = zone_specs(a, zs);
   a->nr_pages = nz ? zs[nz - 1].start + zs[nz - 1].pages : 0;
   a->nr_zones = nz;
-  a->zones = calloc((size_t)a->nr_zones, sizeof(bh__zone_t));
+  a->zones = calloc((size_t)a->nr_zones, sizeof(bh_zone_t));
   if (!a->zones)
     return BH_ENOMEM;
   uint64_t heads = (uint64_t)a->nr_zones * ((a->max_order + 1) * BH_MT_TYPES +
@@ -456,7 +456,7 @@ static int layout(bh_arena_t *a) {
   memset(a->node_zone, 0xff, sizeof(a->node_zone));
   for (int id = 0; id < nz; id++) {
     const struct zone_spec *sp = &zs[id];
-    bh__zone_t *z = &a->zones[id];
+    bh_zone_t *z = &a->zones[id];
     pthread_mutex_init(&z->lock, NULL);
     z->arena = a;
     z->node = sp->node;
@@ -497,7 +497,7 @@ static int layout(bh_arena_t *a) {
 static void free_all(bh_arena_t *a) {
   memset(a->pageblock, BH_MT_MOVABLE, (size_t)(a->nr_pages >> a->pb_order));
   for (int i = 0; i < a->nr_zones; i++) {
-    bh__zone_t *z = &a->zones[i];
+    bh_zone_t *z = &a->zones[i];
     /* pagetypeinfo counts the pageblocks of zone_start_pfn + k * pageblock_nr_pages below
      * the zone's end: those outside are absent */
     uint64_t first = z->zone_start_pfn >> a->pb_order,

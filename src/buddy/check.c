@@ -44,13 +44,13 @@ static bool test_and_set_seen(struct checker *c, uint64_t pfn) {
   return was;
 }
 
-static bool in_zone(const bh__zone_t *z, uint64_t pfn) {
+static bool in_zone(const bh_zone_t *z, uint64_t pfn) {
   return pfn >= z->start_pfn && pfn < z->start_pfn + z->spanned_pages;
 }
 
 /* Walks one list; returns its length, or stops with a violation on a broken link. */
-static uint64_t walk_list(struct checker *c, const bh__zone_t *z, uint32_t head, const char *what,
-                          void (*visit)(struct checker *, const bh__zone_t *, uint64_t, void *),
+static uint64_t walk_list(struct checker *c, const bh_zone_t *z, uint32_t head, const char *what,
+                          void (*visit)(struct checker *, const bh_zone_t *, uint64_t, void *),
                           void *arg) {
   bh_arena_t *a = c->a;
   uint64_t n = 0;
@@ -79,7 +79,7 @@ struct free_arg {
   uint64_t pages;
 };
 
-static void visit_free(struct checker *c, const bh__zone_t *z, uint64_t pfn, void *arg) {
+static void visit_free(struct checker *c, const bh_zone_t *z, uint64_t pfn, void *arg) {
   bh_arena_t *a = c->a;
   struct free_arg *fa = arg;
   const bh__page_t *p = &a->pages[pfn];
@@ -105,7 +105,7 @@ static void visit_free(struct checker *c, const bh__zone_t *z, uint64_t pfn, voi
   fa->pages += 1ull << fa->order;
 }
 
-static void check_free_lists(struct checker *c, bh__zone_t *z) {
+static void check_free_lists(struct checker *c, bh_zone_t *z) {
   bh_arena_t *a = c->a;
   int64_t free_pages = 0, highatomic = 0;
   for (unsigned o = 0; o <= a->max_order; o++) {
@@ -136,7 +136,7 @@ struct pcp_list_of {
   unsigned order, cpu;
 };
 
-static void visit_pcp(struct checker *c, const bh__zone_t *z, uint64_t pfn, void *arg) {
+static void visit_pcp(struct checker *c, const bh_zone_t *z, uint64_t pfn, void *arg) {
   const bh__page_t *p = &c->a->pages[pfn];
   const struct pcp_list_of *l = arg;
   if ((p->flags & BH__PG_STATE) != BH__PG_PCP || p->order != l->order)
@@ -146,7 +146,7 @@ static void visit_pcp(struct checker *c, const bh__zone_t *z, uint64_t pfn, void
     violation(c, "pfn %lu on cpu %u's pcp list says cpu %u", (unsigned long)pfn, l->cpu, p->priv);
 }
 
-static void check_pcp(struct checker *c, bh__zone_t *z) {
+static void check_pcp(struct checker *c, bh_zone_t *z) {
   bh_arena_t *a = c->a;
   for (unsigned cpu = 0; z->pcp && cpu < a->cfg.nr_cpus; cpu++) {
     bh__pcp_t *pcp = &z->pcp[cpu];
@@ -170,7 +170,7 @@ static bool mergeable_pair(const bh_arena_t *a, uint64_t pfn, uint64_t buddy, un
   return m1 == m2 || (bh__mt_mergeable(m1) && bh__mt_mergeable(m2));
 }
 
-static void check_blocks(struct checker *c, bh__zone_t *z) {
+static void check_blocks(struct checker *c, bh_zone_t *z) {
   bh_arena_t *a = c->a;
   uint64_t end = z->start_pfn + z->spanned_pages, isolated = 0;
   for (uint64_t pfn = z->start_pfn; pfn < end;) {
@@ -227,7 +227,7 @@ static void check_blocks(struct checker *c, bh__zone_t *z) {
 
 static void lock_all(bh_arena_t *a, bool lock) {
   for (int i = 0; i < a->nr_zones; i++) {
-    bh__zone_t *z = &a->zones[i];
+    bh_zone_t *z = &a->zones[i];
     for (unsigned c = 0; z->pcp && c < a->cfg.nr_cpus; c++) {
       if (lock)
         bh__pcp_lock(&z->pcp[c]);

@@ -60,7 +60,7 @@ struct migrate_entry {
 };
 
 struct compact_control {
-  bh__zone_t *z;
+  bh_zone_t *z;
   bh_migrate_fn migrate;
   void *ctx;
   uint64_t migrate_pfn, free_pfn;         /* where each scanner goes on */
@@ -79,7 +79,7 @@ struct compact_control {
 enum { ISOLATE_NONE, ISOLATE_SUCCESS };
 
 /* extfrag_for_order(zone, order): percent of the free pages in blocks below 2^order. */
-static unsigned zone_score(const bh__zone_t *z, unsigned order) {
+static unsigned zone_score(const bh_zone_t *z, unsigned order) {
   uint64_t free = 0, suitable = 0;
   for (unsigned o = 0; o <= z->arena->max_order; o++) {
     uint64_t n = __atomic_load_n(&z->nr_free[o], __ATOMIC_RELAXED);
@@ -105,7 +105,7 @@ unsigned bh_fragmentation_score(bh_arena_t *a, int node) {
     if (a->zones[i].node == node)
       present += a->zones[i].present_pages;
   for (int i = 0; i < a->nr_zones; i++) {
-    const bh__zone_t *z = &a->zones[i];
+    const bh_zone_t *z = &a->zones[i];
     if (z->node == node)
       score += z->present_pages * zone_score(z, a->pb_order) / (present + 1);
   }
@@ -173,7 +173,7 @@ static void release_block(struct compact_control *cc, uint64_t pfn, unsigned ord
  * stops the block early.  *start is left where the scan stopped.
  */
 static void isolate_freepages_block(struct compact_control *cc, uint64_t *start, uint64_t end) {
-  bh__zone_t *z = cc->z;
+  bh_zone_t *z = cc->z;
   bh_arena_t *a = z->arena;
   uint64_t pfn = *start, scanned = 0, total = 0;
   for (; pfn < end; pfn++) {
@@ -227,7 +227,7 @@ static bool suitable_migration_target(const bh_arena_t *a, uint64_t start) {
 
 /* isolate_freepages: the free scanner, down from cc->free_pfn to the migrate scanner's block. */
 static void isolate_freepages(struct compact_control *cc) {
-  bh__zone_t *z = cc->z;
+  bh_zone_t *z = cc->z;
   bh_arena_t *a = z->arena;
   const uint64_t pb = pb_pages(a), zone_end = z->zone_start_pfn + z->zone_spanned_pages;
   uint64_t isolate_start = cc->free_pfn;
@@ -313,7 +313,7 @@ static bool migratable(const bh_arena_t *a, const bh__page_t *p, unsigned order)
  * stopped.
  */
 static void isolate_migratepages_block(struct compact_control *cc, uint64_t low_pfn, uint64_t end) {
-  bh__zone_t *z = cc->z;
+  bh_zone_t *z = cc->z;
   bh_arena_t *a = z->arena;
   uint64_t scanned = 0, isolated = 0;
   for (; low_pfn < end; low_pfn++) {
@@ -372,7 +372,7 @@ static int isolate_migratepages(struct compact_control *cc) {
 
 /* Moves one block to its target through the owner's callback, or gives the target back. */
 static void move_block(struct compact_control *cc, uint64_t pfn, uint64_t dst, unsigned order) {
-  bh__zone_t *z = cc->z;
+  bh_zone_t *z = cc->z;
   bh_arena_t *a = z->arena;
   if (a->discarded)
     bh__discard_on_alloc(a, dst, order); /* the copy refaults a reported page */
@@ -471,7 +471,7 @@ static bool compact_finished(struct compact_control *cc) {
 
 /* compact_zone: one whole-zone run; the caller holds the zone lock. */
 static void compact_zone(struct compact_control *cc) {
-  bh__zone_t *z = cc->z;
+  bh_zone_t *z = cc->z;
   bh_arena_t *a = z->arena;
   const uint64_t pb = pb_pages(a);
   /* the zone as the kernel spans it (zone_start_pfn, zone_end_pfn: DMA starts at pfn 1) */
@@ -506,7 +506,7 @@ static int compact_zones(bh_arena_t *a, int node, bool proactive, unsigned score
   cc.score_low = score_low;
   cc.res = res;
   for (int i = 0; i < a->nr_zones && !cc.err; i++) {
-    bh__zone_t *z = &a->zones[i];
+    bh_zone_t *z = &a->zones[i];
     if (node >= 0 && z->node != node)
       continue;
     cc.z = z;

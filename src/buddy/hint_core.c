@@ -112,7 +112,7 @@ bool bh_zone_low_wmark_ok(const bh_zone_t *z, uint64_t extra) {
  * already (not a pageblock the zone does not span whole, bh__pageblock_in_zone).  Returns 2^order,
  * or 0 if the watermark check fails.  Zone lock held.
  */
-uint64_t bh__isolate_free_page(bh__zone_t *z, uint64_t pfn, unsigned order) {
+uint64_t bh__isolate_free_page(bh_zone_t *z, uint64_t pfn, unsigned order) {
   bh_arena_t *a = z->arena;
   if (a->cfg.smp) /* the callers hold it (page_reporting_cycle) */
     BH_ASSERT_LOCKED(&z->lock);

@@ -142,7 +142,10 @@ typedef struct bh__pcp {
 
 enum { BH__PCPF_PREV_FREE_HIGH_ORDER = 1, BH__PCPF_FREE_HIGH_BATCH = 2 };
 
-typedef struct bh_zone {
+/* A zone: one type under one name, bh_zone_t (buddyhint/strategy.h declares it opaque for
+ * strategies; C11 lets the typedef be repeated). */
+typedef struct bh_zone bh_zone_t;
+struct bh_zone {
   pthread_mutex_t lock;
   struct bh_arena *arena;
   int node, type, id;
@@ -172,11 +175,11 @@ typedef struct bh_zone {
    */
   uint8_t notify_order, del_order;
   void *hint_zone; /* strategy's per-zone state */
-} bh__zone_t;
+};
 
 typedef struct bh__hint_hooks {
-  void (*notify)(void *ctx, bh__zone_t *z, uint64_t pfn, unsigned order);
-  void (*del)(void *ctx, bh__zone_t *z, uint64_t pfn, unsigned order, int reason);
+  void (*notify)(void *ctx, bh_zone_t *z, uint64_t pfn, unsigned order);
+  void (*del)(void *ctx, bh_zone_t *z, uint64_t pfn, unsigned order, int reason);
   void (*detach)(void *ctx); /* bh_arena_destroy detaches what is still attached */
   void *ctx;
 } bh__hint_hooks_t;
@@ -194,7 +197,7 @@ struct bh_arena {
   uint8_t *block_zone; /* zone id of each max-order block (zones are aligned to them) */
   unsigned max_order, pb_order;
   int nr_zones; /* populated zones, node-major, low to high */
-  bh__zone_t *zones;
+  bh_zone_t *zones;
   /* zonelist per node: zone ids highest to lowest, local node first, then other nodes */
   int zonelist[BH_MAX_NODES][BH_MAX_NODES * BH_NR_ZONE_TYPES];
   int zonelist_len[BH_MAX_NODES];
@@ -301,11 +304,11 @@ static inline void bh__pg_set_alloc(bh__page_t *p, uint8_t mt, uint8_t order) {
 static inline bh__page_t *bh__pg(const bh_arena_t *a, uint64_t idx) { return &a->pages[idx]; }
 
 /* The zone lock (zone->lock), not taken in a CONFIG_SMP=n arena (cfg.smp false). */
-static inline void bh__zone_lock(bh__zone_t *z) {
+static inline void bh__zone_lock(bh_zone_t *z) {
   if (z->arena->cfg.smp)
     pthread_mutex_lock(&z->lock);
 }
-static inline void bh__zone_unlock(bh__zone_t *z) {
+static inline void bh__zone_unlock(bh_zone_t *z) {
   if (z->arena->cfg.smp)
     pthread_mutex_unlock(&z->lock);
 }
@@ -318,13 +321,13 @@ static inline int bh__pb_mt(const bh_arena_t *a, uint64_t pfn) {
   return __atomic_load_n(&a->pageblock[pfn >> a->pb_order], __ATOMIC_RELAXED) & 7;
 }
 
-static inline uint32_t bh__free_list(const bh__zone_t *z, unsigned order, int mt) {
+static inline uint32_t bh__free_list(const bh_zone_t *z, unsigned order, int mt) {
   return z->free_head + order * BH_MT_TYPES + (unsigned)mt;
 }
 
 static inline bool bh__mt_mergeable(int mt) { return mt < BH_MT_PCPTYPES; }
 
-static inline bh__zone_t *bh__pfn_zone(const bh_arena_t *a, uint64_t pfn) {
+static inline bh_zone_t *bh__pfn_zone(const bh_arena_t *a, uint64_t pfn) {
   return &a->zones[a->block_zone[pfn >> a->max_order]];
 }
 
@@ -379,28 +382,28 @@ enum {
 
 /* page_alloc.c */
 BH__INTERNAL int bh__build_gfp_ctx(bh_arena_t *a);
-BH__INTERNAL void bh__free_one_page(bh__zone_t *z, uint64_t pfn, unsigned order, int mt, int fpi);
-BH__INTERNAL void bh__del_from_free_list(bh__zone_t *z, uint64_t pfn, unsigned order, int mt,
+BH__INTERNAL void bh__free_one_page(bh_zone_t *z, uint64_t pfn, unsigned order, int mt, int fpi);
+BH__INTERNAL void bh__del_from_free_list(bh_zone_t *z, uint64_t pfn, unsigned order, int mt,
                                          int reason);
-BH__INTERNAL bool bh__zone_watermark_ok(bh__zone_t *z, unsigned order, uint64_t mark,
+BH__INTERNAL bool bh__zone_watermark_ok(bh_zone_t *z, unsigned order, uint64_t mark,
                                         int highest_zoneidx, unsigned alloc_flags,
                                         int64_t free_pages);
 /* Whether the zone spans the whole pageblock at start (prep_move_freepages_block). */
-BH__INTERNAL bool bh__pageblock_in_zone(const bh__zone_t *z, uint64_t start);
-BH__INTERNAL uint64_t bh__move_freepages_block(bh__zone_t *z, uint64_t start, int old_mt,
+BH__INTERNAL bool bh__pageblock_in_zone(const bh_zone_t *z, uint64_t start);
+BH__INTERNAL uint64_t bh__move_freepages_block(bh_zone_t *z, uint64_t start, int old_mt,
                                                int new_mt);
 BH__INTERNAL int bh__preferred_zone(const bh_arena_t *a, int node, int highest);
-BH__INTERNAL void bh__shuffle_zone(bh__zone_t *z);
-BH__INTERNAL void bh__free_pages_zone_locked(bh__zone_t *z, uint64_t pfn, unsigned order, int slot);
+BH__INTERNAL void bh__shuffle_zone(bh_zone_t *z);
+BH__INTERNAL void bh__free_pages_zone_locked(bh_zone_t *z, uint64_t pfn, unsigned order, int slot);
 
 /* add_to_free_list with its free page accounting (the other half of bh__del_from_free_list) */
-BH__INTERNAL void bh__add_to_free_list(bh__zone_t *z, uint64_t pfn, unsigned order, int mt,
+BH__INTERNAL void bh__add_to_free_list(bh_zone_t *z, uint64_t pfn, unsigned order, int mt,
                                        bool tail);
 /* order_to_pindex: the pcp list of a block of this order and migratetype */
 BH__INTERNAL unsigned bh__pcp_pindex(const bh_arena_t *a, int mt, unsigned order);
 
 /* hint_core.c */
-BH__INTERNAL uint64_t bh__isolate_free_page(bh__zone_t *z, uint64_t pfn, unsigned order);
+BH__INTERNAL uint64_t bh__isolate_free_page(bh_zone_t *z, uint64_t pfn, unsigned order);
 
 /* discard.c: the discarded-page bitmap (a->discarded), which the core owns and a reporter
  * marks; bh__discard_enable, bh__discard_mark and the written-page model are in

@@ -34,7 +34,7 @@ static void set_pageblock_range(bh_arena_t *a, uint64_t pfn, unsigned order, int
 }
 
 /* account_freepages: NR_FREE_PAGES leaves out Isolate blocks. */
-static inline void account_freepages(bh__zone_t *z, int64_t nr, int mt) {
+static inline void account_freepages(bh_zone_t *z, int64_t nr, int mt) {
   if (mt == BH_MT_ISOLATE)
     return;
   atomic_store_explicit(&z->free_pages,
@@ -44,8 +44,7 @@ static inline void account_freepages(bh__zone_t *z, int64_t nr, int mt) {
     z->nr_free_highatomic += nr;
 }
 
-static inline void add_to_free_list(bh__zone_t *z, uint64_t pfn, unsigned order, int mt,
-                                    bool tail) {
+static inline void add_to_free_list(bh_zone_t *z, uint64_t pfn, unsigned order, int mt, bool tail) {
   bh_arena_t *a = z->arena;
   bh__page_t *p = bh__pg(a, pfn);
   BH_ASSERT(order <= a->max_order && !(pfn & ((1ull << order) - 1)));
@@ -62,7 +61,7 @@ static inline void add_to_free_list(bh__zone_t *z, uint64_t pfn, unsigned order,
  * __del_page_from_free_list: unlink a free block, clearing PageReported (which Linux does for
  * every reason a block leaves a list: allocation, merging as a buddy, isolation).
  */
-static inline void del_from_free_list(bh__zone_t *z, uint64_t pfn, unsigned order, int reason) {
+static inline void del_from_free_list(bh_zone_t *z, uint64_t pfn, unsigned order, int reason) {
   bh_arena_t *a = z->arena;
   bh__page_t *p = bh__pg(a, pfn);
   BH_ASSERT((bh__pg_flags(p) & BH__PG_BUDDY) && bh__pg_order(p) == order); /* on a free list */
@@ -79,13 +78,13 @@ static inline void del_from_free_list(bh__zone_t *z, uint64_t pfn, unsigned orde
   __atomic_store_n(&z->nr_free[order], z->nr_free[order] - 1, __ATOMIC_RELAXED);
 }
 
-void bh__del_from_free_list(bh__zone_t *z, uint64_t pfn, unsigned order, int mt, int reason) {
+void bh__del_from_free_list(bh_zone_t *z, uint64_t pfn, unsigned order, int mt, int reason) {
   del_from_free_list(z, pfn, order, reason);
   account_freepages(z, -(int64_t)(1ull << order), mt);
 }
 
 /* move_to_free_list: to the tail of another type's list; PageReported is kept. */
-static void move_to_free_list(bh__zone_t *z, uint64_t pfn, unsigned order, int old_mt, int new_mt) {
+static void move_to_free_list(bh_zone_t *z, uint64_t pfn, unsigned order, int old_mt, int new_mt) {
   bh_arena_t *a = z->arena;
   bh__list_del(a, (uint32_t)pfn);
   bh__list_add_tail(a, (uint32_t)pfn, bh__free_list(z, order, new_mt));
@@ -104,7 +103,7 @@ static inline uint64_t list_first(const bh_arena_t *a, uint32_t head) {
  * Zones are aligned to the largest block, so a buddy below the top order is always in the
  * same zone: Linux's page_zone_id() test holds by construction and costs nothing here.
  */
-static inline bool page_is_buddy(const bh_arena_t *a, const bh__zone_t *z, uint64_t buddy,
+static inline bool page_is_buddy(const bh_arena_t *a, const bh_zone_t *z, uint64_t buddy,
                                  unsigned order) {
   const bh__page_t *b = &a->pages[buddy];
   (void)z;
@@ -121,7 +120,7 @@ static inline bool page_is_buddy(const bh_arena_t *a, const bh__zone_t *z, uint6
  * buddy is probably about to be freed, and keeping this block from being allocated lets the
  * two merge two levels up.
  */
-static bool buddy_merge_likely(const bh_arena_t *a, const bh__zone_t *z, uint64_t pfn,
+static bool buddy_merge_likely(const bh_arena_t *a, const bh_zone_t *z, uint64_t pfn,
                                unsigned order) {
   if (order + 1 >= a->max_order)
     return false;
@@ -144,7 +143,7 @@ static uint64_t shuffle_random(bh_arena_t *a) {
 static bool shuffle_pick_tail(bh_arena_t *a) { return shuffle_random(a) & 1; }
 
 /* shuffle_valid_page: the head of a free block of this order in zone z. */
-static bool shuffle_valid(const bh__zone_t *z, uint64_t pfn, unsigned order) {
+static bool shuffle_valid(const bh_zone_t *z, uint64_t pfn, unsigned order) {
   const bh__page_t *p = &z->arena->pages[pfn];
   return pfn >= z->start_pfn && pfn < z->start_pfn + z->spanned_pages &&
          (bh__pg_flags(p) & BH__PG_BUDDY) && bh__pg_order(p) == order;
@@ -167,7 +166,7 @@ static void list_swap(bh_arena_t *a, uint32_t i, uint32_t j) {
  * two must have the same pageblock type).  Afterwards shuffle_pick_tail() keeps the lists
  * random at the top order.
  */
-void bh__shuffle_zone(bh__zone_t *z) {
+void bh__shuffle_zone(bh_zone_t *z) {
   bh_arena_t *a = z->arena;
   const unsigned order = a->max_order;
   const uint64_t step = 1ull << order, end = z->start_pfn + z->spanned_pages;
@@ -200,7 +199,7 @@ void bh__shuffle_zone(bh__zone_t *z) {
  * FPI_SKIP_REPORT_NOTIFY, the hinting strategy is notified of the final order.
  * Called with the zone lock held.
  */
-void bh__free_one_page(bh__zone_t *z, uint64_t pfn, unsigned order, int mt, int fpi) {
+void bh__free_one_page(bh_zone_t *z, uint64_t pfn, unsigned order, int mt, int fpi) {
   bh_arena_t *a = z->arena;
   const unsigned max_order = a->max_order;
   /* VM_BUG_ON_PAGE(pfn & ((1 << order) - 1), page): mm/page_alloc.c:825 of Linux 6.12 */
@@ -253,7 +252,7 @@ void bh__free_one_page(bh__zone_t *z, uint64_t pfn, unsigned order, int mt, int 
  * repeatedly, putting each upper half on the head of its order's list; the caller keeps the
  * lowest-addressed block.  Returns the pages put back.
  */
-static uint64_t expand(bh__zone_t *z, uint64_t pfn, unsigned low, unsigned high, int mt) {
+static uint64_t expand(bh_zone_t *z, uint64_t pfn, unsigned low, unsigned high, int mt) {
   uint64_t added = 0;
   while (high > low) {
     high--;
@@ -265,14 +264,14 @@ static uint64_t expand(bh__zone_t *z, uint64_t pfn, unsigned low, unsigned high,
   return added;
 }
 
-static void page_del_and_expand(bh__zone_t *z, uint64_t pfn, unsigned low, unsigned high, int mt) {
+static void page_del_and_expand(bh_zone_t *z, uint64_t pfn, unsigned low, unsigned high, int mt) {
   del_from_free_list(z, pfn, high, BH__DEL_ALLOC);
   uint64_t nr = (1ull << high) - expand(z, pfn, low, high, mt);
   account_freepages(z, -(int64_t)nr, mt);
 }
 
 /* __rmqueue_smallest: first fit from the lowest sufficient order, head of the list. */
-static uint64_t rmqueue_smallest(bh__zone_t *z, unsigned order, int mt) {
+static uint64_t rmqueue_smallest(bh_zone_t *z, unsigned order, int mt) {
   bh_arena_t *a = z->arena;
   if (a->cfg.smp) /* as account_freepages' lockdep_assert_held (mm/page_alloc.c:666) */
     BH_ASSERT_LOCKED(&z->lock);
@@ -306,7 +305,7 @@ static bool can_steal_fallback(const bh_arena_t *a, unsigned order, int start_mt
 }
 
 /* find_suitable_fallback: the first non-empty fallback list at this order, or -1. */
-static int find_suitable_fallback(const bh__zone_t *z, unsigned order, int mt, bool only_stealable,
+static int find_suitable_fallback(const bh_zone_t *z, unsigned order, int mt, bool only_stealable,
                                   bool *can_steal) {
   const bh_arena_t *a = z->arena;
   if (z->nr_free[order] == 0)
@@ -328,7 +327,7 @@ static int find_suitable_fallback(const bh__zone_t *z, unsigned order, int mt, b
  * boost_watermark: a fragmenting fallback raises the zone's watermarks by a pageblock (up to
  * watermark_boost_factor of the high mark) so that kswapd reclaims, and so frees, earlier.
  */
-static bool boost_watermark(bh__zone_t *z) {
+static bool boost_watermark(bh_zone_t *z) {
   bh_arena_t *a = z->arena;
   unsigned factor = a->cfg.watermark_boost_factor;
   uint64_t pb = 1ull << a->pb_order;
@@ -378,13 +377,13 @@ static void count_pageblock(const bh_arena_t *a, uint64_t start, uint64_t *free_
  * for the pageblock of pfn 0 when the x86 DMA zone starts at pfn 1, and for a last pageblock
  * cut by the zone's end: the caller holds this zone's lock only.
  */
-bool bh__pageblock_in_zone(const bh__zone_t *z, uint64_t start) {
+bool bh__pageblock_in_zone(const bh_zone_t *z, uint64_t start) {
   uint64_t end = start + (1ull << z->arena->pb_order);
   return start >= z->zone_start_pfn && end <= z->zone_start_pfn + z->zone_spanned_pages;
 }
 
 /* __move_freepages_block: every free block of the pageblock to new_mt's list, retype it. */
-uint64_t bh__move_freepages_block(bh__zone_t *z, uint64_t start, int old_mt, int new_mt) {
+uint64_t bh__move_freepages_block(bh_zone_t *z, uint64_t start, int old_mt, int new_mt) {
   bh_arena_t *a = z->arena;
   uint64_t end = start + (1ull << a->pb_order), moved = 0;
   for (uint64_t pfn = start; pfn < end;) {
@@ -402,7 +401,7 @@ uint64_t bh__move_freepages_block(bh__zone_t *z, uint64_t start, int old_mt, int
   return moved;
 }
 
-static void count_extfrag(bh__zone_t *z, unsigned order, unsigned cur_order, int start_mt,
+static void count_extfrag(bh_zone_t *z, unsigned order, unsigned cur_order, int start_mt,
                           uint64_t pfn) {
   z->ev[BH_STAT_extfrag_fallback]++;
   if (cur_order < z->arena->pb_order)
@@ -417,7 +416,7 @@ static void count_extfrag(bh__zone_t *z, unsigned order, unsigned cur_order, int
  * pageblock if at least half of it is free or holds pages of a compatible kind (the
  * half-pageblock rule), moving its free blocks to the requester's lists.
  */
-static uint64_t try_to_claim_block(bh__zone_t *z, uint64_t pfn, unsigned cur_order, unsigned order,
+static uint64_t try_to_claim_block(bh_zone_t *z, uint64_t pfn, unsigned cur_order, unsigned order,
                                    int start_mt, unsigned alloc_flags) {
   bh_arena_t *a = z->arena;
   int block_mt = bh__pb_mt(a, pfn);
@@ -451,7 +450,7 @@ static uint64_t try_to_claim_block(bh__zone_t *z, uint64_t pfn, unsigned cur_ord
 }
 
 /* __rmqueue_claim: largest foreign block first, stop at the first one not worth claiming. */
-static uint64_t rmqueue_claim(bh__zone_t *z, unsigned order, int start_mt, unsigned alloc_flags) {
+static uint64_t rmqueue_claim(bh_zone_t *z, unsigned order, int start_mt, unsigned alloc_flags) {
   bh_arena_t *a = z->arena;
   int min_order = (int)order;
   if (order < a->pb_order && (alloc_flags & BH__ALLOC_NOFRAGMENT))
@@ -474,7 +473,7 @@ static uint64_t rmqueue_claim(bh__zone_t *z, unsigned order, int start_mt, unsig
 }
 
 /* __rmqueue_steal: the smallest foreign block; its remainder stays on its own type's lists. */
-static uint64_t rmqueue_steal(bh__zone_t *z, unsigned order, int start_mt) {
+static uint64_t rmqueue_steal(bh_zone_t *z, unsigned order, int start_mt) {
   bh_arena_t *a = z->arena;
   for (unsigned o = order; o <= a->max_order; o++) {
     bool can_steal;
@@ -492,7 +491,7 @@ static uint64_t rmqueue_steal(bh__zone_t *z, unsigned order, int start_mt) {
 enum rmqueue_mode { RMQUEUE_NORMAL, RMQUEUE_CLAIM, RMQUEUE_STEAL };
 
 /* __rmqueue: own type, then claim a block, then (not under NOFRAGMENT) steal a block. */
-static uint64_t rmqueue(bh__zone_t *z, unsigned order, int mt, unsigned alloc_flags,
+static uint64_t rmqueue(bh_zone_t *z, unsigned order, int mt, unsigned alloc_flags,
                         enum rmqueue_mode *mode) {
   uint64_t pfn;
   switch (*mode) {
@@ -543,7 +542,7 @@ static const uint8_t pgalloc_stat[BH_NR_ZONE_TYPES] = {
  * Marks the block allocated and counts it in ev; the caller holds the lock ev belongs to
  * (zone or pcp), so the block is never seen off a list without an owner.
  */
-static inline void account_alloc(bh_arena_t *a, uint64_t *ev, const bh__zone_t *z, uint64_t pfn,
+static inline void account_alloc(bh_arena_t *a, uint64_t *ev, const bh_zone_t *z, uint64_t pfn,
                                  unsigned order, const struct alloc_ctx *ac) {
   bh__pg_set_alloc(&a->pages[pfn], (uint8_t)ac->mt, (uint8_t)order);
   ev[pgalloc_stat[z->type]] += 1ull << order;
@@ -555,7 +554,7 @@ static inline void account_alloc(bh_arena_t *a, uint64_t *ev, const bh__zone_t *
 }
 
 /* rmqueue_buddy: one block straight from the buddy lists under the zone lock. */
-static uint64_t rmqueue_buddy(bh__zone_t *z, unsigned order, const struct alloc_ctx *ac,
+static uint64_t rmqueue_buddy(bh_zone_t *z, unsigned order, const struct alloc_ctx *ac,
                               unsigned alloc_flags) {
   uint64_t pfn = UINT64_MAX;
   int mt = ac->mt;
@@ -622,13 +621,13 @@ static inline __attribute__((always_inline)) int pcp_slot(bh_arena_t *a, int cpu
   return pcp_slot_slow(a);
 }
 
-static void kswapd_revive(bh__zone_t *z);
+static void kswapd_revive(bh_zone_t *z);
 
 /*
  * free_pcppages_bulk: return `count` pages to the buddy lists, round-robin over the lists
  * starting with the one just freed to, taking the coldest pages (list tails) first.
  */
-static void free_pcppages_bulk(bh__zone_t *z, bh__pcp_t *pcp, int count, unsigned pindex,
+static void free_pcppages_bulk(bh_zone_t *z, bh__pcp_t *pcp, int count, unsigned pindex,
                                bool zone_locked) {
   bh_arena_t *a = z->arena;
   if (count > pcp->count)
@@ -664,7 +663,7 @@ static void free_pcppages_bulk(bh__zone_t *z, bh__pcp_t *pcp, int count, unsigne
 }
 
 /* nr_pcp_alloc (6.12): how many blocks a refill takes; grows while allocations continue. */
-static int nr_pcp_alloc(bh__pcp_t *pcp, bh__zone_t *z, unsigned order) {
+static int nr_pcp_alloc(bh__pcp_t *pcp, bh_zone_t *z, unsigned order) {
   int base = pcp->batch, high_min = pcp->high_min, high_max = pcp->high_max;
   int high = pcp->high = pcp->high < high_min   ? high_min
                          : pcp->high > high_max ? high_max
@@ -693,7 +692,7 @@ static int nr_pcp_alloc(bh__pcp_t *pcp, bh__zone_t *z, unsigned order) {
 }
 
 /* rmqueue_bulk: `count` blocks under one zone lock, appended so the list is in address order. */
-static int rmqueue_bulk(bh__zone_t *z, bh__pcp_t *pcp, unsigned order, int count, uint32_t head,
+static int rmqueue_bulk(bh_zone_t *z, bh__pcp_t *pcp, unsigned order, int count, uint32_t head,
                         int mt, unsigned alloc_flags) {
   bh_arena_t *a = z->arena;
   enum rmqueue_mode mode = RMQUEUE_NORMAL;
@@ -713,7 +712,7 @@ static int rmqueue_bulk(bh__zone_t *z, bh__pcp_t *pcp, unsigned order, int count
 }
 
 /* Takes the first block of a non-empty pcp list; the caller holds the pcp lock. */
-static inline uint32_t pcp_take(bh_arena_t *a, bh__zone_t *z, bh__pcp_t *pcp, uint32_t head,
+static inline uint32_t pcp_take(bh_arena_t *a, bh_zone_t *z, bh__pcp_t *pcp, uint32_t head,
                                 unsigned order, const struct alloc_ctx *ac) {
   uint32_t pfn = a->pages[head].next;
   bh__list_del(a, pfn);
@@ -724,7 +723,7 @@ static inline uint32_t pcp_take(bh_arena_t *a, bh__zone_t *z, bh__pcp_t *pcp, ui
 }
 
 /* rmqueue_pcplist: the hot path; a failed trylock falls back to the buddy lists. */
-static uint64_t rmqueue_pcplist(bh__zone_t *z, unsigned order, const struct alloc_ctx *ac,
+static uint64_t rmqueue_pcplist(bh_zone_t *z, unsigned order, const struct alloc_ctx *ac,
                                 unsigned alloc_flags) {
   bh_arena_t *a = z->arena;
   bh__pcp_t *pcp = &z->pcp[ac->slot];
@@ -747,7 +746,7 @@ static uint64_t rmqueue_pcplist(bh__zone_t *z, unsigned order, const struct allo
 }
 
 /* nr_pcp_high (6.12, without reclaim): the current high mark; 0 means free everything. */
-__attribute__((always_inline)) static inline int nr_pcp_high(bh__pcp_t *pcp, bh__zone_t *z,
+__attribute__((always_inline)) static inline int nr_pcp_high(bh__pcp_t *pcp, bh_zone_t *z,
                                                              int batch, bool free_high) {
   int high_min = pcp->high_min, high_max = pcp->high_max;
   int high = pcp->high = pcp->high < high_min   ? high_min
@@ -794,7 +793,7 @@ static int nr_pcp_free(bh__pcp_t *pcp, int batch, int high, bool free_high) {
  * The end of free_unref_page_commit once the pcp list reached its high mark: drain it, then
  * clear ZONE_BELOW_HIGH if the zone is above its high watermark again.
  */
-static void pcp_over_high(bh__zone_t *z, bh__pcp_t *pcp, unsigned pindex, int high, bool free_high,
+static void pcp_over_high(bh_zone_t *z, bh__pcp_t *pcp, unsigned pindex, int high, bool free_high,
                           bool zone_locked) {
   free_pcppages_bulk(z, pcp, nr_pcp_free(pcp, pcp->batch, high, free_high), pindex, zone_locked);
   /* high_wmark_pages(): the high mark plus the boost */
@@ -811,7 +810,7 @@ static void pcp_over_high(bh__zone_t *z, bh__pcp_t *pcp, unsigned pindex, int hi
  * counters and the high/batch tuning.  Returns the high mark if the list reached it (the
  * caller drains), else -1; *free_high tells the drain how much to free.
  */
-__attribute__((always_inline)) static inline int pcp_add(bh_arena_t *a, bh__zone_t *z,
+__attribute__((always_inline)) static inline int pcp_add(bh_arena_t *a, bh_zone_t *z,
                                                          bh__pcp_t *pcp, uint64_t pfn,
                                                          unsigned order, int mt,
                                                          bool *free_high_out) {
@@ -844,21 +843,21 @@ __attribute__((always_inline)) static inline int pcp_add(bh_arena_t *a, bh__zone
  * zone_locked: the caller holds the zone lock already (compaction's frees).
  */
 __attribute__((always_inline)) static inline void
-free_to_pcp(bh__zone_t *z, bh__pcp_t *pcp, uint64_t pfn, unsigned order, int mt, bool zone_locked) {
+free_to_pcp(bh_zone_t *z, bh__pcp_t *pcp, uint64_t pfn, unsigned order, int mt, bool zone_locked) {
   bool free_high;
   int high = pcp_add(z->arena, z, pcp, pfn, order, mt, &free_high);
   if (high >= 0)
     pcp_over_high(z, pcp, order_to_pindex(z->arena, mt, order), high, free_high, zone_locked);
 }
 
-static void drain_pcp(bh__zone_t *z, bh__pcp_t *pcp) {
+static void drain_pcp(bh_zone_t *z, bh__pcp_t *pcp) {
   bh__pcp_lock(pcp);
   if (pcp->count)
     free_pcppages_bulk(z, pcp, pcp->count, 0, false);
   bh__pcp_unlock(pcp);
 }
 
-static void drain_zone_pcp(bh__zone_t *z) {
+static void drain_zone_pcp(bh_zone_t *z) {
   if (!z->pcp)
     return;
   for (unsigned c = 0; c < z->arena->cfg.nr_cpus; c++)
@@ -879,7 +878,7 @@ void bh_drain_pcp(bh_arena_t *a) {
  * plus the lowmem reserve that protects this zone from requests that could have used a
  * higher zone; for order > 0, also some free block of at least that order on a usable list.
  */
-bool bh__zone_watermark_ok(bh__zone_t *z, unsigned order, uint64_t mark, int highest_zoneidx,
+bool bh__zone_watermark_ok(bh_zone_t *z, unsigned order, uint64_t mark, int highest_zoneidx,
                            unsigned alloc_flags, int64_t free_pages) {
   bh_arena_t *a = z->arena;
   int64_t min = (int64_t)mark;
@@ -912,14 +911,14 @@ bool bh__zone_watermark_ok(bh__zone_t *z, unsigned order, uint64_t mark, int hig
   return false;
 }
 
-static inline uint64_t wmark_pages(const bh__zone_t *z, unsigned alloc_flags) {
+static inline uint64_t wmark_pages(const bh_zone_t *z, unsigned alloc_flags) {
   return z->watermark[alloc_flags & BH__ALLOC_WMARK_MASK] +
          atomic_load_explicit(&z->watermark_boost, memory_order_relaxed);
 }
 
 /* zone_watermark_fast's order-0 shortcut: the free pages the request may use above the mark
  * and the lowmem reserve.  False is no answer: the full check then decides. */
-__attribute__((always_inline)) static inline bool watermark_order0_ok(const bh__zone_t *z,
+__attribute__((always_inline)) static inline bool watermark_order0_ok(const bh_zone_t *z,
                                                                       int64_t free_pages,
                                                                       uint64_t mark, int highest,
                                                                       unsigned alloc_flags) {
@@ -929,7 +928,7 @@ __attribute__((always_inline)) static inline bool watermark_order0_ok(const bh__
 }
 
 /* zone_watermark_fast: the order-0 shortcut, then the full check. */
-__attribute__((always_inline)) static inline bool zone_watermark_fast(bh__zone_t *z, unsigned order,
+__attribute__((always_inline)) static inline bool zone_watermark_fast(bh_zone_t *z, unsigned order,
                                                                       uint64_t mark, int highest,
                                                                       unsigned alloc_flags) {
   int64_t free_pages = atomic_load_explicit(&z->free_pages, memory_order_relaxed);
@@ -949,7 +948,7 @@ __attribute__((always_inline)) static inline bool zone_watermark_fast(bh__zone_t
  * reserve_highatomic_pageblock: a successful high-order atomic request reserves its pageblock
  * for such requests, up to about 1 % of the zone.
  */
-static void reserve_highatomic_pageblock(bh__zone_t *z, uint64_t pfn, unsigned order) {
+static void reserve_highatomic_pageblock(bh_zone_t *z, uint64_t pfn, unsigned order) {
   bh_arena_t *a = z->arena;
   uint64_t pb = 1ull << a->pb_order;
   if (z->managed_pages / 100 < pb)
@@ -984,7 +983,7 @@ static void reserve_highatomic_pageblock(bh__zone_t *z, uint64_t pfn, unsigned o
 static bool unreserve_highatomic_pageblock(bh_arena_t *a, const struct alloc_ctx *ac, bool force) {
   const int *zl = a->zonelist[ac->node];
   for (int i = 0; i < zonelist_len(a, ac); i++) {
-    bh__zone_t *z = &a->zones[zl[i]];
+    bh_zone_t *z = &a->zones[zl[i]];
     uint64_t pb = 1ull << a->pb_order;
     if (z->type > ac->highest || (!force && z->nr_reserved_highatomic <= pb))
       continue;
@@ -1042,7 +1041,7 @@ static bool pgdat_balanced(bh_arena_t *a, int node, unsigned order, int highest)
     int zi = a->node_zone[node][t];
     if (zi < 0)
       continue;
-    bh__zone_t *z = &a->zones[zi];
+    bh_zone_t *z = &a->zones[zi];
     managed = true;
     if (bh__zone_watermark_ok(z, order, wmark_pages(z, BH__ALLOC_WMARK_HIGH), highest, 0,
                               atomic_load_explicit(&z->free_pages, memory_order_relaxed)))
@@ -1061,7 +1060,7 @@ static bool pgdat_watermark_boosted(bh_arena_t *a, int node, int highest) {
 }
 
 /* balance_pgdat without reclaim; counted as pageoutrun in the zone that woke it. */
-static void balance_pgdat(bh_arena_t *a, bh__zone_t *waker, int node, unsigned order, int highest) {
+static void balance_pgdat(bh_arena_t *a, bh_zone_t *waker, int node, unsigned order, int highest) {
   uint64_t boosts[BH_NR_ZONE_TYPES] = {0}, boosted = 0;
   for (int t = 0; t <= highest; t++) {
     int zi = a->node_zone[node][t];
@@ -1079,7 +1078,7 @@ static void balance_pgdat(bh_arena_t *a, bh__zone_t *waker, int node, unsigned o
     int zi = a->node_zone[node][t];
     if (zi < 0 || !boosts[t])
       continue;
-    bh__zone_t *z = &a->zones[zi];
+    bh_zone_t *z = &a->zones[zi];
     bh__zone_lock(z);
     uint64_t b = atomic_load_explicit(&z->watermark_boost, memory_order_relaxed);
     atomic_store_explicit(&z->watermark_boost, b - (b < boosts[t] ? b : boosts[t]),
@@ -1093,7 +1092,7 @@ static void balance_pgdat(bh_arena_t *a, bh__zone_t *waker, int node, unsigned o
  * (some zone above its high watermark with its boost), that counts as the reclaim progress
  * which resets kswapd_failures in Linux (see above).  One relaxed load while kswapd is fine.
  */
-static void kswapd_revive(bh__zone_t *z) {
+static void kswapd_revive(bh_zone_t *z) {
   bh_arena_t *a = z->arena;
   if (bh__likely(!atomic_load_explicit(&a->kswapd_failures[z->node], memory_order_relaxed)))
     return;
@@ -1102,7 +1101,7 @@ static void kswapd_revive(bh__zone_t *z) {
 }
 
 /* wakeup_kswapd, then kswapd's balance-and-try-to-sleep loop. */
-static void wakeup_kswapd(bh__zone_t *z, unsigned order, int highest) {
+static void wakeup_kswapd(bh_zone_t *z, unsigned order, int highest) {
   bh_arena_t *a = z->arena;
   int node = z->node;
   if (atomic_load_explicit(&a->kswapd_failures[node], memory_order_relaxed) >=
@@ -1124,7 +1123,7 @@ static void wake_all_kswapds(bh_arena_t *a, const struct alloc_ctx *ac, unsigned
   const int *zl = a->zonelist[ac->node];
   int last_node = -1;
   for (int i = 0; i < zonelist_len(a, ac); i++) {
-    bh__zone_t *z = &a->zones[zl[i]];
+    bh_zone_t *z = &a->zones[zl[i]];
     if (z->type > ac->highest || z->node == last_node)
       continue;
     wakeup_kswapd(z, order, ac->highest);
@@ -1133,7 +1132,7 @@ static void wake_all_kswapds(bh_arena_t *a, const struct alloc_ctx *ac, unsigned
 }
 
 /* The end of rmqueue: a boosted zone wakes kswapd (order 0, its own zone index). */
-static inline void boosted_wakeup(bh__zone_t *z, unsigned alloc_flags) {
+static inline void boosted_wakeup(bh_zone_t *z, unsigned alloc_flags) {
   if (bh__unlikely(atomic_load_explicit(&z->flags, memory_order_relaxed) &
                    BH__ZONE_BOOSTED_WATERMARK) &&
       (alloc_flags & BH__ALLOC_KSWAPD)) {
@@ -1147,7 +1146,7 @@ static inline void boosted_wakeup(bh__zone_t *z, unsigned alloc_flags) {
  * rmqueue: pcp for small orders, else (or if the pcp is busy/empty) the buddy lists.
  * pcp_busy: the caller already found this zone's pcp lock taken, for this very call.
  */
-static uint64_t rmqueue_zone(bh__zone_t *z, const struct alloc_ctx *ac, unsigned order,
+static uint64_t rmqueue_zone(bh_zone_t *z, const struct alloc_ctx *ac, unsigned order,
                              unsigned alloc_flags, bool pcp_busy) {
   uint64_t pfn = UINT64_MAX;
   if (bh__likely(pcp_allowed_order(z->arena, order) && !pcp_busy)) {
@@ -1175,7 +1174,7 @@ static uint64_t get_page_from_freelist_busy(bh_arena_t *a, const struct alloc_ct
 retry:;
   bool no_fallback = alloc_flags & BH__ALLOC_NOFRAGMENT;
   for (int i = 0; i < n; i++) {
-    bh__zone_t *z = &a->zones[zl[i]];
+    bh_zone_t *z = &a->zones[zl[i]];
     if (z->type > ac->highest)
       continue;
     if (no_fallback && a->cfg.nr_nodes > 1 && z->node != ac->node) {
@@ -1206,7 +1205,7 @@ retry:;
     }
   }
   if (no_fallback) {
-    bh__zone_t *pz = &a->zones[ac->preferred];
+    bh_zone_t *pz = &a->zones[ac->preferred];
     bh__zone_lock(pz);
     pz->ev[BH_STAT_nofragment_retry]++;
     bh__zone_unlock(pz);
@@ -1247,7 +1246,7 @@ int bh_gfp_migratetype(unsigned gfp) { return gfp_migratetype(gfp); }
 
 /* The mark the first zone is checked against: get_page_from_freelist checks the high mark
  * until the zone is first found below it (ZONE_BELOW_HIGH), then the request's own. */
-static inline __attribute__((always_inline)) uint64_t first_zone_mark(const bh__zone_t *z,
+static inline __attribute__((always_inline)) uint64_t first_zone_mark(const bh_zone_t *z,
                                                                       unsigned alloc_flags) {
   unsigned zflags = atomic_load_explicit(&z->flags, memory_order_relaxed);
   return wmark_pages(z, (zflags & BH__ZONE_BELOW_HIGH) ? alloc_flags : BH__ALLOC_WMARK_HIGH);
@@ -1256,7 +1255,7 @@ static inline __attribute__((always_inline)) uint64_t first_zone_mark(const bh__
 /* rmqueue_pcplist's common case: a block off the slot's pcp list of the request's type, or
  * UINT64_MAX (the list is empty: nothing changed) or BH__FAST_PCP_BUSY. */
 static inline __attribute__((always_inline)) uint64_t
-pcp_fast_take(bh_arena_t *a, bh__zone_t *z, const struct alloc_ctx *ac, unsigned order) {
+pcp_fast_take(bh_arena_t *a, bh_zone_t *z, const struct alloc_ctx *ac, unsigned order) {
   bh__pcp_t *pcp = &z->pcp[ac->slot];
   if (bh__unlikely(!bh__pcp_trylock(pcp)))
     return BH__FAST_PCP_BUSY;
@@ -1282,7 +1281,7 @@ pcp_fast_take(bh_arena_t *a, bh__zone_t *z, const struct alloc_ctx *ac, unsigned
  */
 static inline __attribute__((always_inline)) uint64_t
 alloc_fast(bh_arena_t *a, const struct alloc_ctx *ac, unsigned order, unsigned alloc_flags) {
-  bh__zone_t *z = &a->zones[ac->preferred];
+  bh_zone_t *z = &a->zones[ac->preferred];
   if (bh__unlikely(!zone_watermark_fast(z, order, first_zone_mark(z, alloc_flags), ac->highest,
                                         alloc_flags)))
     return UINT64_MAX;
@@ -1391,7 +1390,7 @@ static bool should_reclaim_retry(bh_arena_t *a, const struct alloc_ctx *ac, unsi
   if (++*no_progress_loops <= BH__MAX_RECLAIM_RETRIES) {
     const int *zl = a->zonelist[ac->node];
     for (int i = 0; i < zonelist_len(a, ac) && !ret; i++) {
-      bh__zone_t *z = &a->zones[zl[i]];
+      bh_zone_t *z = &a->zones[zl[i]];
       if (z->type <= ac->highest)
         ret = bh__zone_watermark_ok(z, order, wmark_pages(z, BH__ALLOC_WMARK_MIN), ac->highest,
                                     alloc_flags,
@@ -1488,7 +1487,7 @@ alloc_pfn(bh_arena_t *a, unsigned gfp, unsigned order, int cpu, uint64_t *pfn_ou
   if (pfn == UINT64_MAX)
     pfn = alloc_slowpath(a, &ac, order, &zid);
   if (pfn == UINT64_MAX) {
-    bh__zone_t *z = &a->zones[ac.preferred];
+    bh_zone_t *z = &a->zones[ac.preferred];
     bh__zone_lock(z);
     z->ev[BH_STAT_alloc_fail]++;
     z->ev[BH_STAT_alloc_fail_pages] += 1ull << order;
@@ -1535,7 +1534,7 @@ static inline __attribute__((always_inline)) int check_free(const bh_arena_t *a,
  * split_large_buddy: a block above the pageblock order is freed one pageblock at a time, each
  * with its own pageblock's type (they merge again if their types allow).  Zone lock held.
  */
-static void split_large_buddy(bh__zone_t *z, uint64_t pfn, unsigned order) {
+static void split_large_buddy(bh_zone_t *z, uint64_t pfn, unsigned order) {
   bh_arena_t *a = z->arena;
   uint64_t end = pfn + (1ull << order);
   if (order > a->pb_order)
@@ -1547,7 +1546,7 @@ static void split_large_buddy(bh__zone_t *z, uint64_t pfn, unsigned order) {
 }
 
 /* free_one_page: straight to the buddy lists under the zone lock (off the pcp fast path). */
-static void free_one_page(bh__zone_t *z, uint64_t pfn, unsigned order) {
+static void free_one_page(bh_zone_t *z, uint64_t pfn, unsigned order) {
   bh__zone_lock(z);
   z->ev[BH_STAT_pgfree] += 1ull << order;
   z->ev[BH_STAT_free_calls]++;
@@ -1561,7 +1560,7 @@ static void free_one_page(bh__zone_t *z, uint64_t pfn, unsigned order) {
  * (compaction's migrated sources and left-over targets): onto the pcp list of slot `slot`
  * for the orders the pcp lists hold (if its lock is free), else to the buddy lists.
  */
-void bh__free_pages_zone_locked(bh__zone_t *z, uint64_t pfn, unsigned order, int slot) {
+void bh__free_pages_zone_locked(bh_zone_t *z, uint64_t pfn, unsigned order, int slot) {
   bh_arena_t *a = z->arena;
   bh__pg_set_flags(&a->pages[pfn], 0);
   if (pcp_allowed_order(a, order)) {
@@ -1589,7 +1588,7 @@ static inline __attribute__((always_inline)) int free_pfn(bh_arena_t *a, uint64_
   int err = check_free(a, pfn, order);
   if (err)
     return err;
-  bh__zone_t *z = bh__pfn_zone(a, pfn);
+  bh_zone_t *z = bh__pfn_zone(a, pfn);
   bh__pg_set_flags(&a->pages[pfn], 0);
   if (bh__likely(pcp_allowed_order(a, order))) {
     int mt = bh__pb_mt(a, pfn);
@@ -1643,7 +1642,7 @@ static inline void *alloc_pages_slow(bh_arena_t *a, unsigned gfp, unsigned order
 
 /* The end of rmqueue and prep_new_page, for a block the fast path took when either has work. */
 static __attribute__((noinline)) void *
-alloc_pages_finish(bh__zone_t *z, uint64_t pfn, unsigned alloc_flags, unsigned gfp, int *err) {
+alloc_pages_finish(bh_zone_t *z, uint64_t pfn, unsigned alloc_flags, unsigned gfp, int *err) {
   bh_arena_t *a = z->arena;
   boosted_wakeup(z, alloc_flags);
   prep_new_page(a, pfn, 0, gfp);
@@ -1666,7 +1665,7 @@ void *bh_alloc_pages(bh_arena_t *a, unsigned gfp, unsigned order, int *err) {
   unsigned alloc_flags = gc >> BH__GC_FLAGS_SHIFT;
 
   /* alloc_fast without the full watermark check: only zone_watermark_fast's shortcut */
-  bh__zone_t *z = &a->zones[ac.preferred];
+  bh_zone_t *z = &a->zones[ac.preferred];
   if (bh__unlikely(!watermark_order0_ok(z,
                                         atomic_load_explicit(&z->free_pages, memory_order_relaxed),
                                         first_zone_mark(z, alloc_flags), ac.highest, alloc_flags)))
@@ -1700,7 +1699,7 @@ static __attribute__((noinline)) int free_pages_slow(bh_arena_t *a, void *addr, 
 }
 
 /* The fast free's block reached the pcp list's high mark: drain, then drop the pcp lock. */
-static __attribute__((noinline)) int free_pages_over_high(bh__zone_t *z, bh__pcp_t *pcp,
+static __attribute__((noinline)) int free_pages_over_high(bh_zone_t *z, bh__pcp_t *pcp,
                                                           unsigned pindex, int high) {
   pcp_over_high(z, pcp, pindex, high, false, false);
   bh__pcp_unlock(pcp);
@@ -1723,7 +1722,7 @@ int bh_free_pages(bh_arena_t *a, void *addr, unsigned order) {
   int mt = bh__pb_mt(a, pfn);
   if (bh__unlikely(mt > BH_MT_RECLAIMABLE))
     return free_pages_slow(a, addr, order);
-  bh__zone_t *z = bh__pfn_zone(a, pfn);
+  bh_zone_t *z = bh__pfn_zone(a, pfn);
   bh__pcp_t *pcp = &z->pcp[slot];
   if (bh__unlikely(!bh__pcp_trylock(pcp))) { /* free_pfn's busy pcp: the buddy lists, once */
     bh__pg_set_flags(p, 0);
@@ -1767,7 +1766,7 @@ int bh_split_pages(bh_arena_t *a, uint64_t pfn, unsigned order) {
   int err = check_free(a, pfn, order);
   if (err)
     return err;
-  bh__zone_t *z = bh__pfn_zone(a, pfn);
+  bh_zone_t *z = bh__pfn_zone(a, pfn);
   bh__zone_lock(z);
   uint8_t mt = bh__pg_mt(&a->pages[pfn]);
   for (uint64_t i = 0; i < (1ull << order); i++)
@@ -1783,7 +1782,7 @@ int bh_split_pages(bh_arena_t *a, uint64_t pfn, unsigned order) {
  */
 void bh_vmstat_tick(bh_arena_t *a) {
   for (int i = 0; a && i < a->nr_zones; i++) {
-    bh__zone_t *z = &a->zones[i];
+    bh_zone_t *z = &a->zones[i];
     for (unsigned c = 0; z->pcp && c < a->cfg.nr_cpus; c++) {
       bh__pcp_t *pcp = &z->pcp[c];
       bh__pcp_lock(pcp);
@@ -1806,7 +1805,7 @@ void bh_vmstat_tick(bh_arena_t *a) {
 /* For the arena's other units (populate.c)                                                  */
 /* ---------------------------------------------------------------------------------------- */
 
-void bh__add_to_free_list(bh__zone_t *z, uint64_t pfn, unsigned order, int mt, bool tail) {
+void bh__add_to_free_list(bh_zone_t *z, uint64_t pfn, unsigned order, int mt, bool tail) {
   add_to_free_list(z, pfn, order, mt, tail);
   account_freepages(z, (int64_t)(1ull << order), mt);
 }

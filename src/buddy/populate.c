@@ -26,7 +26,7 @@ static int bad(const char **why, const char *msg) {
 }
 
 /* The zone that holds the max-order block of pfn, or NULL. */
-static bh__zone_t *zone_at(const bh_arena_t *a, uint64_t pfn) {
+static bh_zone_t *zone_at(const bh_arena_t *a, uint64_t pfn) {
   if (pfn >= a->nr_pages)
     return NULL;
   uint8_t id = a->block_zone[pfn >> a->max_order];
@@ -34,7 +34,7 @@ static bh__zone_t *zone_at(const bh_arena_t *a, uint64_t pfn) {
 }
 
 /* [pfn, pfn + n) inside the zone's span as the kernel has it. */
-static bool in_span(const bh__zone_t *z, uint64_t pfn, uint64_t n) {
+static bool in_span(const bh_zone_t *z, uint64_t pfn, uint64_t n) {
   return pfn >= z->zone_start_pfn && pfn + n <= z->zone_start_pfn + z->zone_spanned_pages;
 }
 
@@ -64,7 +64,7 @@ static inline int block_mt(const bh_arena_t *a, uint64_t pfn, unsigned order) {
 }
 
 /* Empties the zone's free lists and pcp lists and zeroes what counts them. */
-static void reset_zone(bh__zone_t *z) {
+static void reset_zone(bh_zone_t *z) {
   bh_arena_t *a = z->arena;
   for (unsigned i = 0; i < (a->max_order + 1) * BH_MT_TYPES; i++)
     bh__list_init(a, z->free_head + i);
@@ -80,7 +80,7 @@ static void reset_zone(bh__zone_t *z) {
 }
 
 /* The zone's pageblock types. */
-static int set_pageblocks(bh__zone_t *z, const bh_populate_t *pop, const char **why) {
+static int set_pageblocks(bh_zone_t *z, const bh_populate_t *pop, const char **why) {
   bh_arena_t *a = z->arena;
   uint64_t step = 1ull << a->pb_order;
   for (uint64_t pfn = z->start_pfn; pfn < z->start_pfn + z->spanned_pages; pfn += step) {
@@ -169,7 +169,7 @@ static int set_movable(bh_arena_t *a, const bh_populate_t *pop, struct bits *bs,
 /* One free block checked and its pages marked; it goes on its list once the pages are set. */
 static int check_free(bh_arena_t *a, uint64_t pfn, unsigned order, struct bits *bs,
                       const char **why) {
-  bh__zone_t *z = zone_at(a, pfn);
+  bh_zone_t *z = zone_at(a, pfn);
   if (order > a->max_order || (pfn & ((1ull << order) - 1)))
     return bad(why, "a free block is misaligned or above MAX_PAGE_ORDER");
   uint64_t n = 1ull << order;
@@ -250,7 +250,7 @@ static inline void pending_add(bh__page_t *pg, struct pending *r, uint64_t p, ui
  * time, and the pages are written in runs of one word, across words, pageblocks and runs of
  * the bitmaps alike (nearly the whole zone is a few long runs).
  */
-static void set_pages(bh__zone_t *z, const bh_populate_t *pop, const struct bits *bs) {
+static void set_pages(bh_zone_t *z, const bh_populate_t *pop, const struct bits *bs) {
   bh_arena_t *a = z->arena;
   bh__page_t *pg = a->pages; /* a local: the stores cannot change it */
   uint64_t step = 1ull << a->pb_order;
@@ -328,7 +328,7 @@ static int check_merged(const bh_arena_t *a, uint64_t pfn, unsigned order, const
 /* One block onto the tail of a pcp list. */
 static int add_pcp(bh_arena_t *a, const bh_pcp_block_t *pb, const char **why) {
   uint64_t pfn = pb->pfn, n = 1ull << pb->order;
-  bh__zone_t *z = zone_at(a, pfn);
+  bh_zone_t *z = zone_at(a, pfn);
   if (!z || !z->pcp || pb->order > a->max_order || !bh__pcp_order(a, pb->order))
     return bad(why, "a pcp block of an order without pcp lists, or outside the zones");
   if ((pfn & (n - 1)) || !in_span(z, pfn, n))
@@ -435,7 +435,7 @@ int bh_arena_adopt(bh_arena_t *a, uint64_t pfn, unsigned order) {
     return BH_EFAULT;
   if (pfn & (n - 1))
     return BH_EALIGN;
-  bh__zone_t *z = zone_at(a, pfn);
+  bh_zone_t *z = zone_at(a, pfn);
   if (!z || !in_span(z, pfn, n))
     return BH_EFAULT;
   bh__zone_lock(z);
@@ -462,7 +462,7 @@ int bh_arena_adopt(bh_arena_t *a, uint64_t pfn, unsigned order) {
  * do not hold pfn at the head of their free lists (as expand puts the upper halves), and
  * return pfn's block.
  */
-static void split_around(bh__zone_t *z, uint64_t head, unsigned high, uint64_t pfn, unsigned low,
+static void split_around(bh_zone_t *z, uint64_t head, unsigned high, uint64_t pfn, unsigned low,
                          int mt) {
   while (high > low) {
     high--;
@@ -478,7 +478,7 @@ static void split_around(bh__zone_t *z, uint64_t head, unsigned high, uint64_t p
 static const uint8_t pgalloc_stat[BH_NR_ZONE_TYPES] = {
     BH_STAT_pgalloc_dma, BH_STAT_pgalloc_dma32, BH_STAT_pgalloc_normal, BH_STAT_pgalloc_movable};
 
-static void mark_allocated(bh__zone_t *z, uint64_t pfn, unsigned order, int mt, uint64_t *ev) {
+static void mark_allocated(bh_zone_t *z, uint64_t pfn, unsigned order, int mt, uint64_t *ev) {
   bh__page_t *p = &z->arena->pages[pfn];
   p->mt = (uint8_t)mt;
   bh__pg_set(p, BH__PG_ALLOC, (uint8_t)order);
@@ -502,7 +502,7 @@ static bool find_block(const bh_arena_t *a, uint64_t pfn, unsigned order, uint8_
 }
 
 /* The pcp whose list holds the block at pfn (bh__pg_set_pcp keeps its CPU). */
-static bh__pcp_t *pcp_of(const bh__zone_t *z, uint64_t pfn) {
+static bh__pcp_t *pcp_of(const bh_zone_t *z, uint64_t pfn) {
   uint32_t c = z->arena->pages[pfn].priv;
   return c < z->arena->cfg.nr_cpus ? &z->pcp[c] : NULL;
 }
@@ -516,7 +516,7 @@ int bh_alloc_pfn_at(bh_arena_t *a, unsigned gfp, unsigned order, int cpu, uint64
     return BH_EFAULT;
   if (pfn & (n - 1))
     return BH_EALIGN;
-  bh__zone_t *z = zone_at(a, pfn);
+  bh_zone_t *z = zone_at(a, pfn);
   if (!z)
     return BH_EFAULT;
   int mt = a->cfg.mobility_grouping ? bh_gfp_migratetype(gfp) : BH_MT_UNMOVABLE;
@@ -566,7 +566,7 @@ static int pcp_mt(int mt) {
 }
 
 /* pfn, order: inside the arena, aligned, a zone with pcp lists for that order; else NULL. */
-static bh__zone_t *pcp_zone(const bh_arena_t *a, uint64_t pfn, unsigned order, int *err) {
+static bh_zone_t *pcp_zone(const bh_arena_t *a, uint64_t pfn, unsigned order, int *err) {
   uint64_t n = 1ull << order;
   *err = BH_EINVAL;
   if (order > a->max_order || !bh__pcp_order(a, order))
@@ -577,14 +577,14 @@ static bh__zone_t *pcp_zone(const bh_arena_t *a, uint64_t pfn, unsigned order, i
   *err = BH_EALIGN;
   if (pfn & (n - 1))
     return NULL;
-  bh__zone_t *z = zone_at(a, pfn);
+  bh_zone_t *z = zone_at(a, pfn);
   *err = z && z->pcp ? BH_OK : BH_EINVAL;
   return *err ? NULL : z;
 }
 
 int bh__pcp_refill_at(bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int cpu) {
   int err;
-  bh__zone_t *z = a ? pcp_zone(a, pfn, order, &err) : NULL;
+  bh_zone_t *z = a ? pcp_zone(a, pfn, order, &err) : NULL;
   if (!z)
     return a ? err : BH_EINVAL;
   uint64_t head;
@@ -613,7 +613,7 @@ int bh__pcp_refill_at(bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int c
 
 int bh__pcp_drain_at(bh_arena_t *a, uint64_t pfn, unsigned order) {
   int err;
-  bh__zone_t *z = a ? pcp_zone(a, pfn, order, &err) : NULL;
+  bh_zone_t *z = a ? pcp_zone(a, pfn, order, &err) : NULL;
   if (!z)
     return a ? err : BH_EINVAL;
   bh__page_t *p = &a->pages[pfn];
@@ -640,7 +640,7 @@ int bh__pcp_drain_at(bh_arena_t *a, uint64_t pfn, unsigned order) {
 
 int bh__pcp_free_nodrain(bh_arena_t *a, uint64_t pfn, unsigned order, int cpu) {
   int err;
-  bh__zone_t *z = a ? pcp_zone(a, pfn, order, &err) : NULL;
+  bh_zone_t *z = a ? pcp_zone(a, pfn, order, &err) : NULL;
   bh__page_t *p = z ? &a->pages[pfn] : NULL;
   /* anything but a plain allocated block of a pcp order in a pcp pageblock: bh_free_pfn's
    * own checks and path (its errors, the buddy lists for an isolated pageblock) */
@@ -680,7 +680,7 @@ static bool container_of_pfn(const bh_arena_t *a, uint64_t pfn, uint64_t *head, 
 
 enum bh__pcp_at bh__pcp_block_where(const bh_arena_t *a, uint64_t pfn, unsigned order, int *cpu) {
   int err;
-  bh__zone_t *z = a ? pcp_zone(a, pfn, order, &err) : NULL;
+  bh_zone_t *z = a ? pcp_zone(a, pfn, order, &err) : NULL;
   if (!z)
     return BH__PCPAT_INVALID;
   uint64_t head;
@@ -708,7 +708,7 @@ enum bh__pcp_at bh__pcp_block_where(const bh_arena_t *a, uint64_t pfn, unsigned 
 
 int bh__pcp_relist_at(bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int cpu) {
   int err;
-  bh__zone_t *z = a ? pcp_zone(a, pfn, order, &err) : NULL;
+  bh_zone_t *z = a ? pcp_zone(a, pfn, order, &err) : NULL;
   if (!z)
     return a ? err : BH_EINVAL;
   bh__page_t *p = &a->pages[pfn];
@@ -737,7 +737,7 @@ int bh__pcp_relist_at(bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int c
 
 int bh__pcp_adopt_at(bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int cpu) {
   int err;
-  bh__zone_t *z = a ? pcp_zone(a, pfn, order, &err) : NULL;
+  bh_zone_t *z = a ? pcp_zone(a, pfn, order, &err) : NULL;
   if (!z)
     return a ? err : BH_EINVAL;
   uint64_t n = 1ull << order;
@@ -786,7 +786,7 @@ static uint32_t walk_to_head(const bh_arena_t *a, uint32_t n, bool back, unsigne
 
 static void where_pcp(const bh_arena_t *a, uint64_t head, int mt, unsigned order, int cpu,
                       bh__where_t *w) {
-  const bh__zone_t *z = bh__pfn_zone(a, head);
+  const bh_zone_t *z = bh__pfn_zone(a, head);
   unsigned steps = 0;
   uint32_t lh = walk_to_head(a, (uint32_t)head, true, &steps);
   bool known_pos = lh != BH__NIL;
@@ -853,7 +853,7 @@ int bh__claim_block_at(bh_arena_t *a, uint64_t pfn, unsigned order, int mt) {
   unsigned span = order > a->pb_order ? order : a->pb_order;
   uint64_t start = pfn & ~((1ull << span) - 1), head;
   unsigned high;
-  bh__zone_t *z = zone_at(a, start);
+  bh_zone_t *z = zone_at(a, start);
   if (!z || pfn >= a->nr_pages || (1ull << span) > a->nr_pages - start ||
       !in_span(z, start, 1ull << span))
     return BH_EFAULT;
@@ -883,7 +883,7 @@ int bh__claim_block_at(bh_arena_t *a, uint64_t pfn, unsigned order, int mt) {
 
 /* The arena's fallback counters for a fallback the kernel's trace reports (count_extfrag). */
 void bh__count_fallback_at(bh_arena_t *a, uint64_t pfn, unsigned fallback_order, bool claim) {
-  bh__zone_t *z = a ? zone_at(a, pfn) : NULL;
+  bh_zone_t *z = a ? zone_at(a, pfn) : NULL;
   if (!z)
     return;
   bh__zone_lock(z);

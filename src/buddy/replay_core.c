@@ -49,7 +49,7 @@ bool bh__block_free(const bh_arena_t *a, uint64_t pfn, unsigned order) {
     uint64_t next = (p | ((1ull << a->max_order) - 1)) + 1;
     if (next > end)
       next = end;
-    bh__zone_t *z = bh__pfn_zone(a, p);
+    bh_zone_t *z = bh__pfn_zone(a, p);
     bh__zone_lock(z);
     bool all = pages_free(a, p, next);
     bh__zone_unlock(z);
@@ -81,7 +81,7 @@ unsigned bh__pcp_orders(const bh_arena_t *a) { return a->pcp_orders; }
  */
 void bh__notify_unreported(bh_arena_t *a) {
   for (int i = 0; i < a->nr_zones; i++) {
-    bh__zone_t *z = &a->zones[i];
+    bh_zone_t *z = &a->zones[i];
     bool found = false;
     bh__zone_lock(z);
     for (unsigned o = z->notify_order; o <= a->max_order && !found; o++)
@@ -105,7 +105,7 @@ void bh__free_counts(bh_arena_t *a, uint64_t nr_free[BH_ORDER_LIMIT + 1], uint64
   memset(nr_free, 0, (BH_ORDER_LIMIT + 1) * sizeof(*nr_free));
   uint64_t pages = 0;
   for (int i = 0; i < a->nr_zones; i++) {
-    bh__zone_t *z = &a->zones[i];
+    bh_zone_t *z = &a->zones[i];
     bh__zone_lock(z);
     for (unsigned o = 0; o <= a->max_order; o++)
       nr_free[o] += z->nr_free[o];

@@ -24,7 +24,7 @@ void bh_stats_read(const bh_arena_t *ca, uint64_t out[BH_NR_STATS]) {
     return;
   memset(out, 0, sizeof(uint64_t) * BH_NR_STATS);
   for (int i = 0; a && i < a->nr_zones; i++) {
-    bh__zone_t *z = &a->zones[i];
+    bh_zone_t *z = &a->zones[i];
     bh__zone_lock(z);
     for (int s = 0; s < BH_NR_STATS; s++)
       out[s] += z->ev[s];
@@ -48,7 +48,7 @@ int bh_zone_count(const bh_arena_t *a) { return a ? a->nr_zones : 0; }
 int bh_zone_info(bh_arena_t *a, int i, bh_zone_info_t *o) {
   if (!a || !o || i < 0 || i >= a->nr_zones)
     return BH_EINVAL;
-  bh__zone_t *z = &a->zones[i];
+  bh_zone_t *z = &a->zones[i];
   memset(o, 0, sizeof(*o));
   bh__zone_lock(z);
   o->node = z->node;

@@ -224,13 +224,13 @@ const char *bh_hint_last_error(void) { return last_error; }
 
 /* ---- hooks: trampolines from the allocator into the strategy ---- */
 
-static void hook_notify(void *ctx, bh__zone_t *z, uint64_t pfn, unsigned order) {
+static void hook_notify(void *ctx, bh_zone_t *z, uint64_t pfn, unsigned order) {
   bh_hint_t *h = ctx;
   if (h->ops->notify)
     h->ops->notify(h->state, z, pfn, order);
 }
 
-static void hook_del(void *ctx, bh__zone_t *z, uint64_t pfn, unsigned order, int reason) {
+static void hook_del(void *ctx, bh_zone_t *z, uint64_t pfn, unsigned order, int reason) {
   bh_hint_t *h = ctx;
   if (h->ops->del)
     h->ops->del(h->state, z, pfn, order, reason);
@@ -243,7 +243,7 @@ void bh_hint_set_orders(bh_hint_t *h, unsigned notify_order, unsigned del_order)
     return;
   bh_arena_t *a = h->arena;
   for (int i = 0; i < a->nr_zones; i++) {
-    bh__zone_t *z = &a->zones[i];
+    bh_zone_t *z = &a->zones[i];
     bh__zone_lock(z);
     z->notify_order = (uint8_t)(notify_order > UINT8_MAX ? UINT8_MAX : notify_order);
     z->del_order = (uint8_t)(del_order > UINT8_MAX ? UINT8_MAX : del_order);

@@ -33,7 +33,7 @@ static void test_below_high_clear_includes_boost(void **state) {
   c.pcp_batch = 3;
   c.pcp_high = 12;
   bh_arena_t *a = bt_create(&c);
-  bh__zone_t *z = &a->zones[0];
+  bh_zone_t *z = &a->zones[0];
   uint64_t pfn[40];
   for (int i = 0; i < 40; i++)
     pfn[i] = bt_alloc(a, BH_GFP_MOVABLE, 0, 0);
@@ -172,7 +172,7 @@ static void test_pcp_decay_drains_in_batches(void **state) {
 
 /* The top-order Movable free list of zone 0, head to tail. */
 static int top_list(bh_arena_t *a, uint64_t *out, int max) {
-  bh__zone_t *z = &a->zones[0];
+  bh_zone_t *z = &a->zones[0];
   uint32_t head = bh__free_list(z, a->max_order, BH_MT_MOVABLE);
   int n = 0;
   for (uint32_t p = a->pages[head].next; p != head && n < max; p = a->pages[p].next)

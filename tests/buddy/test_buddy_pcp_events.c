@@ -25,7 +25,7 @@ static bh_arena_t *default_sim(void) {
 
 /* The pcp list of cpu in zone 2 (Normal) for (mt, order), as pfns from the head. */
 static int list_of(bh_arena_t *a, int cpu, int mt, unsigned order, uint64_t *out, int max) {
-  bh__zone_t *z = &a->zones[2];
+  bh_zone_t *z = &a->zones[2];
   uint32_t head = z->pcp[cpu].head + bh__pcp_pindex(a, mt, order);
   int n = 0;
   for (uint32_t x = a->pages[head].next; x != head && n < max; x = a->pages[x].next)
@@ -165,7 +165,7 @@ static void test_long_list(void **state) {
 
 /* Free blocks on the Normal zone's list for (order, mt). */
 static uint64_t free_list_len(bh_arena_t *a, unsigned order, int mt) {
-  bh__zone_t *z = &a->zones[2];
+  bh_zone_t *z = &a->zones[2];
   uint32_t head = bh__free_list(z, order, mt);
   uint64_t n = 0;
   for (uint32_t x = a->pages[head].next; x != head; x = a->pages[x].next)

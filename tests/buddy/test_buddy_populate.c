@@ -385,7 +385,7 @@ static void test_populate_pcp_high(void **state) {
   assert_true(n >= 2);
   size_t nh = (size_t)a->nr_zones * n;
   uint32_t *high = calloc(nh, sizeof(*high));
-  bh__zone_t *z = &a->zones[a->nr_zones - 1];
+  bh_zone_t *z = &a->zones[a->nr_zones - 1];
   assert_true(z->pcp_high_max > z->pcp_high_min + 1);
   high[(size_t)(a->nr_zones - 1) * n + 0] = z->pcp_high_min + 1;
   high[(size_t)(a->nr_zones - 1) * n + 1] = UINT32_MAX;
@@ -478,7 +478,7 @@ static void check_pages(unsigned pb_order, uint64_t seed) {
   bt_expect_clean(a);
   uint64_t bad = 0;
   for (int zi = 0; zi < a->nr_zones; zi++) {
-    const bh__zone_t *zn = &a->zones[zi];
+    const bh_zone_t *zn = &a->zones[zi];
     for (uint64_t p = zn->start_pfn; p < zn->start_pfn + zn->spanned_pages; p++) {
       const bh__page_t *g = &a->pages[p];
       uint8_t t = pb[p >> pb_order], fl, order = 0, mt;

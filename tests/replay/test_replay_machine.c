@@ -433,7 +433,7 @@ static void test_start_pcp_inner_first(void **state) {
 /* The two lowest free blocks of the lowest order on the Movable lists of the arena's highest
  * zone (where a movable request looks first), their order in *order. */
 static void two_movable_free(bh_arena_t *a, uint64_t *lo, uint64_t *hi, unsigned *order) {
-  const bh__zone_t *z = &a->zones[a->nr_zones - 1];
+  const bh_zone_t *z = &a->zones[a->nr_zones - 1];
   for (unsigned o = 0; o <= a->max_order; o++) {
     *lo = *hi = UINT64_MAX;
     for (uint64_t p = z->start_pfn; p < z->start_pfn + z->spanned_pages && *hi == UINT64_MAX; p++) {
@@ -508,7 +508,7 @@ static void test_start_pageblock_types(void **state) {
    * pageblock's type with that of an Unmovable pageblock of the zone that holds no free page
    * and that the trace does not touch.  The start state retypes the one the trace shows, and
    * gives a quiet Movable pageblock of the zone the Unmovable type: the counts hold. */
-  const bh__zone_t *z = bh__pfn_zone(a, pb);
+  const bh_zone_t *z = bh__pfn_zone(a, pb);
   uint64_t quiet = UINT64_MAX;
   for (uint64_t b = z->zone_start_pfn >> a->pb_order;
        b < (z->zone_start_pfn + z->zone_spanned_pages) >> a->pb_order && quiet == UINT64_MAX; b++) {
