@@ -1,6 +1,8 @@
 /* The jemalloc baseline of compare: starts buddyhint-jemalloc and parses its summary. */
 #include "cli/baseline.h"
 
+#include "common/errdetail.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -22,16 +24,6 @@ bool bh_cli_is_baseline(const char *name) {
   return name && (!strcmp(name, "jemalloc") || !strncmp(name, "jemalloc:", 9));
 }
 
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...) {
-  if (err && errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-  }
-  return code;
-}
-
 /* "jemalloc[:decay=MS][:muzzy=MS][:bg=0|1]" into its three settings. */
 static int parse_name(const char *name, long *decay, long *muzzy, bool *bg, char *err,
                       size_t errlen) {
@@ -45,14 +37,15 @@ static int parse_name(const char *name, long *decay, long *muzzy, bool *bg, char
     if (!end)
       end = p + strlen(p);
     if (!eq || eq > end)
-      return fail(err, errlen, BH_EINVAL, "compare: strategy '%s': want KEY=VALUE after ':'", name);
+      return bh__errf(err, errlen, BH_EINVAL, "compare: strategy '%s': want KEY=VALUE after ':'",
+                      name);
     size_t klen = (size_t)(eq - p);
     char *stop;
     errno = 0;
     long v = strtol(eq + 1, &stop, 10);
     if (stop != end || eq + 1 == end || errno)
-      return fail(err, errlen, BH_EINVAL, "compare: strategy '%s': '%.*s' is not a number", name,
-                  (int)(end - eq - 1), eq + 1);
+      return bh__errf(err, errlen, BH_EINVAL, "compare: strategy '%s': '%.*s' is not a number",
+                      name, (int)(end - eq - 1), eq + 1);
     if (klen == 5 && !strncmp(p, "decay", 5) && v >= -1)
       *decay = v;
     else if (klen == 5 && !strncmp(p, "muzzy", 5) && v >= -1)
@@ -60,14 +53,14 @@ static int parse_name(const char *name, long *decay, long *muzzy, bool *bg, char
     else if (klen == 2 && !strncmp(p, "bg", 2) && (v == 0 || v == 1))
       *bg = v;
     else
-      return fail(err, errlen, BH_EINVAL,
-                  "compare: strategy '%s': unknown setting '%.*s' (jemalloc takes decay=MS, "
-                  "muzzy=MS with MS >= -1, bg=0|1)",
-                  name, (int)(end - p), p);
+      return bh__errf(err, errlen, BH_EINVAL,
+                      "compare: strategy '%s': unknown setting '%.*s' (jemalloc takes decay=MS, "
+                      "muzzy=MS with MS >= -1, bg=0|1)",
+                      name, (int)(end - p), p);
     p = end;
   }
   if (*p)
-    return fail(err, errlen, BH_EINVAL, "compare: unknown strategy '%s'", name);
+    return bh__errf(err, errlen, BH_EINVAL, "compare: unknown strategy '%s'", name);
   return 0;
 }
 
@@ -201,8 +194,8 @@ int bh_cli_baseline_run(const bh_replay_config_t *cfg, const char *name, bh_repl
   if (err && errlen)
     err[0] = 0;
   if (!strcmp(cfg->trace, "-"))
-    return fail(err, errlen, BH_EINVAL,
-                "a replay reads its trace twice: give a file, not standard input");
+    return bh__errf(err, errlen, BH_EINVAL,
+                    "a replay reads its trace twice: give a file, not standard input");
   long decay, muzzy;
   bool bg;
   int e = parse_name(name, &decay, &muzzy, &bg, err, errlen);
@@ -210,13 +203,14 @@ int bh_cli_baseline_run(const bh_replay_config_t *cfg, const char *name, bh_repl
     return e;
   char prog[PATH_MAX + 32];
   if (program_path(prog, sizeof(prog)))
-    return fail(err, errlen, BH_ESYS, "compare: cannot find the directory of this program");
+    return bh__errf(err, errlen, BH_ESYS, "compare: cannot find the directory of this program");
   if (access(prog, X_OK))
-    return fail(err, errlen, BH_ESYS,
-                "compare: strategy '%s' needs %s, which is missing (%s); it is built with "
-                "buddyhint when jemalloc is found (apt-get install libjemalloc-dev) and must be "
-                "installed next to it",
-                name, prog, strerror(errno));
+    return bh__errf(
+        err, errlen, BH_ESYS,
+        "compare: strategy '%s' needs %s, which is missing (%s); it is built with "
+        "buddyhint when jemalloc is found (apt-get install libjemalloc-dev) and must be "
+        "installed next to it",
+        name, prog, strerror(errno));
 
   static const char *const touches[] = {"page", "none", "full"};
   char s_decay[32], s_muzzy[32], s_idle[32], s_wall[32], s_order[16];
@@ -254,14 +248,14 @@ int bh_cli_baseline_run(const bh_replay_config_t *cfg, const char *name, bh_repl
 
   int fds[2];
   if (pipe2(fds, O_CLOEXEC))
-    return fail(err, errlen, BH_ESYS, "compare: pipe: %s", strerror(errno));
+    return bh__errf(err, errlen, BH_ESYS, "compare: pipe: %s", strerror(errno));
   fflush(NULL);
   pid_t pid = fork();
   if (pid < 0) {
     int saved = errno;
     close(fds[0]);
     close(fds[1]);
-    return fail(err, errlen, BH_ESYS, "compare: fork: %s", strerror(saved));
+    return bh__errf(err, errlen, BH_ESYS, "compare: fork: %s", strerror(saved));
   }
   if (pid == 0) { /* the summary comes through the pipe; stderr is passed through */
     if (dup2(fds[1], STDOUT_FILENO) < 0)
@@ -302,28 +296,28 @@ int bh_cli_baseline_run(const bh_replay_config_t *cfg, const char *name, bh_repl
   while (waitpid(pid, &status, 0) < 0)
     if (errno != EINTR) {
       free(text);
-      return fail(err, errlen, BH_ESYS, "compare: waitpid: %s", strerror(errno));
+      return bh__errf(err, errlen, BH_ESYS, "compare: waitpid: %s", strerror(errno));
     }
   if (nomem) {
     free(text);
-    return fail(err, errlen, BH_ENOMEM, "compare: out of memory");
+    return bh__errf(err, errlen, BH_ENOMEM, "compare: out of memory");
   }
   text[len] = 0;
   if (WIFSIGNALED(status)) {
     free(text);
-    return fail(err, errlen, BH_ESYS, "compare: %s was killed by signal %d (%s)", prog,
-                WTERMSIG(status), strsignal(WTERMSIG(status)));
+    return bh__errf(err, errlen, BH_ESYS, "compare: %s was killed by signal %d (%s)", prog,
+                    WTERMSIG(status), strsignal(WTERMSIG(status)));
   }
   int code = WEXITSTATUS(status);
   if (code) {
     free(text);
-    return fail(err, errlen, code == 2 ? BH_EFORMAT : BH_ESYS,
-                "compare: strategy '%s': %s exited with status %d", name, BASELINE_PROG, code);
+    return bh__errf(err, errlen, code == 2 ? BH_EFORMAT : BH_ESYS,
+                    "compare: strategy '%s': %s exited with status %d", name, BASELINE_PROG, code);
   }
   parse_summary(text, out);
   free(text);
   if (!out->strategy[0])
-    return fail(err, errlen, BH_ESYS, "compare: strategy '%s': %s printed no summary", name,
-                BASELINE_PROG);
+    return bh__errf(err, errlen, BH_ESYS, "compare: strategy '%s': %s printed no summary", name,
+                    BASELINE_PROG);
   return 0;
 }

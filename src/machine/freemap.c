@@ -225,7 +225,7 @@ const bh_block_run_t *bh__machine_reported_runs(const bh_machine_t *m, int which
   return *n ? m->snaps[which].reported_runs : NULL;
 }
 
-#define FM_FAIL(...) (rc = bh__machine_fail(err, errlen, BH_EFORMAT, __VA_ARGS__))
+#define FM_FAIL(...) (rc = bh__errf(err, errlen, BH_EFORMAT, __VA_ARGS__))
 
 int bh__freemap_parse(bh_machine_t *m, int which, const char *text, size_t len, char *err,
                       size_t errlen) {
@@ -233,10 +233,10 @@ int bh__freemap_parse(bh_machine_t *m, int which, const char *text, size_t len, 
   bh__snap_free_map(sn);
   const char *sec = which == BH_SNAP_START ? "start/freemap" : "end/freemap";
   if (!m->layout_set || !m->info.pageblock_order || !m->info.max_order)
-    return bh__machine_fail(err, errlen, BH_EFORMAT,
-                            "%s: needs the zoneinfo, buddyinfo and pagetypeinfo (or the "
-                            "machine's max_order and pageblock_order)",
-                            sec);
+    return bh__errf(err, errlen, BH_EFORMAT,
+                    "%s: needs the zoneinfo, buddyinfo and pagetypeinfo (or the "
+                    "machine's max_order and pageblock_order)",
+                    sec);
   unsigned pbo = m->info.pageblock_order, maxo = m->info.max_order;
   uint64_t end_pfn = layout_end(m), npb = end_pfn >> pbo;
   size_t fcap = 256, mcap = 256, rcap = 0, nf = 0, nm = 0;
@@ -739,8 +739,8 @@ int bh__freemap_derive(bh_machine_t *m, int which, const uint64_t *flags, const 
   (void)count; /* the map counts say nothing kpageflags does not (KPF_MMAP) */
   *text = NULL;
   if (!m->layout_set || !m->info.pageblock_order || !m->info.max_order)
-    return bh__machine_fail(err, errlen, BH_EFORMAT,
-                            "kpageflags: needs the zoneinfo, buddyinfo and pagetypeinfo");
+    return bh__errf(err, errlen, BH_EFORMAT,
+                    "kpageflags: needs the zoneinfo, buddyinfo and pagetypeinfo");
   unsigned pbo = m->info.pageblock_order;
   uint64_t npb = layout_end(m) >> pbo;
   uint8_t *pbt = malloc(npb ? npb : 1);

@@ -14,16 +14,6 @@
 
 const char *bh__snap_name(int which) { return which == BH_SNAP_START ? "start" : "end"; }
 
-int bh__machine_fail(char *err, size_t errlen, int code, const char *fmt, ...) {
-  if (err && errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-  }
-  return code;
-}
-
 /* ---------------------------------------------------------------------------------------- */
 /* Sections                                                                                  */
 /* ---------------------------------------------------------------------------------------- */
@@ -316,7 +306,7 @@ static int zoneinfo_lines(const char *text, size_t len, struct kzone *kz, int *n
     int64_t sv;
     if ((p = node_zone(l, le, &node, &name, &name_end))) {
       if (*nkz == MAX_KZONES || (size_t)(name_end - name) >= sizeof(z->name))
-        return bh__machine_fail(err, errlen, BH_EFORMAT, "zoneinfo:%d: too many zones", line);
+        return bh__errf(err, errlen, BH_EFORMAT, "zoneinfo:%d: too many zones", line);
       z = &kz[(*nkz)++];
       memset(z, 0, sizeof(*z));
       z->node = node;
@@ -334,7 +324,7 @@ static int zoneinfo_lines(const char *text, size_t len, struct kzone *kz, int *n
 #define NUM(field)                                                                                 \
   do {                                                                                             \
     if (!get_u64(p, le, &v))                                                                       \
-      return bh__machine_fail(err, errlen, BH_EFORMAT, "zoneinfo:%d: bad number", line);           \
+      return bh__errf(err, errlen, BH_EFORMAT, "zoneinfo:%d: bad number", line);                   \
     z->field = v;                                                                                  \
   } while (0)
     if (word_is(w, we, "pages") && (p = starts(p, le, "free"))) {
@@ -359,11 +349,11 @@ static int zoneinfo_lines(const char *text, size_t len, struct kzone *kz, int *n
       z->cpus++;
     } else if (word_is(w, we, "count:")) {
       if (!get_u64(p, le, &v))
-        return bh__machine_fail(err, errlen, BH_EFORMAT, "zoneinfo:%d: bad number", line);
+        return bh__errf(err, errlen, BH_EFORMAT, "zoneinfo:%d: bad number", line);
       z->pcp_count += v;
     } else if (word_is(w, we, "high:")) { /* a pageset's current high mark */
       if (!get_u64(p, le, &v))
-        return bh__machine_fail(err, errlen, BH_EFORMAT, "zoneinfo:%d: bad number", line);
+        return bh__errf(err, errlen, BH_EFORMAT, "zoneinfo:%d: bad number", line);
       z->pcp_high_sum += v;
       z->pcp_high_cpus++;
     } else if (word_is(w, we, "batch:") && z->cpus == 1) {
@@ -374,11 +364,11 @@ static int zoneinfo_lines(const char *text, size_t len, struct kzone *kz, int *n
       NUM(high_max);
     } else if (word_is(w, we, "protection:")) {
       if (p >= le || *p != '(')
-        return bh__machine_fail(err, errlen, BH_EFORMAT, "zoneinfo:%d: bad protection", line);
+        return bh__errf(err, errlen, BH_EFORMAT, "zoneinfo:%d: bad protection", line);
       p++;
       for (;;) {
         if (z->nr_protection == 8 || !(p = get_i64(skip_ws(p, le), le, &sv)))
-          return bh__machine_fail(err, errlen, BH_EFORMAT, "zoneinfo:%d: bad protection", line);
+          return bh__errf(err, errlen, BH_EFORMAT, "zoneinfo:%d: bad protection", line);
         z->protection[z->nr_protection++] = sv;
         p = skip_ws(p, le);
         if (p < le && *p == ',') {
@@ -387,7 +377,7 @@ static int zoneinfo_lines(const char *text, size_t len, struct kzone *kz, int *n
         }
         if (p < le && *p == ')')
           break;
-        return bh__machine_fail(err, errlen, BH_EFORMAT, "zoneinfo:%d: bad protection", line);
+        return bh__errf(err, errlen, BH_EFORMAT, "zoneinfo:%d: bad protection", line);
       }
     }
 #undef NUM
@@ -407,9 +397,8 @@ static int layout_from(const struct kzone *kz, int nkz, bh_machine_info_t *info,
         if (k->node != node || k->type != t || !k->present)
           continue;
         if (!k->have_start || !k->spanned)
-          return bh__machine_fail(err, errlen, BH_EFORMAT,
-                                  "zoneinfo: zone %s of node %d has no start_pfn or size", k->name,
-                                  node);
+          return bh__errf(err, errlen, BH_EFORMAT,
+                          "zoneinfo: zone %s of node %d has no start_pfn or size", k->name, node);
         bh_machine_zone_t *z = &li.zones[li.nr_zones++];
         z->node = node;
         z->type = t;
@@ -437,18 +426,18 @@ static int layout_from(const struct kzone *kz, int nkz, bh_machine_info_t *info,
       }
   for (int i = 0; i < nkz; i++)
     if (kz[i].type < 0 && kz[i].present)
-      return bh__machine_fail(err, errlen, BH_EFORMAT,
-                              "zoneinfo: zone %s (node %d) is populated, and the model has no "
-                              "such zone",
-                              kz[i].name, kz[i].node);
+      return bh__errf(err, errlen, BH_EFORMAT,
+                      "zoneinfo: zone %s (node %d) is populated, and the model has no "
+                      "such zone",
+                      kz[i].name, kz[i].node);
   if (!li.nr_zones)
-    return bh__machine_fail(err, errlen, BH_EFORMAT, "zoneinfo: no populated zone");
+    return bh__errf(err, errlen, BH_EFORMAT, "zoneinfo: no populated zone");
   for (int i = 0; i < li.nr_zones; i++)
     for (int j = i + 1; j < li.nr_zones; j++) {
       const bh_machine_zone_t *a = &li.zones[i], *b = &li.zones[j];
       if (a->start_pfn < b->start_pfn + b->spanned_pages &&
           b->start_pfn < a->start_pfn + a->spanned_pages)
-        return bh__machine_fail(err, errlen, BH_EFORMAT, "zoneinfo: zones %d and %d overlap", i, j);
+        return bh__errf(err, errlen, BH_EFORMAT, "zoneinfo: zones %d and %d overlap", i, j);
     }
   info->nr_zones = li.nr_zones;
   info->nr_nodes = li.nr_nodes;
@@ -460,19 +449,19 @@ static int layout_from(const struct kzone *kz, int nkz, bh_machine_info_t *info,
 static int layout_agrees(const bh_machine_t *m, const bh_machine_info_t *li, char *err,
                          size_t errlen) {
   if (li->nr_zones != m->info.nr_zones)
-    return bh__machine_fail(err, errlen, BH_EFORMAT,
-                            "zoneinfo: %d populated zones where the description has %d",
-                            li->nr_zones, m->info.nr_zones);
+    return bh__errf(err, errlen, BH_EFORMAT,
+                    "zoneinfo: %d populated zones where the description has %d", li->nr_zones,
+                    m->info.nr_zones);
   for (int i = 0; i < li->nr_zones; i++) {
     const bh_machine_zone_t *a = &li->zones[i], *b = &m->info.zones[i];
     if (a->node != b->node || a->type != b->type || a->start_pfn != b->start_pfn ||
         a->spanned_pages != b->spanned_pages)
-      return bh__machine_fail(err, errlen, BH_EFORMAT,
-                              "zoneinfo: zone %s of node %d lies at %lu+%lu where the "
-                              "description has it at %lu+%lu",
-                              bh_zone_name(a->type), a->node, (unsigned long)a->start_pfn,
-                              (unsigned long)a->spanned_pages, (unsigned long)b->start_pfn,
-                              (unsigned long)b->spanned_pages);
+      return bh__errf(err, errlen, BH_EFORMAT,
+                      "zoneinfo: zone %s of node %d lies at %lu+%lu where the "
+                      "description has it at %lu+%lu",
+                      bh_zone_name(a->type), a->node, (unsigned long)a->start_pfn,
+                      (unsigned long)a->spanned_pages, (unsigned long)b->start_pfn,
+                      (unsigned long)b->spanned_pages);
   }
   return 0;
 }
@@ -533,32 +522,29 @@ static int parse_buddyinfo(bh_machine_t *m, int which, const char *text, size_t 
     const char *p, *name, *name_end;
     int node;
     if (!(p = node_zone(l, le, &node, &name, &name_end)))
-      return bh__machine_fail(err, errlen, BH_EFORMAT, "buddyinfo:%d: not 'Node N, zone NAME'",
-                              line);
+      return bh__errf(err, errlen, BH_EFORMAT, "buddyinfo:%d: not 'Node N, zone NAME'", line);
     int type = zone_type_of(name, name_end), zi = type >= 0 ? zone_index(m, node, type) : -1;
     if (zi < 0)
-      return bh__machine_fail(err, errlen, BH_EFORMAT,
-                              "buddyinfo:%d: zone %.*s of node %d is not in the zoneinfo", line,
-                              (int)(name_end - name), name, node);
+      return bh__errf(err, errlen, BH_EFORMAT,
+                      "buddyinfo:%d: zone %.*s of node %d is not in the zoneinfo", line,
+                      (int)(name_end - name), name, node);
     if (seen[zi])
-      return bh__machine_fail(err, errlen, BH_EFORMAT,
-                              "buddyinfo:%d: zone %.*s of node %d a second time", line,
-                              (int)(name_end - name), name, node);
+      return bh__errf(err, errlen, BH_EFORMAT, "buddyinfo:%d: zone %.*s of node %d a second time",
+                      line, (int)(name_end - name), name, node);
     seen[zi] = true;
     int o = 0;
     uint64_t v;
     for (p = skip_ws(p, le); p < le; p = skip_ws(p, le), o++) {
       if (o > BH_ORDER_LIMIT || !(p = get_u64(p, le, &v)))
-        return bh__machine_fail(err, errlen, BH_EFORMAT, "buddyinfo:%d: bad count", line);
+        return bh__errf(err, errlen, BH_EFORMAT, "buddyinfo:%d: bad count", line);
       snap->zones[zi].nr_free[o] = v;
     }
     if (columns >= 0 && o != columns)
-      return bh__machine_fail(err, errlen, BH_EFORMAT, "buddyinfo:%d: %d orders, not %d", line, o,
-                              columns);
+      return bh__errf(err, errlen, BH_EFORMAT, "buddyinfo:%d: %d orders, not %d", line, o, columns);
     columns = o;
   }
   if (columns < 2)
-    return bh__machine_fail(err, errlen, BH_EFORMAT, "buddyinfo: no zone");
+    return bh__errf(err, errlen, BH_EFORMAT, "buddyinfo: no zone");
   m->info.max_order = (unsigned)columns - 1;
   snap->have_buddyinfo = true;
   return 0;
@@ -587,14 +573,13 @@ static int parse_pagetypeinfo(bh_machine_t *m, int which, const char *text, size
       continue;
     if ((p = starts(l, le, "Page block order:"))) {
       if (!get_u64(skip_ws(p, le), le, &v) || v < 1 || v > BH_ORDER_LIMIT)
-        return bh__machine_fail(err, errlen, BH_EFORMAT, "pagetypeinfo:%d: bad order", line);
+        return bh__errf(err, errlen, BH_EFORMAT, "pagetypeinfo:%d: bad order", line);
       m->info.pageblock_order = (unsigned)v;
       continue;
     }
     if ((p = starts(l, le, "Pages per block:"))) {
       if (!get_u64(skip_ws(p, le), le, &per_block))
-        return bh__machine_fail(err, errlen, BH_EFORMAT, "pagetypeinfo:%d: bad pages per block",
-                                line);
+        return bh__errf(err, errlen, BH_EFORMAT, "pagetypeinfo:%d: bad pages per block", line);
       per_block_line = line;
       continue;
     }
@@ -612,9 +597,8 @@ static int parse_pagetypeinfo(bh_machine_t *m, int which, const char *text, size
       while ((p = get_word(p, le, &w, &we))) {
         int t = mt_of(w, we);
         if (t < 0 || nheader == BH_SNAP_TYPES + 4)
-          return bh__machine_fail(err, errlen, BH_EFORMAT,
-                                  "pagetypeinfo:%d: unknown migratetype '%.*s'", line,
-                                  (int)(we - w), w);
+          return bh__errf(err, errlen, BH_EFORMAT, "pagetypeinfo:%d: unknown migratetype '%.*s'",
+                          line, (int)(we - w), w);
         if (t == BH_MT_CMA)
           m->info.has_cma = true;
         header[nheader++] = t;
@@ -624,58 +608,57 @@ static int parse_pagetypeinfo(bh_machine_t *m, int which, const char *text, size
     if (part == MIXED || part == NONE)
       continue;
     if (!(p = node_zone(l, le, &node, &name, &name_end)))
-      return bh__machine_fail(err, errlen, BH_EFORMAT,
-                              "pagetypeinfo:%d: not 'Node N, zone NAME ...'", line);
+      return bh__errf(err, errlen, BH_EFORMAT, "pagetypeinfo:%d: not 'Node N, zone NAME ...'",
+                      line);
     int type = zone_type_of(name, name_end), zi = type >= 0 ? zone_index(m, node, type) : -1;
     if (zi < 0)
-      return bh__machine_fail(err, errlen, BH_EFORMAT,
-                              "pagetypeinfo:%d: zone %.*s of node %d is not in the zoneinfo", line,
-                              (int)(name_end - name), name, node);
+      return bh__errf(err, errlen, BH_EFORMAT,
+                      "pagetypeinfo:%d: zone %.*s of node %d is not in the zoneinfo", line,
+                      (int)(name_end - name), name, node);
     if (part == FREE) {
       if (!(p = starts(p, le, "type")) || !(p = get_word(p, le, &w, &we)))
-        return bh__machine_fail(err, errlen, BH_EFORMAT, "pagetypeinfo:%d: no type", line);
+        return bh__errf(err, errlen, BH_EFORMAT, "pagetypeinfo:%d: no type", line);
       int t = mt_of(w, we);
       if (t < 0)
-        return bh__machine_fail(err, errlen, BH_EFORMAT,
-                                "pagetypeinfo:%d: unknown migratetype '%.*s'", line, (int)(we - w),
-                                w);
+        return bh__errf(err, errlen, BH_EFORMAT, "pagetypeinfo:%d: unknown migratetype '%.*s'",
+                        line, (int)(we - w), w);
       if (t == BH_MT_CMA)
         m->info.has_cma = true;
       if (seen_free[zi][t])
-        return bh__machine_fail(err, errlen, BH_EFORMAT,
-                                "pagetypeinfo:%d: zone %.*s of node %d, type %.*s a second time",
-                                line, (int)(name_end - name), name, node, (int)(we - w), w);
+        return bh__errf(err, errlen, BH_EFORMAT,
+                        "pagetypeinfo:%d: zone %.*s of node %d, type %.*s a second time", line,
+                        (int)(name_end - name), name, node, (int)(we - w), w);
       seen_free[zi][t] = true;
       int o = 0;
       for (p = skip_ws(p, le); p < le; p = skip_ws(p, le), o++) {
         if (*p == '>') /* ">100000": the kernel stops counting there */
           p++;
         if (o > BH_ORDER_LIMIT || !(p = get_u64(p, le, &v)))
-          return bh__machine_fail(err, errlen, BH_EFORMAT, "pagetypeinfo:%d: bad count", line);
+          return bh__errf(err, errlen, BH_EFORMAT, "pagetypeinfo:%d: bad count", line);
         snap->zones[zi].nr_free_mt[t][o] = v;
       }
     } else {
       if (seen_blocks[zi])
-        return bh__machine_fail(err, errlen, BH_EFORMAT,
-                                "pagetypeinfo:%d: zone %.*s of node %d a second time", line,
-                                (int)(name_end - name), name, node);
+        return bh__errf(err, errlen, BH_EFORMAT,
+                        "pagetypeinfo:%d: zone %.*s of node %d a second time", line,
+                        (int)(name_end - name), name, node);
       seen_blocks[zi] = true;
       for (int k = 0; k < nheader; k++) {
         if (!(p = get_u64(skip_ws(p, le), le, &v)))
-          return bh__machine_fail(err, errlen, BH_EFORMAT, "pagetypeinfo:%d: bad count", line);
+          return bh__errf(err, errlen, BH_EFORMAT, "pagetypeinfo:%d: bad count", line);
         snap->zones[zi].pageblocks[header[k]] = v;
       }
     }
     any = true;
   }
   if (!any || !m->info.pageblock_order)
-    return bh__machine_fail(err, errlen, BH_EFORMAT, "pagetypeinfo: no counts");
+    return bh__errf(err, errlen, BH_EFORMAT, "pagetypeinfo: no counts");
   if (per_block_line && per_block != 1ull << m->info.pageblock_order)
-    return bh__machine_fail(err, errlen, BH_EFORMAT,
-                            "pagetypeinfo:%d: %llu pages per block, but the page block order %u "
-                            "makes %llu",
-                            per_block_line, (unsigned long long)per_block, m->info.pageblock_order,
-                            1ull << m->info.pageblock_order);
+    return bh__errf(err, errlen, BH_EFORMAT,
+                    "pagetypeinfo:%d: %llu pages per block, but the page block order %u "
+                    "makes %llu",
+                    per_block_line, (unsigned long long)per_block, m->info.pageblock_order,
+                    1ull << m->info.pageblock_order);
   snap->have_pagetypeinfo = true;
   return 0;
 }
@@ -710,8 +693,7 @@ static int parse_settings(bh_machine_t *m, const char *text, size_t len, char *e
     if (word_is(w, we, "page_reporting_order")) {
       int64_t sv;
       if (!get_i64(p, le, &sv) || sv < -1 || sv > 63)
-        return bh__machine_fail(err, errlen, BH_EFORMAT, "machine:%d: bad page_reporting_order",
-                                line);
+        return bh__errf(err, errlen, BH_EFORMAT, "machine:%d: bad page_reporting_order", line);
       in->page_reporting_order = (int)sv;
       continue;
     }
@@ -724,11 +706,11 @@ static int parse_settings(bh_machine_t *m, const char *text, size_t len, char *e
     if (k == 6)
       continue; /* a key of a later version */
     if (!get_u64(p, le, &v) || v > UINT32_MAX)
-      return bh__machine_fail(err, errlen, BH_EFORMAT, "machine:%d: bad %s", line, keys[k]);
+      return bh__errf(err, errlen, BH_EFORMAT, "machine:%d: bad %s", line, keys[k]);
     if ((k == 0 && (v < 1 || v > BH_ORDER_LIMIT)) || (k == 1 && (v < 1 || v > BH_ORDER_LIMIT)) ||
         (k == 2 && (v < 1 || v > 1024)))
-      return bh__machine_fail(err, errlen, BH_EFORMAT, "machine:%d: %s %lu out of range", line,
-                              keys[k], (unsigned long)v);
+      return bh__errf(err, errlen, BH_EFORMAT, "machine:%d: %s %lu out of range", line, keys[k],
+                      (unsigned long)v);
     unsigned *u[] = {&in->max_order, &in->pageblock_order,        &in->nr_cpus,
                      NULL,           &in->watermark_scale_factor, &in->watermark_boost_factor};
     if (k == 3)
@@ -792,10 +774,10 @@ static int check_counts(const bh_machine_t *m, int which, char *err, size_t errl
       char n[32] = "2^64 or more";
       if (fits)
         snprintf(n, sizeof(n), "%llu", (unsigned long long)pages);
-      return bh__machine_fail(err, errlen, BH_EFORMAT,
-                              "%s/buddyinfo: node %d zone %s: the free blocks make %s pages, "
-                              "more than the zone's %llu present",
-                              sn, z->node, zn, n, (unsigned long long)cap);
+      return bh__errf(err, errlen, BH_EFORMAT,
+                      "%s/buddyinfo: node %d zone %s: the free blocks make %s pages, "
+                      "more than the zone's %llu present",
+                      sn, z->node, zn, n, (unsigned long long)cap);
     }
     if (!s->have_pagetypeinfo)
       continue;
@@ -804,20 +786,20 @@ static int check_counts(const bh_machine_t *m, int which, char *err, size_t errl
         sum = UINT64_MAX;
     }
     if (sum > cap)
-      return bh__machine_fail(err, errlen, BH_EFORMAT,
-                              "%s/pagetypeinfo: node %d zone %s: the free blocks make more pages "
-                              "than the zone's %llu present",
-                              sn, z->node, zn, (unsigned long long)cap);
+      return bh__errf(err, errlen, BH_EFORMAT,
+                      "%s/pagetypeinfo: node %d zone %s: the free blocks make more pages "
+                      "than the zone's %llu present",
+                      sn, z->node, zn, (unsigned long long)cap);
     uint64_t blocks = 0, most = pbo < 64 ? (z->spanned_pages >> pbo) + 2 : 2;
     for (int t = 0; t < BH_SNAP_TYPES; t++)
       if (__builtin_add_overflow(blocks, c->pageblocks[t], &blocks))
         blocks = UINT64_MAX;
     if (blocks > most)
-      return bh__machine_fail(err, errlen, BH_EFORMAT,
-                              "%s/pagetypeinfo: node %d zone %s: %s pageblocks, but the zone "
-                              "spans %llu pages (%llu blocks of order %u at most)",
-                              sn, z->node, zn, blocks == UINT64_MAX ? "2^64 or more" : "more",
-                              (unsigned long long)z->spanned_pages, (unsigned long long)most, pbo);
+      return bh__errf(err, errlen, BH_EFORMAT,
+                      "%s/pagetypeinfo: node %d zone %s: %s pageblocks, but the zone "
+                      "spans %llu pages (%llu blocks of order %u at most)",
+                      sn, z->node, zn, blocks == UINT64_MAX ? "2^64 or more" : "more",
+                      (unsigned long long)z->spanned_pages, (unsigned long long)most, pbo);
   }
   return 0;
 }
@@ -839,7 +821,7 @@ int bh__machine_interpret_snapshot(bh_machine_t *m, int which, char *err, size_t
     if (!(sec = find_section(m, name)))
       continue;
     if (f > 0 && f < 3 && !m->layout_set)
-      return bh__machine_fail(err, errlen, BH_EFORMAT, "%s: needs a zoneinfo first", name);
+      return bh__errf(err, errlen, BH_EFORMAT, "%s: needs a zoneinfo first", name);
     int rc = 0;
     switch (f) {
     case 0:
@@ -874,7 +856,7 @@ int bh_machine_parse(const char *text, size_t len, bh_machine_t **out, char *err
     return BH_EINVAL;
   *out = NULL;
   if (!text)
-    return bh__machine_fail(err, errlen, BH_EINVAL, "no text");
+    return bh__errf(err, errlen, BH_EINVAL, "no text");
   bh_machine_t *m = bh_machine_new();
   if (!m)
     return BH_ENOMEM;
@@ -882,14 +864,14 @@ int bh_machine_parse(const char *text, size_t len, bh_machine_t **out, char *err
   int line = 0, rc = 0;
   bool ended = false;
   if (!bh__next_line(&s, end, &l, &le) || !starts(l, le, BH__MACHINE_MAGIC)) {
-    rc = bh__machine_fail(err, errlen, BH_EFORMAT, "1: not a machine description (no '%s %d')",
-                          BH__MACHINE_MAGIC, BH__MACHINE_VERSION);
+    rc = bh__errf(err, errlen, BH_EFORMAT, "1: not a machine description (no '%s %d')",
+                  BH__MACHINE_MAGIC, BH__MACHINE_VERSION);
     goto out;
   }
   uint64_t version;
   const char *p = starts(l, le, BH__MACHINE_MAGIC);
   if (!get_u64(skip_ws(p, le), le, &version) || version != BH__MACHINE_VERSION) {
-    rc = bh__machine_fail(err, errlen, BH_EFORMAT, "1: unsupported machine description version");
+    rc = bh__errf(err, errlen, BH_EFORMAT, "1: unsupported machine description version");
     goto out;
   }
   line = 1;
@@ -898,13 +880,13 @@ int bh_machine_parse(const char *text, size_t len, bh_machine_t **out, char *err
     if (skip_ws(l, le) == le)
       continue;
     if (ended || *l != '@') {
-      rc = bh__machine_fail(err, errlen, BH_EFORMAT, "%d: %s", line,
-                            ended ? "text after @end" : "expected '@SECTION LINES' or '@end'");
+      rc = bh__errf(err, errlen, BH_EFORMAT, "%d: %s", line,
+                    ended ? "text after @end" : "expected '@SECTION LINES' or '@end'");
       break;
     }
     const char *w, *we;
     if (!(p = get_word(l + 1, le, &w, &we)) || (size_t)(we - w) > 60) {
-      rc = bh__machine_fail(err, errlen, BH_EFORMAT, "%d: bad section name", line);
+      rc = bh__errf(err, errlen, BH_EFORMAT, "%d: bad section name", line);
       break;
     }
     if (word_is(w, we, "end")) {
@@ -913,14 +895,14 @@ int bh_machine_parse(const char *text, size_t len, bh_machine_t **out, char *err
     }
     uint64_t n;
     if (!get_u64(skip_ws(p, le), le, &n)) {
-      rc = bh__machine_fail(err, errlen, BH_EFORMAT, "%d: section without a line count", line);
+      rc = bh__errf(err, errlen, BH_EFORMAT, "%d: section without a line count", line);
       break;
     }
     const char *body = s;
     for (uint64_t k = 0; k < n; k++, line++)
       if (!bh__next_line(&s, end, &l, &le)) {
-        rc = bh__machine_fail(err, errlen, BH_EFORMAT, "%d: section '%.*s' cut short", line,
-                              (int)(we - w), w);
+        rc = bh__errf(err, errlen, BH_EFORMAT, "%d: section '%.*s' cut short", line, (int)(we - w),
+                      w);
         break;
       }
     char name[64];
@@ -929,7 +911,7 @@ int bh_machine_parse(const char *text, size_t len, bh_machine_t **out, char *err
       rc = bh__machine_set_section(m, name, body, (size_t)(s - body));
   }
   if (!rc && !ended)
-    rc = bh__machine_fail(err, errlen, BH_EFORMAT, "%d: no @end (cut short?)", line);
+    rc = bh__errf(err, errlen, BH_EFORMAT, "%d: no @end (cut short?)", line);
   const bh__section_t *st;
   if (!rc && (st = find_section(m, "machine")))
     rc = parse_settings(m, st->text, st->len, err, errlen);

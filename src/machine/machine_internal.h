@@ -5,6 +5,7 @@
 #ifndef BH_MACHINE_MACHINE_INTERNAL_H
 #define BH_MACHINE_MACHINE_INTERNAL_H
 
+#include "common/errdetail.h"
 #include "machine/freemap.h"
 
 #include <buddyhint/machine.h>
@@ -52,10 +53,6 @@ const char *bh__snap_name(int which);
 /* Sets (replaces) section name to a copy of text (a final newline is added if missing). */
 int bh__machine_set_section(bh_machine_t *m, const char *name, const char *text, size_t len);
 void bh__machine_drop_section(bh_machine_t *m, const char *name);
-
-/* Formats a message into err (errlen bytes); returns code. */
-int bh__machine_fail(char *err, size_t errlen, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
 
 /* Rewrites the "machine" section from m->info. */
 int bh__machine_update_settings(bh_machine_t *m);

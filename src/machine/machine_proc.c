@@ -160,10 +160,10 @@ static int read_decompressed(const char *path, size_t max, char **out, size_t *l
  * BH_ENOMEM), with msg (the source's message, naming path) or errno's. */
 static int read_fail(const char *path, int rc, const char *msg, char *err, size_t errlen) {
   if (rc == BH_ESYS)
-    return bh__machine_fail(err, errlen, BH_EFORMAT, "%s: %s", path, strerror(errno));
+    return bh__errf(err, errlen, BH_EFORMAT, "%s: %s", path, strerror(errno));
   if (msg[0])
-    return bh__machine_fail(err, errlen, rc, "%s", msg);
-  return bh__machine_fail(err, errlen, rc, "%s: out of memory", path);
+    return bh__errf(err, errlen, rc, "%s", msg);
+  return bh__errf(err, errlen, rc, "%s: out of memory", path);
 }
 
 /* Adds a line to the machine's warnings. */
@@ -212,7 +212,7 @@ static int read_text(bh_machine_t *m, int which, const char *dir, const char *na
     return read_fail(path, rc, msg, err, errlen);
   if (memchr(t, '\0', n)) {
     free(t);
-    return bh__machine_fail(err, errlen, BH_EFORMAT, "%s: not a text file", path);
+    return bh__errf(err, errlen, BH_EFORMAT, "%s: not a text file", path);
   }
   rc = bh__machine_set_section(m, sec, t, n);
   free(t);
@@ -271,15 +271,15 @@ static int check_flags_file(const char *path, uint64_t npfn, char *err, size_t e
     return 0; /* read_flags says why it cannot be read, if it cannot; /proc's has no size */
   uint64_t size = (uint64_t)st.st_size;
   if (size % 8)
-    return bh__machine_fail(err, errlen, BH_EFORMAT,
-                            "%s: %llu bytes, not a whole number of 8-byte page entries "
-                            "(damaged?); remove it to start from the counts",
-                            path, (unsigned long long)size);
+    return bh__errf(err, errlen, BH_EFORMAT,
+                    "%s: %llu bytes, not a whole number of 8-byte page entries "
+                    "(damaged?); remove it to start from the counts",
+                    path, (unsigned long long)size);
   if (size / 8 < npfn)
-    return bh__machine_fail(err, errlen, BH_EFORMAT,
-                            "%s: %llu page entries, but the zones reach pfn %llu (truncated "
-                            "copy?); remove it to start from the counts",
-                            path, (unsigned long long)(size / 8), (unsigned long long)npfn);
+    return bh__errf(err, errlen, BH_EFORMAT,
+                    "%s: %llu page entries, but the zones reach pfn %llu (truncated "
+                    "copy?); remove it to start from the counts",
+                    path, (unsigned long long)(size / 8), (unsigned long long)npfn);
   return 0;
 }
 
@@ -354,10 +354,10 @@ static int read_freemap(bh_machine_t *m, int which, const char *dir, void (*read
     return read_fail(path, rc, msg, err, errlen);
   if (n < end && strcmp(dir, "/proc")) { /* a compressed copy cut short (check_flags_file) */
     free(flags);
-    return bh__machine_fail(err, errlen, BH_EFORMAT,
-                            "%s: %llu page entries, but the zones reach pfn %llu (truncated "
-                            "copy?); remove it to start from the counts",
-                            path, (unsigned long long)n, (unsigned long long)end);
+    return bh__errf(err, errlen, BH_EFORMAT,
+                    "%s: %llu page entries, but the zones reach pfn %llu (truncated "
+                    "copy?); remove it to start from the counts",
+                    path, (unsigned long long)n, (unsigned long long)end);
   }
   /* kpagecount (mapcounts) tells nothing KPF_MMAP does not: it is accepted and not read */
   (void)nc;
@@ -464,10 +464,10 @@ int bh_machine_read_counts(bh_machine_t *m, int which, const char *dir, uint64_t
       return rc;
   }
   if (!found[0])
-    return bh__machine_fail(err, errlen, BH_EFORMAT,
-                            "%s: no zoneinfo (looked for zoneinfo, zoneinfo.txt and either "
-                            "compressed, .zst or .gz)",
-                            dir);
+    return bh__errf(err, errlen, BH_EFORMAT,
+                    "%s: no zoneinfo (looked for zoneinfo, zoneinfo.txt and either "
+                    "compressed, .zst or .gz)",
+                    dir);
   if (begin_ns || end_ns) {
     int rc = set_window_section(m, which, begin_ns, end_ns);
     if (rc)

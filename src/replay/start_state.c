@@ -27,24 +27,20 @@
  */
 #include "replay/start_state.h"
 
+#include "common/errdetail.h"
+
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
-static int sfail(char *err, size_t errlen, int code, const char *msg) {
-  if (err && errlen)
-    snprintf(err, errlen, "%s", msg);
-  return code;
-}
-
 int bh__layout_from_machine(bh_config_t *cfg, const bh_machine_t *m, char *err, size_t errlen) {
   const bh_machine_info_t *in = bh_machine_info(m);
   if (!in->nr_zones)
-    return sfail(err, errlen, BH_EINVAL, "the machine description has no zones");
+    return bh__errf(err, errlen, BH_EINVAL, "the machine description has no zones");
   if (!in->max_order || in->max_order > BH_ORDER_LIMIT || !in->pageblock_order ||
       in->pageblock_order > in->max_order)
-    return sfail(err, errlen, BH_EINVAL,
-                 "the machine's MAX_PAGE_ORDER or pageblock order is unknown or out of range");
+    return bh__errf(err, errlen, BH_EINVAL,
+                    "the machine's MAX_PAGE_ORDER or pageblock order is unknown or out of range");
   cfg->max_order = in->max_order;
   cfg->pageblock_order = in->pageblock_order;
   cfg->nr_layout_zones = (unsigned)in->nr_zones;
@@ -626,7 +622,7 @@ static void types_from_trace(struct ctx *c) {
 static int build_kpageflags(struct ctx *c, const bh_snapshot_t *s, char *err, size_t errlen) {
   bh__start_t *st = c->st;
   if (!s || !s->have_freemap)
-    return sfail(err, errlen, BH_EINVAL, "the start snapshot has no free map (kpageflags)");
+    return bh__errf(err, errlen, BH_EINVAL, "the start snapshot has no free map (kpageflags)");
   for (uint64_t b = 0; b < c->npb; b++) {
     uint8_t t = b < s->nr_pageblocks ? s->pageblock_mt[b] : BH_PAGEBLOCK_ABSENT;
     st->pageblock_mt[b] = t == BH_MT_CMA ? BH_MT_MOVABLE : t; /* no CMA here: movable only */
@@ -899,8 +895,8 @@ static int build_counts_zone(struct ctx *c, const bh_snapshot_t *s, int zi) {
 
 static int build_counts(struct ctx *c, const bh_snapshot_t *s, char *err, size_t errlen) {
   if (!s || !s->have_buddyinfo || !s->have_pagetypeinfo)
-    return sfail(err, errlen, BH_EINVAL,
-                 "the start snapshot has no buddyinfo and pagetypeinfo to start from");
+    return bh__errf(err, errlen, BH_EINVAL,
+                    "the start snapshot has no buddyinfo and pagetypeinfo to start from");
   int rc = 0;
   for (int zi = 0; !rc && zi < c->in->nr_zones; zi++)
     rc = build_counts_zone(c, s, zi);
