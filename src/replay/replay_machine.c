@@ -299,10 +299,16 @@ int bh__rm_populate(bh__rmachine_t *rm, bh_arena_t *a, unsigned pcp_orders, uint
     bh__start_free(&st);
     return BH_ENOMEM;
   }
-  for (size_t i = 0; i < st.pop.nr_free; i++)
-    for (uint64_t k = 0; k < st.pop.free[i].count; k++)
-      bh__rm_kfree_mark(rm, st.pop.free[i].pfn + (k << st.pop.free[i].order), st.pop.free[i].order,
-                        true);
+  /* A free entry is count blocks of its order side by side: marked as one range, cut to
+   * the blocks that lie wholly inside the machine (as bh__rm_kfree_mark does each block). */
+  for (size_t i = 0; i < st.pop.nr_free; i++) {
+    uint64_t pfn = st.pop.free[i].pfn, count = st.pop.free[i].count;
+    unsigned order = st.pop.free[i].order;
+    if (order > 20 || pfn >= rm->nr_pages)
+      continue;
+    uint64_t fit = (rm->nr_pages - pfn) >> order;
+    bh__rm_kfree_set(rm, pfn, (count < fit ? count : fit) << order, true);
+  }
   for (size_t i = 0; i < st.pop.nr_pcp; i++)
     bh__rm_kfree_mark(rm, st.pop.pcp[i].pfn, st.pop.pcp[i].order, true);
   uint32_t *high = start_pcp_high(rm, a);

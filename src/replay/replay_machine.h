@@ -22,17 +22,39 @@ typedef struct bh__rmachine {
   uint64_t nr_pages;
 } bh__rmachine_t;
 
-/* Marks [pfn, pfn + 2^order) free or allocated in rm->kfree. */
+/* Marks the n pages from pfn, all inside rm->kfree, free or allocated: the words a range
+ * covers whole with one store each, the partial words at its ends with a mask. */
+static inline void bh__rm_kfree_set(bh__rmachine_t *rm, uint64_t pfn, uint64_t n, bool free) {
+  if (!n)
+    return;
+  uint64_t *w = rm->kfree + (pfn >> 6), *last = rm->kfree + ((pfn + n - 1) >> 6);
+  uint64_t head = ~0ull << (pfn & 63), tail = ~0ull >> (63 - ((pfn + n - 1) & 63));
+  if (w == last)
+    head &= tail;
+  if (free) {
+    *w |= head;
+    if (w != last) {
+      for (w++; w < last; w++)
+        *w = ~0ull;
+      *last |= tail;
+    }
+  } else {
+    *w &= ~head;
+    if (w != last) {
+      for (w++; w < last; w++)
+        *w = 0;
+      *last &= ~tail;
+    }
+  }
+}
+
+/* Marks [pfn, pfn + 2^order) free or allocated in rm->kfree (nothing if it is not all inside
+ * the machine). */
 static inline void bh__rm_kfree_mark(bh__rmachine_t *rm, uint64_t pfn, unsigned order, bool free) {
   uint64_t n = 1ull << order;
   if (order > 20 || pfn >= rm->nr_pages || n > rm->nr_pages - pfn)
     return;
-  for (uint64_t p = pfn; p < pfn + n; p++) {
-    if (free)
-      rm->kfree[p >> 6] |= 1ull << (p & 63);
-    else
-      rm->kfree[p >> 6] &= ~(1ull << (p & 63));
-  }
+  bh__rm_kfree_set(rm, pfn, n, free);
 }
 
 /* Whether every page of [pfn, pfn + 2^order) is free in rm->kfree. */
