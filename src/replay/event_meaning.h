@@ -7,22 +7,24 @@
  * and owns the recorded-pfn bookkeeping (replay/pfnmap.h) and the counts of what each event
  * turned out to be, in a bh_replay_summary_t.  Linux's meaning of the events, 6.12:
  *
- *  - mm_page_alloc (trace_mm_page_alloc, mm/page_alloc.c:4796) names a block of 2^order pages
- *    at pfn that the allocator handed out; a failed allocation has no pfn and is counted
- *    (trace_failed_allocs).  An order the backend cannot serve is counted (orders_too_large)
- *    and its block is dead: its frees are dropped.  A recorded pfn allocated again while its
- *    block is live means its free was not recorded: the old block is freed first (lost_frees).
- *  - mm_page_free (trace_mm_page_free, free_pages_prepare at mm/page_alloc.c:1063) names a
+ *  - mm_page_alloc (trace_mm_page_alloc in __alloc_pages_noprof, mm/page_alloc.c:4881) names
+ *    a block of 2^order pages at pfn that the allocator handed out; a failed allocation has
+ *    no pfn and is counted (trace_failed_allocs).  An order the backend cannot serve is
+ *    counted (orders_too_large) and its block is dead: its frees are dropped.  A recorded pfn
+ *    allocated again while its block is live means its free was not recorded: the old block
+ *    is freed first (lost_frees).
+ *  - mm_page_free (trace_mm_page_free in free_pages_prepare, mm/page_alloc.c:1097) names a
  *    block leaving its user.  A block allocated without __GFP_COMP at a high order may be
- *    split (split_page, mm/page_alloc.c:2852) and its pages freed one by one: a free of part
+ *    split (split_page, mm/page_alloc.c:2877) and its pages freed one by one: a free of part
  *    of a larger recorded block splits that block into order-0 pieces (split_frees); a free
  *    larger than the recorded block at its pfn frees every recorded block in the range.  A
  *    free of memory the trace never allocated (allocated before recording started) frees
  *    nothing; the backend may know what it was (bh__em_ops_t.untraced), otherwise it is an
  *    unknown free.
- *  - mm_page_free_batched (free_unref_folios, mm/page_alloc.c:2700) follows mm_page_free of
- *    the same folio on the release_pages path: one that repeats one of the last 64
- *    mm_page_free events frees nothing (batched_dups).
+ *  - mm_page_free_batched (trace_mm_page_free_batched in free_unref_folios,
+ *    mm/page_alloc.c:2857) follows the mm_page_free that free_pages_prepare gave the same
+ *    folio in that function's first loop (mm/page_alloc.c:2787): one that repeats one of the
+ *    last 64 mm_page_free events frees nothing (batched_dups).
  *
  * Everything is static inline: the arena replay calls it once per event, and with its ops a
  * constant table the compiler calls the backend directly (the common paths are
