@@ -3,7 +3,8 @@
  *
  * It replays a page allocation trace through jemalloc instead of the buddy arena: every
  * recorded allocation of order k becomes mallocx(4 KiB << k), every free a dallocx, with the
- * buddy replay's pfn map semantics (src/replay/replay.c): unknown frees are counted and skipped,
+ * buddy replay's meaning of the events (src/replay/event_meaning.h, whose backend jemalloc is
+ * here, as the arena is the buddy replay's): unknown frees are counted and skipped,
  * an mm_page_free_batched that repeats a recent mm_page_free is ignored, a recorded pfn
  * allocated again while live loses its old block first, a free of part of a larger recorded
  * block splits it into order-0 pieces.  jemalloc cannot free part of an allocation, so the
@@ -33,7 +34,7 @@
 #include <buddyhint/trace.h>
 
 #include "common/outfile.h"
-#include "replay/pfnmap.h"
+#include "replay/event_meaning.h"
 
 #include <jemalloc/jemalloc.h>
 
@@ -60,7 +61,6 @@ enum { TOUCH_PAGE, TOUCH_NONE, TOUCH_FULL };
 #define MAX_IDLE_WALL_S                                                                            \
   20.0 /* enough for a 10 s decay to finish (the background thread may sleep 10 s first) */
 #define SAMPLE_EVERY 0xffff /* events between two samples (as the buddy replay) */
-#define SPLIT_MAX_ORDER 20  /* larger recorded blocks are not split into pieces */
 
 /* ---- options ---- */
 
@@ -345,17 +345,10 @@ static void *map_pages(size_t bytes) {
   return p == MAP_FAILED ? NULL : p;
 }
 
-/* The pfn map (trace/pfnmap.h, shared with the buddy replay), its hash part only, used through
- * the hash part's own functions: val holds the block's address, aux 1 + the index of its split
- * parent (0: not split). */
-#define E_PTR(e) ((char *)(uintptr_t)(e)->val)
-
 /* ---- state ---- */
 
 typedef struct summary {
-  uint64_t events, allocs, frees, alloc_failures, unknown_frees, skipped_lines;
-  uint64_t malformed_lines, trace_failed_allocs, split_frees, orders_too_large;
-  uint64_t lost_frees, batched_dups, live_peak_bytes, live_final_bytes, minflt;
+  uint64_t events, skipped_lines, malformed_lines, live_final_bytes, minflt;
   uint64_t time_reversals;                        /* events timestamped before an earlier one */
   uint64_t rss_peak_bytes, rss_final_bytes;       /* the trace arena's stats.arenas.<i>.resident */
   uint64_t data_peak, data_final;                 /* the trace arena's (pactive + pdirty) pages */
@@ -368,12 +361,13 @@ typedef struct summary {
 typedef struct run {
   const opts_t *o;
   unsigned arena;
-  bh__pfnmap_t map;
+  /* the recorded pfns and what each event means, as in the buddy replay
+   * (replay/event_meaning.h): the map's hash part only (mmap'ed, outside jemalloc), val the
+   * block's address, aux 1 + the index of its split parent (0: not split) */
+  bh__em_t em;
+  bh_replay_summary_t counts; /* the event counts (allocs, frees, ..., live_peak_bytes) */
   parent_t *parents;
   uint64_t nparents, cap_parents, free_parent; /* free_parent: index + 1 of a free slot */
-  uint64_t live_pages;
-  uint64_t recent[64]; /* pfn + 1 of recent mm_page_free events, as the buddy replay */
-  unsigned recent_pos;
   FILE *timeline;
   double t0;
   summary_t s;
@@ -415,7 +409,7 @@ static void sample(run_t *r, const char *phase) {
   if (r->timeline)
     fprintf(r->timeline,
             "%.3f,%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
-            now_s() - r->t0, phase, s->events, r->live_pages << PAGE_SHIFT, res, data, dirty,
+            now_s() - r->t0, phase, s->events, r->em.live_pages << PAGE_SHIFT, res, data, dirty,
             pm.rss_bytes);
 }
 
@@ -434,47 +428,10 @@ static void touch(const run_t *r, char *p, uint64_t pfn, unsigned order) {
       p[i << PAGE_SHIFT] = (char)(uint8_t)(pfn + i); /* as the buddy replay writes */
 }
 
-static void free_entry(run_t *r, bh__pfn_entry_t *e) {
-  if (e->kind == BH__PFN_LIVE) {
-    if (e->aux) {
-      parent_t *par = &r->parents[e->aux - 1];
-      if (--par->live == 0) {
-        dallocx(par->base, 0);
-        par->base = NULL;
-        par->live = r->free_parent;
-        r->free_parent = e->aux;
-      }
-    } else {
-      dallocx(E_PTR(e), 0);
-    }
-    r->live_pages -= 1ull << e->order;
-  }
-  bh__pfnmap_hdelete(&r->map, e);
-}
-
-static int do_alloc(run_t *r, const bh_event_t *ev) {
-  summary_t *s = &r->s;
-  if (ev->failed) {
-    s->trace_failed_allocs++;
-    return 0;
-  }
-  bh__pfn_entry_t *old = bh__pfnmap_hfind(&r->map, ev->pfn);
-  if (old) {
-    if (old->kind == BH__PFN_LIVE)
-      s->lost_frees++;
-    free_entry(r, old);
-  }
-  bh__pfn_entry_t *e = bh__pfnmap_hinsert(&r->map, ev->pfn);
-  if (!e)
-    return BH_ENOMEM;
-  e->order = ev->order;
-  e->kind = BH__PFN_DEAD;
-  e->val = 0;
-  e->aux = 0;
-  if (ev->order > r->o->max_order) {
-    s->orders_too_large++;
-    return 0;
-  }
+/* jemalloc as the backend of the event meaning: a recorded allocation of order k is
+ * mallocx(4 KiB << k), touched as the buddy replay touches its blocks. */
+static int jem_alloc(void *ctx, const bh_event_t *ev, uint64_t *val) {
+  run_t *r = ctx;
   /*
    * Page alignment, not natural alignment: a buddy block of order k is aligned to its own
    * size only because of how buddies are found, and nothing in the replay depends on it (a
@@ -487,18 +444,30 @@ static int do_alloc(run_t *r, const bh_event_t *ev) {
    * these sizes (multiples of 4 KiB) jemalloc's result is page-aligned anyway.
    */
   char *p = mallocx((size_t)4096 << ev->order, MALLOCX_ALIGN(4096));
-  if (!p) {
-    s->alloc_failures++;
-    return 0;
-  }
-  e->val = (uintptr_t)p;
-  e->kind = BH__PFN_LIVE;
-  s->allocs++;
-  r->live_pages += 1ull << ev->order;
-  if (r->live_pages << PAGE_SHIFT > s->live_peak_bytes)
-    s->live_peak_bytes = r->live_pages << PAGE_SHIFT;
+  if (!p)
+    return 1;
   touch(r, p, ev->pfn, ev->order);
+  *val = (uintptr_t)p;
   return 0;
+}
+
+/* A block given back: a whole allocation with dallocx, a piece of a split one when it is the
+ * last piece of its parent. */
+static void jem_free(void *ctx, uint64_t val, unsigned order, uint32_t aux, int cpu) {
+  run_t *r = ctx;
+  (void)order;
+  (void)cpu;
+  if (!aux) {
+    dallocx((void *)(uintptr_t)val, 0);
+    return;
+  }
+  parent_t *par = &r->parents[aux - 1];
+  if (--par->live == 0) {
+    dallocx(par->base, 0);
+    par->base = NULL;
+    par->live = r->free_parent;
+    r->free_parent = aux;
+  }
 }
 
 static int new_parent(run_t *r, char *base, uint64_t pieces, uint32_t *idx) {
@@ -528,121 +497,19 @@ static int new_parent(run_t *r, char *base, uint64_t pieces, uint32_t *idx) {
   return 0;
 }
 
-/*
- * Splits the recorded block at base (entry e, order > 0) into order-0 pieces, as split_page()
- * does: the pieces share the parent allocation.  Returns 0, or BH_ENOMEM.
- */
-static int split_block(run_t *r, bh__pfn_entry_t *e, uint64_t base) {
-  unsigned k = e->order;
-  uint8_t kind = e->kind;
-  char *p = E_PTR(e);
-  uint32_t par = e->aux, idx = 0;
-  if (kind == BH__PFN_LIVE) {
-    /* only whole blocks get here: pieces are order 0 and are never split */
-    if (par || new_parent(r, p, 1ull << k, &idx))
-      return BH_ENOMEM;
-  }
-  bh__pfnmap_hdelete(&r->map, e);
-  for (uint64_t i = 0; i < (1ull << k); i++) {
-    bh__pfn_entry_t *x = bh__pfnmap_hinsert(&r->map, base + i);
-    if (!x)
-      return BH_ENOMEM;
-    x->order = 0;
-    x->kind = kind;
-    x->val = kind == BH__PFN_LIVE ? (uintptr_t)(p + (i << PAGE_SHIFT)) : 0;
-    x->aux = kind == BH__PFN_LIVE ? idx : 0;
-  }
-  r->s.split_frees++;
-  return 0;
+/* A recorded block freed piece by piece, as after split_page().  jemalloc cannot free part of
+ * an allocation: the pieces share a parent, given back when its last piece is freed. */
+static int jem_split(void *ctx, uint64_t val, unsigned order, uint32_t *aux) {
+  return new_parent(ctx, (char *)(uintptr_t)val, 1ull << order, aux);
 }
 
-/*
- * A free of a part of a larger recorded block (or of a block recorded at pfn with a larger
- * order): that block is split into order-0 pieces.  Returns the entry now at pfn, or NULL if
- * no recorded block contains pfn.  *err is set to BH_ENOMEM if the map could not grow.
- */
-static bh__pfn_entry_t *split_containing(run_t *r, uint64_t pfn, unsigned order, int *err) {
-  for (unsigned k = order + 1; k <= SPLIT_MAX_ORDER; k++) {
-    uint64_t base = pfn & ~((1ull << k) - 1);
-    bh__pfn_entry_t *e = bh__pfnmap_hfind(&r->map, base);
-    if (!e)
-      continue;
-    if (e->order < k || e->order > SPLIT_MAX_ORDER)
-      return NULL; /* the block recorded at base ends before pfn (or is too large to split) */
-    if ((*err = split_block(r, e, base)) != 0)
-      return NULL;
-    return bh__pfnmap_hfind(&r->map, pfn);
-  }
-  return NULL;
-}
-
-static bool take_recent(run_t *r, uint64_t pfn) {
-  for (unsigned i = 0; i < 64; i++)
-    if (r->recent[i] == pfn + 1) {
-      r->recent[i] = 0;
-      return true;
-    }
-  return false;
-}
-
-/* Frees every recorded block that starts inside [pfn, pfn + 2^order). */
-static void free_range(run_t *r, uint64_t pfn, unsigned order) {
-  uint64_t n = 1ull << order;
-  if (order < 24 || n <= r->map.mask + 1) {
-    for (uint64_t i = 0; i < n;) {
-      bh__pfn_entry_t *x = bh__pfnmap_hfind(&r->map, pfn + i);
-      if (!x) {
-        i++;
-        continue;
-      }
-      uint64_t step = 1ull << x->order;
-      free_entry(r, x);
-      i += step;
-    }
-    return;
-  }
-  /* a huge range: scan the map rather than the pfns (deletes move entries: rescan) */
-  for (bool again = true; again;) {
-    again = false;
-    for (uint64_t i = 0; i <= r->map.mask; i++) {
-      bh__pfn_entry_t *x = &r->map.slots[i];
-      if (x->key && x->key - 1 - pfn < n) {
-        free_entry(r, x);
-        again = true;
-        break;
-      }
-    }
-  }
-}
-
-static int do_free(run_t *r, const bh_event_t *ev) {
-  summary_t *s = &r->s;
-  if (ev->op == BH_EV_FREE_BATCHED && take_recent(r, ev->pfn)) {
-    s->batched_dups++;
-    return 0;
-  }
-  if (ev->op == BH_EV_FREE)
-    r->recent[r->recent_pos++ & 63] = ev->pfn + 1;
-  int err = 0;
-  bh__pfn_entry_t *e = bh__pfnmap_hfind(&r->map, ev->pfn);
-  if (e && e->order > ev->order) { /* a piece of a block recorded at this pfn */
-    if (e->order > SPLIT_MAX_ORDER)
-      e = NULL;
-    else if ((err = split_block(r, e, ev->pfn)) == 0)
-      e = bh__pfnmap_hfind(&r->map, ev->pfn);
-  } else if (!e) {
-    e = split_containing(r, ev->pfn, ev->order, &err);
-  }
-  if (err)
-    return err;
-  if (!e) {
-    s->unknown_frees++;
-    return 0;
-  }
-  s->frees++;
-  free_range(r, ev->pfn, ev->order);
-  return 0;
-}
+static const bh__em_ops_t jem_ops = {
+    .alloc = jem_alloc,
+    .free = jem_free,
+    .split = jem_split,
+    .untraced = NULL, /* no start state: a free of no recorded block is unknown */
+    .stride = (uint64_t)1 << PAGE_SHIFT,
+};
 
 /* ---- the run ---- */
 
@@ -674,11 +541,7 @@ static int play(run_t *r, bh_trace_t *t, uint64_t *first, uint64_t *last) {
     else if (ev.time_ns < *last)
       s->time_reversals++;
     s->events++;
-    if (ev.op == BH_EV_ALLOC)
-      err = do_alloc(r, &ev);
-    else
-      err = do_free(r, &ev);
-    if (err) {
+    if ((err = bh__em_event(&r->em, &jem_ops, r, &ev)) != 0) {
       fprintf(stderr, PROG ": %s: out of memory for the pfn map\n", r->o->trace);
       return err;
     }
@@ -780,6 +643,7 @@ static void put_str(FILE *f, const char *k, const char *v) {
 static int write_summary(const run_t *r, const char *trace_format) {
   const opts_t *o = r->o;
   const summary_t *s = &r->s;
+  const bh_replay_summary_t *c = &r->counts;
   out_t out;
   FILE *f = out_open(&out, o->summary ? o->summary : "-", o->trace);
   if (!f)
@@ -812,24 +676,24 @@ static int write_summary(const run_t *r, const char *trace_format) {
   put_u64(f, "memory_bytes", 0); /* no fixed arena: jemalloc maps what it needs */
   put_u64(f, "nr_cpus", 1);      /* one replay thread */
   put_u64(f, "events", s->events);
-  put_u64(f, "allocs", s->allocs);
-  put_u64(f, "frees", s->frees);
-  put_u64(f, "alloc_failures", s->alloc_failures);
-  put_u64(f, "unknown_frees", s->unknown_frees);
+  put_u64(f, "allocs", c->allocs);
+  put_u64(f, "frees", c->frees);
+  put_u64(f, "alloc_failures", c->alloc_failures);
+  put_u64(f, "unknown_frees", c->unknown_frees);
   put_u64(f, "skipped_lines", s->skipped_lines);
   put_u64(f, "malformed_lines", s->malformed_lines);
-  put_u64(f, "trace_failed_allocs", s->trace_failed_allocs);
-  put_u64(f, "split_frees", s->split_frees);
-  put_u64(f, "orders_too_large", s->orders_too_large);
-  put_u64(f, "lost_frees", s->lost_frees);
-  put_u64(f, "batched_dups", s->batched_dups);
+  put_u64(f, "trace_failed_allocs", c->trace_failed_allocs);
+  put_u64(f, "split_frees", c->split_frees);
+  put_u64(f, "orders_too_large", c->orders_too_large);
+  put_u64(f, "lost_frees", c->lost_frees);
+  put_u64(f, "batched_dups", c->batched_dups);
   put_u64(f, "time_reversals", s->time_reversals);
   put_dbl(f, "virtual_seconds", s->virtual_seconds);
   put_dbl(f, "wall_seconds", s->wall_seconds);
   put_dbl(f, "cpu_seconds", s->cpu_seconds);
   put_u64(f, "rss_peak_bytes", s->rss_peak_bytes);
   put_u64(f, "rss_final_bytes", s->rss_final_bytes);
-  put_u64(f, "live_peak_bytes", s->live_peak_bytes);
+  put_u64(f, "live_peak_bytes", c->live_peak_bytes);
   put_u64(f, "live_final_bytes", s->live_final_bytes);
   /* pages jemalloc madvised away from the dirty state, and its madvise calls */
   put_u64(f, "reported_bytes", dirty_purged << PAGE_SHIFT);
@@ -913,7 +777,8 @@ int main(int argc, char **argv) {
     return EXIT_FAIL;
   }
   r.arena = (unsigned)ind;
-  if (bh__pfnmap_init(&r.map, 1 << 10)) {
+  bh__em_init(&r.em, &r.counts, o.max_order);
+  if (bh__pfnmap_init(&r.em.map, 1 << 10)) {
     fprintf(stderr, PROG ": out of memory\n");
     bh_trace_close(t);
     return EXIT_FAIL;
@@ -953,10 +818,10 @@ int main(int argc, char **argv) {
   /* the work, without the idle sleep (the buddy replay's idle phase takes no wall time) */
   s->wall_seconds = t_events - t0;
   s->virtual_seconds = (double)(last - first) / 1e9 + o.idle_s;
-  s->live_final_bytes = r.live_pages << PAGE_SHIFT;
+  s->live_final_bytes = r.em.live_pages << PAGE_SHIFT;
   err = write_summary(&r, trace_format);
   if (out_close(&timeline, !err))
     err = BH_EIO;
-  bh__pfnmap_destroy(&r.map);
+  bh__pfnmap_destroy(&r.em.map);
   return err ? EXIT_FAIL : EXIT_OK;
 }

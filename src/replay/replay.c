@@ -9,11 +9,14 @@
  * pages (the arena block is split like split_page() and freed piece by piece), a recorded pfn
  * allocated again while still live (its free was lost: the old block is freed first), orders
  * above the arena's maximum and allocations the kernel failed (counted and skipped), and
- * allocations the arena cannot serve (counted; the replay goes on).
+ * allocations the arena cannot serve (counted; the replay goes on).  That meaning of the
+ * events is replay/event_meaning.h, shared with the jemalloc baseline; the arena is its
+ * backend here (arena_ops).
  */
 #include "buddy/replay_core.h"
 #include "hinting/hint.h"
 #include "replay/attrib.h"
+#include "replay/event_meaning.h"
 #include "replay/pfnmap.h"
 #include "replay/replay_feed.h"
 #include "replay/replay_machine.h"
@@ -80,7 +83,7 @@ struct replay {
   uint8_t *base;
   _Atomic uint64_t *const *discarded;
   bh_hint_t *hint;
-  bh__pfnmap_t map;
+  bh__em_t em; /* the recorded pfns and what each event means (replay/event_meaning.h) */
   uint64_t t0, vnow, next_sample, next_tick;
   uint64_t next_compact; /* kcompactd's next proactive check (UINT64_MAX: compaction off) */
   /* compaction: arena pfn -> 1 + the map slot of the block there, built when a run first
@@ -93,7 +96,6 @@ struct replay {
   uint64_t events, next_poll; /* events played; at next_poll, poll() is due */
   uint64_t total_events;      /* in the trace, for the progress line (0: one pass) */
   bool progress;              /* show the progress line */
-  uint64_t live_pages;
   /* sim backing: pages ever written, for the resident model (the arena's core reads it too,
    * bh__discard_set_touched, on the hinting worker's thread when pacing), and how many */
   _Atomic uint64_t *touched;
@@ -107,17 +109,6 @@ struct replay {
   struct timespec wall0;
   struct rusage ru0;
   unsigned max_cpu;
-  /* pfns freed by mm_page_free lately (+ 1, 0 = none): Linux emits mm_page_free_batched for
-   * the same folios right after, and those second events must not free anything */
-  uint64_t recent[64];
-  unsigned recent_pos;
-  /* per bucket of recent_bucket(): how many recent[] entries fall in it (empty ones count in
-   * bucket 0) and where the last one was put.  A lookup then scans recent[] only when its
-   * bucket holds two entries or more.  Kept from the first mm_page_free_batched on
-   * (recent_counted): traces without one pay nothing for it. */
-  uint8_t recent_count[256], recent_last[256];
-  bool recent_counted;
-  unsigned max_order_seen; /* the largest order of an allocation so far (split_containing) */
   /* in a recorded machine's shape (replay_machine.c): its description and start state */
   bh__rmachine_t rm;
   bool shape;       /* the arena's pfns are the trace's: the paths of shaped_alloc and the rest */
@@ -842,7 +833,7 @@ static void sample(struct replay *r, uint64_t t) {
   uint64_t nr_free[BH_ORDER_LIMIT + 1], free_pages;
   bh__free_counts(a, nr_free, &free_pages);
   fprintf(f, "%.3f,%lu,%lu,%lu,%lu", (double)t / 1e9,
-          (unsigned long)(r->live_pages << BH_PAGE_SHIFT), (unsigned long)res,
+          (unsigned long)(r->em.live_pages << BH_PAGE_SHIFT), (unsigned long)res,
           (unsigned long)(bh__discarded_pages(a) << BH_PAGE_SHIFT), (unsigned long)free_pages);
   for (unsigned o = 0; o <= r->max_order; o++)
     fprintf(f, ",%lu", (unsigned long)nr_free[o]);
@@ -929,7 +920,7 @@ COLD static int pretrace_moved(struct replay *r, uint64_t old_pfn, uint64_t new_
 /* The moves of pretrace_moved into the map. */
 COLD static void pretrace_moves_apply(struct replay *r) {
   for (size_t i = 0; i < r->nmoves; i++) {
-    bh__pfn_ref_t e = bh__pfnmap_insert(&r->map, r->moves[i].from, BH__PFN_PRETRACE);
+    bh__pfn_ref_t e = bh__pfnmap_insert(&r->em.map, r->moves[i].from, BH__PFN_PRETRACE);
     if (!bh__pfn_ok(e))
       break;
     bh__pfn_set_val(e, r->moves[i].to);
@@ -946,15 +937,15 @@ static int migrate_block(void *ctx, uint64_t old_pfn, uint64_t new_pfn, unsigned
     if (!r->rev && !(r->rev = malloc(r->nr_pages * sizeof(*r->rev))))
       return 1; /* without the index the block stays where it is */
     memset(r->rev, 0, r->nr_pages * sizeof(*r->rev));
-    for (uint64_t i = 0, n = bh__pfnmap_slots(&r->map); i < n; i++) {
-      bh__pfn_ref_t e = bh__pfnmap_slot(&r->map, i);
+    for (uint64_t i = 0, n = bh__pfnmap_slots(&r->em.map); i < n; i++) {
+      bh__pfn_ref_t e = bh__pfnmap_slot(&r->em.map, i);
       if (bh__pfn_ok(e) && (bh__pfn_kind(e) == BH__PFN_LIVE || bh__pfn_kind(e) == BH__PFN_PRETRACE))
         r->rev[bh__pfn_val(e)] = (uint32_t)(i + 1);
     }
     r->rev_valid = true;
   }
   uint32_t slot = r->rev[old_pfn];
-  bh__pfn_ref_t e = slot ? bh__pfnmap_slot(&r->map, slot - 1) : (bh__pfn_ref_t){0};
+  bh__pfn_ref_t e = slot ? bh__pfnmap_slot(&r->em.map, slot - 1) : (bh__pfn_ref_t){0};
   if (!bh__pfn_ok(e) && r->shape && bh__page_pretrace(r->arena, old_pfn))
     return pretrace_moved(r, old_pfn, new_pfn, order);
   if (!bh__pfn_ok(e) || (bh__pfn_kind(e) != BH__PFN_LIVE && bh__pfn_kind(e) != BH__PFN_PRETRACE) ||
@@ -1089,29 +1080,6 @@ static inline void arena_free(struct replay *r, uint64_t pfn, unsigned order, in
     bh_free_pfn(r->arena, pfn, order, cpu);
 }
 
-static void free_entry(struct replay *r, bh__pfn_ref_t e, int cpu) {
-  unsigned kind = bh__pfn_kind(e), order = bh__pfn_order(e);
-  if (kind == BH__PFN_LIVE) {
-    arena_free(r, bh__pfn_val(e), order, cpu);
-    r->live_pages -= 1ull << order;
-  } else if (bh__unlikely(kind == BH__PFN_PRETRACE)) { /* moved by compaction */
-    arena_free(r, bh__pfn_val(e), order, cpu);
-    r->s->pretrace_frees++;
-  }
-  bh__pfnmap_delete(&r->map, e);
-}
-
-/* An allocation at a recorded pfn that is still allocated: its free was lost. */
-COLD static void free_lost(struct replay *r, bh__pfn_ref_t e, int cpu) {
-  unsigned kind = bh__pfn_kind(e), order = bh__pfn_order(e);
-  if (kind == BH__PFN_LIVE || kind == BH__PFN_PRETRACE) {
-    r->s->lost_frees++;
-    arena_free(r, bh__pfn_val(e), order, cpu);
-    if (kind == BH__PFN_LIVE)
-      r->live_pages -= 1ull << order;
-  }
-}
-
 /* A miss of placement agreement, by where the kernel's block was; the first one on each
  * (zone, CPU, order, migratetype) list is counted apart, before the lists have drifted. */
 COLD static void miss_where(struct replay *r, const bh_event_t *ev, int mt, int where) {
@@ -1180,18 +1148,12 @@ __attribute__((noinline)) static int shaped_alloc(struct replay *r, const bh_eve
  * An allocation while the start snapshot was read: if the snapshot already saw it (its block
  * is allocated in the start state, and was not before), that block is the allocation.
  */
-COLD static bool window_alloc(struct replay *r, const bh_event_t *ev, bh__pfn_ref_t e) {
+COLD static bool window_alloc(struct replay *r, const bh_event_t *ev) {
   if (ev->order > r->max_order || bh_arena_adopt(r->arena, ev->pfn, ev->order) != BH_OK)
     return false;
-  bh__pfn_set_val(e, ev->pfn);
-  bh__pfn_set_kind(e, BH__PFN_LIVE);
   if (r->rm.kfree)
     bh__rm_kfree_mark(&r->rm, ev->pfn, ev->order, false);
-  r->s->allocs++;
   r->s->window_events++;
-  r->live_pages += 1ull << ev->order;
-  if (r->live_pages > r->s->live_peak_bytes >> BH_PAGE_SHIFT)
-    r->s->live_peak_bytes = r->live_pages << BH_PAGE_SHIFT;
   touch(r, ev->pfn, ev->order);
   return true;
 }
@@ -1204,205 +1166,68 @@ COLD static int attrib_alloc(struct replay *r, const bh_event_t *ev, uint64_t pf
   return err;
 }
 
-static inline int do_alloc(struct replay *r, const bh_event_t *ev) {
-  bh_replay_summary_t *s = r->s;
-  if (bh__unlikely(ev->failed)) {
-    s->trace_failed_allocs++;
+/* The arena as the backend of the event meaning (replay/event_meaning.h): a recorded
+ * allocation served at an arena pfn (the snapshot's block while it was read, the recorded
+ * machine's placement in its shape, else the allocator's choice), touched as --touch says. */
+static inline __attribute__((always_inline)) int arena_alloc(void *ctx, const bh_event_t *ev,
+                                                             uint64_t *val) {
+  struct replay *r = ctx;
+  if (bh__unlikely(ev->time_ns <= r->window_end) && window_alloc(r, ev)) {
+    *val = ev->pfn;
     return 0;
   }
-  uint64_t used = r->map.used;
-  bh__pfn_ref_t e = bh__pfnmap_insert(&r->map, ev->pfn, BH__PFN_DEAD);
-  if (bh__unlikely(!bh__pfn_ok(e)))
-    return BH_ENOMEM;
-  if (bh__unlikely(r->map.used == used))
-    free_lost(r, e, ev->cpu);
-  bh__pfn_set_order(e, ev->order);
-  bh__pfn_set_kind(e, BH__PFN_DEAD);
-  if (bh__unlikely(ev->order > r->max_order_seen))
-    r->max_order_seen = ev->order;
-  if (bh__unlikely(ev->order > r->max_order)) {
-    s->orders_too_large++;
-    return 0;
-  }
-  if (bh__unlikely(ev->time_ns <= r->window_end) && window_alloc(r, ev, e))
-    return 0;
   uint64_t pfn;
   if (bh__unlikely(r->shape) ? shaped_alloc(r, ev, &pfn) != BH_OK
-                             : bh_alloc_pfn(r->arena, ev->gfp, ev->order, ev->cpu, &pfn) != BH_OK) {
-    s->alloc_failures++;
-    return 0;
-  }
-  bh__pfn_set_val(e, pfn);
-  bh__pfn_set_kind(e, BH__PFN_LIVE);
-  s->allocs++;
+                             : bh_alloc_pfn(r->arena, ev->gfp, ev->order, ev->cpu, &pfn) != BH_OK)
+    return 1;
   if (bh__unlikely(r->attrib) && attrib_alloc(r, ev, pfn))
     return BH_ENOMEM;
-  r->live_pages += 1ull << ev->order;
-  if (bh__unlikely(r->live_pages > s->live_peak_bytes >> BH_PAGE_SHIFT))
-    s->live_peak_bytes = r->live_pages << BH_PAGE_SHIFT;
   touch(r, pfn, ev->order);
+  *val = pfn;
   return 0;
 }
 
-/*
- * A free of part of a larger recorded block (a non-compound high-order page freed piece by
- * piece): split that block into order-0 pieces, as split_page() does, and return the piece at
- * pfn.  Blocks the arena never held (too large, failed) and larger than 2^16 pages are dropped
- * whole instead of being split.
- */
-COLD static bh__pfn_ref_t split_containing(struct replay *r, uint64_t pfn, unsigned order) {
-  /* Above the largest order allocated, base is one already looked at or holds no block that
-   * reaches pfn: stopping there saves ~60 lookups per unknown free. */
-  for (unsigned k = order + 1; k <= r->max_order_seen; k++) {
-    uint64_t base = pfn & ~((1ull << k) - 1);
-    bh__pfn_ref_t e = bh__pfnmap_find(&r->map, base);
-    if (!bh__pfn_ok(e) || bh__pfn_order(e) <= order || pfn - base >= (1ull << bh__pfn_order(e)))
-      continue;
-    unsigned big = bh__pfn_order(e);
-    uint64_t sim = bh__pfn_val(e);
-    unsigned kind = bh__pfn_kind(e);
-    if (kind != BH__PFN_LIVE && big > 16) {
-      bh__pfnmap_delete(&r->map, e);
-      return (bh__pfn_ref_t){0};
-    }
-    if (kind == BH__PFN_LIVE)
-      bh_split_pages(r->arena, sim, big);
-    bh__pfnmap_delete(&r->map, e);
-    for (uint64_t i = 0; i < (1ull << big); i++) {
-      bh__pfn_ref_t p = bh__pfnmap_insert(&r->map, base + i, kind);
-      if (!bh__pfn_ok(p))
-        return p;
-      bh__pfn_set_val(p, sim + i);
-      bh__pfn_set_order(p, 0);
-      bh__pfn_set_kind(p, kind);
-    }
-    r->s->split_frees++;
-    return bh__pfnmap_find(&r->map, pfn);
-  }
-  return (bh__pfn_ref_t){0};
+static inline __attribute__((always_inline)) void
+arena_free_op(void *ctx, uint64_t pfn, unsigned order, uint32_t aux, int cpu) {
+  (void)aux;
+  arena_free(ctx, pfn, order, cpu);
 }
 
-static inline unsigned recent_bucket(uint64_t key) {
-  return (unsigned)((key * 0x9e3779b97f4a7c15ull) >> 56);
+/* A recorded block freed piece by piece: the arena block is split as split_page() does. */
+static int arena_split(void *ctx, uint64_t pfn, unsigned order, uint32_t *aux) {
+  struct replay *r = ctx;
+  bh_split_pages(r->arena, pfn, order);
+  *aux = 0;
+  return 0;
 }
 
-static inline void put_recent(struct replay *r, uint64_t pfn) {
-  unsigned i = r->recent_pos++ & 63;
-  if (bh__likely(!r->recent_counted)) {
-    r->recent[i] = pfn + 1;
-    return;
+/* A free of no recorded block: memory the start state holds allocated before the trace (an
+ * ordinary free), freed while the snapshot was read (which saw it free), or memory the kernel
+ * had free (a batched free repeating one too long ago for the recent frees, or an allocation
+ * that left no event: alloc_pages_bulk takes pages from pcp lists without mm_page_alloc). */
+static int arena_untraced(void *ctx, const bh_event_t *ev) {
+  struct replay *r = ctx;
+  if (r->shape && bh_arena_adopt(r->arena, ev->pfn, ev->order) == BH_OK) {
+    arena_free(r, ev->pfn, ev->order, ev->cpu);
+    return BH__EM_PRETRACE;
   }
-  unsigned b = recent_bucket(pfn + 1);
-  r->recent_count[recent_bucket(r->recent[i])]--;
-  r->recent[i] = pfn + 1;
-  r->recent_count[b]++;
-  r->recent_last[b] = (uint8_t)i;
+  if (ev->time_ns <= r->window_end && bh__block_free(r->arena, ev->pfn, ev->order))
+    return BH__EM_WINDOW;
+  if (bh__rm_kfree_all(&r->rm, ev->pfn, ev->order))
+    return BH__EM_KERNEL_FREE;
+  return BH__EM_UNKNOWN;
 }
 
-/* Removes pfn from recent[]: the entry of lowest index if it is there more than once. */
-__attribute__((noinline)) static bool take_recent(struct replay *r, uint64_t pfn) {
-  uint64_t key = pfn + 1;
-  if (!r->recent_counted) { /* the first mm_page_free_batched: start counting */
-    for (unsigned i = 0; i < 64; i++) {
-      r->recent_count[recent_bucket(r->recent[i])]++;
-      r->recent_last[recent_bucket(r->recent[i])] = (uint8_t)i;
-    }
-    r->recent_counted = true;
-  }
-  unsigned b = recent_bucket(key), i = r->recent_last[b];
-  if (!r->recent_count[b])
-    return false;
-  if (r->recent_count[b] > 1 || r->recent[i] != key) /* no single entry known: look */
-    for (i = 0; i < 64 && r->recent[i] != key; i++)
-      ;
-  if (i == 64)
-    return false;
-  r->recent[i] = 0;
-  r->recent_count[b]--;
-  r->recent_count[recent_bucket(0)]++;
-  return true;
-}
+static const bh__em_ops_t arena_ops = {
+    .alloc = arena_alloc,
+    .free = arena_free_op,
+    .split = arena_split,
+    .untraced = arena_untraced,
+    .stride = 1,
+};
 
-/*
- * The recorded blocks in [next, end) when the range is wider than the map (a free of a huge
- * order, which only a corrupt trace has): taken from the map's slots, in pfn order, each
- * skipping what the one before covers, as the walk over the range would.  Walking pfn by pfn
- * could take 2^63 steps.
- */
-COLD static void free_range_wide(struct replay *r, uint64_t next, uint64_t end, int cpu) {
-  uint64_t n = 0, *keys = malloc((r->map.used + 1) * sizeof(*keys));
-  if (!keys)
-    return;
-  for (uint64_t i = 0, slots = bh__pfnmap_slots(&r->map); i < slots; i++) {
-    if (!bh__pfn_ok(bh__pfnmap_slot(&r->map, i)))
-      continue;
-    uint64_t k = bh__pfnmap_slot_pfn(&r->map, i);
-    if (k >= next && k < end)
-      keys[n++] = k;
-  }
-  qsort(keys, n, sizeof(*keys), cmp_u64);
-  for (uint64_t i = 0; i < n; i++) {
-    bh__pfn_ref_t x = keys[i] >= next ? bh__pfnmap_find(&r->map, keys[i]) : (bh__pfn_ref_t){0};
-    if (bh__pfn_ok(x)) {
-      next = keys[i] + (1ull << bh__pfn_order(x));
-      free_entry(r, x, cpu);
-    }
-  }
-  free(keys);
-}
-
-/*
- * A free that is not of exactly one recorded block (e, NULL if there is no block at the pfn):
- * a piece of a larger block, a range of several blocks, or an unknown free.
- */
-COLD static void free_other(struct replay *r, uint64_t pfn, unsigned order, int cpu,
-                            bh__pfn_ref_t e, uint64_t time_ns, int op) {
-  bh_replay_summary_t *s = r->s;
-  if (!bh__pfn_ok(e) || bh__pfn_order(e) > order)
-    e = split_containing(r, pfn, order);
-  if (!bh__pfn_ok(e) && r->shape && bh_arena_adopt(r->arena, pfn, order) == BH_OK) {
-    /* memory the start state holds allocated before the trace: an ordinary free */
-    arena_free(r, pfn, order, cpu);
-    s->frees++;
-    s->pretrace_frees++;
-    return;
-  }
-  if (!bh__pfn_ok(e) && time_ns <= r->window_end && bh__block_free(r->arena, pfn, order)) {
-    s->window_events++; /* freed while the snapshot was read, which saw it free */
-    return;
-  }
-  if (!bh__pfn_ok(e) && bh__rm_kfree_all(&r->rm, pfn, order)) {
-    /* memory the kernel had free: a batched free repeating one too long ago for recent[],
-     * or an allocation that left no event (alloc_pages_bulk takes pages from pcp lists
-     * without mm_page_alloc) */
-    if (op == BH_EV_FREE_BATCHED)
-      s->batched_dups++;
-    else
-      s->untraced_frees++;
-    return;
-  }
-  if (!bh__pfn_ok(e)) {
-    s->unknown_frees++;
-    return;
-  }
-  s->frees++;
-  uint64_t next = pfn + (1ull << bh__pfn_order(e)), end = pfn + (1ull << order);
-  free_entry(r, e, cpu);
-  /* a free larger than the recorded block: every other recorded block inside the range */
-  if (end - next > bh__pfnmap_slots(&r->map)) {
-    free_range_wide(r, next, end, cpu);
-    return;
-  }
-  for (uint64_t q = next; q < end;) {
-    bh__pfn_ref_t x = bh__pfnmap_find(&r->map, q);
-    if (!bh__pfn_ok(x)) {
-      q++;
-      continue;
-    }
-    next = q + (1ull << bh__pfn_order(x));
-    free_entry(r, x, cpu);
-    q = next;
-  }
+static inline int do_alloc(struct replay *r, const bh_event_t *ev) {
+  return bh__em_alloc(&r->em, &arena_ops, r, ev);
 }
 
 /* Whether this mm_page_free is one an allocation without an event followed (the first pass's
@@ -1418,21 +1243,11 @@ COLD static bool untraced_next(struct replay *r) {
 }
 
 static inline void do_free(struct replay *r, const bh_event_t *ev) {
-  if (ev->op == BH_EV_FREE) {
-    put_recent(r, ev->pfn); /* its batched repeat is a repeat either way */
-    if (bh__unlikely(r->untraced != NULL) && untraced_next(r))
-      return;
-  } else if (take_recent(r, ev->pfn)) {
-    r->s->batched_dups++;
+  if (bh__em_batched_repeat(&r->em, ev))
     return;
-  }
-  bh__pfn_ref_t e = bh__pfnmap_find(&r->map, ev->pfn);
-  if (bh__unlikely(!bh__pfn_ok(e) || bh__pfn_order(e) != ev->order)) {
-    free_other(r, ev->pfn, ev->order, ev->cpu, e, ev->time_ns, ev->op);
-  } else {
-    r->s->frees++;
-    free_entry(r, e, ev->cpu);
-  }
+  if (ev->op == BH_EV_FREE && bh__unlikely(r->untraced != NULL) && untraced_next(r))
+    return;
+  bh__em_free_block(&r->em, &arena_ops, r, ev);
   if (bh__unlikely(r->rm.kfree != NULL))
     bh__rm_kfree_mark(&r->rm, ev->pfn, ev->order, true);
 }
@@ -1469,8 +1284,8 @@ static int map_init(struct replay *r, const struct scan *sc) {
   uint64_t max_val = r->nr_pages - 1;
   if (sc->map_cap && span && span < (1ull << 31) && max_val <= UINT32_MAX &&
       span * sizeof(bh__pfn_cell_t) <= slots * sizeof(bh__pfn_entry_t))
-    return bh__pfnmap_init_dense(&r->map, 1024, sc->pfn_lo, span, max_val) ? BH_ENOMEM : BH_OK;
-  return bh__pfnmap_init(&r->map, cap) ? BH_ENOMEM : BH_OK;
+    return bh__pfnmap_init_dense(&r->em.map, 1024, sc->pfn_lo, span, max_val) ? BH_ENOMEM : BH_OK;
+  return bh__pfnmap_init(&r->em.map, cap) ? BH_ENOMEM : BH_OK;
 }
 
 static int setup(struct replay *r, const struct scan *sc) {
@@ -1513,6 +1328,8 @@ static int setup(struct replay *r, const struct scan *sc) {
   r->base = bh_arena_base(r->arena);
   r->discarded = bh__discard_map(r->arena);
   r->max_order = bh_arena_max_order(r->arena);
+  r->em.s = r->s;
+  r->em.max_order = r->max_order;
   if (r->shape) { /* the start state, before hinting is attached */
     r->rm.fe.pfn_order = cfg->start_order_pfn;
     err = bh__rm_populate(&r->rm, r->arena, bh__pcp_orders(r->arena), ac.seed, r->s, r->err,
@@ -2003,7 +1820,8 @@ static uint8_t *resident_pages(struct replay *r) {
 
 static void attrib_rows(struct replay *r) {
   uint8_t *res = resident_pages(r);
-  bh__attrib_rows(r->attrib, r->origins, &r->map, res, r->cfg->by_top ? r->cfg->by_top : 10, r->s);
+  bh__attrib_rows(r->attrib, r->origins, &r->em.map, res, r->cfg->by_top ? r->cfg->by_top : 10,
+                  r->s);
   free(res);
 }
 
@@ -2051,7 +1869,7 @@ static void finish(struct replay *r) {
   s->rss_final_bytes = resident_bytes(r);
   if (s->rss_final_bytes > s->rss_peak_bytes)
     s->rss_peak_bytes = s->rss_final_bytes;
-  s->live_final_bytes = r->live_pages << BH_PAGE_SHIFT;
+  s->live_final_bytes = r->em.live_pages << BH_PAGE_SHIFT;
   if (r->hint) {
     bh_hint_stats_t hs;
     bh_hint_stats(r->hint, &hs);
@@ -2240,7 +2058,7 @@ int bh__replay_run_shared(const bh_replay_config_t *cfg, const bh__replay_shared
   }
   bh_hint_detach(r.hint);
   bh_arena_destroy(r.arena);
-  bh__pfnmap_destroy(&r.map);
+  bh__pfnmap_destroy(&r.em.map);
   bh__rm_free(&r.rm);
   free(r.moves);
   free(r.first_miss);
@@ -2272,7 +2090,7 @@ static void feed_free(bh__replay_feed_t *f) {
   struct replay *r = &f->r;
   bh_hint_detach(r->hint);
   bh_arena_destroy(r->arena);
-  bh__pfnmap_destroy(&r->map);
+  bh__pfnmap_destroy(&r->em.map);
   bh__rm_free(&r->rm);
   free(r->moves);
   free(r->first_miss);
@@ -2380,7 +2198,7 @@ static void feed_now(bh__replay_feed_t *f, const bh_machine_t *now) {
   s->rss_final_bytes = resident_bytes(r);
   if (s->rss_final_bytes > s->rss_peak_bytes)
     s->rss_peak_bytes = s->rss_final_bytes;
-  s->live_final_bytes = r->live_pages << BH_PAGE_SHIFT;
+  s->live_final_bytes = r->em.live_pages << BH_PAGE_SHIFT;
   bh_hint_stats_t hs;
   bh_hint_stats(r->hint, &hs);
   s->reported_bytes = hs.report.bytes;
