@@ -1344,7 +1344,7 @@ static int setup(struct replay *r, const struct scan *sc) {
     r->s->agreement.present = r->agree;
     if (r->agree) {
       uint64_t keys =
-          (uint64_t)bh_arena_zone_count(r->arena) * r->nr_cpus * (BH_ORDER_LIMIT + 1) * BH_MT_TYPES;
+          (uint64_t)bh_zone_count(r->arena) * r->nr_cpus * (BH_ORDER_LIMIT + 1) * BH_MT_TYPES;
       r->first_miss = calloc((keys + 63) / 64, sizeof(uint64_t)); /* NULL: not counted */
     }
     const bh_snapshot_t *snap = bh_machine_snapshot(r->rm.m, BH_SNAP_START);

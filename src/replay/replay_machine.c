@@ -12,6 +12,7 @@
 #include "replay/replay_machine.h"
 
 #include "buddy/replay_core.h"
+#include "common/errdetail.h"
 #include "common/json.h"
 #include "machine/freemap.h"
 
@@ -27,18 +28,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Formats a message into err (errlen bytes); returns code. */
-__attribute__((format(printf, 4, 5))) static int fail(char *err, size_t errlen, int code,
-                                                      const char *fmt, ...) {
-  if (err && errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-  }
-  return code;
-}
-
 bool bh__rm_rereadable(const char *path) {
   struct stat st;
   return strcmp(path, "-") && !stat(path, &st) && S_ISREG(st.st_mode);
@@ -52,12 +41,12 @@ static int trace_description(const char *trace, bh_machine_t **out, char *err, s
   bh_trace_t *t;
   int rc = bh_trace_open(trace, NULL, &t);
   if (rc)
-    return fail(err, errlen, rc, "%s", bh_trace_error(NULL));
+    return bh__errf(err, errlen, rc, "%s", bh_trace_error(NULL));
   size_t len;
   const char *d = bh_trace_description(t, &len);
   char msg[256] = "";
   if (d && (rc = bh_machine_parse(d, len, out, msg, sizeof(msg))))
-    fail(err, errlen, rc, "%s: machine description: %s", trace, msg);
+    bh__errf(err, errlen, rc, "%s: machine description: %s", trace, msg);
   bh_trace_close(t);
   return rc;
 }
@@ -87,7 +76,7 @@ static int read_dirs(bh__rmachine_t *rm, const bh_replay_config_t *cfg, bh_repla
     bh_machine_free(rm->m);
     rm->m = n;
     if (rc)
-      return fail(err, errlen, rc, "--start/--end: %s", msg);
+      return bh__errf(err, errlen, rc, "--start/--end: %s", msg);
     warn_folder(s, n);
     return 0;
   }
@@ -96,7 +85,7 @@ static int read_dirs(bh__rmachine_t *rm, const bh_replay_config_t *cfg, bh_repla
       return BH_ENOMEM;
     int rc = bh_machine_read_snapshot(rm->m, BH_SNAP_END, cfg->end_dir, 0, 0, msg, sizeof(msg));
     if (rc)
-      return fail(err, errlen, rc, "--end: %s", msg);
+      return bh__errf(err, errlen, rc, "--end: %s", msg);
     warn_folder(s, rm->m);
   }
   return 0;
@@ -125,7 +114,7 @@ static int check_shape_size(const bh__rmachine_t *rm, const bh_replay_config_t *
     return 0;
   if (cfg->memory_bytes && cfg->memory_bytes >= claimed)
     return 0;
-  return fail(
+  return bh__errf(
       err, errlen, BH_EINVAL,
       "%s: the machine %s claims zones up to %llu GiB (%llu pages); a replay in that shape "
       "needs about %llu MiB of page metadata, more than the %llu MiB allowed without --memory "
@@ -143,10 +132,10 @@ static int decide(bh__rmachine_t *rm, const bh_replay_config_t *cfg, bh_replay_s
   int rc;
   bool has_layout = rm->m && bh_machine_info(rm->m)->nr_zones > 0;
   if (cfg->layout == BH_LAYOUT_TRACE && !has_layout)
-    return fail(err, errlen, BH_EINVAL,
-                "%s has no machine description (record it with buddyhint record, or give "
-                "--start DIR)",
-                cfg->trace);
+    return bh__errf(err, errlen, BH_EINVAL,
+                    "%s has no machine description (record it with buddyhint record, or give "
+                    "--start DIR)",
+                    cfg->trace);
   rm->shape = has_layout && cfg->layout != BH_LAYOUT_DEFAULT;
   if (rm->shape && (rc = check_shape_size(rm, cfg, err, errlen)))
     return rc;
@@ -163,21 +152,21 @@ static int decide(bh__rmachine_t *rm, const bh_replay_config_t *cfg, bh_replay_s
   case BH_START_KPAGEFLAGS:
   case BH_START_COUNTS:
     if (!rm->shape)
-      return fail(err, errlen, BH_EINVAL,
-                  "a start state from a snapshot needs the machine's layout (%s)",
-                  has_layout ? "not --layout default" : "the trace has no description");
+      return bh__errf(err, errlen, BH_EINVAL,
+                      "a start state from a snapshot needs the machine's layout (%s)",
+                      has_layout ? "not --layout default" : "the trace has no description");
     if (cfg->start == BH_START_KPAGEFLAGS ? !freemap : !counts)
-      return fail(err, errlen, BH_EINVAL, "the start snapshot has no %s",
-                  cfg->start == BH_START_KPAGEFLAGS ? "free map (kpageflags)"
-                                                    : "buddyinfo and pagetypeinfo");
+      return bh__errf(err, errlen, BH_EINVAL, "the start snapshot has no %s",
+                      cfg->start == BH_START_KPAGEFLAGS ? "free map (kpageflags)"
+                                                        : "buddyinfo and pagetypeinfo");
     rm->start = cfg->start == BH_START_KPAGEFLAGS ? BH__START_KPAGEFLAGS : BH__START_COUNTS;
     break;
   default:
     rm->start = BH__START_EMPTY;
   }
   if (cfg->placement == BH_PLACEMENT_TRACE && !rm->shape)
-    return fail(err, errlen, BH_EINVAL,
-                "--placement trace needs the machine's layout (its pfns are the trace's)");
+    return bh__errf(err, errlen, BH_EINVAL,
+                    "--placement trace needs the machine's layout (its pfns are the trace's)");
   static const char *const starts[] = {"empty", "kpageflags", "counts"};
   snprintf(s->layout, sizeof(s->layout), "%s", rm->shape ? "machine" : "default");
   snprintf(s->start_state, sizeof(s->start_state), "%s", starts[rm->start]);
@@ -270,7 +259,7 @@ int bh__rm_configure(const bh__rmachine_t *rm, bh_config_t *ac, char *err, size_
  */
 static uint32_t *start_pcp_high(const bh__rmachine_t *rm, const bh_arena_t *a) {
   const bh_snapshot_t *s = rm->m ? bh_machine_snapshot(rm->m, BH_SNAP_START) : NULL;
-  int zones = bh_arena_zone_count(a);
+  int zones = bh_zone_count(a);
   if (!s || !s->have_zoneinfo || bh_machine_info(rm->m)->nr_zones != zones)
     return NULL;
   unsigned n = bh_arena_config(a)->nr_cpus;
@@ -292,7 +281,7 @@ int bh__rm_populate(bh__rmachine_t *rm, bh_arena_t *a, unsigned pcp_orders, uint
                            sizeof(msg));
   bh__first_events_free(&rm->fe); /* used up */
   if (rc)
-    return fail(err, errlen, rc, "start state: %s", msg[0] ? msg : bh_strerror(rc));
+    return bh__errf(err, errlen, rc, "start state: %s", msg[0] ? msg : bh_strerror(rc));
   rm->nr_pages = bh_arena_pages(a);
   rm->kfree = calloc((rm->nr_pages + 63) / 64, sizeof(uint64_t));
   if (!rm->kfree) {
@@ -313,12 +302,12 @@ int bh__rm_populate(bh__rmachine_t *rm, bh_arena_t *a, unsigned pcp_orders, uint
     bh__rm_kfree_mark(rm, st.pop.pcp[i].pfn, st.pop.pcp[i].order, true);
   uint32_t *high = start_pcp_high(rm, a);
   st.pop.pcp_high = high;
-  st.pop.nr_pcp_high = high ? (size_t)bh_arena_zone_count(a) * bh_arena_config(a)->nr_cpus : 0;
+  st.pop.nr_pcp_high = high ? (size_t)bh_zone_count(a) * bh_arena_config(a)->nr_cpus : 0;
   const char *why = NULL;
   rc = bh_arena_populate(a, &st.pop, &why);
   free(high);
   if (rc)
-    fail(err, errlen, rc, "start state: %s", why ? why : bh_strerror(rc));
+    bh__errf(err, errlen, rc, "start state: %s", why ? why : bh_strerror(rc));
   s->start_pcp_pages = st.pcp_pages;
   s->start_unplaced_blocks = st.unplaced_blocks;
   s->start_unexplained_pages = st.unexplained_pages;
@@ -336,7 +325,7 @@ int bh__rm_populate(bh__rmachine_t *rm, bh_arena_t *a, unsigned pcp_orders, uint
  * False if no zone has it as a free block of that order.
  */
 static bool start_block_reported(bh_arena_t *a, uint64_t pfn, unsigned order, bool mark) {
-  for (int i = 0; i < bh_arena_zone_count(a); i++) {
+  for (int i = 0; i < bh_zone_count(a); i++) {
     bh_zone_t *z = bh_arena_zone(a, i);
     unsigned o;
     bh_zone_lock(z);
@@ -376,7 +365,7 @@ void bh__rm_start_reported(const bh__rmachine_t *rm, bh_arena_t *a, bool page_re
 int bh__rm_start_reported_all(bh_arena_t *a, bool page_reported, bh_replay_summary_t *s) {
   if (bh__discard_enable(a) < 0)
     return BH_ENOMEM;
-  for (int i = 0; i < bh_arena_zone_count(a); i++) {
+  for (int i = 0; i < bh_zone_count(a); i++) {
     bh_zone_t *z = bh_arena_zone(a, i);
     unsigned from = bh__zone_notify_order(z);
     if (from > bh_arena_max_order(a))
@@ -432,7 +421,7 @@ static void end_reported(const bh__rmachine_t *rm, bh_arena_t *a, bh_replay_fide
   if (!known)
     return;
   f->reported_present = true;
-  for (int i = 0; i < bh_arena_zone_count(a); i++) {
+  for (int i = 0; i < bh_zone_count(a); i++) {
     bh_zone_t *z = bh_arena_zone(a, i);
     bh_zone_lock(z);
     for (unsigned o = 0; o <= bh_arena_max_order(a); o++)
@@ -517,7 +506,8 @@ int bh__rm_dump_check(const char *dir, char *err, size_t errlen) {
     struct stat st;
     snprintf(p, sizeof(p), "%s/%s", dir, dump_files[i]);
     if (!lstat(p, &st))
-      return fail(err, errlen, BH_EINVAL, "--dump: %s exists already (give a new directory)", p);
+      return bh__errf(err, errlen, BH_EINVAL, "--dump: %s exists already (give a new directory)",
+                      p);
   }
   return 0;
 }
@@ -583,7 +573,7 @@ static int dump_one(const bh__rmachine_t *rm, bh_arena_t *a, const char *dir, in
   if (!f) {
     if (fd >= 0)
       close(fd);
-    return fail(err, errlen, BH_ESYS, "--dump: cannot write in %s: %s", dir, strerror(errno));
+    return bh__errf(err, errlen, BH_ESYS, "--dump: cannot write in %s: %s", dir, strerror(errno));
   }
   const bh_machine_info_t *in = rm->m ? bh_machine_info(rm->m) : NULL;
   const bh_config_t *c = bh_arena_config(a);
@@ -608,8 +598,8 @@ static int dump_one(const bh__rmachine_t *rm, bh_arena_t *a, const char *dir, in
     rc = BH_ESYS;
   if (rc) {
     unlink(tmp);
-    return fail(err, errlen, rc, "--dump: cannot write %s: %s", path,
-                rc == BH_ESYS ? strerror(errno) : bh_strerror(rc));
+    return bh__errf(err, errlen, rc, "--dump: cannot write %s: %s", path,
+                    rc == BH_ESYS ? strerror(errno) : bh_strerror(rc));
   }
   return 0;
 }
@@ -617,7 +607,7 @@ static int dump_one(const bh__rmachine_t *rm, bh_arena_t *a, const char *dir, in
 int bh__rm_dump(const bh__rmachine_t *rm, bh_arena_t *a, const char *dir, char *err,
                 size_t errlen) {
   if (mkdir(dir, 0777) && errno != EEXIST)
-    return fail(err, errlen, BH_ESYS, "--dump: cannot make %s: %s", dir, strerror(errno));
+    return bh__errf(err, errlen, BH_ESYS, "--dump: cannot make %s: %s", dir, strerror(errno));
   for (int i = 0; i < 4; i++) {
     int rc = dump_one(rm, a, dir, i, err, errlen);
     if (rc)

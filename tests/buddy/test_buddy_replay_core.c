@@ -120,7 +120,7 @@ static void test_zone_queries(void **state) {
   bh_arena_t *a = default_sim();
   EXPECT_U64(bh__pfn_zone_id(a, 4096 + 5), 1);
   EXPECT_U64(bh__pfn_zone_id(a, NORMAL_START), 2);
-  EXPECT_U64(bh__pfn_zone_id(a, bh_arena_pages(a) - 1), bh_arena_zone_count(a) - 1);
+  EXPECT_U64(bh__pfn_zone_id(a, bh_arena_pages(a) - 1), bh_zone_count(a) - 1);
   bt_alloc(a, BH_GFP_MOVABLE, 2, 0);
   bt_alloc(a, BH_GFP_KERNEL, 5, 1);
   uint64_t nr_free[BH_ORDER_LIMIT + 1], free_pages = 0, want[BH_ORDER_LIMIT + 1] = {0}, pages = 0;
@@ -146,7 +146,7 @@ static void test_zone_queries(void **state) {
 static void test_notify_unreported(void **state) {
   (void)state;
   bh_arena_t *a = default_sim();
-  for (int i = 0; i < bh_arena_zone_count(a); i++)
+  for (int i = 0; i < bh_zone_count(a); i++)
     EXPECT_U64(bh__zone_notify_order(bh_arena_zone(a, i)) > bh_arena_max_order(a), 1);
   bh_hint_config_t hc;
   bh_hint_config_init(&hc);
@@ -155,7 +155,7 @@ static void test_notify_unreported(void **state) {
   bh_hint_t *h = NULL;
   EXPECT_U64(bh_hint_attach(a, &hc, &h), BH_OK);
   uint64_t want = 0;
-  for (int i = 0; i < bh_arena_zone_count(a); i++) {
+  for (int i = 0; i < bh_zone_count(a); i++) {
     unsigned from = bh__zone_notify_order(bh_arena_zone(a, i));
     EXPECT_U64(from, bh_arena_pageblock_order(a));
     bh_zone_info_t zi = bt_zone(a, i);
