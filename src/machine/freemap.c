@@ -225,7 +225,162 @@ const bh_block_run_t *bh__machine_reported_runs(const bh_machine_t *m, int which
   return *n ? m->snaps[which].reported_runs : NULL;
 }
 
-#define FM_FAIL(...) (rc = bh__errf(err, errlen, BH_EFORMAT, __VA_ARGS__))
+/* A free map being parsed (bh__freemap_parse): where it goes, the line, and each kind of
+ * run's end so far (a run's pfn is a gap after the previous run of its kind). */
+struct fm_parse {
+  bh_machine_t *m;
+  bh__snap_t *sn;
+  const char *sec;
+  char *err;
+  size_t errlen;
+  int line;
+  unsigned pbo, maxo;
+  uint64_t end_pfn, npb;
+  size_t fcap, mcap, rcap, nf, nm;
+  uint64_t last_free, last_mov, last_rep, reported, nrep;
+};
+
+/* A malformed line of the map: BH_EFORMAT with "SECTION:LINE: what". */
+__attribute__((format(printf, 2, 3))) static int fm_bad(const struct fm_parse *f, const char *fmt,
+                                                        ...) {
+  char what[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof(what), fmt, ap);
+  va_end(ap);
+  return bh__errf(f->err, f->errlen, BH_EFORMAT, "%s:%d: %s", f->sec, f->line, what);
+}
+
+/* "skew N", "type_error N", "reported N" (p at the word). */
+static void fm_counter_line(struct fm_parse *f, const char *p, const char *le) {
+  const char *k = p;
+  uint64_t v;
+  while (p < le && *p != ' ')
+    p++;
+  if (!fm_dec(fm_skip(p, le), le, &v))
+    return;
+  if ((size_t)(p - k) == 4 && !memcmp(k, "skew", 4))
+    f->sn->pub.freemap_skew_pages = v;
+  else if ((size_t)(p - k) == 10 && !memcmp(k, "type_error", 10))
+    f->sn->pub.freemap_type_error_pages = v;
+  else if ((size_t)(p - k) == 8 && !memcmp(k, "reported", 8)) {
+    f->sn->reported_known = true;
+    f->reported = v;
+  }
+}
+
+/* "F GAP ORDER [COUNT]" (free blocks) or "R ..." (reported ones): p after the pfn. */
+static int fm_block_line(struct fm_parse *f, char kind, uint64_t pfn, const char *p,
+                         const char *le) {
+  uint64_t order, count = 1;
+  if (!fm_end(p = fm_dec(fm_skip(p, le), le, &order), le) || order > f->maxo)
+    return fm_bad(f, "bad order");
+  p = fm_skip(p, le);
+  if (p < le && (!fm_end(p = fm_dec(p, le, &count), le) || !count || count > UINT32_MAX))
+    return fm_bad(f, "bad count");
+  const bh_machine_t *m = f->m;
+  uint64_t size = 1ull << order, zend;
+  int zi = bh_machine_zone_of(m, pfn);
+  if ((pfn & (size - 1)) || zi < 0 ||
+      count >
+          (((zend = m->info.zones[zi].start_pfn + m->info.zones[zi].spanned_pages) - pfn) >> order))
+    return fm_bad(f, "free blocks at %#lx misaligned, out of order or outside a zone",
+                  (unsigned long)pfn);
+  bh_block_run_t run = {pfn, (uint32_t)count, (uint8_t)order};
+  if (kind == 'F') {
+    f->last_free = pfn + (count << order);
+    return fm_push(&f->sn->free_runs, &f->nf, &f->fcap, run);
+  }
+  f->last_rep = pfn + (count << order);
+  f->nrep += count;
+  return fm_push(&f->sn->reported_runs, &f->sn->nr_reported_runs, &f->rcap, run);
+}
+
+/* "M GAP PAGES": a run of movable pages (p after the pfn). */
+static int fm_movable_line(struct fm_parse *f, uint64_t pfn, const char *p, const char *le) {
+  uint64_t n;
+  if (!fm_end(p = fm_dec(fm_skip(p, le), le, &n), le) || !n || pfn + n > f->end_pfn ||
+      pfn + n < pfn)
+    return fm_bad(f, "bad movable run");
+  if (f->nm == f->mcap) {
+    bh_page_run_t *q = realloc(f->sn->movable_runs, (f->mcap *= 2) * sizeof(*q));
+    if (!q)
+      return BH_ENOMEM;
+    f->sn->movable_runs = q;
+  }
+  f->sn->movable_runs[f->nm++] = (bh_page_run_t){pfn, n};
+  f->last_mov = pfn + n;
+  return 0;
+}
+
+/* "P PFN T1N1 T2N2 ...": pageblock types from a pageblock-aligned pfn (p after it). */
+static int fm_pageblock_line(struct fm_parse *f, uint64_t pfn, const char *p, const char *le) {
+  if (pfn & ((1ull << f->pbo) - 1))
+    return fm_bad(f, "pageblocks from a misaligned pfn");
+  uint64_t b = pfn >> f->pbo, n;
+  for (p = fm_skip(p, le); p < le; p = fm_skip(p, le)) {
+    int t = -1;
+    for (int k = 0; k < BH_SNAP_TYPES; k++)
+      if (*p == mt_letters[k])
+        t = k;
+    if (*p != '-' && t < 0)
+      return fm_bad(f, "bad pageblock type '%c'", *p);
+    if (!fm_end(p = fm_dec(p + 1, le, &n), le) || !n || b + n > f->npb || b + n < b)
+      return fm_bad(f, "bad pageblock count");
+    memset(f->sn->pageblock_mt + b, t < 0 ? BH_PB_ABSENT : t, n);
+    b += n;
+  }
+  return 0;
+}
+
+/* One line after the first (p at its first word). */
+static int fm_line(struct fm_parse *f, const char *p, const char *le) {
+  char kind = *p;
+  if (kind == 's' || kind == 't' || kind == 'r') { /* skew N, type_error N, reported N */
+    fm_counter_line(f, p, le);
+    return 0;
+  }
+  if (!fm_end(p + 1, le))
+    return fm_bad(f, "unknown line");
+  uint64_t pfn;
+  p = fm_skip(p + 1, le);
+  if (!fm_end(p = kind == 'P' ? fm_hex(p, le, &pfn) : fm_dec(p, le, &pfn), le))
+    return fm_bad(f, "bad pfn");
+  if (kind == 'F' || kind == 'M' || kind == 'R') { /* a gap after the previous line's run */
+    uint64_t base = kind == 'F' ? f->last_free : kind == 'R' ? f->last_rep : f->last_mov;
+    if (pfn > UINT64_MAX / 2 - base)
+      return fm_bad(f, "bad pfn");
+    pfn += base;
+  }
+  switch (kind) {
+  case 'F':
+  case 'R':
+    return fm_block_line(f, kind, pfn, p, le);
+  case 'M':
+    return fm_movable_line(f, pfn, p, le);
+  case 'P':
+    return fm_pageblock_line(f, pfn, p, le);
+  default:
+    return fm_bad(f, "unknown line");
+  }
+}
+
+/* After the last line: the reported blocks agree with the count and are free blocks. */
+static int fm_finish(struct fm_parse *f) {
+  bh__snap_t *sn = f->sn;
+  uint64_t stray;
+  if (f->nrep && !sn->reported_known) /* R lines say it: a count is only a check */
+    sn->reported_known = true;
+  else if (f->nrep != f->reported)
+    return bh__errf(f->err, f->errlen, BH_EFORMAT,
+                    "%s: R lines name %lu blocks, 'reported' says %lu", f->sec,
+                    (unsigned long)f->nrep, (unsigned long)f->reported);
+  else if ((stray = fm_unlisted_reported(sn, f->nf)) != UINT64_MAX)
+    return bh__errf(f->err, f->errlen, BH_EFORMAT,
+                    "%s: reported block at %#lx is not one of the free blocks", f->sec,
+                    (unsigned long)stray);
+  return 0;
+}
 
 int bh__freemap_parse(bh_machine_t *m, int which, const char *text, size_t len, char *err,
                       size_t errlen) {
@@ -237,156 +392,52 @@ int bh__freemap_parse(bh_machine_t *m, int which, const char *text, size_t len, 
                     "%s: needs the zoneinfo, buddyinfo and pagetypeinfo (or the "
                     "machine's max_order and pageblock_order)",
                     sec);
-  unsigned pbo = m->info.pageblock_order, maxo = m->info.max_order;
-  uint64_t end_pfn = layout_end(m), npb = end_pfn >> pbo;
-  size_t fcap = 256, mcap = 256, rcap = 0, nf = 0, nm = 0;
-  sn->free_runs = malloc(fcap * sizeof(*sn->free_runs));
-  sn->movable_runs = malloc(mcap * sizeof(*sn->movable_runs));
-  sn->pageblock_mt = malloc(npb ? npb : 1);
+  struct fm_parse f = {.m = m,
+                       .sn = sn,
+                       .sec = sec,
+                       .err = err,
+                       .errlen = errlen,
+                       .pbo = m->info.pageblock_order,
+                       .maxo = m->info.max_order,
+                       .end_pfn = layout_end(m),
+                       .fcap = 256,
+                       .mcap = 256};
+  f.npb = f.end_pfn >> f.pbo;
+  sn->free_runs = malloc(f.fcap * sizeof(*sn->free_runs));
+  sn->movable_runs = malloc(f.mcap * sizeof(*sn->movable_runs));
+  sn->pageblock_mt = malloc(f.npb ? f.npb : 1);
   if (!sn->free_runs || !sn->movable_runs || !sn->pageblock_mt) {
     bh__snap_free_map(sn);
     return BH_ENOMEM;
   }
-  memset(sn->pageblock_mt, BH_PB_ABSENT, npb);
+  memset(sn->pageblock_mt, BH_PB_ABSENT, f.npb);
   const char *s = text, *e = text + len, *l, *le;
-  int line = 0, rc = 0;
-  uint64_t last_free = 0, last_mov = 0, last_rep = 0, v, pfn, n, reported = 0, nrep = 0;
+  int rc = 0;
   while (!rc && bh__next_line(&s, e, &l, &le)) {
-    line++;
+    f.line++;
     const char *p = fm_skip(l, le);
     if (p == le || *p == '#')
       continue;
-    if (line == 1) {
-      if ((size_t)(le - p) < 9 || memcmp(p, "freemap 1", 9))
-        FM_FAIL("%s:1: not 'freemap 1'", sec);
-      continue;
-    }
-    char kind = *p;
-    if (!fm_end(p + 1, le) && kind != 's' && kind != 't' && kind != 'r') {
-      FM_FAIL("%s:%d: unknown line", sec, line);
-      break;
-    }
-    if (kind == 's' || kind == 't' || kind == 'r') { /* skew N, type_error N, reported N */
-      const char *k = p;
-      while (p < le && *p != ' ')
-        p++;
-      if (!fm_dec(fm_skip(p, le), le, &v))
-        continue;
-      if ((size_t)(p - k) == 4 && !memcmp(k, "skew", 4))
-        sn->pub.freemap_skew_pages = v;
-      else if ((size_t)(p - k) == 10 && !memcmp(k, "type_error", 10))
-        sn->pub.freemap_type_error_pages = v;
-      else if ((size_t)(p - k) == 8 && !memcmp(k, "reported", 8)) {
-        sn->reported_known = true;
-        reported = v;
-      }
-      continue;
-    }
-    p = fm_skip(p + 1, le);
-    if (!fm_end(p = kind == 'P' ? fm_hex(p, le, &pfn) : fm_dec(p, le, &pfn), le)) {
-      FM_FAIL("%s:%d: bad pfn", sec, line);
-      break;
-    }
-    if (kind == 'F' || kind == 'M' || kind == 'R') { /* a gap after the previous line's run */
-      uint64_t base = kind == 'F' ? last_free : kind == 'R' ? last_rep : last_mov;
-      if (pfn > UINT64_MAX / 2 - base) {
-        FM_FAIL("%s:%d: bad pfn", sec, line);
-        break;
-      }
-      pfn += base;
-    }
-    if (kind == 'F' || kind == 'R') {
-      uint64_t order, count = 1;
-      if (!fm_end(p = fm_dec(fm_skip(p, le), le, &order), le) || order > maxo) {
-        FM_FAIL("%s:%d: bad order", sec, line);
-        break;
-      }
-      p = fm_skip(p, le);
-      if (p < le && (!fm_end(p = fm_dec(p, le, &count), le) || !count || count > UINT32_MAX)) {
-        FM_FAIL("%s:%d: bad count", sec, line);
-        break;
-      }
-      uint64_t size = 1ull << order, zend;
-      int zi = bh_machine_zone_of(m, pfn);
-      if ((pfn & (size - 1)) || zi < 0 ||
-          count > (((zend = m->info.zones[zi].start_pfn + m->info.zones[zi].spanned_pages) - pfn) >>
-                   order)) {
-        FM_FAIL("%s:%d: free blocks at %#lx misaligned, out of order or outside a zone", sec, line,
-                (unsigned long)pfn);
-        break;
-      }
-      bh_block_run_t run = {pfn, (uint32_t)count, (uint8_t)order};
-      if (kind == 'F') {
-        rc = fm_push(&sn->free_runs, &nf, &fcap, run);
-        last_free = pfn + (count << order);
-      } else {
-        rc = fm_push(&sn->reported_runs, &sn->nr_reported_runs, &rcap, run);
-        last_rep = pfn + (count << order);
-        nrep += count;
-      }
-    } else if (kind == 'M') {
-      if (!fm_end(p = fm_dec(fm_skip(p, le), le, &n), le) || !n || pfn + n > end_pfn ||
-          pfn + n < pfn) {
-        FM_FAIL("%s:%d: bad movable run", sec, line);
-        break;
-      }
-      if (nm == mcap) {
-        bh_page_run_t *q = realloc(sn->movable_runs, (mcap *= 2) * sizeof(*q));
-        if (!q) {
-          rc = BH_ENOMEM;
-          break;
-        }
-        sn->movable_runs = q;
-      }
-      sn->movable_runs[nm++] = (bh_page_run_t){pfn, n};
-      last_mov = pfn + n;
-    } else if (kind == 'P') {
-      if (pfn & ((1ull << pbo) - 1)) {
-        FM_FAIL("%s:%d: pageblocks from a misaligned pfn", sec, line);
-        break;
-      }
-      uint64_t b = pfn >> pbo;
-      for (p = fm_skip(p, le); !rc && p < le; p = fm_skip(p, le)) {
-        int t = -1;
-        for (int k = 0; k < BH_SNAP_TYPES; k++)
-          if (*p == mt_letters[k])
-            t = k;
-        if (*p != '-' && t < 0) {
-          FM_FAIL("%s:%d: bad pageblock type '%c'", sec, line, *p);
-          break;
-        }
-        if (!fm_end(p = fm_dec(p + 1, le, &n), le) || !n || b + n > npb || b + n < b) {
-          FM_FAIL("%s:%d: bad pageblock count", sec, line);
-          break;
-        }
-        memset(sn->pageblock_mt + b, t < 0 ? BH_PB_ABSENT : t, n);
-        b += n;
-      }
-    } else {
-      FM_FAIL("%s:%d: unknown line", sec, line);
-    }
+    if (f.line == 1)
+      rc = (size_t)(le - p) < 9 || memcmp(p, "freemap 1", 9) ? fm_bad(&f, "not 'freemap 1'") : 0;
+    else
+      rc = fm_line(&f, p, le);
   }
-  if (!rc && line == 0)
-    FM_FAIL("%s: empty", sec);
-  uint64_t stray;
-  if (!rc && nrep && !sn->reported_known) /* R lines say it: a count is only a check */
-    sn->reported_known = true;
-  else if (!rc && nrep != reported)
-    FM_FAIL("%s: R lines name %lu blocks, 'reported' says %lu", sec, (unsigned long)nrep,
-            (unsigned long)reported);
-  else if (!rc && (stray = fm_unlisted_reported(sn, nf)) != UINT64_MAX)
-    FM_FAIL("%s: reported block at %#lx is not one of the free blocks", sec, (unsigned long)stray);
+  if (!rc && f.line == 0)
+    rc = bh__errf(err, errlen, BH_EFORMAT, "%s: empty", sec);
+  if (!rc)
+    rc = fm_finish(&f);
   if (rc) {
     bh__snap_free_map(sn);
     return rc;
   }
   bh_snapshot_t *pub = &sn->pub;
   pub->free_runs = sn->free_runs;
-  pub->nr_free_runs = nf;
+  pub->nr_free_runs = f.nf;
   pub->movable_runs = sn->movable_runs;
-  pub->nr_movable_runs = nm;
+  pub->nr_movable_runs = f.nm;
   pub->pageblock_mt = sn->pageblock_mt;
-  pub->nr_pageblocks = npb;
+  pub->nr_pageblocks = f.npb;
   pub->have_freemap = true;
   return 0;
 }
