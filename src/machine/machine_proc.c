@@ -10,7 +10,7 @@
  * warnings (bh_machine_warnings), so that a snapshot is never half-read in silence.
  */
 #include "machine/machine_internal.h"
-#include "trace/trace_internal.h"
+#include "common/bytesrc.h"
 
 #include <dirent.h>
 #include <errno.h>

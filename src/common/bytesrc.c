@@ -8,7 +8,10 @@
  * gzip member that do not start another one are an error too.  All errors are BH_EIO and stay
  * (every later read returns the same error).
  */
-#include "trace/trace_internal.h"
+#include "common/bytesrc.h"
+
+#include <buddyhint.h>
+#include <buddyhint/trace.h>
 
 #include <errno.h>
 #include <fcntl.h>
