@@ -596,16 +596,30 @@ static uint64_t nearest_quiet(const struct ctx *c, uint64_t b, uint8_t t) {
   return UINT64_MAX;
 }
 
+/* A wholly free pageblock keeps the map's type if it is part of a larger free block (whose
+ * pageblocks are all one type) or if its buddy pageblock is wholly free too (retyped, the two
+ * could become mergeable where the kernel kept them apart, __free_one_page's
+ * migratetype_is_mergeable check); a pageblock-order block alone may take the trace's type. */
+static bool keeps_type(const struct ctx *c, uint64_t b) {
+  uint64_t p = b << c->pbo;
+  if (!in_large_free(c, b))
+    return false;
+  if ((c->placed[p] & 0x7f) != c->pbo + 1)
+    return true; /* inside a larger block */
+  return (b ^ 1) < c->npb && in_large_free(c, b ^ 1);
+}
+
 static void types_from_trace(struct ctx *c) {
   const bh__first_events_t *f = c->fes;
   if (!f || !f->pb_type || f->pfn_order || f->pb_order != c->pbo)
     return;
   for (uint64_t b = 0; b < c->npb && b < f->nr_pageblocks; b++) {
     uint8_t t = c->st->pageblock_mt[b];
-    if (!f->pb_type[b] || t == BH_PAGEBLOCK_ABSENT || t == BH_MT_ISOLATE)
+    if (!f->pb_type[b] || f->pb_type[b] == BH__PB_CLAIMED || t == BH_PAGEBLOCK_ABSENT ||
+        t == BH_MT_ISOLATE)
       continue;
     int ev = f->pb_type[b] - 1;
-    if (t == ev || (t == BH_MT_HIGHATOMIC && ev == BH_MT_MOVABLE) || in_large_free(c, b))
+    if (t == ev || (t == BH_MT_HIGHATOMIC && ev == BH_MT_MOVABLE) || keeps_type(c, b))
       continue;
     c->st->pageblock_mt[b] = (uint8_t)ev;
     c->st->retyped_pageblocks++;

@@ -44,6 +44,7 @@ typedef struct bh__first_events {
    * the type + 1 of its first such evidence, else 0. */
   uint8_t *last_free, *pb_type;
   uint64_t nr_pageblocks;
+  uint64_t last_refill_pb; /* bh__refill_evidence */
   unsigned pb_order;
 } bh__first_events_t;
 
@@ -113,6 +114,38 @@ static inline void bh__first_drain(bh__first_events_t *f, const bh_event_t *ev) 
   uint32_t cpu = ev->cpu < 0 ? 0 : (uint32_t)ev->cpu & 0xffff;
   f->fe[ev->pfn] |= (uint32_t)(ev->order + 1) << 2 | mt << 8 | BH__FE_DRAINED | cpu << 16;
   bh__first_alloc_seq(f, ev->pfn);
+}
+
+/*
+ * A pcp refill or a block taken at once (mm_page_alloc_zone_locked) comes from
+ * __rmqueue_smallest, which takes only the request's migratetype's free lists
+ * (mm/page_alloc.c:1644-1647 in 6.12.117): the block's pageblock had that type then.  A claim
+ * (mm_page_alloc_extfrag with change_ownership) retypes the pageblock first and is traced after
+ * the zone_locked event of the block it takes (try_to_claim_block, then __rmqueue_smallest,
+ * :2021-2024, then trace_mm_page_alloc_extfrag): a claim of the pageblock the last refill
+ * gave its type from takes that evidence back, and a claimed pageblock gives none
+ * (BH__PB_CLAIMED).  f->last_refill_pb: the pageblock of the last zone_locked event + 1, or 0.
+ */
+#define BH__PB_CLAIMED 0xff
+static inline void bh__refill_evidence(bh__first_events_t *f, const bh_event_t *ev) {
+  if (!f->pb_type || ev->pfn >= f->nr_pages)
+    return;
+  uint64_t b = ev->pfn >> f->pb_order;
+  if (b >= f->nr_pageblocks)
+    return;
+  if (ev->op == BH_EV_EXTFRAG) {
+    if (ev->change_ownership &&
+        (!f->pb_type[b] || (f->last_refill_pb == b + 1 && f->pb_type[b] == ev->migratetype + 1)))
+      f->pb_type[b] = BH__PB_CLAIMED;
+    return;
+  }
+  if (ev->op != BH_EV_ALLOC_ZONE_LOCKED)
+    return;
+  f->last_refill_pb = 0;
+  if (f->pb_type[b] || ev->migratetype < 0 || ev->migratetype >= BH_MT_PCPTYPES)
+    return;
+  f->pb_type[b] = (uint8_t)(ev->migratetype + 1);
+  f->last_refill_pb = b + 1;
 }
 
 /* The state, owned (bh__start_free). */
