@@ -12,23 +12,12 @@
 #include <buddyhint/gate.h>
 #include <buddyhint/replay.h>
 
+#include "common/errdetail.h"
+
 #include <ctype.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int parse_error(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int parse_error(char *err, size_t errlen, const char *fmt, ...) {
-  if (err && errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-  }
-  return BH_EFORMAT;
-}
 
 /* A finite decimal number >= 0 from s, up to stop (not included): 0, or -1. */
 static int parse_amount(const char *s, const char *stop, double *out) {
@@ -55,21 +44,21 @@ int bh_gate_parse(const char *spec, bh_gate_t *out, char *err, size_t errlen) {
     return BH_EINVAL;
   const char *eq = strchr(spec, '=');
   if (!eq || eq == spec)
-    return parse_error(err, errlen, "'%s' is not METRIC=+PCT%% or METRIC=-PCT%%", spec);
+    return bh__errf(err, errlen, BH_EFORMAT, "'%s' is not METRIC=+PCT%% or METRIC=-PCT%%", spec);
   size_t mlen = (size_t)(eq - spec);
   if (mlen >= sizeof(out->metric))
-    return parse_error(err, errlen, "'%.*s': a metric name is at most %d characters", (int)mlen,
-                       spec, BH_FIGURE_NAME_MAX - 1);
+    return bh__errf(err, errlen, BH_EFORMAT, "'%.*s': a metric name is at most %d characters",
+                    (int)mlen, spec, BH_FIGURE_NAME_MAX - 1);
   for (size_t i = 0; i < mlen; i++)
     if (!metric_char(spec[i]))
-      return parse_error(err, errlen, "'%.*s' is not a metric name (letters, digits, _ . -)",
-                         (int)mlen, spec);
+      return bh__errf(err, errlen, BH_EFORMAT,
+                      "'%.*s' is not a metric name (letters, digits, _ . -)", (int)mlen, spec);
   const char *v = eq + 1;
   if (*v != '+' && *v != '-')
-    return parse_error(err, errlen,
-                       "'%s': give the direction a regression takes, +PCT (an increase fails) "
-                       "or -PCT (a decrease fails)",
-                       spec);
+    return bh__errf(err, errlen, BH_EFORMAT,
+                    "'%s': give the direction a regression takes, +PCT (an increase fails) "
+                    "or -PCT (a decrease fails)",
+                    spec);
   bh_gate_t g = {.sign = *v == '-' ? -1 : 1};
   memcpy(g.metric, spec, mlen);
   g.metric[mlen] = '\0';
@@ -77,13 +66,13 @@ int bh_gate_parse(const char *spec, bh_gate_t *out, char *err, size_t errlen) {
   if (stop > v + 1 && stop[-1] == '%')
     stop--;
   if (parse_amount(v + 1, stop, &g.pct))
-    return parse_error(err, errlen, "'%s': '%.*s' is not a percentage (a number >= 0)", spec,
-                       (int)(stop - v - 1), v + 1);
+    return bh__errf(err, errlen, BH_EFORMAT, "'%s': '%.*s' is not a percentage (a number >= 0)",
+                    spec, (int)(stop - v - 1), v + 1);
   if (colon && parse_amount(colon + 1, colon + 1 + strlen(colon + 1), &g.abs))
-    return parse_error(err, errlen,
-                       "'%s': '%s' after ':' is not an absolute allowance (a "
-                       "number >= 0)",
-                       spec, colon + 1);
+    return bh__errf(err, errlen, BH_EFORMAT,
+                    "'%s': '%s' after ':' is not an absolute allowance (a "
+                    "number >= 0)",
+                    spec, colon + 1);
   *out = g;
   return 0;
 }

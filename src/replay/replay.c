@@ -606,10 +606,8 @@ static inline __attribute__((always_inline)) int scan_event(void *ctx, const bh_
     sc->max_cpu = (unsigned)ev->cpu;
   if (bh__unlikely(ev->op >= BH_EV_PCPU_DRAIN)) { /* no page changes hands */
     sc->pcp_events += ev->op != BH_EV_EXTFRAG;    /* the fallbacks alone drain no pcp list */
-    if (st->drains) {
-      bh__first_drain(st->fe, ev);
-      bh__refill_evidence(st->fe, ev);
-    }
+    if (st->drains)
+      bh__pcp_evidence(st->fe, ev);
     return 0;
   }
   if (bh__unlikely(st->fe != NULL)) {
@@ -672,10 +670,8 @@ static inline __attribute__((always_inline)) bool unplayed(struct scan_state *st
                                                            const bh_event_t *ev) {
   if (bh__likely(ev->op < BH_EV_PCPU_DRAIN))
     return false;
-  if (st->drains) {
-    bh__first_drain(st->fe, ev);
-    bh__refill_evidence(st->fe, ev);
-  }
+  if (st->drains)
+    bh__pcp_evidence(st->fe, ev);
   return true;
 }
 

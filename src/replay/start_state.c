@@ -257,6 +257,8 @@ static void counted_range(const struct ctx *c, const bh_machine_zone_t *z, uint6
 
 /* The head of the placed free block that holds p, and its order; false if none. */
 static bool placed_head(const struct ctx *c, uint64_t p, uint64_t *head, unsigned *order) {
+  if (c->covered && !((c->covered[p >> 6] >> (p & 63)) & 1))
+    return false; /* in no free block: one load */
   for (unsigned o = 0; o <= c->maxo; o++) {
     uint64_t h = p & ~((1ull << o) - 1);
     if ((c->placed[h] & 0x7f) == o + 1) {
@@ -272,9 +274,7 @@ static bool placed_head(const struct ctx *c, uint64_t p, uint64_t *head, unsigne
 static bool in_placed(const struct ctx *c, uint64_t p) {
   uint64_t h;
   unsigned o;
-  if (c->covered)
-    return (c->covered[p >> 6] >> (p & 63)) & 1;
-  return placed_head(c, p, &h, &o);
+  return c->covered ? (c->covered[p >> 6] >> (p & 63)) & 1 : placed_head(c, p, &h, &o);
 }
 
 /* A free block of order o placed with its head at p. */
@@ -371,6 +371,7 @@ static bool holds_other_head(const struct ctx *c, uint64_t p, uint64_t n) {
 
 /* in_pcp: the pages put on pcp lists so far, a bit each */
 static inline bool bit_at(const uint64_t *m, uint64_t p) { return (m[p / 64] >> (p % 64)) & 1; }
+static inline void set_bit_at(uint64_t *m, uint64_t p) { m[p / 64] |= 1ull << (p % 64); }
 
 /* The first allocation (or first drain) at head p onto its pcp list's tail, or, if its block
  * holds an earlier one's first page, its other pages as order-0 blocks; *pages: the pages of
@@ -393,7 +394,7 @@ static int place_first(struct ctx *c, uint64_t p, uint64_t *in_pcp, uint64_t *pa
   *pages = nb;
   if (!holds_other_head(c, p, nb)) {
     for (uint64_t q = p; q < p + nb; q++)
-      in_pcp[q / 64] |= 1ull << (q % 64);
+      set_bit_at(in_pcp, q);
     return add_pcp(c, p, order - 1, c->fe[p] >> 16, mt);
   }
   /* split: each page that no other first allocation took is an order-0 block (order 0
@@ -407,7 +408,7 @@ static int place_first(struct ctx *c, uint64_t p, uint64_t *in_pcp, uint64_t *pa
     }
     if (!bit_at(in_pcp, q)) {
       rc = add_pcp(c, q, 0, c->fe[p] >> 16, mt);
-      in_pcp[q / 64] |= 1ull << (q % 64);
+      set_bit_at(in_pcp, q);
     }
     q++;
   }
@@ -415,10 +416,11 @@ static int place_first(struct ctx *c, uint64_t p, uint64_t *in_pcp, uint64_t *pa
   return rc;
 }
 
-/* Is p a head the pcp lists may start with (its first event an allocation or a drain)? */
-static bool first_head(const struct ctx *c, const uint64_t *in_pcp, uint64_t p) {
+/* May p start a block on a pcp list: free at the start (its first event an allocation or a
+ * drain), on no pcp list yet, in no free block, and (if head) a first allocation's first page? */
+static bool may_start_pcp(const struct ctx *c, const uint64_t *in_pcp, uint64_t p, bool head) {
   return p < c->nr_pages && fe_kind(c, p) == BH__FE_ALLOC && !bit_at(in_pcp, p) &&
-         !in_placed(c, p) && ((c->fe[p] >> 2) & 63);
+         !in_placed(c, p) && (!head || ((c->fe[p] >> 2) & 63));
 }
 
 /*
@@ -445,8 +447,7 @@ static int pcp_from_trace(struct ctx *c) {
   int rc = by_seq ? event_pages(c) : 0;
   for (uint64_t i = 0; !rc && i < n; i++) {
     uint64_t p = by_seq ? c->fes->seq[i] : i, pages;
-    if (p >= c->nr_pages || fe_kind(c, p) != BH__FE_ALLOC || bit_at(in_pcp, p) || in_placed(c, p) ||
-        (by_seq && (!((c->fe[p] >> 2) & 63) || (c->fe[p] & BH__FE_DRAINED))))
+    if (!may_start_pcp(c, in_pcp, p, by_seq) || (by_seq && (c->fe[p] & BH__FE_DRAINED)))
       continue;
     rc = place_first(c, p, in_pcp, &pages);
     if (!by_seq && pages)
@@ -454,7 +455,7 @@ static int pcp_from_trace(struct ctx *c) {
   }
   for (uint64_t i = by_seq ? n : 0; !rc && i-- > 0;) { /* drained first: the tails */
     uint64_t p = c->fes->seq[i], pages;
-    if ((c->fe[p] & BH__FE_DRAINED) && first_head(c, in_pcp, p))
+    if ((c->fe[p] & BH__FE_DRAINED) && may_start_pcp(c, in_pcp, p, true))
       rc = place_first(c, p, in_pcp, &pages);
   }
   /* by_seq: the pages that are not the first page of a first allocation, and not inside a
@@ -464,8 +465,7 @@ static int pcp_from_trace(struct ctx *c) {
   for (uint64_t i = 0; !rc && by_seq && i < c->nevp; i++) {
     uint64_t p = c->evp[i];
     uint32_t v = fe[p];
-    if ((v & 3) == BH__FE_ALLOC && !((v >> 2) & 63) && !(in_pcp[p / 64] & (1ull << (p % 64))) &&
-        !in_placed(c, p))
+    if ((v & 3) == BH__FE_ALLOC && !((v >> 2) & 63) && !bit_at(in_pcp, p) && !in_placed(c, p))
       unexplained++;
   }
   c->st->unexplained_pages += unexplained;
@@ -526,7 +526,7 @@ static int runs_in_list_order(struct ctx *c) {
   for (size_t i = 0; !rc && i < c->fes->nr_seq; i++) {
     uint64_t h, p = c->fes->seq[i];
     unsigned o;
-    if (p >= c->nr_pages || !in_placed(c, p) || !placed_head(c, p, &h, &o) || (c->placed[h] & 0x80))
+    if (p >= c->nr_pages || !placed_head(c, p, &h, &o) || (c->placed[h] & 0x80))
       continue;
     c->placed[h] |= 0x80; /* emitted */
     rc = add_run(c, h, o);

@@ -119,12 +119,13 @@ static inline void bh__first_drain(bh__first_events_t *f, const bh_event_t *ev) 
 /*
  * A pcp refill or a block taken at once (mm_page_alloc_zone_locked) comes from
  * __rmqueue_smallest, which takes only the request's migratetype's free lists
- * (mm/page_alloc.c:1644-1647 in 6.12.117): the block's pageblock had that type then.  A claim
+ * (mm/page_alloc.c:1644-1650 in 6.12): the block's pageblock had that type then.  A claim
  * (mm_page_alloc_extfrag with change_ownership) retypes the pageblock first and is traced after
- * the zone_locked event of the block it takes (try_to_claim_block, then __rmqueue_smallest,
- * :2021-2024, then trace_mm_page_alloc_extfrag): a claim of the pageblock the last refill
- * gave its type from takes that evidence back, and a claimed pageblock gives none
- * (BH__PB_CLAIMED).  f->last_refill_pb: the pageblock of the last zone_locked event + 1, or 0.
+ * the zone_locked event of the block it takes (try_to_steal_block's __move_freepages_block and
+ * __rmqueue_smallest, :2022-2023, then __rmqueue_claim's trace, :2255): a claim of the
+ * pageblock the last refill gave its type from takes that evidence back, and a claimed
+ * pageblock gives none (BH__PB_CLAIMED).  f->last_refill_pb: the pageblock of the last
+ * zone_locked event + 1, or 0.
  */
 #define BH__PB_CLAIMED 0xff
 static inline void bh__refill_evidence(bh__first_events_t *f, const bh_event_t *ev) {
@@ -146,6 +147,12 @@ static inline void bh__refill_evidence(bh__first_events_t *f, const bh_event_t *
     return;
   f->pb_type[b] = (uint8_t)(ev->migratetype + 1);
   f->last_refill_pb = b + 1;
+}
+
+/* What a pcp event or a fallback tells of the start: the drains, the refills, the claims. */
+static inline void bh__pcp_evidence(bh__first_events_t *f, const bh_event_t *ev) {
+  bh__first_drain(f, ev);
+  bh__refill_evidence(f, ev);
 }
 
 /* The state, owned (bh__start_free). */

@@ -498,16 +498,12 @@ static void test_start_buddy_order(void **state) {
   bh_arena_destroy(a);
 }
 
-static void test_start_pageblock_types(void **state) {
-  (void)state;
-  bh_arena_t *a = crafted_arena();
-  uint64_t p3[3];
-  three_movable_used(a, p3);
-  uint64_t pb = p3[0] >> a->pb_order << a->pb_order;
-  /* The map's mistake as the map makes it, keeping pagetypeinfo's counts: it swaps the
-   * pageblock's type with that of an Unmovable pageblock of the zone that holds no free page
-   * and that the trace does not touch.  The start state retypes the one the trace shows, and
-   * gives a quiet Movable pageblock of the zone the Unmovable type: the counts hold. */
+/*
+ * The free map's mistake as a map makes it, keeping pagetypeinfo's counts: Movable pageblock
+ * pb typed Unmovable, swapped with an Unmovable pageblock of its zone that holds no free page
+ * (the trace does not touch it).  The map's extra lines that say so, into extra.
+ */
+static void mistype_pageblock(bh_arena_t *a, uint64_t pb, char *extra, size_t len) {
   const bh_zone_t *z = bh__pfn_zone(a, pb);
   uint64_t quiet = UINT64_MAX;
   for (uint64_t b = z->zone_start_pfn >> a->pb_order;
@@ -519,9 +515,20 @@ static void test_start_pageblock_types(void **state) {
       quiet = b;
   }
   assert_true(quiet != UINT64_MAX);
-  char extra[64];
-  snprintf(extra, sizeof(extra), "P %lx U1\nP %lx M1\n", (unsigned long)pb,
+  snprintf(extra, len, "P %lx U1\nP %lx M1\n", (unsigned long)pb,
            (unsigned long)(quiet << a->pb_order));
+}
+
+static void test_start_pageblock_types(void **state) {
+  (void)state;
+  bh_arena_t *a = crafted_arena();
+  uint64_t p3[3];
+  three_movable_used(a, p3);
+  uint64_t pb = p3[0] >> a->pb_order << a->pb_order;
+  /* The start state retypes the pageblock the trace shows, and gives a quiet Movable
+   * pageblock of the zone the Unmovable type: the counts hold. */
+  char extra[64];
+  mistype_pageblock(a, pb, extra, sizeof(extra));
   /* the end snapshot is the arena as it is: the trace gives back what it takes */
   char *desc = describe_with(a, true, extra, NULL);
   char lines[512];
@@ -1033,10 +1040,11 @@ static long replay_pcp(const char *path, const char *dir, bh_replay_summary_t *s
 /*
  * Pageblock types from the pcp events: a refill (mm_page_alloc_zone_locked) comes from
  * __rmqueue_smallest, which takes only the request's migratetype's lists (mm/page_alloc.c:
- * 1644-1647 in 6.12.117), so the refilled block's pageblock had the request's type.  The map
+ * 1644-1650 in 6.12), so the refilled block's pageblock had the request's type.  The map
  * holds a Movable pageblock Unmovable (its mistake, swapped with a quiet Unmovable one); a
  * Movable refill from it retypes it.  A claim (mm_page_alloc_extfrag, change_ownership) is
- * traced after the refill it made (try_to_claim_block, then __rmqueue_smallest, :2021-2024):
+ * traced after the refill it made (try_to_steal_block's __move_freepages_block and
+ * __rmqueue_smallest, :2022-2023, then __rmqueue_claim's trace_mm_page_alloc_extfrag, :2255):
  * then the refill says nothing of the pageblock's start type.
  */
 static void test_start_types_from_refills(void **state) {
@@ -1045,35 +1053,21 @@ static void test_start_types_from_refills(void **state) {
   uint64_t p3[3];
   three_movable_used(a, p3);
   uint64_t pb = p3[0] >> a->pb_order << a->pb_order;
-  const bh_zone_t *z = bh__pfn_zone(a, pb);
-  uint64_t quiet = UINT64_MAX;
-  for (uint64_t b = z->zone_start_pfn >> a->pb_order;
-       b < (z->zone_start_pfn + z->zone_spanned_pages) >> a->pb_order && quiet == UINT64_MAX; b++) {
-    bool ok = (a->pageblock[b] & 7) == BH_MT_UNMOVABLE && !(a->pageblock[b] & BH__PB_ABSENT);
-    for (uint64_t p = b << a->pb_order; ok && p < (b + 1) << a->pb_order; p++)
-      ok = !(a->pages[p].flags & (BH__PG_BUDDY | BH__PG_NOPAGE));
-    if (ok)
-      quiet = b;
-  }
-  assert_true(quiet != UINT64_MAX);
   char extra[64];
-  snprintf(extra, sizeof(extra), "P %lx U1\nP %lx M1\n", (unsigned long)pb,
-           (unsigned long)(quiet << a->pb_order));
+  mistype_pageblock(a, pb, extra, sizeof(extra));
   char *desc = describe_with(a, false, extra, NULL);
   for (int claimed = 0; claimed < 2; claimed++) {
-    char lines[512];
+    char claim[128] = "", lines[512];
+    if (claimed) /* the claim is traced after the refill it made (try_to_steal_block) */
+      snprintf(claim, sizeof(claim),
+               "1001 X %#lx 0 cpu=0 mt=1 fallback_order=0 fallback_mt=0 claim=1\n",
+               (unsigned long)p3[1]);
     snprintf(lines, sizeof(lines),
              "# buddyhint-trace 3\n"
              "1000 Z %#lx 0 cpu=0 mt=1 refill=1\n"
+             "%s"
              "2000 F %#lx 0 cpu=0\n",
-             (unsigned long)p3[1], (unsigned long)p3[0]);
-    if (claimed) /* the claim is traced after the refill it made (try_to_claim_block) */
-      snprintf(lines, sizeof(lines),
-               "# buddyhint-trace 3\n"
-               "1000 Z %#lx 0 cpu=0 mt=1 refill=1\n"
-               "1001 X %#lx 0 cpu=0 mt=1 fallback_order=0 fallback_mt=0 claim=1\n"
-               "2000 F %#lx 0 cpu=0\n",
-               (unsigned long)p3[1], (unsigned long)p3[1], (unsigned long)p3[0]);
+             (unsigned long)p3[1], claim, (unsigned long)p3[0]);
     bh_replay_config_t cfg;
     bh_replay_config_init(&cfg);
     cfg.trace = write_trace3("pbrefill.bht", BH_TRACE_NATIVE_BINARY, desc, lines);
