@@ -178,9 +178,7 @@ BH_API int bh_opt_duration(const bh_opt_t *o, uint64_t *ns);
  * bytes. */
 BH_API int bh_opt_size(const bh_opt_t *o, uint64_t *bytes);
 
-/* Deprecated: the same as bh_zone_count() (buddyhint.h), which new code should call; kept for
- * the ABI. */
-BH_API int bh_arena_zone_count(const bh_arena_t *a);
+/* The number of zones: bh_zone_count() (buddyhint.h). */
 BH_API bh_zone_t *bh_arena_zone(bh_arena_t *a, int i);
 BH_API int bh_zone_index(const bh_zone_t *z);
 BH_API uint64_t bh_zone_start_pfn(const bh_zone_t *z);

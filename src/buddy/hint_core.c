@@ -8,7 +8,6 @@
 
 #include <buddyhint/strategy.h>
 
-int bh_arena_zone_count(const bh_arena_t *a) { return bh_zone_count(a); }
 bh_zone_t *bh_arena_zone(bh_arena_t *a, int i) {
   return a && i >= 0 && i < a->nr_zones ? &a->zones[i] : NULL;
 }
