@@ -15,6 +15,8 @@
 #include <cmocka.h>
 
 #include <dirent.h>
+#include <ftw.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,22 +36,18 @@ static inline int tt_setup(void **state) {
   return mkdtemp(tt_dir) ? 0 : -1;
 }
 
-/* Removes the directory and the files in it (no subdirectories are made). */
+static inline int tt_remove_one(const char *path, const struct stat *sb, int flag,
+                                struct FTW *ftw) {
+  (void)sb;
+  (void)ftw;
+  return flag == FTW_DP ? rmdir(path) : unlink(path);
+}
+
+/* Removes the directory and everything in it (replays write dump directories into it). */
 static inline int tt_teardown(void **state) {
   (void)state;
-  DIR *d = opendir(tt_dir);
-  if (!d)
-    return 0;
-  struct dirent *e;
-  char p[512];
-  while ((e = readdir(d))) {
-    if (e->d_name[0] == '.')
-      continue;
-    snprintf(p, sizeof(p), "%s/%s", tt_dir, e->d_name);
-    unlink(p);
-  }
-  closedir(d);
-  rmdir(tt_dir);
+  if (tt_dir[0])
+    nftw(tt_dir, tt_remove_one, 16, FTW_DEPTH | FTW_PHYS);
   return 0;
 }
 
