@@ -82,7 +82,7 @@ _buddyhint() {
   --start-state) words="auto kpageflags counts empty" ;;
   --placement) words="allocator trace" ;;
   --by) words="pid comm callsite" ;;
-  --json | --csv | --timeline | --reports | -o | --start | --end | --dump | --snapshot)
+  --json | --csv | --timeline | --reports | --placements | -o | --start | --end | --dump | --snapshot)
     mapfile -t COMPREPLY < <(compgen -f -- "$cur")
     compopt -o filenames 2>/dev/null
     return ;;

@@ -115,6 +115,15 @@ typedef struct bh_replay_config {
    */
   FILE *reports;
   bool reports_hex;
+  /*
+   * CSV of the allocator's choice for every allocation, or NULL: a header
+   * "trace_time_s,cpu,order,migratetype,kernel_pfn,pfn,where", then, where placement agreement
+   * is counted (a start state, allocator placement), one line per allocation:
+   * the recorded pfn, the one the arena chose, and where the recorded block was in the arena
+   * just before (the names of placement_agreement.misses_by_where; "same" where the arena
+   * chose it).  pfns in hex with reports_hex.  The way to find which choices disagree.
+   */
+  FILE *placements;
   /* lost events in the trace (bh_trace_counts_t.lost_events), and every warning of the
    * summary (bh_replay_summary_t.warnings), make the replay fail with BH_EFORMAT instead of
    * being counted in lost_events or listed (default false) */

@@ -15,16 +15,23 @@ static void help(FILE *f) {
           "  --reports FILE        write every block the strategy reported as CSV\n"
           "                        (trace_time_s,pfn,order: the time on the trace's clock,\n"
           "                        where the timeline's time_s is virtual time from 0)\n"
-          "  --hex                 pfns in --reports in hex (0x...), as kernel tools print them\n\n"
+          "  --placements FILE     with a start state and the arena choosing, write every\n"
+          "                        allocation as CSV: the kernel's pfn, the arena's, and where\n"
+          "                        the kernel's block was (trace_time_s,cpu,order,migratetype,\n"
+          "                        kernel_pfn,pfn,where; where as placement_agreement's\n"
+          "                        misses_by_where, \"same\" for a match)\n"
+          "  --hex                 pfns in --reports and --placements in hex (0x...), as\n"
+          "                        kernel tools print them\n\n"
           "In the summary, \"reported\" is all the memory the strategy reported, and \"of it\n"
           "resident and returned\" the resident memory the reports took back (returned_bytes).\n"
           "\n%s",
           bh_cli_replay_help, bh_cli_timeline_help);
 }
 
-/* replay's own options: --reports FILE and --hex. */
+/* replay's own options: --reports FILE, --placements FILE and --hex. */
 struct replay_own {
   const char *reports;
+  const char *placements;
   bool hex;
 };
 
@@ -39,6 +46,8 @@ static int replay_extra(int argc, char **argv, int *i, void *ctx) {
   int r = bh_cli_opt(argc, argv, i, "reports", &v);
   if (r > 0)
     o->reports = v;
+  if (r == 0 && (r = bh_cli_opt(argc, argv, i, "placements", &v)) > 0)
+    o->placements = v;
   return r;
 }
 
@@ -94,7 +103,7 @@ int cmd_replay(int argc, char **argv) {
   bh_cli_replay_t c;
   bh_cli_replay_init(&c);
   const char *trace;
-  struct replay_own own = {NULL, false};
+  struct replay_own own = {NULL, NULL, false};
   int r = bh_cli_replay_args(argc, argv, &c, &trace, replay_extra, &own, help);
   const char *reports_path = own.reports;
   c.cfg.reports_hex = own.hex;
@@ -113,24 +122,41 @@ int cmd_replay(int argc, char **argv) {
     bh_cli_replay_free(&c);
     return BH_EXIT_USAGE;
   }
-  FILE *reports = NULL;
-  if (reports_path && !strcmp(reports_path, "-") && c.json_path && !strcmp(c.json_path, "-")) {
-    bh_cli_usage_error("replay", "--reports - and --json -: only one output can be standard "
-                                 "output");
+  FILE *reports = NULL, *placements = NULL;
+  const char *placements_path = own.placements;
+  int stdouts = (reports_path && !strcmp(reports_path, "-")) +
+                (placements_path && !strcmp(placements_path, "-")) +
+                (c.json_path && !strcmp(c.json_path, "-"));
+  if (stdouts > 1) {
+    bh_cli_usage_error("replay", "--reports -, --placements - and --json -: only one output "
+                                 "can be standard output");
     bh_cli_replay_free(&c);
     return BH_EXIT_USAGE;
   }
-  const char *inputs[] = {trace, NULL}; /* the reports may not be the trace */
+  if (reports_path && placements_path && !strcmp(reports_path, placements_path)) {
+    bh_cli_usage_error("replay", "--reports and --placements name the same file");
+    bh_cli_replay_free(&c);
+    return BH_EXIT_USAGE;
+  }
+  const char *inputs[] = {trace, NULL}; /* no output may be the trace */
   bh_cli_set_inputs(inputs);
   r = bh_cli_open_out("replay", reports_path, &reports);
+  if (!r && (r = bh_cli_open_out("replay", placements_path, &placements)) != 0)
+    bh_cli_abort_out(reports);
   bh_cli_set_inputs(NULL);
   if (!r) {
     c.cfg.reports = reports;
+    c.cfg.placements = placements;
     r = bh_cli_run_one("replay", &c, trace, true);
-    if (r != BH_EXIT_OK && r != BH_EXIT_FAIL)
+    if (r != BH_EXIT_OK && r != BH_EXIT_FAIL) {
       bh_cli_abort_out(reports); /* the run did not happen: a file already there stays */
-    else if (bh_cli_close_out(reports) && r == BH_EXIT_OK)
-      r = BH_EXIT_FAIL;
+      bh_cli_abort_out(placements);
+    } else {
+      int closed = bh_cli_close_out(reports);
+      closed |= bh_cli_close_out(placements);
+      if (closed && r == BH_EXIT_OK)
+        r = BH_EXIT_FAIL;
+    }
   }
   bh_cli_replay_free(&c);
   return r;

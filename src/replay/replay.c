@@ -1099,6 +1099,16 @@ COLD static void miss_where(struct replay *r, const bh_event_t *ev, int mt, int 
   g->first_miss_where[where]++;
 }
 
+/* --placements: the kernel's block and the arena's, and where the kernel's was. */
+COLD static void placement_line(struct replay *r, const bh_event_t *ev, int mt, uint64_t pfn,
+                                const char *where) {
+  const char *fmt =
+      r->cfg->reports_hex ? "%.6f,%d,%u,%s,0x%lx,0x%lx,%s\n" : "%.6f,%d,%u,%s,%lu,%lu,%s\n";
+  fprintf(r->cfg->placements, fmt, (double)ev->time_ns / 1e9, ev->cpu, ev->order,
+          bh_migratetype_name(mt), (unsigned long)ev->pfn, (unsigned long)pfn,
+          where ? where : "same");
+}
+
 /*
  * An allocation in the recorded machine's shape: with --placement trace the recorded block
  * itself if it is free (else a placement conflict and the allocator's choice); with the
@@ -1134,6 +1144,8 @@ __attribute__((noinline)) static int shaped_alloc(struct replay *r, const bh_eve
     int same = *pfn == ev->pfn, mt = bh_gfp_migratetype(ev->gfp);
     if (!same)
       miss_where(r, ev, mt, w.where);
+    if (bh__unlikely(r->cfg->placements != NULL))
+      placement_line(r, ev, mt, *pfn, same ? NULL : bh__where_names[w.where]);
     g->allocs++;
     g->same += (uint64_t)same;
     g->by_order[ev->order][0]++;
@@ -1374,6 +1386,8 @@ static int setup(struct replay *r, const struct scan *sc) {
   /* a recorded machine's reporting has a pass pending for its unreported free blocks */
   if (hc.registered_at_boot && (bh_hint_strategy(r->hint)->flags & BH_STRATEGY_PAGE_REPORTED))
     bh__notify_unreported(r->arena);
+  if (cfg->placements) /* rows only where agreement is counted */
+    fprintf(cfg->placements, "trace_time_s,cpu,order,migratetype,kernel_pfn,pfn,where\n");
   if (cfg->reports) {
     fprintf(cfg->reports, "trace_time_s,pfn,order\n");
     r->hint->on_report = on_report;

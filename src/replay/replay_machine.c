@@ -21,6 +21,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -344,22 +345,90 @@ static bool start_block_reported(bh_arena_t *a, uint64_t pfn, unsigned order, bo
   return false;
 }
 
+static int cmp_u64(const void *x, const void *y) {
+  uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+  return a < b ? -1 : a > b;
+}
+
+/*
+ * Moves the free blocks of zone z at or above order `from` that `want` holds (sorted keys
+ * pfn << 8 | order), or with want NULL every one not reported yet, to their lists' tails as
+ * reported, in the order their lists hold them.  The lists' order is the start state's (the
+ * blocks the trace allocates first nearest the head, docs/MACHINE-SHAPE.md), and reporting
+ * keeps it among the blocks it moves: page_reporting_cycle walks a list from its head
+ * (mm/page_reporting.c:184 in 6.12) and page_reporting_drain puts each block back (:120) at
+ * the tail (__putback_isolated_page, mm/page_alloc.c:2950-2951).  The blocks are collected first,
+ * then moved (walking a list while moving its blocks would meet them again).  Returns how many were
+ * moved, or -1 out of memory.
+ */
+static long report_in_list_order(bh_arena_t *a, bh_zone_t *z, unsigned from, const uint64_t *want,
+                                 size_t nwant, bool page_reported) {
+  size_t n = 0, cap = 0;
+  uint64_t *blk = NULL;
+  bh_zone_lock(z);
+  for (unsigned o = from; o <= bh_arena_max_order(a); o++)
+    for (int mt = 0; mt < BH_MT_TYPES; mt++)
+      for (uint64_t p = bh_free_list_first(z, o, mt); p != BH_PFN_NONE;
+           p = bh_free_list_next(z, o, mt, p)) {
+        uint64_t key = p << 8 | o;
+        if (want ? !bsearch(&key, want, nwant, sizeof(*want), cmp_u64) : bh_block_reported(z, p))
+          continue;
+        if (n == cap) {
+          uint64_t *q = realloc(blk, (cap = cap ? cap * 2 : 256) * sizeof(*q));
+          if (!q) {
+            bh_zone_unlock(z);
+            free(blk);
+            return -1;
+          }
+          blk = q;
+        }
+        blk[n++] = key;
+      }
+  bh_zone_unlock(z);
+  long moved = 0;
+  for (size_t k = 0; k < n; k++)
+    moved += start_block_reported(a, blk[k] >> 8, (unsigned)(blk[k] & 0xff), page_reported);
+  free(blk);
+  return moved;
+}
+
 void bh__rm_start_reported(const bh__rmachine_t *rm, bh_arena_t *a, bool page_reported,
                            bh_replay_summary_t *s) {
-  size_t n = 0;
+  size_t n = 0, nb = 0;
   const bh_block_run_t *runs = rm->start == BH__START_KPAGEFLAGS
                                    ? bh__machine_reported_runs(rm->m, BH_SNAP_START, &n, NULL)
                                    : NULL;
-  if (n && bh__discard_enable(a) < 0)
-    return; /* out of memory: the blocks stay as they are, and uncounted */
+  if (!n)
+    return;
   for (size_t i = 0; i < n; i++)
-    for (uint64_t k = 0; k < runs[i].count; k++) {
-      uint64_t pfn = runs[i].pfn + (k << runs[i].order);
-      if (pfn < bh_arena_pages(a) && start_block_reported(a, pfn, runs[i].order, page_reported))
-        s->start_reported_blocks++, s->start_reported_marked += page_reported;
-      else
-        s->start_reported_missed++;
+    nb += runs[i].count;
+  uint64_t *want = malloc(nb * sizeof(*want));
+  if (!want || bh__discard_enable(a) < 0) {
+    free(want);
+    return; /* out of memory: the blocks stay as they are, and uncounted */
+  }
+  size_t k = 0;
+  unsigned from = UINT_MAX;
+  for (size_t i = 0; i < n; i++)
+    for (uint64_t j = 0; j < runs[i].count; j++) {
+      uint64_t pfn = runs[i].pfn + (j << runs[i].order);
+      if (pfn < bh_arena_pages(a)) {
+        want[k++] = pfn << 8 | runs[i].order;
+        from = runs[i].order < from ? runs[i].order : from;
+      }
     }
+  qsort(want, k, sizeof(*want), cmp_u64);
+  uint64_t moved = 0;
+  for (int i = 0; i < bh_zone_count(a) && k; i++) {
+    long m = report_in_list_order(a, bh_arena_zone(a, i), from, want, k, page_reported);
+    if (m < 0)
+      break; /* out of memory: the rest stay as they are, and count as missed */
+    moved += (uint64_t)m;
+  }
+  s->start_reported_blocks += moved;
+  s->start_reported_marked += page_reported ? moved : 0;
+  s->start_reported_missed += nb - moved;
+  free(want);
 }
 
 int bh__rm_start_reported_all(bh_arena_t *a, bool page_reported, bh_replay_summary_t *s) {
@@ -378,33 +447,11 @@ int bh__rm_start_reported_all(bh_arena_t *a, bool page_reported, bh_replay_summa
     bh_zone_unlock(z);
     if (!ok)
       continue;
-    /* the blocks first, then each moved to its list's tail (walking a list while moving its
-     * blocks would meet them again) */
-    size_t n = 0, cap = 0;
-    uint64_t *blk = NULL;
-    bh_zone_lock(z);
-    for (unsigned o = from; o <= bh_arena_max_order(a); o++)
-      for (int mt = 0; mt < BH_MT_TYPES; mt++)
-        for (uint64_t p = bh_free_list_first(z, o, mt); p != BH_PFN_NONE;
-             p = bh_free_list_next(z, o, mt, p)) {
-          if (bh_block_reported(z, p))
-            continue;
-          if (n == cap) {
-            uint64_t *q = realloc(blk, (cap = cap ? cap * 2 : 256) * sizeof(*q));
-            if (!q) {
-              bh_zone_unlock(z);
-              free(blk);
-              return BH_ENOMEM;
-            }
-            blk = q;
-          }
-          blk[n++] = p << 8 | o;
-        }
-    bh_zone_unlock(z);
-    for (size_t k = 0; k < n; k++)
-      if (start_block_reported(a, blk[k] >> 8, (unsigned)(blk[k] & 0xff), page_reported))
-        s->start_reported_blocks++, s->start_reported_marked += page_reported;
-    free(blk);
+    long m = report_in_list_order(a, z, from, NULL, 0, page_reported);
+    if (m < 0)
+      return BH_ENOMEM;
+    s->start_reported_blocks += (uint64_t)m;
+    s->start_reported_marked += page_reported ? (uint64_t)m : 0;
   }
   return 0;
 }
@@ -634,11 +681,13 @@ static void u64_array(FILE *f, const uint64_t *v, unsigned n) {
   fputc(']', f);
 }
 
+const char *const bh__where_names[BH_WHERE_NR] = {
+    "pcp_head", "pcp_deeper",   "pcp_far",   "pcp_other_list", "pcp_other_cpu",
+    "buddy",    "buddy_inside", "allocated", "pretrace",       "other"};
+
 /* Misses by where the kernel's block was (BH_WHERE_*), as an object of non-zero counts. */
 static void where_json(FILE *f, const uint64_t *v) {
-  static const char *const names[BH_WHERE_NR] = {
-      "pcp_head", "pcp_deeper",   "pcp_far",   "pcp_other_list", "pcp_other_cpu",
-      "buddy",    "buddy_inside", "allocated", "pretrace",       "other"};
+  const char *const *names = bh__where_names;
   fputc('{', f);
   for (int i = 0, k = 0; i < BH_WHERE_NR; i++)
     if (v[i])

@@ -117,6 +117,9 @@ int bh__rm_dump_check(const char *dir, char *err, size_t errlen);
 int bh__rm_dump(const bh__rmachine_t *rm, bh_arena_t *a, const char *dir, char *err, size_t errlen);
 void bh__rm_free(bh__rmachine_t *rm);
 
+/* The names of BH_WHERE_* as the summary's misses_by_where and --placements write them. */
+extern const char *const bh__where_names[BH_WHERE_NR];
+
 /* The fidelity and agreement as JSON members (after a comma, in the summary object). */
 void bh__rm_json(FILE *f, const bh_replay_summary_t *s, const char *nl, int indent);
 

@@ -578,9 +578,10 @@ static bool quiet_pageblock(const struct ctx *c, uint64_t b, uint8_t t) {
   return p == end;
 }
 
-/* The quiet pageblock of type t nearest b (in pfn) in b's zone (pagetypeinfo counts per
- * zone), or UINT64_MAX. */
-static uint64_t nearest_quiet(const struct ctx *c, uint64_t b, uint8_t t) {
+/* The pageblock nearest b (in pfn) in b's zone (pagetypeinfo counts per zone) that is of type
+ * t and for which ok(c, q, t) holds, or UINT64_MAX. */
+static uint64_t nearest_pageblock(const struct ctx *c, uint64_t b, uint8_t t,
+                                  bool (*ok)(const struct ctx *, uint64_t, uint8_t)) {
   uint64_t lo = 0, hi = 0, p = b << c->pbo;
   for (int i = 0; i < c->in->nr_zones; i++) {
     const bh_machine_zone_t *z = &c->in->zones[i];
@@ -588,9 +589,9 @@ static uint64_t nearest_quiet(const struct ctx *c, uint64_t b, uint8_t t) {
       counted_range(c, z, &lo, &hi);
   }
   for (uint64_t d = 1; b + d <= hi || d <= b - lo; d++) {
-    if (b + d <= hi && b + d < c->npb && quiet_pageblock(c, b + d, t))
+    if (b + d <= hi && b + d < c->npb && ok(c, b + d, t))
       return b + d;
-    if (d <= b - lo && quiet_pageblock(c, b - d, t))
+    if (d <= b - lo && ok(c, b - d, t))
       return b - d;
   }
   return UINT64_MAX;
@@ -609,6 +610,24 @@ static bool keeps_type(const struct ctx *c, uint64_t b) {
   return (b ^ 1) < c->npb && in_large_free(c, b ^ 1);
 }
 
+/* Is pageblock b one free block of the pageblock order (not inside a larger one)? */
+static bool free_pageblock(const struct ctx *c, uint64_t b) {
+  return (c->placed[b << c->pbo] & 0x7f) == c->pbo + 1;
+}
+
+/* Pageblock b: of type t, no trace evidence, one free block of the pageblock order that may
+ * be retyped, and no event in it: a free pageblock whose type nothing shows. */
+static bool quiet_free_pageblock(const struct ctx *c, uint64_t b, uint8_t t) {
+  if (c->st->pageblock_mt[b] != t || c->fes->pb_type[b] || !free_pageblock(c, b) ||
+      keeps_type(c, b))
+    return false;
+  uint64_t p = b << c->pbo, end = p + (1ull << c->pbo);
+  for (; p < end && p < c->nr_pages; p++)
+    if (c->fe[p])
+      return false;
+  return p == end;
+}
+
 static void types_from_trace(struct ctx *c) {
   const bh__first_events_t *f = c->fes;
   if (!f || !f->pb_type || f->pfn_order || f->pb_order != c->pbo)
@@ -625,9 +644,18 @@ static void types_from_trace(struct ctx *c) {
     c->st->retyped_pageblocks++;
     /* pagetypeinfo's counts of pageblocks by type are the kernel's own: the map gave another
      * pageblock ev's type where it belonged to t.  Which one is unknown; one that nothing in
-     * the trace touches and that holds no free page takes t, so that the counts hold and the
-     * replay is the same either way (the nearest such by pfn) */
-    uint64_t q = nearest_quiet(c, b, (uint8_t)ev);
+     * the trace touches takes t, so that the counts hold (the nearest such by pfn).  A free
+     * pageblock-order block swaps with another such block: pagetypeinfo's counts of free
+     * blocks by order and type hold too (where the map typed the wrong one of two free
+     * pageblocks, the kernel's allocations would otherwise find a block of the request's
+     * type that it did not have, and take it before splitting a larger one, __rmqueue_smallest
+     * mm/page_alloc.c:1644-1650 in 6.12); else a pageblock that holds no free page does, and
+     * the replay is the same either way */
+    uint64_t q = UINT64_MAX;
+    if (free_pageblock(c, b))
+      q = nearest_pageblock(c, b, (uint8_t)ev, quiet_free_pageblock);
+    if (q == UINT64_MAX)
+      q = nearest_pageblock(c, b, (uint8_t)ev, quiet_pageblock);
     if (q != UINT64_MAX)
       c->st->pageblock_mt[q] = t;
   }

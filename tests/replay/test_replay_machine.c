@@ -499,6 +499,53 @@ static void test_start_buddy_order(void **state) {
 }
 
 /*
+ * The same when the kernel had reported both blocks (R lines): reporting put them back at
+ * their list's tail in the order it took them from the list's head (page_reporting_cycle walks
+ * a list from its head, mm/page_reporting.c:184 in 6.12; page_reporting_drain puts each back,
+ * :120, at the tail, mm/page_alloc.c:2950-2951), so their order on the list is still the one
+ * the trace shows, whatever the strategy.  Marking them reported at the start keeps that
+ * order (it was pfn order, and the first allocation missed).
+ */
+static void test_start_buddy_order_reported(void **state) {
+  (void)state;
+  bh_arena_t *a = crafted_arena();
+  uint64_t lo, hi;
+  unsigned order;
+  two_movable_free(a, &lo, &hi, &order);
+  char r[128];
+  snprintf(r, sizeof(r), "reported 2\nR %lu %u\nR %lu %u\n", (unsigned long)lo, order,
+           (unsigned long)(hi - lo - (1ull << order)), order);
+  char *desc = describe_with(a, false, r, NULL);
+  char *lines = NULL;
+  size_t n = 0;
+  FILE *f = open_memstream(&lines, &n);
+  fprintf(f, "# buddyhint-trace 1\n");
+  uint64_t t = 1000;
+  for (uint64_t q = hi; q < hi + (1ull << order); q++, t += 1000)
+    fprintf(f, "%lu A %#lx 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n", (unsigned long)t, (unsigned long)q);
+  fprintf(f, "%lu A %#lx 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n", (unsigned long)t, (unsigned long)lo);
+  fclose(f);
+  const char *p = write_trace("buddyorder-reported.bht", desc, lines);
+  uint64_t allocs = (1ull << order) + 1;
+  static const char *const strategies[] = {"none", "bubble"};
+  for (int i = 0; i < 2; i++) {
+    bh_replay_config_t cfg;
+    bh_replay_config_init(&cfg);
+    cfg.trace = p;
+    cfg.hint.strategy = strategies[i];
+    bh_replay_summary_t s;
+    replay(&cfg, &s);
+    assert_int_equal(s.start_reported_blocks, 2);
+    assert_int_equal(s.start_reported_missed, 0);
+    assert_int_equal(s.agreement.allocs, allocs);
+    assert_int_equal(s.agreement.same, allocs);
+  }
+  free(lines);
+  free(desc);
+  bh_arena_destroy(a);
+}
+
+/*
  * The free map's mistake as a map makes it, keeping pagetypeinfo's counts: Movable pageblock
  * pb typed Unmovable, swapped with an Unmovable pageblock of its zone that holds no free page
  * (the trace does not touch it).  The map's extra lines that say so, into extra.
@@ -1079,6 +1126,82 @@ static void test_start_types_from_refills(void **state) {
   bh_arena_destroy(a);
 }
 
+/* Free blocks of order o on type's lists in zone (pagetypeinfo's text, "Normal", "Movable"). */
+static long free_count(const char *pagetypeinfo, const char *zone, const char *type, unsigned o) {
+  char key[96];
+  snprintf(key, sizeof(key), "zone %8s, type %12s", zone, type);
+  const char *q = strstr(pagetypeinfo, key);
+  assert_non_null(q);
+  char *e = (char *)q + strlen(key);
+  long v = -1;
+  for (unsigned i = 0; i <= o; i++)
+    v = strtol(e, &e, 10);
+  return v;
+}
+
+/*
+ * A free pageblock retyped by the trace swaps with another free pageblock: two free blocks of
+ * the pageblock order in one zone, X Movable and Y Unmovable, that the map typed the other way
+ * round (its counts hold either way).  A Movable refill from X shows X Movable; the nearest
+ * free pageblock-order block the map typed Movable that nothing shows (Y) takes Unmovable, so
+ * that pagetypeinfo's free blocks per order and type hold as well as its pageblocks per type.
+ * (A pageblock with no free page taking Unmovable would leave two free Movable blocks where
+ * the kernel had one, and the kernel's next Movable requests would find one it did not have,
+ * __rmqueue_smallest taking the smallest order first, mm/page_alloc.c:1644-1650 in 6.12.)
+ */
+static void test_start_types_free_swap(void **state) {
+  (void)state;
+  bh_arena_t *a = crafted_arena();
+  bh_zone_t *z = &a->zones[a->nr_zones - 1];
+  uint64_t big = 1ull << a->max_order, pb = 1ull << a->pb_order, w = UINT64_MAX;
+  for (uint64_t p = z->zone_start_pfn; p + 2 * big <= z->zone_start_pfn + z->zone_spanned_pages;
+       p += big)
+    if ((a->pages[p].flags & BH__PG_BUDDY) && a->pages[p].order == a->max_order &&
+        (a->pages[p + big].flags & BH__PG_BUDDY) && a->pages[p + big].order == a->max_order &&
+        bh__pb_mt(a, p) == BH_MT_MOVABLE && bh__pb_mt(a, p + big) == BH_MT_MOVABLE) {
+      w = p;
+      break;
+    }
+  assert_true(w != UINT64_MAX);
+  /* a page taken from the lower pageblock of each: the upper ones are free order-9 blocks */
+  for (int i = 0; i < 2; i++)
+    assert_int_equal(bh_alloc_pfn_at(a, BH_GFP_USER_MOVABLE, 0, 0, w + i * big), BH_OK);
+  bh_drain_pcp(a);
+  uint64_t x = w + pb, y = w + big + pb;
+  assert_true((a->pages[x].flags & BH__PG_BUDDY) && a->pages[x].order == a->pb_order);
+  assert_true((a->pages[y].flags & BH__PG_BUDDY) && a->pages[y].order == a->pb_order);
+  bh__move_freepages_block(z, y, BH_MT_MOVABLE, BH_MT_UNMOVABLE);
+  char *truth = dump(a, bh_dump_pagetypeinfo);
+  char extra[64];
+  snprintf(extra, sizeof(extra), "P %lx U1\nP %lx M1\n", (unsigned long)x, (unsigned long)y);
+  char *desc = describe_with(a, false, extra, NULL);
+  char lines[256];
+  snprintf(lines, sizeof(lines),
+           "# buddyhint-trace 3\n"
+           "1000 Z %#lx 0 cpu=0 mt=1 refill=1\n"
+           "2000 A %#lx 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n",
+           (unsigned long)x, (unsigned long)x);
+  bh_replay_config_t cfg;
+  bh_replay_config_init(&cfg);
+  cfg.trace = write_trace3("pbswap.bht", BH_TRACE_NATIVE_BINARY, desc, lines);
+  cfg.dump_dir = tt_path("dump-pbswap");
+  bh_replay_summary_t s;
+  replay(&cfg, &s);
+  assert_int_equal(s.start_retyped_pageblocks, 1);
+  char path[600];
+  snprintf(path, sizeof(path), "%s/pagetypeinfo", cfg.dump_dir);
+  char *got = slurp(path);
+  const char *zn = bh_zone_name(z->type);
+  assert_int_equal(free_count(got, zn, "Unmovable", a->pb_order),
+                   free_count(truth, zn, "Unmovable", a->pb_order));
+  assert_int_equal(free_count(got, zn, "Movable", a->pb_order),
+                   free_count(truth, zn, "Movable", a->pb_order));
+  free(got);
+  free(truth);
+  free(desc);
+  bh_arena_destroy(a);
+}
+
 /*
  * --placement trace with the pcp events: a refill (mm_page_alloc_zone_locked, percpu_refill=1)
  * moves the block from the free lists to the CPU's pcp list, a drain (mm_page_pcpu_drain) back;
@@ -1406,6 +1529,8 @@ int main(void) {
       cmocka_unit_test(test_start_buddy_order),
       cmocka_unit_test(test_start_pageblock_types),
       cmocka_unit_test(test_start_types_from_refills),
+      cmocka_unit_test(test_start_buddy_order_reported),
+      cmocka_unit_test(test_start_types_free_swap),
       cmocka_unit_test(test_untraced_allocs),
   };
   return cmocka_run_group_tests(tests, tt_setup, tt_teardown);
