@@ -184,7 +184,8 @@ BH_API void bh_replay_config_init(bh_replay_config_t *cfg);
  *                      a zone_locked event (a fallback steal, CMA) or its refill was missed
  *   drain_split        the replay has its pages in other blocks (a pcp block of another order)
  *   refill_start_state the start state holds it allocated before the trace: the kernel had it
- *                      free (the free map's skew, or a free without an event)
+ *                      free (the free map's skew, or a free without an event; not a page a
+ *                      take from the buddy lists came to before any other event)
  *   refill_allocated   a traced allocation holds it: its free is missing
  *   refill_split       partly free, partly not, in the replay
  *   isolated           a refill of a block the replay's hinting had taken off the free lists

@@ -216,6 +216,7 @@ int bh__rm_want_first_events(bh__rmachine_t *rm) {
   rm->fe.nr_pageblocks = (rm->fe.nr_pages >> in->pageblock_order) + 1;
   rm->fe.last_free = calloc(rm->fe.nr_pages ? rm->fe.nr_pages : 1, 1);
   rm->fe.pb_type = calloc(rm->fe.nr_pageblocks, 1);
+  rm->fe.taken = calloc((rm->fe.nr_pages + 63) / 64 + 1, sizeof(uint64_t));
   if (!rm->fe.last_free || !rm->fe.pb_type) {
     free(rm->fe.last_free);
     free(rm->fe.pb_type);

@@ -90,6 +90,7 @@ void bh__first_alloc_seq(bh__first_events_t *f, uint64_t pfn) {
 }
 
 void bh__first_events_free(bh__first_events_t *f) {
+  free(f->taken);
   free(f->fe);
   free(f->seq);
   free(f->last_free);
@@ -111,6 +112,12 @@ int bh__first_events_copy(bh__first_events_t *dst, const bh__first_events_t *src
     if (!(dst->pb_type = malloc(src->nr_pageblocks ? src->nr_pageblocks : 1)))
       return BH_ENOMEM;
     memcpy(dst->pb_type, src->pb_type, src->nr_pageblocks);
+  }
+  if (src->taken) {
+    size_t bytes = (src->nr_pages + 63) / 64 * sizeof(uint64_t);
+    if (!(dst->taken = malloc(bytes ? bytes : 1)))
+      return BH_ENOMEM;
+    memcpy(dst->taken, src->taken, bytes);
   }
   if (src->nr_seq) {
     if (!(dst->seq = malloc(src->nr_seq * sizeof(uint64_t))))
@@ -477,6 +484,13 @@ static int pcp_from_trace(struct ctx *c) {
 /* kpageflags                                                                                */
 /* ---------------------------------------------------------------------------------------- */
 
+/* Was p allocated at the start, as its first event (a free) says?  Not if a take from the
+ * buddy lists came first (bh__first_take). */
+static bool first_freed(const struct ctx *c, uint64_t p) {
+  const uint64_t *t = c->fes ? c->fes->taken : NULL;
+  return fe_kind(c, p) == BH__FE_FREE && !(t && ((t[p >> 6] >> (p & 63)) & 1));
+}
+
 /* The free block in c->placed that holds p, split around the pages the trace first frees. */
 static void repair_block(struct ctx *c, uint64_t p) {
   unsigned o;
@@ -486,7 +500,7 @@ static void repair_block(struct ctx *c, uint64_t p) {
   c->placed[h] = 0;
   uint64_t end = h + (1ull << o);
   for (uint64_t a = h; a < end;) {
-    if (fe_kind(c, a) == BH__FE_FREE) {
+    if (first_freed(c, a)) {
       c->st->repaired_pages++;
       if (c->covered)
         c->covered[a >> 6] &= ~(1ull << (a & 63));
@@ -494,7 +508,7 @@ static void repair_block(struct ctx *c, uint64_t p) {
       continue;
     }
     uint64_t b = a;
-    while (b < end && fe_kind(c, b) != BH__FE_FREE)
+    while (b < end && !first_freed(c, b))
       b++;
     for (uint64_t q = a; q < b;) { /* the maximal decomposition of [a, b) */
       unsigned k = 0;
@@ -680,7 +694,7 @@ static int build_kpageflags(struct ctx *c, const bh_snapshot_t *s, char *err, si
   int rc = event_pages(c);
   for (uint64_t i = 0; !rc && i < c->nevp; i++) {
     uint64_t p = c->evp[i];
-    if ((c->fe[p] & 3) == BH__FE_FREE && in_placed(c, p))
+    if (first_freed(c, p) && in_placed(c, p))
       repair_block(c, p);
   }
   types_from_trace(c);

@@ -44,6 +44,10 @@ typedef struct bh__first_events {
    * the type + 1 of its first such evidence, else 0. */
   uint8_t *last_free, *pb_type;
   uint64_t nr_pageblocks;
+  /* A bit per page: its first event was a take from the buddy lists (a pcp refill or another
+   * zone_locked event), so it was free at the start, whatever its first page event is
+   * (bh__first_take).  NULL: not kept. */
+  uint64_t *taken;
   uint64_t last_refill_pb; /* bh__refill_evidence */
   unsigned pb_order;
 } bh__first_events_t;
@@ -149,9 +153,28 @@ static inline void bh__refill_evidence(bh__first_events_t *f, const bh_event_t *
   f->last_refill_pb = b + 1;
 }
 
-/* What a pcp event or a fallback tells of the start: the drains, the refills, the claims. */
+/*
+ * A block taken from the buddy lists (mm_page_alloc_zone_locked: a pcp refill, or a block
+ * __rmqueue_smallest gave out at once) before any other event of its pages: they were free in
+ * the buddy at the start.  A page a refill put on a pcp list can leave it with no traced
+ * allocation (alloc_pages_bulk traces none) and then be freed: its first page event is a free,
+ * and without this it would count as allocated at the start, the free block around it split
+ * where the kernel had it whole.
+ */
+static inline void bh__first_take(bh__first_events_t *f, const bh_event_t *ev) {
+  if (ev->op != BH_EV_ALLOC_ZONE_LOCKED || !f->taken || ev->order > 20 || ev->pfn >= f->nr_pages ||
+      (1ull << ev->order) > f->nr_pages - ev->pfn)
+    return;
+  for (uint64_t p = ev->pfn, end = p + (1ull << ev->order); p < end; p++)
+    if (!f->fe[p])
+      f->taken[p >> 6] |= 1ull << (p & 63);
+}
+
+/* What a pcp event or a fallback tells of the start: the drains, the takes, the refills'
+ * pageblock types, the claims. */
 static inline void bh__pcp_evidence(bh__first_events_t *f, const bh_event_t *ev) {
   bh__first_drain(f, ev);
+  bh__first_take(f, ev);
   bh__refill_evidence(f, ev);
 }
 
