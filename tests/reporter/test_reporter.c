@@ -97,8 +97,11 @@ static void test_create_refusals(void **state) {
   fake_arena_free(mfd);
 }
 
-/* {0,9},{512,9},{2048,0} in shuffled order: two calls, one for [0,1024), one for 2048. */
-static void check_coalesce_dontneed(struct bh_arena *a) {
+/* {0,9},{512,9},{2048,0} in shuffled order: two calls, one for [0,1024), one for 2048.  With
+ * transparent huge pages (thp), page 2048 is discarded out of a huge page and khugepaged may
+ * collapse that huge page again at any time, filling the hole with a zeroed page
+ * (khugepaged_max_ptes_none, mm/khugepaged.c): then it is resident again, and still zero. */
+static void check_coalesce_dontneed(struct bh_arena *a, bool thp) {
   bh__reporter_t *r;
   assert_int_equal(bh__reporter_create(a, BH_REPORT_DONTNEED, &r), 0);
   fake_fill(a, 0, 2050);
@@ -116,7 +119,10 @@ static void check_coalesce_dontneed(struct bh_arena *a) {
   /* Discarded pages left memory; their neighbours kept it, and their data. */
   assert_int_equal(resident(a, 0, 1024), 0);
   assert_int_equal(resident(a, 1024, 1024), 1024);
-  assert_int_equal(resident(a, 2048, 1), 0);
+  if (thp)
+    assert_true(resident(a, 2048, 1) <= 1);
+  else
+    assert_int_equal(resident(a, 2048, 1), 0);
   assert_int_equal(resident(a, 2049, 1), 1);
   assert_int_equal(fake_intact(a, 1024, 1024), 1024);
   assert_int_equal(fake_intact(a, 2049, 1), 1);
@@ -130,7 +136,7 @@ static void test_coalesce_dontneed(void **state) {
   (void)state;
   struct bh_arena *a = fake_arena_mmap(ARENA_BYTES, MADV_NOHUGEPAGE);
   assert_non_null(a);
-  check_coalesce_dontneed(a);
+  check_coalesce_dontneed(a, false);
   fake_arena_free(a);
 }
 
@@ -139,7 +145,7 @@ static void test_coalesce_dontneed_thp(void **state) {
   (void)state;
   struct bh_arena *a = fake_arena_mmap(ARENA_BYTES, MADV_HUGEPAGE);
   assert_non_null(a);
-  check_coalesce_dontneed(a);
+  check_coalesce_dontneed(a, true);
   fake_arena_free(a);
 }
 
