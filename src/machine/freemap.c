@@ -50,6 +50,13 @@
  *                         map with neither says nothing of reporting)
  *   R GAP ORDER [COUNT]   COUNT reported free blocks, as F but GAP from the end of the previous
  *                         R line's blocks; each must be one of the F lines' blocks
+ *   quiet N               N allocated pages had no flag at all, listed in Q lines (the start
+ *                         snapshot only; a later addition: a map without it says nothing)
+ *   Q GAP COUNT           COUNT such pages, GAP after the end of the previous Q line's: the
+ *                         pages on pcp lists are among them (free_pages_prepare clears a freed
+ *                         page's flags, and a pcp page is no buddy page), beside kernel
+ *                         allocations that set no flag; kpagecount (a map count, 0 for both)
+ *                         tells them no further apart
  */
 #include "machine/machine_internal.h"
 
@@ -225,6 +232,19 @@ const bh_block_run_t *bh__machine_reported_runs(const bh_machine_t *m, int which
   return *n ? m->snaps[which].reported_runs : NULL;
 }
 
+const bh_page_run_t *bh__machine_quiet_runs(const bh_machine_t *m, int which, size_t *n,
+                                            bool *known) {
+  *n = 0;
+  if (known)
+    *known = false;
+  if (!m || which < 0 || which >= BH_NR_SNAPS || !m->snaps[which].pub.have_freemap)
+    return NULL;
+  if (known)
+    *known = m->snaps[which].quiet_known;
+  *n = m->snaps[which].nr_quiet_runs;
+  return *n ? m->snaps[which].quiet_runs : NULL;
+}
+
 /* A free map being parsed (bh__freemap_parse): where it goes, the line, and each kind of
  * run's end so far (a run's pfn is a gap after the previous run of its kind). */
 struct fm_parse {
@@ -236,8 +256,8 @@ struct fm_parse {
   int line;
   unsigned pbo, maxo;
   uint64_t end_pfn, npb;
-  size_t fcap, mcap, rcap, nf, nm;
-  uint64_t last_free, last_mov, last_rep, reported, nrep;
+  size_t fcap, mcap, rcap, qcap, nf, nm;
+  uint64_t last_free, last_mov, last_rep, last_quiet, reported, nrep, quiet, nquiet;
 };
 
 /* A malformed line of the map: BH_EFORMAT with "SECTION:LINE: what". */
@@ -266,6 +286,9 @@ static void fm_counter_line(struct fm_parse *f, const char *p, const char *le) {
   else if ((size_t)(p - k) == 8 && !memcmp(k, "reported", 8)) {
     f->sn->reported_known = true;
     f->reported = v;
+  } else if ((size_t)(p - k) == 5 && !memcmp(k, "quiet", 5)) {
+    f->sn->quiet_known = true;
+    f->quiet = v;
   }
 }
 
@@ -296,20 +319,32 @@ static int fm_block_line(struct fm_parse *f, char kind, uint64_t pfn, const char
   return fm_push(&f->sn->reported_runs, &f->sn->nr_reported_runs, &f->rcap, run);
 }
 
-/* "M GAP PAGES": a run of movable pages (p after the pfn). */
-static int fm_movable_line(struct fm_parse *f, uint64_t pfn, const char *p, const char *le) {
+/* "M GAP PAGES": a run of movable pages, or "Q GAP PAGES": of pages with no flag (p after
+ * the pfn). */
+static int fm_page_run_line(struct fm_parse *f, char kind, uint64_t pfn, const char *p,
+                            const char *le) {
   uint64_t n;
   if (!fm_end(p = fm_dec(fm_skip(p, le), le, &n), le) || !n || pfn + n > f->end_pfn ||
       pfn + n < pfn)
-    return fm_bad(f, "bad movable run");
-  if (f->nm == f->mcap) {
-    bh_page_run_t *q = realloc(f->sn->movable_runs, (f->mcap *= 2) * sizeof(*q));
+    return fm_bad(f, kind == 'M' ? "bad movable run" : "bad run of pages without flags");
+  bh_page_run_t **runs = kind == 'M' ? &f->sn->movable_runs : &f->sn->quiet_runs;
+  size_t *nr = kind == 'M' ? &f->nm : &f->sn->nr_quiet_runs,
+         *cap = kind == 'M' ? &f->mcap : &f->qcap;
+  if (*nr == *cap) {
+    size_t c = *cap ? *cap * 2 : 256;
+    bh_page_run_t *q = realloc(*runs, c * sizeof(*q));
     if (!q)
       return BH_ENOMEM;
-    f->sn->movable_runs = q;
+    *runs = q;
+    *cap = c;
   }
-  f->sn->movable_runs[f->nm++] = (bh_page_run_t){pfn, n};
-  f->last_mov = pfn + n;
+  (*runs)[(*nr)++] = (bh_page_run_t){pfn, n};
+  if (kind == 'M') {
+    f->last_mov = pfn + n;
+  } else {
+    f->last_quiet = pfn + n;
+    f->nquiet += n;
+  }
   return 0;
 }
 
@@ -336,7 +371,7 @@ static int fm_pageblock_line(struct fm_parse *f, uint64_t pfn, const char *p, co
 /* One line after the first (p at its first word). */
 static int fm_line(struct fm_parse *f, const char *p, const char *le) {
   char kind = *p;
-  if (kind == 's' || kind == 't' || kind == 'r') { /* skew N, type_error N, reported N */
+  if (kind == 's' || kind == 't' || kind == 'r' || kind == 'q') { /* skew N, ... quiet N */
     fm_counter_line(f, p, le);
     return 0;
   }
@@ -346,8 +381,11 @@ static int fm_line(struct fm_parse *f, const char *p, const char *le) {
   p = fm_skip(p + 1, le);
   if (!fm_end(p = kind == 'P' ? fm_hex(p, le, &pfn) : fm_dec(p, le, &pfn), le))
     return fm_bad(f, "bad pfn");
-  if (kind == 'F' || kind == 'M' || kind == 'R') { /* a gap after the previous line's run */
-    uint64_t base = kind == 'F' ? f->last_free : kind == 'R' ? f->last_rep : f->last_mov;
+  if (kind == 'F' || kind == 'M' || kind == 'R' || kind == 'Q') { /* after the previous run */
+    uint64_t base = kind == 'F'   ? f->last_free
+                    : kind == 'R' ? f->last_rep
+                    : kind == 'Q' ? f->last_quiet
+                                  : f->last_mov;
     if (pfn > UINT64_MAX / 2 - base)
       return fm_bad(f, "bad pfn");
     pfn += base;
@@ -357,7 +395,8 @@ static int fm_line(struct fm_parse *f, const char *p, const char *le) {
   case 'R':
     return fm_block_line(f, kind, pfn, p, le);
   case 'M':
-    return fm_movable_line(f, pfn, p, le);
+  case 'Q':
+    return fm_page_run_line(f, kind, pfn, p, le);
   case 'P':
     return fm_pageblock_line(f, pfn, p, le);
   default:
@@ -369,6 +408,9 @@ static int fm_line(struct fm_parse *f, const char *p, const char *le) {
 static int fm_finish(struct fm_parse *f) {
   bh__snap_t *sn = f->sn;
   uint64_t stray;
+  if (f->nquiet != f->quiet) /* a "quiet" line counts the Q lines' pages */
+    return bh__errf(f->err, f->errlen, BH_EFORMAT, "%s: Q lines hold %lu pages, 'quiet' says %lu",
+                    f->sec, (unsigned long)f->nquiet, (unsigned long)f->quiet);
   if (f->nrep && !sn->reported_known) /* R lines say it: a count is only a check */
     sn->reported_known = true;
   else if (f->nrep != f->reported)
@@ -806,10 +848,31 @@ int bh__freemap_derive(bh_machine_t *m, int which, const uint64_t *flags, const 
     const bh_machine_zone_t *z = &m->info.zones[zi];
     rc = derive_zone(m, which, zi, flags, n, pbt + (z->start_pfn >> pbo), &ft);
   }
+  /* allocated pages without a flag (pcp pages among them): the start snapshot only */
+  struct sbuf quiet = {0};
+  uint64_t nquiet = 0, quiet_end = 0;
+  for (int zi = 0; !rc && which == BH_SNAP_START && zi < m->info.nr_zones; zi++) {
+    const bh_machine_zone_t *z = &m->info.zones[zi];
+    uint64_t end = z->start_pfn + z->spanned_pages < n ? z->start_pfn + z->spanned_pages : n;
+    for (uint64_t p = z->start_pfn; p < end;) {
+      if (flags[p]) {
+        p++;
+        continue;
+      }
+      uint64_t q = p;
+      while (q < end && !flags[q])
+        q++;
+      sb_printf(&quiet, "Q %lu %lu\n", (unsigned long)(p - quiet_end), (unsigned long)(q - p));
+      nquiet += q - p;
+      quiet_end = p = q;
+    }
+  }
   if (!rc) {
     sb_printf(&out, "freemap 1\nskew %lu\ntype_error %lu\nreported %lu\n",
               (unsigned long)(ft.skew / 2), (unsigned long)(ft.type_err / 2),
               (unsigned long)ft.reported);
+    if (which == BH_SNAP_START)
+      sb_printf(&out, "quiet %lu\n", (unsigned long)nquiet);
     if (ft.f.p)
       sb_printf(&out, "%s", ft.f.p);
     if (ft.r.p)
@@ -847,9 +910,12 @@ int bh__freemap_derive(bh_machine_t *m, int which, const uint64_t *flags, const 
         mov_end = p = q;
       }
     }
-    if (out.oom)
+    if (quiet.p)
+      sb_printf(&out, "%s", quiet.p);
+    if (out.oom || quiet.oom)
       rc = BH_ENOMEM;
   }
+  free(quiet.p);
   free(pbt);
   free(ft.f.p);
   free(ft.r.p);

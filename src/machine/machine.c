@@ -115,6 +115,10 @@ void bh__snap_free_map(bh__snap_t *s) {
   free(s->movable_runs);
   free(s->reported_runs);
   s->reported_runs = NULL;
+  free(s->quiet_runs);
+  s->quiet_runs = NULL;
+  s->nr_quiet_runs = 0;
+  s->quiet_known = false;
   s->nr_reported_runs = 0;
   s->reported_known = false;
   s->free_runs = NULL;
@@ -128,11 +132,19 @@ void bh__snap_free_map(bh__snap_t *s) {
   s->pub.have_freemap = false;
 }
 
+/* What snapshot s holds in memory: its free map and its pagesets. */
+static void snap_free(bh__snap_t *s) {
+  bh__snap_free_map(s);
+  free(s->pagesets);
+  s->pagesets = NULL;
+  s->nr_pagesets = 0;
+}
+
 void bh_machine_free(bh_machine_t *m) {
   if (!m)
     return;
   for (int w = 0; w < BH_NR_SNAPS; w++)
-    bh__snap_free_map(&m->snaps[w]);
+    snap_free(&m->snaps[w]);
   for (int i = 0; i < m->nsec; i++) {
     free(m->sec[i].name);
     free(m->sec[i].text);
@@ -168,7 +180,7 @@ void bh_machine_drop_snapshot(bh_machine_t *m, int which) {
     snprintf(name, sizeof(name), "%s/%s", bh__snap_name(which), files[f]);
     bh__machine_drop_section(m, name);
   }
-  bh__snap_free_map(&m->snaps[which]);
+  snap_free(&m->snaps[which]);
   memset(&m->snaps[which], 0, sizeof(m->snaps[which]));
 }
 
@@ -288,7 +300,23 @@ struct kzone {
   int nr_protection, cpus;
   unsigned batch, high_min, high_max;
   bool have_start;
+  bh__pageset_t *ps; /* its pagesets, as printed (malloc'd) */
+  unsigned nps, ps_cap;
 };
+
+/* A new pageset of z ("cpu: N"): 0 or BH_ENOMEM. */
+static int kzone_pageset(struct kzone *z, uint64_t cpu) {
+  if (z->nps == z->ps_cap) {
+    unsigned cap = z->ps_cap ? z->ps_cap * 2 : 8;
+    bh__pageset_t *q = cap > 65536 ? NULL : realloc(z->ps, cap * sizeof(*q));
+    if (!q)
+      return BH_ENOMEM;
+    z->ps = q;
+    z->ps_cap = cap;
+  }
+  z->ps[z->nps++] = (bh__pageset_t){(unsigned)(cpu > UINT32_MAX ? UINT32_MAX : cpu), 0, 0};
+  return 0;
+}
 
 #define MAX_KZONES (BH_MAX_NODES * 8)
 
@@ -347,15 +375,23 @@ static int zoneinfo_lines(const char *text, size_t len, struct kzone *kz, int *n
       z->have_start = true;
     } else if (word_is(w, we, "cpu:")) {
       z->cpus++;
+      if (!get_u64(p, le, &v))
+        return bh__errf(err, errlen, BH_EFORMAT, "zoneinfo:%d: bad number", line);
+      if (kzone_pageset(z, v))
+        return BH_ENOMEM;
     } else if (word_is(w, we, "count:")) {
       if (!get_u64(p, le, &v))
         return bh__errf(err, errlen, BH_EFORMAT, "zoneinfo:%d: bad number", line);
       z->pcp_count += v;
+      if (z->nps)
+        z->ps[z->nps - 1].count = v;
     } else if (word_is(w, we, "high:")) { /* a pageset's current high mark */
       if (!get_u64(p, le, &v))
         return bh__errf(err, errlen, BH_EFORMAT, "zoneinfo:%d: bad number", line);
       z->pcp_high_sum += v;
       z->pcp_high_cpus++;
+      if (z->nps)
+        z->ps[z->nps - 1].high = v;
     } else if (word_is(w, we, "batch:") && z->cpus == 1) {
       NUM(batch);
     } else if (word_is(w, we, "high_min:") && z->cpus == 1) {
@@ -466,6 +502,8 @@ static int layout_agrees(const bh_machine_t *m, const bh_machine_info_t *li, cha
   return 0;
 }
 
+static int keep_pagesets(bh_machine_t *m, int which, const struct kzone *kz, int nkz);
+
 static int parse_zoneinfo(bh_machine_t *m, int which, const char *text, size_t len, char *err,
                           size_t errlen) {
   struct kzone *kz = calloc(MAX_KZONES, sizeof(*kz));
@@ -499,10 +537,50 @@ static int parse_zoneinfo(bh_machine_t *m, int which, const char *text, size_t l
         m->info.nr_cpus = (unsigned)kz[i].cpus;
     }
     s->have_zoneinfo = true;
+    rc = keep_pagesets(m, which, kz, nkz);
   }
   free(li);
+  for (int i = 0; i < MAX_KZONES; i++)
+    free(kz[i].ps);
   free(kz);
   return rc;
+}
+
+/* Each populated zone's pagesets in snapshot which (bh__machine_pageset): 0 or BH_ENOMEM. */
+static int keep_pagesets(bh_machine_t *m, int which, const struct kzone *kz, int nkz) {
+  bh__snap_t *sn = &m->snaps[which];
+  free(sn->pagesets);
+  sn->pagesets = NULL;
+  sn->nr_pagesets = 0;
+  unsigned most = 0;
+  for (int i = 0; i < nkz; i++)
+    if (kz[i].type >= 0 && zone_index(m, kz[i].node, kz[i].type) >= 0 && kz[i].nps > most)
+      most = kz[i].nps;
+  if (!most)
+    return 0;
+  bh__pageset_t *ps = calloc((size_t)m->info.nr_zones * most, sizeof(*ps));
+  if (!ps)
+    return BH_ENOMEM;
+  for (size_t j = 0; j < (size_t)m->info.nr_zones * most; j++)
+    ps[j].cpu = UINT32_MAX; /* not printed */
+  for (int i = 0; i < nkz; i++) {
+    int zi = kz[i].type >= 0 ? zone_index(m, kz[i].node, kz[i].type) : -1;
+    if (zi >= 0)
+      memcpy(ps + (size_t)zi * most, kz[i].ps, kz[i].nps * sizeof(*ps));
+  }
+  sn->pagesets = ps;
+  sn->nr_pagesets = most;
+  return 0;
+}
+
+const bh__pageset_t *bh__machine_pageset(const bh_machine_t *m, int which, int zi, unsigned k) {
+  if (!m || which < 0 || which >= BH_NR_SNAPS || zi < 0 || zi >= m->info.nr_zones)
+    return NULL;
+  const bh__snap_t *sn = &m->snaps[which];
+  if (!sn->pagesets || k >= sn->nr_pagesets)
+    return NULL;
+  const bh__pageset_t *p = &sn->pagesets[(size_t)zi * sn->nr_pagesets + k];
+  return p->cpu == UINT32_MAX ? NULL : p;
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -812,7 +890,7 @@ int bh__machine_interpret_snapshot(bh_machine_t *m, int which, char *err, size_t
   char name[64];
   const bh__section_t *sec;
   bh__snap_t *sn = &m->snaps[which];
-  bh__snap_free_map(sn);
+  snap_free(sn);
   memset(&sn->pub, 0, sizeof(sn->pub));
   sn->present = false;
   static const char *const files[] = {"zoneinfo", "buddyinfo", "pagetypeinfo", "info", "freemap"};

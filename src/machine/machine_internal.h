@@ -34,6 +34,14 @@ typedef struct bh__snap {
   bh_block_run_t *reported_runs;
   size_t nr_reported_runs;
   bool reported_known; /* the map says which blocks were reported (a "reported" line) */
+  /* allocated pages with no flag at all (Q lines), in pfn order; quiet_known: the map has a
+   * "quiet" line (maps written before it said nothing of them) */
+  bh_page_run_t *quiet_runs;
+  size_t nr_quiet_runs;
+  bool quiet_known;
+  /* zoneinfo's pagesets, zone-major: zone zi's k-th at zi * nr_pagesets + k (NULL: none) */
+  bh__pageset_t *pagesets;
+  unsigned nr_pagesets; /* per zone: the most any zone prints */
 } bh__snap_t;
 
 struct bh_machine {

@@ -84,6 +84,22 @@ static void test_host618(void **state) {
   const bh_snapshot_t *s = bh_machine_snapshot(m, BH_SNAP_START);
   assert_int_equal(s->zones[2].pcp_high_sum, 16162 + 25078);
   assert_int_equal(s->zones[2].pcp_high_cpus, 2);
+  /* and each CPU's pageset as printed (zoneinfo_show_print, mm/vmstat.c:1797-1800 in 6.12):
+   * the pcp pages a start state puts on each CPU's lists, and its high mark */
+  const bh__pageset_t *p0 = bh__machine_pageset(m, BH_SNAP_START, 2, 0),
+                      *p1 = bh__machine_pageset(m, BH_SNAP_START, 2, 1);
+  assert_non_null(p0);
+  assert_non_null(p1);
+  assert_int_equal(p0->cpu, 0);
+  assert_int_equal(p0->count, 14749);
+  assert_int_equal(p0->high, 16162);
+  assert_int_equal(p1->cpu, 1);
+  assert_int_equal(p1->count, 3297);
+  assert_int_equal(p1->high, 25078);
+  assert_int_equal(p0->count + p1->count, s->zones[2].pcp_pages);
+  assert_null(bh__machine_pageset(m, BH_SNAP_START, 2, 2));
+  assert_null(bh__machine_pageset(m, BH_SNAP_START, 3, 0));
+  assert_null(bh__machine_pageset(m, BH_SNAP_END, 2, 0)); /* no end snapshot */
   assert_false(in->has_cma);
   bh_machine_free(m);
 }
@@ -186,13 +202,15 @@ static bool test_reported(uint64_t pfn, unsigned order) {
  * PG_reported (KPF_UPTODATE) on the heads of test_reported() blocks; PG_uptodate also on
  * allocated movable pages (page cache) and on the tails of other free blocks, where it says
  * nothing of reporting. */
-static void write_kpageflags(bh_arena_t *a, const char *dir) {
+static uint64_t *write_kpageflags(bh_arena_t *a, const char *dir) {
   uint64_t *f = calloc(a->nr_pages, sizeof(uint64_t));
   for (uint64_t p = 0; p < a->nr_pages;) {
     const bh__page_t *pg = &a->pages[p];
     uint64_t n = 1ull << pg->order, v = 0;
     if (pg->flags & BH__PG_BUDDY)
       v = 1ull << 10;
+    else if ((pg->flags & BH__PG_ALLOC) && pg->mt == BH_MT_UNMOVABLE && !(p % 5))
+      v = 0; /* a kernel allocation that sets no flag (vmalloc, a kernel stack) */
     else if (pg->flags & BH__PG_ALLOC)
       v = pg->mt == BH_MT_MOVABLE       ? (1ull << 5 | 1ull << 11) /* LRU, mapped */
           : pg->mt == BH_MT_RECLAIMABLE ? 1ull << 7                /* slab */
@@ -214,7 +232,34 @@ static void write_kpageflags(bh_arena_t *a, const char *dir) {
   FILE *o = fopen(path, "wb");
   assert_int_equal(fwrite(f, sizeof(uint64_t), a->nr_pages, o), a->nr_pages);
   fclose(o);
-  free(f);
+  return f;
+}
+
+/* The map's Q lines: exactly the pages of the zones with no flag (f: the kpageflags written),
+ * in pfn order; *pages: how many. */
+static void expect_quiet(bh_machine_t *m, bh_arena_t *a, const uint64_t *f, uint64_t *pages) {
+  size_t n, r = 0;
+  uint64_t k = 0;
+  bool known = false;
+  const bh_page_run_t *q = bh__machine_quiet_runs(m, BH_SNAP_START, &n, &known);
+  assert_true(known);
+  *pages = 0;
+  for (int zi = 0; zi < bh_zone_count(a); zi++) {
+    bh_zone_info_t z;
+    bh_zone_info(a, zi, &z);
+    for (uint64_t p = z.start_pfn; p < z.start_pfn + z.spanned_pages; p++) {
+      if (f[p])
+        continue;
+      assert_true(r < n);
+      assert_int_equal(q[r].pfn + k, p);
+      (*pages)++;
+      if (++k == q[r].count) {
+        r++;
+        k = 0;
+      }
+    }
+  }
+  assert_int_equal(r, n);
 }
 
 static int parse_text(const char *t, bh_machine_t **m, char *err, size_t errlen) {
@@ -224,6 +269,38 @@ static int parse_text(const char *t, bh_machine_t **m, char *err, size_t errlen)
 /* A map without R lines and the "reported" line (as written before they existed) reads, with
  * no reported blocks and reporting unknown; R lines must add up to the "reported" line and
  * name free blocks.  Section line counts are kept by swapping one line for another. */
+/* A map without Q lines and the "quiet" line (as written before they existed) reads, with
+ * nothing listed; the Q lines must add up to the "quiet" line. */
+static void test_quiet_lines(const char *t) {
+  char err[256];
+  bh_machine_t *m;
+  size_t n;
+  bool known = true;
+  char *old = strdup(t);
+  for (char *p = old; (p = strstr(p, "\nQ ")); p++)
+    p[1] = '#';
+  char *ql = strstr(old, "\nquiet ");
+  assert_non_null(ql);
+  ql[1] = '#';
+  assert_int_equal(parse_text(old, &m, err, sizeof(err)), 0);
+  assert_null(bh__machine_quiet_runs(m, BH_SNAP_START, &n, &known));
+  assert_false(known);
+  bh_machine_free(m);
+  /* the count changed: refused */
+  strcpy(old, t);
+  ql = strstr(old, "\nquiet ") + 7;
+  *ql = *ql == '9' ? '8' : (char)(*ql + 1);
+  assert_int_equal(parse_text(old, &m, err, sizeof(err)), BH_EFORMAT);
+  assert_non_null(strstr(err, "'quiet' says"));
+  /* Q lines without it: refused too */
+  strcpy(old, t);
+  ql = strstr(old, "\nquiet ");
+  ql[1] = '#';
+  assert_int_equal(parse_text(old, &m, err, sizeof(err)), BH_EFORMAT);
+  assert_non_null(strstr(err, "'quiet' says 0"));
+  free(old);
+}
+
 static void test_reported_lines(const char *t, const bh_block_run_t *rep) {
   char err[256], line[64];
   bh_machine_t *m;
@@ -291,11 +368,16 @@ static void test_freemap_of_arena(void **state) {
   write_text(dir, "zoneinfo", dump(a, bh_dump_zoneinfo));
   write_text(dir, "buddyinfo", dump(a, bh_dump_buddyinfo));
   write_text(dir, "pagetypeinfo", dump(a, bh_dump_pagetypeinfo));
-  write_kpageflags(a, dir);
+  uint64_t *flags = write_kpageflags(a, dir);
   bh_machine_t *m = read_dir(dir);
   const bh_snapshot_t *s = bh_machine_snapshot(m, BH_SNAP_START);
   assert_true(s->have_freemap);
   assert_int_equal(s->freemap_skew_pages, 0);
+  /* the allocated pages with no flag (where pcp pages hide): Q lines, the start's only */
+  uint64_t quiet;
+  expect_quiet(m, a, flags, &quiet);
+  print_message("free map: %lu pages with no flag\n", (unsigned long)quiet);
+  assert_true(quiet > 0);
   /* every free block, in pfn order */
   size_t r = 0, k = 0;
   for (uint64_t p = 0; p < a->nr_pages; p++) {
@@ -364,6 +446,9 @@ static void test_freemap_of_arena(void **state) {
   assert_int_equal(s2->nr_free_runs, s->nr_free_runs);
   assert_int_equal(s2->nr_movable_runs, s->nr_movable_runs);
   assert_memory_equal(s2->pageblock_mt, s->pageblock_mt, s->nr_pageblocks);
+  uint64_t quiet2;
+  expect_quiet(m2, a, flags, &quiet2);
+  assert_int_equal(quiet2, quiet);
   size_t nrep2;
   const bh_block_run_t *rep2 = bh__machine_reported_runs(m2, BH_SNAP_START, &nrep2, &known);
   assert_int_equal(nrep2, nrep);
@@ -375,7 +460,9 @@ static void test_freemap_of_arena(void **state) {
   }
   bh_machine_free(m2);
   test_reported_lines(t, rep);
+  test_quiet_lines(t);
   free(t);
+  free(flags);
   bh_machine_free(m);
   bh_arena_destroy(a);
 }
