@@ -81,6 +81,8 @@ _buddyhint() {
   --layout) words="auto trace default" ;;
   --start-state) words="auto kpageflags counts empty" ;;
   --placement) words="allocator trace" ;;
+  --start-order) words="trace pfn" ;;
+  --start-pcp) words="zoneinfo trace" ;;
   --by) words="pid comm callsite" ;;
   --json | --csv | --timeline | --reports | --placements | -o | --start | --end | --dump | --snapshot)
     mapfile -t COMPREPLY < <(compgen -f -- "$cur")

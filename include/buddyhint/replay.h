@@ -141,6 +141,12 @@ typedef struct bh_replay_config {
    * types its frees and allocations show: what placement agreement is without that
    * inference; default false */
   bool start_order_pfn;
+  /* the start pcp lists with only what the trace shows of them (--start-pcp trace), not also
+   * as many more pages on each CPU's lists as the start snapshot's zoneinfo counts there
+   * ("count:" of each pageset), taken from the allocated pages with no flag that no event
+   * touches (the free map's Q lines; none without them): what the pcp lists' counts decide
+   * (when a CPU passes its high mark and drains) without that inference; default false */
+  bool start_pcp_trace;
   /* in a machine's shape: every free block at the start at or above the strategy's reporting
    * order counts as reported and discarded by the host (--start-reported all), as on a
    * machine whose reporting has run since it booted; default false: the blocks the start
@@ -299,6 +305,7 @@ typedef struct bh_replay_summary {
   char placement[16];       /* "allocator" or "trace" */
   bool pcp_high_tuned;      /* the arena's pcp high marks were tuned (6.7+) or fixed (6.1) */
   bool start_order_pfn;     /* the start state was not inferred from the trace (start_order_pfn) */
+  bool start_pcp_trace;     /* start_pcp_trace: the start pcp lists as the trace shows them */
   bool start_reported_all;  /* start_reported_all: every large free block started reported */
   uint64_t pretrace_frees;  /* frees of memory the start state holds allocated before the trace
                                (played as frees; without a start state they are unknown_frees) */
@@ -333,6 +340,8 @@ typedef struct bh_replay_summary {
   uint64_t extfrag_events_applied, extfrag_events_missed, extfrag_events_ignored;
   uint64_t extfrag_claims_applied, extfrag_pageblocks_retyped, extfrag_refills;
   uint64_t start_pcp_pages;         /* pages the start state put on pcp lists */
+  uint64_t start_pcp_hidden_pages;  /* of those, pages zoneinfo counts that the trace does not
+                                       show (not start_pcp_trace) */
   uint64_t start_unplaced_blocks;   /* counts start: free blocks that found no place */
   uint64_t start_unexplained_pages; /* first allocated by the trace, allocated in the start */
   uint64_t start_repaired_pages;    /* free in the free map, but first freed by the trace: the

@@ -92,6 +92,9 @@ const char bh_cli_replay_help[] =
     "                        buddy lists in the order its first allocations take them, and\n"
     "                        pageblock types where its frees and allocations show them) or\n"
     "                        pfn (lists in pfn order, the free map's types: no inference)\n"
+    "  --start-pcp KIND      zoneinfo (default: each CPU's pcp lists hold as many pages as\n"
+    "                        the start zoneinfo counts, the trace's and as many more from\n"
+    "                        memory no event touches) or trace (only what the trace shows)\n"
     "  --start-reported KIND snapshot (default: the free blocks the start snapshot marks\n"
     "                        reported start reported) or all (every free block at or above\n"
     "                        the reporting order starts reported, as on a machine whose\n"
@@ -372,6 +375,12 @@ static int shape_opt(int argc, char **argv, int *i, bh_cli_replay_t *c) {
     if (r < 0 || set_enum(verb, "start-order", v, start_orders, 2, &e))
       return -1;
     cfg->start_order_pfn = e == 1;
+    return 1;
+  } else if (OPT("start-pcp")) {
+    static const char *const start_pcp[] = {"zoneinfo", "trace"};
+    if (r < 0 || set_enum(verb, "start-pcp", v, start_pcp, 2, &e))
+      return -1;
+    cfg->start_pcp_trace = e == 1;
     return 1;
   } else if (OPT("start-reported")) {
     static const char *const start_reported[] = {"snapshot", "all"};

@@ -1318,6 +1318,7 @@ static int setup(struct replay *r, const struct scan *sc) {
   }
   r->s->pcp_high_tuned = ac.pcp_high_tuning && ac.pcp;
   r->s->start_order_pfn = cfg->start_order_pfn;
+  r->s->start_pcp_trace = cfg->start_pcp_trace;
   r->s->start_reported_all = cfg->start_reported_all;
   /* on the virtual clock only this thread touches the arena: no locks, as CONFIG_SMP=n */
   ac.smp = cfg->speed > 0;
@@ -1344,6 +1345,7 @@ static int setup(struct replay *r, const struct scan *sc) {
   r->em.max_order = r->max_order;
   if (r->shape) { /* the start state, before hinting is attached */
     r->rm.fe.pfn_order = cfg->start_order_pfn;
+    r->rm.fe.pcp_trace_only = cfg->start_pcp_trace;
     err = bh__rm_populate(&r->rm, r->arena, bh__pcp_orders(r->arena), ac.seed, r->s, r->err,
                           r->errlen);
     if (err)
@@ -2328,6 +2330,7 @@ int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *f, int indent) {
   jstr(&w, "layout", s->layout);
   jstr(&w, "pcp_high", s->pcp_high_tuned ? "tuned" : "fixed");
   jstr(&w, "start_order", s->start_order_pfn ? "pfn" : "trace");
+  jstr(&w, "start_pcp", s->start_pcp_trace ? "trace" : "zoneinfo");
   jstr(&w, "start_reported", s->start_reported_all ? "all" : "snapshot");
   jstr(&w, "start_state", s->start_state);
   jstr(&w, "placement", s->placement);
@@ -2353,6 +2356,7 @@ int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *f, int indent) {
   ju64(&w, "extfrag_pageblocks_retyped", s->extfrag_pageblocks_retyped);
   ju64(&w, "extfrag_refills", s->extfrag_refills);
   ju64(&w, "start_pcp_pages", s->start_pcp_pages);
+  ju64(&w, "start_pcp_hidden_pages", s->start_pcp_hidden_pages);
   ju64(&w, "start_unplaced_blocks", s->start_unplaced_blocks);
   ju64(&w, "start_unexplained_pages", s->start_unexplained_pages);
   ju64(&w, "start_repaired_pages", s->start_repaired_pages);

@@ -255,9 +255,10 @@ int bh__rm_configure(const bh__rmachine_t *rm, bh_config_t *ac, char *err, size_
  * Each pcp's high mark at the start: the start snapshot's zoneinfo prints every CPU's
  * ("high:" under pagesets), which Linux 6.7+ tunes as it runs (nr_pcp_high raises it while a
  * CPU frees, decay_pcp_high lowers it each second, nr_pcp_high at mm/page_alloc.c:2625,
- * decay_pcp_high at :2409 in 6.12).  The snapshot keeps their sum per zone: every CPU of the arena
- * starts at the mean. NULL (high_min, as after boot) without a zoneinfo, when the zones do not
- * match the layout, or out of memory.
+ * decay_pcp_high at :2409 in 6.12).  CPU slot c starts at the high of the CPUs whose events
+ * go to it (cpu % nr_cpus == c: the CPU's own, with as many slots as CPUs), their mean if
+ * several; a slot no CPU maps to, at the zone's mean.  NULL (high_min, as after boot) without
+ * a zoneinfo, when the zones do not match the layout, or out of memory.
  */
 static uint32_t *start_pcp_high(const bh__rmachine_t *rm, const bh_arena_t *a) {
   const bh_snapshot_t *s = rm->m ? bh_machine_snapshot(rm->m, BH_SNAP_START) : NULL;
@@ -269,8 +270,17 @@ static uint32_t *start_pcp_high(const bh__rmachine_t *rm, const bh_arena_t *a) {
   for (int i = 0; h && i < zones; i++) {
     const bh_snapshot_zone_t *z = &s->zones[i];
     uint64_t mean = z->pcp_high_cpus ? z->pcp_high_sum / z->pcp_high_cpus : 0;
-    for (unsigned c = 0; c < n; c++)
-      h[(size_t)i * n + c] = mean > UINT32_MAX ? UINT32_MAX : (uint32_t)mean;
+    for (unsigned c = 0; c < n; c++) {
+      uint64_t sum = 0, cpus = 0;
+      const bh__pageset_t *ps;
+      for (unsigned k = 0; (ps = bh__machine_pageset(rm->m, BH_SNAP_START, i, k)); k++)
+        if (ps->cpu % n == c && ps->high) {
+          sum += ps->high;
+          cpus++;
+        }
+      uint64_t v = cpus ? sum / cpus : mean;
+      h[(size_t)i * n + c] = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+    }
   }
   return h;
 }
@@ -279,8 +289,8 @@ int bh__rm_populate(bh__rmachine_t *rm, bh_arena_t *a, unsigned pcp_orders, uint
                     bh_replay_summary_t *s, char *err, size_t errlen) {
   bh__start_t st;
   char msg[256] = "";
-  int rc = bh__start_build(&st, rm->start, rm->m, bh_arena_pages(a), pcp_orders, &rm->fe, seed, msg,
-                           sizeof(msg));
+  int rc = bh__start_build(&st, rm->start, rm->m, bh_arena_pages(a), pcp_orders,
+                           bh_arena_config(a)->nr_cpus, &rm->fe, seed, msg, sizeof(msg));
   bh__first_events_free(&rm->fe); /* used up */
   if (rc)
     return bh__errf(err, errlen, rc, "start state: %s", msg[0] ? msg : bh_strerror(rc));
@@ -311,6 +321,7 @@ int bh__rm_populate(bh__rmachine_t *rm, bh_arena_t *a, unsigned pcp_orders, uint
   if (rc)
     bh__errf(err, errlen, rc, "start state: %s", why ? why : bh_strerror(rc));
   s->start_pcp_pages = st.pcp_pages;
+  s->start_pcp_hidden_pages = st.pcp_hidden_pages;
   s->start_unplaced_blocks = st.unplaced_blocks;
   s->start_unexplained_pages = st.unexplained_pages;
   s->start_repaired_pages = st.repaired_pages;

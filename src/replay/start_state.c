@@ -27,6 +27,8 @@
  */
 #include "replay/start_state.h"
 
+#include "machine/freemap.h"
+
 #include "common/errdetail.h"
 
 #include <stdlib.h>
@@ -102,6 +104,7 @@ int bh__first_events_copy(bh__first_events_t *dst, const bh__first_events_t *src
   bh__first_events_free(dst);
   dst->nr_pages = src->nr_pages;
   dst->seq_lost = src->seq_lost;
+  memcpy(dst->emptied, src->emptied, sizeof(dst->emptied));
   if (src->fe && !(dst->fe = malloc((src->nr_pages ? src->nr_pages : 1) * sizeof(uint32_t))))
     return BH_ENOMEM;
   if (src->fe)
@@ -145,8 +148,9 @@ struct ctx {
   const bh_machine_t *m;
   const bh_machine_info_t *in;
   uint64_t nr_pages, npb;
-  unsigned pbo, maxo, pcp_orders;
-  const uint32_t *fe;            /* NULL: nothing known */
+  unsigned pbo, maxo, pcp_orders, nr_cpus;
+  bool pcp_fill;      /* the pcp pages zoneinfo counts beyond the trace's too (pcp_hidden) */
+  const uint32_t *fe; /* NULL: nothing known */
   const bh__first_events_t *fes; /* fe's owner, with the order of first allocations */
   uint64_t seed;
   uint8_t *placed; /* per page: order + 1 of a free block with its head here; 0 */
@@ -431,6 +435,265 @@ static bool may_start_pcp(const struct ctx *c, const uint64_t *in_pcp, uint64_t 
 }
 
 /*
+ * The pages on the kernel's pcp lists at the start that the trace does not show.  zoneinfo
+ * prints each CPU's count of them ("count:", zoneinfo_show_print, mm/vmstat.c:1797-1799 in
+ * 6.12); the trace shows only the blocks it allocates or drains before any other event, and a
+ * pcp list that is never emptied nor drained to its bottom keeps the rest hidden (rmqueue_bulk
+ * refills a list's tail, free_unref_page_commit adds at its head, __rmqueue_pcplist takes the
+ * head, free_pcppages_bulk drains the tail: mm/page_alloc.c:2401, :2692, :3095, :1254).  Their
+ * number still decides when a CPU's pages pass its high mark and are drained, so each CPU's
+ * lists get as many more pages as zoneinfo counts beyond the trace's (--start-pcp zoneinfo).
+ * Which pages they are, no /proc file tells: a pcp page is neither a buddy page nor flagged,
+ * and kpagecount is a map count, 0 for kernel allocations too.  They are taken from the pages
+ * the start holds allocated with no flag at all (the map's Q lines; a map without them gets
+ * none: other allocated pages, slab among them, would drain into free memory the kernel never
+ * had) that no event touches: first in the pageblocks of the CPU's
+ * own pcp blocks (a refill takes a run of the buddy lists), then in pfn order.  Each is an
+ * order-0 block on its pageblock type's list (free_unref_page, :2750-2756: HighAtomic pages on
+ * the Movable list), and only on a list the trace never shows emptied (emptied_lists), placed
+ * between the blocks the trace allocates and those it drains first: after them (never reached)
+ * and before them (they outlived every drain).  An inference of a hidden part of the start
+ * state (docs/MACHINE-SHAPE.md); --start-pcp trace leaves it out.
+ */
+_Static_assert(BH_MT_PCPTYPES == 3, "want[0..2] below are the pcp lists' types");
+struct hidden {
+  const bh_page_run_t *quiet; /* the start's pages without a flag (the map's Q lines) */
+  size_t nquiet;
+  uint64_t *in_pcp; /* a bit per page on a pcp list so far */
+  uint32_t *seen;   /* per pageblock: the last zone and slot (+ 1) that scanned it */
+  /* per zone and slot, zone-major: the known pcp pages of each list, and a bit per order of
+   * each list the trace shows emptied (emptied_lists) */
+  uint64_t (*have)[BH_MT_PCPTYPES];
+  uint16_t (*emptied)[BH_MT_PCPTYPES];
+};
+
+/* The first of the n runs (pfn order) that ends after p. */
+static size_t run_after(const bh_page_run_t *r, size_t n, uint64_t p) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (r[mid].pfn + r[mid].count <= p)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+/* The list a hidden page at p goes on: its pageblock's type's (free_unref_page: HighAtomic
+ * pages go on the Movable list); -1 for an absent or isolated pageblock. */
+static int hidden_list(const struct ctx *c, uint64_t p) {
+  uint8_t t = p >> c->pbo < c->npb ? c->st->pageblock_mt[p >> c->pbo] : BH_PAGEBLOCK_ABSENT;
+  return t == BH_PAGEBLOCK_ABSENT || t == BH_MT_ISOLATE ? -1
+         : t < BH_MT_PCPTYPES                           ? t
+                                                        : BH_MT_MOVABLE;
+}
+
+/* May p, a page with no flag, be one of the hidden pcp pages: no event touches it, it was not
+ * free at the start, and it is on no pcp list yet? */
+static bool hidden_candidate(const struct ctx *c, const struct hidden *h, uint64_t p) {
+  const uint64_t *taken = c->fes ? c->fes->taken : NULL; /* free at the start (bh__first_take) */
+  return !(c->fe && c->fe[p]) && !(taken && bit_at(taken, p)) && !bit_at(h->in_pcp, p) &&
+         !in_placed(c, p);
+}
+
+/* Hidden pages from the pages with no flag in [from, to) onto CPU slot cpu's lists while
+ * *left, each on its pageblock type's list if that list is in allowed (a bit per type); *left
+ * counts down.  Returns where it stopped: the page after the last one taken, or to. */
+static uint64_t hidden_from(struct ctx *c, struct hidden *h, uint64_t from, uint64_t to,
+                            unsigned cpu, unsigned allowed, uint64_t *left, int *rc) {
+  uint64_t pb_mask = (1ull << c->pbo) - 1;
+  for (size_t r = run_after(h->quiet, h->nquiet, from); r < h->nquiet && *left && !*rc; r++) {
+    const bh_page_run_t *q = &h->quiet[r];
+    if (q->pfn >= to)
+      break;
+    uint64_t e = q->pfn + q->count < to ? q->pfn + q->count : to;
+    for (uint64_t p = q->pfn > from ? q->pfn : from; p < e; p++) {
+      int mt = hidden_list(c, p); /* a pageblock's pages all go on one list */
+      if (mt < 0 || !((allowed >> mt) & 1)) {
+        p |= pb_mask; /* on to the next pageblock */
+        continue;
+      }
+      if (!hidden_candidate(c, h, p))
+        continue;
+      *rc = add_pcp(c, p, 0, cpu, mt);
+      set_bit_at(h->in_pcp, p);
+      c->st->pcp_hidden_pages++;
+      if (*rc || !--*left)
+        return p + 1;
+    }
+  }
+  return to;
+}
+
+/* The pages zoneinfo counts on slot cpu's lists in zone zi. */
+static uint64_t zoneinfo_pcp(const struct ctx *c, int zi, unsigned cpu) {
+  uint64_t count = 0;
+  const bh__pageset_t *ps;
+  for (unsigned k = 0; (ps = bh__machine_pageset(c->m, BH_SNAP_START, zi, k)); k++)
+    if (ps->cpu % c->nr_cpus == cpu)
+      count += ps->count;
+  return count;
+}
+
+/*
+ * h->have: the known pcp pages per zone, slot and list (the state's first n pcp blocks).
+ * h->emptied: per zone and slot, a bit per order of each list the trace shows emptied at some
+ * point, which so held no hidden page: a recorded refill says so (bh__first_refill, of any
+ * zone), and so does a first allocation of a block that the start holds free in the buddy
+ * lists, since it came to the list in a refill, which only an empty list gets
+ * (mm/page_alloc.c:3082-3092 in 6.12).
+ */
+static void known_lists(const struct ctx *c, struct hidden *h, size_t n) {
+  unsigned ncpu = c->nr_cpus;
+  for (size_t i = 0; i < n; i++) {
+    const bh_pcp_block_t *b = &c->st->pcp[i];
+    int zi = bh_machine_zone_of(c->m, b->pfn), mt = b->list ? b->list - 1 : hidden_list(c, b->pfn);
+    if (zi >= 0 && mt >= 0 && mt < BH_MT_PCPTYPES)
+      h->have[(size_t)zi * ncpu + b->cpu % ncpu][mt] += 1ull << b->order;
+  }
+  for (int zi = 0; c->fes && zi < c->in->nr_zones; zi++)
+    for (unsigned k = 0; k < BH__EMPTIED_CPUS; k++)
+      for (int t = 0; t < BH_MT_PCPTYPES; t++)
+        h->emptied[(size_t)zi * ncpu + k % ncpu][t] |= c->fes->emptied[k][t];
+  for (size_t i = 0; c->fes && c->fes->seq && !c->fes->seq_lost && i < c->fes->nr_seq; i++) {
+    uint64_t p = c->fes->seq[i];
+    uint32_t v = p < c->nr_pages ? c->fe[p] : 0;
+    unsigned order = (v >> 2) & 63, mt = (v >> 8) & 7;
+    int zi = bh_machine_zone_of(c->m, p);
+    if ((v & 3) != BH__FE_ALLOC || !order || order > 16 || (v & BH__FE_DRAINED) ||
+        mt >= BH_MT_PCPTYPES || zi < 0 || !in_placed(c, p))
+      continue;
+    h->emptied[(size_t)zi * ncpu + (v >> 16) % ncpu][mt] |= (uint16_t)(1u << (order - 1));
+  }
+}
+
+/* How many hidden pages each order-0 list of slot cpu in zone zi wants: zoneinfo's count
+ * beyond the known pages, on the lists the trace does not show emptied, shared out as the
+ * known pages on them are (all on the first of Movable, Unmovable, Reclaimable if none);
+ * returns those lists, a bit per type. */
+static unsigned hidden_wanted(const struct ctx *c, const struct hidden *h, int zi, unsigned cpu,
+                              uint64_t *want) {
+  const uint64_t *have = h->have[(size_t)zi * c->nr_cpus + cpu];
+  const uint16_t *emptied = h->emptied[(size_t)zi * c->nr_cpus + cpu];
+  uint64_t all = 0, open_have = 0, count = zoneinfo_pcp(c, zi, cpu);
+  unsigned open = 0;
+  for (int t = 0; t < BH_MT_PCPTYPES; t++) {
+    all += have[t];
+    if (!(emptied[t] & 1)) {
+      open |= 1u << t;
+      open_have += have[t];
+    }
+  }
+  uint64_t w = count > all ? count - all : 0, given = 0;
+  static const int pref[BH_MT_PCPTYPES] = {BH_MT_MOVABLE, BH_MT_UNMOVABLE, BH_MT_RECLAIMABLE};
+  int most = -1;
+  for (int i = 0; i < BH_MT_PCPTYPES; i++) {
+    int t = pref[i];
+    bool is_open = (open >> t) & 1;
+    want[t] =
+        is_open && open_have ? (uint64_t)((double)w * (double)have[t] / (double)open_have) : 0;
+    given += want[t];
+    if (is_open && (most < 0 || have[t] > have[most]))
+      most = t;
+  }
+  if (most >= 0)
+    want[most] += w - given;
+  return open;
+}
+
+/* Rotates the state's pcp blocks [from, n) so that those from mid come first. */
+static int rotate_pcp(struct ctx *c, size_t from, size_t mid) {
+  size_t n = c->npcp, a = mid - from, b = n - mid;
+  if (!a || !b)
+    return 0;
+  bh_pcp_block_t *tmp = malloc(a * sizeof(*tmp));
+  if (!tmp)
+    return BH_ENOMEM;
+  memcpy(tmp, c->st->pcp + from, a * sizeof(*tmp));
+  memmove(c->st->pcp + from, c->st->pcp + mid, b * sizeof(*tmp));
+  memcpy(c->st->pcp + from + b, tmp, a * sizeof(*tmp));
+  free(tmp);
+  return 0;
+}
+
+/* The hidden pages of zone zi for slot cpu (pcp_hidden); cursor: the zone's pfn-order scans,
+ * per list and for any list, shared by the slots; known: the known pcp blocks. */
+static int hidden_slot(struct ctx *c, struct hidden *h, int zi, unsigned cpu, uint64_t *cursor,
+                       size_t known) {
+  const bh_machine_zone_t *z = &c->in->zones[zi];
+  uint64_t zend =
+      z->start_pfn + z->spanned_pages < c->nr_pages ? z->start_pfn + z->spanned_pages : c->nr_pages;
+  uint64_t want[BH_MT_PCPTYPES];
+  unsigned open = hidden_wanted(c, h, zi, cpu, want);
+  int rc = 0;
+  /* the pageblocks of the slot's own pcp blocks, in list order, each once */
+  uint32_t stamp = (uint32_t)zi * c->nr_cpus + cpu + 1;
+  for (size_t i = 0; !rc && i < known && (want[0] | want[1] | want[2]); i++) {
+    const bh_pcp_block_t *b = &c->st->pcp[i];
+    uint64_t pb = b->pfn >> c->pbo;
+    if (b->cpu % c->nr_cpus != cpu || b->pfn < z->start_pfn || b->pfn >= zend || pb >= c->npb ||
+        h->seen[pb] == stamp)
+      continue;
+    h->seen[pb] = stamp;
+    uint64_t lo = pb << c->pbo, hi = (pb + 1) << c->pbo;
+    int mt = hidden_list(c, lo);
+    if (mt >= 0)
+      hidden_from(c, h, lo < z->start_pfn ? z->start_pfn : lo, hi < zend ? hi : zend, cpu, 1u << mt,
+                  &want[mt], &rc);
+  }
+  /* then each list's pageblocks in pfn order, then (what is still wanted) the pageblocks of
+   * any list the trace does not show emptied */
+  uint64_t rest = 0;
+  for (int t = 0; !rc && t <= BH_MT_PCPTYPES; t++) {
+    uint64_t *left = t < BH_MT_PCPTYPES ? &want[t] : &rest;
+    if (t == BH_MT_PCPTYPES)
+      rest = want[0] + want[1] + want[2];
+    if (*left && cursor[t] < zend)
+      cursor[t] =
+          hidden_from(c, h, cursor[t], zend, cpu, t < BH_MT_PCPTYPES ? 1u << t : open, left, &rc);
+  }
+  return rc;
+}
+
+static int pcp_hidden(struct ctx *c, uint64_t *in_pcp, size_t first_drained) {
+  if (!c->pcp_fill || !c->pcp_orders || !c->nr_cpus || !c->npb ||
+      !bh_machine_snapshot(c->m, BH_SNAP_START) || !bh__machine_pageset(c->m, BH_SNAP_START, 0, 0))
+    return 0;
+  struct hidden h = {.in_pcp = in_pcp};
+  bool listed;
+  h.quiet = bh__machine_quiet_runs(c->m, BH_SNAP_START, &h.nquiet, &listed);
+  if (!listed || !h.nquiet)
+    return 0; /* a map written before it listed them: which pages they are is not known */
+  size_t bytes = (c->nr_pages + 63) / 64 * sizeof(uint64_t),
+         slots = (size_t)c->in->nr_zones * c->nr_cpus;
+  h.seen = zmap(c->npb * sizeof(uint32_t));
+  h.have = calloc(slots, sizeof(*h.have));
+  h.emptied = calloc(slots, sizeof(*h.emptied));
+  if (!in_pcp)
+    h.in_pcp = zmap(bytes);
+  size_t known = c->npcp;
+  int rc = h.in_pcp && h.seen && h.have && h.emptied ? 0 : BH_ENOMEM;
+  if (!rc)
+    known_lists(c, &h, known);
+  for (int zi = 0; !rc && zi < c->in->nr_zones; zi++) {
+    uint64_t cursor[BH_MT_PCPTYPES + 1];
+    for (int t = 0; t <= BH_MT_PCPTYPES; t++)
+      cursor[t] = c->in->zones[zi].start_pfn;
+    for (unsigned cpu = 0; !rc && cpu < c->nr_cpus; cpu++)
+      rc = hidden_slot(c, &h, zi, cpu, cursor, known);
+  }
+  if (!rc && first_drained < known)
+    rc = rotate_pcp(c, first_drained, known); /* the hidden pages before the drained ones */
+  if (!in_pcp && h.in_pcp)
+    zunmap(h.in_pcp, bytes);
+  zunmap(h.seen, c->npb * sizeof(uint32_t));
+  free(h.have);
+  free(h.emptied);
+  return rc;
+}
+
+/*
  * The kernel takes a pcp list's head (__rmqueue_pcplist, mm/page_alloc.c:3092 in 6.12),
  * so the blocks of one list that the trace allocates before any free refills it come off in
  * the list's order: the blocks go on the lists in the order of their first allocation (in pfn
@@ -444,7 +707,7 @@ static bool may_start_pcp(const struct ctx *c, const uint64_t *in_pcp, uint64_t 
  */
 static int pcp_from_trace(struct ctx *c) {
   if (!c->fe)
-    return 0;
+    return pcp_hidden(c, NULL, 0);
   bool by_seq = c->fes && !c->fes->seq_lost && !c->fes->pfn_order;
   uint64_t n = by_seq ? c->fes->nr_seq : c->nr_pages;
   size_t in_pcp_bytes = (c->nr_pages + 63) / 64 * sizeof(uint64_t);
@@ -460,11 +723,14 @@ static int pcp_from_trace(struct ctx *c) {
     if (!by_seq && pages)
       i += pages - 1;
   }
+  size_t first_drained = c->npcp;
   for (uint64_t i = by_seq ? n : 0; !rc && i-- > 0;) { /* drained first: the tails */
     uint64_t p = c->fes->seq[i], pages;
     if ((c->fe[p] & BH__FE_DRAINED) && may_start_pcp(c, in_pcp, p, true))
       rc = place_first(c, p, in_pcp, &pages);
   }
+  if (!rc)
+    rc = pcp_hidden(c, in_pcp, first_drained);
   /* by_seq: the pages that are not the first page of a first allocation, and not inside a
    * block put on a pcp list, are as unexplained as they are in pfn order */
   const uint32_t *fe = c->fe; /* locals: the stores below cannot change them */
@@ -986,8 +1252,8 @@ static int build_empty(struct ctx *c) {
 }
 
 int bh__start_build(bh__start_t *st, int kind, const bh_machine_t *m, uint64_t nr_pages,
-                    unsigned pcp_orders, const bh__first_events_t *fe, uint64_t seed, char *err,
-                    size_t errlen) {
+                    unsigned pcp_orders, unsigned nr_cpus, const bh__first_events_t *fe,
+                    uint64_t seed, char *err, size_t errlen) {
   memset(st, 0, sizeof(*st));
   st->kind = kind;
   struct ctx c = {.st = st,
@@ -995,6 +1261,8 @@ int bh__start_build(bh__start_t *st, int kind, const bh_machine_t *m, uint64_t n
                   .in = bh_machine_info(m),
                   .nr_pages = nr_pages,
                   .pcp_orders = pcp_orders,
+                  .nr_cpus = nr_cpus,
+                  .pcp_fill = !(fe && fe->pcp_trace_only),
                   .seed = seed};
   c.pbo = c.in->pageblock_order;
   c.maxo = c.in->max_order;

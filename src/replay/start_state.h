@@ -22,6 +22,8 @@ enum bh__start_kind { BH__START_EMPTY, BH__START_KPAGEFLAGS, BH__START_COUNTS };
  */
 enum { BH__FE_NONE = 0, BH__FE_ALLOC = 1, BH__FE_FREE = 2, BH__FE_DRAINED = 1u << 11 };
 
+#define BH__EMPTIED_CPUS 1024 /* CPUs whose refilled pcp lists are kept (emptied) */
+
 typedef struct bh__first_events {
   uint32_t *fe; /* nr_pages entries, or NULL (no trace information) */
   uint64_t nr_pages;
@@ -35,6 +37,9 @@ typedef struct bh__first_events {
   /* the start pcp lists as before they were inferred from the trace: in pfn order, each block
    * on its pageblock type's list (bh_replay_config_t.start_order_pfn) */
   bool pfn_order;
+  /* the start pcp lists hold only what the trace shows (bh_replay_config_t.start_pcp_trace),
+   * not also the pages zoneinfo counts there beyond it */
+  bool pcp_trace_only;
   /* Pageblock types as the trace shows them (NULL: not kept).  A free puts a block of a pcp
    * order on the pcp list of its pageblock's type, and an allocation of the request's type
    * takes from that type's list (free_unref_page, __rmqueue_pcplist): a block freed and then
@@ -49,6 +54,12 @@ typedef struct bh__first_events {
    * (bh__first_take).  NULL: not kept. */
   uint64_t *taken;
   uint64_t last_refill_pb; /* bh__refill_evidence */
+  /* Per CPU (below BH__EMPTIED_CPUS) and pcp migratetype, a bit per order: the trace shows
+   * that CPU's pcp list of that type and order refilled (mm_page_alloc_zone_locked with
+   * percpu_refill; __rmqueue_pcplist refills only an empty list, mm/page_alloc.c:3082-3092 in
+   * 6.12), so it held none of the start's pcp pages that the trace does not show (the start
+   * state's pcp_hidden) */
+  uint16_t emptied[BH__EMPTIED_CPUS][BH_MT_PCPTYPES];
   unsigned pb_order;
 } bh__first_events_t;
 
@@ -170,12 +181,21 @@ static inline void bh__first_take(bh__first_events_t *f, const bh_event_t *ev) {
       f->taken[p >> 6] |= 1ull << (p & 63);
 }
 
+/* A pcp refill: its list was empty then (bh__first_events_t.emptied). */
+static inline void bh__first_refill(bh__first_events_t *f, const bh_event_t *ev) {
+  if (ev->op == BH_EV_ALLOC_ZONE_LOCKED && ev->percpu_refill && ev->cpu >= 0 &&
+      ev->cpu < BH__EMPTIED_CPUS && ev->migratetype >= 0 && ev->migratetype < BH_MT_PCPTYPES &&
+      ev->order < 16)
+    f->emptied[ev->cpu][ev->migratetype] |= (uint16_t)(1u << ev->order);
+}
+
 /* What a pcp event or a fallback tells of the start: the drains, the takes, the refills'
- * pageblock types, the claims. */
+ * pageblock types and lists, the claims. */
 static inline void bh__pcp_evidence(bh__first_events_t *f, const bh_event_t *ev) {
   bh__first_drain(f, ev);
   bh__first_take(f, ev);
   bh__refill_evidence(f, ev);
+  bh__first_refill(f, ev);
 }
 
 /* The state, owned (bh__start_free). */
@@ -190,19 +210,21 @@ typedef struct bh__start {
    * is an allocation but that the state holds allocated */
   uint64_t unplaced_blocks, unexplained_pages;
   uint64_t pcp_pages;          /* pages put on pcp lists */
+  uint64_t pcp_hidden_pages;   /* of those, pages zoneinfo counts that the trace does not show */
   uint64_t repaired_pages;     /* kpageflags: free in the map, first freed by the trace */
   uint64_t retyped_pageblocks; /* kpageflags: of another type than the map's (the trace's) */
 } bh__start_t;
 
 /*
  * Builds the state of kind for an arena laid out as m (nr_pages pages, as the arena has them;
- * pcp_orders: bit o set if order o has pcp lists, 0 without pcp).  fe may have fe == NULL.
+ * pcp_orders: bit o set if order o has pcp lists, 0 without pcp; nr_cpus: its pcp slots, a
+ * CPU's events going to slot cpu % nr_cpus).  fe may have fe == NULL.
  * seed spreads the free blocks of a counts state.  Returns 0, BH_ENOMEM, or BH_EINVAL with
  * a message in err.
  */
 int bh__start_build(bh__start_t *st, int kind, const bh_machine_t *m, uint64_t nr_pages,
-                    unsigned pcp_orders, const bh__first_events_t *fe, uint64_t seed, char *err,
-                    size_t errlen);
+                    unsigned pcp_orders, unsigned nr_cpus, const bh__first_events_t *fe,
+                    uint64_t seed, char *err, size_t errlen);
 void bh__start_free(bh__start_t *st);
 
 /* The arena's layout from m (its zones, watermarks, orders).  Returns 0 or BH_EINVAL. */

@@ -28,7 +28,8 @@
 
 #define MDATA BH_SOURCE_DIR "/tests/trace/data/machine"
 
-static char *dump(bh_arena_t *a, int (*fn)(bh_arena_t *, FILE *)) {
+/* Not inlined: gcc 12 then takes the text for the local buf itself (-Wdangling-pointer). */
+__attribute__((noinline)) static char *dump(bh_arena_t *a, int (*fn)(bh_arena_t *, FILE *)) {
   char *buf = NULL;
   size_t n = 0;
   FILE *f = open_memstream(&buf, &n);
@@ -76,12 +77,13 @@ static char *free_map(bh_arena_t *a, const char *extra) {
 /* The arena's state as a machine description with a start snapshot (exact free map, and
  * fm_extra's lines after it) and, if end, the same as the end snapshot (with a free map of
  * end_extra's lines after it, if end_extra is not NULL). */
-static char *describe_with(bh_arena_t *a, bool end, const char *fm_extra, const char *end_extra) {
+static char *describe_zi(bh_arena_t *a, bool end, const char *fm_extra, const char *end_extra,
+                         const char *zi_text) {
   char *fm = free_map(a, fm_extra), *out = NULL;
   size_t n = 0;
   FILE *f;
-  char *zi = dump(a, bh_dump_zoneinfo), *bi = dump(a, bh_dump_buddyinfo),
-       *pi = dump(a, bh_dump_pagetypeinfo);
+  char *zi = zi_text ? strdup(zi_text) : dump(a, bh_dump_zoneinfo),
+       *bi = dump(a, bh_dump_buddyinfo), *pi = dump(a, bh_dump_pagetypeinfo);
   f = open_memstream(&out, &n);
   fprintf(f, "buddyhint-machine 1\n");
   for (int w = 0; w < (end ? 2 : 1); w++) {
@@ -108,6 +110,10 @@ static char *describe_with(bh_arena_t *a, bool end, const char *fm_extra, const 
   free(bi);
   free(pi);
   return out;
+}
+
+static char *describe_with(bh_arena_t *a, bool end, const char *fm_extra, const char *end_extra) {
+  return describe_zi(a, end, fm_extra, end_extra, NULL);
 }
 
 static char *describe(bh_arena_t *a, bool end) { return describe_with(a, end, "", NULL); }
@@ -1240,6 +1246,158 @@ static void test_start_take_then_free(void **state) {
   bh_arena_destroy(a);
 }
 
+/* The arena's zoneinfo with the Normal zone's pagesets set: CPU c's "count:" to count[c] and,
+ * if high[c], its "high:" to high[c]. */
+static char *zoneinfo_pagesets(bh_arena_t *a, const long *count, const long *high) {
+  char *zi = dump(a, bh_dump_zoneinfo), *out = NULL;
+  size_t n = 0;
+  FILE *f = open_memstream(&out, &n);
+  assert_non_null(strstr(zi, "zone   Normal"));
+  bool normal = false;
+  int cpu = -1;
+  for (size_t at = 0, len; zi[at]; at += len) {
+    const char *l = zi + at, *nl = strchr(l, '\n');
+    len = nl ? (size_t)(nl - l + 1) : strlen(l);
+    normal = normal || !strncmp(l, "Node 0, zone   Normal", 21);
+    if (normal && !strncmp(l, "    cpu:", 8))
+      cpu++;
+    if (normal && cpu >= 0 && cpu < 2 && !strncmp(l, "              count:", 20))
+      fprintf(f, "              count: %ld\n", count[cpu]);
+    else if (normal && cpu >= 0 && cpu < 2 && high[cpu] && !strncmp(l, "              high:", 19))
+      fprintf(f, "              high:  %ld\n", high[cpu]);
+    else
+      fwrite(l, 1, len, f);
+  }
+  fclose(f);
+  free(zi);
+  return out;
+}
+
+/* The pcp pages a dump's zoneinfo counts for CPU cpu in the Normal zone. */
+static long zoneinfo_cpu_field(const char *dir, int cpu, const char *field) {
+  char path[512];
+  snprintf(path, sizeof(path), "%s/zoneinfo", dir);
+  char *zi = slurp(path), *q = strstr(zi, "zone   Normal");
+  assert_non_null(q);
+  for (int c = 0; c <= cpu; c++)
+    assert_non_null(q = strstr(q + 1, "cpu:"));
+  assert_non_null(q = strstr(q, field));
+  long v = strtol(q + strlen(field), NULL, 10);
+  free(zi);
+  return v;
+}
+
+/* Q lines for the pages pfn[0..n) (ascending), with their "quiet" line. */
+static void quiet_lines(char *buf, size_t len, const uint64_t *pfn, size_t n) {
+  int k = snprintf(buf, len, "quiet %zu\n", n);
+  uint64_t end = 0;
+  for (size_t i = 0; i < n;) {
+    size_t j = i + 1;
+    while (j < n && pfn[j] == pfn[j - 1] + 1)
+      j++;
+    k += snprintf(buf + k, len - (size_t)k, "Q %lu %zu\n", (unsigned long)(pfn[i] - end), j - i);
+    end = pfn[j - 1] + 1;
+    i = j;
+  }
+}
+
+/*
+ * The pcp pages the trace does not show: zoneinfo counts each CPU's (zoneinfo_show_print,
+ * mm/vmstat.c:1797-1799 in 6.12), and the map lists the allocated pages with no flag, where
+ * they hide (free_pages_prepare clears a freed page's flags; a pcp page is no buddy page).
+ * With an empty trace, each CPU's lists get as many of those pages as its count says, on
+ * their pageblock's type's list, and keep them to the end (the dump's counts); none with
+ * --start-pcp trace or a map that does not list them.  A list the trace shows refilled
+ * (mm_page_alloc_zone_locked with percpu_refill) was empty then (__rmqueue_pcplist refills
+ * only an empty list, mm/page_alloc.c:3082-3092): CPU 0's Movable list gets none, so CPU 0
+ * gets the Unmovable pages only.  Each CPU's high mark starts at its own (tuned rule).
+ */
+static void test_start_pcp_hidden(void **state) {
+  (void)state;
+  bh_arena_t *a = crafted_arena();
+  const bh_zone_t *z = &a->zones[a->nr_zones - 1]; /* Normal */
+  uint64_t pfn[50], mov = 0, unmov = 0, free_mov = UINT64_MAX;
+  size_t n = 0;
+  for (uint64_t p = z->zone_start_pfn; p < z->zone_start_pfn + z->zone_spanned_pages; p++) {
+    int mt = bh__pb_mt(a, p);
+    if ((a->pages[p].flags & BH__PG_BUDDY) && mt == BH_MT_MOVABLE && free_mov == UINT64_MAX)
+      free_mov = p;
+    if (a->pages[p].flags != BH__PG_ALLOC || a->pages[p].order)
+      continue;
+    if (mt == BH_MT_MOVABLE && mov < 40) {
+      pfn[n++] = p;
+      mov++;
+    } else if (mt == BH_MT_UNMOVABLE && unmov < 10) {
+      pfn[n++] = p;
+      unmov++;
+    }
+  }
+  assert_int_equal(n, 50);
+  assert_true(free_mov != UINT64_MAX);
+  char q[4096];
+  quiet_lines(q, sizeof(q), pfn, n);
+  long count[2] = {12, 20}, high[2] = {0, 0};
+  char *zi = zoneinfo_pagesets(a, count, high);
+  char *desc = describe_zi(a, false, q, NULL, zi), *plain = describe_zi(a, false, "", NULL, zi);
+  /* tt_path's buffer is reused: each path copied */
+  char *empty =
+      strdup(write_trace3("hidden.bht", BH_TRACE_NATIVE_BINARY, desc, "# buddyhint-trace 3\n"));
+  char *old =
+      strdup(write_trace3("hidden0.bht", BH_TRACE_NATIVE_BINARY, plain, "# buddyhint-trace 3\n"));
+  char lines[256];
+  snprintf(lines, sizeof(lines), "# buddyhint-trace 3\n1000 Z %#lx 0 cpu=0 mt=1 refill=1\n",
+           (unsigned long)free_mov);
+  char *refilled = strdup(write_trace3("hidden1.bht", BH_TRACE_NATIVE_BINARY, desc, lines));
+  struct {
+    const char *trace;
+    bool trace_only;
+    long hidden, cpu0, cpu1;
+  } cases[] = {
+      {empty, false, 32, 12, 20},    /* as zoneinfo counts */
+      {empty, true, 0, 0, 0},        /* --start-pcp trace */
+      {old, false, 0, 0, 0},         /* no Q lines: which pages is not known */
+      {refilled, false, 30, 10, 20}, /* CPU 0's Movable list was empty: the 10 Unmovable */
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    bh_replay_config_t cfg;
+    bh_replay_config_init(&cfg);
+    cfg.trace = cases[i].trace;
+    cfg.start_pcp_trace = cases[i].trace_only;
+    char dir[64];
+    snprintf(dir, sizeof(dir), "dump-hidden%zu", i);
+    cfg.dump_dir = tt_path(dir);
+    bh_replay_summary_t s;
+    replay(&cfg, &s);
+    assert_int_equal(s.start_pcp_hidden_pages, cases[i].hidden);
+    assert_int_equal(s.start_pcp_pages, cases[i].hidden);
+    assert_int_equal(zoneinfo_cpu_field(cfg.dump_dir, 0, "count:"), cases[i].cpu0);
+    assert_int_equal(zoneinfo_cpu_field(cfg.dump_dir, 1, "count:"), cases[i].cpu1);
+  }
+  free(empty);
+  free(old);
+  free(refilled);
+  free(desc);
+  free(plain);
+  free(zi);
+  /* each CPU's high mark from its own pageset (the tuned rule keeps it between high_min and
+   * high_max: nr_pcp_high, mm/page_alloc.c:2625 in 6.12) */
+  long zero[2] = {0, 0}, highs[2] = {170, 190};
+  zi = zoneinfo_pagesets(a, zero, highs);
+  desc = describe_zi(a, false, "", NULL, zi);
+  bh_replay_config_t cfg;
+  bh_replay_config_init(&cfg);
+  cfg.trace = write_trace3("highs.bht", BH_TRACE_NATIVE_BINARY, desc, "# buddyhint-trace 3\n");
+  cfg.pcp_high_tuning = 1;
+  cfg.dump_dir = tt_path("dump-highs");
+  bh_replay_summary_t s;
+  replay(&cfg, &s);
+  assert_int_equal(zoneinfo_cpu_field(cfg.dump_dir, 0, "high:"), 170);
+  assert_int_equal(zoneinfo_cpu_field(cfg.dump_dir, 1, "high:"), 190);
+  free(desc);
+  free(zi);
+  bh_arena_destroy(a);
+}
+
 /*
  * --placement trace with the pcp events: a refill (mm_page_alloc_zone_locked, percpu_refill=1)
  * moves the block from the free lists to the CPU's pcp list, a drain (mm_page_pcpu_drain) back;
@@ -1570,6 +1728,7 @@ int main(void) {
       cmocka_unit_test(test_start_buddy_order_reported),
       cmocka_unit_test(test_start_types_free_swap),
       cmocka_unit_test(test_start_take_then_free),
+      cmocka_unit_test(test_start_pcp_hidden),
       cmocka_unit_test(test_untraced_allocs),
   };
   return cmocka_run_group_tests(tests, tt_setup, tt_teardown);
