@@ -565,7 +565,7 @@ static int keep_pagesets(bh_machine_t *m, int which, const struct kzone *kz, int
     ps[j].cpu = UINT32_MAX; /* not printed */
   for (int i = 0; i < nkz; i++) {
     int zi = kz[i].type >= 0 ? zone_index(m, kz[i].node, kz[i].type) : -1;
-    if (zi >= 0)
+    if (zi >= 0 && kz[i].nps)
       memcpy(ps + (size_t)zi * most, kz[i].ps, kz[i].nps * sizeof(*ps));
   }
   sn->pagesets = ps;
