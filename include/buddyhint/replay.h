@@ -193,7 +193,9 @@ BH_API void bh_replay_config_init(bh_replay_config_t *cfg);
  *                      free (the free map's skew, or a free without an event; not a page a
  *                      take from the buddy lists came to before any other event)
  *   refill_allocated   a traced allocation holds it: its free is missing
- *   refill_split       partly free, partly not, in the replay
+ *   refill_split       partly free, partly not, in the replay (a piece of a block on a pcp list
+ *                      at a larger order is not a miss: the kernel had freed that block past
+ *                      its pcp lists, and it goes to the free lists first)
  *   isolated           a refill of a block the replay's hinting had taken off the free lists
  *                      to report it
  *   window             a drain while the start snapshot's free map was read, of a block the
@@ -318,11 +320,12 @@ typedef struct bh_replay_summary {
   uint64_t pcp_events_applied, pcp_events_missed, pcp_events_direct;
   uint64_t pcp_drains_missed; /* of pcp_events_missed, the drains (the rest are refills) */
   uint64_t pcp_missed_by_cause[BH_PCP_MISS_CAUSES]; /* pcp_events_missed by cause */
-  /* of pcp_events_applied, refills of a block the replay held on a pcp list: the kernel had
-   * freed it to its free lists past the pcp lists (free_unref_page when the pcp lock is taken,
-   * an isolated pageblock), which the free's event does not say; it moves to the refilling
-   * CPU's list; of them, blocks the start state had put on a pcp list (the kernel had them
-   * free: the start state's error, not the free's) */
+  /* of pcp_events_applied, refills of a block the replay held on a pcp list, or of a piece of
+   * one: the kernel had freed it to its free lists past the pcp lists (free_unref_page when
+   * the pcp lock is taken, an isolated pageblock), which the free's event does not say; it
+   * moves to the refilling CPU's list (a piece's block to the free lists first); of them,
+   * blocks the start state had put on a pcp list (the kernel had them free: the start state's
+   * error, not the free's) */
   uint64_t pcp_refills_relisted, pcp_refills_relisted_start;
   /* of pcp_events_applied, drains of memory the start state holds allocated before the trace:
    * it was on a kernel's pcp list at the start, which the free map cannot show (the start

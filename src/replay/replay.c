@@ -1523,6 +1523,28 @@ static int pcp_miss_cause(bool drain, enum bh__pcp_at where) {
 }
 
 /*
+ * A refill of a piece of a block the replay holds on a pcp list at a larger order: the kernel
+ * had freed that block past its pcp lists into the free lists, as free_unref_page and
+ * free_unref_folios do when the CPU's pcp lock is taken (an interrupt freeing on a CPU whose
+ * task holds it: mm/page_alloc.c:2761-2766 and :2840-2845 in 6.12), which no event shows, and
+ * the refill split it.  The block goes to the free lists (a drain's way in, __free_one_page,
+ * as free_one_page's; counted with the drains) and the refill is applied again.  Whether it
+ * applied.
+ */
+static bool refill_piece(struct replay *r, const bh_event_t *ev) {
+  for (unsigned o = ev->order + 1; o <= r->max_order; o++) {
+    uint64_t head = ev->pfn & ~((1ull << o) - 1);
+    int cpu;
+    if (bh__pcp_block_where(r->arena, head, o, &cpu) != BH__PCPAT_PCP)
+      continue;
+    take_start_pcp(r, head);
+    return bh__pcp_drain_at(r->arena, head, o) == BH_OK &&
+           bh__pcp_refill_at(r->arena, ev->pfn, ev->order, ev->migratetype, ev->cpu) == BH_OK;
+  }
+  return false;
+}
+
+/*
  * A pcp event (--placement trace): a refill moves the recorded block from the free lists to
  * the CPU's pcp list, a drain moves it back.  A zone_locked event without percpu_refill, and
  * one for a block that an allocation takes at once (rmqueue_buddy), need nothing: the
@@ -1555,6 +1577,10 @@ COLD static void pcp_event(struct replay *r, const bh_event_t *ev) {
       bh__pcp_relist_at(r->arena, ev->pfn, ev->order, ev->migratetype, ev->cpu) == BH_OK) {
     s->pcp_refills_relisted++;
     s->pcp_refills_relisted_start += take_start_pcp(r, ev->pfn);
+    rc = BH_OK;
+  }
+  if (rc != BH_OK && !drain && where == BH__PCPAT_SPLIT && refill_piece(r, ev)) {
+    s->pcp_refills_relisted++;
     rc = BH_OK;
   }
   if (rc != BH_OK && drain && where == BH__PCPAT_PRETRACE &&

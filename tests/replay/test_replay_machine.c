@@ -1399,6 +1399,47 @@ static void test_start_pcp_hidden(void **state) {
 }
 
 /*
+ * A block freed past the pcp lists, then refilled in pieces: the kernel frees a block into the
+ * free lists directly when the CPU's pcp lock is taken (free_unref_page's trylock,
+ * mm/page_alloc.c:2761-2766 in 6.12: an interrupt freeing on a CPU whose task holds it), which
+ * no event shows; the replay put the order-1 block on CPU 1's pcp list.  The refills of its
+ * two pages (mm_page_alloc_zone_locked at order 0) show it was on the free lists: the block
+ * goes there and both refills apply (they missed as refill_split before), and the allocations
+ * take them from the list.
+ */
+static void test_pcp_refill_piece(void **state) {
+  (void)state;
+  bh_arena_t *a = crafted_arena();
+  char *desc = describe(a, false);
+  uint64_t q = UINT64_MAX;
+  for (uint64_t p = 4096; p < a->nr_pages && q == UINT64_MAX; p++)
+    if ((a->pages[p].flags & BH__PG_BUDDY) && a->pages[p].order >= 1 &&
+        bh__pb_mt(a, p) == BH_MT_MOVABLE)
+      q = p;
+  assert_true(q != UINT64_MAX);
+  unsigned long f = (unsigned long)q;
+  char lines[1024];
+  snprintf(lines, sizeof(lines),
+           "# buddyhint-trace 3\n"
+           "1000 A %#lx 1 cpu=0 mt=1 gfp=GFP_HIGHUSER_MOVABLE\n"
+           "2000 F %#lx 1 cpu=1\n"               /* the kernel: into the free lists */
+           "3000 Z %#lx 0 cpu=1 mt=1 refill=1\n" /* its first page: the block moves */
+           "3001 Z %#lx 0 cpu=1 mt=1 refill=1\n" /* its second: free, applied */
+           "4000 A %#lx 0 cpu=1 mt=1 gfp=GFP_HIGHUSER_MOVABLE\n"
+           "4001 A %#lx 0 cpu=1 mt=1 gfp=GFP_HIGHUSER_MOVABLE\n",
+           f, f, f, f + 1, f, f + 1);
+  bh_replay_summary_t s;
+  replay_pcp(write_trace3("piece.bht", BH_TRACE_NATIVE_BINARY, desc, lines), "dump-piece", &s);
+  assert_int_equal(s.pcp_events_applied, 2);
+  assert_int_equal(s.pcp_events_missed, 0);
+  assert_int_equal(s.pcp_refills_relisted, 1);
+  assert_int_equal(s.placement_conflicts, 0);
+  assert_int_equal(s.allocs, 3);
+  free(desc);
+  bh_arena_destroy(a);
+}
+
+/*
  * --placement trace with the pcp events: a refill (mm_page_alloc_zone_locked, percpu_refill=1)
  * moves the block from the free lists to the CPU's pcp list, a drain (mm_page_pcpu_drain) back;
  * an event whose block is not where it says is counted, not applied; a zone_locked event
@@ -1729,6 +1770,7 @@ int main(void) {
       cmocka_unit_test(test_start_types_free_swap),
       cmocka_unit_test(test_start_take_then_free),
       cmocka_unit_test(test_start_pcp_hidden),
+      cmocka_unit_test(test_pcp_refill_piece),
       cmocka_unit_test(test_untraced_allocs),
   };
   return cmocka_run_group_tests(tests, tt_setup, tt_teardown);
