@@ -447,10 +447,10 @@ static bool may_start_pcp(const struct ctx *c, const uint64_t *in_pcp, uint64_t 
  * and kpagecount is a map count, 0 for kernel allocations too.  They are taken from the pages
  * the start holds allocated with no flag at all (the map's Q lines; a map without them gets
  * none: other allocated pages, slab among them, would drain into free memory the kernel never
- * had) that no event touches: first in the pageblocks of the CPU's
- * own pcp blocks (a refill takes a run of the buddy lists), then in pfn order.  Each is an
- * order-0 block on its pageblock type's list (free_unref_page, :2750-2756: HighAtomic pages on
- * the Movable list), and only on a list the trace never shows emptied (emptied_lists), placed
+ * had) that no event touches: first in the pageblocks of the CPU's own pcp blocks (a refill
+ * takes a run of the buddy lists), then in pfn order.  Each is an order-0 block on its
+ * pageblock type's list (free_unref_page, :2750-2756: HighAtomic pages on the Movable list),
+ * and only on a list the trace never shows emptied (known_lists), placed
  * between the blocks the trace allocates and those it drains first: after them (never reached)
  * and before them (they outlived every drain).  An inference of a hidden part of the start
  * state (docs/MACHINE-SHAPE.md); --start-pcp trace leaves it out.
@@ -462,7 +462,7 @@ struct hidden {
   uint64_t *in_pcp; /* a bit per page on a pcp list so far */
   uint32_t *seen;   /* per pageblock: the last zone and slot (+ 1) that scanned it */
   /* per zone and slot, zone-major: the known pcp pages of each list, and a bit per order of
-   * each list the trace shows emptied (emptied_lists) */
+   * each list the trace shows emptied (known_lists) */
   uint64_t (*have)[BH_MT_PCPTYPES];
   uint16_t (*emptied)[BH_MT_PCPTYPES];
 };
