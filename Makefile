@@ -55,7 +55,7 @@ DEMO_TRACE ?=
 
 SOURCES = $(shell find src include tests examples bench -name '*.[ch]' 2>/dev/null)
 
-.PHONY: all deps configure build demo check test test-release test-asan test-tsan test-slurm \
+.PHONY: all deps configure build demo check test test-serial test-release test-asan test-tsan test-slurm \
         test-guest install bench plots fuzz format format-check clean
 
 all: build
@@ -129,6 +129,12 @@ test: deps
 	[ $$rc -eq 0 ] || echo "make test: FAILED"; \
 	echo "summary: $$passed passed, $$failed failed"; \
 	exit $$rc
+
+# The release build's tests again, one at a time (make test runs them $(JOBS) at a time): a test
+# that passes only beside others, or only alone, fails one of the two.  CI runs both.
+test-serial: build
+	@echo "==== $(BUILD): $(BUILD_TYPE) tests, one at a time"
+	cd $(BUILD) && $(CTEST) --output-on-failure -j 1
 
 test-release:
 	@echo "==== $(BUILD): $(BUILD_TYPE) build and tests"
