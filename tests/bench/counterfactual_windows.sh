@@ -3,7 +3,8 @@
 # console's markers) and a replay's reports (trace clock, the trace's markers) must land in
 # the windows boot, before, round 1, alloc 2, round 2 and after; a round's time to its first
 # report and to 90 % of its memory, and the host's RSS drop per round, must be the ones the
-# made-up samples give.  A file with a bad number must be refused with its name and line.
+# made-up samples give; both after windows end as long after the end marker as the host saw
+# the guest.  A file with a bad number must be refused with its name and line.
 #
 #   counterfactual_windows.sh PYTHON SCRIPT
 set -euo pipefail
@@ -77,6 +78,16 @@ alloc 2 0.000 first=- t90=- drop=-
 round 2 4.000 first=2.000 t90=2.000 drop=-
 after 0 2.000 first=- t90=- drop=-"
 [ "$out" = "$want" ] || fail "replay window sums differ from: $want"
+
+# QEMU ended 1.5 s after the end marker (meta.txt "end", host clock): the host saw that much of
+# the after window, and the replay's after window is cut to as long (its report at +2.0 s is
+# one the host could not have seen)
+printf 'end 1010.5\n' >"$R/meta.txt"
+out=$("$PY" "$CF" --windows "$R" | tail -n 1)
+[ "$out" = "after 0 4.000 first=- t90=- drop=-" ] || fail "host after window with an end: $out"
+out=$("$PY" "$CF" --windows "$R" --reports "$TMP/reports.csv" | tail -n 1)
+[ "$out" = "after 0 0.000 first=- t90=- drop=-" ] || fail "replay after window with an end: $out"
+rm "$R/meta.txt"
 
 # a bad number: exit 2, the file and line named
 printf '1003.0,0,abc,0,9\n' >>"$R/discards.csv"
