@@ -219,30 +219,29 @@ static uint64_t fm_unlisted_reported(const bh__snap_t *sn, size_t nf) {
   return UINT64_MAX;
 }
 
+/* Snapshot which of m if it has a free map, else NULL. */
+static const bh__snap_t *with_map(const bh_machine_t *m, int which) {
+  return m && which >= 0 && which < BH_NR_SNAPS && m->snaps[which].pub.have_freemap
+             ? &m->snaps[which]
+             : NULL;
+}
+
 const bh_block_run_t *bh__machine_reported_runs(const bh_machine_t *m, int which, size_t *n,
                                                 bool *known) {
-  *n = 0;
+  const bh__snap_t *sn = with_map(m, which);
+  *n = sn ? sn->nr_reported_runs : 0;
   if (known)
-    *known = false;
-  if (!m || which < 0 || which >= BH_NR_SNAPS || !m->snaps[which].pub.have_freemap)
-    return NULL;
-  if (known)
-    *known = m->snaps[which].reported_known;
-  *n = m->snaps[which].nr_reported_runs;
-  return *n ? m->snaps[which].reported_runs : NULL;
+    *known = sn && sn->reported_known;
+  return *n ? sn->reported_runs : NULL;
 }
 
 const bh_page_run_t *bh__machine_quiet_runs(const bh_machine_t *m, int which, size_t *n,
                                             bool *known) {
-  *n = 0;
+  const bh__snap_t *sn = with_map(m, which);
+  *n = sn ? sn->nr_quiet_runs : 0;
   if (known)
-    *known = false;
-  if (!m || which < 0 || which >= BH_NR_SNAPS || !m->snaps[which].pub.have_freemap)
-    return NULL;
-  if (known)
-    *known = m->snaps[which].quiet_known;
-  *n = m->snaps[which].nr_quiet_runs;
-  return *n ? m->snaps[which].quiet_runs : NULL;
+    *known = sn && sn->quiet_known;
+  return *n ? sn->quiet_runs : NULL;
 }
 
 /* A free map being parsed (bh__freemap_parse): where it goes, the line, and each kind of
@@ -827,6 +826,36 @@ static int derive_zone(bh_machine_t *m, int which, int zi, const uint64_t *flags
   return 0;
 }
 
+/* An allocated page that looks movable (M lines), and one with no flag at all (Q lines). */
+static bool movable_page(uint64_t f) {
+  return !(f & (KPF_BUDDY | KPF_NOPAGE)) && (f & KPF_MOVABLE_MASK);
+}
+static bool quiet_page(uint64_t f) { return !f; }
+
+/* The runs of the zones' pages that pick accepts, as "KIND GAP COUNT" lines into sb (GAP from
+ * the end of the previous line's run); returns their pages. */
+static uint64_t page_run_lines(struct sbuf *sb, const bh_machine_t *m, const uint64_t *flags,
+                               uint64_t n, char kind, bool (*pick)(uint64_t)) {
+  uint64_t pages = 0, last = 0;
+  for (int zi = 0; zi < m->info.nr_zones; zi++) {
+    const bh_machine_zone_t *z = &m->info.zones[zi];
+    uint64_t end = z->start_pfn + z->spanned_pages < n ? z->start_pfn + z->spanned_pages : n;
+    for (uint64_t p = z->start_pfn; p < end;) {
+      if (!pick(flags[p])) {
+        p++;
+        continue;
+      }
+      uint64_t q = p;
+      while (q < end && pick(flags[q]))
+        q++;
+      sb_printf(sb, "%c %lu %lu\n", kind, (unsigned long)(p - last), (unsigned long)(q - p));
+      pages += q - p;
+      last = p = q;
+    }
+  }
+  return pages;
+}
+
 int bh__freemap_derive(bh_machine_t *m, int which, const uint64_t *flags, const uint64_t *count,
                        uint64_t n, char **text, char *err, size_t errlen) {
   (void)count; /* the map counts say nothing kpageflags does not (KPF_MMAP) */
@@ -850,23 +879,8 @@ int bh__freemap_derive(bh_machine_t *m, int which, const uint64_t *flags, const 
   }
   /* allocated pages without a flag (pcp pages among them): the start snapshot only */
   struct sbuf quiet = {0};
-  uint64_t nquiet = 0, quiet_end = 0;
-  for (int zi = 0; !rc && which == BH_SNAP_START && zi < m->info.nr_zones; zi++) {
-    const bh_machine_zone_t *z = &m->info.zones[zi];
-    uint64_t end = z->start_pfn + z->spanned_pages < n ? z->start_pfn + z->spanned_pages : n;
-    for (uint64_t p = z->start_pfn; p < end;) {
-      if (flags[p]) {
-        p++;
-        continue;
-      }
-      uint64_t q = p;
-      while (q < end && !flags[q])
-        q++;
-      sb_printf(&quiet, "Q %lu %lu\n", (unsigned long)(p - quiet_end), (unsigned long)(q - p));
-      nquiet += q - p;
-      quiet_end = p = q;
-    }
-  }
+  uint64_t nquiet =
+      !rc && which == BH_SNAP_START ? page_run_lines(&quiet, m, flags, n, 'Q', quiet_page) : 0;
   if (!rc) {
     sb_printf(&out, "freemap 1\nskew %lu\ntype_error %lu\nreported %lu\n",
               (unsigned long)(ft.skew / 2), (unsigned long)(ft.type_err / 2),
@@ -893,23 +907,8 @@ int bh__freemap_derive(bh_machine_t *m, int which, const uint64_t *flags, const 
       sb_printf(&out, "\n");
     }
     /* movable allocated pages: the replay starts from the start snapshot only */
-    uint64_t mov_end = 0;
-    for (int zi = 0; which == BH_SNAP_START && zi < m->info.nr_zones; zi++) {
-      const bh_machine_zone_t *z = &m->info.zones[zi];
-      uint64_t end = z->start_pfn + z->spanned_pages < n ? z->start_pfn + z->spanned_pages : n;
-      for (uint64_t p = z->start_pfn; p < end;) {
-        uint64_t f = flags[p];
-        if ((f & (KPF_BUDDY | KPF_NOPAGE)) || !(f & KPF_MOVABLE_MASK)) {
-          p++;
-          continue;
-        }
-        uint64_t q = p;
-        while (q < end && !(flags[q] & (KPF_BUDDY | KPF_NOPAGE)) && (flags[q] & KPF_MOVABLE_MASK))
-          q++;
-        sb_printf(&out, "M %lu %lu\n", (unsigned long)(p - mov_end), (unsigned long)(q - p));
-        mov_end = p = q;
-      }
-    }
+    if (which == BH_SNAP_START)
+      page_run_lines(&out, m, flags, n, 'M', movable_page);
     if (quiet.p)
       sb_printf(&out, "%s", quiet.p);
     if (out.oom || quiet.oom)

@@ -271,13 +271,9 @@ static uint32_t *start_pcp_high(const bh__rmachine_t *rm, const bh_arena_t *a) {
     const bh_snapshot_zone_t *z = &s->zones[i];
     uint64_t mean = z->pcp_high_cpus ? z->pcp_high_sum / z->pcp_high_cpus : 0;
     for (unsigned c = 0; c < n; c++) {
-      uint64_t sum = 0, cpus = 0;
-      const bh__pageset_t *ps;
-      for (unsigned k = 0; (ps = bh__machine_pageset(rm->m, BH_SNAP_START, i, k)); k++)
-        if (ps->cpu % n == c && ps->high) {
-          sum += ps->high;
-          cpus++;
-        }
+      uint64_t count, sum;
+      unsigned cpus;
+      bh__start_pagesets(rm->m, i, c, n, &count, &sum, &cpus);
       uint64_t v = cpus ? sum / cpus : mean;
       h[(size_t)i * n + c] = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
     }

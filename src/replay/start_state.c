@@ -526,13 +526,27 @@ static uint64_t hidden_from(struct ctx *c, struct hidden *h, uint64_t from, uint
   return to;
 }
 
+void bh__start_pagesets(const bh_machine_t *m, int zi, unsigned cpu, unsigned nr_cpus,
+                        uint64_t *count, uint64_t *high_sum, unsigned *highs) {
+  *count = *high_sum = 0;
+  *highs = 0;
+  const bh__pageset_t *ps;
+  for (unsigned k = 0; nr_cpus && (ps = bh__machine_pageset(m, BH_SNAP_START, zi, k)); k++) {
+    if (ps->cpu % nr_cpus != cpu)
+      continue;
+    *count += ps->count;
+    if (ps->high) {
+      *high_sum += ps->high;
+      ++*highs;
+    }
+  }
+}
+
 /* The pages zoneinfo counts on slot cpu's lists in zone zi. */
 static uint64_t zoneinfo_pcp(const struct ctx *c, int zi, unsigned cpu) {
-  uint64_t count = 0;
-  const bh__pageset_t *ps;
-  for (unsigned k = 0; (ps = bh__machine_pageset(c->m, BH_SNAP_START, zi, k)); k++)
-    if (ps->cpu % c->nr_cpus == cpu)
-      count += ps->count;
+  uint64_t count, high_sum;
+  unsigned highs;
+  bh__start_pagesets(c->m, zi, cpu, c->nr_cpus, &count, &high_sum, &highs);
   return count;
 }
 

@@ -227,6 +227,12 @@ int bh__start_build(bh__start_t *st, int kind, const bh_machine_t *m, uint64_t n
                     uint64_t seed, char *err, size_t errlen);
 void bh__start_free(bh__start_t *st);
 
+/* Of the pagesets the start zoneinfo of m prints for zone zi, those of the CPUs whose events go
+ * to slot cpu (cpu % nr_cpus): their pages on pcp lists, and the sum and number of the high
+ * marks they print (zoneinfo_show_print, mm/vmstat.c:1797-1800 in 6.12). */
+void bh__start_pagesets(const bh_machine_t *m, int zi, unsigned cpu, unsigned nr_cpus,
+                        uint64_t *count, uint64_t *high_sum, unsigned *highs);
+
 /* The arena's layout from m (its zones, watermarks, orders).  Returns 0 or BH_EINVAL. */
 int bh__layout_from_machine(bh_config_t *cfg, const bh_machine_t *m, char *err, size_t errlen);
 

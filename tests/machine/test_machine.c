@@ -266,9 +266,18 @@ static int parse_text(const char *t, bh_machine_t **m, char *err, size_t errlen)
   return bh_machine_parse(t, strlen(t), m, err, errlen);
 }
 
-/* A map without R lines and the "reported" line (as written before they existed) reads, with
- * no reported blocks and reporting unknown; R lines must add up to the "reported" line and
- * name free blocks.  Section line counts are kept by swapping one line for another. */
+/* A copy of map text t with every line starting with line (e.g. "\nQ ") and the line starting
+ * with count (e.g. "\nquiet ") made comments, as a map written before they existed. */
+static char *without_lines(const char *t, const char *line, const char *count) {
+  char *old = strdup(t);
+  for (char *p = old; (p = strstr(p, line)); p++)
+    p[1] = '#';
+  char *cl = strstr(old, count);
+  assert_non_null(cl);
+  cl[1] = '#';
+  return old;
+}
+
 /* A map without Q lines and the "quiet" line (as written before they existed) reads, with
  * nothing listed; the Q lines must add up to the "quiet" line. */
 static void test_quiet_lines(const char *t) {
@@ -276,19 +285,14 @@ static void test_quiet_lines(const char *t) {
   bh_machine_t *m;
   size_t n;
   bool known = true;
-  char *old = strdup(t);
-  for (char *p = old; (p = strstr(p, "\nQ ")); p++)
-    p[1] = '#';
-  char *ql = strstr(old, "\nquiet ");
-  assert_non_null(ql);
-  ql[1] = '#';
+  char *old = without_lines(t, "\nQ ", "\nquiet ");
   assert_int_equal(parse_text(old, &m, err, sizeof(err)), 0);
   assert_null(bh__machine_quiet_runs(m, BH_SNAP_START, &n, &known));
   assert_false(known);
   bh_machine_free(m);
   /* the count changed: refused */
   strcpy(old, t);
-  ql = strstr(old, "\nquiet ") + 7;
+  char *ql = strstr(old, "\nquiet ") + 7;
   *ql = *ql == '9' ? '8' : (char)(*ql + 1);
   assert_int_equal(parse_text(old, &m, err, sizeof(err)), BH_EFORMAT);
   assert_non_null(strstr(err, "'quiet' says"));
@@ -301,18 +305,16 @@ static void test_quiet_lines(const char *t) {
   free(old);
 }
 
+/* A map without R lines and the "reported" line (as written before they existed) reads, with
+ * no reported blocks and reporting unknown; R lines must add up to the "reported" line and
+ * name free blocks.  Section line counts are kept by swapping one line for another. */
 static void test_reported_lines(const char *t, const bh_block_run_t *rep) {
   char err[256], line[64];
   bh_machine_t *m;
   size_t n;
   bool known = true;
   /* old: the R lines and the reported line replaced by comments */
-  char *old = strdup(t);
-  for (char *p = old; (p = strstr(p, "\nR ")); p++)
-    p[1] = '#';
-  char *rl = strstr(old, "\nreported ");
-  assert_non_null(rl);
-  rl[1] = '#';
+  char *old = without_lines(t, "\nR ", "\nreported ");
   assert_int_equal(parse_text(old, &m, err, sizeof(err)), 0);
   assert_true(bh_machine_snapshot(m, BH_SNAP_START)->have_freemap);
   assert_null(bh__machine_reported_runs(m, BH_SNAP_START, &n, &known));
@@ -321,7 +323,7 @@ static void test_reported_lines(const char *t, const bh_block_run_t *rep) {
   bh_machine_free(m);
   /* R lines without the reported line say it all the same; not as many as it says: refused */
   char *cnt = strdup(t);
-  rl = strstr(cnt, "\nreported ");
+  char *rl = strstr(cnt, "\nreported ");
   rl[1] = '#';
   assert_int_equal(parse_text(cnt, &m, err, sizeof(err)), 0);
   assert_non_null(bh__machine_reported_runs(m, BH_SNAP_START, &n, &known));

@@ -1208,6 +1208,17 @@ static void test_start_types_free_swap(void **state) {
   bh_arena_destroy(a);
 }
 
+/* The head of the first free block from pfn from in a Movable pageblock, of order min_order
+ * or more (the test fails if there is none). */
+static uint64_t free_movable(bh_arena_t *a, uint64_t from, unsigned min_order) {
+  for (uint64_t p = from; p < a->nr_pages; p++)
+    if ((a->pages[p].flags & BH__PG_BUDDY) && a->pages[p].order >= min_order &&
+        bh__pb_mt(a, p) == BH_MT_MOVABLE)
+      return p;
+  fail_msg("no free Movable block of order %u from %#lx", min_order, (unsigned long)from);
+  return UINT64_MAX;
+}
+
 /*
  * A page a refill takes (mm_page_alloc_zone_locked, before any other event of it) was free at
  * the start, though its first page event is a free: it left the pcp list with no traced
@@ -1218,14 +1229,8 @@ static void test_start_types_free_swap(void **state) {
 static void test_start_take_then_free(void **state) {
   (void)state;
   bh_arena_t *a = crafted_arena();
-  const bh_zone_t *z = &a->zones[a->nr_zones - 1];
-  uint64_t q = UINT64_MAX;
-  for (uint64_t p = z->zone_start_pfn; p < z->zone_start_pfn + z->zone_spanned_pages; p++)
-    if ((a->pages[p].flags & BH__PG_BUDDY) && bh__pb_mt(a, p) == BH_MT_MOVABLE) {
-      q = p; /* the first page of a free block: the refill splits it */
-      break;
-    }
-  assert_true(q != UINT64_MAX);
+  /* the first page of a free block: the refill splits it */
+  uint64_t q = free_movable(a, a->zones[a->nr_zones - 1].zone_start_pfn, 0);
   char *desc = describe(a, false);
   char lines[256];
   snprintf(lines, sizeof(lines),
@@ -1316,12 +1321,10 @@ static void test_start_pcp_hidden(void **state) {
   (void)state;
   bh_arena_t *a = crafted_arena();
   const bh_zone_t *z = &a->zones[a->nr_zones - 1]; /* Normal */
-  uint64_t pfn[50], mov = 0, unmov = 0, free_mov = UINT64_MAX;
+  uint64_t pfn[50], mov = 0, unmov = 0, free_mov = free_movable(a, z->zone_start_pfn, 0);
   size_t n = 0;
   for (uint64_t p = z->zone_start_pfn; p < z->zone_start_pfn + z->zone_spanned_pages; p++) {
     int mt = bh__pb_mt(a, p);
-    if ((a->pages[p].flags & BH__PG_BUDDY) && mt == BH_MT_MOVABLE && free_mov == UINT64_MAX)
-      free_mov = p;
     if (a->pages[p].flags != BH__PG_ALLOC || a->pages[p].order)
       continue;
     if (mt == BH_MT_MOVABLE && mov < 40) {
@@ -1333,7 +1336,6 @@ static void test_start_pcp_hidden(void **state) {
     }
   }
   assert_int_equal(n, 50);
-  assert_true(free_mov != UINT64_MAX);
   char q[4096];
   quiet_lines(q, sizeof(q), pfn, n);
   long count[2] = {12, 20}, high[2] = {0, 0};
@@ -1411,13 +1413,7 @@ static void test_pcp_refill_piece(void **state) {
   (void)state;
   bh_arena_t *a = crafted_arena();
   char *desc = describe(a, false);
-  uint64_t q = UINT64_MAX;
-  for (uint64_t p = 4096; p < a->nr_pages && q == UINT64_MAX; p++)
-    if ((a->pages[p].flags & BH__PG_BUDDY) && a->pages[p].order >= 1 &&
-        bh__pb_mt(a, p) == BH_MT_MOVABLE)
-      q = p;
-  assert_true(q != UINT64_MAX);
-  unsigned long f = (unsigned long)q;
+  unsigned long f = (unsigned long)free_movable(a, 4096, 1);
   char lines[1024];
   snprintf(lines, sizeof(lines),
            "# buddyhint-trace 3\n"
