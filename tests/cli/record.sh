@@ -203,12 +203,17 @@ if bounded 120 "record --pcp-events" "$BH" record --pcp-events -o pcp.bht -- "$W
       # much freeing (other tests) 6.7+ tunes their high marks up to hold more than the
       # workload takes (seen: 0, 1,953 and 14,112 refill events in three runs in a row)
       echo "note: the recording holds no pcp event (the kernel's pcp lists needed no refill)"
+      no_events=1
     else
       [ "$applied" -gt 0 ] || fail "pcp events: none applied"
     fi
     [ "$by_cause" = "$missed" ] || fail "pcp events: $missed missed, $by_cause of them by cause"
     [ "${invalid:-1}" = 0 ] || fail "pcp events: $invalid the replay cannot place"
-    [ "$allocs" -ge 32768 ] && [ $((pcp_alloc * 10)) -ge $((allocs * 9)) ] ||
+    [ "$allocs" -ge 32768 ] || fail "pcp events: $allocs allocations, not the workload's 32,768"
+    # with no pcp event to follow, the replay's lists run by its own rules (its drains are its
+    # own, and the kernel recorded none): where the blocks are is then a prediction, not a check
+    # of the events (seen twice in about 20 runs on one day: 42,374 of 48,503, 15,342 of 48,143)
+    [ "${no_events:-0}" = 1 ] || [ $((pcp_alloc * 10)) -ge $((allocs * 9)) ] ||
       fail "pcp events: $pcp_alloc of $allocs allocations took their block from a pcp list"
     [ "$(pnum check_violations)" = 0 ] || fail "pcp events: check violations"
   fi
