@@ -10,11 +10,15 @@
  *
  * A map may also have a direct-indexed part (bh__pfnmap_init_dense): one 8-byte cell per pfn
  * of a range known beforehand, [base, base + span), which the replay's first pass measures.
- * A pfn in the range has its cell at dense[pfn - base], without hashing or probing; the pfn
- * is implied by the index, an empty cell has kind 0, and the value is 32 bits wide, so the
- * dense part exists only for values below 2^32 (an arena of fewer than 2^32 pages) and keeps
- * no aux.  The cells are mapped lazily, 512 to a page, so they cost memory only where the
- * trace touches them.  Pfns outside the range go to the hash part.
+ * A pfn in the range finds its cell without hashing or probing, through a directory of groups
+ * of BH__PFN_GROUP pfns: dir[off / BH__PFN_GROUP] names the group's cells in the cell store
+ * (0: the group has none yet), and the cell is at the pfn's place in them.  A group's cells
+ * are handed out from the store in order when the first pfn of the group is inserted, so
+ * memory follows the groups the trace touches: a trace whose pages lie scattered over a wide
+ * range pays for its 16-pfn groups, not for every 4 KiB page of cells (512 pfns) it touches.
+ * The pfn is implied by the index, an empty cell has kind 0, and the value is 32 bits wide,
+ * so the dense part exists only for values below 2^32 (an arena of fewer than 2^32 pages) and
+ * keeps no aux.  Pfns outside the range go to the hash part.
  *
  * Users hold a bh__pfn_ref_t, which names an entry of either part, and read and write it
  * through bh__pfn_* accessors.  Both parts are numbered as one, dense first (bh__pfnmap_slots,
@@ -43,6 +47,9 @@ typedef struct bh__pfn_entry {
   uint8_t kind;  /* BH__PFN_LIVE, BH__PFN_DEAD or BH__PFN_PRETRACE */
 } bh__pfn_entry_t;
 
+/* The pfns of a group of the direct-indexed part's directory. */
+#define BH__PFN_GROUP 16u
+
 /* A cell of the direct-indexed part: its pfn is base + its index. */
 typedef struct bh__pfn_cell {
   uint32_t val; /* the replay's block: an arena pfn below 2^32 */
@@ -65,8 +72,10 @@ typedef struct bh__pfnmap {
   uint64_t mask;
   uint64_t used;         /* entries in both parts */
   uint64_t hused;        /* entries in the hash part */
-  bh__pfn_cell_t *dense; /* the direct-indexed part: span cells from pfn base (or NULL) */
-  uint64_t base, span;
+  bh__pfn_cell_t *dense; /* the direct-indexed part's cell store, by group (or NULL) */
+  uint32_t *dir;         /* each group's first cell in dense + 1, 0 for none */
+  uint64_t base, span;   /* the direct-indexed part's pfns: [base, base + span) */
+  uint64_t ncells;       /* cells of the store handed out to groups */
   /* the hash part grows when hused reaches it: half the slots, where probe runs stay short (at 3/4
    * a replay spent 10 % longer, mostly on the branches of longer runs) */
   uint64_t limit;
@@ -126,7 +135,8 @@ static inline int bh__pfnmap_init(bh__pfnmap_t *m, uint64_t cap) {
   m->mask = n - 1;
   m->used = m->hused = 0;
   m->dense = NULL;
-  m->base = m->span = 0;
+  m->dir = NULL;
+  m->base = m->span = m->ncells = 0;
   m->limit = n / 2;
   m->shift = 64 - bits;
   return m->slots ? 0 : -1;
@@ -142,29 +152,50 @@ static inline int bh__pfnmap_init_dense(bh__pfnmap_t *m, uint64_t cap, uint64_t 
                                         uint64_t max_val) {
   if (bh__pfnmap_init(m, cap))
     return -1;
-  if (!span || max_val > UINT32_MAX)
+  if (!span || max_val > UINT32_MAX || span > UINT32_MAX - BH__PFN_GROUP)
     return 0;
-  void *p = mmap(NULL, span * sizeof(bh__pfn_cell_t), PROT_READ | PROT_WRITE,
+  /* both mapped lazily: the store is touched in order as groups are handed out, the
+   * directory where the trace's pfns lie */
+  uint64_t groups = (span + BH__PFN_GROUP - 1) / BH__PFN_GROUP;
+  void *p = mmap(NULL, groups * BH__PFN_GROUP * sizeof(bh__pfn_cell_t), PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED) {
+  void *d = mmap(NULL, groups * sizeof(uint32_t), PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED || d == MAP_FAILED) {
+    if (p != MAP_FAILED)
+      munmap(p, groups * BH__PFN_GROUP * sizeof(bh__pfn_cell_t));
+    if (d != MAP_FAILED)
+      munmap(d, groups * sizeof(uint32_t));
     munmap(m->slots, (m->mask + 1) * sizeof(bh__pfn_entry_t));
     m->slots = NULL;
     return -1;
   }
   m->dense = p;
+  m->dir = d;
   m->base = base;
   m->span = span;
   return 0;
 }
 
+/* The cell of offset off (pfn - base, below span) in the direct-indexed part, or NULL if its
+ * group has none. */
+static inline bh__pfn_cell_t *bh__pfnmap_cell(const bh__pfnmap_t *m, uint64_t off) {
+  uint32_t g = m->dir[off / BH__PFN_GROUP];
+  return g ? &m->dense[g - 1 + off % BH__PFN_GROUP] : NULL;
+}
+
 static inline void bh__pfnmap_destroy(bh__pfnmap_t *m) {
   if (m->slots)
     munmap(m->slots, (m->mask + 1) * sizeof(bh__pfn_entry_t));
+  uint64_t groups = (m->span + BH__PFN_GROUP - 1) / BH__PFN_GROUP;
   if (m->dense)
-    munmap(m->dense, m->span * sizeof(bh__pfn_cell_t));
+    munmap(m->dense, groups * BH__PFN_GROUP * sizeof(bh__pfn_cell_t));
+  if (m->dir)
+    munmap(m->dir, groups * sizeof(uint32_t));
   m->slots = NULL;
   m->dense = NULL;
-  m->span = 0;
+  m->dir = NULL;
+  m->span = m->ncells = 0;
 }
 
 /* The hash part's entry of pfn, or NULL. */
@@ -212,8 +243,10 @@ static __attribute__((noinline, cold, unused)) int bh__pfnmap_grow(bh__pfnmap_t 
   munmap(m->slots, (m->mask + 1) * sizeof(bh__pfn_entry_t));
   bigger.used = m->used;
   bigger.dense = m->dense;
+  bigger.dir = m->dir;
   bigger.base = m->base;
   bigger.span = m->span;
+  bigger.ncells = m->ncells;
   *m = bigger;
   return 0;
 }
@@ -244,8 +277,8 @@ static inline void bh__pfnmap_hdelete(bh__pfnmap_t *m, bh__pfn_entry_t *e) {
 /* The entry of pfn, or none. */
 static inline bh__pfn_ref_t bh__pfnmap_find(const bh__pfnmap_t *m, uint64_t pfn) {
   if (pfn - m->base < m->span) {
-    bh__pfn_cell_t *c = &m->dense[pfn - m->base];
-    return (bh__pfn_ref_t){.c = c->kind ? c : NULL};
+    bh__pfn_cell_t *c = bh__pfnmap_cell(m, pfn - m->base);
+    return (bh__pfn_ref_t){.c = c && c->kind ? c : NULL};
   }
   return (bh__pfn_ref_t){.e = bh__pfnmap_hfind(m, pfn)};
 }
@@ -254,7 +287,13 @@ static inline bh__pfn_ref_t bh__pfnmap_find(const bh__pfnmap_t *m, uint64_t pfn)
  * and order 0 (m->used grows); none if the hash part is full and cannot grow. */
 static inline bh__pfn_ref_t bh__pfnmap_insert(bh__pfnmap_t *m, uint64_t pfn, unsigned kind) {
   if (pfn - m->base < m->span) {
-    bh__pfn_cell_t *c = &m->dense[pfn - m->base];
+    uint64_t off = pfn - m->base;
+    uint32_t *g = &m->dir[off / BH__PFN_GROUP];
+    if (!*g) { /* the group's first pfn: its cells, fresh (zero) from the store */
+      *g = (uint32_t)m->ncells + 1;
+      m->ncells += BH__PFN_GROUP;
+    }
+    bh__pfn_cell_t *c = &m->dense[*g - 1 + off % BH__PFN_GROUP];
     if (!c->kind) {
       *c = (bh__pfn_cell_t){.kind = (uint8_t)kind};
       m->used++;
@@ -282,8 +321,10 @@ static inline void bh__pfnmap_delete(bh__pfnmap_t *m, bh__pfn_ref_t r) {
  * an empty slot). */
 static inline uint64_t bh__pfnmap_slots(const bh__pfnmap_t *m) { return m->span + m->mask + 1; }
 static inline bh__pfn_ref_t bh__pfnmap_slot(const bh__pfnmap_t *m, uint64_t i) {
-  if (i < m->span)
-    return (bh__pfn_ref_t){.c = m->dense[i].kind ? &m->dense[i] : NULL};
+  if (i < m->span) {
+    bh__pfn_cell_t *c = bh__pfnmap_cell(m, i);
+    return (bh__pfn_ref_t){.c = c && c->kind ? c : NULL};
+  }
   bh__pfn_entry_t *e = &m->slots[i - m->span];
   return (bh__pfn_ref_t){.e = e->key ? e : NULL};
 }

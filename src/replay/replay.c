@@ -157,6 +157,7 @@ struct scan {
   uint64_t map_cap;        /* the most blocks the first pass saw live at once, for the second's map
                             * (0: one pass) */
   uint64_t pfn_lo, pfn_hi; /* the recorded blocks' pages lie in [pfn_lo, pfn_hi) */
+  uint64_t groups;         /* the BH__PFN_GROUP-pfn groups (aligned) where blocks started, or 0 */
   unsigned max_cpu;
   uint64_t pcp_events; /* mm_page_pcpu_drain and mm_page_alloc_zone_locked events */
   /* a text trace's events as the first pass read them, for the second to play without
@@ -311,13 +312,16 @@ static inline __attribute__((always_inline)) int each_event(bh_trace_t *t, bh_ev
 
 /*
  * The first pass's blocks allocated and not freed, by recorded pfn: a byte per pfn below
- * 2^32, the order of the block that starts there plus 1 (0: none), in chunks of 2^16 pfns
+ * 2^32, the order of the block that starts there plus 1 (0: none) in its low bits and
+ * LIVE_EVER once a block has started there (live_groups counts them), in chunks of 2^16 pfns
  * mapped when first written (and unmapped at the end of the pass, so that the replay after it
  * does not find them in its resident memory); the pfns above in a hash map.  A byte per page of the
  * trace's range where the hash map took 48 to 96 bytes per block.
  */
 #define LIVE_CHUNK_SHIFT 16
 #define LIVE_DIRECT_LIMIT (1ull << 32)
+#define LIVE_EVER 0x80u
+#define LIVE_ORDER 0x7fu
 struct live_blocks {
   uint8_t **chunk;   /* by pfn >> LIVE_CHUNK_SHIFT; NULL: no block there yet */
   size_t nchunks;    /* room in chunk */
@@ -357,6 +361,24 @@ static inline uint8_t *live_byte(const struct live_blocks *l, uint64_t pfn) {
   return &l->chunk[c][pfn & ((1u << LIVE_CHUNK_SHIFT) - 1)];
 }
 
+/* The groups of BH__PFN_GROUP pfns (aligned) in which a block has started below
+ * LIVE_DIRECT_LIMIT; 0 if a block started above it, where nothing was counted. */
+static uint64_t live_groups(const struct live_blocks *l) {
+  if (l->far.used)
+    return 0;
+  uint64_t n = 0;
+  for (size_t c = 0; c < l->nchunks; c++) {
+    const uint64_t *w = (const uint64_t *)(const void *)l->chunk[c];
+    for (size_t i = 0; w && i < (1u << LIVE_CHUNK_SHIFT) / 8; i += BH__PFN_GROUP / 8) {
+      uint64_t any = 0;
+      for (size_t j = 0; j < BH__PFN_GROUP / 8; j++)
+        any |= w[i + j];
+      n += (any & 0x8080808080808080ull) != 0;
+    }
+  }
+  return n;
+}
+
 static void live_destroy(struct live_blocks *l) {
   for (size_t c = 0; c < l->nchunks; c++)
     if (l->chunk[c])
@@ -388,8 +410,8 @@ static inline __attribute__((always_inline)) int live_insert(struct live_blocks 
     uint8_t *b = live_byte(l, pfn);
     if (bh__unlikely(!b) && !(b = live_chunk_make(l, pfn)))
       return -1;
-    was = *b;
-    *b = (uint8_t)(order + 1);
+    was = *b & LIVE_ORDER;
+    *b = (uint8_t)(LIVE_EVER | (order + 1));
   } else if ((was = live_insert_far(l, pfn, order)) < 0) {
     return -1;
   }
@@ -419,11 +441,11 @@ static inline __attribute__((always_inline)) int live_update(struct live_blocks 
   int was;
   if (bh__likely(pfn < LIVE_DIRECT_LIMIT)) {
     uint8_t *b = live_byte(l, pfn);
-    if (!b || !*b)
+    if (!b || !(*b & LIVE_ORDER))
       return 0;
-    was = *b;
+    was = *b & LIVE_ORDER;
     if (set)
-      *b = (uint8_t)(order + 1);
+      *b = (uint8_t)(LIVE_EVER | (order + 1));
   } else if (!(was = live_update_far(l, pfn, order, set))) {
     return 0;
   }
@@ -753,6 +775,7 @@ static int first_pass(struct replay *r, struct scan *sc, bool keep_all) {
     err = lost_check(r, sc->counts.lost_events);
   format_name(t, sc->format, sizeof(sc->format));
   sc->map_cap = st.live.max_n;
+  sc->groups = live_groups(&st.live);
   live_destroy(&st.live);
   bh__pfnmap_destroy(&st.last_free);
   if (sc->nuntraced) /* found in the order of their second frees */
@@ -1280,10 +1303,13 @@ static void on_report(void *ctx, const bh_report_range_t *ranges, size_t n) {
 
 /*
  * The map from recorded pfn to arena block.  With a first pass, directly indexed over the
- * range of pfns it saw allocated when that range's 8-byte cells take no more memory than the
- * hash map's 24-byte slots would: never larger, and the cells of pfns the trace never uses are
- * never touched, so a trace that keeps its memory in one place (a memhog, a guest's own range)
- * pays 8 bytes per page it uses where the hash map took two to four 24-byte slots per block.
+ * range of pfns it saw allocated when that would take no more memory than the hash map's
+ * 24-byte slots: the 16-pfn groups where the first pass saw blocks start get 8-byte cells,
+ * and the directory takes 4 bytes per 16 pfns of the range (without a count of the groups,
+ * every group of the range is counted).  So a trace that keeps its memory in one place (a
+ * memhog, a guest's own range) pays 8 bytes per page it uses where the hash map took two to
+ * four 24-byte slots per block, and one whose pages lie scattered over a wide range pays for
+ * the groups it uses.
  * A cell holds a 32-bit arena pfn, so an arena of 2^32 pages or more keeps the hash map.
  * Otherwise the hash map, as large as the most blocks live at once need (no rehashing on the
  * way), or small.
@@ -1292,11 +1318,14 @@ static int map_init(struct replay *r, const struct scan *sc) {
   uint64_t cap = sc->map_cap > 1024 ? sc->map_cap : 1024, slots = 1024;
   while (slots < cap * 2)
     slots <<= 1;
-  uint64_t span = sc->pfn_hi > sc->pfn_lo ? sc->pfn_hi - sc->pfn_lo : 0;
+  uint64_t lo = sc->pfn_lo & ~(uint64_t)(BH__PFN_GROUP - 1); /* groups aligned as counted */
+  uint64_t span = sc->pfn_hi > lo ? sc->pfn_hi - lo : 0;
+  uint64_t groups = sc->groups ? sc->groups : (span + BH__PFN_GROUP - 1) / BH__PFN_GROUP;
   uint64_t max_val = r->nr_pages - 1;
   if (sc->map_cap && span && span < (1ull << 31) && max_val <= UINT32_MAX &&
-      span * sizeof(bh__pfn_cell_t) <= slots * sizeof(bh__pfn_entry_t))
-    return bh__pfnmap_init_dense(&r->em.map, 1024, sc->pfn_lo, span, max_val) ? BH_ENOMEM : BH_OK;
+      groups * BH__PFN_GROUP * sizeof(bh__pfn_cell_t) + span / BH__PFN_GROUP * sizeof(uint32_t) <=
+          slots * sizeof(bh__pfn_entry_t))
+    return bh__pfnmap_init_dense(&r->em.map, 1024, lo, span, max_val) ? BH_ENOMEM : BH_OK;
   return bh__pfnmap_init(&r->em.map, cap) ? BH_ENOMEM : BH_OK;
 }
 

@@ -3,8 +3,9 @@
  * outside it (the hash part) behave alike for insert, find, delete and the fields of an
  * entry; the hash part grows without losing the dense cells; the one numbering of both parts
  * reaches every entry once, with its pfn; and a map asked for values that do not fit a cell
- * (2^32 and up) has the hash part only and keeps them whole.  Checked against plain arrays of
- * what should be there, over a seeded random sequence.
+ * (2^32 and up) has the hash part only and keeps them whole; the dense part gives cells to the
+ * groups of BH__PFN_GROUP pfns that are used, and only to them.  Checked against plain arrays
+ * of what should be there, over a seeded random sequence.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -160,6 +161,50 @@ static void test_wide_values_fall_back(void **state) {
   bh__pfnmap_destroy(&m);
 }
 
+/* The dense part's cells go to the groups of pfns that are inserted, first come first served,
+ * BH__PFN_GROUP at a time: a find or a slot in a group never inserted takes none, a delete
+ * keeps the group's cells, and a group of a range that does not start at a multiple of the
+ * group size is counted from the range's base. */
+static void test_dense_groups(void **state) {
+  (void)state;
+  bh__pfnmap_t m;
+  assert_int_equal(bh__pfnmap_init_dense(&m, 16, BASE + 3, SPAN, UINT32_MAX), 0);
+  const uint64_t G = BH__PFN_GROUP;
+  uint64_t pfns[] = {BASE + 3, BASE + 3 + G - 1, BASE + 3 + 40 * G + 5, BASE + 3 + G};
+  uint64_t cells[] = {G, G, 2 * G, 3 * G}; /* the store's cells handed out after each insert */
+  for (int i = 0; i < 4; i++) {
+    bh__pfn_ref_t e = bh__pfnmap_insert(&m, pfns[i], BH__PFN_LIVE);
+    assert_non_null(e.c);
+    bh__pfn_set_val(e, 100 + (uint64_t)i);
+    assert_int_equal(m.ncells, cells[i]);
+  }
+  /* the second group handed out is the 41st of the range, the third the 2nd */
+  assert_ptr_equal(bh__pfnmap_find(&m, pfns[2]).c, &m.dense[G + 5]);
+  assert_ptr_equal(bh__pfnmap_find(&m, pfns[3]).c, &m.dense[2 * G]);
+  assert_false(bh__pfn_ok(bh__pfnmap_find(&m, BASE + 3 + 7 * G)));
+  assert_false(bh__pfn_ok(bh__pfnmap_find(&m, BASE + 3 + G + 1)));
+  uint64_t n = 0;
+  for (uint64_t i = 0; i < bh__pfnmap_slots(&m); i++)
+    if (bh__pfn_ok(bh__pfnmap_slot(&m, i))) {
+      uint64_t p = bh__pfnmap_slot_pfn(&m, i);
+      int k = p == pfns[0] ? 0 : p == pfns[1] ? 1 : p == pfns[2] ? 2 : p == pfns[3] ? 3 : -1;
+      assert_true(k >= 0);
+      assert_int_equal(bh__pfn_val(bh__pfnmap_slot(&m, i)), 100 + (uint64_t)k);
+      n++;
+    }
+  assert_int_equal(n, 4);
+  assert_int_equal(m.ncells, 3 * G); /* finds and the walk took no cells */
+  bh__pfnmap_delete(&m, bh__pfnmap_find(&m, pfns[0]));
+  bh__pfnmap_delete(&m, bh__pfnmap_find(&m, pfns[1]));
+  bh__pfn_ref_t e = bh__pfnmap_insert(&m, pfns[1], BH__PFN_DEAD);
+  assert_ptr_equal(e.c, &m.dense[G - 1]); /* the group kept its cells */
+  assert_int_equal(bh__pfn_kind(e), BH__PFN_DEAD);
+  assert_int_equal(bh__pfn_val(e), 0);
+  assert_int_equal(m.ncells, 3 * G);
+  assert_int_equal(m.used, 3);
+  bh__pfnmap_destroy(&m);
+}
+
 /* The hash part's own functions give the 24-byte entry and agree with the references. */
 static void test_hash_functions(void **state) {
   (void)state;
@@ -198,6 +243,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_hash_only),
       cmocka_unit_test(test_dense_and_hash),
+      cmocka_unit_test(test_dense_groups),
       cmocka_unit_test(test_wide_values_fall_back),
       cmocka_unit_test(test_hash_functions),
   };
