@@ -158,6 +158,7 @@ struct ctx {
    * then answers, as it must where the smallest of them counts) */
   uint64_t *covered;
   uint32_t *evp; /* the pages with an event (fe != 0), ascending; NULL: not listed yet */
+  uint8_t *map_free_pb; /* per pageblock: PB_MAP_FREE, PB_DONE (while types are taken) */
   uint64_t nevp;
   size_t nfree, free_cap, npcp, pcp_cap;
 };
@@ -922,37 +923,86 @@ static bool quiet_free_pageblock(const struct ctx *c, uint64_t b, uint8_t t) {
   return p == end;
 }
 
-static void types_from_trace(struct ctx *c) {
+/* map_free_pb's bits: the pageblock is one free block of the pageblock order in the free map
+ * (pagetypeinfo counts it at that order), and its evidence has been taken (or overruled). */
+#define PB_MAP_FREE 1u
+#define PB_DONE 2u
+
+/* Pageblock b: of type t, one free block of the pageblock order in the free map and in the
+ * start state, that may be retyped, and whose events do not show that it had type t at the
+ * start: no evidence, or Movable evidence (t Movable) not yet taken, which came later than
+ * the evidence being placed.  Page reporting and compaction isolate free blocks of half a
+ * pageblock and more through __isolate_free_page, which moves their pageblocks to Movable
+ * with no event (mm/page_alloc.c:2916-2927 in 6.12), so a free pageblock that shows Movable
+ * late may have been another type at the start. */
+static bool unshown_free_pageblock(const struct ctx *c, uint64_t b, uint8_t t) {
+  uint8_t e = c->fes->pb_type[b];
+  return (c->map_free_pb[b] & (PB_MAP_FREE | PB_DONE)) == PB_MAP_FREE &&
+         c->st->pageblock_mt[b] == t && free_pageblock(c, b) && !keeps_type(c, b) &&
+         (!e || (t == BH_MT_MOVABLE && e == BH_MT_MOVABLE + 1));
+}
+
+/* The evidence of pageblock b's type, if any, taken (types_from_trace). */
+static void type_from_trace(struct ctx *c, uint64_t b) {
+  const bh__first_events_t *f = c->fes;
+  if (c->map_free_pb[b] & PB_DONE)
+    return;
+  c->map_free_pb[b] |= PB_DONE;
+  uint8_t t = c->st->pageblock_mt[b];
+  if (!f->pb_type[b] || f->pb_type[b] == BH__PB_CLAIMED || t == BH_PAGEBLOCK_ABSENT ||
+      t == BH_MT_ISOLATE)
+    return;
+  int ev = f->pb_type[b] - 1;
+  if (t == ev || (t == BH_MT_HIGHATOMIC && ev == BH_MT_MOVABLE) || keeps_type(c, b))
+    return;
+  /* pagetypeinfo's counts of pageblocks by type are the kernel's own: the map gave another
+   * pageblock ev's type where it belonged to t.  Which one is unknown; one that nothing in the
+   * trace shows takes t, so that the counts hold (the nearest such by pfn).  A free
+   * pageblock-order block swaps with another such block of the free map: pagetypeinfo's
+   * counts of free blocks by order and type hold too (where the map typed the wrong one of
+   * two free pageblocks, the kernel's allocations would otherwise find a block of the
+   * request's type that it did not have, and take it before splitting a larger one,
+   * __rmqueue_smallest mm/page_alloc.c:1644-1650 in 6.12).  Where there is none, Movable
+   * evidence of a free pageblock is not taken (it may follow an isolation's retype, see
+   * unshown_free_pageblock); other evidence is, and a free pageblock with no event (a piece
+   * of a larger block of the map, split for the trace) or else a pageblock that holds no free
+   * page takes t: the replay is the same either way. */
+  bool free_pb = free_pageblock(c, b);
+  uint64_t q = UINT64_MAX;
+  if (free_pb && (c->map_free_pb[b] & PB_MAP_FREE))
+    q = nearest_pageblock(c, b, (uint8_t)ev, unshown_free_pageblock);
+  if (q == UINT64_MAX && free_pb && ev == BH_MT_MOVABLE && (c->map_free_pb[b] & PB_MAP_FREE))
+    return;
+  if (q == UINT64_MAX && free_pb)
+    q = nearest_pageblock(c, b, (uint8_t)ev, quiet_free_pageblock);
+  if (q == UINT64_MAX)
+    q = nearest_pageblock(c, b, (uint8_t)ev, quiet_pageblock);
+  c->st->pageblock_mt[b] = (uint8_t)ev;
+  c->st->retyped_pageblocks++;
+  if (q != UINT64_MAX) {
+    c->st->pageblock_mt[q] = t;
+    c->map_free_pb[q] |= PB_DONE; /* its own (later) evidence overruled */
+  }
+}
+
+/*
+ * Pageblock types are taken from the trace's evidence in the order of the blocks' first
+ * allocations (bh__first_events_t.seq), the earliest first: the nearer the start, the less
+ * can have retyped the pageblock since; pageblocks the sequence does not reach after them.
+ */
+static int types_from_trace(struct ctx *c) {
   const bh__first_events_t *f = c->fes;
   if (!f || !f->pb_type || f->pfn_order || f->pb_order != c->pbo)
-    return;
-  for (uint64_t b = 0; b < c->npb && b < f->nr_pageblocks; b++) {
-    uint8_t t = c->st->pageblock_mt[b];
-    if (!f->pb_type[b] || f->pb_type[b] == BH__PB_CLAIMED || t == BH_PAGEBLOCK_ABSENT ||
-        t == BH_MT_ISOLATE)
-      continue;
-    int ev = f->pb_type[b] - 1;
-    if (t == ev || (t == BH_MT_HIGHATOMIC && ev == BH_MT_MOVABLE) || keeps_type(c, b))
-      continue;
-    c->st->pageblock_mt[b] = (uint8_t)ev;
-    c->st->retyped_pageblocks++;
-    /* pagetypeinfo's counts of pageblocks by type are the kernel's own: the map gave another
-     * pageblock ev's type where it belonged to t.  Which one is unknown; one that nothing in
-     * the trace touches takes t, so that the counts hold (the nearest such by pfn).  A free
-     * pageblock-order block swaps with another such block: pagetypeinfo's counts of free
-     * blocks by order and type hold too (where the map typed the wrong one of two free
-     * pageblocks, the kernel's allocations would otherwise find a block of the request's
-     * type that it did not have, and take it before splitting a larger one, __rmqueue_smallest
-     * mm/page_alloc.c:1644-1650 in 6.12); else a pageblock that holds no free page does, and
-     * the replay is the same either way */
-    uint64_t q = UINT64_MAX;
-    if (free_pageblock(c, b))
-      q = nearest_pageblock(c, b, (uint8_t)ev, quiet_free_pageblock);
-    if (q == UINT64_MAX)
-      q = nearest_pageblock(c, b, (uint8_t)ev, quiet_pageblock);
-    if (q != UINT64_MAX)
-      c->st->pageblock_mt[q] = t;
-  }
+    return 0;
+  if (!c->map_free_pb)
+    return BH_ENOMEM;
+  uint64_t n = c->npb < f->nr_pageblocks ? c->npb : f->nr_pageblocks;
+  for (size_t i = 0; f->seq && !f->seq_lost && i < f->nr_seq; i++)
+    if ((f->seq[i] >> c->pbo) < n)
+      type_from_trace(c, f->seq[i] >> c->pbo);
+  for (uint64_t b = 0; b < n; b++)
+    type_from_trace(c, b);
+  return 0;
 }
 
 static int build_kpageflags(struct ctx *c, const bh_snapshot_t *s, char *err, size_t errlen) {
@@ -963,12 +1013,16 @@ static int build_kpageflags(struct ctx *c, const bh_snapshot_t *s, char *err, si
     uint8_t t = b < s->nr_pageblocks ? s->pageblock_mt[b] : BH_PAGEBLOCK_ABSENT;
     st->pageblock_mt[b] = t == BH_MT_CMA ? BH_MT_MOVABLE : t; /* no CMA here: movable only */
   }
+  c->map_free_pb = zmap(c->npb);
   for (size_t i = 0; i < s->nr_free_runs; i++) {
     const bh_block_run_t *r = &s->free_runs[i];
     for (uint64_t k = 0; k < r->count; k++) {
       uint64_t pfn = r->pfn + (k << r->order);
-      if (pfn + (1ull << r->order) <= c->nr_pages)
+      if (pfn + (1ull << r->order) <= c->nr_pages) {
         place_block(c, pfn, r->order);
+        if (c->map_free_pb && r->order == c->pbo)
+          c->map_free_pb[pfn >> c->pbo] = PB_MAP_FREE;
+      }
     }
   }
   int rc = event_pages(c);
@@ -977,7 +1031,10 @@ static int build_kpageflags(struct ctx *c, const bh_snapshot_t *s, char *err, si
     if (first_freed(c, p) && in_placed(c, p))
       repair_block(c, p);
   }
-  types_from_trace(c);
+  if (!rc)
+    rc = types_from_trace(c);
+  zunmap(c->map_free_pb, c->npb);
+  c->map_free_pb = NULL;
   if (!rc)
     rc = runs_in_list_order(c);
   if (!rc && s->nr_movable_runs) {

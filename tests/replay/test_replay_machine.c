@@ -1149,14 +1149,20 @@ static long free_count(const char *pagetypeinfo, const char *zone, const char *t
  * A free pageblock retyped by the trace swaps with another free pageblock: two free blocks of
  * the pageblock order in one zone, X Movable and Y Unmovable, that the map typed the other way
  * round (its counts hold either way).  A Movable refill from X shows X Movable; the nearest
- * free pageblock-order block the map typed Movable that nothing shows (Y) takes Unmovable, so
- * that pagetypeinfo's free blocks per order and type hold as well as its pageblocks per type.
- * (A pageblock with no free page taking Unmovable would leave two free Movable blocks where
- * the kernel had one, and the kernel's next Movable requests would find one it did not have,
- * __rmqueue_smallest taking the smallest order first, mm/page_alloc.c:1644-1650 in 6.12.)
+ * free pageblock-order block the map typed Movable whose type nothing shows (Y) takes
+ * Unmovable, so that pagetypeinfo's free blocks per order and type hold as well as its
+ * pageblocks per type.  (A pageblock with no free page taking Unmovable would leave two free
+ * Movable blocks where the kernel had one, and the kernel's next Movable requests would find
+ * one it did not have, __rmqueue_smallest taking the smallest order first,
+ * mm/page_alloc.c:1644-1650 in 6.12.)
+ *
+ * Y may show Movable too, later: page reporting (or compaction) isolates a free pageblock-order
+ * block through __isolate_free_page, which moves its pageblock to Movable with no event
+ * (mm/page_alloc.c:2916-2927), so the later of two such pieces of evidence is the one that
+ * gives way ("late"), whichever pfn comes first.  Where Y's came first ("early"), X's Movable
+ * evidence is not taken: X keeps the map's Unmovable, nothing is retyped, and the counts hold.
  */
-static void test_start_types_free_swap(void **state) {
-  (void)state;
+static void free_swap(const char *name, const char *events, int retyped) {
   bh_arena_t *a = crafted_arena();
   bh_zone_t *z = &a->zones[a->nr_zones - 1];
   uint64_t big = 1ull << a->max_order, pb = 1ull << a->pb_order, w = UINT64_MAX;
@@ -1177,23 +1183,35 @@ static void test_start_types_free_swap(void **state) {
   assert_true((a->pages[x].flags & BH__PG_BUDDY) && a->pages[x].order == a->pb_order);
   assert_true((a->pages[y].flags & BH__PG_BUDDY) && a->pages[y].order == a->pb_order);
   bh__move_freepages_block(z, y, BH_MT_MOVABLE, BH_MT_UNMOVABLE);
+  /* X and Y the zone's only free pageblock-order blocks, as in a recorded guest where this
+   * was seen: a page taken from each other one */
+  for (uint64_t p = z->zone_start_pfn; p < z->zone_start_pfn + z->zone_spanned_pages; p += pb)
+    if (p != x && p != y && (a->pages[p].flags & BH__PG_BUDDY) && a->pages[p].order == a->pb_order)
+      assert_int_equal(bh_alloc_pfn_at(a, BH_GFP_USER_MOVABLE, 0, 0, p), BH_OK);
+  bh_drain_pcp(a);
   char *truth = dump(a, bh_dump_pagetypeinfo);
   char extra[64];
   snprintf(extra, sizeof(extra), "P %lx U1\nP %lx M1\n", (unsigned long)x, (unsigned long)y);
   char *desc = describe_with(a, false, extra, NULL);
-  char lines[256];
-  snprintf(lines, sizeof(lines),
-           "# buddyhint-trace 3\n"
-           "1000 Z %#lx 0 cpu=0 mt=1 refill=1\n"
-           "2000 A %#lx 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n",
-           (unsigned long)x, (unsigned long)x);
+  char lines[512], file[64], dir[64];
+  /* events: the events, with X and Y for the two blocks' pfns */
+  size_t k = 0;
+  for (const char *e = events; *e && k + 24 < sizeof(lines); e++)
+    if (*e == 'X' || *e == 'Y')
+      k += (size_t)snprintf(lines + k, sizeof(lines) - k, "%#lx",
+                            (unsigned long)(*e == 'X' ? x : y));
+    else
+      lines[k++] = *e;
+  lines[k] = '\0';
   bh_replay_config_t cfg;
   bh_replay_config_init(&cfg);
-  cfg.trace = write_trace3("pbswap.bht", BH_TRACE_NATIVE_BINARY, desc, lines);
-  cfg.dump_dir = tt_path("dump-pbswap");
+  snprintf(file, sizeof(file), "pbswap-%s.bht", name);
+  snprintf(dir, sizeof(dir), "dump-pbswap-%s", name);
+  cfg.trace = write_trace3(file, BH_TRACE_NATIVE_BINARY, desc, lines);
+  cfg.dump_dir = tt_path(dir);
   bh_replay_summary_t s;
   replay(&cfg, &s);
-  assert_int_equal(s.start_retyped_pageblocks, 1);
+  assert_int_equal(s.start_retyped_pageblocks, retyped);
   char path[600];
   snprintf(path, sizeof(path), "%s/pagetypeinfo", cfg.dump_dir);
   char *got = slurp(path);
@@ -1206,6 +1224,29 @@ static void test_start_types_free_swap(void **state) {
   free(truth);
   free(desc);
   bh_arena_destroy(a);
+}
+
+static void test_start_types_free_swap(void **state) {
+  (void)state;
+  /* X shows Movable; Y shows nothing */
+  free_swap("x", "# buddyhint-trace 3\n1000 Z X 0 cpu=0 mt=1 refill=1\n"
+                 "2000 A X 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n",
+            1);
+  /* Y shows Movable after X: a refill of the whole of Y (order 9; its first allocation, which
+   * orders the evidence, after X's) */
+  free_swap("late",
+            "# buddyhint-trace 3\n1000 Z X 0 cpu=0 mt=1 refill=1\n"
+            "2000 A X 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n"
+            "3000 Z Y 9 cpu=0 mt=1 refill=1\n"
+            "4000 A Y 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n",
+            1);
+  /* Y shows Movable before X: X's evidence gives way */
+  free_swap("early",
+            "# buddyhint-trace 3\n500 Z Y 9 cpu=0 mt=1 refill=1\n"
+            "600 A Y 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n"
+            "1000 Z X 0 cpu=0 mt=1 refill=1\n"
+            "2000 A X 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n",
+            0);
 }
 
 /* The head of the first free block from pfn from in a Movable pageblock, of order min_order
