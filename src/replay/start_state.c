@@ -72,27 +72,37 @@ int bh__layout_from_machine(bh_config_t *cfg, const bh_machine_t *m, char *err, 
   return 0; /* the caller validates the whole configuration */
 }
 
-void bh__first_alloc_seq(bh__first_events_t *f, uint64_t pfn) {
-  if (f->seq_lost)
+/* pfn at the end of the sequence *v (n entries, room for cap); *lost once out of memory. */
+static void seq_push(uint64_t **v, size_t *n, size_t *cap, bool *lost, uint64_t pfn) {
+  if (*lost)
     return;
-  if (f->nr_seq == f->seq_cap) {
-    size_t cap = f->seq_cap ? f->seq_cap * 2 : 4096;
-    uint64_t *q = realloc(f->seq, cap * sizeof(*q));
+  if (*n == *cap) {
+    size_t c = *cap ? *cap * 2 : 4096;
+    uint64_t *q = realloc(*v, c * sizeof(*q));
     if (!q) {
-      free(f->seq);
-      f->seq = NULL;
-      f->nr_seq = f->seq_cap = 0;
-      f->seq_lost = true;
+      free(*v);
+      *v = NULL;
+      *n = *cap = 0;
+      *lost = true;
       return;
     }
-    f->seq = q;
-    f->seq_cap = cap;
+    *v = q;
+    *cap = c;
   }
-  f->seq[f->nr_seq++] = pfn;
+  (*v)[(*n)++] = pfn;
+}
+
+void bh__first_alloc_seq(bh__first_events_t *f, uint64_t pfn) {
+  seq_push(&f->seq, &f->nr_seq, &f->seq_cap, &f->seq_lost, pfn);
+}
+
+void bh__first_take_seq(bh__first_events_t *f, uint64_t pfn) {
+  seq_push(&f->takes, &f->nr_takes, &f->takes_cap, &f->takes_lost, pfn);
 }
 
 void bh__first_events_free(bh__first_events_t *f) {
   free(f->taken);
+  free(f->takes);
   free(f->fe);
   free(f->seq);
   free(f->last_free);
@@ -127,6 +137,13 @@ int bh__first_events_copy(bh__first_events_t *dst, const bh__first_events_t *src
       return BH_ENOMEM;
     memcpy(dst->seq, src->seq, src->nr_seq * sizeof(uint64_t));
     dst->nr_seq = dst->seq_cap = src->nr_seq;
+  }
+  dst->takes_lost = src->takes_lost;
+  if (src->nr_takes) {
+    if (!(dst->takes = malloc(src->nr_takes * sizeof(uint64_t))))
+      return BH_ENOMEM;
+    memcpy(dst->takes, src->takes, src->nr_takes * sizeof(uint64_t));
+    dst->nr_takes = dst->takes_cap = src->nr_takes;
   }
   return 0;
 }
@@ -802,30 +819,42 @@ static void repair_block(struct ctx *c, uint64_t p) {
   }
 }
 
-/*
- * The free runs from c->placed in the order the buddy lists held them at the start, as far as
- * the trace shows it.  The kernel takes a free list's head (get_page_from_free_area,
- * mm/page_alloc.c:743 in 6.12.117, from __rmqueue_smallest :1644 and the fallbacks; rmqueue_bulk
- * :2376 refills a pcp list the same way), so of the blocks free at the start, the one whose pages
- * the trace allocates first was nearest its list's head: the blocks the trace allocates from go on
- * their lists in the order of their first allocation, the others after them in pfn order.  This
- * infers a hidden part of the start state, not the allocator's decisions (docs/MACHINE-SHAPE.md),
- * and is off with
- * --start-order pfn.  The order is only approximate where pcp lists sit between the buddy
- * lists and the allocations: a block a refill took early can be allocated from late.
- */
-static int runs_in_list_order(struct ctx *c) {
-  if (!c->fes || !c->fes->seq || c->fes->seq_lost || c->fes->pfn_order)
-    return runs_from_placed(c);
+/* The free blocks of c->placed holding the pages of seq (n of them), in that order, each once. */
+static int runs_in_seq(struct ctx *c, const uint64_t *seq, size_t n) {
   int rc = 0;
-  for (size_t i = 0; !rc && i < c->fes->nr_seq; i++) {
-    uint64_t h, p = c->fes->seq[i];
+  for (size_t i = 0; !rc && i < n; i++) {
+    uint64_t h, p = seq[i];
     unsigned o;
     if (p >= c->nr_pages || !placed_head(c, p, &h, &o) || (c->placed[h] & 0x80))
       continue;
     c->placed[h] |= 0x80; /* emitted */
     rc = add_run(c, h, o);
   }
+  return rc;
+}
+
+/*
+ * The free runs from c->placed in the order the buddy lists held them at the start, as far as
+ * the trace shows it.  The kernel takes a free list's head (get_page_from_free_area,
+ * mm/page_alloc.c:743 in 6.12.117, from __rmqueue_smallest :1644 and the fallbacks; rmqueue_bulk
+ * :2376 refills a pcp list the same way), so of the blocks free at the start, the one the
+ * kernel took from first was nearest its list's head.  With the pcp events recorded, each take
+ * from the buddy lists is traced (mm_page_alloc_zone_locked, in __rmqueue_smallest :1650, which
+ * the fallbacks' claims reach too): the blocks go on their lists in the order of their first
+ * takes.  Without them, in the order of their first allocations, which is only approximate
+ * where pcp lists sit between the buddy lists and the allocations (a block a refill took early
+ * can be allocated from late; two CPUs' allocations interleave).  The others after them in pfn
+ * order.  This infers a hidden part of the start state, not the allocator's decisions
+ * (docs/MACHINE-SHAPE.md), and is off with --start-order pfn.
+ */
+static int runs_in_list_order(struct ctx *c) {
+  if (!c->fes || !c->fes->seq || c->fes->seq_lost || c->fes->pfn_order)
+    return runs_from_placed(c);
+  int rc = 0;
+  if (c->fes->takes && !c->fes->takes_lost)
+    rc = runs_in_seq(c, c->fes->takes, c->fes->nr_takes);
+  if (!rc)
+    rc = runs_in_seq(c, c->fes->seq, c->fes->nr_seq);
   for (uint64_t p = 0, n = c->nr_pages; !rc && (p = next_placed(c, p)) < n;) {
     unsigned o = (c->placed[p] & 0x7fu) - 1u;
     if (c->placed[p] & 0x80)

@@ -53,6 +53,12 @@ typedef struct bh__first_events {
    * zone_locked event), so it was free at the start, whatever its first page event is
    * (bh__first_take).  NULL: not kept. */
   uint64_t *taken;
+  /* The pfns of the pages whose first event was such a take, in the trace's order: the order
+   * the kernel took the start's free blocks from the heads of its buddy lists (NULL and
+   * takes_lost when it could not be kept; empty without pcp events). */
+  uint64_t *takes;
+  size_t nr_takes, takes_cap;
+  bool takes_lost;
   uint64_t last_refill_pb; /* bh__refill_evidence */
   /* Per CPU (below BH__EMPTIED_CPUS) and pcp migratetype, a bit per order: the trace shows
    * that CPU's pcp list of that type and order refilled (mm_page_alloc_zone_locked with
@@ -65,6 +71,9 @@ typedef struct bh__first_events {
 
 /* A block whose first event is an allocation, at the end of f->seq (cold: once per block). */
 void bh__first_alloc_seq(bh__first_events_t *f, uint64_t pfn);
+/* A take from the buddy lists that is the first event of its page, at the end of f->takes
+ * (cold: once per block). */
+void bh__first_take_seq(bh__first_events_t *f, uint64_t pfn);
 /* Frees f's arrays and clears it. */
 void bh__first_events_free(bh__first_events_t *f);
 /* *dst, a copy of src's arrays (dst's are freed first): 0 or BH_ENOMEM. */
@@ -176,6 +185,8 @@ static inline void bh__first_take(bh__first_events_t *f, const bh_event_t *ev) {
   if (ev->op != BH_EV_ALLOC_ZONE_LOCKED || !f->taken || ev->order > 20 || ev->pfn >= f->nr_pages ||
       (1ull << ev->order) > f->nr_pages - ev->pfn)
     return;
+  if (!f->fe[ev->pfn] && !(f->taken[ev->pfn >> 6] & 1ull << (ev->pfn & 63)))
+    bh__first_take_seq(f, ev->pfn);
   for (uint64_t p = ev->pfn, end = p + (1ull << ev->order); p < end; p++)
     if (!f->fe[p])
       f->taken[p >> 6] |= 1ull << (p & 63);

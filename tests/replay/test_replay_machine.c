@@ -1249,6 +1249,83 @@ static void test_start_types_free_swap(void **state) {
             0);
 }
 
+/*
+ * With the pcp events recorded, the buddy lists' order at the start is the order of the
+ * kernel's takes from them (mm_page_alloc_zone_locked, traced in __rmqueue_smallest,
+ * mm/page_alloc.c:1650 in 6.12.117, each from a list's head, :743), not of the first
+ * allocations, which come later and from the pcp lists.  Two free blocks of the highest order,
+ * the lowest (lo) and the highest (hi) of a zone: the kernel takes from hi first (a
+ * refill on CPU 0), from lo second, and allocates neither.  The start state puts hi nearer its
+ * list's head than lo, and page reporting, which walks a list from its head
+ * (page_reporting_cycle, mm/page_reporting.c:184), takes hi before lo; with --start-order pfn
+ * lo goes first.
+ */
+static void test_start_buddy_order_takes(void **state) {
+  (void)state;
+  bh_arena_t *a = crafted_arena();
+  char *desc = describe(a, false);
+  /* DMA32: the zone where the crafted machine has enough free memory for reporting to visit
+   * (page_reporting_process_zone's watermark, mm/page_reporting.c:268-277) */
+  const bh_zone_t *z = &a->zones[a->nr_zones - 2];
+  uint64_t lo = UINT64_MAX, hi = UINT64_MAX, big = 1ull << a->max_order;
+  for (uint64_t p = z->zone_start_pfn; p + big <= z->zone_start_pfn + z->zone_spanned_pages;
+       p += big)
+    if ((a->pages[p].flags & BH__PG_BUDDY) && a->pages[p].order == a->max_order &&
+        bh__pb_mt(a, p) == BH_MT_MOVABLE) {
+      if (lo == UINT64_MAX)
+        lo = p;
+      hi = p;
+    }
+  assert_true(lo != UINT64_MAX && hi > lo + big);
+  /* and a block of the highest order taken and given back, which starts page reporting
+   * (page_reporting_notify_free from __free_one_page): the arena takes its list's head and
+   * puts it back there */
+  uint64_t d = lo + big;
+  char lines[512];
+  snprintf(lines, sizeof(lines),
+           "# buddyhint-trace 3\n1000 Z %#lx 0 cpu=0 mt=1 refill=1\n"
+           "2000 Z %#lx 0 cpu=0 mt=1 refill=1\n"
+           "3000 A %#lx %u cpu=0 gfp=GFP_DMA32|__GFP_MOVABLE\n"
+           "4000 F %#lx %u cpu=0\n",
+           (unsigned long)hi, (unsigned long)lo, (unsigned long)d, a->max_order, (unsigned long)d,
+           a->max_order);
+  const char *path = write_trace3("buddyorder-takes.bht", BH_TRACE_NATIVE_BINARY, desc, lines);
+  for (int pfn_order = 0; pfn_order < 2; pfn_order++) {
+    bh_replay_config_t cfg;
+    bh_replay_config_init(&cfg);
+    cfg.trace = path;
+    cfg.arena.backing = BH_BACKING_SIM;
+    cfg.hint.strategy = "bubble";
+    cfg.start_order_pfn = pfn_order;
+    char *csv = NULL, err[512] = "";
+    size_t csvn = 0;
+    cfg.reports = open_memstream(&csv, &csvn);
+    bh_replay_summary_t s;
+    if (bh_replay_run(&cfg, &s, err, sizeof(err)))
+      fail_msg("replay: %s", err);
+    fclose(cfg.reports);
+    long at_lo = -1, at_hi = -2, k = 0;
+    for (char *l = strchr(csv, '\n'); l && l[1]; l = strchr(l + 1, '\n'), k++) {
+      unsigned long pfn;
+      unsigned order;
+      double t;
+      assert_int_equal(sscanf(l + 1, "%lf,%lu,%u", &t, &pfn, &order), 3);
+      if (pfn == lo && at_lo < 0)
+        at_lo = k;
+      if (pfn == hi && at_hi < 0)
+        at_hi = k;
+    }
+    /* one batch (fewer blocks than PAGE_REPORTING_CAPACITY), which the kernel fills from the
+     * end of its scatterlist (mm/page_reporting.c:208-209) and reports as it lies: the list's
+     * head last */
+    assert_true(k > 1 && k < 32);
+    assert_int_equal(pfn_order ? at_lo : at_hi, k - 1);
+    free(csv);
+  }
+  free(desc);
+  bh_arena_destroy(a);
+}
+
 /* The head of the first free block from pfn from in a Movable pageblock, of order min_order
  * or more (the test fails if there is none). */
 static uint64_t free_movable(bh_arena_t *a, uint64_t from, unsigned min_order) {
@@ -1805,6 +1882,7 @@ int main(void) {
       cmocka_unit_test(test_start_types_from_refills),
       cmocka_unit_test(test_start_buddy_order_reported),
       cmocka_unit_test(test_start_types_free_swap),
+      cmocka_unit_test(test_start_buddy_order_takes),
       cmocka_unit_test(test_start_take_then_free),
       cmocka_unit_test(test_start_pcp_hidden),
       cmocka_unit_test(test_pcp_refill_piece),
