@@ -403,6 +403,9 @@ typedef struct bh_replay_summary {
    * nothing allocated over it between: alloc_pages_bulk takes pcp pages without
    * mm_page_alloc), left allocated; with untraced_infer only */
   uint64_t untraced_allocs;
+  /* kpageflags start: pages allocated in the free map whose first event is a take from the
+   * buddy lists (mm_page_alloc_zone_locked): the start state holds them free */
+  uint64_t start_taken_pages;
 } bh_replay_summary_t;
 
 /*

@@ -321,6 +321,7 @@ int bh__rm_populate(bh__rmachine_t *rm, bh_arena_t *a, unsigned pcp_orders, uint
   s->start_unplaced_blocks = st.unplaced_blocks;
   s->start_unexplained_pages = st.unexplained_pages;
   s->start_repaired_pages = st.repaired_pages;
+  s->start_taken_pages = st.taken_pages;
   s->start_retyped_pageblocks = st.retyped_pageblocks;
   bh__start_free(&st);
   return rc;

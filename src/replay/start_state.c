@@ -96,8 +96,8 @@ void bh__first_alloc_seq(bh__first_events_t *f, uint64_t pfn) {
   seq_push(&f->seq, &f->nr_seq, &f->seq_cap, &f->seq_lost, pfn);
 }
 
-void bh__first_take_seq(bh__first_events_t *f, uint64_t pfn) {
-  seq_push(&f->takes, &f->nr_takes, &f->takes_cap, &f->takes_lost, pfn);
+void bh__first_take_seq(bh__first_events_t *f, uint64_t key) {
+  seq_push(&f->takes, &f->nr_takes, &f->takes_cap, &f->takes_lost, key);
 }
 
 void bh__first_events_free(bh__first_events_t *f) {
@@ -819,11 +819,12 @@ static void repair_block(struct ctx *c, uint64_t p) {
   }
 }
 
-/* The free blocks of c->placed holding the pages of seq (n of them), in that order, each once. */
-static int runs_in_seq(struct ctx *c, const uint64_t *seq, size_t n) {
+/* The free blocks of c->placed holding the pages of seq (n of them, pfn << shift), in that
+ * order, each once. */
+static int runs_in_seq(struct ctx *c, const uint64_t *seq, size_t n, unsigned shift) {
   int rc = 0;
   for (size_t i = 0; !rc && i < n; i++) {
-    uint64_t h, p = seq[i];
+    uint64_t h, p = seq[i] >> shift;
     unsigned o;
     if (p >= c->nr_pages || !placed_head(c, p, &h, &o) || (c->placed[h] & 0x80))
       continue;
@@ -852,9 +853,9 @@ static int runs_in_list_order(struct ctx *c) {
     return runs_from_placed(c);
   int rc = 0;
   if (c->fes->takes && !c->fes->takes_lost)
-    rc = runs_in_seq(c, c->fes->takes, c->fes->nr_takes);
+    rc = runs_in_seq(c, c->fes->takes, c->fes->nr_takes, 16);
   if (!rc)
-    rc = runs_in_seq(c, c->fes->seq, c->fes->nr_seq);
+    rc = runs_in_seq(c, c->fes->seq, c->fes->nr_seq, 0);
   for (uint64_t p = 0, n = c->nr_pages; !rc && (p = next_placed(c, p)) < n;) {
     unsigned o = (c->placed[p] & 0x7fu) - 1u;
     if (c->placed[p] & 0x80)
@@ -952,6 +953,63 @@ static bool quiet_free_pageblock(const struct ctx *c, uint64_t b, uint8_t t) {
   return p == end;
 }
 
+/*
+ * A take from the buddy lists (mm_page_alloc_zone_locked) that is the first event of every
+ * page of its block was of a block free at the start, even where the free map holds it
+ * allocated: the map is read page by page while the kernel runs, and a block allocated when
+ * its pages were read and freed before the trace began shows as allocated (the map's skew,
+ * against buddyinfo read right after it, counts such pages).  Such a block, in no placed free
+ * block, is placed free at the take's order, merged with its free buddies.
+ */
+static void place_taken(struct ctx *c) {
+  const bh__first_events_t *f = c->fes;
+  if (!f || !f->takes || f->takes_lost || !f->taken)
+    return;
+  for (size_t i = 0; i < f->nr_takes; i++) {
+    uint64_t p = f->takes[i] >> 16, n = 1ull << (f->takes[i] & 0xff), q;
+    unsigned mt = (unsigned)(f->takes[i] >> 8) & 0xff;
+    if ((f->takes[i] & 0xff) > c->maxo || p & (n - 1) || p + n > c->nr_pages)
+      continue;
+    for (q = p; q < p + n; q++)
+      if (!bit_at(f->taken, q) || in_placed(c, q))
+        break;
+    if (q < p + n)
+      continue;
+    c->st->taken_pages += n;
+    /* merged with free buddies as the kernel keeps them (__free_one_page): the take was of
+     * its order, not necessarily from a block of that order */
+    unsigned o = (unsigned)(f->takes[i] & 0xff);
+    int zi = bh_machine_zone_of(c->m, p);
+    for (; o < c->maxo; o++) {
+      uint64_t b = p ^ (1ull << o);
+      if (b + (1ull << o) > c->nr_pages || (c->placed[b] & 0x7f) != o + 1 ||
+          bh_machine_zone_of(c->m, b) != zi)
+        break;
+      c->placed[b] = 0;
+      for (q = b; c->covered && q < b + (1ull << o); q++)
+        c->covered[q >> 6] &= ~(1ull << (q & 63));
+      p &= ~(1ull << o);
+    }
+    place_block(c, p, o);
+    /* a block of a pageblock or more is of one type (__free_one_page retypes a merged buddy's
+     * pageblock, mm/page_alloc.c:868-875 in 6.12), the take's: __rmqueue_smallest took it
+     * from that type's list (a fallback takes it after a claim moved it there); each pageblock
+     * retyped swaps with the nearest one the trace does not touch, so that pagetypeinfo's
+     * counts of pageblocks by type hold */
+    for (uint64_t b = p >> c->pbo; o >= c->pbo && mt < BH_MT_PCPTYPES && b < (p + (1ull << o)) >> c->pbo;
+         b++) {
+      uint8_t t = c->st->pageblock_mt[b];
+      if (t == mt || t == BH_PAGEBLOCK_ABSENT || t == BH_MT_ISOLATE || t == BH_MT_HIGHATOMIC)
+        continue;
+      c->st->pageblock_mt[b] = (uint8_t)mt;
+      c->st->retyped_pageblocks++;
+      uint64_t s = nearest_pageblock(c, b, (uint8_t)mt, quiet_pageblock);
+      if (s != UINT64_MAX)
+        c->st->pageblock_mt[s] = t;
+    }
+  }
+}
+
 /* map_free_pb's bits: the pageblock is one free block of the pageblock order in the free map
  * (pagetypeinfo counts it at that order), and its evidence has been taken (or overruled). */
 #define PB_MAP_FREE 1u
@@ -1034,6 +1092,75 @@ static int types_from_trace(struct ctx *c) {
   return 0;
 }
 
+/*
+ * pagetypeinfo counts a zone's free blocks by order and type; the free map fitted its blocks'
+ * types to those counts, but the start state's free blocks of the pageblock order are not all
+ * the map's (a take places a block the map missed, merged with its buddy; evidence retypes).
+ * Where the zone's free pageblock-order blocks of a type are more than pagetypeinfo counts and
+ * those of another type fewer, one of the first is retyped to the second, until the counts
+ * hold or no block may be retyped: one that keeps its type (keeps_type), or whose type the
+ * trace shows, unless by Movable evidence (which may follow an isolation's retype,
+ * unshown_free_pageblock); of those, one with no evidence first, then the one whose first
+ * take or allocation came latest.  Each swaps with the nearest pageblock of the new type that
+ * the trace does not touch, so that the counts of pageblocks by type hold too.
+ */
+static int fit_free_pageblocks(struct ctx *c, const bh_snapshot_t *s) {
+  const bh__first_events_t *f = c->fes;
+  if (!f || !f->pb_type || f->pfn_order || f->pb_order != c->pbo || !s->have_pagetypeinfo)
+    return 0;
+  uint32_t *rank = zmap(c->npb * sizeof(uint32_t)); /* 1 + first take or allocation; 0: none */
+  if (!rank)
+    return BH_ENOMEM;
+  uint32_t r = 0;
+  for (size_t i = 0; f->takes && !f->takes_lost && i < f->nr_takes; i++, r += r < UINT32_MAX - 1)
+    if ((f->takes[i] >> 16 >> c->pbo) < c->npb && !rank[f->takes[i] >> 16 >> c->pbo])
+      rank[f->takes[i] >> 16 >> c->pbo] = r + 1;
+  for (size_t i = 0; f->seq && !f->seq_lost && i < f->nr_seq; i++, r += r < UINT32_MAX - 1)
+    if ((f->seq[i] >> c->pbo) < c->npb && !rank[f->seq[i] >> c->pbo])
+      rank[f->seq[i] >> c->pbo] = r + 1;
+  for (int zi = 0; zi < c->in->nr_zones && zi < BH_MACHINE_MAX_ZONES; zi++) {
+    uint64_t lo, hi, have[BH_MT_PCPTYPES] = {0};
+    counted_range(c, &c->in->zones[zi], &lo, &hi);
+    for (uint64_t b = lo; b <= hi && b < c->npb; b++)
+      if (free_pageblock(c, b) && c->st->pageblock_mt[b] < BH_MT_PCPTYPES &&
+          bh_machine_zone_of(c->m, b << c->pbo) == zi)
+        have[c->st->pageblock_mt[b]]++;
+    for (int guard = 0; guard < 64; guard++) {
+      int over = -1, under = -1;
+      for (int t = 0; t < BH_MT_PCPTYPES; t++) {
+        uint64_t want = s->zones[zi].nr_free_mt[t][c->pbo];
+        if (have[t] > want && over < 0)
+          over = t;
+        if (have[t] < want && under < 0)
+          under = t;
+      }
+      if (over < 0 || under < 0)
+        break;
+      uint64_t best = UINT64_MAX;
+      for (uint64_t b = lo; b <= hi && b < c->npb; b++) {
+        uint8_t e = f->pb_type[b];
+        if (c->st->pageblock_mt[b] != over || !free_pageblock(c, b) || keeps_type(c, b) ||
+            bh_machine_zone_of(c->m, b << c->pbo) != zi ||
+            (e && !(over == BH_MT_MOVABLE && e == BH_MT_MOVABLE + 1)))
+          continue;
+        if (best == UINT64_MAX || (rank[best] && (!rank[b] || rank[b] > rank[best])))
+          best = b;
+      }
+      if (best == UINT64_MAX)
+        break;
+      c->st->pageblock_mt[best] = (uint8_t)under;
+      c->st->retyped_pageblocks++;
+      have[over]--;
+      have[under]++;
+      uint64_t q = nearest_pageblock(c, best, (uint8_t)under, quiet_pageblock);
+      if (q != UINT64_MAX)
+        c->st->pageblock_mt[q] = (uint8_t)over;
+    }
+  }
+  zunmap(rank, c->npb * sizeof(uint32_t));
+  return 0;
+}
+
 static int build_kpageflags(struct ctx *c, const bh_snapshot_t *s, char *err, size_t errlen) {
   bh__start_t *st = c->st;
   if (!s || !s->have_freemap)
@@ -1054,6 +1181,7 @@ static int build_kpageflags(struct ctx *c, const bh_snapshot_t *s, char *err, si
       }
     }
   }
+  place_taken(c);
   int rc = event_pages(c);
   for (uint64_t i = 0; !rc && i < c->nevp; i++) {
     uint64_t p = c->evp[i];
@@ -1062,6 +1190,8 @@ static int build_kpageflags(struct ctx *c, const bh_snapshot_t *s, char *err, si
   }
   if (!rc)
     rc = types_from_trace(c);
+  if (!rc)
+    rc = fit_free_pageblocks(c, s);
   zunmap(c->map_free_pb, c->npb);
   c->map_free_pb = NULL;
   if (!rc)

@@ -53,9 +53,10 @@ typedef struct bh__first_events {
    * zone_locked event), so it was free at the start, whatever its first page event is
    * (bh__first_take).  NULL: not kept. */
   uint64_t *taken;
-  /* The pfns of the pages whose first event was such a take, in the trace's order: the order
-   * the kernel took the start's free blocks from the heads of its buddy lists (NULL and
-   * takes_lost when it could not be kept; empty without pcp events). */
+  /* The takes that were the first event of their first page, as pfn << 16 | the request's
+   * migratetype << 8 | order (a migratetype out of the pcp types' range: unknown), in the
+   * trace's order: the order the kernel took the start's free blocks from the heads of its
+   * buddy lists (NULL and takes_lost when it could not be kept; empty without pcp events). */
   uint64_t *takes;
   size_t nr_takes, takes_cap;
   bool takes_lost;
@@ -71,9 +72,9 @@ typedef struct bh__first_events {
 
 /* A block whose first event is an allocation, at the end of f->seq (cold: once per block). */
 void bh__first_alloc_seq(bh__first_events_t *f, uint64_t pfn);
-/* A take from the buddy lists that is the first event of its page, at the end of f->takes
- * (cold: once per block). */
-void bh__first_take_seq(bh__first_events_t *f, uint64_t pfn);
+/* A take from the buddy lists that is the first event of its page (f->takes' key), at the end
+ * of f->takes (cold: once per block). */
+void bh__first_take_seq(bh__first_events_t *f, uint64_t key);
 /* Frees f's arrays and clears it. */
 void bh__first_events_free(bh__first_events_t *f);
 /* *dst, a copy of src's arrays (dst's are freed first): 0 or BH_ENOMEM. */
@@ -186,7 +187,7 @@ static inline void bh__first_take(bh__first_events_t *f, const bh_event_t *ev) {
       (1ull << ev->order) > f->nr_pages - ev->pfn)
     return;
   if (!f->fe[ev->pfn] && !(f->taken[ev->pfn >> 6] & 1ull << (ev->pfn & 63)))
-    bh__first_take_seq(f, ev->pfn);
+    bh__first_take_seq(f, ev->pfn << 16 | (uint64_t)(ev->migratetype & 0xff) << 8 | ev->order);
   for (uint64_t p = ev->pfn, end = p + (1ull << ev->order); p < end; p++)
     if (!f->fe[p])
       f->taken[p >> 6] |= 1ull << (p & 63);
@@ -223,6 +224,7 @@ typedef struct bh__start {
   uint64_t pcp_pages;          /* pages put on pcp lists */
   uint64_t pcp_hidden_pages;   /* of those, pages zoneinfo counts that the trace does not show */
   uint64_t repaired_pages;     /* kpageflags: free in the map, first freed by the trace */
+  uint64_t taken_pages;        /* kpageflags: allocated in the map, first taken from the buddy */
   uint64_t retyped_pageblocks; /* kpageflags: of another type than the map's (the trace's) */
 } bh__start_t;
 
