@@ -517,6 +517,16 @@ COLD static int untraced_free(struct scan_state *st, const bh_event_t *ev) {
   return 0;
 }
 
+/* A pcp drain (mm_page_pcpu_drain) of a block whose last event was a free: it went from the
+ * pcp list to the buddy lists, so an allocation without an event that followed took it later,
+ * from a pcp list a refill put it on, not at once: the free stays a free.  (Without the pcp
+ * events nothing shows this, and the block is held from its free.) */
+COLD static void untraced_drained(struct scan_state *st, const bh_event_t *ev) {
+  bh__pfn_entry_t *e = st->last_free.used ? bh__pfnmap_hfind(&st->last_free, ev->pfn) : NULL;
+  if (e)
+    bh__pfnmap_hdelete(&st->last_free, e);
+}
+
 /* An allocation of the trace: the frees of its pages are followed by it, not by an untraced
  * allocation. */
 COLD static void untraced_alloc(struct scan_state *st, const bh_event_t *ev) {
@@ -630,6 +640,8 @@ static inline __attribute__((always_inline)) int scan_event(void *ctx, const bh_
     sc->pcp_events += ev->op != BH_EV_EXTFRAG;    /* the fallbacks alone drain no pcp list */
     if (st->drains)
       bh__pcp_evidence(st->fe, ev);
+    if (st->fe && (ev->op == BH_EV_PCPU_DRAIN || ev->op == BH_EV_ALLOC_ZONE_LOCKED))
+      untraced_drained(st, ev);
     return 0;
   }
   if (bh__unlikely(st->fe != NULL)) {
@@ -694,6 +706,8 @@ static inline __attribute__((always_inline)) bool unplayed(struct scan_state *st
     return false;
   if (st->drains)
     bh__pcp_evidence(st->fe, ev);
+  if (st->fe && (ev->op == BH_EV_PCPU_DRAIN || ev->op == BH_EV_ALLOC_ZONE_LOCKED))
+    untraced_drained(st, ev);
   return true;
 }
 

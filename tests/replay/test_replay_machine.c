@@ -1403,6 +1403,46 @@ static void test_start_taken(void **state) {
   bh_arena_destroy(a);
 }
 
+/*
+ * The same pair of frees with the pcp events recorded, and a drain of u between them
+ * (mm_page_pcpu_drain): u went from CPU 0's pcp list to the buddy lists
+ * (free_pcppages_bulk, mm/page_alloc.c:1264 in 6.12.117), so the allocation without an event
+ * that the second free shows took it later, from a pcp list a refill put it on, not right
+ * after its first free.  Inferred, the first free stays a free (no untraced allocation), and
+ * without the drain it does not.
+ */
+static void test_untraced_allocs_drained(void **state) {
+  (void)state;
+  bh_arena_t *a = crafted_arena();
+  char *desc = describe(a, false);
+  uint64_t p3[3];
+  three_movable_used(a, p3);
+  unsigned long u = (unsigned long)p3[0], x = (unsigned long)p3[1];
+  for (int drained = 0; drained < 2; drained++) {
+    char drain[64] = "", lines[512];
+    if (drained)
+      snprintf(drain, sizeof(drain), "1500 D %#lx 0 cpu=0 mt=1\n", u);
+    snprintf(lines, sizeof(lines),
+             "# buddyhint-trace 3\n"
+             "1000 F %#lx 0 cpu=0\n"
+             "%s"
+             "2000 A %#lx 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n"
+             "3000 F %#lx 0 cpu=0\n",
+             u, drain, x, u);
+    const char *p = write_trace3(drained ? "untraced-d.bht" : "untraced-nd.bht",
+                                 BH_TRACE_NATIVE_BINARY, desc, lines);
+    bh_replay_config_t cfg;
+    bh_replay_config_init(&cfg);
+    cfg.trace = p;
+    cfg.untraced_infer = true;
+    bh_replay_summary_t s;
+    replay(&cfg, &s);
+    assert_int_equal(s.untraced_allocs, drained ? 0 : 1);
+  }
+  free(desc);
+  bh_arena_destroy(a);
+}
+
 /* The head of the first free block from pfn from in a Movable pageblock, of order min_order
  * or more (the test fails if there is none). */
 static uint64_t free_movable(bh_arena_t *a, uint64_t from, unsigned min_order) {
@@ -1964,6 +2004,7 @@ int main(void) {
       cmocka_unit_test(test_start_types_free_swap),
       cmocka_unit_test(test_start_buddy_order_takes),
       cmocka_unit_test(test_start_taken),
+      cmocka_unit_test(test_untraced_allocs_drained),
       cmocka_unit_test(test_start_take_then_free),
       cmocka_unit_test(test_start_pcp_hidden),
       cmocka_unit_test(test_pcp_refill_piece),
