@@ -155,7 +155,8 @@ typedef struct bh_replay_config {
   bool start_reported_all;
   /* in a machine's shape: true takes what the trace shows of allocations without an event
    * (--untraced-allocs infer): a block the trace frees twice with nothing allocated over it
-   * between stays allocated at the first free (untraced_allocs); default false (ignore) */
+   * between stays allocated at the first free (untraced_allocs); default false (late, or
+   * ignore with untraced_ignore) */
   bool untraced_infer;
   /* snapshots from directories of /proc files (buddyinfo, pagetypeinfo, zoneinfo, optionally
    * kpageflags): they replace the trace's own, and the layout comes from their zoneinfo */
@@ -172,6 +173,12 @@ typedef struct bh_replay_config {
    */
   enum bh_replay_by by;
   unsigned by_top;
+  /* in a machine's shape: a free of memory the replay holds free, of a pcp order (an
+   * allocation without an event took it, as alloc_pages_bulk does), is dropped
+   * (--untraced-allocs ignore; untraced_frees).  Default false (late): the block is taken from
+   * the list it lies on right before the free, as that allocation at the latest did, and freed
+   * as the kernel freed it (untraced_frees_applied) */
+  bool untraced_ignore;
 } bh_replay_config_t;
 
 /* Fills the defaults documented above (the arena defaults of bh_config_init). */
@@ -406,6 +413,9 @@ typedef struct bh_replay_summary {
   /* kpageflags start: pages allocated in the free map whose first event is a take from the
    * buddy lists (mm_page_alloc_zone_locked): the start state holds them free */
   uint64_t start_taken_pages;
+  /* of untraced_frees, those whose block was free in the arena, taken from its list right
+   * before the free and freed through the free path (not with untraced_ignore) */
+  uint64_t untraced_frees_applied;
 } bh_replay_summary_t;
 
 /*

@@ -100,9 +100,12 @@ const char bh_cli_replay_help[] =
     "                        the reporting order starts reported, as on a machine whose\n"
     "                        reporting ran since boot: a counterfactual from a recording\n"
     "                        made with reporting off)\n"
-    "  --untraced-allocs KIND ignore (default) or infer: a block the trace frees twice with\n"
-    "                        nothing allocated over it between stays allocated at the first\n"
-    "                        free, as alloc_pages_bulk took it without an event\n"
+    "  --untraced-allocs KIND late (default), ignore or infer: a free of memory the replay\n"
+    "                        holds free (alloc_pages_bulk took it without an event) takes the\n"
+    "                        block right before the free and frees it (late), is dropped\n"
+    "                        (ignore), or, for a block the trace frees twice with nothing\n"
+    "                        allocated over it between, keeps it allocated from the first free\n"
+    "                        (infer; the other such frees late)\n"
     "  --pcp-high KIND       auto (default: the recorded kernel's rule), tuned (Linux 6.7+:\n"
     "                        each pcp's high mark moves between high_min and high_max) or\n"
     "                        fixed (before 6.7: one mark, zone_highsize)\n"
@@ -389,10 +392,11 @@ static int shape_opt(int argc, char **argv, int *i, bh_cli_replay_t *c) {
     cfg->start_reported_all = e == 1;
     return 1;
   } else if (OPT("untraced-allocs")) {
-    static const char *const untraced[] = {"ignore", "infer"};
-    if (r < 0 || set_enum(verb, "untraced-allocs", v, untraced, 2, &e))
+    static const char *const untraced[] = {"late", "ignore", "infer"};
+    if (r < 0 || set_enum(verb, "untraced-allocs", v, untraced, 3, &e))
       return -1;
-    cfg->untraced_infer = e == 1;
+    cfg->untraced_infer = e == 2;
+    cfg->untraced_ignore = e == 1;
     return 1;
   } else if (OPT("pcp-high")) {
     if (r < 0 || set_enum(verb, "pcp-high", v, pcp_highs, 3, &e))

@@ -54,6 +54,8 @@ enum bh__em_untraced {
   BH__EM_WINDOW,      /* freed while the start snapshot was read, which saw it free */
   BH__EM_KERNEL_FREE, /* memory the kernel had free: a batched repeat (batched_dups) or a free
                          of an allocation that left no event (untraced_frees) */
+  BH__EM_UNTRACED_APPLIED, /* such a free, whose block the backend took from its list and freed:
+                              frees, untraced_frees and untraced_frees_applied */
 };
 
 /* Recorded blocks that were never the backend's (dead) and larger than this many pages' order
@@ -342,6 +344,11 @@ BH__EM_COLD void bh__em_free_other(bh__em_t *m, const bh__em_ops_t *ops, void *c
         s->batched_dups++;
       else
         s->untraced_frees++;
+      break;
+    case BH__EM_UNTRACED_APPLIED:
+      s->frees++;
+      s->untraced_frees++;
+      s->untraced_frees_applied++;
       break;
     default:
       s->unknown_frees++;

@@ -1262,8 +1262,18 @@ static int arena_untraced(void *ctx, const bh_event_t *ev) {
   }
   if (ev->time_ns <= r->window_end && bh__block_free(r->arena, ev->pfn, ev->order))
     return BH__EM_WINDOW;
-  if (bh__rm_kfree_all(&r->rm, ev->pfn, ev->order))
+  if (bh__rm_kfree_all(&r->rm, ev->pfn, ev->order)) {
+    /* an allocation without an event took the block (alloc_pages_bulk takes pcp pages without
+     * mm_page_alloc, mm/page_alloc.c:4659-4818 in 6.12.117), at the latest right before this
+     * free, which the kernel made as any other (free_unref_page: onto this CPU's pcp list,
+     * alloc_factor halved, free_unref_page_commit :2676): taken from where the arena holds it, and freed */
+    if (!r->cfg->untraced_ignore && ev->op == BH_EV_FREE && ev->order <= LF_MAX_ORDER &&
+        bh_alloc_pfn_at(r->arena, BH_GFP_KERNEL, ev->order, ev->cpu, ev->pfn) == BH_OK) {
+      arena_free(r, ev->pfn, ev->order, ev->cpu);
+      return BH__EM_UNTRACED_APPLIED;
+    }
     return BH__EM_KERNEL_FREE;
+  }
   return BH__EM_UNKNOWN;
 }
 
@@ -2437,6 +2447,7 @@ int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *f, int indent) {
   ju64(&w, "window_events", s->window_events);
   ju64(&w, "untraced_frees", s->untraced_frees);
   ju64(&w, "untraced_allocs", s->untraced_allocs);
+  ju64(&w, "untraced_frees_applied", s->untraced_frees_applied);
   jdbl(&w, "virtual_seconds", s->virtual_seconds);
   jdbl(&w, "wall_seconds", s->wall_seconds);
   jdbl(&w, "cpu_seconds", s->cpu_seconds);

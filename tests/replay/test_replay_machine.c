@@ -612,15 +612,20 @@ static void test_start_pageblock_types(void **state) {
 }
 
 /*
- * Allocations without an event (--untraced-allocs infer): alloc_pages_bulk takes pages off a
- * pcp list's head without mm_page_alloc (alloc_pages_bulk_noprof, mm/page_alloc.c:4659-4818
- * in 6.12.117: __rmqueue_pcplist at :4774, no trace_mm_page_alloc on that path), so a page the
- * trace frees and then frees again, with nothing allocated over it between, was taken right after
- * its first free.  Here page u is freed on CPU 0, the kernel's next allocation there takes x (which
- * the start state puts on CPU 0's list, its first event being that allocation), and u is freed
- * again.  Inferred, u stays allocated at its first free and the allocation takes x, the kernel's
- * pfn; ignored (the default), u goes to the head of the list, the allocation takes it (a miss), and
- * the second free finds memory the replay holds free.
+ * Allocations without an event: alloc_pages_bulk takes pages off a pcp list's head without
+ * mm_page_alloc (alloc_pages_bulk_noprof, mm/page_alloc.c:4659-4818 in 6.12.117:
+ * __rmqueue_pcplist at :4774, no trace_mm_page_alloc on that path), so a page the trace frees
+ * and then frees again, with nothing allocated over it between, was taken between the two
+ * frees.  Page u is freed on CPU 0 and freed again.
+ * - Freed again on CPU 0, after the kernel's next allocation there took x (which the start
+ *   state puts on CPU 0's list, its first event being that allocation): inferred
+ *   (--untraced-allocs infer), u stays allocated at its first free and the allocation takes
+ *   x, the kernel's pfn (untraced_allocs); otherwise u goes to the head of the list and the
+ *   allocation takes it (a miss), and the second free finds it allocated (untraced_frees).
+ * - Freed again on CPU 1, whose next allocation takes u (the second free put it at the head
+ *   of CPU 1's list, free_unref_page_commit :2676): late (the default) takes u from CPU 0's
+ *   list right before the second free and frees it onto CPU 1's (untraced_frees_applied), and
+ *   so does infer; ignored, u stays on CPU 0's list and CPU 1's allocation takes another block.
  */
 static void test_untraced_allocs(void **state) {
   (void)state;
@@ -628,29 +633,49 @@ static void test_untraced_allocs(void **state) {
   char *desc = describe(a, false);
   uint64_t p3[3];
   three_movable_used(a, p3);
-  uint64_t u = p3[0], x = p3[1];
+  unsigned long u = (unsigned long)p3[0], x = (unsigned long)p3[1];
   char lines[512];
   snprintf(lines, sizeof(lines),
            "# buddyhint-trace 1\n"
            "1000 F %#lx 0 cpu=0\n"
            "2000 A %#lx 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n"
            "3000 F %#lx 0 cpu=0\n",
-           (unsigned long)u, (unsigned long)x, (unsigned long)u);
-  const char *p = write_trace("untraced.bht", desc, lines);
-  bh_replay_config_t cfg;
-  bh_replay_config_init(&cfg);
-  cfg.trace = p;
-  cfg.untraced_infer = true;
-  bh_replay_summary_t s;
-  replay(&cfg, &s);
-  assert_int_equal(s.untraced_allocs, 1);
-  assert_int_equal(s.agreement.allocs, 1);
-  assert_int_equal(s.agreement.same, 1);
-  assert_int_equal(s.untraced_frees + s.unknown_frees, 0);
-  cfg.untraced_infer = false;
-  replay(&cfg, &s);
-  assert_int_equal(s.untraced_allocs, 0);
-  assert_int_equal(s.agreement.same, 0);
+           u, x, u);
+  const char *same_cpu = strdup(write_trace("untraced.bht", desc, lines));
+  snprintf(lines, sizeof(lines),
+           "# buddyhint-trace 1\n"
+           "1000 F %#lx 0 cpu=0\n"
+           "2000 F %#lx 0 cpu=1\n"
+           "3000 A %#lx 0 cpu=1 gfp=GFP_HIGHUSER_MOVABLE\n",
+           u, u, u);
+  const char *other_cpu = strdup(write_trace("untraced-cpu1.bht", desc, lines));
+  /* late, infer, ignore: on same_cpu, allocations the kernel's, untraced_allocs,
+   * untraced_frees, untraced_frees_applied; on other_cpu, allocations the kernel's */
+  static const struct {
+    bool infer, ignore;
+    uint64_t same, inferred, frees, applied, same2;
+  } want[] = {{false, false, 0, 0, 1, 0, 1}, {true, false, 1, 1, 0, 0, 1}, {false, true, 0, 0, 1, 0, 0}};
+  for (int i = 0; i < 3; i++) {
+    bh_replay_config_t cfg;
+    bh_replay_config_init(&cfg);
+    cfg.untraced_infer = want[i].infer;
+    cfg.untraced_ignore = want[i].ignore;
+    bh_replay_summary_t s;
+    cfg.trace = same_cpu;
+    replay(&cfg, &s);
+    assert_int_equal(s.agreement.allocs, 1);
+    assert_int_equal(s.agreement.same, want[i].same);
+    assert_int_equal(s.untraced_allocs, want[i].inferred);
+    assert_int_equal(s.untraced_frees, want[i].frees);
+    assert_int_equal(s.untraced_frees_applied, want[i].applied);
+    cfg.trace = other_cpu;
+    replay(&cfg, &s);
+    assert_int_equal(s.agreement.allocs, 1);
+    assert_int_equal(s.agreement.same, want[i].same2);
+    assert_int_equal(s.untraced_frees_applied, i == 0 ? 1 : 0);
+  }
+  free((void *)same_cpu);
+  free((void *)other_cpu);
   free(desc);
   bh_arena_destroy(a);
 }
