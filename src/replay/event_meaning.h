@@ -48,12 +48,12 @@
 
 /* What a free of no recorded block was, as the backend's untraced op tells. */
 enum bh__em_untraced {
-  BH__EM_UNKNOWN,     /* nothing known: unknown_frees */
-  BH__EM_PRETRACE,    /* memory allocated before the trace, which the backend freed: frees and
-                         pretrace_frees */
-  BH__EM_WINDOW,      /* freed while the start snapshot was read, which saw it free */
-  BH__EM_KERNEL_FREE, /* memory the kernel had free: a batched repeat (batched_dups) or a free
-                         of an allocation that left no event (untraced_frees) */
+  BH__EM_UNKNOWN,          /* nothing known: unknown_frees */
+  BH__EM_PRETRACE,         /* memory allocated before the trace, which the backend freed: frees and
+                              pretrace_frees */
+  BH__EM_WINDOW,           /* freed while the start snapshot was read, which saw it free */
+  BH__EM_KERNEL_FREE,      /* memory the kernel had free: a batched repeat (batched_dups) or a free
+                              of an allocation that left no event (untraced_frees) */
   BH__EM_UNTRACED_APPLIED, /* such a free, whose block the backend took from its list and freed:
                               frees, untraced_frees and untraced_frees_applied */
 };

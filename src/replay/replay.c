@@ -1266,7 +1266,8 @@ static int arena_untraced(void *ctx, const bh_event_t *ev) {
     /* an allocation without an event took the block (alloc_pages_bulk takes pcp pages without
      * mm_page_alloc, mm/page_alloc.c:4659-4818 in 6.12.117), at the latest right before this
      * free, which the kernel made as any other (free_unref_page: onto this CPU's pcp list,
-     * alloc_factor halved, free_unref_page_commit :2676): taken from where the arena holds it, and freed */
+     * alloc_factor halved, free_unref_page_commit :2676): taken from where the arena holds it, and
+     * freed */
     if (!r->cfg->untraced_ignore && ev->op == BH_EV_FREE && ev->order <= LF_MAX_ORDER &&
         bh_alloc_pfn_at(r->arena, BH_GFP_KERNEL, ev->order, ev->cpu, ev->pfn) == BH_OK) {
       arena_free(r, ev->pfn, ev->order, ev->cpu);

@@ -174,7 +174,7 @@ struct ctx {
   /* per page: inside a placed free block; NULL once two placed blocks overlap (placed_head
    * then answers, as it must where the smallest of them counts) */
   uint64_t *covered;
-  uint32_t *evp; /* the pages with an event (fe != 0), ascending; NULL: not listed yet */
+  uint32_t *evp;        /* the pages with an event (fe != 0), ascending; NULL: not listed yet */
   uint8_t *map_free_pb; /* per pageblock: PB_MAP_FREE, PB_DONE (while types are taken) */
   uint64_t nevp;
   size_t nfree, free_cap, npcp, pcp_cap;
@@ -996,11 +996,12 @@ static void place_taken(struct ctx *c) {
      * from that type's list (a fallback takes it after a claim moved it there); each pageblock
      * retyped swaps with the nearest one the trace does not touch, so that pagetypeinfo's
      * counts of pageblocks by type hold */
-    for (uint64_t b = p >> c->pbo; o >= c->pbo && mt < BH_MT_PCPTYPES && b < (p + (1ull << o)) >> c->pbo;
-         b++) {
+    for (uint64_t b = p >> c->pbo;
+         o >= c->pbo && mt < BH_MT_PCPTYPES && b < (p + (1ull << o)) >> c->pbo; b++) {
       uint8_t t = c->st->pageblock_mt[b];
-      if (t == mt || t == BH_PAGEBLOCK_ABSENT || t == BH_MT_ISOLATE || t == BH_MT_HIGHATOMIC)
-        continue;
+      if (t == mt || t == BH_PAGEBLOCK_ABSENT || t == BH_MT_ISOLATE || t == BH_MT_HIGHATOMIC ||
+          (f->pb_type && b < f->nr_pageblocks && f->pb_type[b] == BH__PB_CLAIMED))
+        continue; /* (a claim moved it to the take's type first: it had another) */
       c->st->pageblock_mt[b] = (uint8_t)mt;
       c->st->retyped_pageblocks++;
       uint64_t s = nearest_pageblock(c, b, (uint8_t)mt, quiet_pageblock);

@@ -241,10 +241,8 @@ static void test_hash_functions(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_hash_only),
-      cmocka_unit_test(test_dense_and_hash),
-      cmocka_unit_test(test_dense_groups),
-      cmocka_unit_test(test_wide_values_fall_back),
+      cmocka_unit_test(test_hash_only),      cmocka_unit_test(test_dense_and_hash),
+      cmocka_unit_test(test_dense_groups),   cmocka_unit_test(test_wide_values_fall_back),
       cmocka_unit_test(test_hash_functions),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

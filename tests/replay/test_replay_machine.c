@@ -654,7 +654,8 @@ static void test_untraced_allocs(void **state) {
   static const struct {
     bool infer, ignore;
     uint64_t same, inferred, frees, applied, same2;
-  } want[] = {{false, false, 0, 0, 1, 0, 1}, {true, false, 1, 1, 0, 0, 1}, {false, true, 0, 0, 1, 0, 0}};
+  } want[] = {
+      {false, false, 0, 0, 1, 0, 1}, {true, false, 1, 1, 0, 0, 1}, {false, true, 0, 0, 1, 0, 0}};
   for (int i = 0; i < 3; i++) {
     bh_replay_config_t cfg;
     bh_replay_config_init(&cfg);
@@ -1277,8 +1278,9 @@ static void free_swap(const char *name, bool map_y_only, const char *events, int
 static void test_start_types_free_swap(void **state) {
   (void)state;
   /* X shows Movable; Y shows nothing */
-  free_swap("x", false, "# buddyhint-trace 3\n1000 Z X 0 cpu=0 mt=1 refill=1\n"
-                 "2000 A X 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n",
+  free_swap("x", false,
+            "# buddyhint-trace 3\n1000 Z X 0 cpu=0 mt=1 refill=1\n"
+            "2000 A X 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n",
             1);
   /* Y shows Movable after X: a refill of the whole of Y (order 9; its first allocation, which
    * orders the evidence, after X's) */
@@ -1397,9 +1399,8 @@ static void test_start_taken(void **state) {
   bh_arena_t *a = crafted_arena();
   const bh_zone_t *z = &a->zones[a->nr_zones - 1];
   uint64_t big = 1ull << a->max_order, w = UINT64_MAX;
-  for (uint64_t p = z->zone_start_pfn; w == UINT64_MAX && p + big <= z->zone_start_pfn +
-                                                                       z->zone_spanned_pages;
-       p += big)
+  for (uint64_t p = z->zone_start_pfn;
+       w == UINT64_MAX && p + big <= z->zone_start_pfn + z->zone_spanned_pages; p += big)
     if ((a->pages[p].flags & BH__PG_BUDDY) && a->pages[p].order == a->max_order &&
         bh__pb_mt(a, p) == BH_MT_MOVABLE)
       w = p;
