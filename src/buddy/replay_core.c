@@ -5,6 +5,8 @@
  */
 #include "buddy/internal.h"
 
+#include <buddyhint/report.h>
+
 #include <buddyhint/strategy.h>
 
 #include <string.h>
@@ -78,11 +80,18 @@ unsigned bh__pcp_orders(const bh_arena_t *a) { return a->pcp_orders; }
  * notified (page_reporting_notify_free), and the pass that would report it has not run yet.
  * So each zone that holds such a block notifies once, as that free did; a start whose
  * eligible blocks were all reported has nothing pending, and its first pass waits for a free.
+ * Not a zone whose free pages are below what a pass needs to visit it (its low watermark and
+ * a full batch at the reporting order, page_reporting_process_zone, mm/page_reporting.c:
+ * 268-277 in 6.12): every pass skips it, so its unreported blocks say nothing of a pending
+ * one (a guest's DMA zone never has enough).
  */
 void bh__notify_unreported(bh_arena_t *a) {
   for (int i = 0; i < a->nr_zones; i++) {
     bh_zone_t *z = &a->zones[i];
     bool found = false;
+    if (z->notify_order > a->max_order ||
+        !bh_zone_low_wmark_ok(z, (uint64_t)BH_REPORT_CAPACITY << z->notify_order))
+      continue;
     bh__zone_lock(z);
     for (unsigned o = z->notify_order; o <= a->max_order && !found; o++)
       for (int mt = 0; mt < BH_MT_TYPES && !found; mt++)

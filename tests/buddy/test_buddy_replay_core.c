@@ -142,7 +142,9 @@ static void test_zone_queries(void **state) {
 
 /* Without hinting no zone notifies; with bubble each zone's reporting order is its
  * pageblock order, and the start's pending notify comes once per zone with an unreported
- * free block at or above it. */
+ * free block at or above it, but for a zone too small for a pass to visit (free pages below
+ * its low watermark and a batch of PAGE_REPORTING_CAPACITY blocks, mm/page_reporting.c:
+ * 268-277 in 6.12): DMA's 16 MiB, which has such blocks and no pass ever reports. */
 static void test_notify_unreported(void **state) {
   (void)state;
   bh_arena_t *a = default_sim();
@@ -155,6 +157,7 @@ static void test_notify_unreported(void **state) {
   bh_hint_t *h = NULL;
   EXPECT_U64(bh_hint_attach(a, &hc, &h), BH_OK);
   uint64_t want = 0;
+  bool dma_has = false;
   for (int i = 0; i < bh_zone_count(a); i++) {
     unsigned from = bh__zone_notify_order(bh_arena_zone(a, i));
     EXPECT_U64(from, bh_arena_pageblock_order(a));
@@ -162,9 +165,15 @@ static void test_notify_unreported(void **state) {
     bool any = false;
     for (unsigned o = from; o <= bh_arena_max_order(a); o++)
       any |= zi.nr_free[o] > 0;
-    want += any;
+    bool visited = bh_zone_low_wmark_ok(bh_arena_zone(a, i), (uint64_t)BH_REPORT_CAPACITY << from);
+    if (i == 0) {
+      dma_has = any;
+      EXPECT_U64(visited, 0);
+    }
+    want += any && visited;
   }
   assert_true(want > 0);
+  assert_true(dma_has);
   uint64_t before = bt_stat(a, BH_STAT_hint_notify);
   bh__notify_unreported(a);
   EXPECT_U64(bt_stat(a, BH_STAT_hint_notify) - before, want);
