@@ -823,10 +823,25 @@ void bh__where_is(const bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int
     return;
   }
   if (find_block(a, pfn, 0, BH__PG_PCP, &head, &horder)) {
-    where_pcp(a, head, mt, order, cpu, w);
-    if (head != pfn || horder != order)
-      w->where = BH__WHERE_PCP_OTHER_LIST;
-    return;
+    /* its list is walked under its pcp's lock: a paced replay's hinting worker drains pcp
+     * lists from its own thread (bh_vmstat_tick) */
+    bh__pcp_t *pcp = pcp_of(bh__pfn_zone(a, head), head);
+    if (pcp) {
+      bh__pcp_lock(pcp);
+      if ((bh__pg_flags(&a->pages[head]) & BH__PG_PCP) &&
+          pcp_of(bh__pfn_zone(a, head), head) == pcp) {
+        where_pcp(a, head, mt, order, cpu, w);
+        if (head != pfn || horder != order)
+          w->where = BH__WHERE_PCP_OTHER_LIST;
+        bh__pcp_unlock(pcp);
+        return;
+      }
+      bh__pcp_unlock(pcp); /* drained meanwhile: where it is now */
+      if (find_block(a, pfn, order, BH__PG_BUDDY, &head, &horder)) {
+        w->where = horder == order ? BH__WHERE_BUDDY : BH__WHERE_BUDDY_INSIDE;
+        return;
+      }
+    }
   }
   for (unsigned o = 0; o <= a->max_order; o++) {
     uint64_t h = pfn & ~((1ull << o) - 1);

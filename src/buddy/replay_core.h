@@ -67,11 +67,12 @@ BH__INTERNAL enum bh__pcp_at bh__pcp_block_where(const bh_arena_t *a, uint64_t p
  * populate.c: where the block of `order` at pfn is now, for a replay that asks why the
  * allocator chose another block than the kernel did (placement agreement by cause).  Fills
  * *where with one of BH__WHERE_* (BH_WHERE_* in include/buddyhint/replay.h); for a block on a pcp
- * list also its CPU and its position from the list's head (0: the head; capped at 255).  Takes
- * no lock: the caller is the thread that allocates and frees (a replay's), the only one that
- * changes pcp lists and allocated blocks; a hinting worker may at the same time isolate a
- * buddy block or put one back (under the zone lock), whose flags are read with relaxed loads,
- * so such a block is classed by either of its states.  Links are followed on pcp lists only.
+ * list also its CPU and its position from the list's head (0: the head; capped at 255).  The
+ * caller is the thread that allocates and frees (a replay's), the only one that changes
+ * allocated blocks; a hinting worker may at the same time isolate a buddy block or put one
+ * back (under the zone lock), whose flags are read with relaxed loads, so such a block is
+ * classed by either of its states, and a paced replay's worker drains pcp lists (its vmstat
+ * tick): links are followed on pcp lists only, under the list's pcp lock.
  */
 enum {
   BH__WHERE_PCP_HEAD,
