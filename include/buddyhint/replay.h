@@ -153,10 +153,10 @@ typedef struct bh_replay_config {
    * snapshot marks PG_reported (--start-reported snapshot).  For a counterfactual from a
    * recording made with reporting off */
   bool start_reported_all;
-  /* in a machine's shape: true takes what the trace shows of allocations without an event
-   * (--untraced-allocs infer): a block the trace frees twice with nothing allocated over it
-   * between stays allocated at the first free (untraced_allocs); default false (late, or
-   * ignore with untraced_ignore) */
+  /* in a machine's shape: true (--untraced-allocs infer) keeps every block the trace frees
+   * twice with nothing allocated over it between allocated from its first free, as taken by an
+   * allocation without an event (untraced_allocs); default false (late): only those the pcp
+   * lists' order shows gone before their second free, the others as untraced_ignore says */
   bool untraced_infer;
   /* snapshots from directories of /proc files (buddyinfo, pagetypeinfo, zoneinfo, optionally
    * kpageflags): they replace the trace's own, and the layout comes from their zoneinfo */
@@ -174,10 +174,10 @@ typedef struct bh_replay_config {
   enum bh_replay_by by;
   unsigned by_top;
   /* in a machine's shape: a free of memory the replay holds free, of a pcp order (an
-   * allocation without an event took it, as alloc_pages_bulk does), is dropped
-   * (--untraced-allocs ignore; untraced_frees).  Default false (late): the block is taken from
-   * the list it lies on right before the free, as that allocation at the latest did, and freed
-   * as the kernel freed it (untraced_frees_applied) */
+   * allocation without an event took it, as alloc_pages_bulk does), is dropped, and no pair
+   * is kept from its first free (--untraced-allocs ignore; untraced_frees).  Default false
+   * (late): the block is taken from the list it lies on right before the free, as that
+   * allocation at the latest did, and freed as the kernel freed it (untraced_frees_applied) */
   bool untraced_ignore;
 } bh_replay_config_t;
 

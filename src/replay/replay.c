@@ -152,6 +152,14 @@ static double secs_since(const struct timespec *t0) {
 
 /* ---- first pass: span, CPUs, peak live memory ---- */
 
+#define LIFO_CPUS 64 /* CPUs whose order-0 pcp lists the first pass follows (lifo_alloc) */
+
+/* A page on a pcp list as the first pass follows it: its stamp (the lists are last in, first
+ * out for frees) and pfn. */
+struct lifo_entry {
+  uint64_t stamp, pfn;
+};
+
 struct scan {
   uint64_t first, last, peak, events;
   uint64_t map_cap;        /* the most blocks the first pass saw live at once, for the second's map
@@ -472,6 +480,16 @@ struct scan_state {
   bh__pfnmap_t last_free;
   size_t untraced_cap;
   uint64_t nfrees; /* mm_page_free events so far */
+  /* with fe, the order-0 pcp lists as the trace shows them, for when an allocation without an
+   * event took a page (lifo_alloc): each free pushed onto its CPU's list of its last
+   * allocation's type with a stamp (last_mt: per page, that type + 1, 0 unknown); on_lifo: the
+   * pages on such a list, their stamp in val.  pairs_all: every pair, --untraced-allocs infer */
+  uint8_t *last_mt;
+  struct lifo_entry *lifo[LIFO_CPUS][BH_MT_PCPTYPES];
+  size_t lifo_n[LIFO_CPUS][BH_MT_PCPTYPES], lifo_cap[LIFO_CPUS][BH_MT_PCPTYPES];
+  bh__pfnmap_t on_lifo;
+  uint64_t stamp;
+  bool pairs_all;
 };
 
 /* ---- allocations without an event ----
@@ -481,7 +499,10 @@ struct scan_state {
  * (the same pfn and order freed twice, nothing allocated over it between); the replay then
  * leaves the block allocated at the first free, as if the untraced allocation took it right
  * away (before it, another allocation from that list would take the block the kernel's did
- * not have).  Kept for frees up to order 3 (the pcp orders but THP's). */
+ * not have): every such pair with --untraced-allocs infer, by default (late) those where the
+ * trace shows the page gone from its list before its second free (lifo_alloc); the others
+ * are taken at their second free (arena_untraced).  Kept for frees up to order 3 (the pcp
+ * orders but THP's). */
 
 #define LF_MAX_ORDER 3
 #define LF_MAX_ENTRIES (4u << 20) /* 192 MiB of table at most; then no more are found */
@@ -498,7 +519,7 @@ COLD static int untraced_free(struct scan_state *st, const bh_event_t *ev) {
   bh__pfn_entry_t *e = bh__pfnmap_hfind(m, ev->pfn);
   if (!e && m->used >= LF_MAX_ENTRIES)
     return 0;
-  if (e && e->order == ev->order) {
+  if (e && e->order == ev->order && (st->pairs_all || (e->aux & 1))) {
     struct scan *sc = st->sc;
     if (sc->nuntraced == st->untraced_cap) {
       size_t cap = st->untraced_cap ? st->untraced_cap * 2 : 256;
@@ -514,7 +535,114 @@ COLD static int untraced_free(struct scan_state *st, const bh_event_t *ev) {
     return BH_ENOMEM;
   e->val = ordinal;
   e->order = ev->order;
+  e->aux = 0;
   return 0;
+}
+
+/* Page pfn left its pcp list with no event (lifo_alloc, lifo_refill): its last free is one an
+ * allocation without an event followed, before the event that shows it. */
+static void lifo_gone(struct scan_state *st, uint64_t pfn) {
+  bh__pfn_entry_t *e = st->last_free.used ? bh__pfnmap_hfind(&st->last_free, pfn) : NULL;
+  if (e)
+    e->aux |= 1;
+}
+
+/* The list of (cpu, mt), or NULL if not followed. */
+static size_t *lifo_list(struct scan_state *st, int cpu, int mt, struct lifo_entry ***v,
+                         size_t **cap) {
+  if (cpu < 0 || cpu >= LIFO_CPUS || mt < 0 || mt >= BH_MT_PCPTYPES)
+    return NULL;
+  *v = &st->lifo[cpu][mt];
+  *cap = &st->lifo_cap[cpu][mt];
+  return &st->lifo_n[cpu][mt];
+}
+
+/*
+ * An order-0 page freed onto a pcp list: on top of its CPU's list of the type of its last
+ * traced allocation (a free puts it on its pageblock's type's list, free_unref_page_commit,
+ * mm/page_alloc.c:2689 in 6.12; which the allocation's type is, as a rule).  0 or BH_ENOMEM.
+ */
+COLD static int lifo_free(struct scan_state *st, const bh_event_t *ev) {
+  if (ev->order || !st->last_mt || ev->pfn >= st->fe->nr_pages || !st->last_mt[ev->pfn])
+    return 0;
+  struct lifo_entry **v;
+  size_t *cap, *n = lifo_list(st, ev->cpu, st->last_mt[ev->pfn] - 1, &v, &cap);
+  if (!n)
+    return 0;
+  bh__pfnmap_t *m = &st->on_lifo;
+  if (!m->slots && bh__pfnmap_init(m, 1 << 12))
+    return BH_ENOMEM;
+  bh__pfn_entry_t *e = bh__pfnmap_hfind(m, ev->pfn);
+  if (!e && m->used >= LF_MAX_ENTRIES)
+    return 0;
+  if (*n == *cap) {
+    size_t c = *cap ? *cap * 2 : 256;
+    struct lifo_entry *q = realloc(*v, c * sizeof(*q));
+    if (!q)
+      return BH_ENOMEM;
+    *v = q;
+    *cap = c;
+  }
+  if (!e && !(e = bh__pfnmap_hinsert(m, ev->pfn)))
+    return BH_ENOMEM;
+  (*v)[(*n)++] = (struct lifo_entry){++st->stamp, ev->pfn};
+  e->val = st->stamp;
+  e->aux = (uint32_t)ev->cpu << 8 | (st->last_mt[ev->pfn] - 1);
+  return 0;
+}
+
+/*
+ * A traced order-0 allocation on a CPU takes its list's head (__rmqueue_pcplist,
+ * mm/page_alloc.c:3095 in 6.12): where it takes a page freed onto that list, the pages freed
+ * there after it (above it) had left the list already, with no event of theirs: an allocation
+ * without an event took them (a drain takes the list's tail, and is traced).  A refill shows
+ * its list empty (:3082-3092): every page still on it had left the same way.
+ */
+COLD static void lifo_alloc(struct scan_state *st, const bh_event_t *ev, bool refill) {
+  int mt = refill ? ev->migratetype : bh_gfp_migratetype(ev->gfp);
+  if (!refill && st->last_mt && ev->pfn < st->fe->nr_pages)
+    st->last_mt[ev->pfn] = (uint8_t)(mt + 1);
+  if (!st->on_lifo.used)
+    return;
+  if (ev->order) { /* a larger block: its pages are off the lists */
+    for (uint64_t p = ev->pfn; !refill && p < ev->pfn + (1ull << ev->order); p++) {
+      bh__pfn_entry_t *x = bh__pfnmap_hfind(&st->on_lifo, p);
+      if (x)
+        bh__pfnmap_hdelete(&st->on_lifo, x);
+    }
+    return;
+  }
+  struct lifo_entry **v;
+  size_t *cap, *n = lifo_list(st, ev->cpu, mt, &v, &cap);
+  bh__pfn_entry_t *e = bh__pfnmap_hfind(&st->on_lifo, ev->pfn);
+  uint64_t floor = 0; /* refill: everything on the list */
+  if (!refill) {
+    if (!e || e->aux != ((uint32_t)ev->cpu << 8 | (uint32_t)mt)) {
+      if (e) /* allocated, off whatever list it was on */
+        bh__pfnmap_hdelete(&st->on_lifo, e);
+      return;
+    }
+    floor = e->val;
+  }
+  while (n && *n && (*v)[*n - 1].stamp > floor) {
+    struct lifo_entry x = (*v)[--*n];
+    bh__pfn_entry_t *y = bh__pfnmap_hfind(&st->on_lifo, x.pfn);
+    if (y && y->val == x.stamp) { /* still there as the trace shows it: gone unseen */
+      lifo_gone(st, x.pfn);
+      bh__pfnmap_hdelete(&st->on_lifo, y);
+    }
+  }
+  if (!refill && n && *n && (*v)[*n - 1].stamp == floor)
+    --*n;
+  if (!refill && (e = bh__pfnmap_hfind(&st->on_lifo, ev->pfn)))
+    bh__pfnmap_hdelete(&st->on_lifo, e);
+}
+
+/* A drain takes a page off its list (to the buddy lists), as the trace shows. */
+COLD static void lifo_drain(struct scan_state *st, const bh_event_t *ev) {
+  bh__pfn_entry_t *e = st->on_lifo.used ? bh__pfnmap_hfind(&st->on_lifo, ev->pfn) : NULL;
+  if (e && !ev->order)
+    bh__pfnmap_hdelete(&st->on_lifo, e);
 }
 
 /* A pcp drain (mm_page_pcpu_drain) of a block whose last event was a free: it went from the
@@ -525,6 +653,16 @@ COLD static void untraced_drained(struct scan_state *st, const bh_event_t *ev) {
   bh__pfn_entry_t *e = st->last_free.used ? bh__pfnmap_hfind(&st->last_free, ev->pfn) : NULL;
   if (e)
     bh__pfnmap_hdelete(&st->last_free, e);
+}
+
+/* What a pcp event shows of allocations without an event (the first pass, with fe). */
+static inline void untraced_pcp(struct scan_state *st, const bh_event_t *ev) {
+  if (ev->op == BH_EV_PCPU_DRAIN || ev->op == BH_EV_ALLOC_ZONE_LOCKED)
+    untraced_drained(st, ev);
+  if (ev->op == BH_EV_PCPU_DRAIN)
+    lifo_drain(st, ev);
+  else if (ev->op == BH_EV_ALLOC_ZONE_LOCKED && ev->percpu_refill && !ev->order)
+    lifo_alloc(st, ev, true);
 }
 
 /* An allocation of the trace: the frees of its pages are followed by it, not by an untraced
@@ -640,16 +778,18 @@ static inline __attribute__((always_inline)) int scan_event(void *ctx, const bh_
     sc->pcp_events += ev->op != BH_EV_EXTFRAG;    /* the fallbacks alone drain no pcp list */
     if (st->drains)
       bh__pcp_evidence(st->fe, ev);
-    if (st->fe && (ev->op == BH_EV_PCPU_DRAIN || ev->op == BH_EV_ALLOC_ZONE_LOCKED))
-      untraced_drained(st, ev);
+    if (st->fe)
+      untraced_pcp(st, ev);
     return 0;
   }
   if (bh__unlikely(st->fe != NULL)) {
     bh__first_event(st->fe, ev);
-    if (ev->op == BH_EV_FREE && untraced_free(st, ev))
+    if (ev->op == BH_EV_FREE && (untraced_free(st, ev) || lifo_free(st, ev)))
       return BH_ENOMEM;
-    else if (ev->op == BH_EV_ALLOC && !ev->failed)
+    else if (ev->op == BH_EV_ALLOC && !ev->failed) {
       untraced_alloc(st, ev);
+      lifo_alloc(st, ev, false);
+    }
   }
   if (ev->op == BH_EV_ALLOC) {
     if (ev->failed)
@@ -706,8 +846,8 @@ static inline __attribute__((always_inline)) bool unplayed(struct scan_state *st
     return false;
   if (st->drains)
     bh__pcp_evidence(st->fe, ev);
-  if (st->fe && (ev->op == BH_EV_PCPU_DRAIN || ev->op == BH_EV_ALLOC_ZONE_LOCKED))
-    untraced_drained(st, ev);
+  if (st->fe)
+    untraced_pcp(st, ev);
   return true;
 }
 
@@ -758,11 +898,14 @@ static int first_pass(struct replay *r, struct scan *sc, bool keep_all) {
                           .fe = r->rm.fe.fe ? &r->rm.fe : NULL,
                           .drains = drain_evidence(r),
                           .pcp_unplayed =
-                              r->cfg->placement != BH_PLACEMENT_TRACE && drain_evidence(r)};
+                              r->cfg->placement != BH_PLACEMENT_TRACE && drain_evidence(r),
+                          .pairs_all = r->cfg->untraced_infer};
   if (bh__pfnmap_init(&st.live.far, 1 << 10)) {
     bh_trace_close(t);
     return BH_ENOMEM;
   }
+  if (st.fe && !r->cfg->untraced_ignore && !r->cfg->untraced_infer)
+    st.last_mt = calloc(st.fe->nr_pages ? st.fe->nr_pages : 1, 1); /* NULL: no list order */
   bool once = sc->once;
   memset(sc, 0, sizeof(*sc));
   sc->pfn_lo = UINT64_MAX;
@@ -792,6 +935,11 @@ static int first_pass(struct replay *r, struct scan *sc, bool keep_all) {
   sc->groups = live_groups(&st.live);
   live_destroy(&st.live);
   bh__pfnmap_destroy(&st.last_free);
+  bh__pfnmap_destroy(&st.on_lifo);
+  free(st.last_mt);
+  for (int c = 0; c < LIFO_CPUS; c++)
+    for (int m = 0; m < BH_MT_PCPTYPES; m++)
+      free(st.lifo[c][m]);
   if (sc->nuntraced) /* found in the order of their second frees */
     qsort(sc->untraced, sc->nuntraced, sizeof(*sc->untraced), cmp_u64);
   bh_trace_close(t);
@@ -1816,7 +1964,7 @@ static int play(struct replay *r, const struct scan *sc) {
   timeline_header(r);
   r->t0 = sc->first;
   r->next_sample = 0;
-  if (r->shape && r->cfg->untraced_infer && sc->nuntraced) {
+  if (r->shape && !r->cfg->untraced_ignore && sc->nuntraced) {
     r->untraced = sc->untraced;
     r->nuntraced = sc->nuntraced;
   }
