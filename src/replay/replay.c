@@ -34,6 +34,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -151,6 +152,19 @@ static double secs_since(const struct timespec *t0) {
 }
 
 /* ---- first pass: span, CPUs, peak live memory ---- */
+
+/* Per-page arrays of the first pass from fresh anonymous memory: zeroed without a memset, and
+ * only the pages written are backed.  NULL if none. */
+static void *zmap(size_t bytes) {
+  void *p = mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+static void zunmap(void *p, size_t bytes) {
+  if (p)
+    munmap(p, bytes ? bytes : 1);
+}
 
 #define LIFO_CPUS 64 /* CPUs whose order-0 pcp lists the first pass follows (lifo_alloc) */
 
@@ -482,12 +496,14 @@ struct scan_state {
   uint64_t nfrees; /* mm_page_free events so far */
   /* with fe, the order-0 pcp lists as the trace shows them, for when an allocation without an
    * event took a page (lifo_alloc): each free pushed onto its CPU's list of its last
-   * allocation's type with a stamp (last_mt: per page, that type + 1, 0 unknown); on_lifo: the
-   * pages on such a list, their stamp in val.  pairs_all: every pair, --untraced-allocs infer */
-  uint8_t *last_mt;
+   * allocation's type with a stamp.  Per page of fe: last_mt, that type + 1 (0 unknown);
+   * lifo_stamp, its stamp (low 32 bits) while on such a list (0: not), and lifo_where, that
+   * list's CPU << 2 | type.  NULL: not followed.  pairs_all: every pair, --untraced-allocs
+   * infer */
+  uint8_t *last_mt, *lifo_where;
+  uint32_t *lifo_stamp;
   struct lifo_entry *lifo[LIFO_CPUS][BH_MT_PCPTYPES];
   size_t lifo_n[LIFO_CPUS][BH_MT_PCPTYPES], lifo_cap[LIFO_CPUS][BH_MT_PCPTYPES];
-  bh__pfnmap_t on_lifo;
   uint64_t stamp;
   bool pairs_all;
 };
@@ -565,16 +581,18 @@ static size_t *lifo_list(struct scan_state *st, int cpu, int mt, struct lifo_ent
 COLD static int lifo_free(struct scan_state *st, const bh_event_t *ev) {
   if (ev->order || !st->last_mt || ev->pfn >= st->fe->nr_pages || !st->last_mt[ev->pfn])
     return 0;
+  int mt = st->last_mt[ev->pfn] - 1;
   struct lifo_entry **v;
-  size_t *cap, *n = lifo_list(st, ev->cpu, st->last_mt[ev->pfn] - 1, &v, &cap);
+  size_t *cap, *n = lifo_list(st, ev->cpu, mt, &v, &cap);
   if (!n)
     return 0;
-  bh__pfnmap_t *m = &st->on_lifo;
-  if (!m->slots && bh__pfnmap_init(m, 1 << 12))
-    return BH_ENOMEM;
-  bh__pfn_entry_t *e = bh__pfnmap_hfind(m, ev->pfn);
-  if (!e && m->used >= LF_MAX_ENTRIES)
-    return 0;
+  if (*n == *cap && *cap >= 1u << 16) { /* drop the entries of pages gone since (drained) */
+    size_t k = 0;
+    for (size_t i = 0; i < *n; i++)
+      if (st->lifo_stamp[(*v)[i].pfn] == (uint32_t)(*v)[i].stamp)
+        (*v)[k++] = (*v)[i];
+    *n = k;
+  }
   if (*n == *cap) {
     size_t c = *cap ? *cap * 2 : 256;
     struct lifo_entry *q = realloc(*v, c * sizeof(*q));
@@ -583,11 +601,9 @@ COLD static int lifo_free(struct scan_state *st, const bh_event_t *ev) {
     *v = q;
     *cap = c;
   }
-  if (!e && !(e = bh__pfnmap_hinsert(m, ev->pfn)))
-    return BH_ENOMEM;
   (*v)[(*n)++] = (struct lifo_entry){++st->stamp, ev->pfn};
-  e->val = st->stamp;
-  e->aux = (uint32_t)ev->cpu << 8 | (st->last_mt[ev->pfn] - 1);
+  st->lifo_stamp[ev->pfn] = (uint32_t)st->stamp;
+  st->lifo_where[ev->pfn] = (uint8_t)(ev->cpu << 2 | mt);
   return 0;
 }
 
@@ -599,50 +615,42 @@ COLD static int lifo_free(struct scan_state *st, const bh_event_t *ev) {
  * its list empty (:3082-3092): every page still on it had left the same way.
  */
 COLD static void lifo_alloc(struct scan_state *st, const bh_event_t *ev, bool refill) {
-  int mt = refill ? ev->migratetype : bh_gfp_migratetype(ev->gfp);
-  if (!refill && st->last_mt && ev->pfn < st->fe->nr_pages)
-    st->last_mt[ev->pfn] = (uint8_t)(mt + 1);
-  if (!st->on_lifo.used)
+  if (!st->last_mt || ev->pfn >= st->fe->nr_pages ||
+      (1ull << ev->order) > st->fe->nr_pages - ev->pfn)
     return;
+  int mt = refill ? ev->migratetype : bh_gfp_migratetype(ev->gfp);
+  if (!refill)
+    st->last_mt[ev->pfn] = (uint8_t)(mt + 1);
   if (ev->order) { /* a larger block: its pages are off the lists */
-    for (uint64_t p = ev->pfn; !refill && p < ev->pfn + (1ull << ev->order); p++) {
-      bh__pfn_entry_t *x = bh__pfnmap_hfind(&st->on_lifo, p);
-      if (x)
-        bh__pfnmap_hdelete(&st->on_lifo, x);
-    }
+    for (uint64_t p = ev->pfn; !refill && p < ev->pfn + (1ull << ev->order); p++)
+      st->lifo_stamp[p] = 0;
     return;
   }
   struct lifo_entry **v;
   size_t *cap, *n = lifo_list(st, ev->cpu, mt, &v, &cap);
-  bh__pfn_entry_t *e = bh__pfnmap_hfind(&st->on_lifo, ev->pfn);
   uint64_t floor = 0; /* refill: everything on the list */
   if (!refill) {
-    if (!e || e->aux != ((uint32_t)ev->cpu << 8 | (uint32_t)mt)) {
-      if (e) /* allocated, off whatever list it was on */
-        bh__pfnmap_hdelete(&st->on_lifo, e);
-      return;
-    }
-    floor = e->val;
+    uint32_t stamp = st->lifo_stamp[ev->pfn];
+    st->lifo_stamp[ev->pfn] = 0; /* allocated, off whatever list it was on */
+    if (!stamp || !n || st->lifo_where[ev->pfn] != (uint8_t)(ev->cpu << 2 | mt))
+      return; /* not a page of this list as the trace shows it */
+    floor = stamp;
   }
-  while (n && *n && (*v)[*n - 1].stamp > floor) {
+  while (n && *n && (uint32_t)(*v)[*n - 1].stamp != floor) {
     struct lifo_entry x = (*v)[--*n];
-    bh__pfn_entry_t *y = bh__pfnmap_hfind(&st->on_lifo, x.pfn);
-    if (y && y->val == x.stamp) { /* still there as the trace shows it: gone unseen */
+    if (st->lifo_stamp[x.pfn] == (uint32_t)x.stamp) { /* still there: gone unseen */
       lifo_gone(st, x.pfn);
-      bh__pfnmap_hdelete(&st->on_lifo, y);
+      st->lifo_stamp[x.pfn] = 0;
     }
   }
-  if (!refill && n && *n && (*v)[*n - 1].stamp == floor)
-    --*n;
-  if (!refill && (e = bh__pfnmap_hfind(&st->on_lifo, ev->pfn)))
-    bh__pfnmap_hdelete(&st->on_lifo, e);
+  if (!refill && n && *n)
+    --*n; /* the allocated page's own entry */
 }
 
 /* A drain takes a page off its list (to the buddy lists), as the trace shows. */
 COLD static void lifo_drain(struct scan_state *st, const bh_event_t *ev) {
-  bh__pfn_entry_t *e = st->on_lifo.used ? bh__pfnmap_hfind(&st->on_lifo, ev->pfn) : NULL;
-  if (e && !ev->order)
-    bh__pfnmap_hdelete(&st->on_lifo, e);
+  if (st->last_mt && !ev->order && ev->pfn < st->fe->nr_pages)
+    st->lifo_stamp[ev->pfn] = 0;
 }
 
 /* A pcp drain (mm_page_pcpu_drain) of a block whose last event was a free: it went from the
@@ -904,8 +912,19 @@ static int first_pass(struct replay *r, struct scan *sc, bool keep_all) {
     bh_trace_close(t);
     return BH_ENOMEM;
   }
-  if (st.fe && !r->cfg->untraced_ignore && !r->cfg->untraced_infer)
-    st.last_mt = calloc(st.fe->nr_pages ? st.fe->nr_pages : 1, 1); /* NULL: no list order */
+  size_t lifo_pages = st.fe ? st.fe->nr_pages + 1 : 0; /* (the arrays below, per page) */
+  if (st.fe && !r->cfg->untraced_ignore && !r->cfg->untraced_infer) { /* NULL: no list order */
+    st.last_mt = zmap(lifo_pages);
+    st.lifo_where = zmap(lifo_pages);
+    st.lifo_stamp = zmap(lifo_pages * sizeof(uint32_t));
+    if (!st.last_mt || !st.lifo_where || !st.lifo_stamp) {
+      zunmap(st.last_mt, lifo_pages);
+      zunmap(st.lifo_where, lifo_pages);
+      zunmap(st.lifo_stamp, lifo_pages * sizeof(uint32_t));
+      st.last_mt = st.lifo_where = NULL;
+      st.lifo_stamp = NULL;
+    }
+  }
   bool once = sc->once;
   memset(sc, 0, sizeof(*sc));
   sc->pfn_lo = UINT64_MAX;
@@ -935,8 +954,9 @@ static int first_pass(struct replay *r, struct scan *sc, bool keep_all) {
   sc->groups = live_groups(&st.live);
   live_destroy(&st.live);
   bh__pfnmap_destroy(&st.last_free);
-  bh__pfnmap_destroy(&st.on_lifo);
-  free(st.last_mt);
+  zunmap(st.last_mt, lifo_pages);
+  zunmap(st.lifo_where, lifo_pages);
+  zunmap(st.lifo_stamp, lifo_pages * sizeof(uint32_t));
   for (int c = 0; c < LIFO_CPUS; c++)
     for (int m = 0; m < BH_MT_PCPTYPES; m++)
       free(st.lifo[c][m]);
