@@ -154,7 +154,7 @@ static json_t *options(const bh_replay_config_t *cfg) {
   const bh_config_t *a = &cfg->arena;
   return json_pack(
       "{s:s, s:o, s:I, s:I, s:f, s:s, s:f, s:f, s:b, s:b, s:I, s:b, s:b, s:b, s:I, s:I, s:I, "
-      "s:I, s:b, s:I, s:o, s:o, s:s, s:I}",
+      "s:I, s:b, s:I, s:o, s:o, s:s, s:I, s:s}",
       "strategy", cfg->hint.strategy ? cfg->hint.strategy : "none", "strategy_options", sopts,
       "memory_bytes", (json_int_t)cfg->memory_bytes, "nr_cpus", (json_int_t)a->nr_cpus, "idle_s",
       (double)cfg->idle_ns / 1e9, "touch", touch_name(cfg->touch), "speed", cfg->speed, "sample_s",
@@ -165,7 +165,8 @@ static json_t *options(const bh_replay_config_t *cfg) {
       "compaction_proactiveness", (json_int_t)cfg->compaction_proactiveness, "compact_large_blocks",
       a->compact_large_blocks, "pageblock_order", (json_int_t)a->pageblock_order, "start_dir",
       str_or_null(cfg->start_dir), "end_dir", str_or_null(cfg->end_dir), "by",
-      bh_replay_by_name(cfg->by), "by_top", (json_int_t)cfg->by_top);
+      bh_replay_by_name(cfg->by), "by_top", (json_int_t)cfg->by_top, "untraced_allocs",
+      cfg->untraced_infer ? "infer" : cfg->untraced_ignore ? "ignore" : "late");
 }
 
 /* The arena the run had: its size and CPUs as the replay chose them, its zones' layout. */
