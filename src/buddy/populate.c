@@ -811,6 +811,26 @@ static void where_pcp(const bh_arena_t *a, uint64_t head, int mt, unsigned order
                            : BH__WHERE_PCP_FAR;
 }
 
+/* where_pcp for the pcp block at head (of horder), which holds pfn, under its pcp's lock: a
+ * paced replay's hinting worker drains pcp lists from its own thread (bh_vmstat_tick).  False
+ * if the block is no longer on that list. */
+static bool where_pcp_locked(const bh_arena_t *a, uint64_t head, unsigned horder, uint64_t pfn,
+                             unsigned order, int mt, int cpu, bh__where_t *w) {
+  bh__pcp_t *pcp = pcp_of(bh__pfn_zone(a, head), head);
+  if (!pcp)
+    return false;
+  bh__pcp_lock(pcp);
+  bool on =
+      (bh__pg_flags(&a->pages[head]) & BH__PG_PCP) && pcp_of(bh__pfn_zone(a, head), head) == pcp;
+  if (on) {
+    where_pcp(a, head, mt, order, cpu, w);
+    if (head != pfn || horder != order)
+      w->where = BH__WHERE_PCP_OTHER_LIST;
+  }
+  bh__pcp_unlock(pcp);
+  return on;
+}
+
 void bh__where_is(const bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int cpu,
                   bh__where_t *w) {
   *w = (bh__where_t){BH__WHERE_OTHER, -1, 0};
@@ -818,30 +838,15 @@ void bh__where_is(const bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int
     return;
   uint64_t head;
   unsigned horder;
-  if (find_block(a, pfn, order, BH__PG_BUDDY, &head, &horder)) {
-    w->where = horder == order ? BH__WHERE_BUDDY : BH__WHERE_BUDDY_INSIDE;
-    return;
-  }
-  if (find_block(a, pfn, 0, BH__PG_PCP, &head, &horder)) {
-    /* its list is walked under its pcp's lock: a paced replay's hinting worker drains pcp
-     * lists from its own thread (bh_vmstat_tick) */
-    bh__pcp_t *pcp = pcp_of(bh__pfn_zone(a, head), head);
-    if (pcp) {
-      bh__pcp_lock(pcp);
-      if ((bh__pg_flags(&a->pages[head]) & BH__PG_PCP) &&
-          pcp_of(bh__pfn_zone(a, head), head) == pcp) {
-        where_pcp(a, head, mt, order, cpu, w);
-        if (head != pfn || horder != order)
-          w->where = BH__WHERE_PCP_OTHER_LIST;
-        bh__pcp_unlock(pcp);
-        return;
-      }
-      bh__pcp_unlock(pcp); /* drained meanwhile: where it is now */
-      if (find_block(a, pfn, order, BH__PG_BUDDY, &head, &horder)) {
-        w->where = horder == order ? BH__WHERE_BUDDY : BH__WHERE_BUDDY_INSIDE;
-        return;
-      }
+  for (int pass = 0; pass < 2; pass++) { /* again if its pcp list gave it up meanwhile */
+    if (find_block(a, pfn, order, BH__PG_BUDDY, &head, &horder)) {
+      w->where = horder == order ? BH__WHERE_BUDDY : BH__WHERE_BUDDY_INSIDE;
+      return;
     }
+    if (!find_block(a, pfn, 0, BH__PG_PCP, &head, &horder))
+      break;
+    if (where_pcp_locked(a, head, horder, pfn, order, mt, cpu, w))
+      return;
   }
   for (unsigned o = 0; o <= a->max_order; o++) {
     uint64_t h = pfn & ~((1ull << o) - 1);

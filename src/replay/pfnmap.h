@@ -32,6 +32,8 @@
 #include <stdint.h>
 #include <sys/mman.h>
 
+#include "common/zmap.h"
+
 enum {
   BH__PFN_LIVE = 1,
   BH__PFN_DEAD = 2,    /* skipped or failed: its free is dropped */
@@ -142,6 +144,18 @@ static inline int bh__pfnmap_init(bh__pfnmap_t *m, uint64_t cap) {
   return m->slots ? 0 : -1;
 }
 
+static inline void bh__pfnmap_destroy(bh__pfnmap_t *m) {
+  if (m->slots)
+    munmap(m->slots, (m->mask + 1) * sizeof(bh__pfn_entry_t));
+  uint64_t groups = (m->span + BH__PFN_GROUP - 1) / BH__PFN_GROUP;
+  bh__zunmap(m->dense, groups * BH__PFN_GROUP * sizeof(bh__pfn_cell_t));
+  bh__zunmap(m->dir, groups * sizeof(uint32_t));
+  m->slots = NULL;
+  m->dense = NULL;
+  m->dir = NULL;
+  m->span = m->ncells = 0;
+}
+
 /*
  * A map with a direct-indexed part for pfns [base, base + span) and a hash part of room for
  * about cap entries, for values up to max_val.  When max_val does not fit a cell (2^32 and
@@ -157,21 +171,13 @@ static inline int bh__pfnmap_init_dense(bh__pfnmap_t *m, uint64_t cap, uint64_t 
   /* both mapped lazily: the store is touched in order as groups are handed out, the
    * directory where the trace's pfns lie */
   uint64_t groups = (span + BH__PFN_GROUP - 1) / BH__PFN_GROUP;
-  void *p = mmap(NULL, groups * BH__PFN_GROUP * sizeof(bh__pfn_cell_t), PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  void *d = mmap(NULL, groups * sizeof(uint32_t), PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED || d == MAP_FAILED) {
-    if (p != MAP_FAILED)
-      munmap(p, groups * BH__PFN_GROUP * sizeof(bh__pfn_cell_t));
-    if (d != MAP_FAILED)
-      munmap(d, groups * sizeof(uint32_t));
-    munmap(m->slots, (m->mask + 1) * sizeof(bh__pfn_entry_t));
-    m->slots = NULL;
+  m->dense = bh__zmap(groups * BH__PFN_GROUP * sizeof(bh__pfn_cell_t));
+  m->dir = bh__zmap(groups * sizeof(uint32_t));
+  if (!m->dense || !m->dir) {
+    m->span = span; /* (the sizes to give back) */
+    bh__pfnmap_destroy(m);
     return -1;
   }
-  m->dense = p;
-  m->dir = d;
   m->base = base;
   m->span = span;
   return 0;
@@ -182,20 +188,6 @@ static inline int bh__pfnmap_init_dense(bh__pfnmap_t *m, uint64_t cap, uint64_t 
 static inline bh__pfn_cell_t *bh__pfnmap_cell(const bh__pfnmap_t *m, uint64_t off) {
   uint32_t g = m->dir[off / BH__PFN_GROUP];
   return g ? &m->dense[g - 1 + off % BH__PFN_GROUP] : NULL;
-}
-
-static inline void bh__pfnmap_destroy(bh__pfnmap_t *m) {
-  if (m->slots)
-    munmap(m->slots, (m->mask + 1) * sizeof(bh__pfn_entry_t));
-  uint64_t groups = (m->span + BH__PFN_GROUP - 1) / BH__PFN_GROUP;
-  if (m->dense)
-    munmap(m->dense, groups * BH__PFN_GROUP * sizeof(bh__pfn_cell_t));
-  if (m->dir)
-    munmap(m->dir, groups * sizeof(uint32_t));
-  m->slots = NULL;
-  m->dense = NULL;
-  m->dir = NULL;
-  m->span = m->ncells = 0;
 }
 
 /* The hash part's entry of pfn, or NULL. */

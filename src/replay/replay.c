@@ -24,6 +24,7 @@
 #include "trace/foreign.h"
 #include "trace/records.h"
 #include "common/compiler.h"
+#include "common/zmap.h"
 #include "common/json.h"
 
 #include <buddyhint/replay.h>
@@ -152,19 +153,6 @@ static double secs_since(const struct timespec *t0) {
 }
 
 /* ---- first pass: span, CPUs, peak live memory ---- */
-
-/* Per-page arrays of the first pass from fresh anonymous memory: zeroed without a memset, and
- * only the pages written are backed.  NULL if none. */
-static void *zmap(size_t bytes) {
-  void *p = mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  return p == MAP_FAILED ? NULL : p;
-}
-
-static void zunmap(void *p, size_t bytes) {
-  if (p)
-    munmap(p, bytes ? bytes : 1);
-}
 
 #define LIFO_CPUS 64 /* CPUs whose order-0 pcp lists the first pass follows (lifo_alloc) */
 
@@ -555,8 +543,8 @@ COLD static int untraced_free(struct scan_state *st, const bh_event_t *ev) {
   return 0;
 }
 
-/* Page pfn left its pcp list with no event (lifo_alloc, lifo_refill): its last free is one an
- * allocation without an event followed, before the event that shows it. */
+/* Page pfn left its pcp list with no event (lifo_alloc): its last free is one an allocation
+ * without an event followed, before the event that shows it. */
 static void lifo_gone(struct scan_state *st, uint64_t pfn) {
   bh__pfn_entry_t *e = st->last_free.used ? bh__pfnmap_hfind(&st->last_free, pfn) : NULL;
   if (e)
@@ -663,14 +651,21 @@ COLD static void untraced_drained(struct scan_state *st, const bh_event_t *ev) {
     bh__pfnmap_hdelete(&st->last_free, e);
 }
 
-/* What a pcp event shows of allocations without an event (the first pass, with fe). */
-static inline void untraced_pcp(struct scan_state *st, const bh_event_t *ev) {
-  if (ev->op == BH_EV_PCPU_DRAIN || ev->op == BH_EV_ALLOC_ZONE_LOCKED)
+/* What a pcp event or a fallback shows of the start (the drains, takes and refills,
+ * bh__pcp_evidence) and of allocations without an event (the first pass, with fe). */
+static inline void first_pass_pcp(struct scan_state *st, const bh_event_t *ev) {
+  if (st->drains)
+    bh__pcp_evidence(st->fe, ev);
+  if (!st->fe)
+    return;
+  if (ev->op == BH_EV_PCPU_DRAIN) {
     untraced_drained(st, ev);
-  if (ev->op == BH_EV_PCPU_DRAIN)
     lifo_drain(st, ev);
-  else if (ev->op == BH_EV_ALLOC_ZONE_LOCKED && ev->percpu_refill && !ev->order)
-    lifo_alloc(st, ev, true);
+  } else if (ev->op == BH_EV_ALLOC_ZONE_LOCKED) {
+    untraced_drained(st, ev);
+    if (ev->percpu_refill && !ev->order)
+      lifo_alloc(st, ev, true);
+  }
 }
 
 /* An allocation of the trace: the frees of its pages are followed by it, not by an untraced
@@ -784,10 +779,7 @@ static inline __attribute__((always_inline)) int scan_event(void *ctx, const bh_
     sc->max_cpu = (unsigned)ev->cpu;
   if (bh__unlikely(ev->op >= BH_EV_PCPU_DRAIN)) { /* no page changes hands */
     sc->pcp_events += ev->op != BH_EV_EXTFRAG;    /* the fallbacks alone drain no pcp list */
-    if (st->drains)
-      bh__pcp_evidence(st->fe, ev);
-    if (st->fe)
-      untraced_pcp(st, ev);
+    first_pass_pcp(st, ev);
     return 0;
   }
   if (bh__unlikely(st->fe != NULL)) {
@@ -852,10 +844,7 @@ static inline __attribute__((always_inline)) bool unplayed(struct scan_state *st
                                                            const bh_event_t *ev) {
   if (bh__likely(ev->op < BH_EV_PCPU_DRAIN))
     return false;
-  if (st->drains)
-    bh__pcp_evidence(st->fe, ev);
-  if (st->fe)
-    untraced_pcp(st, ev);
+  first_pass_pcp(st, ev);
   return true;
 }
 
@@ -914,13 +903,13 @@ static int first_pass(struct replay *r, struct scan *sc, bool keep_all) {
   }
   size_t lifo_pages = st.fe ? st.fe->nr_pages + 1 : 0; /* (the arrays below, per page) */
   if (st.fe && !r->cfg->untraced_ignore && !r->cfg->untraced_infer) { /* NULL: no list order */
-    st.last_mt = zmap(lifo_pages);
-    st.lifo_where = zmap(lifo_pages);
-    st.lifo_stamp = zmap(lifo_pages * sizeof(uint32_t));
+    st.last_mt = bh__zmap(lifo_pages);
+    st.lifo_where = bh__zmap(lifo_pages);
+    st.lifo_stamp = bh__zmap(lifo_pages * sizeof(uint32_t));
     if (!st.last_mt || !st.lifo_where || !st.lifo_stamp) {
-      zunmap(st.last_mt, lifo_pages);
-      zunmap(st.lifo_where, lifo_pages);
-      zunmap(st.lifo_stamp, lifo_pages * sizeof(uint32_t));
+      bh__zunmap(st.last_mt, lifo_pages);
+      bh__zunmap(st.lifo_where, lifo_pages);
+      bh__zunmap(st.lifo_stamp, lifo_pages * sizeof(uint32_t));
       st.last_mt = st.lifo_where = NULL;
       st.lifo_stamp = NULL;
     }
@@ -954,9 +943,9 @@ static int first_pass(struct replay *r, struct scan *sc, bool keep_all) {
   sc->groups = live_groups(&st.live);
   live_destroy(&st.live);
   bh__pfnmap_destroy(&st.last_free);
-  zunmap(st.last_mt, lifo_pages);
-  zunmap(st.lifo_where, lifo_pages);
-  zunmap(st.lifo_stamp, lifo_pages * sizeof(uint32_t));
+  bh__zunmap(st.last_mt, lifo_pages);
+  bh__zunmap(st.lifo_where, lifo_pages);
+  bh__zunmap(st.lifo_stamp, lifo_pages * sizeof(uint32_t));
   for (int c = 0; c < LIFO_CPUS; c++)
     for (int m = 0; m < BH_MT_PCPTYPES; m++)
       free(st.lifo[c][m]);

@@ -30,10 +30,10 @@
 #include "machine/freemap.h"
 
 #include "common/errdetail.h"
+#include "common/zmap.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 int bh__layout_from_machine(bh_config_t *cfg, const bh_machine_t *m, char *err, size_t errlen) {
   const bh_machine_info_t *in = bh_machine_info(m);
@@ -180,21 +180,6 @@ struct ctx {
   size_t nfree, free_cap, npcp, pcp_cap;
 };
 
-/*
- * Per-page arrays come from fresh anonymous memory: zeroed without a memset (calloc clears a
- * reused heap block byte by byte), and only the pages written are ever backed.
- */
-static void *zmap(size_t bytes) {
-  void *p = mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  return p == MAP_FAILED ? NULL : p;
-}
-
-static void zunmap(void *p, size_t bytes) {
-  if (p)
-    munmap(p, bytes ? bytes : 1);
-}
-
 /* Eight bytes at p, in one load. */
 static inline uint64_t ld64(const void *p) {
   uint64_t v;
@@ -230,7 +215,7 @@ static inline int fe_kind(const struct ctx *c, uint64_t p) { return c->fe ? c->f
 static int event_pages(struct ctx *c) {
   if (c->evp || !c->fe)
     return 0;
-  uint32_t *evp = zmap(c->nr_pages * sizeof(uint32_t));
+  uint32_t *evp = bh__zmap(c->nr_pages * sizeof(uint32_t));
   if (!evp)
     return BH_ENOMEM;
   const uint32_t *fe = c->fe;
@@ -315,7 +300,7 @@ static void place_block(struct ctx *c, uint64_t p, unsigned o) {
   for (uint64_t q = p, e = p + (1ull << o); q < e;) { /* the block's bits, a word at a time */
     uint64_t len = 64 - (q & 63) < e - q ? 64 - (q & 63) : e - q, m = word_mask(q, len);
     if (cv[q >> 6] & m) { /* blocks overlap: placed_head decides from now on */
-      zunmap(cv, (c->nr_pages + 63) / 64 * sizeof(uint64_t));
+      bh__zunmap(cv, (c->nr_pages + 63) / 64 * sizeof(uint64_t));
       c->covered = NULL;
       return;
     }
@@ -699,11 +684,11 @@ static int pcp_hidden(struct ctx *c, uint64_t *in_pcp, size_t first_drained) {
     return 0; /* a map written before it listed them: which pages they are is not known */
   size_t bytes = (c->nr_pages + 63) / 64 * sizeof(uint64_t),
          slots = (size_t)c->in->nr_zones * c->nr_cpus;
-  h.seen = zmap(c->npb * sizeof(uint32_t));
+  h.seen = bh__zmap(c->npb * sizeof(uint32_t));
   h.have = calloc(slots, sizeof(*h.have));
   h.emptied = calloc(slots, sizeof(*h.emptied));
   if (!in_pcp)
-    h.in_pcp = zmap(bytes);
+    h.in_pcp = bh__zmap(bytes);
   size_t known = c->npcp;
   int rc = h.in_pcp && h.seen && h.have && h.emptied ? 0 : BH_ENOMEM;
   if (!rc)
@@ -718,8 +703,8 @@ static int pcp_hidden(struct ctx *c, uint64_t *in_pcp, size_t first_drained) {
   if (!rc && first_drained < known)
     rc = rotate_pcp(c, first_drained, known); /* the hidden pages before the drained ones */
   if (!in_pcp && h.in_pcp)
-    zunmap(h.in_pcp, bytes);
-  zunmap(h.seen, c->npb * sizeof(uint32_t));
+    bh__zunmap(h.in_pcp, bytes);
+  bh__zunmap(h.seen, c->npb * sizeof(uint32_t));
   free(h.have);
   free(h.emptied);
   return rc;
@@ -743,7 +728,7 @@ static int pcp_from_trace(struct ctx *c) {
   bool by_seq = c->fes && !c->fes->seq_lost && !c->fes->pfn_order;
   uint64_t n = by_seq ? c->fes->nr_seq : c->nr_pages;
   size_t in_pcp_bytes = (c->nr_pages + 63) / 64 * sizeof(uint64_t);
-  uint64_t *in_pcp = zmap(in_pcp_bytes);
+  uint64_t *in_pcp = bh__zmap(in_pcp_bytes);
   if (!in_pcp)
     return BH_ENOMEM;
   int rc = by_seq ? event_pages(c) : 0;
@@ -774,7 +759,7 @@ static int pcp_from_trace(struct ctx *c) {
       unexplained++;
   }
   c->st->unexplained_pages += unexplained;
-  zunmap(in_pcp, in_pcp_bytes);
+  bh__zunmap(in_pcp, in_pcp_bytes);
   return rc;
 }
 
@@ -853,7 +838,7 @@ static int runs_in_list_order(struct ctx *c) {
     return runs_from_placed(c);
   int rc = 0;
   if (c->fes->takes && !c->fes->takes_lost)
-    rc = runs_in_seq(c, c->fes->takes, c->fes->nr_takes, 16);
+    rc = runs_in_seq(c, c->fes->takes, c->fes->nr_takes, BH__TAKE_PFN_SHIFT);
   if (!rc)
     rc = runs_in_seq(c, c->fes->seq, c->fes->nr_seq, 0);
   for (uint64_t p = 0, n = c->nr_pages; !rc && (p = next_placed(c, p)) < n;) {
@@ -953,6 +938,16 @@ static bool quiet_free_pageblock(const struct ctx *c, uint64_t b, uint8_t t) {
   return p == end;
 }
 
+/* Pageblock b to type mt (retyped_pageblocks); partner q, if any (not UINT64_MAX), takes b's
+ * old type, so that pagetypeinfo's counts of pageblocks by type hold. */
+static void retype(struct ctx *c, uint64_t b, uint8_t mt, uint64_t q) {
+  uint8_t t = c->st->pageblock_mt[b];
+  c->st->pageblock_mt[b] = mt;
+  c->st->retyped_pageblocks++;
+  if (q != UINT64_MAX)
+    c->st->pageblock_mt[q] = t;
+}
+
 /*
  * A take from the buddy lists (mm_page_alloc_zone_locked) that is the first event of every
  * page of its block was of a block free at the start, even where the free map holds it
@@ -966,9 +961,10 @@ static void place_taken(struct ctx *c) {
   if (!f || !f->takes || f->takes_lost || !f->taken)
     return;
   for (size_t i = 0; i < f->nr_takes; i++) {
-    uint64_t p = f->takes[i] >> 16, n = 1ull << (f->takes[i] & 0xff), q;
-    unsigned mt = (unsigned)(f->takes[i] >> 8) & 0xff;
-    if ((f->takes[i] & 0xff) > c->maxo || p & (n - 1) || p + n > c->nr_pages)
+    uint64_t p = bh__take_pfn(f->takes[i]), q;
+    unsigned mt = bh__take_mt(f->takes[i]), o = bh__take_order(f->takes[i]);
+    uint64_t n = 1ull << o;
+    if (o > c->maxo || p & (n - 1) || p + n > c->nr_pages)
       continue;
     for (q = p; q < p + n; q++)
       if (!bit_at(f->taken, q) || in_placed(c, q))
@@ -978,7 +974,6 @@ static void place_taken(struct ctx *c) {
     c->st->taken_pages += n;
     /* merged with free buddies as the kernel keeps them (__free_one_page): the take was of
      * its order, not necessarily from a block of that order */
-    unsigned o = (unsigned)(f->takes[i] & 0xff);
     int zi = bh_machine_zone_of(c->m, p);
     for (; o < c->maxo; o++) {
       uint64_t b = p ^ (1ull << o);
@@ -1002,11 +997,7 @@ static void place_taken(struct ctx *c) {
       if (t == mt || t == BH_PAGEBLOCK_ABSENT || t == BH_MT_ISOLATE || t == BH_MT_HIGHATOMIC ||
           (f->pb_type && b < f->nr_pageblocks && f->pb_type[b] == BH__PB_CLAIMED))
         continue; /* (a claim moved it to the take's type first: it had another) */
-      c->st->pageblock_mt[b] = (uint8_t)mt;
-      c->st->retyped_pageblocks++;
-      uint64_t s = nearest_pageblock(c, b, (uint8_t)mt, quiet_pageblock);
-      if (s != UINT64_MAX)
-        c->st->pageblock_mt[s] = t;
+      retype(c, b, (uint8_t)mt, nearest_pageblock(c, b, (uint8_t)mt, quiet_pageblock));
     }
   }
 }
@@ -1065,12 +1056,9 @@ static void type_from_trace(struct ctx *c, uint64_t b) {
     q = nearest_pageblock(c, b, (uint8_t)ev, quiet_free_pageblock);
   if (q == UINT64_MAX)
     q = nearest_pageblock(c, b, (uint8_t)ev, quiet_pageblock);
-  c->st->pageblock_mt[b] = (uint8_t)ev;
-  c->st->retyped_pageblocks++;
-  if (q != UINT64_MAX) {
-    c->st->pageblock_mt[q] = t;
+  retype(c, b, (uint8_t)ev, q);
+  if (q != UINT64_MAX)
     c->map_free_pb[q] |= PB_DONE; /* its own (later) evidence overruled */
-  }
 }
 
 /*
@@ -1105,20 +1093,27 @@ static int types_from_trace(struct ctx *c) {
  * take or allocation came latest.  Each swaps with the nearest pageblock of the new type that
  * the trace does not touch, so that the counts of pageblocks by type hold too.
  */
+/* rank[pfn's pageblock], if not set yet, the next position: *r + 1. */
+static void rank_first(const struct ctx *c, uint32_t *rank, uint64_t pfn, uint32_t *r) {
+  uint64_t b = pfn >> c->pbo;
+  if (b < c->npb && !rank[b])
+    rank[b] = *r + 1;
+  if (*r < UINT32_MAX - 1)
+    ++*r;
+}
+
 static int fit_free_pageblocks(struct ctx *c, const bh_snapshot_t *s) {
   const bh__first_events_t *f = c->fes;
   if (!f || !f->pb_type || f->pfn_order || f->pb_order != c->pbo || !s->have_pagetypeinfo)
     return 0;
-  uint32_t *rank = zmap(c->npb * sizeof(uint32_t)); /* 1 + first take or allocation; 0: none */
+  uint32_t *rank = bh__zmap(c->npb * sizeof(uint32_t)); /* 1 + first take or allocation; 0: none */
   if (!rank)
     return BH_ENOMEM;
   uint32_t r = 0;
-  for (size_t i = 0; f->takes && !f->takes_lost && i < f->nr_takes; i++, r += r < UINT32_MAX - 1)
-    if ((f->takes[i] >> 16 >> c->pbo) < c->npb && !rank[f->takes[i] >> 16 >> c->pbo])
-      rank[f->takes[i] >> 16 >> c->pbo] = r + 1;
-  for (size_t i = 0; f->seq && !f->seq_lost && i < f->nr_seq; i++, r += r < UINT32_MAX - 1)
-    if ((f->seq[i] >> c->pbo) < c->npb && !rank[f->seq[i] >> c->pbo])
-      rank[f->seq[i] >> c->pbo] = r + 1;
+  for (size_t i = 0; f->takes && !f->takes_lost && i < f->nr_takes; i++)
+    rank_first(c, rank, bh__take_pfn(f->takes[i]), &r);
+  for (size_t i = 0; f->seq && !f->seq_lost && i < f->nr_seq; i++)
+    rank_first(c, rank, f->seq[i], &r);
   for (int zi = 0; zi < c->in->nr_zones && zi < BH_MACHINE_MAX_ZONES; zi++) {
     uint64_t lo, hi, have[BH_MT_PCPTYPES] = {0};
     counted_range(c, &c->in->zones[zi], &lo, &hi);
@@ -1149,16 +1144,12 @@ static int fit_free_pageblocks(struct ctx *c, const bh_snapshot_t *s) {
       }
       if (best == UINT64_MAX)
         break;
-      c->st->pageblock_mt[best] = (uint8_t)under;
-      c->st->retyped_pageblocks++;
+      retype(c, best, (uint8_t)under, nearest_pageblock(c, best, (uint8_t)under, quiet_pageblock));
       have[over]--;
       have[under]++;
-      uint64_t q = nearest_pageblock(c, best, (uint8_t)under, quiet_pageblock);
-      if (q != UINT64_MAX)
-        c->st->pageblock_mt[q] = (uint8_t)over;
     }
   }
-  zunmap(rank, c->npb * sizeof(uint32_t));
+  bh__zunmap(rank, c->npb * sizeof(uint32_t));
   return 0;
 }
 
@@ -1170,7 +1161,7 @@ static int build_kpageflags(struct ctx *c, const bh_snapshot_t *s, char *err, si
     uint8_t t = b < s->nr_pageblocks ? s->pageblock_mt[b] : BH_PAGEBLOCK_ABSENT;
     st->pageblock_mt[b] = t == BH_MT_CMA ? BH_MT_MOVABLE : t; /* no CMA here: movable only */
   }
-  c->map_free_pb = zmap(c->npb);
+  c->map_free_pb = bh__zmap(c->npb);
   for (size_t i = 0; i < s->nr_free_runs; i++) {
     const bh_block_run_t *r = &s->free_runs[i];
     for (uint64_t k = 0; k < r->count; k++) {
@@ -1193,7 +1184,7 @@ static int build_kpageflags(struct ctx *c, const bh_snapshot_t *s, char *err, si
     rc = types_from_trace(c);
   if (!rc)
     rc = fit_free_pageblocks(c, s);
-  zunmap(c->map_free_pb, c->npb);
+  bh__zunmap(c->map_free_pb, c->npb);
   c->map_free_pb = NULL;
   if (!rc)
     rc = runs_in_list_order(c);
@@ -1501,8 +1492,8 @@ int bh__start_build(bh__start_t *st, int kind, const bh_machine_t *m, uint64_t n
   c.fe = fe && fe->fe && fe->nr_pages >= nr_pages ? fe->fe : NULL;
   c.fes = c.fe ? fe : NULL;
   st->pageblock_mt = malloc(c.npb ? c.npb : 1);
-  c.placed = zmap(nr_pages);
-  c.covered = zmap((nr_pages + 63) / 64 * sizeof(uint64_t));
+  c.placed = bh__zmap(nr_pages);
+  c.covered = bh__zmap((nr_pages + 63) / 64 * sizeof(uint64_t));
   int rc = st->pageblock_mt && c.placed && c.covered ? 0 : BH_ENOMEM;
   if (!rc)
     memset(st->pageblock_mt, BH_PAGEBLOCK_ABSENT, c.npb);
@@ -1511,9 +1502,9 @@ int bh__start_build(bh__start_t *st, int kind, const bh_machine_t *m, uint64_t n
     rc = kind == BH__START_KPAGEFLAGS ? build_kpageflags(&c, s, err, errlen)
          : kind == BH__START_COUNTS   ? build_counts(&c, s, err, errlen)
                                       : build_empty(&c);
-  zunmap(c.placed, nr_pages);
-  zunmap(c.covered, (nr_pages + 63) / 64 * sizeof(uint64_t));
-  zunmap(c.evp, nr_pages * sizeof(uint32_t));
+  bh__zunmap(c.placed, nr_pages);
+  bh__zunmap(c.covered, (nr_pages + 63) / 64 * sizeof(uint64_t));
+  bh__zunmap(c.evp, nr_pages * sizeof(uint32_t));
   if (rc) {
     bh__start_free(st);
     return rc;

@@ -53,8 +53,8 @@ typedef struct bh__first_events {
    * zone_locked event), so it was free at the start, whatever its first page event is
    * (bh__first_take).  NULL: not kept. */
   uint64_t *taken;
-  /* The takes that were the first event of their first page, as pfn << 16 | the request's
-   * migratetype << 8 | order (a migratetype out of the pcp types' range: unknown), in the
+  /* The takes that were the first event of their first page, as bh__take_key (pfn, the
+   * request's migratetype, order; a migratetype out of the pcp types' range: unknown), in the
    * trace's order: the order the kernel took the start's free blocks from the heads of its
    * buddy lists (NULL and takes_lost when it could not be kept; empty without pcp events). */
   uint64_t *takes;
@@ -69,6 +69,15 @@ typedef struct bh__first_events {
   uint16_t emptied[BH__EMPTIED_CPUS][BH_MT_PCPTYPES];
   unsigned pb_order;
 } bh__first_events_t;
+
+/* A take of bh__first_events_t.takes, one 64-bit key: pfn, the request's migratetype, order. */
+#define BH__TAKE_PFN_SHIFT 16
+static inline uint64_t bh__take_key(uint64_t pfn, int mt, unsigned order) {
+  return pfn << BH__TAKE_PFN_SHIFT | (uint64_t)(mt & 0xff) << 8 | (order & 0xff);
+}
+static inline uint64_t bh__take_pfn(uint64_t key) { return key >> BH__TAKE_PFN_SHIFT; }
+static inline unsigned bh__take_mt(uint64_t key) { return (unsigned)(key >> 8) & 0xff; }
+static inline unsigned bh__take_order(uint64_t key) { return (unsigned)key & 0xff; }
 
 /* A block whose first event is an allocation, at the end of f->seq (cold: once per block). */
 void bh__first_alloc_seq(bh__first_events_t *f, uint64_t pfn);
@@ -187,7 +196,7 @@ static inline void bh__first_take(bh__first_events_t *f, const bh_event_t *ev) {
       (1ull << ev->order) > f->nr_pages - ev->pfn)
     return;
   if (!f->fe[ev->pfn] && !(f->taken[ev->pfn >> 6] & 1ull << (ev->pfn & 63)))
-    bh__first_take_seq(f, ev->pfn << 16 | (uint64_t)(ev->migratetype & 0xff) << 8 | ev->order);
+    bh__first_take_seq(f, bh__take_key(ev->pfn, ev->migratetype, ev->order));
   for (uint64_t p = ev->pfn, end = p + (1ull << ev->order); p < end; p++)
     if (!f->fe[p])
       f->taken[p >> 6] |= 1ull << (p & 63);

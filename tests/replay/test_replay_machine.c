@@ -338,6 +338,18 @@ static void three_movable_used(bh_arena_t *a, uint64_t p3[3]) {
   assert_int_equal(n, 3);
 }
 
+/* events into out, with X and Y (the trace lines use neither letter otherwise) replaced by the
+ * pfns x and y. */
+static void with_pfns(const char *events, uint64_t x, uint64_t y, char *out, size_t len) {
+  size_t k = 0;
+  for (const char *e = events; *e && k + 24 < len; e++)
+    if (*e == 'X' || *e == 'Y')
+      k += (size_t)snprintf(out + k, len - k, "%#lx", (unsigned long)(*e == 'X' ? x : y));
+    else
+      out[k++] = *e;
+  out[k] = '\0';
+}
+
 /*
  * The pcp lists' order at the start, from the trace: the kernel takes a list's head
  * (__rmqueue_pcplist, mm/page_alloc.c:3092 in 6.12), so pages that a CPU allocates first
@@ -697,23 +709,23 @@ static void test_untraced_allocs_lifo(void **state) {
   char *desc = describe(a, false);
   uint64_t p3[3];
   three_movable_used(a, p3);
-  unsigned long u = (unsigned long)p3[0], x = (unsigned long)p3[1];
-  char lines[512];
-  snprintf(lines, sizeof(lines),
-           "# buddyhint-trace 1\n"
-           "1000 A %#lx 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n"
-           "1100 A %#lx 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n"
-           "2000 F %#lx 0 cpu=0\n"
-           "2100 F %#lx 0 cpu=0\n"
-           "%s"
-           "4000 F %#lx 0 cpu=0\n",
-           x, u, x, u, "3000 A XPFN 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n", u);
-  char *k = strstr(lines, "XPFN"), shown[600];
-  *k = '\0';
-  snprintf(shown, sizeof(shown), "%s%#lx%s", lines, x, k + 4);
-  char *unshown = strdup(shown); /* the same without the allocation between the frees */
-  char *cut = strstr(unshown, "3000 A");
-  memmove(cut, strchr(cut, '\n') + 1, strlen(strchr(cut, '\n') + 1) + 1);
+  /* X: x, Y: u; without the allocation at 3000, nothing shows when u left */
+  static const char shown_fmt[] = "# buddyhint-trace 1\n"
+                                  "1000 A X 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n"
+                                  "1100 A Y 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n"
+                                  "2000 F X 0 cpu=0\n"
+                                  "2100 F Y 0 cpu=0\n"
+                                  "3000 A X 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n"
+                                  "4000 F Y 0 cpu=0\n";
+  static const char unshown_fmt[] = "# buddyhint-trace 1\n"
+                                    "1000 A X 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n"
+                                    "1100 A Y 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n"
+                                    "2000 F X 0 cpu=0\n"
+                                    "2100 F Y 0 cpu=0\n"
+                                    "4000 F Y 0 cpu=0\n";
+  char shown[600], unshown[600];
+  with_pfns(shown_fmt, p3[1], p3[0], shown, sizeof(shown));
+  with_pfns(unshown_fmt, p3[1], p3[0], unshown, sizeof(unshown));
   char *paths[2] = {strdup(write_trace("lifo.bht", desc, shown)),
                     strdup(write_trace("lifo-none.bht", desc, unshown))};
   bh_replay_config_t cfg;
@@ -736,7 +748,6 @@ static void test_untraced_allocs_lifo(void **state) {
   assert_int_equal(s.untraced_frees_applied, 1);
   free(paths[0]);
   free(paths[1]);
-  free(unshown);
   free(desc);
   bh_arena_destroy(a);
 }
@@ -1303,15 +1314,7 @@ static void free_swap(const char *name, bool map_y_only, const char *events, int
   }
   char *desc = describe_with(a, false, extra, NULL);
   char lines[512], file[64], dir[64];
-  /* events: the events, with X and Y for the two blocks' pfns */
-  size_t k = 0;
-  for (const char *e = events; *e && k + 24 < sizeof(lines); e++)
-    if (*e == 'X' || *e == 'Y')
-      k += (size_t)snprintf(lines + k, sizeof(lines) - k, "%#lx",
-                            (unsigned long)(*e == 'X' ? x : y));
-    else
-      lines[k++] = *e;
-  lines[k] = '\0';
+  with_pfns(events, x, y, lines, sizeof(lines)); /* X and Y: the two blocks' pfns */
   bh_replay_config_t cfg;
   bh_replay_config_init(&cfg);
   snprintf(file, sizeof(file), "pbswap-%s.bht", name);
