@@ -83,6 +83,9 @@ _buddyhint() {
   --placement) words="allocator trace" ;;
   --start-order) words="trace pfn" ;;
   --start-pcp) words="zoneinfo trace" ;;
+  --start-reported) words="snapshot all" ;;
+  --untraced-allocs) words="late ignore infer" ;;
+  --pcp-high) words="auto tuned fixed" ;;
   --by) words="pid comm callsite" ;;
   --json | --csv | --timeline | --reports | --placements | -o | --start | --end | --dump | --snapshot)
     mapfile -t COMPREPLY < <(compgen -f -- "$cur")
