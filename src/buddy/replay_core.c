@@ -76,15 +76,26 @@ unsigned bh__pcp_orders(const bh_arena_t *a) { return a->pcp_orders; }
 
 /*
  * A machine that reports free pages and starts the trace with a free block at or above the
- * reporting order that it has not reported has a pass pending: the free that made the block
- * notified (page_reporting_notify_free), and the pass that would report it has not run yet.
- * So each zone that holds such a block notifies once, as that free did; a start whose
- * eligible blocks were all reported has nothing pending, and its first pass waits for a free.
- * Not a zone whose free pages are below what a pass needs to visit it (its low watermark and
- * a full batch at the reporting order, page_reporting_process_zone, mm/page_reporting.c:
- * 268-277 in 6.12): every pass skips it, so its unreported blocks say nothing of a pending
- * one (a guest's DMA zone never has enough).
+ * reporting order that it has not reported may have a pass pending: the free that made the
+ * block notified (page_reporting_notify_free from __free_one_page, mm/page_alloc.c:896-897 in
+ * 6.12), and the pass that would report it has not run yet.  But a split notifies nothing:
+ * expand (:1441-1467) puts the upper halves of the block it splits on the free lists
+ * unreported (the reported flag is the taken block's, cleared as it leaves its list) and
+ * requests no pass.  So only a block a split cannot leave shows a pending pass: one at the
+ * top order, or the lower half of its parent (expand only ever frees upper halves).  An
+ * unreported upper half below the top order may as well be a split's remainder, and on
+ * every guest measured it was (docs/FIDELITY.md): each zone that holds a block a split
+ * cannot leave notifies once, as its free did; a start whose eligible blocks were all
+ * reported, or split off reported ones, has nothing pending and its first pass waits for a
+ * free.  Not a zone whose free pages are below what a pass needs to visit it (its low
+ * watermark and a full batch at the reporting order, page_reporting_process_zone,
+ * mm/page_reporting.c:268-277): every pass skips it, so its unreported blocks say nothing
+ * of a pending one (a guest's DMA zone never has enough).
  */
+static bool split_cannot_leave(const bh_arena_t *a, uint64_t pfn, unsigned order) {
+  return order >= a->max_order || !(pfn & (1ull << order));
+}
+
 void bh__notify_unreported(bh_arena_t *a) {
   for (int i = 0; i < a->nr_zones; i++) {
     bh_zone_t *z = &a->zones[i];
@@ -97,7 +108,7 @@ void bh__notify_unreported(bh_arena_t *a) {
       for (int mt = 0; mt < BH_MT_TYPES && !found; mt++)
         for (uint64_t p = bh_free_list_first(z, o, mt); p != BH_PFN_NONE && !found;
              p = bh_free_list_next(z, o, mt, p))
-          if (!bh_block_reported(z, p)) {
+          if (!bh_block_reported(z, p) && split_cannot_leave(a, p, o)) {
             z->ev[BH_STAT_hint_notify]++;
             a->hint.notify(a->hint.ctx, z, p, o);
             found = true;

@@ -101,9 +101,10 @@ BH__INTERNAL unsigned bh__pcp_orders(const bh_arena_t *a);
 
 /*
  * A machine that reports free pages and starts with a free block at or above a zone's
- * reporting order that it has not reported has a pass pending: each zone that holds such a
- * block notifies the attached strategy once (page_reporting_notify_free), as the free that
- * made the block did.  A strategy without a notify hook must not be attached.
+ * reporting order that it has not reported, and that no split can have left (the top order,
+ * or the lower half of its parent), has a pass pending: each zone that holds such a block
+ * notifies the attached strategy once (page_reporting_notify_free), as the free that made
+ * the block did.  A strategy without a notify hook must not be attached.
  */
 BH__INTERNAL void bh__notify_unreported(bh_arena_t *a);
 

@@ -1596,7 +1596,8 @@ static int setup(struct replay *r, const struct scan *sc) {
       return BH_ENOMEM;
     }
   }
-  /* a recorded machine's reporting has a pass pending for its unreported free blocks */
+  /* a recorded machine's reporting has a pass pending for the unreported free blocks only a
+   * free can have made */
   if (hc.registered_at_boot && (bh_hint_strategy(r->hint)->flags & BH_STRATEGY_PAGE_REPORTED))
     bh__notify_unreported(r->arena);
   if (cfg->placements) /* rows only where agreement is counted */
