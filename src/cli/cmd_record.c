@@ -33,6 +33,7 @@
 #include "cli/cli.h"
 #include "cli/record/record_machine.h"
 #include "cli/record/record_safety.h"
+#include "cli/record/record_spool.h"
 #include "cli/record/record_tracer.h"
 
 #include <buddyhint/trace.h>
@@ -70,6 +71,7 @@ static void usage(FILE *out) {
   fprintf(out,
           "usage: buddyhint record -o FILE [--buffer-kb N] [--format text|binary]\n"
           "                        [--compress none|gzip|zstd] [--as-root] [--pcp-events]\n"
+          "                        [--spool-reserve-kb N]\n"
           "                        [--] CMD [ARGS]...\n"
           "\n"
           "Records the page allocator events of the running kernel (kmem:mm_page_alloc,\n"
@@ -111,6 +113,17 @@ static void usage(FILE *out) {
           "                         (blocks moving between the pcp and the buddy lists; many)\n"
           "                         and mm_page_alloc_extfrag (fallbacks to another\n"
           "                         migratetype's lists): the trace is then native version 3\n"
+          "  --spool-reserve-kb N   take N KiB for each cpu's spool before the start snapshot\n"
+          "                         (default 0).  While CMD runs, the ring buffers are copied\n"
+          "                         to spools in TMPDIR (/tmp), compressed; on tmpfs each page\n"
+          "                         a spool grows by is an allocation of the recorder's, in the\n"
+          "                         trace among CMD's pages (in a small machine it holds\n"
+          "                         pageblocks apart), and so is each page a splice of the ring\n"
+          "                         buffer replaces.  Reserved, the spools' pages are taken up\n"
+          "                         front (fallocate: the start state holds them) and the ring\n"
+          "                         buffers are read, not spliced: nothing is allocated until\n"
+          "                         a spool outgrows its reserve (a warning says so).  On a\n"
+          "                         filesystem on disk the page cache still grows\n"
           "  -h, --help             this help\n"
           "\n"
           "The event count, the duration and CMD's exit status go to standard error; CMD's\n"
@@ -139,13 +152,14 @@ static double now_s(void) {
 typedef struct cpu_spool {
   struct tracefs_cpu *tcpu;
   int cpu;
-  int fd; /* a nameless temporary file of whole sub-buffers, subbuf bytes each */
+  bh_cli_spool_t *sp;
 } cpu_spool_t;
 
 typedef struct drain {
   cpu_spool_t *cpus;
   int ncpus;
   int subbuf;       /* the ring buffer's sub-buffer (page) size */
+  uint64_t reserve; /* bytes taken for each spool before tracing (--spool-reserve) */
   void *buf;        /* one sub-buffer */
   atomic_bool stop; /* set once tracing is off: drain what is left, then end */
   int err;          /* errno of a failed write to a spool */
@@ -155,18 +169,8 @@ typedef struct drain {
 /* Appends the n bytes of buf read from c's ring buffer to its spool, zero-padded to a whole
  * sub-buffer (the sub-buffer's own header says how much of it holds events). */
 static void spool_page(drain_t *d, cpu_spool_t *c, int n) {
-  char *p = d->buf;
-  if (n < d->subbuf)
-    memset(p + n, 0, (size_t)(d->subbuf - n));
-  for (size_t left = (size_t)d->subbuf; left && !d->err;) {
-    ssize_t w = write(c->fd, p, left);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w <= 0)
-      d->err = w < 0 ? errno : EIO;
-    else
-      left -= (size_t)w, p += w;
-  }
+  if (!d->err)
+    d->err = bh_cli_spool_put(c->sp, d->buf, (size_t)n);
 }
 
 /* Copies up to max sub-buffers (0: all there are) of c's ring buffer to its spool; when
@@ -174,13 +178,18 @@ static void spool_page(drain_t *d, cpu_spool_t *c, int n) {
 static int drain_cpu(drain_t *d, cpu_spool_t *c, int max, bool flush) {
   int got = 0;
   while (!max || got < max) {
-    /* Full sub-buffers only while the command runs (buffered_read splices, and the kernel's
-     * splice hands out full pages): a read() would hand out the page in use however little
-     * it holds, and a spool on tmpfs allocates a page for every page it is given, which is an
-     * event, which a read() hands out as a page of its own, and so on until the spool's
-     * filesystem is full.  The partly filled pages come with the flush, after tracing. */
-    int n = flush ? tracefs_cpu_flush(c->tcpu, d->buf)
-                  : tracefs_cpu_buffered_read(c->tcpu, d->buf, true);
+    /* Without a reserve, full sub-buffers only while the command runs (buffered_read
+     * splices, and the kernel's splice hands out full pages): a read() would hand out the
+     * page in use however little it holds, and a spool on tmpfs allocates a page as it
+     * grows, which is an event, which a read() hands out as a page of its own, and so on.
+     * But a splice allocates a page for the ring buffer in place of each page it hands out
+     * (ring_buffer_alloc_read_page), among the command's pages.  With a reserve the spool
+     * allocates nothing, and a read() swaps the ring buffer's page with one spare page of
+     * its own (ring_buffer_read_page), allocating nothing either.  The partly filled pages
+     * come with the flush, after tracing. */
+    int n = flush        ? tracefs_cpu_flush(c->tcpu, d->buf)
+            : d->reserve ? tracefs_cpu_read(c->tcpu, d->buf, true)
+                         : tracefs_cpu_buffered_read(c->tcpu, d->buf, true);
     if (n <= 0)
       break; /* empty for now (EAGAIN), or nothing more */
     spool_page(d, c, n);
@@ -204,33 +213,21 @@ static void *drain_main(void *arg) {
   }
 }
 
-/* A nameless temporary file (a killed recorder leaves none behind); -1 with errno. */
-static int spool_open(void) {
-  const char *tmp = getenv("TMPDIR");
-  char path[PATH_MAX];
-  if (!tmp || !*tmp || strlen(tmp) > sizeof(path) - sizeof("/buddyhint-record-XXXXXX"))
-    tmp = "/tmp";
-  snprintf(path, sizeof(path), "%s/buddyhint-record-XXXXXX", tmp);
-  int fd = mkostemp(path, O_CLOEXEC);
-  if (fd >= 0)
-    unlink(path);
-  return fd;
-}
-
 static void drain_free(drain_t *d) {
   for (int i = 0; i < d->ncpus; i++) {
     tracefs_cpu_close(d->cpus[i].tcpu);
-    if (d->cpus[i].fd >= 0)
-      close(d->cpus[i].fd);
+    bh_cli_spool_close(d->cpus[i].sp);
   }
   free(d->cpus);
   free(d->buf);
   memset(d, 0, sizeof(*d));
 }
 
-/* Opens every cpu's trace_pipe_raw and spool and starts the thread; -1 after a message. */
-static int drain_start(const bh_cli_tracer_t *tr, drain_t *d) {
+/* Opens every cpu's trace_pipe_raw and spool (reserve bytes taken for each) and starts the
+ * thread; -1 after a message. */
+static int drain_start(const bh_cli_tracer_t *tr, drain_t *d, uint64_t reserve) {
   memset(d, 0, sizeof(*d));
+  d->reserve = reserve;
   long n = sysconf(_SC_NPROCESSORS_CONF);
   d->cpus = calloc(n > 0 ? (size_t)n : 1, sizeof(*d->cpus));
   int e = d->cpus ? 0 : ENOMEM;
@@ -238,17 +235,24 @@ static int drain_start(const bh_cli_tracer_t *tr, drain_t *d) {
     struct tracefs_cpu *t = tracefs_cpu_open(tr->inst, cpu, true);
     if (!t)
       continue; /* a possible cpu that is not there */
-    cpu_spool_t *c = &d->cpus[d->ncpus++];
-    *c = (cpu_spool_t){.tcpu = t, .cpu = cpu, .fd = spool_open()};
-    if (c->fd < 0)
-      e = errno;
+    d->cpus[d->ncpus++] = (cpu_spool_t){.tcpu = t, .cpu = cpu};
     if (tracefs_cpu_read_size(t) > d->subbuf)
       d->subbuf = tracefs_cpu_read_size(t);
   }
   if (!e && (!d->ncpus || d->subbuf <= 0))
     e = ENOENT;
-  if (!e && !(d->buf = malloc((size_t)d->subbuf)))
+  if (!e && !(d->buf = calloc(1, (size_t)d->subbuf)))
     e = ENOMEM;
+  for (int i = 0; !e && i < d->ncpus; i++) {
+    const char *what = "";
+    if ((e = bh_cli_spool_open(&d->cpus[i].sp, (size_t)d->subbuf, reserve, &what)) != 0) {
+      fprintf(stderr, "buddyhint record: cannot make a spool in %s (%s%s%s): %s\n",
+              getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", what,
+              reserve ? ", --spool-reserve-kb " : "", reserve ? "given" : "", strerror(e));
+      drain_free(d);
+      return -1;
+    }
+  }
   atomic_init(&d->stop, false);
   if (!e)
     e = pthread_create(&d->thread, NULL, drain_main, d);
@@ -262,10 +266,21 @@ static int drain_start(const bh_cli_tracer_t *tr, drain_t *d) {
 }
 
 /* Stops the thread after it has read what tracing left; 0, or -1 after a message if a spool
- * could not be written.  The spools stay open for reading back. */
+ * could not be written.  The spools stay open for reading back.  A spool that outgrew its
+ * reserve is said. */
 static int drain_finish(drain_t *d) {
   atomic_store(&d->stop, true);
   pthread_join(d->thread, NULL);
+  for (int i = 0; i < d->ncpus && !d->err; i++)
+    d->err = bh_cli_spool_finish(d->cpus[i].sp);
+  for (int i = 0; d->reserve && i < d->ncpus; i++)
+    if (bh_cli_spool_bytes(d->cpus[i].sp) > d->reserve)
+      fprintf(stderr,
+              "buddyhint record: warning: cpu %d's spool outgrew its reserve (%lu KiB of "
+              "%lu): its pages past it were allocated while the command ran, and are in the "
+              "trace; try a larger --spool-reserve-kb\n",
+              d->cpus[i].cpu, (unsigned long)(bh_cli_spool_bytes(d->cpus[i].sp) >> 10),
+              (unsigned long)(d->reserve >> 10));
   if (!d->err)
     return 0;
   fprintf(stderr, "buddyhint record: cannot write the ring buffers' spool in %s: %s\n",
@@ -278,8 +293,7 @@ static int drain_finish(drain_t *d) {
 /* One cpu's spool being read: its current sub-buffer and event. */
 typedef struct stream {
   const cpu_spool_t *c;
-  off_t off;  /* of the next sub-buffer */
-  void *page; /* the current one */
+  void *page; /* the current sub-buffer */
   struct kbuffer *kbuf;
   void *data; /* its current event, NULL: none (done when no page is left) */
   unsigned long long ts;
@@ -289,18 +303,13 @@ typedef struct stream {
 
 /* Moves s to its next event (first: next false); data stays NULL at the end.  -1 (errno) for
  * a read error. */
-static int stream_next(stream_t *s, int subbuf, bool next) {
+static int stream_next(stream_t *s, bool next) {
   if (next && s->data)
     s->data = kbuffer_next_event(s->kbuf, &s->ts);
   while (!s->data) {
-    ssize_t n = pread(s->c->fd, s->page, (size_t)subbuf, s->off);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0)
-      return -1;
-    if (n < subbuf)
-      return 0; /* the end (spools hold whole sub-buffers) */
-    s->off += subbuf;
+    int got = bh_cli_spool_get(s->c->sp, s->page);
+    if (got <= 0)
+      return got; /* the end, or an error */
     if (kbuffer_load_subbuffer(s->kbuf, s->page))
       continue; /* not a sub-buffer: nothing in it can be trusted */
     int missed = kbuffer_missed_events(s->kbuf);
@@ -369,7 +378,7 @@ static int copy_events(const bh_cli_tracer_t *tr, const drain_t *d, copy_t *cp) 
   for (; st && n < d->ncpus; n++) {
     st[n] = (stream_t){
         .c = &d->cpus[n], .page = malloc((size_t)d->subbuf), .kbuf = tep_kbuffer(tr->tep)};
-    if (!st[n].page || !st[n].kbuf || stream_next(&st[n], d->subbuf, false)) {
+    if (!st[n].page || !st[n].kbuf || stream_next(&st[n], false)) {
       n++;
       rc = -1;
       break;
@@ -380,7 +389,7 @@ static int copy_events(const bh_cli_tracer_t *tr, const drain_t *d, copy_t *cp) 
   while (!rc && !cp->err && (s = earliest(st, n))) {
     copy_one(cp, tr, s);
     last = s->ts;
-    if (stream_next(s, d->subbuf, true))
+    if (stream_next(s, true))
       rc = -1;
   }
   if (!st || rc)
@@ -448,12 +457,13 @@ typedef struct record_args {
   bool as_root, pcp_events;
   char **cmd;
   unsigned buffer_kb;
+  uint64_t spool_reserve; /* bytes per cpu */
 } record_args_t;
 
 /* Parses the options and finds the command: -1 for --help (usage printed), else BH_EXIT_OK
  * or the usage error's exit code (its message printed). */
 static int parse_args(int argc, char **argv, record_args_t *ra) {
-  const char *kbs = NULL;
+  const char *kbs = NULL, *reserve = NULL;
   *ra = (record_args_t){0};
   int i = 1, r;
   while (i < argc) {
@@ -469,6 +479,7 @@ static int parse_args(int argc, char **argv, record_args_t *ra) {
     if ((r = bh_cli_opt(argc, argv, &i, "output", &ra->out)) != 0 ||
         (r = bh_cli_short_opt(VERB, argc, argv, &i, "-o", &ra->out)) != 0 ||
         (r = bh_cli_opt(argc, argv, &i, "buffer-kb", &kbs)) != 0 ||
+        (r = bh_cli_opt(argc, argv, &i, "spool-reserve-kb", &reserve)) != 0 ||
         (r = bh_cli_opt(argc, argv, &i, "format", &ra->fmt)) != 0 ||
         (r = bh_cli_opt(argc, argv, &i, "compress", &ra->comp)) != 0 ||
         (r = bh_cli_opt(argc, argv, &i, "clock", &ra->clock)) != 0) {
@@ -491,6 +502,12 @@ static int parse_args(int argc, char **argv, record_args_t *ra) {
   if (!ra->out)
     return bh_cli_usage_error(VERB, "-o FILE is required");
   ra->cmd = argv + i;
+  uint64_t kb = 0;
+  if (reserve && bh_cli_parse_u64(reserve, 0, 1ul << 30, &kb))
+    return bh_cli_usage_error(VERB,
+                              "--spool-reserve-kb wants a number of KiB from 0 to %lu, not '%s'",
+                              1ul << 30, reserve);
+  ra->spool_reserve = kb << 10;
   if (kbs)
     return bh_cli_parse_buffer_kb(VERB, kbs, &ra->buffer_kb);
   ra->buffer_kb = default_buffer_kb();
@@ -590,7 +607,7 @@ int cmd_record(int argc, char **argv) {
   bh_machine_t *machine = NULL; /* the description stored with the trace */
   drain_t drain = {0};
   if (bh_cli_tracer_formats(&tr) || bh_cli_tracer_setup(&tr, buffer_kb, clock) ||
-      drain_start(&tr, &drain))
+      drain_start(&tr, &drain, ra.spool_reserve))
     goto cleanup;
   fprintf(stderr,
           "buddyhint record: tracing kmem page events system-wide in %s (%u KiB per "

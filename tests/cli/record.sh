@@ -232,6 +232,35 @@ if bounded 30 "mount a tmpfs" mount -t tmpfs -o size=256m tmpfs spool-tmpfs; the
   else
     fail "record with its spool on a 256 MiB tmpfs: $(tail -n 2 idle.err)"
   fi
+  # --spool-reserve-kb: each cpu's spool takes its pages before the start snapshot, so the
+  # tmpfs holds as much when the command starts as when its 32 MiB workload has ended (its
+  # events spooled): the spools allocated nothing while it ran.  Without a reserve they grow.
+  used() { df -k --output=used "$PWD/spool-tmpfs" | tail -n 1 | tr -d ' '; }
+  export -f used
+  for r in 16384 0; do
+    if TMPDIR=$PWD/spool-tmpfs bounded 120 "record --spool-reserve-kb $r" "$BH" record \
+      --spool-reserve-kb $r -o reserve.bht -- bash -c "used; \"$WL\" 32 >/dev/null; sleep 0.5; used" \
+      >reserve.out 2>reserve.err; then
+      read -r before after < <(tr '\n' ' ' <reserve.out)
+      if [ "$r" != 0 ] && [ "${before:-0}" -ge "$r" ] && [ "$before" = "$after" ]; then
+        echo "ok: --spool-reserve-kb $r: the tmpfs held $before KiB at the start and at the end"
+      elif [ "$r" = 0 ] && [ "${after:-0}" -gt "${before:-0}" ]; then
+        echo "ok: no reserve: the spools grew from $before to $after KiB while the command ran"
+      else
+        fail "--spool-reserve-kb $r: the tmpfs held ${before:-?} KiB at the start, ${after:-?} at the end"
+      fi
+    else
+      fail "record --spool-reserve-kb $r: $(tail -n 2 reserve.err)"
+    fi
+  done
+  # a reserve too small for the events: said
+  if TMPDIR=$PWD/spool-tmpfs bounded 120 "record --spool-reserve-kb 64" "$BH" record \
+    --spool-reserve-kb 64 -o reserve.bht -- "$WL" 128 >/dev/null 2>reserve.err; then
+    grep -q "spool outgrew its reserve" reserve.err ||
+      fail "--spool-reserve-kb 64 with 128 MiB of events: no warning ($(tail -n 1 reserve.err))"
+  else
+    fail "record --spool-reserve-kb 64: $(tail -n 2 reserve.err)"
+  fi
   bounded 30 "umount the tmpfs" umount spool-tmpfs || umount -l spool-tmpfs
 else
   fail "cannot mount a tmpfs for the spool (as root)"
