@@ -159,7 +159,7 @@ typedef struct drain {
   cpu_spool_t *cpus;
   int ncpus;
   int subbuf;       /* the ring buffer's sub-buffer (page) size */
-  uint64_t reserve; /* bytes taken for each spool before tracing (--spool-reserve) */
+  uint64_t reserve; /* bytes taken for each spool before tracing (--spool-reserve-kb) */
   void *buf;        /* one sub-buffer */
   atomic_bool stop; /* set once tracing is off: drain what is left, then end */
   int err;          /* errno of a failed write to a spool */
