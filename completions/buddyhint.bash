@@ -84,7 +84,7 @@ _buddyhint() {
   --start-order) words="trace pfn" ;;
   --start-pcp) words="zoneinfo trace" ;;
   --start-reported) words="snapshot all" ;;
-  --untraced-allocs) words="late ignore infer" ;;
+  --untraced-allocs) words="late ignore infer lists" ;;
   --pcp-high) words="auto tuned fixed" ;;
   --by) words="pid comm callsite" ;;
   --json | --csv | --timeline | --reports | --placements | -o | --start | --end | --dump | --snapshot)

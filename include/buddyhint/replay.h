@@ -179,6 +179,12 @@ typedef struct bh_replay_config {
    * (late): the block is taken from the list it lies on right before the free, as that
    * allocation at the latest did, and freed as the kernel freed it (untraced_frees_applied) */
   bool untraced_ignore;
+  /* in a machine's shape, with the pcp events: true (--untraced-allocs lists) also follows
+   * the pages refills put on the order-0 pcp lists, and where the trace's allocation from a
+   * list takes a page below some of them, allocates those right before it, as an allocation
+   * without an event took them (untraced_takes: the kernel stacks a fork takes through
+   * alloc_pages_bulk); default false, late as above */
+  bool untraced_lists;
 } bh_replay_config_t;
 
 /* Fills the defaults documented above (the arena defaults of bh_config_init). */
@@ -416,6 +422,10 @@ typedef struct bh_replay_summary {
   /* of untraced_frees, those whose block was free in the arena, taken from its list right
    * before the free and freed through the free path (not with untraced_ignore) */
   uint64_t untraced_frees_applied;
+  /* pages a refill put on a pcp list that an allocation without an event took, as the trace's
+   * next allocation from that list shows (it takes a page below them): allocated right
+   * before it (untraced_lists only) */
+  uint64_t untraced_takes;
 } bh_replay_summary_t;
 
 /*

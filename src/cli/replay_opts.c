@@ -100,13 +100,15 @@ const char bh_cli_replay_help[] =
     "                        the reporting order starts reported, as on a machine whose\n"
     "                        reporting ran since boot: a counterfactual from a recording\n"
     "                        made with reporting off)\n"
-    "  --untraced-allocs KIND late (default), ignore or infer: a free of memory the replay\n"
-    "                        holds free (alloc_pages_bulk took it without an event) takes the\n"
-    "                        block right before the free and frees it (late; a block the pcp\n"
-    "                        lists' order shows gone earlier stays allocated from its first\n"
-    "                        free), is dropped (ignore), or every block the trace frees twice\n"
-    "                        with nothing allocated between stays allocated from its first\n"
-    "                        free (infer; the other such frees late)\n"
+    "  --untraced-allocs KIND late (default), ignore, infer or lists: a free of memory the\n"
+    "                        replay holds free (alloc_pages_bulk took it without an event)\n"
+    "                        takes the block right before the free and frees it (late; a\n"
+    "                        block the pcp lists' order shows gone earlier stays allocated\n"
+    "                        from its first free), is dropped (ignore), or every block the\n"
+    "                        trace frees twice with nothing allocated between stays allocated\n"
+    "                        from its first free (infer; the other such frees late); lists:\n"
+    "                        late, and refilled pages the lists' order shows taken unseen\n"
+    "                        (a fork's kernel stack) are allocated where it shows them gone\n"
     "  --pcp-high KIND       auto (default: the recorded kernel's rule), tuned (Linux 6.7+:\n"
     "                        each pcp's high mark moves between high_min and high_max) or\n"
     "                        fixed (before 6.7: one mark, zone_highsize)\n"
@@ -393,11 +395,12 @@ static int shape_opt(int argc, char **argv, int *i, bh_cli_replay_t *c) {
     cfg->start_reported_all = e == 1;
     return 1;
   } else if (OPT("untraced-allocs")) {
-    static const char *const untraced[] = {"late", "ignore", "infer"};
-    if (r < 0 || set_enum(verb, "untraced-allocs", v, untraced, 3, &e))
+    static const char *const untraced[] = {"late", "ignore", "infer", "lists"};
+    if (r < 0 || set_enum(verb, "untraced-allocs", v, untraced, 4, &e))
       return -1;
     cfg->untraced_infer = e == 2;
     cfg->untraced_ignore = e == 1;
+    cfg->untraced_lists = e == 3;
     return 1;
   } else if (OPT("pcp-high")) {
     if (r < 0 || set_enum(verb, "pcp-high", v, pcp_highs, 3, &e))

@@ -166,7 +166,10 @@ static json_t *options(const bh_replay_config_t *cfg) {
       a->compact_large_blocks, "pageblock_order", (json_int_t)a->pageblock_order, "start_dir",
       str_or_null(cfg->start_dir), "end_dir", str_or_null(cfg->end_dir), "by",
       bh_replay_by_name(cfg->by), "by_top", (json_int_t)cfg->by_top, "untraced_allocs",
-      cfg->untraced_infer ? "infer" : cfg->untraced_ignore ? "ignore" : "late");
+      cfg->untraced_infer    ? "infer"
+      : cfg->untraced_ignore ? "ignore"
+      : cfg->untraced_lists  ? "lists"
+                             : "late");
 }
 
 /* The arena the run had: its size and CPUs as the replay chose them, its zones' layout. */

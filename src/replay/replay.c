@@ -74,6 +74,13 @@ struct replay {
   const uint64_t *untraced;
   size_t nuntraced, untraced_next;
   uint64_t nfrees;
+  /* the refilled pages an allocation without an event took (struct scan's takes), the next of
+   * them, the mm_page_alloc events played so far, and whether one is being played now (not
+   * counted as the trace's); takes NULL: none */
+  const struct untraced_take *takes;
+  size_t ntakes, takes_next;
+  uint64_t nallocs;
+  bool taking;
   char *err;
   size_t errlen;
   bh_arena_t *arena;
@@ -157,9 +164,19 @@ static double secs_since(const struct timespec *t0) {
 #define LIFO_CPUS 64 /* CPUs whose order-0 pcp lists the first pass follows (lifo_alloc) */
 
 /* A page on a pcp list as the first pass follows it: its stamp (the lists are last in, first
- * out for frees) and pfn. */
+ * out for frees), pfn, and whether a refill put it there (else a free). */
 struct lifo_entry {
   uint64_t stamp, pfn;
+  bool refill;
+};
+
+/* An allocation without an event that the order of a pcp list shows (lifo_alloc): page pfn,
+ * which a refill put on the list (cpu, mt), was taken before the trace's allocation number
+ * `before` (of all its mm_page_alloc events). */
+struct untraced_take {
+  uint64_t before, pfn;
+  int32_t cpu;
+  int32_t mt;
 };
 
 struct scan {
@@ -185,6 +202,10 @@ struct scan {
    * allocation between (untraced_find); sorted, NULL if none */
   uint64_t *untraced;
   size_t nuntraced;
+  /* the pages a refill put on a pcp list that an allocation without an event took
+   * (lifo_alloc), in the order of the allocations they came before; NULL if none */
+  struct untraced_take *takes;
+  size_t ntakes;
 };
 
 /* What the replay uses of an event, in 32 bytes (a bh_event_t takes 48). */
@@ -494,6 +515,13 @@ struct scan_state {
   size_t lifo_n[LIFO_CPUS][BH_MT_PCPTYPES], lifo_cap[LIFO_CPUS][BH_MT_PCPTYPES];
   uint64_t stamp;
   bool pairs_all;
+  /* the list (cpu, mt) is being refilled: no traced allocation or free since its last refill
+   * event (a refill is a run of them, each block added at the list's tail) */
+  bool refilling[LIFO_CPUS][BH_MT_PCPTYPES];
+  uint64_t nallocs; /* mm_page_alloc events so far */
+  size_t takes_cap;
+  bool oom;            /* out of memory following the lists (first_pass_pcp) */
+  bool follow_refills; /* the refilled pages too (untraced_lists) */
 };
 
 /* ---- allocations without an event ----
@@ -511,6 +539,20 @@ struct scan_state {
 #define LF_MAX_ORDER 3
 #define LF_MAX_ENTRIES (4u << 20) /* 192 MiB of table at most; then no more are found */
 
+/* Room for one more of the n elements of size bytes at *v (*cap of them): doubled, from 256,
+ * when full.  0 or BH_ENOMEM (nothing changed). */
+static int grow(void *v, size_t *cap, size_t n, size_t size) {
+  if (n < *cap)
+    return 0;
+  size_t c = *cap ? *cap * 2 : 256;
+  void *q = realloc(*(void **)v, c * size);
+  if (!q)
+    return BH_ENOMEM;
+  *(void **)v = q;
+  *cap = c;
+  return 0;
+}
+
 /* A free of the trace (mm_page_free): if its block was freed last, with nothing allocated over
  * it since, that earlier free goes on sc->untraced.  0 or BH_ENOMEM. */
 COLD static int untraced_free(struct scan_state *st, const bh_event_t *ev) {
@@ -525,14 +567,8 @@ COLD static int untraced_free(struct scan_state *st, const bh_event_t *ev) {
     return 0;
   if (e && e->order == ev->order && (st->pairs_all || (e->aux & 1))) {
     struct scan *sc = st->sc;
-    if (sc->nuntraced == st->untraced_cap) {
-      size_t cap = st->untraced_cap ? st->untraced_cap * 2 : 256;
-      uint64_t *q = realloc(sc->untraced, cap * sizeof(*q));
-      if (!q)
-        return BH_ENOMEM;
-      sc->untraced = q;
-      st->untraced_cap = cap;
-    }
+    if (grow(&sc->untraced, &st->untraced_cap, sc->nuntraced, sizeof(*sc->untraced)))
+      return BH_ENOMEM;
     sc->untraced[sc->nuntraced++] = e->val;
   }
   if (!e && !(e = bh__pfnmap_hinsert(m, ev->pfn)))
@@ -581,38 +617,46 @@ COLD static int lifo_free(struct scan_state *st, const bh_event_t *ev) {
         (*v)[k++] = (*v)[i];
     *n = k;
   }
-  if (*n == *cap) {
-    size_t c = *cap ? *cap * 2 : 256;
-    struct lifo_entry *q = realloc(*v, c * sizeof(*q));
-    if (!q)
-      return BH_ENOMEM;
-    *v = q;
-    *cap = c;
-  }
-  (*v)[(*n)++] = (struct lifo_entry){++st->stamp, ev->pfn};
+  if (grow(v, cap, *n, sizeof(**v)))
+    return BH_ENOMEM;
+  (*v)[(*n)++] = (struct lifo_entry){++st->stamp, ev->pfn, false};
   st->lifo_stamp[ev->pfn] = (uint32_t)st->stamp;
   st->lifo_where[ev->pfn] = (uint8_t)(ev->cpu << 2 | mt);
+  st->refilling[ev->cpu][mt] = false;
+  return 0;
+}
+
+/* Refilled page pfn was taken from the list (cpu, mt) by an allocation without an event,
+ * before the trace's next allocation.  0 or BH_ENOMEM. */
+COLD static int lifo_take(struct scan_state *st, uint64_t pfn, int cpu, int mt) {
+  struct scan *sc = st->sc;
+  if (grow(&sc->takes, &st->takes_cap, sc->ntakes, sizeof(*sc->takes)))
+    return BH_ENOMEM;
+  sc->takes[sc->ntakes++] = (struct untraced_take){st->nallocs, pfn, cpu, mt};
   return 0;
 }
 
 /*
  * A traced order-0 allocation on a CPU takes its list's head (__rmqueue_pcplist,
- * mm/page_alloc.c:3095 in 6.12): where it takes a page freed onto that list, the pages freed
- * there after it (above it) had left the list already, with no event of theirs: an allocation
- * without an event took them (a drain takes the list's tail, and is traced).  A refill shows
- * its list empty (:3082-3092): every page still on it had left the same way.
+ * mm/page_alloc.c:3095 in 6.12): where it takes a page freed or refilled onto that list, the
+ * pages above it had left the list already, with no event of theirs: an allocation without
+ * an event took them (a drain takes the list's tail, and is traced).  A refill shows its list
+ * empty (:3082-3092): every page still on it had left the same way.  A page a free put there
+ * is then one of a pair of frees (lifo_gone); a page a refill put there (rmqueue_bulk adds
+ * each block at the list's tail, :2376) is taken by the replay where the trace shows it gone
+ * (lifo_take).  A refill's own blocks go onto the list, in their order.  0 or BH_ENOMEM.
  */
-COLD static void lifo_alloc(struct scan_state *st, const bh_event_t *ev, bool refill) {
+COLD static int lifo_alloc(struct scan_state *st, const bh_event_t *ev, bool refill) {
   if (!st->last_mt || ev->pfn >= st->fe->nr_pages ||
       (1ull << ev->order) > st->fe->nr_pages - ev->pfn)
-    return;
+    return 0;
   int mt = refill ? ev->migratetype : bh_gfp_migratetype(ev->gfp);
   if (!refill)
     st->last_mt[ev->pfn] = (uint8_t)(mt + 1);
   if (ev->order) { /* a larger block: its pages are off the lists */
     for (uint64_t p = ev->pfn; !refill && p < ev->pfn + (1ull << ev->order); p++)
       st->lifo_stamp[p] = 0;
-    return;
+    return 0;
   }
   struct lifo_entry **v;
   size_t *cap, *n = lifo_list(st, ev->cpu, mt, &v, &cap);
@@ -620,19 +664,42 @@ COLD static void lifo_alloc(struct scan_state *st, const bh_event_t *ev, bool re
   if (!refill) {
     uint32_t stamp = st->lifo_stamp[ev->pfn];
     st->lifo_stamp[ev->pfn] = 0; /* allocated, off whatever list it was on */
+    if (n)
+      st->refilling[ev->cpu][mt] = false;
     if (!stamp || !n || st->lifo_where[ev->pfn] != (uint8_t)(ev->cpu << 2 | mt))
-      return; /* not a page of this list as the trace shows it */
+      return 0; /* not a page of this list as the trace shows it */
     floor = stamp;
   }
-  while (n && *n && (uint32_t)(*v)[*n - 1].stamp != floor) {
-    struct lifo_entry x = (*v)[--*n];
-    if (st->lifo_stamp[x.pfn] == (uint32_t)x.stamp) { /* still there: gone unseen */
-      lifo_gone(st, x.pfn);
-      st->lifo_stamp[x.pfn] = 0;
+  if (!n)
+    return 0;
+  bool *refilling = &st->refilling[ev->cpu][mt];
+  if (!refill || !*refilling) /* a refill's first block: the list was empty */
+    while (*n && (uint32_t)(*v)[*n - 1].stamp != floor) {
+      struct lifo_entry x = (*v)[--*n];
+      if (st->lifo_stamp[x.pfn] != (uint32_t)x.stamp)
+        continue;                /* gone with an event since */
+      st->lifo_stamp[x.pfn] = 0; /* still there: gone unseen */
+      if (!x.refill)
+        lifo_gone(st, x.pfn);
+      else if (lifo_take(st, x.pfn, ev->cpu, mt))
+        return BH_ENOMEM;
     }
+  if (!refill) {
+    if (*n)
+      --*n; /* the allocated page's own entry */
+    return 0;
   }
-  if (!refill && n && *n)
-    --*n; /* the allocated page's own entry */
+  if (!st->follow_refills)
+    return 0;
+  *refilling = true;
+  if (grow(v, cap, *n, sizeof(**v)))
+    return BH_ENOMEM;
+  memmove(*v + 1, *v, *n * sizeof(**v)); /* at the tail: the bottom of the stack */
+  (*v)[0] = (struct lifo_entry){++st->stamp, ev->pfn, true};
+  ++*n;
+  st->lifo_stamp[ev->pfn] = (uint32_t)st->stamp;
+  st->lifo_where[ev->pfn] = (uint8_t)(ev->cpu << 2 | mt);
+  return 0;
 }
 
 /* A drain takes a page off its list (to the buddy lists), as the trace shows. */
@@ -663,8 +730,8 @@ static inline void first_pass_pcp(struct scan_state *st, const bh_event_t *ev) {
     lifo_drain(st, ev);
   } else if (ev->op == BH_EV_ALLOC_ZONE_LOCKED) {
     untraced_drained(st, ev);
-    if (ev->percpu_refill && !ev->order)
-      lifo_alloc(st, ev, true);
+    if (ev->percpu_refill && !ev->order && lifo_alloc(st, ev, true))
+      st->oom = true;
   }
 }
 
@@ -788,8 +855,10 @@ static inline __attribute__((always_inline)) int scan_event(void *ctx, const bh_
       return BH_ENOMEM;
     else if (ev->op == BH_EV_ALLOC && !ev->failed) {
       untraced_alloc(st, ev);
-      lifo_alloc(st, ev, false);
+      if (lifo_alloc(st, ev, false))
+        return BH_ENOMEM;
     }
+    st->nallocs += ev->op == BH_EV_ALLOC;
   }
   if (ev->op == BH_EV_ALLOC) {
     if (ev->failed)
@@ -896,7 +965,8 @@ static int first_pass(struct replay *r, struct scan *sc, bool keep_all) {
                           .drains = drain_evidence(r),
                           .pcp_unplayed =
                               r->cfg->placement != BH_PLACEMENT_TRACE && drain_evidence(r),
-                          .pairs_all = r->cfg->untraced_infer};
+                          .pairs_all = r->cfg->untraced_infer,
+                          .follow_refills = r->cfg->untraced_lists};
   if (bh__pfnmap_init(&st.live.far, 1 << 10)) {
     bh_trace_close(t);
     return BH_ENOMEM;
@@ -923,6 +993,8 @@ static int first_pass(struct replay *r, struct scan *sc, bool keep_all) {
   bh_event_t evs[BATCH];
   while ((err = scan_some(t, evs, BATCH, &st)) > 0)
     ;
+  if (!err && st.oom)
+    err = BH_ENOMEM;
   if (err)
     set_err(r, "%s", err == BH_ENOMEM ? "out of memory" : bh_trace_error(t));
   if (!err && once && !st.keep) {
@@ -1333,7 +1405,7 @@ __attribute__((noinline)) static int shaped_alloc(struct replay *r, const bh_eve
     bh__where_is(a, ev->pfn, ev->order, bh_gfp_migratetype(ev->gfp), (int)(ev->cpu % r->nr_cpus),
                  &w);
   int rc = bh_alloc_pfn(a, ev->gfp, ev->order, ev->cpu, pfn);
-  if (rc == BH_OK && r->agree) {
+  if (rc == BH_OK && r->agree && !r->taking) {
     bh_replay_agreement_t *g = &s->agreement;
     int same = *pfn == ev->pfn, mt = bh_gfp_migratetype(ev->gfp);
     if (!same)
@@ -1445,6 +1517,34 @@ static const bh__em_ops_t arena_ops = {
 
 static inline int do_alloc(struct replay *r, const bh_event_t *ev) {
   return bh__em_alloc(&r->em, &arena_ops, r, ev);
+}
+
+/* Before the trace's allocation ev: the refilled pages an allocation without an event took
+ * from a pcp list's head first (the first pass's takes, lifo_alloc), allocated as the
+ * kernel's allocation of them would be: from the head of that CPU's list of their type,
+ * under the arena's placement; the page itself under the trace's.  Not counted in the
+ * placement agreement (untraced_takes). */
+COLD static int untraced_takes(struct replay *r, const bh_event_t *ev) {
+  static const unsigned gfp_of[BH_MT_PCPTYPES] = {BH_GFP_KERNEL, BH_GFP_USER_MOVABLE,
+                                                  BH_GFP_RECLAIMABLE};
+  uint64_t k = r->nallocs++;
+  int err = 0;
+  r->taking = true;
+  for (; !err && r->takes_next < r->ntakes && r->takes[r->takes_next].before == k;
+       r->takes_next++) {
+    const struct untraced_take *x = &r->takes[r->takes_next];
+    bh_event_t take = {.time_ns = ev->time_ns,
+                       .pfn = x->pfn,
+                       .op = BH_EV_ALLOC,
+                       .order = 0,
+                       .cpu = x->cpu,
+                       .gfp = gfp_of[x->mt],
+                       .migratetype = (int8_t)x->mt};
+    err = do_alloc(r, &take);
+    r->s->untraced_takes++;
+  }
+  r->taking = false;
+  return err;
 }
 
 /* Whether this mm_page_free is one an allocation without an event followed (the first pass's
@@ -1879,7 +1979,9 @@ static inline __attribute__((always_inline)) int play_event(void *ctx, const bh_
   event_clock(r, ev->time_ns);
   r->events++;
   if (ev->op == BH_EV_ALLOC) {
-    int err = do_alloc(r, ev);
+    int err = bh__unlikely(r->takes != NULL) ? untraced_takes(r, ev) : 0;
+    if (!err)
+      err = do_alloc(r, ev);
     if (bh__unlikely(err))
       return err;
   } else if (bh__likely(ev->op <= BH_EV_FREE_BATCHED)) {
@@ -1977,6 +2079,10 @@ static int play(struct replay *r, const struct scan *sc) {
   if (r->shape && !r->cfg->untraced_ignore && sc->nuntraced) {
     r->untraced = sc->untraced;
     r->nuntraced = sc->nuntraced;
+  }
+  if (r->shape && !r->cfg->untraced_ignore && sc->ntakes) {
+    r->takes = sc->takes;
+    r->ntakes = sc->ntakes;
   }
   r->next_tick = BH_NS_PER_SEC;
   r->next_compact = r->cfg->compaction_proactiveness ? BH_NS_PER_SEC / 2 : UINT64_MAX;
@@ -2220,6 +2326,7 @@ void bh__replay_shared_free(bh__replay_shared_t *sh) {
     return;
   kept_free(&sh->sc);
   free(sh->sc.untraced);
+  free(sh->sc.takes);
   bh__first_events_free(&sh->fe);
   bh__origins_free(sh->origins);
   free(sh);
@@ -2319,6 +2426,7 @@ int bh__replay_run_shared(const bh_replay_config_t *cfg, const bh__replay_shared
   if (!borrowed) {
     kept_free(&sc);
     free(sc.untraced);
+    free(sc.takes);
   }
   free((void *)r.touched);
   free(r.rev);
@@ -2607,6 +2715,7 @@ int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *f, int indent) {
   ju64(&w, "untraced_frees", s->untraced_frees);
   ju64(&w, "untraced_allocs", s->untraced_allocs);
   ju64(&w, "untraced_frees_applied", s->untraced_frees_applied);
+  ju64(&w, "untraced_takes", s->untraced_takes);
   jdbl(&w, "virtual_seconds", s->virtual_seconds);
   jdbl(&w, "wall_seconds", s->wall_seconds);
   jdbl(&w, "cpu_seconds", s->cpu_seconds);
