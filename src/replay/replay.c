@@ -518,6 +518,10 @@ struct scan_state {
   /* the list (cpu, mt) is being refilled: no traced allocation or free since its last refill
    * event (a refill is a run of them, each block added at the list's tail) */
   bool refilling[LIFO_CPUS][BH_MT_PCPTYPES];
+  /* with follow_refills, the refill under way on (cpu, mt): its first block's stamp and its
+   * blocks so far (a lone refill event may be a direct take, rmqueue_buddy) */
+  uint64_t batch_stamp[LIFO_CPUS][BH_MT_PCPTYPES];
+  uint32_t batch_len[LIFO_CPUS][BH_MT_PCPTYPES];
   uint64_t nallocs; /* mm_page_alloc events so far */
   size_t takes_cap;
   bool oom;            /* out of memory following the lists (first_pass_pcp) */
@@ -636,15 +640,63 @@ COLD static int lifo_take(struct scan_state *st, uint64_t pfn, int cpu, int mt) 
   return 0;
 }
 
+/* Pops the entries above the one stamped floor (0: every entry), or, with min, those stamped
+ * below min: pages still there had left the list with no event (lifo_gone for a freed page,
+ * lifo_take for a refilled one).  0 or BH_ENOMEM. */
+static int lifo_pop(struct scan_state *st, struct lifo_entry *v, size_t *n, int cpu, int mt,
+                    uint64_t floor, uint64_t min) {
+  while (*n && (uint32_t)v[*n - 1].stamp != floor && !(min && v[*n - 1].stamp >= min)) {
+    struct lifo_entry x = v[--*n];
+    if (st->lifo_stamp[x.pfn] != (uint32_t)x.stamp)
+      continue;                /* gone with an event since */
+    st->lifo_stamp[x.pfn] = 0; /* still there: gone unseen */
+    if (!x.refill)
+      lifo_gone(st, x.pfn);
+    else if (lifo_take(st, x.pfn, cpu, mt))
+      return BH_ENOMEM;
+  }
+  return 0;
+}
+
+/*
+ * A block a refill takes onto (cpu, mt), followed (untraced_lists): added at the list's tail
+ * (rmqueue_bulk, mm/page_alloc.c:2376 in 6.12), the bottom of the stack.  A refill comes only
+ * when the list is empty (:3082-3092), so what the list held had left it unseen; but a lone
+ * event of the kind is also what an order-0 allocation that skips the pcp list makes
+ * (rmqueue_buddy, when the pcp lock is taken or the refill failed, with percpu_refill set as
+ * well), so the list is emptied only at the run's second block.  0 or BH_ENOMEM.
+ */
+static int lifo_refill(struct scan_state *st, const bh_event_t *ev, int mt, struct lifo_entry **v,
+                       size_t *cap, size_t *n) {
+  int cpu = ev->cpu;
+  if (!st->refilling[cpu][mt]) {
+    st->refilling[cpu][mt] = true;
+    st->batch_stamp[cpu][mt] = st->stamp + 1;
+    st->batch_len[cpu][mt] = 0;
+  } else if (st->batch_len[cpu][mt] == 1 &&
+             lifo_pop(st, *v, n, cpu, mt, 0, st->batch_stamp[cpu][mt])) {
+    return BH_ENOMEM;
+  }
+  st->batch_len[cpu][mt]++;
+  if (grow(v, cap, *n, sizeof(**v)))
+    return BH_ENOMEM;
+  memmove(*v + 1, *v, *n * sizeof(**v));
+  (*v)[0] = (struct lifo_entry){++st->stamp, ev->pfn, true};
+  ++*n;
+  st->lifo_stamp[ev->pfn] = (uint32_t)st->stamp;
+  st->lifo_where[ev->pfn] = (uint8_t)(cpu << 2 | mt);
+  return 0;
+}
+
 /*
  * A traced order-0 allocation on a CPU takes its list's head (__rmqueue_pcplist,
  * mm/page_alloc.c:3095 in 6.12): where it takes a page freed or refilled onto that list, the
  * pages above it had left the list already, with no event of theirs: an allocation without
  * an event took them (a drain takes the list's tail, and is traced).  A refill shows its list
  * empty (:3082-3092): every page still on it had left the same way.  A page a free put there
- * is then one of a pair of frees (lifo_gone); a page a refill put there (rmqueue_bulk adds
- * each block at the list's tail, :2376) is taken by the replay where the trace shows it gone
- * (lifo_take).  A refill's own blocks go onto the list, in their order.  0 or BH_ENOMEM.
+ * is then one of a pair of frees (lifo_gone); a page a refill put there (with untraced_lists:
+ * lifo_refill) is taken by the replay where the trace shows it gone (lifo_take).  0 or
+ * BH_ENOMEM.
  */
 COLD static int lifo_alloc(struct scan_state *st, const bh_event_t *ev, bool refill) {
   if (!st->last_mt || ev->pfn >= st->fe->nr_pages ||
@@ -664,41 +716,28 @@ COLD static int lifo_alloc(struct scan_state *st, const bh_event_t *ev, bool ref
   if (!refill) {
     uint32_t stamp = st->lifo_stamp[ev->pfn];
     st->lifo_stamp[ev->pfn] = 0; /* allocated, off whatever list it was on */
-    if (n)
+    bool lone = false;           /* the one block of a refill event run: maybe a direct take */
+    if (n) {
+      lone = st->refilling[ev->cpu][mt] && st->batch_len[ev->cpu][mt] == 1;
       st->refilling[ev->cpu][mt] = false;
+    }
     if (!stamp || !n || st->lifo_where[ev->pfn] != (uint8_t)(ev->cpu << 2 | mt))
       return 0; /* not a page of this list as the trace shows it */
+    if (lone && *n && (uint32_t)(*v)[0].stamp == stamp) {
+      memmove(*v, *v + 1, --*n * sizeof(**v)); /* it alone leaves: the rest stays */
+      return 0;
+    }
     floor = stamp;
   }
   if (!n)
     return 0;
-  bool *refilling = &st->refilling[ev->cpu][mt];
-  if (!refill || !*refilling) /* a refill's first block: the list was empty */
-    while (*n && (uint32_t)(*v)[*n - 1].stamp != floor) {
-      struct lifo_entry x = (*v)[--*n];
-      if (st->lifo_stamp[x.pfn] != (uint32_t)x.stamp)
-        continue;                /* gone with an event since */
-      st->lifo_stamp[x.pfn] = 0; /* still there: gone unseen */
-      if (!x.refill)
-        lifo_gone(st, x.pfn);
-      else if (lifo_take(st, x.pfn, ev->cpu, mt))
-        return BH_ENOMEM;
-    }
-  if (!refill) {
-    if (*n)
-      --*n; /* the allocated page's own entry */
-    return 0;
-  }
-  if (!st->follow_refills)
-    return 0;
-  *refilling = true;
-  if (grow(v, cap, *n, sizeof(**v)))
+  if (refill && st->follow_refills)
+    return lifo_refill(st, ev, mt, v, cap, n);
+  /* a refill without following them: the list was empty, everything on it had left */
+  if (lifo_pop(st, *v, n, ev->cpu, mt, floor, 0))
     return BH_ENOMEM;
-  memmove(*v + 1, *v, *n * sizeof(**v)); /* at the tail: the bottom of the stack */
-  (*v)[0] = (struct lifo_entry){++st->stamp, ev->pfn, true};
-  ++*n;
-  st->lifo_stamp[ev->pfn] = (uint32_t)st->stamp;
-  st->lifo_where[ev->pfn] = (uint8_t)(ev->cpu << 2 | mt);
+  if (!refill && *n)
+    --*n; /* the allocated page's own entry */
   return 0;
 }
 
