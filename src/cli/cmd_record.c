@@ -49,8 +49,6 @@
 #endif
 
 #include <errno.h>
-#include <limits.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -246,9 +244,8 @@ static int drain_start(const bh_cli_tracer_t *tr, drain_t *d, uint64_t reserve) 
   for (int i = 0; !e && i < d->ncpus; i++) {
     const char *what = "";
     if ((e = bh_cli_spool_open(&d->cpus[i].sp, (size_t)d->subbuf, reserve, &what)) != 0) {
-      fprintf(stderr, "buddyhint record: cannot make a spool in %s (%s%s%s): %s\n",
-              getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", what,
-              reserve ? ", --spool-reserve-kb " : "", reserve ? "given" : "", strerror(e));
+      fprintf(stderr, "buddyhint record: cannot make a spool in %s (%s): %s\n",
+              getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", what, strerror(e));
       drain_free(d);
       return -1;
     }

@@ -515,13 +515,12 @@ struct scan_state {
   size_t lifo_n[LIFO_CPUS][BH_MT_PCPTYPES], lifo_cap[LIFO_CPUS][BH_MT_PCPTYPES];
   uint64_t stamp;
   bool pairs_all;
-  /* the list (cpu, mt) is being refilled: no traced allocation or free since its last refill
-   * event (a refill is a run of them, each block added at the list's tail) */
-  bool refilling[LIFO_CPUS][BH_MT_PCPTYPES];
-  /* with follow_refills, the refill under way on (cpu, mt): its first block's stamp and its
-   * blocks so far (a lone refill event may be a direct take, rmqueue_buddy) */
-  uint64_t batch_stamp[LIFO_CPUS][BH_MT_PCPTYPES];
+  /* with follow_refills, the refill under way on (cpu, mt): its blocks so far, 0 once a traced
+   * allocation or free touches the list (a refill is a run of refill events, each block added
+   * at the list's tail; a lone one may be a direct take, rmqueue_buddy), and its first block's
+   * stamp */
   uint32_t batch_len[LIFO_CPUS][BH_MT_PCPTYPES];
+  uint64_t batch_stamp[LIFO_CPUS][BH_MT_PCPTYPES];
   uint64_t nallocs; /* mm_page_alloc events so far */
   size_t takes_cap;
   bool oom;            /* out of memory following the lists (first_pass_pcp) */
@@ -626,7 +625,7 @@ COLD static int lifo_free(struct scan_state *st, const bh_event_t *ev) {
   (*v)[(*n)++] = (struct lifo_entry){++st->stamp, ev->pfn, false};
   st->lifo_stamp[ev->pfn] = (uint32_t)st->stamp;
   st->lifo_where[ev->pfn] = (uint8_t)(ev->cpu << 2 | mt);
-  st->refilling[ev->cpu][mt] = false;
+  st->batch_len[ev->cpu][mt] = 0;
   return 0;
 }
 
@@ -669,14 +668,10 @@ static int lifo_pop(struct scan_state *st, struct lifo_entry *v, size_t *n, int 
 static int lifo_refill(struct scan_state *st, const bh_event_t *ev, int mt, struct lifo_entry **v,
                        size_t *cap, size_t *n) {
   int cpu = ev->cpu;
-  if (!st->refilling[cpu][mt]) {
-    st->refilling[cpu][mt] = true;
+  if (!st->batch_len[cpu][mt])
     st->batch_stamp[cpu][mt] = st->stamp + 1;
-    st->batch_len[cpu][mt] = 0;
-  } else if (st->batch_len[cpu][mt] == 1 &&
-             lifo_pop(st, *v, n, cpu, mt, 0, st->batch_stamp[cpu][mt])) {
-    return BH_ENOMEM;
-  }
+  else if (st->batch_len[cpu][mt] == 1 && lifo_pop(st, *v, n, cpu, mt, 0, st->batch_stamp[cpu][mt]))
+    return BH_ENOMEM; /* the run's second block: a refill, the list was empty */
   st->batch_len[cpu][mt]++;
   if (grow(v, cap, *n, sizeof(**v)))
     return BH_ENOMEM;
@@ -718,8 +713,8 @@ COLD static int lifo_alloc(struct scan_state *st, const bh_event_t *ev, bool ref
     st->lifo_stamp[ev->pfn] = 0; /* allocated, off whatever list it was on */
     bool lone = false;           /* the one block of a refill event run: maybe a direct take */
     if (n) {
-      lone = st->refilling[ev->cpu][mt] && st->batch_len[ev->cpu][mt] == 1;
-      st->refilling[ev->cpu][mt] = false;
+      lone = st->batch_len[ev->cpu][mt] == 1;
+      st->batch_len[ev->cpu][mt] = 0;
     }
     if (!stamp || !n || st->lifo_where[ev->pfn] != (uint8_t)(ev->cpu << 2 | mt))
       return 0; /* not a page of this list as the trace shows it */

@@ -1081,6 +1081,15 @@ static int types_from_trace(struct ctx *c) {
   return 0;
 }
 
+/* rank[pfn's pageblock], if not set yet, the next position: *r + 1. */
+static void rank_first(const struct ctx *c, uint32_t *rank, uint64_t pfn, uint32_t *r) {
+  uint64_t b = pfn >> c->pbo;
+  if (b < c->npb && !rank[b])
+    rank[b] = *r + 1;
+  if (*r < UINT32_MAX - 1)
+    ++*r;
+}
+
 /*
  * pagetypeinfo counts a zone's free blocks by order and type; the free map fitted its blocks'
  * types to those counts, but the start state's free blocks of the pageblock order are not all
@@ -1093,15 +1102,6 @@ static int types_from_trace(struct ctx *c) {
  * take or allocation came latest.  Each swaps with the nearest pageblock of the new type that
  * the trace does not touch, so that the counts of pageblocks by type hold too.
  */
-/* rank[pfn's pageblock], if not set yet, the next position: *r + 1. */
-static void rank_first(const struct ctx *c, uint32_t *rank, uint64_t pfn, uint32_t *r) {
-  uint64_t b = pfn >> c->pbo;
-  if (b < c->npb && !rank[b])
-    rank[b] = *r + 1;
-  if (*r < UINT32_MAX - 1)
-    ++*r;
-}
-
 static int fit_free_pageblocks(struct ctx *c, const bh_snapshot_t *s) {
   const bh__first_events_t *f = c->fes;
   if (!f || !f->pb_type || f->pfn_order || f->pb_order != c->pbo || !s->have_pagetypeinfo)

@@ -338,6 +338,15 @@ static void three_movable_used(bh_arena_t *a, uint64_t p3[3]) {
   assert_int_equal(n, 3);
 }
 
+/* The crafted arena, its description (*desc, the caller frees it) and three_movable_used's
+ * pages. */
+static bh_arena_t *arena_with_used(char **desc, uint64_t p3[3]) {
+  bh_arena_t *a = crafted_arena();
+  *desc = describe(a, false);
+  three_movable_used(a, p3);
+  return a;
+}
+
 /* events into out, with X and Y (the trace lines use neither letter otherwise) replaced by the
  * pfns x and y. */
 static void with_pfns(const char *events, uint64_t x, uint64_t y, char *out, size_t len) {
@@ -365,10 +374,9 @@ static void with_pfns(const char *events, uint64_t x, uint64_t y, char *out, siz
  */
 static void test_start_pcp_order(void **state) {
   (void)state;
-  bh_arena_t *a = crafted_arena();
-  char *desc = describe(a, false);
   uint64_t p3[3];
-  three_movable_used(a, p3);
+  char *desc;
+  bh_arena_t *a = arena_with_used(&desc, p3);
   uint64_t u = p3[0], lo = p3[1], hi = p3[2];
   char lines[512];
   snprintf(lines, sizeof(lines),
@@ -641,10 +649,9 @@ static void test_start_pageblock_types(void **state) {
  */
 static void test_untraced_allocs(void **state) {
   (void)state;
-  bh_arena_t *a = crafted_arena();
-  char *desc = describe(a, false);
   uint64_t p3[3];
-  three_movable_used(a, p3);
+  char *desc;
+  bh_arena_t *a = arena_with_used(&desc, p3);
   unsigned long u = (unsigned long)p3[0], x = (unsigned long)p3[1];
   char lines[512];
   snprintf(lines, sizeof(lines),
@@ -705,10 +712,9 @@ static void test_untraced_allocs(void **state) {
  */
 static void test_untraced_allocs_lifo(void **state) {
   (void)state;
-  bh_arena_t *a = crafted_arena();
-  char *desc = describe(a, false);
   uint64_t p3[3];
-  three_movable_used(a, p3);
+  char *desc;
+  bh_arena_t *a = arena_with_used(&desc, p3);
   /* X: x, Y: u; without the allocation at 3000, nothing shows when u left */
   static const char shown_fmt[] = "# buddyhint-trace 1\n"
                                   "1000 A X 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n"
@@ -895,6 +901,31 @@ static char *r_lines(bh_arena_t *a, bool end, bool with_r) {
  * end_reported() ones.  Returns how many blocks it reported, asserting each is one of a's
  * free blocks, reported once; *again: how many of them was_reported().
  */
+/* Runs cfg with its reports (--reports) written to a string, which the caller frees. */
+static char *replay_reports(bh_replay_config_t *cfg, bh_replay_summary_t *s) {
+  char *csv = NULL, err[512] = "";
+  size_t n = 0;
+  cfg->reports = open_memstream(&csv, &n);
+  assert_non_null(cfg->reports);
+  if (bh_replay_run(cfg, s, err, sizeof(err)))
+    fail_msg("replay: %s", err);
+  fclose(cfg->reports);
+  cfg->reports = NULL;
+  return csv;
+}
+
+/* The row of a reports CSV after the line at *at (the header first): the reported block's pfn
+ * and order, and *at moved to it; false at the end. */
+static bool next_report(char **at, unsigned long *pfn, unsigned *order) {
+  char *nl = strchr(*at, '\n');
+  if (!nl || !nl[1])
+    return false;
+  double t;
+  assert_int_equal(sscanf(nl + 1, "%lf,%lu,%u", &t, pfn, order), 3);
+  *at = nl + 1;
+  return true;
+}
+
 static bool g_start_reported_all; /* bubble_from's replays with --start-reported all */
 
 static uint64_t bubble_from(bh_arena_t *a, bool with_r, uint64_t *again, bh_replay_summary_t *s) {
@@ -919,22 +950,15 @@ static uint64_t bubble_from(bh_arena_t *a, bool with_r, uint64_t *again, bh_repl
   cfg.placement = BH_PLACEMENT_TRACE; /* the page the trace names */
   cfg.idle_ns = 0;
   cfg.start_reported_all = g_start_reported_all;
-  char *csv = NULL, err[512] = "";
-  size_t csvn = 0;
-  cfg.reports = open_memstream(&csv, &csvn);
-  if (bh_replay_run(&cfg, s, err, sizeof(err)))
-    fail_msg("replay: %s", err);
-  fclose(cfg.reports);
+  char *csv = replay_reports(&cfg, s);
   assert_int_equal(s->check_violations, 0);
   assert_string_equal(s->start_state, "kpageflags");
   uint8_t *seen = calloc(a->nr_pages, 1);
   uint64_t blocks = 0;
   *again = 0;
-  for (char *l = strchr(csv, '\n'); l && l[1]; l = strchr(l + 1, '\n')) {
-    unsigned long pfn;
-    unsigned order;
-    double t;
-    assert_int_equal(sscanf(l + 1, "%lf,%lu,%u", &t, &pfn, &order), 3);
+  unsigned long pfn;
+  unsigned order;
+  for (char *at = csv; next_report(&at, &pfn, &order);) {
     assert_true(pfn < a->nr_pages);
     assert_int_equal(seen[pfn]++, 0); /* nothing is allocated: each block once */
     assert_true(a->pages[pfn].flags & BH__PG_BUDDY);
@@ -1487,19 +1511,12 @@ static void test_start_buddy_order_takes(void **state) {
     cfg.arena.backing = BH_BACKING_SIM;
     cfg.hint.strategy = "bubble";
     cfg.start_order_pfn = pfn_order;
-    char *csv = NULL, err[512] = "";
-    size_t csvn = 0;
-    cfg.reports = open_memstream(&csv, &csvn);
     bh_replay_summary_t s;
-    if (bh_replay_run(&cfg, &s, err, sizeof(err)))
-      fail_msg("replay: %s", err);
-    fclose(cfg.reports);
+    char *csv = replay_reports(&cfg, &s);
     long at_lo = -1, at_hi = -2, k = 0;
-    for (char *l = strchr(csv, '\n'); l && l[1]; l = strchr(l + 1, '\n'), k++) {
-      unsigned long pfn;
-      unsigned order;
-      double t;
-      assert_int_equal(sscanf(l + 1, "%lf,%lu,%u", &t, &pfn, &order), 3);
+    unsigned long pfn;
+    unsigned order;
+    for (char *at = csv; next_report(&at, &pfn, &order); k++) {
       if (pfn == lo && at_lo < 0)
         at_lo = k;
       if (pfn == hi && at_hi < 0)
@@ -1571,10 +1588,9 @@ static void test_start_taken(void **state) {
  */
 static void test_untraced_allocs_drained(void **state) {
   (void)state;
-  bh_arena_t *a = crafted_arena();
-  char *desc = describe(a, false);
   uint64_t p3[3];
-  three_movable_used(a, p3);
+  char *desc;
+  bh_arena_t *a = arena_with_used(&desc, p3);
   unsigned long u = (unsigned long)p3[0], x = (unsigned long)p3[1];
   for (int drained = 0; drained < 2; drained++) {
     char drain[64] = "", lines[512];
