@@ -104,9 +104,11 @@ BH__INTERNAL unsigned bh__pcp_orders(const bh_arena_t *a);
  * reporting order that it has not reported, and that no split can have left (the top order,
  * or the lower half of its parent), has a pass pending: each zone that holds such a block
  * notifies the attached strategy once (page_reporting_notify_free), as the free that made
- * the block did.  A strategy without a notify hook must not be attached.
+ * the block did.  Not a block that overlaps one of the n unseen runs: free blocks the start map
+ * did not show free, whose free, if any, nothing records.  A strategy
+ * without a notify hook must not be attached.
  */
-BH__INTERNAL void bh__notify_unreported(bh_arena_t *a);
+BH__INTERNAL void bh__notify_unreported(bh_arena_t *a, const bh_block_run_t *unseen, size_t n);
 
 /* ---- the pcp-event hooks ---- */
 

@@ -322,6 +322,10 @@ int bh__rm_populate(bh__rmachine_t *rm, bh_arena_t *a, unsigned pcp_orders, uint
   s->start_unexplained_pages = st.unexplained_pages;
   s->start_repaired_pages = st.repaired_pages;
   s->start_taken_pages = st.taken_pages;
+  free(rm->unseen);
+  rm->unseen = st.taken; /* kept */
+  rm->nr_unseen = st.nr_taken;
+  st.taken = NULL;
   s->start_retyped_pageblocks = st.retyped_pageblocks;
   bh__start_free(&st);
   return rc;
@@ -676,6 +680,7 @@ void bh__rm_free(bh__rmachine_t *rm) {
   bh_machine_free(rm->m);
   bh__first_events_free(&rm->fe);
   free(rm->kfree);
+  free(rm->unseen);
   memset(rm, 0, sizeof(*rm));
 }
 

@@ -20,6 +20,9 @@ typedef struct bh__rmachine {
    * frees and allocations); tells a free of free memory from an unexplained one */
   uint64_t *kfree;
   uint64_t nr_pages;
+  /* free blocks of the start that its map held allocated (bh__start_t.taken) */
+  bh_block_run_t *unseen;
+  size_t nr_unseen;
 } bh__rmachine_t;
 
 /* Marks the n pages from pfn, all inside rm->kfree, free or allocated: the words a range

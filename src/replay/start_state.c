@@ -153,6 +153,7 @@ void bh__start_free(bh__start_t *st) {
   free(st->pcp);
   free(st->pageblock_mt);
   free(st->movable);
+  free(st->taken);
   memset(st, 0, sizeof(*st));
 }
 
@@ -986,6 +987,11 @@ static void place_taken(struct ctx *c) {
       p &= ~(1ull << o);
     }
     place_block(c, p, o);
+    bh_block_run_t *tk = realloc(c->st->taken, (c->st->nr_taken + 1) * sizeof(*tk));
+    if (tk) { /* out of memory: one pass pending too many at most */
+      tk[c->st->nr_taken++] = (bh_block_run_t){.pfn = p, .count = 1, .order = (uint8_t)o};
+      c->st->taken = tk;
+    }
     /* a block of a pageblock or more is of one type (__free_one_page retypes a merged buddy's
      * pageblock, mm/page_alloc.c:868-875 in 6.12), the take's: __rmqueue_smallest took it
      * from that type's list (a fallback takes it after a claim moved it there); each pageblock
