@@ -84,7 +84,7 @@ unsigned bh__pcp_orders(const bh_arena_t *a) { return a->pcp_orders; }
  * requests no pass.  So only a block a split cannot leave shows a pending pass: one at the
  * top order, or the lower half of its parent (expand only ever frees upper halves).  An
  * unreported upper half below the top order may as well be a split's remainder, and on
- * every guest measured it was (docs/FIDELITY.md): each zone that holds a block a split
+ * every guest measured it was (docs/START-STATE.md): each zone that holds a block a split
  * cannot leave notifies once, as its free did; a start whose eligible blocks were all
  * reported, or split off reported ones, has nothing pending and its first pass waits for a
  * free.  Not a zone whose free pages are below what a pass needs to visit it (its low
@@ -93,9 +93,10 @@ unsigned bh__pcp_orders(const bh_arena_t *a) { return a->pcp_orders; }
  * of a pending one (a guest's DMA zone never has enough).  Nor an unseen block: one the start
  * map held allocated that the trace takes from the buddy lists first (the replay places it
  * free, start_state.c's place_taken).  Its free is not recorded, so nothing says it notified,
- * and its missing reported flag is only the map's silence: on the nine guests with one that
- * reported at order 9, taking it for a notifying free put a pass 2 s after the start where
- * the host's first discard came 2.7 to 64 s after it (docs/FIDELITY.md).
+ * and its missing reported flag is only the map's silence (the hosts had discarded it at boot
+ * and not since): on ten of the eleven guests that reported at order 9, taking it for a
+ * notifying free put a pass 2 s after the start where the host's first discard came 2.7 to
+ * 64 s after it (docs/START-STATE.md).
  */
 static bool split_cannot_leave(const bh_arena_t *a, uint64_t pfn, unsigned order) {
   return order >= a->max_order || !(pfn & (1ull << order));

@@ -1090,7 +1090,7 @@ static void test_start_no_initial_flush(void **state) {
  * A block the start map held allocated and the trace takes first from the buddy lists is
  * free at the start (test_start_taken), but nothing records the free that made it, nor
  * whether it notified: with every block the map shows free reported, nothing is pending
- * (on the guests measured at order 9 no pass followed the start: docs/FIDELITY.md).  The
+ * (on the guests measured at order 9 no pass followed the start: docs/START-STATE.md).  The
  * same block in the map, free and unreported, was made by a free that notified
  * (page_reporting_notify_free from __free_one_page, mm/page_alloc.c:896-897 in 6.12): its
  * pass runs 2 s on (PAGE_REPORTING_DELAY, mm/page_reporting.c:35).
