@@ -703,7 +703,7 @@ int cmd_live(int argc, char **argv) {
       goto abort_outputs;
     }
   }
-  if (bh_cli_tracer_open(&tr, VERB, false))
+  if (bh_cli_tracer_open(&tr, VERB, false, false))
     goto abort_outputs;
   /* the mono clock: every cpu's events on CLOCK_MONOTONIC, which this thread reads too */
   if (bh_cli_tracer_formats(&tr) || bh_cli_tracer_setup(&tr, buffer_kb, "mono") ||

@@ -69,7 +69,7 @@ static void usage(FILE *out) {
   fprintf(out,
           "usage: buddyhint record -o FILE [--buffer-kb N] [--format text|binary]\n"
           "                        [--compress none|gzip|zstd] [--as-root] [--pcp-events]\n"
-          "                        [--spool-reserve-kb N]\n"
+          "                        [--no-bulk-probe] [--spool-reserve-kb N]\n"
           "                        [--] CMD [ARGS]...\n"
           "\n"
           "Records the page allocator events of the running kernel (kmem:mm_page_alloc,\n"
@@ -111,6 +111,12 @@ static void usage(FILE *out) {
           "                         (blocks moving between the pcp and the buddy lists; many)\n"
           "                         and mm_page_alloc_extfrag (fallbacks to another\n"
           "                         migratetype's lists): the trace is then native version 3\n"
+          "                         With it, on x86-64, two kprobe events of our own (removed\n"
+          "                         afterwards) record the pages alloc_pages_bulk takes off the\n"
+          "                         pcp lists (vmalloc's, a fork's kernel stacks), which no\n"
+          "                         tracepoint shows, as allocations; a warning if they cannot\n"
+          "                         be made (root, /proc/kallsyms and /proc/kcore needed)\n"
+          "  --no-bulk-probe        without those probes\n"
           "  --spool-reserve-kb N   take N KiB for each cpu's spool before the start snapshot\n"
           "                         (default 0).  While CMD runs, the ring buffers are copied\n"
           "                         to spools in TMPDIR (/tmp), compressed; on tmpfs each page\n"
@@ -451,7 +457,7 @@ static int stopped_before_start(bh_cli_tracer_t *tr, drain_t *d, int sig, const 
 /* The command line of record. */
 typedef struct record_args {
   const char *out, *fmt, *comp, *clock;
-  bool as_root, pcp_events;
+  bool as_root, pcp_events, no_bulk;
   char **cmd;
   unsigned buffer_kb;
   uint64_t spool_reserve; /* bytes per cpu */
@@ -487,6 +493,9 @@ static int parse_args(int argc, char **argv, record_args_t *ra) {
       i++;
     } else if (!strcmp(a, "--pcp-events")) {
       ra->pcp_events = true;
+      i++;
+    } else if (!strcmp(a, "--no-bulk-probe")) {
+      ra->no_bulk = true;
       i++;
     } else if (a[0] == '-') {
       return bh_cli_usage_error(VERB, "unknown option '%s'", a);
@@ -590,7 +599,7 @@ int cmd_record(int argc, char **argv) {
     bh_trace_writer_pcp_events(w); /* a fresh version 2 writer: cannot fail */
   bh_cli_tracer_t tr;
   rc = BH_EXIT_FAIL;
-  if (bh_cli_tracer_open(&tr, VERB, pcp_events)) {
+  if (bh_cli_tracer_open(&tr, VERB, pcp_events, pcp_events && !ra.no_bulk)) {
     bh_trace_writer_abort(w);
     bh_cli_out_abort(o); /* nothing was there, or what was there stays */
     bh_cli_restore_stop_signals(old);

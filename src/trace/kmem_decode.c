@@ -12,7 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { MAX_KINDS = 8, PAGE_KINDS = 5, GFP_CACHE = 64 };
+enum { MAX_KINDS = 10, PAGE_KINDS = 5, GFP_CACHE = 64, BULK_CPUS = 1024 };
+
+/* struct kind's bulk: the probe at alloc_pages_bulk's entry, or at each page it takes */
+enum { BULK_NONE, BULK_CALL, BULK_PAGE };
 
 /* One of the events we read, with its fields as the kernel describes them. */
 struct kind {
@@ -20,6 +23,8 @@ struct kind {
   uint8_t op;
   struct tep_format_field *pfn, *order, *gfp, *mt, *refill;
   struct tep_format_field *forder, *fmt, *own; /* mm_page_alloc_extfrag's fallback fields */
+  uint8_t bulk;                                /* BULK_*: one of the bulk probes */
+  struct tep_format_field *page, *base;        /* BULK_PAGE's struct page and vmemmap_base */
 };
 
 struct gfp_entry {
@@ -36,6 +41,12 @@ struct bh__kmem_decoder {
   int nkinds;
   struct trace_seq seq;
   struct gfp_entry gfp_cache[GFP_CACHE];
+  /* per CPU, the gfp mask of the alloc_pages_bulk call under way (BULK_CALL) */
+  struct {
+    uint32_t bits;
+    uint8_t zone;
+    bool known;
+  } bulk_gfp[BULK_CPUS];
 };
 
 void bh__kmem_decoder_free(bh__kmem_decoder_t *d) {
@@ -129,6 +140,30 @@ int bh__kmem_decoder_add_pcp(bh__kmem_decoder_t *d, char *msg, size_t len) {
   return err ? err : add_kind(d, "mm_page_alloc_extfrag", BH_EV_EXTFRAG, msg, len);
 }
 
+int bh__kmem_decoder_add_bulk(bh__kmem_decoder_t *d, const char *system, char *msg, size_t len) {
+  struct tep_event *call = tep_find_event_by_name(d->tep, system, "bulk_call"),
+                   *page = tep_find_event_by_name(d->tep, system, "bulk_page");
+  if (!call || !page)
+    return 0;
+  if (d->nkinds + 2 > MAX_KINDS) {
+    snprintf(msg, len, "too many kinds of event");
+    return BH_EFORMAT;
+  }
+  struct kind *k = &d->kinds[d->nkinds];
+  memset(k, 0, 2 * sizeof(*k));
+  k[0] = (struct kind){.id = call->id, .op = BH_EV_ALLOC, .bulk = BULK_CALL};
+  k[0].gfp = tep_find_field(call, "gfp");
+  k[1] = (struct kind){.id = page->id, .op = BH_EV_ALLOC, .bulk = BULK_PAGE};
+  k[1].page = tep_find_field(page, "page");
+  k[1].base = tep_find_field(page, "base");
+  if (!k[0].gfp || !k[1].page || !k[1].base) {
+    snprintf(msg, len, "%s:bulk_call or bulk_page lacks its gfp, page or base field", system);
+    return BH_EFORMAT;
+  }
+  d->nkinds += 2;
+  return 0;
+}
+
 static const struct kind *kind_of(const bh__kmem_decoder_t *d, int id) {
   for (int i = 0; i < d->nkinds; i++)
     if (d->kinds[i].id == id)
@@ -192,12 +227,61 @@ static const struct gfp_entry *gfp_of(bh__kmem_decoder_t *d, uint64_t raw, struc
   return e;
 }
 
+/*
+ * A bulk probe's record: at alloc_pages_bulk's entry, its gfp mask kept for its CPU (no
+ * event); at each page it takes, an order-0 allocation of that mask.  The pfn is the page's
+ * index in the vmemmap (struct page is 64 bytes on x86-64); a null page (the list was empty)
+ * is no allocation.
+ */
+static int decode_bulk(bh__kmem_decoder_t *d, const struct kind *k, struct tep_record *rec,
+                       bh_event_t *ev, uint64_t *gfp_unknown, const char **why) {
+  uint64_t v, page, base;
+  int cpu = rec->cpu;
+  *why = NULL;
+  if (k->bulk == BULK_CALL) {
+    if (!read_field(k->gfp, rec, &v)) {
+      *why = "record too short for its gfp field";
+      return -1;
+    }
+    if (cpu >= 0 && cpu < BULK_CPUS) {
+      const struct gfp_entry *g = gfp_of(d, v, rec, gfp_unknown);
+      d->bulk_gfp[cpu].bits = g->bits;
+      d->bulk_gfp[cpu].zone = g->zone;
+      d->bulk_gfp[cpu].known = true;
+    }
+    return 0;
+  }
+  if (!read_field(k->page, rec, &page) || !read_field(k->base, rec, &base)) {
+    *why = "record too short for its page or base field";
+    return -1;
+  }
+  if (!page)
+    return 0;
+  if (page < base || (page - base) % 64 || (page - base) / 64 >= 1ull << 52) {
+    *why = "bulk_page's page is not a struct page of the vmemmap";
+    return -1;
+  }
+  bool known = cpu >= 0 && cpu < BULK_CPUS && d->bulk_gfp[cpu].known;
+  memset(ev, 0, sizeof(*ev));
+  ev->time_ns = rec->ts;
+  ev->cpu = rec->cpu;
+  ev->pid = tep_data_pid(d->tep, rec);
+  ev->op = BH_EV_ALLOC;
+  ev->pfn = (page - base) / 64;
+  ev->gfp = known ? d->bulk_gfp[cpu].bits : 0;
+  ev->zone = known ? d->bulk_gfp[cpu].zone : (uint8_t)bh_gfp_zone(0);
+  ev->migratetype = (int8_t)(known ? bh_gfp_migratetype(ev->gfp) : -1);
+  return 1;
+}
+
 int bh__kmem_decode(bh__kmem_decoder_t *d, struct tep_record *rec, bh_event_t *ev,
                     uint64_t *gfp_unknown, const char **why) {
   const struct kind *k = kind_of(d, tep_data_type(d->tep, rec));
   if (!k)
     return 0;
   uint64_t pfn, order = 0, v;
+  if (k->bulk)
+    return decode_bulk(d, k, rec, ev, gfp_unknown, why);
   memset(ev, 0, sizeof(*ev));
   ev->time_ns = rec->ts;
   ev->cpu = rec->cpu;

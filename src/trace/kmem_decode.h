@@ -45,6 +45,14 @@ void bh__kmem_decoder_free(bh__kmem_decoder_t *d);
 int bh__kmem_decoder_add_pcp(bh__kmem_decoder_t *d, char *msg, size_t len);
 
 /*
+ * Makes d decode the two kprobe events `buddyhint record` makes under system for the pages
+ * alloc_pages_bulk takes with no kmem event (cli/record/record_bulk.c): system:bulk_call (its
+ * gfp mask, kept per CPU) and system:bulk_page (each page, an order-0 BH_EV_ALLOC of that
+ * mask), where tep has them.  Returns 0, or BH_EFORMAT with msg set.
+ */
+int bh__kmem_decoder_add_bulk(bh__kmem_decoder_t *d, const char *system, char *msg, size_t len);
+
+/*
  * Decodes rec (its data, size, ts and cpu) into ev.  Returns 1 for one of our events, 0 for a
  * record of another event (ev untouched), -1 for one of ours that cannot be read, with *why
  * saying what is wrong.  *gfp_unknown grows by the gfp flag names bh_gfp_parse did not know.

@@ -44,7 +44,7 @@ const char *const bh_cli_kmem_events[NR_PCP_EVENTS] = {"mm_page_alloc",
 /* ---- tracefs, through libtracefs ---- */
 
 /* Finds or mounts tracefs, removes stale instances and makes ours. */
-int bh_cli_tracer_open(bh_cli_tracer_t *tr, const char *verb, bool pcp_events) {
+int bh_cli_tracer_open(bh_cli_tracer_t *tr, const char *verb, bool pcp_events, bool bulk) {
   memset(tr, 0, sizeof(*tr));
   tr->verb = verb;
   tr->nr_events = pcp_events ? NR_PCP_EVENTS : NR_EVENTS;
@@ -64,8 +64,15 @@ int bh_cli_tracer_open(bh_cli_tracer_t *tr, const char *verb, bool pcp_events) {
   errno = 0;
   tr->inst = tracefs_instance_create(name);
   tr->dir = tr->inst ? tracefs_instance_get_dir(tr->inst) : NULL;
-  if (tr->inst && tr->dir && tracefs_instance_is_new(tr->inst))
+  if (tr->inst && tr->dir && tracefs_instance_is_new(tr->inst)) {
+    char why[256] = "";
+    if (bulk && bh_cli_bulk_probe_add(tr->root, tr->bulk_system, sizeof(tr->bulk_system), why,
+                                      sizeof(why))) {
+      tr->bulk_system[0] = '\0';
+      tmsg(tr, "warning: the pages alloc_pages_bulk takes are not recorded: %s\n", why);
+    }
     return 0;
+  }
   int e = errno ? errno : EEXIST;
   tmsg(tr,
        "cannot make a tracefs instance (%s/instances/%s): %s; the top-level "
@@ -89,8 +96,12 @@ void bh_cli_tracer_close(bh_cli_tracer_t *tr) {
   tracefs_trace_off(tr->inst);
   for (int i = 0; i < tr->nr_events; i++)
     tracefs_event_disable(tr->inst, "kmem", bh_cli_kmem_events[i]);
+  if (tr->bulk_system[0])
+    tracefs_event_disable(tr->inst, tr->bulk_system, NULL);
   if (tracefs_instance_destroy(tr->inst))
     tmsg(tr, "warning: cannot remove the tracefs instance %s: %s\n", tr->dir, strerror(errno));
+  if (tr->bulk_system[0] && bh_cli_bulk_probe_remove(tr->root, tr->bulk_system))
+    tmsg(tr, "warning: cannot remove the kprobe events %s: %s\n", tr->bulk_system, strerror(errno));
   tracefs_instance_free(tr->inst);
   free(tr->dir);
   if (tr->mounted && umount(tr->root))
@@ -130,6 +141,15 @@ static struct tep_handle *kmem_tep(const bh_cli_tracer_t *tr) {
       free(buf);
     }
   }
+  static const char *const bulk[] = {BH_CLI_BULK_CALL, BH_CLI_BULK_PAGE};
+  for (size_t i = 0; tr->bulk_system[0] && i < 2; i++) {
+    char rel[128];
+    snprintf(rel, sizeof(rel), "events/%s/%s/format", tr->bulk_system, bulk[i]);
+    if ((buf = tracefs_instance_file_read(tr->inst, rel, &size)) != NULL) {
+      tep_parse_event(tep, buf, (unsigned long)size, tr->bulk_system);
+      free(buf);
+    }
+  }
   return tep;
 }
 
@@ -143,6 +163,9 @@ int bh_cli_tracer_formats(bh_cli_tracer_t *tr) {
   else if (bh__kmem_decoder_new(tr->tep, &tr->dec, why, sizeof(why)))
     ;
   else if (tr->nr_events > NR_EVENTS && bh__kmem_decoder_add_pcp(tr->dec, why, sizeof(why)))
+    ;
+  else if (tr->bulk_system[0] &&
+           bh__kmem_decoder_add_bulk(tr->dec, tr->bulk_system, why, sizeof(why)))
     ;
   else if (!tep_find_event_by_name(tr->tep, "kmem", bh_cli_kmem_events[0]))
     snprintf(why, sizeof(why), "this kernel has no kmem:%s event", bh_cli_kmem_events[0]);
@@ -174,6 +197,11 @@ int bh_cli_tracer_setup(bh_cli_tracer_t *tr, unsigned buffer_kb, const char *clo
            strerror(errno ? errno : ENOENT));
       return -1;
     }
+  }
+  if (tr->bulk_system[0] && tracefs_event_enable(tr->inst, tr->bulk_system, NULL)) {
+    tmsg(tr, "cannot enable the kprobe events %s: %s\n", tr->bulk_system,
+         strerror(errno ? errno : ENOENT));
+    return -1;
   }
   return 0;
 }

@@ -3,6 +3,7 @@
 #ifndef BH_CLI_RECORD_TRACER_H
 #define BH_CLI_RECORD_TRACER_H
 
+#include "cli/record/record_bulk.h"
 #include "cli/record/record_safety.h"
 
 #include <signal.h>
@@ -33,10 +34,13 @@ typedef struct bh_cli_tracer {
   const char *verb; /* for messages: "buddyhint VERB: ..." */
   int nr_events; /* NR_EVENTS, or NR_PCP_EVENTS with the pcp events */ /* we mounted tracefs (and
                                                                           unmount it at the end) */
+  /* the kprobe events of alloc_pages_bulk's pages (record_bulk.h), if made: their system */
+  char bulk_system[48];
 } bh_cli_tracer_t;
 
-/* Finds or mounts tracefs, removes stale instances and makes ours; 0, or -1 after a message. */
-int bh_cli_tracer_open(bh_cli_tracer_t *tr, const char *verb, bool pcp_events);
+/* Finds or mounts tracefs, removes stale instances and makes ours; with bulk, the probes of
+ * alloc_pages_bulk's pages too (a warning if they cannot be made); 0, or -1 after a message. */
+int bh_cli_tracer_open(bh_cli_tracer_t *tr, const char *verb, bool pcp_events, bool bulk);
 /* Undoes bh_cli_tracer_open and whatever was changed since. */
 void bh_cli_tracer_close(bh_cli_tracer_t *tr);
 /* The kmem events' formats, as the kernel describes them, and their decoder; 0 or -1. */
