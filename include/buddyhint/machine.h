@@ -194,6 +194,14 @@ BH_API const bh_machine_info_t *bh_machine_info(const bh_machine_t *m);
 BH_API const bh_snapshot_t *bh_machine_snapshot(const bh_machine_t *m, int which);
 /* A section's text as stored ("start/buddyinfo", "end/zoneinfo", ...), or NULL. */
 BH_API const char *bh_machine_section(const bh_machine_t *m, const char *name);
+/*
+ * Stores text (lines; a last newline is added) as section name, replacing one of that name:
+ * a section of one's own, kept with the description and ignored by what does not know it.
+ * Not the sections the description is made of ("machine", and a snapshot's zoneinfo,
+ * buddyinfo, pagetypeinfo, freemap or info): those come from snapshots.  A name is one word
+ * of printable characters.  Returns 0, BH_EINVAL or BH_ENOMEM.
+ */
+BH_API int bh_machine_set_section(bh_machine_t *m, const char *name, const char *text);
 /* Removes snapshot which from m (its sections too). */
 BH_API void bh_machine_drop_snapshot(bh_machine_t *m, int which);
 /* Copies snapshot which of src (with its sections) into dst, whose layout must agree or be

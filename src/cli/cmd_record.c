@@ -375,18 +375,90 @@ static void copy_one(copy_t *cp, const bh_cli_tracer_t *tr, stream_t *s) {
  * and one per cpu at the end for what the ring buffer's counters report beyond that.
  * Returns 0, or -1 after a message.
  */
-static int copy_events(const bh_cli_tracer_t *tr, const drain_t *d, copy_t *cp) {
+/* The streams of d's spools from their first events, as many as *n were made; *rc -1 if one
+ * failed (or NULL, out of memory). */
+static stream_t *streams_open(const bh_cli_tracer_t *tr, const drain_t *d, int *n, int *rc) {
   stream_t *st = calloc((size_t)d->ncpus, sizeof(*st));
-  int n = 0, rc = 0;
-  for (; st && n < d->ncpus; n++) {
-    st[n] = (stream_t){
-        .c = &d->cpus[n], .page = malloc((size_t)d->subbuf), .kbuf = tep_kbuffer(tr->tep)};
-    if (!st[n].page || !st[n].kbuf || stream_next(&st[n], false)) {
-      n++;
-      rc = -1;
+  *n = 0;
+  *rc = 0;
+  for (; st && *n < d->ncpus; ++*n) {
+    st[*n] = (stream_t){
+        .c = &d->cpus[*n], .page = malloc((size_t)d->subbuf), .kbuf = tep_kbuffer(tr->tep)};
+    if (!st[*n].page || !st[*n].kbuf || stream_next(&st[*n], false)) {
+      ++*n;
+      *rc = -1;
       break;
     }
   }
+  return st;
+}
+
+static void streams_free(stream_t *st, int n) {
+  for (int i = 0; st && i < n; i++) {
+    free(st[i].page);
+    kbuffer_free(st[i].kbuf);
+  }
+  free(st);
+}
+
+/*
+ * The description's section start/window_frees: the frees (mm_page_free, _batched) and the
+ * drains to the buddy lists (mm_page_pcpu_drain) of the 2 s before lo, the start snapshot's
+ * window, whose events the trace leaves out (the map holds what they did), as "PFN ORDER"
+ * lines (hex pfn), the last WINDOW_FREES of them.  One that made a free block at or above
+ * page reporting's order requested a pass that had not run by the start (PAGE_REPORTING_DELAY
+ * is 2 s); a replay of a reporting guest starts with it pending (bh__notify_unreported).  The
+ * spools are read to their first event after lo and rewound.  0, or -1 after a message.
+ */
+enum { WINDOW_FREES = 1 << 16 };
+static int window_frees(const bh_cli_tracer_t *tr, const drain_t *d, uint64_t lo,
+                        bh_machine_t *m) {
+  if (!lo || !m)
+    return 0;
+  int n, rc;
+  stream_t *st = streams_open(tr, d, &n, &rc);
+  uint64_t *ring = st && !rc ? malloc(WINDOW_FREES * sizeof(*ring)) : NULL;
+  size_t got = 0;
+  stream_t *s;
+  while (ring && (s = earliest(st, n)) && s->ts <= lo) {
+    struct tep_record rec = {
+        .ts = s->ts, .cpu = s->c->cpu, .data = s->data, .size = kbuffer_event_size(s->kbuf)};
+    bh_event_t ev;
+    const char *why;
+    uint64_t unknown = 0;
+    if (s->ts + 2000000000ull > lo && bh__kmem_decode(tr->dec, &rec, &ev, &unknown, &why) == 1 &&
+        (ev.op == BH_EV_FREE || ev.op == BH_EV_FREE_BATCHED || ev.op == BH_EV_PCPU_DRAIN) &&
+        ev.pfn < 1ull << 56 && ev.order < 64)
+      ring[got++ % WINDOW_FREES] = ev.pfn << 6 | ev.order;
+    if (stream_next(s, true))
+      rc = -1;
+  }
+  streams_free(st, n);
+  for (int i = 0; i < d->ncpus; i++)
+    bh_cli_spool_rewind(d->cpus[i].sp);
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = ring && !rc ? open_memstream(&text, &len) : NULL;
+  for (size_t i = got > WINDOW_FREES ? got - WINDOW_FREES : 0; f && i < got; i++) {
+    uint64_t v = ring[i % WINDOW_FREES];
+    fprintf(f, "%llx %u\n", (unsigned long long)(v >> 6), (unsigned)(v & 63));
+  }
+  if (f && fclose(f))
+    text = NULL;
+  free(ring);
+  if (!text || rc || bh_machine_set_section(m, "start/window_frees", text)) {
+    free(text);
+    fprintf(stderr, "buddyhint record: cannot read the frees before the start snapshot: %s\n",
+            strerror(errno ? errno : ENOMEM));
+    return -1;
+  }
+  free(text);
+  return 0;
+}
+
+static int copy_events(const bh_cli_tracer_t *tr, const drain_t *d, copy_t *cp) {
+  int n, rc;
+  stream_t *st = streams_open(tr, d, &n, &rc);
   stream_t *s;
   uint64_t last = 0;
   while (!rc && !cp->err && (s = earliest(st, n))) {
@@ -407,10 +479,8 @@ static int copy_events(const bh_cli_tracer_t *tr, const drain_t *d, copy_t *cp) 
     if (!rc && !cp->err && lost > st[i].lost)
       cp->err = bh_trace_write_lost(cp->w, last, lost - st[i].lost, st[i].c->cpu);
     cp->c->lost_events += lost;
-    free(st[i].page);
-    kbuffer_free(st[i].kbuf);
   }
-  free(st);
+  streams_free(st, n);
   if (cp->err)
     fprintf(stderr, "buddyhint record: %s\n", bh_trace_error(NULL));
   else if (!rc && cp->c->malformed)
@@ -666,10 +736,10 @@ restore_signals:
             "buddyhint record: warning: events were lost (overrun %llu, dropped %llu): "
             "the trace is incomplete; try a larger --buffer-kb\n",
             overrun, dropped);
-  if (bh_cli_rec_describe(VERB, machine, w))
-    goto cleanup;
   copy_t cp = {.w = w, .c = &c};
   bh_cli_rec_window(machine, &cp.lo, &cp.hi);
+  if (window_frees(&tr, &drain, cp.lo, machine) || bh_cli_rec_describe(VERB, machine, w))
+    goto cleanup;
   int copied = copy_events(&tr, &drain, &cp);
   if (cp.cut)
     fprintf(stderr,

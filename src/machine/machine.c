@@ -87,6 +87,15 @@ int bh__machine_set_section(bh_machine_t *m, const char *name, const char *text,
   return 0;
 }
 
+int bh_machine_set_section(bh_machine_t *m, const char *name, const char *text) {
+  if (!m || !name || !text || !name[0] || section_rank(name) < 100)
+    return BH_EINVAL; /* "machine" and a snapshot's files have ranks below 100 */
+  for (const char *c = name; *c; c++)
+    if (*c <= ' ' || *c > '~')
+      return BH_EINVAL;
+  return bh__machine_set_section(m, name, text, strlen(text));
+}
+
 void bh__machine_drop_section(bh_machine_t *m, const char *name) {
   bh__section_t *s = find_section(m, name);
   if (!s)

@@ -1732,8 +1732,12 @@ static int setup(struct replay *r, const struct scan *sc) {
   }
   /* a recorded machine's reporting has a pass pending for the unreported free blocks only a
    * free can have made, of those the start map shows free */
-  if (hc.registered_at_boot && (bh_hint_strategy(r->hint)->flags & BH_STRATEGY_PAGE_REPORTED))
-    bh__notify_unreported(r->arena, r->rm.unseen, r->rm.nr_unseen);
+  if (hc.registered_at_boot && (bh_hint_strategy(r->hint)->flags & BH_STRATEGY_PAGE_REPORTED)) {
+    size_t nfreed = 0;
+    bh_block_run_t *freed = bh__rm_window_frees(&r->rm, &nfreed);
+    bh__notify_unreported(r->arena, r->rm.unseen, r->rm.nr_unseen, freed, nfreed);
+    free(freed);
+  }
   if (cfg->placements) /* rows only where agreement is counted */
     fprintf(cfg->placements, "trace_time_s,cpu,order,migratetype,kernel_pfn,pfn,where\n");
   if (cfg->reports) {

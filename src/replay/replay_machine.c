@@ -676,6 +676,31 @@ int bh__rm_dump(const bh__rmachine_t *rm, bh_arena_t *a, const char *dir, char *
   return 0;
 }
 
+bh_block_run_t *bh__rm_window_frees(const bh__rmachine_t *rm, size_t *n) {
+  *n = 0;
+  const char *t = rm->m ? bh_machine_section(rm->m, "start/window_frees") : NULL;
+  size_t cap = 0;
+  bh_block_run_t *v = NULL;
+  for (; t && *t; t = strchr(t, '\n') ? strchr(t, '\n') + 1 : t + strlen(t)) {
+    unsigned long long pfn;
+    unsigned order;
+    if (sscanf(t, "%llx %u", &pfn, &order) != 2 || order > BH_ORDER_LIMIT)
+      continue; /* not ours to judge: the description was read as it was written */
+    if (*n == cap) {
+      cap = cap ? cap * 2 : 256;
+      bh_block_run_t *q = realloc(v, cap * sizeof(*q));
+      if (!q) {
+        free(v);
+        *n = 0;
+        return NULL;
+      }
+      v = q;
+    }
+    v[(*n)++] = (bh_block_run_t){.pfn = pfn, .count = 1, .order = (uint8_t)order};
+  }
+  return v;
+}
+
 void bh__rm_free(bh__rmachine_t *rm) {
   bh_machine_free(rm->m);
   bh__first_events_free(&rm->fe);

@@ -118,6 +118,10 @@ void bh__rm_fidelity(const bh__rmachine_t *rm, bh_arena_t *a, bh_replay_summary_
 int bh__rm_dump_check(const char *dir, char *err, size_t errlen);
 /* At the end of the trace: the dumps in dir. */
 int bh__rm_dump(const bh__rmachine_t *rm, bh_arena_t *a, const char *dir, char *err, size_t errlen);
+/* The recording's frees of the 2 s before its start map was read (the description's
+ * start/window_frees, "PFN ORDER" lines with the pfn in hex), malloc'd, *n of them; NULL if
+ * none, or out of memory (a pass that should be pending is then not). */
+bh_block_run_t *bh__rm_window_frees(const bh__rmachine_t *rm, size_t *n);
 void bh__rm_free(bh__rmachine_t *rm);
 
 /* The names of BH_WHERE_* as the summary's misses_by_where and --placements write them. */

@@ -494,6 +494,15 @@ static void rows_machine(struct fixture *x) {
   ROW("bh_machine_snapshot", "out of range", bh_machine_snapshot(m, 99) == NULL);
   ROW("bh_machine_section", "NULL machine", bh_machine_section(NULL, "machine") == NULL);
   ROW("bh_machine_section", "NULL name", bh_machine_section(m, NULL) == NULL);
+  ROW("bh_machine_set_section", "NULL machine", bh_machine_set_section(NULL, "x", "") == BH_EINVAL);
+  ROW("bh_machine_set_section", "NULL name", bh_machine_set_section(m, NULL, "") == BH_EINVAL);
+  ROW("bh_machine_set_section", "NULL text", bh_machine_set_section(m, "x", NULL) == BH_EINVAL);
+  ROW("bh_machine_set_section", "a snapshot's file",
+      bh_machine_set_section(m, "start/freemap", "") == BH_EINVAL);
+  ROW("bh_machine_set_section", "two words", bh_machine_set_section(m, "a b", "") == BH_EINVAL);
+  ROW("bh_machine_set_section", "one of one's own",
+      bh_machine_set_section(m, "start/mine", "1 2") == 0 &&
+          !strcmp(bh_machine_section(m, "start/mine"), "1 2\n"));
   ROW("bh_machine_drop_snapshot", "NULL", (bh_machine_drop_snapshot(NULL, 0), true));
   ROW("bh_machine_drop_snapshot", "out of range", (bh_machine_drop_snapshot(m, 99), true));
   ROW("bh_machine_copy_snapshot", "NULL destination",

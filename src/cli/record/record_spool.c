@@ -211,6 +211,14 @@ int bh_cli_spool_get(bh_cli_spool_t *s, void *page) {
   return 1;
 }
 
+void bh_cli_spool_rewind(bh_cli_spool_t *s) {
+  if (s->zd)
+    ZSTD_DCtx_reset(s->zd, ZSTD_reset_session_only);
+  s->in_off = 0;
+  s->in_len = s->in_pos = 0;
+  s->in_eof = 0;
+}
+
 void bh_cli_spool_close(bh_cli_spool_t *s) {
   if (!s)
     return;

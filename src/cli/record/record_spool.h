@@ -29,6 +29,8 @@ uint64_t bh_cli_spool_pages(const bh_cli_spool_t *s);
 /* The next sub-buffer into page (subbuf bytes), from the first after finish: 1, 0 at the
  * end, -1 with errno (EILSEQ: the file does not decompress). */
 int bh_cli_spool_get(bh_cli_spool_t *s, void *page);
+/* The next bh_cli_spool_get reads the first sub-buffer again. */
+void bh_cli_spool_rewind(bh_cli_spool_t *s);
 void bh_cli_spool_close(bh_cli_spool_t *s);
 
 #endif
