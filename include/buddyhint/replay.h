@@ -426,6 +426,12 @@ typedef struct bh_replay_summary {
    * next allocation from that list shows (it takes a page below them): allocated right
    * before it (untraced_lists only) */
   uint64_t untraced_takes;
+  /* the order a strategy that is the kernel's page reporting (bubble, adaptive) reported at,
+   * -1 for another strategy; and where it came from: "option" (its order option), "recorded"
+   * (the recorded machine's page_reporting_order, taken where no option gives one) or
+   * "default" (the strategy's own, the pageblock order) */
+  int reporting_order;
+  char reporting_order_source[16];
 } bh_replay_summary_t;
 
 /*

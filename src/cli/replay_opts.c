@@ -657,6 +657,8 @@ void bh_cli_print_summary(FILE *f, const bh_replay_summary_t *s) {
   if (s->layout[0]) {
     fprintf(f, "machine      %s layout, %s start, %s placement", s->layout, s->start_state,
             s->placement);
+    if (!strcmp(s->reporting_order_source, "recorded"))
+      fprintf(f, ", reporting at order %d as recorded", s->reporting_order);
     if (s->pretrace_frees || s->start_conflicts || s->placement_conflicts)
       fprintf(f,
               "; %lu frees of memory allocated before the trace, %lu start conflicts, %lu "

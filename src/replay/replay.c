@@ -1645,6 +1645,44 @@ static int map_init(struct replay *r, const struct scan *sc) {
   return bh__pfnmap_init(&r->em.map, cap) ? BH_ENOMEM : BH_OK;
 }
 
+/*
+ * A recorded guest's page reporting ran at its page_reporting_order
+ * (/sys/module/page_reporting/parameters/page_reporting_order, in the description): a
+ * strategy that is the kernel's page reporting (BH_STRATEGY_PAGE_REPORTED) takes it unless
+ * its order option gives one, through hc's options (a copy with it added, *opts, freed by the
+ * caller after the attach; buf holds its value).  Notes which in the summary.  0 or BH_ENOMEM.
+ */
+static int reporting_order(struct replay *r, bh_hint_config_t *hc, bh_opt_t **opts, char *buf,
+                           size_t len) {
+  const bh_strategy_ops_t *ops = bh_strategy_find(hc->strategy ? hc->strategy : "none");
+  r->s->reporting_order = -1;
+  snprintf(r->s->reporting_order_source, sizeof(r->s->reporting_order_source), "%s", "");
+  if (!ops || !(ops->flags & BH_STRATEGY_PAGE_REPORTED) || (hc->nopts && !hc->opts))
+    return 0; /* (no options with a count: the attach refuses them) */
+  const char *given = NULL;
+  for (size_t i = 0; i < hc->nopts; i++)
+    if (hc->opts[i].key && !strcmp(hc->opts[i].key, "order"))
+      given = hc->opts[i].value;
+  int recorded = r->shape && r->rm.m ? bh_machine_info(r->rm.m)->page_reporting_order : -1;
+  const char *source = given ? "option" : recorded >= 0 ? "recorded" : "default";
+  snprintf(r->s->reporting_order_source, sizeof(r->s->reporting_order_source), "%s", source);
+  r->s->reporting_order = given           ? atoi(given)
+                          : recorded >= 0 ? recorded
+                                          : (int)bh_arena_pageblock_order(r->arena);
+  if (given || recorded < 0)
+    return 0;
+  *opts = malloc((hc->nopts + 1) * sizeof(**opts));
+  if (!*opts)
+    return BH_ENOMEM;
+  if (hc->nopts)
+    memcpy(*opts, hc->opts, hc->nopts * sizeof(**opts));
+  snprintf(buf, len, "%d", recorded);
+  (*opts)[hc->nopts] = (bh_opt_t){"order", buf};
+  hc->opts = *opts;
+  hc->nopts++;
+  return 0;
+}
+
 static int setup(struct replay *r, const struct scan *sc) {
   const bh_replay_config_t *cfg = r->cfg;
   bh_config_t ac = cfg->arena;
@@ -1715,7 +1753,12 @@ static int setup(struct replay *r, const struct scan *sc) {
     hc.clock = BH_CLOCK_THREAD;
   /* a recorded machine's reporting was registered when it booted: no initial flush now */
   hc.registered_at_boot = r->shape && r->rm.start != BH__START_EMPTY;
+  bh_opt_t *opts = NULL;
+  char order[16];
+  if ((err = reporting_order(r, &hc, &opts, order, sizeof(order))) != 0)
+    return err;
   err = bh_hint_attach(r->arena, &hc, &r->hint);
+  free(opts);
   if (err) {
     set_err(r, "strategy '%s': %s", hc.strategy ? hc.strategy : "none",
             bh_hint_last_error()[0] ? bh_hint_last_error() : bh_strerror(err));
@@ -2679,6 +2722,10 @@ static void ju64(struct jw *w, const char *k, uint64_t v) {
   key(w, k);
   fprintf(w->f, "%lu", (unsigned long)v);
 }
+static void jint(struct jw *w, const char *k, int v) {
+  key(w, k);
+  fprintf(w->f, "%d", v);
+}
 static void jdbl(struct jw *w, const char *k, double v) {
   key(w, k);
   fprintf(w->f, "%.6f", v);
@@ -2718,6 +2765,8 @@ int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *f, int indent) {
   jstr(&w, "start_reported", s->start_reported_all ? "all" : "snapshot");
   jstr(&w, "start_state", s->start_state);
   jstr(&w, "placement", s->placement);
+  jint(&w, "reporting_order", s->reporting_order);
+  jstr(&w, "reporting_order_source", s->reporting_order_source);
   ju64(&w, "pretrace_frees", s->pretrace_frees);
   ju64(&w, "start_conflicts", s->start_conflicts);
   ju64(&w, "placement_conflicts", s->placement_conflicts);
