@@ -1059,6 +1059,53 @@ static double strategy_stat(const bh_replay_summary_t *s, const char *name) {
 }
 
 /*
+ * The recorded guest's page_reporting_order (the description's machine section) is the order
+ * the kernel's page reporting ran at: a replay with bubble or adaptive reports at it unless
+ * its order option gives another; without one recorded, the strategy's own (the pageblock
+ * order); other strategies have none.
+ */
+static void test_recorded_reporting_order(void **state) {
+  (void)state;
+  bh_arena_t *a = tt_sim_arena(16, 240, 256);
+  char *plain = describe(a, false);
+  size_t n = strlen(plain) + 64;
+  char *desc = malloc(n);
+  assert_non_null(desc);
+  const char *nl = strchr(plain, '\n'); /* after "buddyhint-machine 1" */
+  snprintf(desc, n, "%.*s@machine 1\npage_reporting_order 5\n%s", (int)(nl + 1 - plain), plain,
+           nl + 1);
+  const char *lines = "# buddyhint-trace 1\n1000 A 0x2000 0 cpu=0 gfp=GFP_KERNEL\n";
+  const char *with = strdup(write_trace("order5.bht", desc, lines)),
+             *without = strdup(write_trace("order-none.bht", plain, lines));
+  static const bh_opt_t seven = {"order", "7"};
+  const struct {
+    const char *trace, *strategy;
+    const bh_opt_t *opt;
+    int order;
+    const char *source;
+  } want[] = {{with, "bubble", NULL, 5, "recorded"}, {with, "adaptive", NULL, 5, "recorded"},
+              {with, "bubble", &seven, 7, "option"}, {without, "bubble", NULL, 9, "default"},
+              {with, "none", NULL, -1, ""},          {with, "bitmap", NULL, -1, ""}};
+  for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+    bh_replay_config_t cfg;
+    bh_replay_config_init(&cfg);
+    cfg.trace = want[i].trace;
+    cfg.hint.strategy = want[i].strategy;
+    cfg.hint.opts = want[i].opt;
+    cfg.hint.nopts = want[i].opt != NULL;
+    bh_replay_summary_t s;
+    replay(&cfg, &s);
+    assert_int_equal(s.reporting_order, want[i].order);
+    assert_string_equal(s.reporting_order_source, want[i].source);
+  }
+  free((void *)with);
+  free((void *)without);
+  free(desc);
+  free(plain);
+  bh_arena_destroy(a);
+}
+
+/*
  * The recorded machine's page reporting was registered when it booted
  * (page_reporting_register's initial flush, mm/page_reporting.c:385-386, is long past): with
  * every eligible block reported at the start nothing is pending, and on a trace whose frees
@@ -2234,6 +2281,7 @@ int main(void) {
       cmocka_unit_test(test_start_reported_tail),
       cmocka_unit_test(test_start_reported_capability),
       cmocka_unit_test(test_start_no_initial_flush),
+      cmocka_unit_test(test_recorded_reporting_order),
       cmocka_unit_test(test_start_taken_no_pass),
       cmocka_unit_test(test_pcp_events),
       cmocka_unit_test(test_pcp_drain_pretrace_pieces),
