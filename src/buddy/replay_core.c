@@ -87,18 +87,22 @@ unsigned bh__pcp_orders(const bh_arena_t *a) { return a->pcp_orders; }
  * every guest measured it was (docs/START-STATE.md): each zone that holds a block a split
  * cannot leave notifies once, as its free did; a start whose eligible blocks were all
  * reported, or split off reported ones, has nothing pending and its first pass waits for a
- * free.  But a block that holds a page freed in the 2 s before the map was read (a recording's
+ * free.
+ *
+ * But a block that holds a page freed in the 2 s before the map was read (a recording's
  * start/window_frees: events the trace leaves out, whose result the map holds) was made by a
- * free whose pass had not run by the start, whichever half it is.  Not a zone whose free pages are
- * below what a pass needs to visit it (its low watermark and a full batch at the reporting order,
- * page_reporting_process_zone, mm/page_reporting.c:268-277): every pass skips it, so its unreported
- * blocks say nothing of a pending one (a guest's DMA zone never has enough).  Nor an unseen block:
- * one the start map held allocated that the trace takes from the buddy lists first (the replay
- * places it free, start_state.c's place_taken).  Its free is not recorded, so nothing says it
- * notified, and its missing reported flag is only the map's silence (the hosts had discarded it at
- * boot and not since): on ten of the eleven guests that reported at order 9, taking it for a
- * notifying free put a pass 2 s after the start where the host's first discard came 2.7 to
- * 64 s after it (docs/START-STATE.md).
+ * free whose pass had not run by the start, whichever half it is.
+ *
+ * Not a zone whose free pages are below what a pass needs to visit it (its low watermark and
+ * a full batch at the reporting order, page_reporting_process_zone, mm/page_reporting.c:
+ * 268-277): every pass skips it, so its unreported blocks say nothing of a pending one (a
+ * guest's DMA zone never has enough).  Nor an unseen block: one the start map held allocated
+ * that the trace takes from the buddy lists first (the replay places it free, start_state.c's
+ * place_taken).  Its free is not recorded, so nothing says it notified, and its missing
+ * reported flag is only the map's silence (the hosts had discarded it at boot and not since):
+ * on ten of the eleven guests that reported at order 9, taking it for a notifying free put a
+ * pass 2 s after the start where the host's first discard came 2.7 to 64 s after it
+ * (docs/START-STATE.md).
  */
 static bool split_cannot_leave(const bh_arena_t *a, uint64_t pfn, unsigned order) {
   return order >= a->max_order || !(pfn & (1ull << order));
@@ -106,10 +110,10 @@ static bool split_cannot_leave(const bh_arena_t *a, uint64_t pfn, unsigned order
 
 /* Whether [pfn, pfn + 2^order) overlaps one of the n runs (unseen: a few per start; freed:
  * the window's frees, up to 65,536, once per eligible block at the start). */
-static bool overlaps_unseen(const bh_block_run_t *unseen, size_t n, uint64_t pfn, unsigned order) {
+static bool overlaps(const bh_block_run_t *runs, size_t n, uint64_t pfn, unsigned order) {
   for (size_t i = 0; i < n; i++)
-    if (unseen[i].pfn < pfn + (1ull << order) &&
-        unseen[i].pfn + ((uint64_t)unseen[i].count << unseen[i].order) > pfn)
+    if (runs[i].pfn < pfn + (1ull << order) &&
+        runs[i].pfn + ((uint64_t)runs[i].count << runs[i].order) > pfn)
       return true;
   return false;
 }
@@ -128,8 +132,8 @@ void bh__notify_unreported(bh_arena_t *a, const bh_block_run_t *unseen, size_t n
         for (uint64_t p = bh_free_list_first(z, o, mt); p != BH_PFN_NONE && !found;
              p = bh_free_list_next(z, o, mt, p))
           if (!bh_block_reported(z, p) &&
-              (split_cannot_leave(a, p, o) || overlaps_unseen(freed, nfreed, p, o)) &&
-              !overlaps_unseen(unseen, n, p, o)) {
+              (split_cannot_leave(a, p, o) || overlaps(freed, nfreed, p, o)) &&
+              !overlaps(unseen, n, p, o)) {
             z->ev[BH_STAT_hint_notify]++;
             a->hint.notify(a->hint.ctx, z, p, o);
             found = true;

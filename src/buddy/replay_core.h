@@ -108,8 +108,7 @@ BH__INTERNAL unsigned bh__pcp_orders(const bh_arena_t *a);
  * nfreed freed runs: the frees of the 2 s before the start map was read (a recording's
  * start/window_frees), whose pass had not run by the start.  Not a block that overlaps one of
  * the n unseen runs: free blocks the start map did not show free, whose free, if any, nothing
- * records.  A strategy
- * without a notify hook must not be attached.
+ * records.  A strategy without a notify hook must not be attached.
  */
 BH__INTERNAL void bh__notify_unreported(bh_arena_t *a, const bh_block_run_t *unseen, size_t n,
                                         const bh_block_run_t *freed, size_t nfreed);

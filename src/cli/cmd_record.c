@@ -369,12 +369,6 @@ static void copy_one(copy_t *cp, const bh_cli_tracer_t *tr, stream_t *s) {
   }
 }
 
-/*
- * Decodes the spools into the native trace, merged by timestamp, with a lost-events marker
- * where a sub-buffer says the kernel lost events before it (at its first event, for its cpu),
- * and one per cpu at the end for what the ring buffer's counters report beyond that.
- * Returns 0, or -1 after a message.
- */
 /* The streams of d's spools from their first events, as many as *n were made; *rc -1 if one
  * failed (or NULL, out of memory). */
 static stream_t *streams_open(const bh_cli_tracer_t *tr, const drain_t *d, int *n, int *rc) {
@@ -411,8 +405,7 @@ static void streams_free(stream_t *st, int n) {
  * spools are read to their first event after lo and rewound.  0, or -1 after a message.
  */
 enum { WINDOW_FREES = 1 << 16 };
-static int window_frees(const bh_cli_tracer_t *tr, const drain_t *d, uint64_t lo,
-                        bh_machine_t *m) {
+static int window_frees(const bh_cli_tracer_t *tr, const drain_t *d, uint64_t lo, bh_machine_t *m) {
   if (!lo || !m)
     return 0;
   int n, rc;
@@ -443,8 +436,10 @@ static int window_frees(const bh_cli_tracer_t *tr, const drain_t *d, uint64_t lo
     uint64_t v = ring[i % WINDOW_FREES];
     fprintf(f, "%llx %u\n", (unsigned long long)(v >> 6), (unsigned)(v & 63));
   }
-  if (f && fclose(f))
+  if (f && fclose(f)) {
+    free(text);
     text = NULL;
+  }
   free(ring);
   if (!text || rc || bh_machine_set_section(m, "start/window_frees", text)) {
     free(text);
@@ -456,6 +451,12 @@ static int window_frees(const bh_cli_tracer_t *tr, const drain_t *d, uint64_t lo
   return 0;
 }
 
+/*
+ * Decodes the spools into the native trace, merged by timestamp, with a lost-events marker
+ * where a sub-buffer says the kernel lost events before it (at its first event, for its cpu),
+ * and one per cpu at the end for what the ring buffer's counters report beyond that.
+ * Returns 0, or -1 after a message.
+ */
 static int copy_events(const bh_cli_tracer_t *tr, const drain_t *d, copy_t *cp) {
   int n, rc;
   stream_t *st = streams_open(tr, d, &n, &rc);

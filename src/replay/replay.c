@@ -24,6 +24,7 @@
 #include "trace/foreign.h"
 #include "trace/records.h"
 #include "common/compiler.h"
+#include "common/grow.h"
 #include "common/zmap.h"
 #include "common/json.h"
 
@@ -542,20 +543,6 @@ struct scan_state {
 #define LF_MAX_ORDER 3
 #define LF_MAX_ENTRIES (4u << 20) /* 192 MiB of table at most; then no more are found */
 
-/* Room for one more of the n elements of size bytes at *v (*cap of them): doubled, from 256,
- * when full.  0 or BH_ENOMEM (nothing changed). */
-static int grow(void *v, size_t *cap, size_t n, size_t size) {
-  if (n < *cap)
-    return 0;
-  size_t c = *cap ? *cap * 2 : 256;
-  void *q = realloc(*(void **)v, c * size);
-  if (!q)
-    return BH_ENOMEM;
-  *(void **)v = q;
-  *cap = c;
-  return 0;
-}
-
 /* A free of the trace (mm_page_free): if its block was freed last, with nothing allocated over
  * it since, that earlier free goes on sc->untraced.  0 or BH_ENOMEM. */
 COLD static int untraced_free(struct scan_state *st, const bh_event_t *ev) {
@@ -570,7 +557,7 @@ COLD static int untraced_free(struct scan_state *st, const bh_event_t *ev) {
     return 0;
   if (e && e->order == ev->order && (st->pairs_all || (e->aux & 1))) {
     struct scan *sc = st->sc;
-    if (grow(&sc->untraced, &st->untraced_cap, sc->nuntraced, sizeof(*sc->untraced)))
+    if (bh__grow(&sc->untraced, &st->untraced_cap, sc->nuntraced, sizeof(*sc->untraced)))
       return BH_ENOMEM;
     sc->untraced[sc->nuntraced++] = e->val;
   }
@@ -620,7 +607,7 @@ COLD static int lifo_free(struct scan_state *st, const bh_event_t *ev) {
         (*v)[k++] = (*v)[i];
     *n = k;
   }
-  if (grow(v, cap, *n, sizeof(**v)))
+  if (bh__grow(v, cap, *n, sizeof(**v)))
     return BH_ENOMEM;
   (*v)[(*n)++] = (struct lifo_entry){++st->stamp, ev->pfn, false};
   st->lifo_stamp[ev->pfn] = (uint32_t)st->stamp;
@@ -633,7 +620,7 @@ COLD static int lifo_free(struct scan_state *st, const bh_event_t *ev) {
  * before the trace's next allocation.  0 or BH_ENOMEM. */
 COLD static int lifo_take(struct scan_state *st, uint64_t pfn, int cpu, int mt) {
   struct scan *sc = st->sc;
-  if (grow(&sc->takes, &st->takes_cap, sc->ntakes, sizeof(*sc->takes)))
+  if (bh__grow(&sc->takes, &st->takes_cap, sc->ntakes, sizeof(*sc->takes)))
     return BH_ENOMEM;
   sc->takes[sc->ntakes++] = (struct untraced_take){st->nallocs, pfn, cpu, mt};
   return 0;
@@ -673,7 +660,7 @@ static int lifo_refill(struct scan_state *st, const bh_event_t *ev, int mt, stru
   else if (st->batch_len[cpu][mt] == 1 && lifo_pop(st, *v, n, cpu, mt, 0, st->batch_stamp[cpu][mt]))
     return BH_ENOMEM; /* the run's second block: a refill, the list was empty */
   st->batch_len[cpu][mt]++;
-  if (grow(v, cap, *n, sizeof(**v)))
+  if (bh__grow(v, cap, *n, sizeof(**v)))
     return BH_ENOMEM;
   memmove(*v + 1, *v, *n * sizeof(**v));
   (*v)[0] = (struct lifo_entry){++st->stamp, ev->pfn, true};
@@ -759,14 +746,13 @@ static inline void first_pass_pcp(struct scan_state *st, const bh_event_t *ev) {
     bh__pcp_evidence(st->fe, ev);
   if (!st->fe)
     return;
-  if (ev->op == BH_EV_PCPU_DRAIN) {
-    untraced_drained(st, ev);
+  if (ev->op == BH_EV_EXTFRAG)
+    return;
+  untraced_drained(st, ev);
+  if (ev->op == BH_EV_PCPU_DRAIN)
     lifo_drain(st, ev);
-  } else if (ev->op == BH_EV_ALLOC_ZONE_LOCKED) {
-    untraced_drained(st, ev);
-    if (ev->percpu_refill && !ev->order && lifo_alloc(st, ev, true))
-      st->oom = true;
-  }
+  else if (ev->percpu_refill && !ev->order && lifo_alloc(st, ev, true))
+    st->oom = true; /* mm_page_alloc_zone_locked */
 }
 
 /* An allocation of the trace: the frees of its pages are followed by it, not by an untraced
@@ -1656,7 +1642,7 @@ static int reporting_order(struct replay *r, bh_hint_config_t *hc, bh_opt_t **op
                            size_t len) {
   const bh_strategy_ops_t *ops = bh_strategy_find(hc->strategy ? hc->strategy : "none");
   r->s->reporting_order = -1;
-  snprintf(r->s->reporting_order_source, sizeof(r->s->reporting_order_source), "%s", "");
+  r->s->reporting_order_source[0] = '\0';
   if (!ops || !(ops->flags & BH_STRATEGY_PAGE_REPORTED) || (hc->nopts && !hc->opts))
     return 0; /* (no options with a count: the attach refuses them) */
   const char *given = NULL;

@@ -13,6 +13,7 @@
 
 #include "buddy/replay_core.h"
 #include "common/errdetail.h"
+#include "common/grow.h"
 #include "common/json.h"
 #include "machine/freemap.h"
 
@@ -686,15 +687,10 @@ bh_block_run_t *bh__rm_window_frees(const bh__rmachine_t *rm, size_t *n) {
     unsigned order;
     if (sscanf(t, "%llx %u", &pfn, &order) != 2 || order > BH_ORDER_LIMIT)
       continue; /* not ours to judge: the description was read as it was written */
-    if (*n == cap) {
-      cap = cap ? cap * 2 : 256;
-      bh_block_run_t *q = realloc(v, cap * sizeof(*q));
-      if (!q) {
-        free(v);
-        *n = 0;
-        return NULL;
-      }
-      v = q;
+    if (bh__grow(&v, &cap, *n, sizeof(*v))) {
+      free(v);
+      *n = 0;
+      return NULL;
     }
     v[(*n)++] = (bh_block_run_t){.pfn = pfn, .count = 1, .order = (uint8_t)order};
   }

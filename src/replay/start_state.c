@@ -30,6 +30,7 @@
 #include "machine/freemap.h"
 
 #include "common/errdetail.h"
+#include "common/grow.h"
 #include "common/zmap.h"
 
 #include <stdlib.h>
@@ -178,7 +179,7 @@ struct ctx {
   uint32_t *evp;        /* the pages with an event (fe != 0), ascending; NULL: not listed yet */
   uint8_t *map_free_pb; /* per pageblock: PB_MAP_FREE, PB_DONE (while types are taken) */
   uint64_t nevp;
-  size_t nfree, free_cap, npcp, pcp_cap;
+  size_t nfree, free_cap, npcp, pcp_cap, taken_cap;
 };
 
 /* Eight bytes at p, in one load. */
@@ -987,11 +988,9 @@ static void place_taken(struct ctx *c) {
       p &= ~(1ull << o);
     }
     place_block(c, p, o);
-    bh_block_run_t *tk = realloc(c->st->taken, (c->st->nr_taken + 1) * sizeof(*tk));
-    if (tk) { /* out of memory: one pass pending too many at most */
-      tk[c->st->nr_taken++] = (bh_block_run_t){.pfn = p, .count = 1, .order = (uint8_t)o};
-      c->st->taken = tk;
-    }
+    if (!bh__grow(&c->st->taken, &c->taken_cap, c->st->nr_taken, sizeof(*c->st->taken)))
+      c->st->taken[c->st->nr_taken++] = (bh_block_run_t){p, 1, (uint8_t)o};
+    /* (out of memory: the block is not known unseen, one pass pending too many at most) */
     /* a block of a pageblock or more is of one type (__free_one_page retypes a merged buddy's
      * pageblock, mm/page_alloc.c:868-875 in 6.12), the take's: __rmqueue_smallest took it
      * from that type's list (a fallback takes it after a claim moved it there); each pageblock

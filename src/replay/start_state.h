@@ -148,9 +148,9 @@ static inline void bh__first_drain(bh__first_events_t *f, const bh_event_t *ev) 
   uint32_t cpu = ev->cpu < 0 ? 0 : (uint32_t)ev->cpu & 0xffff;
   f->fe[ev->pfn] |= (uint32_t)(ev->order + 1) << 2 | mt << 8 | BH__FE_DRAINED | cpu << 16;
   bh__first_alloc_seq(f, ev->pfn);
-  /* its list's type is its pageblock's when it was freed, before the start
-   * (free_frozen_page_commit files a page by get_pfnblock_migratetype; the drain prints the
-   * list's, mm/page_alloc.c): evidence of the pageblock's type, as a refill's is */
+  /* the drain prints the pageblock's type as free_pcppages_bulk reads it for the drain
+   * (get_pfnblock_migratetype, mm/page_alloc.c:1256 and :1264 in 6.12): evidence of that
+   * type, as a refill's is (the first evidence of a pageblock, in the trace's order, counts) */
   uint64_t b = ev->pfn >> f->pb_order;
   if (f->pb_type && b < f->nr_pageblocks && !f->pb_type[b] && ev->migratetype >= 0 &&
       ev->migratetype < BH_MT_PCPTYPES)

@@ -41,12 +41,8 @@ struct bh__kmem_decoder {
   int nkinds;
   struct trace_seq seq;
   struct gfp_entry gfp_cache[GFP_CACHE];
-  /* per CPU, the gfp mask of the alloc_pages_bulk call under way (BULK_CALL) */
-  struct {
-    uint32_t bits;
-    uint8_t zone;
-    bool known;
-  } bulk_gfp[BULK_CPUS];
+  /* per CPU, the gfp mask of the alloc_pages_bulk call under way (BULK_CALL; used: known) */
+  struct gfp_entry bulk_gfp[BULK_CPUS];
 };
 
 void bh__kmem_decoder_free(bh__kmem_decoder_t *d) {
@@ -141,8 +137,8 @@ int bh__kmem_decoder_add_pcp(bh__kmem_decoder_t *d, char *msg, size_t len) {
 }
 
 int bh__kmem_decoder_add_bulk(bh__kmem_decoder_t *d, const char *system, char *msg, size_t len) {
-  struct tep_event *call = tep_find_event_by_name(d->tep, system, "bulk_call"),
-                   *page = tep_find_event_by_name(d->tep, system, "bulk_page");
+  struct tep_event *call = tep_find_event_by_name(d->tep, system, BH__KMEM_BULK_CALL),
+                   *page = tep_find_event_by_name(d->tep, system, BH__KMEM_BULK_PAGE);
   if (!call || !page)
     return 0;
   if (d->nkinds + 2 > MAX_KINDS) {
@@ -227,6 +223,16 @@ static const struct gfp_entry *gfp_of(bh__kmem_decoder_t *d, uint64_t raw, struc
   return e;
 }
 
+/* ev, cleared, with rec's time, cpu and task, as an event of op. */
+static void event_head(bh__kmem_decoder_t *d, struct tep_record *rec, uint8_t op, bh_event_t *ev) {
+  memset(ev, 0, sizeof(*ev));
+  ev->time_ns = rec->ts;
+  ev->cpu = rec->cpu;
+  ev->pid = tep_data_pid(d->tep, rec);
+  ev->op = op;
+  ev->migratetype = -1;
+}
+
 /*
  * A bulk probe's record: at alloc_pages_bulk's entry, its gfp mask kept for its CPU (no
  * event); at each page it takes, an order-0 allocation of that mask.  The pfn is the page's
@@ -243,12 +249,8 @@ static int decode_bulk(bh__kmem_decoder_t *d, const struct kind *k, struct tep_r
       *why = "record too short for its gfp field";
       return -1;
     }
-    if (cpu >= 0 && cpu < BULK_CPUS) {
-      const struct gfp_entry *g = gfp_of(d, v, rec, gfp_unknown);
-      d->bulk_gfp[cpu].bits = g->bits;
-      d->bulk_gfp[cpu].zone = g->zone;
-      d->bulk_gfp[cpu].known = true;
-    }
+    if (cpu >= 0 && cpu < BULK_CPUS)
+      d->bulk_gfp[cpu] = *gfp_of(d, v, rec, gfp_unknown);
     return 0;
   }
   if (!read_field(k->page, rec, &page) || !read_field(k->base, rec, &base)) {
@@ -261,12 +263,8 @@ static int decode_bulk(bh__kmem_decoder_t *d, const struct kind *k, struct tep_r
     *why = "bulk_page's page is not a struct page of the vmemmap";
     return -1;
   }
-  bool known = cpu >= 0 && cpu < BULK_CPUS && d->bulk_gfp[cpu].known;
-  memset(ev, 0, sizeof(*ev));
-  ev->time_ns = rec->ts;
-  ev->cpu = rec->cpu;
-  ev->pid = tep_data_pid(d->tep, rec);
-  ev->op = BH_EV_ALLOC;
+  bool known = cpu >= 0 && cpu < BULK_CPUS && d->bulk_gfp[cpu].used;
+  event_head(d, rec, BH_EV_ALLOC, ev);
   ev->pfn = (page - base) / 64;
   ev->gfp = known ? d->bulk_gfp[cpu].bits : 0;
   ev->zone = known ? d->bulk_gfp[cpu].zone : (uint8_t)bh_gfp_zone(0);
@@ -282,12 +280,7 @@ int bh__kmem_decode(bh__kmem_decoder_t *d, struct tep_record *rec, bh_event_t *e
   uint64_t pfn, order = 0, v;
   if (k->bulk)
     return decode_bulk(d, k, rec, ev, gfp_unknown, why);
-  memset(ev, 0, sizeof(*ev));
-  ev->time_ns = rec->ts;
-  ev->cpu = rec->cpu;
-  ev->pid = tep_data_pid(d->tep, rec);
-  ev->op = k->op;
-  ev->migratetype = -1;
+  event_head(d, rec, k->op, ev);
   *why = NULL;
   if (!read_field(k->pfn, rec, &pfn))
     *why = "record too short for its pfn field";

@@ -18,6 +18,11 @@
 #define BH_HAVE_TRACEEVENT 0
 #endif
 
+/* The names of record's two kprobe events of alloc_pages_bulk (bh__kmem_decoder_add_bulk) under
+ * their system. */
+#define BH__KMEM_BULK_CALL "bulk_call"
+#define BH__KMEM_BULK_PAGE "bulk_page"
+
 #if BH_HAVE_TRACEEVENT
 
 #include <buddyhint/trace.h>

@@ -1421,10 +1421,10 @@ static void test_start_types_from_refills(void **state) {
              (unsigned long)p3[1], claim, (unsigned long)p3[0]);
     assert_int_equal(retyped_by(desc, lines), claimed ? 0 : 1);
   }
-  /* A drain that is a page's first event drains a page that was on its CPU's pcp list at the
-   * start, filed there by its pageblock's type when it was freed (free_frozen_page_commit takes
-   * get_pfnblock_migratetype; the event prints the list's): the same evidence.  From the
-   * Movable list it retypes the pageblock; from the Unmovable list it agrees with the map. */
+  /* A drain that is a page's first event (a page on a pcp list at the start) prints its
+   * pageblock's type as free_pcppages_bulk reads it (get_pfnblock_migratetype,
+   * mm/page_alloc.c:1256, traced at :1264 in 6.12): the same evidence.  Movable retypes the
+   * pageblock; Unmovable agrees with the map. */
   for (int mt = 0; mt < 2; mt++) {
     char lines[256];
     snprintf(lines, sizeof(lines),

@@ -84,8 +84,9 @@ static void test_bulk_decode(void **state) {
   assert_int_equal(ev.order, 0);
   assert_int_equal(ev.migratetype, -1);
   assert_int_equal(ev.pid, 77);
-  /* the call's mask, GFP_KERNEL | __GFP_MOVABLE in 6.12's bits, is no event; the pages taken
-   * on its CPU are allocations of it, Movable (gfp_migratetype) */
+  /* the call's mask, GFP_KERNEL | __GFP_MOVABLE in 6.12's bits (0xcc0 | 0x8:
+   * include/linux/gfp_types.h:30, :68, :378), is no event; the pages taken on its CPU are
+   * allocations of it, Movable (gfp_migratetype) */
   r = record(buf, 2001, 1, 0xcc8, 0, 32);
   assert_int_equal(bh__kmem_decode(d, &r, &ev, &unknown, &why), 0);
   r = record(buf, 2002, 1, BASE + 0x12345ull * 64, BASE, 32);

@@ -12,6 +12,8 @@
  */
 #include "cli/record/record_bulk.h"
 
+#include "trace/kmem_decode.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -191,9 +193,10 @@ int bh_cli_bulk_probe_add(const char *tracefs, char *system, size_t len, char *w
   if (snprintf(system, len, BH_CLI_BULK_SYSTEM_PREFIX "%d", (int)getpid()) >= (int)len)
     return fail(why, why_len, "system name too long");
   char call[256], page[256];
-  snprintf(call, sizeof(call), "p:%s/" BH_CLI_BULK_CALL " %s gfp=$arg1:x32\n", system, s.func_name);
+  snprintf(call, sizeof(call), "p:%s/" BH__KMEM_BULK_CALL " %s gfp=$arg1:x32\n", system,
+           s.func_name);
   snprintf(page, sizeof(page),
-           "p:%s/" BH_CLI_BULK_PAGE " %s+%ld page=%%ax:x64 base=@vmemmap_base:x64\n", system,
+           "p:%s/" BH__KMEM_BULK_PAGE " %s+%ld page=%%ax:x64 base=@vmemmap_base:x64\n", system,
            s.func_name, off);
   if (kprobe_write(tracefs, call))
     return fail(why, why_len, "%s/kprobe_events: %s", tracefs, strerror(errno));
@@ -208,12 +211,12 @@ int bh_cli_bulk_probe_add(const char *tracefs, char *system, size_t len, char *w
 int bh_cli_bulk_probe_remove(const char *tracefs, const char *system) {
   char line[160];
   int rc = 0, e = 0;
-  snprintf(line, sizeof(line), "-:%s/" BH_CLI_BULK_PAGE "\n", system);
+  snprintf(line, sizeof(line), "-:%s/" BH__KMEM_BULK_PAGE "\n", system);
   if (kprobe_write(tracefs, line) && errno != ENOENT) {
     rc = -1;
     e = errno;
   }
-  snprintf(line, sizeof(line), "-:%s/" BH_CLI_BULK_CALL "\n", system);
+  snprintf(line, sizeof(line), "-:%s/" BH__KMEM_BULK_CALL "\n", system);
   if (kprobe_write(tracefs, line) && errno != ENOENT && !rc) {
     rc = -1;
     e = errno;

@@ -11,8 +11,6 @@
 
 /* The kprobe events' system: "buddyhint_PID", unique to the recorder that made them. */
 #define BH_CLI_BULK_SYSTEM_PREFIX "buddyhint_"
-#define BH_CLI_BULK_CALL "bulk_call"
-#define BH_CLI_BULK_PAGE "bulk_page"
 
 /*
  * In the n bytes of x86-64 code of the function at address func, the offset just after its one

@@ -141,7 +141,7 @@ static struct tep_handle *kmem_tep(const bh_cli_tracer_t *tr) {
       free(buf);
     }
   }
-  static const char *const bulk[] = {BH_CLI_BULK_CALL, BH_CLI_BULK_PAGE};
+  static const char *const bulk[] = {BH__KMEM_BULK_CALL, BH__KMEM_BULK_PAGE};
   for (size_t i = 0; tr->bulk_system[0] && i < 2; i++) {
     char rel[128];
     snprintf(rel, sizeof(rel), "events/%s/%s/format", tr->bulk_system, bulk[i]);
