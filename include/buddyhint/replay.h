@@ -432,6 +432,10 @@ typedef struct bh_replay_summary {
    * "default" (the strategy's own, the pageblock order) */
   int reporting_order;
   char reporting_order_source[16];
+  /* machine shape: frees the trace shows made while their CPU's pcp lock was held (inside a
+   * batched free's second loop, between two of its mm_page_free_batched events: an interrupt
+   * freeing), freed to the buddy lists as the kernel's failed trylock did */
+  uint64_t locked_frees;
 } bh_replay_summary_t;
 
 /*

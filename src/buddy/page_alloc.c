@@ -1617,6 +1617,15 @@ int bh_free_pfn(bh_arena_t *a, uint64_t pfn, unsigned order, int cpu) {
   return free_pfn(a, pfn, order, cpu);
 }
 
+int bh__free_pfn_locked(bh_arena_t *a, uint64_t pfn, unsigned order) {
+  int err = a ? check_free(a, pfn, order) : BH_EINVAL;
+  if (err)
+    return err;
+  bh__pg_set_flags(&a->pages[pfn], 0);
+  free_one_page(bh__pfn_zone(a, pfn), pfn, order);
+  return BH_OK;
+}
+
 /*
  * The pointer interface has a fast path of its own for the common case: an order-0 request
  * whose preferred zone passes the order-0 watermark shortcut, on the calling thread's own pcp

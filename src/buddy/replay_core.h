@@ -132,6 +132,11 @@ BH__INTERNAL int bh__pcp_refill_at(bh_arena_t *a, uint64_t pfn, unsigned order, 
 BH__INTERNAL int bh__pcp_drain_at(bh_arena_t *a, uint64_t pfn, unsigned order);
 BH__INTERNAL int bh__pcp_free_nodrain(bh_arena_t *a, uint64_t pfn, unsigned order, int cpu);
 
+/* A free that finds its CPU's pcp lock taken (an interrupt inside a batched free): straight to
+ * the buddy lists, as free_unref_page's failed trylock sends it (free_one_page, Linux 6.12
+ * mm/page_alloc.c:2761-2766).  bh_free_pfn's checks and errors. */
+BH__INTERNAL int bh__free_pfn_locked(bh_arena_t *a, uint64_t pfn, unsigned order);
+
 /* The block of `order` on a pcp list at pfn moves to the tail of cpu's list for (mt, order),
  * as a refill puts it: BH_OK, or BH_EBUSY if it is not there. */
 BH__INTERNAL int bh__pcp_relist_at(bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int cpu);

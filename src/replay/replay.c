@@ -75,6 +75,11 @@ struct replay {
   const uint64_t *untraced;
   size_t nuntraced, untraced_next;
   uint64_t nfrees;
+  /* the frees made while their CPU's pcp lock was held (struct scan's locked), the next of
+   * them, and whether the free being played is one; locked NULL: none */
+  const uint64_t *locked;
+  size_t nlocked, locked_next;
+  bool free_locked;
   /* the refilled pages an allocation without an event took (struct scan's takes), the next of
    * them, the mm_page_alloc events played so far, and whether one is being played now (not
    * counted as the trace's); takes NULL: none */
@@ -203,6 +208,10 @@ struct scan {
    * allocation between (untraced_find); sorted, NULL if none */
   uint64_t *untraced;
   size_t nuntraced;
+  /* in a machine's shape, the ordinals (among the mm_page_free events) of the frees made while
+   * their CPU's pcp lock was held (lock_watch_free); sorted, NULL if none */
+  uint64_t *locked;
+  size_t nlocked;
   /* the pages a refill put on a pcp list that an allocation without an event took
    * (lifo_alloc), in the order of the allocations they came before; NULL if none */
   struct untraced_take *takes;
@@ -526,6 +535,10 @@ struct scan_state {
   size_t takes_cap;
   bool oom;            /* out of memory following the lists (first_pass_pcp) */
   bool follow_refills; /* the refilled pages too (untraced_lists) */
+  /* with fe, each CPU's batched free as the frees show it (lock_watch_*), NULL until the first
+   * free; and sc->locked's room */
+  struct lock_watch *lw;
+  size_t locked_cap;
 };
 
 /* ---- allocations without an event ----
@@ -566,6 +579,85 @@ COLD static int untraced_free(struct scan_state *st, const bh_event_t *ev) {
   e->val = ordinal;
   e->order = ev->order;
   e->aux = 0;
+  return 0;
+}
+
+/* ---- frees under a held pcp lock ----
+ * free_unref_folios frees a batch in two loops: free_pages_prepare for every folio first
+ * (mm_page_free), then each onto its CPU's pcp list with the pcp lock held from the first to
+ * the last (mm_page_free_batched; Linux 6.12 mm/page_alloc.c:2774-2866, the lock at :2840, the
+ * event at :2857).  An interrupt that frees a page on that CPU meanwhile finds the lock taken:
+ * free_unref_page's trylock fails and the page goes straight to the buddy lists (:2761-2766),
+ * with no high mark, no drain, no pcp list.  The trace shows it as an mm_page_free between two
+ * mm_page_free_batched events of one batch: the first pass keeps the frees that follow a CPU's
+ * mm_page_free_batched, and the CPU's next mm_page_free_batched decides: of a page freed
+ * before the first of them, the batch was still going on and those of a pcp order were made
+ * under the lock; of one of them or later, a new batch began (its first loop may free folios
+ * of any order, so every free since counts). */
+
+#define LW_RING 64 /* a CPU's last frees: a batch holds 31 folios (PAGEVEC_SIZE) */
+#define LW_CANDS 16
+
+struct lock_watch {
+  uint64_t pfn[LW_RING], ordinal[LW_RING]; /* the CPU's last frees, ring at n */
+  uint32_t n;
+  bool after_batched; /* an mm_page_free_batched seen on the CPU */
+  uint32_t nsince;    /* frees since its last one, and the first's ordinal */
+  uint64_t first;
+  uint8_t ncand; /* those of a pcp order (LW_CANDS + 1: too many to be an interrupt's) */
+  uint64_t cand[LW_CANDS];
+};
+
+/* An mm_page_free of the first pass, the ordinal-th. */
+COLD static int lock_watch_free(struct scan_state *st, const bh_event_t *ev, uint64_t ordinal) {
+  if (ev->cpu < 0 || ev->cpu >= LIFO_CPUS)
+    return 0;
+  if (!st->lw && !(st->lw = calloc(LIFO_CPUS, sizeof(*st->lw))))
+    return BH_ENOMEM;
+  struct lock_watch *w = &st->lw[ev->cpu];
+  unsigned i = w->n++ % LW_RING;
+  w->pfn[i] = ev->pfn;
+  w->ordinal[i] = ordinal;
+  if (!w->after_batched)
+    return 0;
+  if (!w->nsince++)
+    w->first = ordinal;
+  if (ev->order <= LF_MAX_ORDER && w->ncand <= LW_CANDS) {
+    if (w->ncand < LW_CANDS)
+      w->cand[w->ncand] = ordinal;
+    w->ncand++;
+  }
+  return 0;
+}
+
+/* An mm_page_free_batched of the first pass: the candidates since the CPU's last one were
+ * made under its lock if this page was freed before them.  0 or BH_ENOMEM. */
+COLD static int lock_watch_batched(struct scan_state *st, const bh_event_t *ev) {
+  if (ev->cpu < 0 || ev->cpu >= LIFO_CPUS || !st->lw)
+    return 0;
+  struct lock_watch *w = &st->lw[ev->cpu];
+  w->after_batched = true;
+  unsigned nc = w->ncand;
+  w->ncand = 0;
+  uint32_t since = w->nsince;
+  w->nsince = 0;
+  if (!nc || nc > LW_CANDS || since > LW_CANDS)
+    return 0;
+  uint32_t back = w->n < LW_RING ? w->n : LW_RING;
+  for (uint32_t k = 1; k <= back; k++) {
+    unsigned i = (w->n - k) % LW_RING;
+    if (w->pfn[i] != ev->pfn)
+      continue;
+    if (w->ordinal[i] >= w->first)
+      return 0; /* a new batch, or a batch after frees of its own */
+    struct scan *sc = st->sc;
+    for (unsigned c = 0; c < nc; c++) {
+      if (bh__grow(&sc->locked, &st->locked_cap, sc->nlocked, sizeof(*sc->locked)))
+        return BH_ENOMEM;
+      sc->locked[sc->nlocked++] = w->cand[c];
+    }
+    return 0;
+  }
   return 0;
 }
 
@@ -871,7 +963,10 @@ static inline __attribute__((always_inline)) int scan_event(void *ctx, const bh_
   }
   if (bh__unlikely(st->fe != NULL)) {
     bh__first_event(st->fe, ev);
-    if (ev->op == BH_EV_FREE && (untraced_free(st, ev) || lifo_free(st, ev)))
+    if (ev->op == BH_EV_FREE &&
+        (untraced_free(st, ev) || lifo_free(st, ev) || lock_watch_free(st, ev, st->nfrees - 1)))
+      return BH_ENOMEM;
+    else if (ev->op == BH_EV_FREE_BATCHED && lock_watch_batched(st, ev))
       return BH_ENOMEM;
     else if (ev->op == BH_EV_ALLOC && !ev->failed) {
       untraced_alloc(st, ev);
@@ -1043,6 +1138,9 @@ static int first_pass(struct replay *r, struct scan *sc, bool keep_all) {
       free(st.lifo[c][m]);
   if (sc->nuntraced) /* found in the order of their second frees */
     qsort(sc->untraced, sc->nuntraced, sizeof(*sc->untraced), cmp_u64);
+  free(st.lw);
+  if (sc->nlocked) /* found CPU by CPU */
+    qsort(sc->locked, sc->nlocked, sizeof(*sc->locked), cmp_u64);
   bh_trace_close(t);
   return err;
 }
@@ -1361,9 +1459,15 @@ static inline void arena_free(struct replay *r, uint64_t pfn, unsigned order, in
   if (bh__unlikely(r->pcp_trace)) {
     if (r->start_pcp && pfn < r->nr_pages)
       r->start_pcp[pfn >> 6] &= ~(1ull << (pfn & 63));
-    bh__pcp_free_nodrain(r->arena, pfn, order, cpu);
-  } else
+    if (bh__unlikely(r->free_locked))
+      bh__free_pfn_locked(r->arena, pfn, order);
+    else
+      bh__pcp_free_nodrain(r->arena, pfn, order, cpu);
+  } else if (bh__unlikely(r->free_locked)) {
+    bh__free_pfn_locked(r->arena, pfn, order); /* the trace's interrupt under a batched free */
+  } else {
     bh_free_pfn(r->arena, pfn, order, cpu);
+  }
 }
 
 /* A miss of placement agreement, by where the kernel's block was; the first one on each
@@ -1568,13 +1672,19 @@ COLD static int untraced_takes(struct replay *r, const bh_event_t *ev) {
 }
 
 /* Whether this mm_page_free is one an allocation without an event followed (the first pass's
- * untraced list): the block stays allocated, as the kernel's was right after. */
-COLD static bool untraced_next(struct replay *r) {
+ * untraced list): the block stays allocated, as the kernel's was right after.  Else whether
+ * it is one made under its CPU's pcp lock (the first pass's locked list): r->free_locked. */
+COLD static bool listed_free(struct replay *r) {
   uint64_t k = r->nfrees++;
   if (r->untraced_next < r->nuntraced && r->untraced[r->untraced_next] == k) {
     r->untraced_next++;
     r->s->untraced_allocs++;
     return true;
+  }
+  if (r->locked_next < r->nlocked && r->locked[r->locked_next] == k) {
+    r->locked_next++;
+    r->s->locked_frees++;
+    r->free_locked = true;
   }
   return false;
 }
@@ -1582,9 +1692,11 @@ COLD static bool untraced_next(struct replay *r) {
 static inline void do_free(struct replay *r, const bh_event_t *ev) {
   if (bh__em_batched_repeat(&r->em, ev))
     return;
-  if (ev->op == BH_EV_FREE && bh__unlikely(r->untraced != NULL) && untraced_next(r))
+  if (ev->op == BH_EV_FREE && bh__unlikely(r->untraced != NULL || r->locked != NULL) &&
+      listed_free(r))
     return;
   bh__em_free_block(&r->em, &arena_ops, r, ev);
+  r->free_locked = false;
   if (bh__unlikely(r->rm.kfree != NULL))
     bh__rm_kfree_mark(&r->rm, ev->pfn, ev->order, true);
 }
@@ -2147,6 +2259,10 @@ static int play(struct replay *r, const struct scan *sc) {
     r->untraced = sc->untraced;
     r->nuntraced = sc->nuntraced;
   }
+  if (r->shape && sc->nlocked) {
+    r->locked = sc->locked;
+    r->nlocked = sc->nlocked;
+  }
   if (r->shape && !r->cfg->untraced_ignore && sc->ntakes) {
     r->takes = sc->takes;
     r->ntakes = sc->ntakes;
@@ -2393,6 +2509,7 @@ void bh__replay_shared_free(bh__replay_shared_t *sh) {
     return;
   kept_free(&sh->sc);
   free(sh->sc.untraced);
+  free(sh->sc.locked);
   free(sh->sc.takes);
   bh__first_events_free(&sh->fe);
   bh__origins_free(sh->origins);
@@ -2493,6 +2610,7 @@ int bh__replay_run_shared(const bh_replay_config_t *cfg, const bh__replay_shared
   if (!borrowed) {
     kept_free(&sc);
     free(sc.untraced);
+    free(sc.locked);
     free(sc.takes);
   }
   free((void *)r.touched);
@@ -2788,6 +2906,7 @@ int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *f, int indent) {
   ju64(&w, "untraced_frees", s->untraced_frees);
   ju64(&w, "untraced_allocs", s->untraced_allocs);
   ju64(&w, "untraced_frees_applied", s->untraced_frees_applied);
+  ju64(&w, "locked_frees", s->locked_frees);
   ju64(&w, "untraced_takes", s->untraced_takes);
   jdbl(&w, "virtual_seconds", s->virtual_seconds);
   jdbl(&w, "wall_seconds", s->wall_seconds);

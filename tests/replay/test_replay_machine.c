@@ -759,6 +759,59 @@ static void test_untraced_allocs_lifo(void **state) {
 }
 
 /*
+ * A free made under its CPU's pcp lock.  free_unref_folios frees a batch in two loops, the
+ * second holding the pcp lock from the first mm_page_free_batched to the last (Linux 6.12
+ * mm/page_alloc.c:2840, :2857); a free on that CPU meanwhile (an interrupt's) finds the lock
+ * taken and goes to the buddy lists (free_unref_page's trylock, :2761-2766).  The batch frees
+ * x and y (the replay puts them on CPU 0's list at their mm_page_free, y at the head); z's
+ * free comes between the batch's two mm_page_free_batched events, so it never reaches the
+ * list, and the kernel's next allocation takes y, the head.  With z freed after the batch
+ * (the control), or as a new batch's first page, it is the head.
+ */
+static void test_locked_frees(void **state) {
+  (void)state;
+  uint64_t p3[3];
+  char *desc;
+  bh_arena_t *a = arena_with_used(&desc, p3);
+  unsigned long x = (unsigned long)p3[0], y = (unsigned long)p3[1], z = (unsigned long)p3[2];
+  static const char *const fmts[3] = {
+      /* z under the lock: y is the head */
+      "# buddyhint-trace 1\n1000 F %#lx 0 cpu=0\n1001 F %#lx 0 cpu=0\n1002 B %#lx 0 cpu=0\n"
+      "1003 F %#lx 0 cpu=0\n1004 B %#lx 0 cpu=0\n2000 A %#lx 0 cpu=0 "
+      "gfp=GFP_HIGHUSER_MOVABLE\n",
+      /* z after the batch: the head */
+      "# buddyhint-trace 1\n1000 F %#lx 0 cpu=0\n1001 F %#lx 0 cpu=0\n1002 B %#lx 0 cpu=0\n"
+      "1004 B %#lx 0 cpu=0\n1005 F %#lx 0 cpu=0\n2000 A %#lx 0 cpu=0 "
+      "gfp=GFP_HIGHUSER_MOVABLE\n",
+      /* y and z a second batch after x's: z is the head */
+      "# buddyhint-trace 1\n1000 F %#lx 0 cpu=0\n1002 B %#lx 0 cpu=0\n1003 F %#lx 0 cpu=0\n"
+      "1004 F %#lx 0 cpu=0\n1005 B %#lx 0 cpu=0\n1006 B %#lx 0 cpu=0\n2000 A %#lx 0 cpu=0 "
+      "gfp=GFP_HIGHUSER_MOVABLE\n"};
+  char lines[3][600];
+  snprintf(lines[0], sizeof(lines[0]), fmts[0], x, y, x, z, y, y);
+  snprintf(lines[1], sizeof(lines[1]), fmts[1], x, y, x, y, z, z);
+  snprintf(lines[2], sizeof(lines[2]), fmts[2], x, x, y, z, y, z, z);
+  static const uint64_t locked[3] = {1, 0, 0};
+  for (int k = 0; k < 3; k++) {
+    char name[32];
+    snprintf(name, sizeof(name), "locked%d.bht", k);
+    char *path = strdup(write_trace(name, desc, lines[k]));
+    bh_replay_config_t cfg;
+    bh_replay_config_init(&cfg);
+    bh_replay_summary_t s;
+    cfg.trace = path;
+    replay(&cfg, &s);
+    assert_int_equal(s.locked_frees, locked[k]);
+    assert_int_equal(s.frees, 3);
+    assert_int_equal(s.agreement.allocs, 1);
+    assert_int_equal(s.agreement.same, 1);
+    free(path);
+  }
+  free(desc);
+  bh_arena_destroy(a);
+}
+
+/*
  * Refilled pages taken without an event (--untraced-allocs lists): a refill puts pages at its
  * list's tail in the order it takes them (rmqueue_bulk, mm/page_alloc.c:2376 in 6.12), the
  * list's head goes first (__rmqueue_pcplist, :3095), so where the trace's next allocation
@@ -2301,6 +2354,7 @@ int main(void) {
       cmocka_unit_test(test_pcp_refill_piece),
       cmocka_unit_test(test_untraced_allocs),
       cmocka_unit_test(test_untraced_allocs_lifo),
+      cmocka_unit_test(test_locked_frees),
       cmocka_unit_test(test_untraced_allocs_refill),
   };
   return cmocka_run_group_tests(tests, tt_setup, tt_teardown);
