@@ -599,29 +599,33 @@ COLD static int untraced_free(struct scan_state *st, const bh_event_t *ev) {
 #define LW_CANDS 16
 
 struct lock_watch {
-  uint64_t pfn[LW_RING], ordinal[LW_RING]; /* the CPU's last frees, ring at n */
+  uint64_t pfn[LW_RING]; /* the CPU's last frees, the n-th at pfn[n % LW_RING] */
   uint32_t n;
   bool after_batched; /* an mm_page_free_batched seen on the CPU */
-  uint32_t nsince;    /* frees since its last one, and the first's ordinal */
-  uint64_t first;
-  uint8_t ncand; /* those of a pcp order (LW_CANDS + 1: too many to be an interrupt's) */
-  uint64_t cand[LW_CANDS];
+  uint32_t nsince;    /* frees since its last one, the first of them the CPU's first-th */
+  uint32_t first;
+  uint8_t ncand;           /* those of a pcp order (LW_CANDS + 1: too many to be an interrupt's) */
+  uint64_t cand[LW_CANDS]; /* their ordinals among the trace's frees */
 };
 
-/* An mm_page_free of the first pass, the ordinal-th. */
-COLD static int lock_watch_free(struct scan_state *st, const bh_event_t *ev, uint64_t ordinal) {
-  if (ev->cpu < 0 || ev->cpu >= LIFO_CPUS)
+COLD static int lock_watch_alloc(struct scan_state *st) {
+  return (st->lw = calloc(LIFO_CPUS, sizeof(*st->lw))) ? 0 : BH_ENOMEM;
+}
+
+/* An mm_page_free of the first pass, the ordinal-th: one for every free, so inline. */
+static inline __attribute__((always_inline)) int
+lock_watch_free(struct scan_state *st, const bh_event_t *ev, uint64_t ordinal) {
+  if ((unsigned)ev->cpu >= LIFO_CPUS)
     return 0;
-  if (!st->lw && !(st->lw = calloc(LIFO_CPUS, sizeof(*st->lw))))
+  if (bh__unlikely(!st->lw) && lock_watch_alloc(st))
     return BH_ENOMEM;
   struct lock_watch *w = &st->lw[ev->cpu];
-  unsigned i = w->n++ % LW_RING;
-  w->pfn[i] = ev->pfn;
-  w->ordinal[i] = ordinal;
+  uint32_t n = w->n++;
+  w->pfn[n % LW_RING] = ev->pfn;
   if (!w->after_batched)
     return 0;
   if (!w->nsince++)
-    w->first = ordinal;
+    w->first = n;
   if (ev->order <= LF_MAX_ORDER && w->ncand <= LW_CANDS) {
     if (w->ncand < LW_CANDS)
       w->cand[w->ncand] = ordinal;
@@ -630,26 +634,22 @@ COLD static int lock_watch_free(struct scan_state *st, const bh_event_t *ev, uin
   return 0;
 }
 
-/* An mm_page_free_batched of the first pass: the candidates since the CPU's last one were
- * made under its lock if this page was freed before them.  0 or BH_ENOMEM. */
-COLD static int lock_watch_batched(struct scan_state *st, const bh_event_t *ev) {
-  if (ev->cpu < 0 || ev->cpu >= LIFO_CPUS || !st->lw)
-    return 0;
-  struct lock_watch *w = &st->lw[ev->cpu];
-  w->after_batched = true;
+/* The candidates of w, decided by an mm_page_free_batched of pfn: made under the lock if pfn
+ * was freed before the first of them.  0 or BH_ENOMEM. */
+COLD static int lock_watch_decide(struct scan_state *st, struct lock_watch *w, uint64_t pfn) {
   unsigned nc = w->ncand;
-  w->ncand = 0;
   uint32_t since = w->nsince;
+  w->ncand = 0;
   w->nsince = 0;
-  if (!nc || nc > LW_CANDS || since > LW_CANDS)
+  if (nc > LW_CANDS || since > LW_CANDS)
     return 0;
-  uint32_t back = w->n < LW_RING ? w->n : LW_RING;
-  for (uint32_t k = 1; k <= back; k++) {
-    unsigned i = (w->n - k) % LW_RING;
-    if (w->pfn[i] != ev->pfn)
+  /* the CPU's last free of pfn still in the ring */
+  uint32_t oldest = w->n > LW_RING ? w->n - LW_RING : 0;
+  for (uint32_t k = w->n; k-- > oldest;) {
+    if (w->pfn[k % LW_RING] != pfn)
       continue;
-    if (w->ordinal[i] >= w->first)
-      return 0; /* a new batch, or a batch after frees of its own */
+    if (k >= w->first)
+      return 0; /* one of them or later: a new batch, or a batch after frees of its own */
     struct scan *sc = st->sc;
     for (unsigned c = 0; c < nc; c++) {
       if (bh__grow(&sc->locked, &st->locked_cap, sc->nlocked, sizeof(*sc->locked)))
@@ -658,6 +658,19 @@ COLD static int lock_watch_batched(struct scan_state *st, const bh_event_t *ev) 
     }
     return 0;
   }
+  return 0;
+}
+
+/* An mm_page_free_batched of the first pass.  0 or BH_ENOMEM. */
+static inline __attribute__((always_inline)) int lock_watch_batched(struct scan_state *st,
+                                                                    const bh_event_t *ev) {
+  if ((unsigned)ev->cpu >= LIFO_CPUS || !st->lw)
+    return 0;
+  struct lock_watch *w = &st->lw[ev->cpu];
+  w->after_batched = true;
+  if (bh__unlikely(w->ncand))
+    return lock_watch_decide(st, w, ev->pfn);
+  w->nsince = 0;
   return 0;
 }
 
