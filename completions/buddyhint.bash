@@ -86,6 +86,7 @@ _buddyhint() {
   --start-reported) words="snapshot all" ;;
   --untraced-allocs) words="late ignore infer lists" ;;
   --pcp-high) words="auto tuned fixed" ;;
+  --pcp-decay) words="vmstat tick" ;;
   --by) words="pid comm callsite" ;;
   --json | --csv | --timeline | --reports | --placements | -o | --start | --end | --dump | --snapshot)
     mapfile -t COMPREPLY < <(compgen -f -- "$cur")

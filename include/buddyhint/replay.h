@@ -185,6 +185,11 @@ typedef struct bh_replay_config {
    * without an event took them (untraced_takes: the kernel stacks a fork takes through
    * alloc_pages_bulk); default false, late as above */
   bool untraced_lists;
+  /* the pcp decay (decay_pcp_high) on every CPU every second of the trace (--pcp-decay tick),
+   * even where the trace has the vmstat worker's runs (BH_EV_VMSTAT, `record --pcp-events`);
+   * default false: where it has them, each CPU's decay runs at its runs only, as the kernel's
+   * deferrable vmstat work does (an idle CPU's waits for it to wake) */
+  bool pcp_decay_tick;
 } bh_replay_config_t;
 
 /* Fills the defaults documented above (the arena defaults of bh_config_init). */
@@ -436,6 +441,11 @@ typedef struct bh_replay_summary {
    * batched free's second loop, between two of its mm_page_free_batched events: an interrupt
    * freeing), freed to the buddy lists as the kernel's failed trylock did */
   uint64_t locked_frees;
+  /* the vmstat worker's runs in the trace (BH_EV_VMSTAT), and what ran the pcp decay: "vmstat"
+   * (each CPU's at its runs), "tick" (every CPU every second) or "drains" (none: the trace's
+   * own drains, applied under --placement trace) */
+  uint64_t vmstat_events;
+  char pcp_decay[8];
 } bh_replay_summary_t;
 
 /*

@@ -47,10 +47,13 @@ enum bh_ev_op {
   BH_EV_PCPU_DRAIN = 5, /* mm_page_pcpu_drain: a block goes from a pcp list to the buddy
                          * lists (free_pcppages_bulk) */
   BH_EV_ALLOC_ZONE_LOCKED =
-      6,            /* mm_page_alloc_zone_locked: a block taken from the buddy lists
-                     * (__rmqueue_smallest); percpu_refill says it may go to a pcp list */
-  BH_EV_EXTFRAG = 7 /* mm_page_alloc_extfrag: a block taken from another migratetype's free lists
-                     * (__rmqueue_claim, __rmqueue_steal); returned with the pcp events */
+      6,             /* mm_page_alloc_zone_locked: a block taken from the buddy lists
+                      * (__rmqueue_smallest); percpu_refill says it may go to a pcp list */
+  BH_EV_EXTFRAG = 7, /* mm_page_alloc_extfrag: a block taken from another migratetype's free lists
+                      * (__rmqueue_claim, __rmqueue_steal); returned with the pcp events */
+  BH_EV_VMSTAT = 8   /* workqueue_execute_start of vmstat_update: the vmstat worker ran on the
+                      * event's CPU (its pcp decay, decay_pcp_high); pfn and order 0; returned
+                      * with the pcp events */
 };
 
 /* Orders above this are malformed in every format (the replay decides what an arena takes). */
@@ -146,6 +149,9 @@ typedef struct bh_trace_opts {
    * perf.data that is not compressed is read by its own library, not passed. */
   void (*raw_bytes)(void *ctx, const void *buf, size_t n);
   void *raw_ctx;
+  /* return the vmstat worker's runs (BH_EV_VMSTAT) even without pcp_events (default false:
+   * with pcp_events only) */
+  bool vmstat_events;
 } bh_trace_opts_t;
 
 /* What the reader has seen so far. */

@@ -1789,25 +1789,31 @@ int bh_split_pages(bh_arena_t *a, uint64_t pfn, unsigned order) {
  * an eighth (not below high_min, nor more than a scaled batch below the count) and return what
  * is above it, so idle pcp lists give their pages back to the buddy lists.
  */
-void bh_vmstat_tick(bh_arena_t *a) {
-  for (int i = 0; a && i < a->nr_zones; i++) {
-    bh_zone_t *z = &a->zones[i];
-    for (unsigned c = 0; z->pcp && c < a->cfg.nr_cpus; c++) {
-      bh__pcp_t *pcp = &z->pcp[c];
-      bh__pcp_lock(pcp);
-      if (pcp->high > pcp->high_min) {
-        int h = pcp->high - (pcp->high >> 3),
-            k = pcp->count - (pcp->batch << BH__PCP_BATCH_SCALE_MAX);
-        if (h < k)
-          h = k;
-        pcp->high = h > pcp->high_min ? h : pcp->high_min;
-      }
-      /* returned in batch-sized calls, each starting again from list 0 */
-      for (int to_drain = pcp->count - pcp->high; to_drain > 0; to_drain -= pcp->batch)
-        free_pcppages_bulk(z, pcp, to_drain < pcp->batch ? to_drain : pcp->batch, 0, false);
-      bh__pcp_unlock(pcp);
-    }
+static void decay_pcp_high(bh_zone_t *z, bh__pcp_t *pcp) {
+  bh__pcp_lock(pcp);
+  if (pcp->high > pcp->high_min) {
+    int h = pcp->high - (pcp->high >> 3), k = pcp->count - (pcp->batch << BH__PCP_BATCH_SCALE_MAX);
+    if (h < k)
+      h = k;
+    pcp->high = h > pcp->high_min ? h : pcp->high_min;
   }
+  /* returned in batch-sized calls, each starting again from list 0 */
+  for (int to_drain = pcp->count - pcp->high; to_drain > 0; to_drain -= pcp->batch)
+    free_pcppages_bulk(z, pcp, to_drain < pcp->batch ? to_drain : pcp->batch, 0, false);
+  bh__pcp_unlock(pcp);
+}
+
+void bh_vmstat_tick(bh_arena_t *a) {
+  for (int i = 0; a && i < a->nr_zones; i++)
+    for (unsigned c = 0; a->zones[i].pcp && c < a->cfg.nr_cpus; c++)
+      decay_pcp_high(&a->zones[i], &a->zones[i].pcp[c]);
+}
+
+void bh__vmstat_tick_cpu(bh_arena_t *a, int cpu) {
+  unsigned c = cpu < 0 ? 0 : (unsigned)cpu % a->cfg.nr_cpus;
+  for (int i = 0; i < a->nr_zones; i++)
+    if (a->zones[i].pcp)
+      decay_pcp_high(&a->zones[i], &a->zones[i].pcp[c]);
 }
 
 /* ---------------------------------------------------------------------------------------- */

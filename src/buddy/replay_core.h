@@ -137,6 +137,11 @@ BH__INTERNAL int bh__pcp_free_nodrain(bh_arena_t *a, uint64_t pfn, unsigned orde
  * mm/page_alloc.c:2761-2766).  bh_free_pfn's checks and errors. */
 BH__INTERNAL int bh__free_pfn_locked(bh_arena_t *a, uint64_t pfn, unsigned order);
 
+/* The vmstat worker's run on one CPU slot (cpu modulo the slots): the pcp decay of each zone's
+ * pcp of that slot, as bh_vmstat_tick does for all of them (decay_pcp_high, Linux 6.12
+ * mm/page_alloc.c:2412, from refresh_cpu_vm_stats, mm/vmstat.c:839). */
+BH__INTERNAL void bh__vmstat_tick_cpu(bh_arena_t *a, int cpu);
+
 /* The block of `order` on a pcp list at pfn moves to the tail of cpu's list for (mt, order),
  * as a refill puts it: BH_OK, or BH_EBUSY if it is not there. */
 BH__INTERNAL int bh__pcp_relist_at(bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int cpu);

@@ -112,6 +112,10 @@ const char bh_cli_replay_help[] =
     "  --pcp-high KIND       auto (default: the recorded kernel's rule), tuned (Linux 6.7+:\n"
     "                        each pcp's high mark moves between high_min and high_max) or\n"
     "                        fixed (before 6.7: one mark, zone_highsize)\n"
+    "  --pcp-decay KIND      vmstat (default: where the trace has the vmstat worker's runs,\n"
+    "                        record --pcp-events, each CPU's pcp decay at its runs, as the\n"
+    "                        kernel's deferrable work, which an idle CPU does not run) or\n"
+    "                        tick (every CPU every second)\n"
     "  --start DIR           the start snapshot from a directory of /proc files (buddyinfo,\n"
     "                        pagetypeinfo, zoneinfo, optionally kpageflags; each may be\n"
     "                        NAME.txt and gzip or zstd compressed, NAME.gz, NAME.zst; a file\n"
@@ -401,6 +405,12 @@ static int shape_opt(int argc, char **argv, int *i, bh_cli_replay_t *c) {
     cfg->untraced_infer = e == 2;
     cfg->untraced_ignore = e == 1;
     cfg->untraced_lists = e == 3;
+    return 1;
+  } else if (OPT("pcp-decay")) {
+    static const char *const decays[] = {"vmstat", "tick"};
+    if (r < 0 || set_enum(verb, "pcp-decay", v, decays, 2, &e))
+      return -1;
+    cfg->pcp_decay_tick = e == 1;
     return 1;
   } else if (OPT("pcp-high")) {
     if (r < 0 || set_enum(verb, "pcp-high", v, pcp_highs, 3, &e))

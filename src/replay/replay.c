@@ -80,6 +80,8 @@ struct replay {
   const uint64_t *locked;
   size_t nlocked, locked_next;
   bool free_locked;
+  /* the pcp decay runs at the trace's vmstat worker runs (BH_EV_VMSTAT), not every second */
+  bool vmstat_trace;
   /* the refilled pages an allocation without an event took (struct scan's takes), the next of
    * them, the mm_page_alloc events played so far, and whether one is being played now (not
    * counted as the trace's); takes NULL: none */
@@ -192,7 +194,8 @@ struct scan {
   uint64_t pfn_lo, pfn_hi; /* the recorded blocks' pages lie in [pfn_lo, pfn_hi) */
   uint64_t groups;         /* the BH__PFN_GROUP-pfn groups (aligned) where blocks started, or 0 */
   unsigned max_cpu;
-  uint64_t pcp_events; /* mm_page_pcpu_drain and mm_page_alloc_zone_locked events */
+  uint64_t pcp_events;    /* mm_page_pcpu_drain and mm_page_alloc_zone_locked events */
+  uint64_t vmstat_events; /* the vmstat worker's runs (BH_EV_VMSTAT) */
   /* a text trace's events as the first pass read them, for the second to play without
    * parsing the text again (NULL: read the trace again), and what the reader counted: the
    * first `spilled` of them in the temporary file spill_fd (unlinked; valid when spilled > 0),
@@ -300,8 +303,9 @@ static int open_trace(struct replay *r, bh_trace_t **t) {
   bh_trace_opts_t o = {.lenient = r->cfg->lenient,
                        .origins = r->origins != NULL,
                        .pcp_events = r->cfg->placement == BH_PLACEMENT_TRACE ||
-                                     (!r->read_once && drain_evidence(r))};
-  if (!r->read_once) { /* cfg->trace_bytes sees the first reading only */
+                                     (!r->read_once && drain_evidence(r)),
+                       .vmstat_events = true}; /* counted even when not followed */
+  if (!r->read_once) {                         /* cfg->trace_bytes sees the first reading only */
     o.raw_bytes = r->cfg->trace_bytes;
     o.raw_ctx = r->cfg->trace_bytes_ctx;
     r->read_once = true;
@@ -969,6 +973,10 @@ static inline __attribute__((always_inline)) int scan_event(void *ctx, const bh_
   sc->last = ev->time_ns;
   if (ev->cpu >= 0 && (unsigned)ev->cpu > sc->max_cpu)
     sc->max_cpu = (unsigned)ev->cpu;
+  if (bh__unlikely(ev->op == BH_EV_VMSTAT)) {
+    sc->vmstat_events++;
+    return 0;
+  }
   if (bh__unlikely(ev->op >= BH_EV_PCPU_DRAIN)) { /* no page changes hands */
     sc->pcp_events += ev->op != BH_EV_EXTFRAG;    /* the fallbacks alone drain no pcp list */
     first_pass_pcp(st, ev);
@@ -1039,8 +1047,8 @@ static inline __attribute__((always_inline)) int scan_keep_event(void *ctx, cons
  * replay does not read them. */
 static inline __attribute__((always_inline)) bool unplayed(struct scan_state *st,
                                                            const bh_event_t *ev) {
-  if (bh__likely(ev->op < BH_EV_PCPU_DRAIN))
-    return false;
+  if (bh__likely(ev->op < BH_EV_PCPU_DRAIN) || ev->op == BH_EV_VMSTAT)
+    return false; /* the vmstat worker's runs are played (vmstat_event) */
   first_pass_pcp(st, ev);
   return true;
 }
@@ -1416,7 +1424,7 @@ COLD static void advance_slow(struct replay *r, uint64_t t) {
     if (tick == r->next_tick) {
       /* the vmstat worker, once a second: its pcp decay drains are in the trace's drain
        * events when it has them */
-      if (!r->pcp_trace)
+      if (!r->pcp_trace && !r->vmstat_trace)
         bh_vmstat_tick(r->arena);
       r->next_tick += BH_NS_PER_SEC;
     }
@@ -2180,6 +2188,12 @@ static inline __attribute__((always_inline)) int play_event(void *ctx, const bh_
     do_free(r, ev);
   } else if (ev->op == BH_EV_EXTFRAG) {
     extfrag_event(r, ev);
+  } else if (ev->op == BH_EV_VMSTAT) {
+    /* the vmstat worker ran on the event's CPU: its pcp decay (the kernel's deferrable work
+     * runs where the CPU is awake, mm/vmstat.c:2003-2015, :2120 in 6.12); with the pcp events
+     * applied, the trace's drains are the decay's */
+    if (r->vmstat_trace && !r->pcp_trace)
+      bh__vmstat_tick_cpu(r->arena, ev->cpu);
   } else {
     pcp_event(r, ev);
   }
@@ -2272,6 +2286,8 @@ static int play(struct replay *r, const struct scan *sc) {
     r->untraced = sc->untraced;
     r->nuntraced = sc->nuntraced;
   }
+  r->vmstat_trace = sc->vmstat_events && !r->cfg->pcp_decay_tick;
+  r->s->vmstat_events = sc->vmstat_events;
   if (r->shape && sc->nlocked) {
     r->locked = sc->locked;
     r->nlocked = sc->nlocked;
@@ -2421,6 +2437,10 @@ static void finish(struct replay *r) {
                    tv_secs(&r->ru0.ru_stime);
   s->minflt = (uint64_t)(ru.ru_minflt - r->ru0.ru_minflt);
   s->virtual_seconds = (double)r->vnow / 1e9;
+  snprintf(s->pcp_decay, sizeof(s->pcp_decay), "%s",
+           r->pcp_trace      ? "drains"
+           : r->vmstat_trace ? "vmstat"
+                             : "tick");
   s->wall_seconds = secs_since(&r->wall0);
   s->rss_final_bytes = resident_bytes(r);
   if (s->rss_final_bytes > s->rss_peak_bytes)
@@ -2920,6 +2940,8 @@ int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *f, int indent) {
   ju64(&w, "untraced_allocs", s->untraced_allocs);
   ju64(&w, "untraced_frees_applied", s->untraced_frees_applied);
   ju64(&w, "locked_frees", s->locked_frees);
+  ju64(&w, "vmstat_events", s->vmstat_events);
+  jstr(&w, "pcp_decay", s->pcp_decay);
   ju64(&w, "untraced_takes", s->untraced_takes);
   jdbl(&w, "virtual_seconds", s->virtual_seconds);
   jdbl(&w, "wall_seconds", s->wall_seconds);

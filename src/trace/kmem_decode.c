@@ -24,6 +24,7 @@ struct kind {
   struct tep_format_field *pfn, *order, *gfp, *mt, *refill;
   struct tep_format_field *forder, *fmt, *own; /* mm_page_alloc_extfrag's fallback fields */
   uint8_t bulk;                                /* BULK_*: one of the bulk probes */
+  struct tep_format_field *function;           /* workqueue_execute_start's work function */
   struct tep_format_field *page, *base;        /* BULK_PAGE's struct page and vmemmap_base */
 };
 
@@ -37,6 +38,7 @@ struct gfp_entry {
 
 struct bh__kmem_decoder {
   struct tep_handle *tep;
+  uint64_t vmstat_update; /* its address (bh__kmem_decoder_add_vmstat), 0: by name */
   struct kind kinds[MAX_KINDS];
   int nkinds;
   struct trace_seq seq;
@@ -160,6 +162,28 @@ int bh__kmem_decoder_add_bulk(bh__kmem_decoder_t *d, const char *system, char *m
   return 0;
 }
 
+int bh__kmem_decoder_add_vmstat(bh__kmem_decoder_t *d, uint64_t addr, char *msg, size_t len) {
+  struct tep_event *e = tep_find_event_by_name(d->tep, "workqueue", "workqueue_execute_start");
+  if (!e)
+    return 0;
+  for (int i = 0; i < d->nkinds; i++)
+    if (d->kinds[i].op == BH_EV_VMSTAT)
+      return 0; /* added already */
+  if (d->nkinds + 1 > MAX_KINDS) {
+    snprintf(msg, len, "too many kinds of event");
+    return BH_EFORMAT;
+  }
+  struct kind *k = &d->kinds[d->nkinds];
+  *k = (struct kind){.id = e->id, .op = BH_EV_VMSTAT};
+  if (!(k->function = tep_find_field(e, "function"))) {
+    snprintf(msg, len, "workqueue:workqueue_execute_start has no function field");
+    return BH_EFORMAT;
+  }
+  d->vmstat_update = addr;
+  d->nkinds++;
+  return 0;
+}
+
 static const struct kind *kind_of(const bh__kmem_decoder_t *d, int id) {
   for (int i = 0; i < d->nkinds; i++)
     if (d->kinds[i].id == id)
@@ -280,6 +304,18 @@ int bh__kmem_decode(bh__kmem_decoder_t *d, struct tep_record *rec, bh_event_t *e
   uint64_t pfn, order = 0, v;
   if (k->bulk)
     return decode_bulk(d, k, rec, ev, gfp_unknown, why);
+  if (k->op == BH_EV_VMSTAT) {
+    *why = NULL;
+    if (!read_field(k->function, rec, &v)) {
+      *why = "record too short for its function field";
+      return -1;
+    }
+    const char *name = d->vmstat_update ? NULL : tep_find_function(d->tep, v);
+    if (d->vmstat_update ? v != d->vmstat_update : !name || strcmp(name, "vmstat_update"))
+      return 0; /* another work function */
+    event_head(d, rec, BH_EV_VMSTAT, ev);
+    return 1;
+  }
   event_head(d, rec, k->op, ev);
   *why = NULL;
   if (!read_field(k->pfn, rec, &pfn))

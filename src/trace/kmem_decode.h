@@ -58,6 +58,14 @@ int bh__kmem_decoder_add_pcp(bh__kmem_decoder_t *d, char *msg, size_t len);
 int bh__kmem_decoder_add_bulk(bh__kmem_decoder_t *d, const char *system, char *msg, size_t len);
 
 /*
+ * Makes d decode workqueue:workqueue_execute_start of vmstat_update as BH_EV_VMSTAT (the vmstat
+ * worker ran on the record's CPU: its pcp decay), where tep has the event: the work function at
+ * addr (as /proc/kallsyms has it; 0: the function tep's symbols name vmstat_update).  Other
+ * work functions are not ours.  Returns 0, or BH_EFORMAT with msg set.
+ */
+int bh__kmem_decoder_add_vmstat(bh__kmem_decoder_t *d, uint64_t addr, char *msg, size_t len);
+
+/*
  * Decodes rec (its data, size, ts and cpu) into ev.  Returns 1 for one of our events, 0 for a
  * record of another event (ev untouched), -1 for one of ours that cannot be read, with *why
  * saying what is wrong.  *gfp_unknown grows by the gfp flag names bh_gfp_parse did not know.

@@ -267,6 +267,16 @@ static int event_op(const char *s, size_t n, bool pcp) {
   return 0;
 }
 
+/* workqueue_execute_start of vmstat_update (Linux 6.12 include/trace/events/workqueue.h:
+ * "work struct %p: function %ps"): the vmstat worker ran on the line's CPU.  With the pcp
+ * events only; the other work functions are other lines. */
+static bool vmstat_work(const char *ev, size_t n, const char *args, const char *end) {
+  static const char name[] = "workqueue_execute_start", fn[] = "function vmstat_update";
+  size_t k = sizeof(fn) - 1;
+  return n == sizeof(name) - 1 && !memcmp(ev, name, n) && (size_t)(end - args) >= k &&
+         !memcmp(end - k, fn, k) && (end - k == args || is_blank(end[-(ptrdiff_t)k - 1]));
+}
+
 /* Does a line that has no event-line shape still name one of our events? */
 static bool names_our_event(const char *s, size_t n, bool pcp) {
   char mark[32];
@@ -1075,6 +1085,8 @@ static __attribute__((noinline)) int general_kernel_line(bh__tparse_t *p, const 
     return BH__LINE_OTHER;
   }
   int op = event_op(s + k.ev, k.ev_end - k.ev, p->pcp);
+  if (!op && p->vmstat && vmstat_work(s + k.ev, k.ev_end - k.ev, s + k.args, s + n))
+    op = BH_EV_VMSTAT;
   bool perf_sep = false;
   memset(ev, 0, sizeof(*ev));
   const char *why = parse_prefix(s, k.ts, ev, &perf_sep);
@@ -1092,6 +1104,8 @@ static __attribute__((noinline)) int general_kernel_line(bh__tparse_t *p, const 
     char sb[48];
     return malformed(p, "bad timestamp '%s'", shown(s + k.ts, k.ts_end - k.ts, sb, sizeof(sb)));
   }
+  if (op == BH_EV_VMSTAT)
+    return BH__LINE_EVENT; /* no fields of ours */
   int r = parse_kernel_args(p, s + k.args, s + n, ev);
   if (r == BH__LINE_EVENT)
     bh__trace_set_zone(p, ev);
@@ -1241,11 +1255,12 @@ int bh__parse_native_line(bh__tparse_t *p, const char *s, size_t n, bool nul, bh
     return malformed(p, "missing op");
   if (*c == 'L' && field_end(c + 1, e) && p->version >= BH__TRACE_TEXT_VERSION2)
     return native_lost(p, skip_blanks(c + 1, e), e, ev);
-  bool pcp_op = (*c == 'D' || *c == 'Z' || *c == 'X') && p->version >= BH__TRACE_TEXT_VERSION3;
+  bool pcp_op =
+      (*c == 'D' || *c == 'Z' || *c == 'X' || *c == 'V') && p->version >= BH__TRACE_TEXT_VERSION3;
   if (!field_end(c + 1, e) || (*c != 'A' && *c != 'F' && *c != 'B' && !pcp_op))
     return malformed(p, "bad op '%s' (A, F or B%s)",
                      shown(c, (size_t)(word_end(c, e) - c), sb, sizeof(sb)),
-                     p->version >= BH__TRACE_TEXT_VERSION3   ? ", or L, D, Z, X"
+                     p->version >= BH__TRACE_TEXT_VERSION3   ? ", or L, D, Z, X, V"
                      : p->version >= BH__TRACE_TEXT_VERSION2 ? ", or L"
                                                              : "");
   ev->op = *c == 'A'   ? BH_EV_ALLOC
@@ -1253,7 +1268,8 @@ int bh__parse_native_line(bh__tparse_t *p, const char *s, size_t n, bool nul, bh
            : *c == 'B' ? BH_EV_FREE_BATCHED
            : *c == 'D' ? BH_EV_PCPU_DRAIN
            : *c == 'Z' ? BH_EV_ALLOC_ZONE_LOCKED
-                       : BH_EV_EXTFRAG;
+           : *c == 'X' ? BH_EV_EXTFRAG
+                       : BH_EV_VMSTAT;
   p->xf_seen = 0;
   if ((c = skip_blanks(c + 1, e)) == e)
     return malformed(p, "missing pfn");
@@ -1275,7 +1291,9 @@ int bh__parse_native_line(bh__tparse_t *p, const char *s, size_t n, bool nul, bh
     return malformed(p, "gfp= and failed= belong to allocations only");
   if (ev->op == BH_EV_EXTFRAG && p->xf_seen != 3)
     return malformed(p, "missing %s", p->xf_seen & 1 ? "fallback_mt=" : "fallback_order=");
-  if (pcp_op && !p->pcp)
+  if (ev->op == BH_EV_VMSTAT && (ev->pfn || ev->order || ev->migratetype >= 0))
+    return malformed(p, "a vmstat event (V) has pfn 0, order 0 and no mt=");
+  if (pcp_op && (ev->op == BH_EV_VMSTAT ? !p->vmstat : !p->pcp))
     return BH__LINE_OTHER; /* not asked for */
   bh__trace_set_zone(p, ev);
   return BH__LINE_EVENT;

@@ -503,6 +503,7 @@ int bh_trace_open(const char *path, const bh_trace_opts_t *opts, bh_trace_t **ou
   t->src.fd = -1;
   t->lenient = opts && opts->lenient;
   t->tp.pcp = opts && opts->pcp_events;
+  t->tp.vmstat = opts && (opts->pcp_events || opts->vmstat_events);
   t->name = strdup(strcmp(path, "-") == 0 ? "<stdin>" : path);
   t->cap = BH__TRACE_BUF_SIZE;
   t->buf = malloc(t->cap);
@@ -778,6 +779,8 @@ static const char *pcp_record_problem(const unsigned char *r, bh_event_t *ev) {
   if (ev->gfp || ev->failed || r[30] || r[31] ||
       (r[29] & ~(ev->op == BH_EV_ALLOC_ZONE_LOCKED ? BH__TRACE_BIN_REFILL : 0u)))
     return "pcp event record with gfp, failed or reserved bits set";
+  if (ev->op == BH_EV_VMSTAT && (ev->pfn || ev->order || ev->migratetype >= 0))
+    return "vmstat record with a pfn, order or migratetype";
   if (ev->pid < -1 || ev->cpu < -1 || ev->migratetype < -1)
     return "pid, cpu or migratetype below -1";
   ev->percpu_refill = (r[29] & BH__TRACE_BIN_REFILL) != 0;
@@ -830,9 +833,9 @@ static int next_binary(bh_trace_t *t, bh_event_t *ev) {
     }
     if (t->version >= BH__TRACE_BIN_VERSION3 &&
         (ev->op == BH_EV_PCPU_DRAIN || ev->op == BH_EV_ALLOC_ZONE_LOCKED ||
-         ev->op == BH_EV_EXTFRAG) &&
+         ev->op == BH_EV_EXTFRAG || ev->op == BH_EV_VMSTAT) &&
         !(why = pcp_record_problem(r, ev))) {
-      if (!t->tp.pcp) {
+      if (ev->op == BH_EV_VMSTAT ? !t->tp.vmstat : !t->tp.pcp) {
         t->counts.other_lines++;
         continue;
       }

@@ -74,6 +74,7 @@ typedef struct bh__tparse {
   uint64_t gfp_unknown; /* names bh_gfp_parse did not know */
   int version;          /* native text: the header's version (lost markers need 2) */
   bool pcp;             /* return the pcp events (bh_trace_opts_t.pcp_events), else skip them */
+  bool vmstat;          /* return the vmstat worker's runs (pcp_events or vmstat_events) */
   uint8_t xf_seen;      /* native text: the fallback keys of the X line being parsed */
   /* one-entry cache of the last gfp_flags text: traces repeat a handful of masks */
   char gfp_text[128];

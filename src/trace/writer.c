@@ -175,7 +175,7 @@ static char *put_hex(char *p, uint64_t v) {
 }
 
 static int encode_text(bh_trace_writer_t *w, const bh_event_t *ev) {
-  static const char ops[] = {'?', 'A', 'F', 'B', 'L', 'D', 'Z', 'X'};
+  static const char ops[] = {'?', 'A', 'F', 'B', 'L', 'D', 'Z', 'X', 'V'};
   char *p = (char *)w->buf + w->len;
   p = put_u64(p, ev->time_ns);
   *p++ = ' ';
@@ -240,7 +240,8 @@ static void encode_binary(bh_trace_writer_t *w, const bh_event_t *ev) {
 /* Returns NULL if the format can hold ev, else what is wrong. */
 static const char *check_event(const bh_trace_writer_t *w, const bh_event_t *ev) {
   bool xf = ev->op == BH_EV_EXTFRAG;
-  bool pcp = ev->op == BH_EV_PCPU_DRAIN || ev->op == BH_EV_ALLOC_ZONE_LOCKED || xf;
+  bool vm = ev->op == BH_EV_VMSTAT;
+  bool pcp = ev->op == BH_EV_PCPU_DRAIN || ev->op == BH_EV_ALLOC_ZONE_LOCKED || xf || vm;
   if ((ev->op < BH_EV_ALLOC || ev->op > BH_EV_FREE_BATCHED) && !pcp)
     return "bad op";
   if (pcp && w->version < 3)
@@ -254,6 +255,8 @@ static const char *check_event(const bh_trace_writer_t *w, const bh_event_t *ev)
     return "bad fallback_order, fallback_migratetype or change_ownership";
   if (ev->order > BH_TRACE_MAX_ORDER)
     return "order above 63";
+  if (vm && (ev->pfn || ev->order || ev->migratetype >= 0))
+    return "a vmstat event has no pfn, order or migratetype";
   if (ev->pid < -1 || ev->cpu < -1 || ev->migratetype < -1)
     return "pid, cpu or migratetype below -1";
   if (ev->failed > 1)

@@ -812,6 +812,59 @@ static void test_locked_frees(void **state) {
 }
 
 /*
+ * The pcp decay where the trace has the vmstat worker's runs (BH_EV_VMSTAT): each CPU's
+ * decay_pcp_high runs in vmstat_update (mm/vmstat.c:839 in 6.12), deferrable work that an idle
+ * CPU does not run (mm/vmstat.c:2120), so it follows the runs, not the clock.  2,048 pages are
+ * allocated and freed on CPU 0, then 8 s pass before the last allocation: every second's decay
+ * returns part of the list (--pcp-decay tick, or a trace without runs); with one run in the
+ * idle, one decay; with the only run before the frees (an empty list), none.
+ */
+static char *decay_trace(const char *vm_lines) {
+  size_t cap = 1 << 19, k = 0; /* 4,097 lines of at most 64 bytes, and the runs' */
+  char *b = malloc(cap);
+  assert_non_null(b);
+  k += (size_t)snprintf(b + k, cap - k, "# buddyhint-trace 3\n%s",
+                        vm_lines[0] == '1' ? vm_lines : "");
+  for (int i = 0; i < 2048; i++)
+    k += (size_t)snprintf(b + k, cap - k, "%d A %#x 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n",
+                          1000000 + i * 100, 0x1000 + i);
+  for (int i = 0; i < 2048; i++)
+    k += (size_t)snprintf(b + k, cap - k, "%d F %#x 0 cpu=0\n", 2000000000 + i * 100, 0x1000 + i);
+  k += (size_t)snprintf(b + k, cap - k, "%s", vm_lines[0] == '3' ? vm_lines : "");
+  snprintf(b + k, cap - k, "10000000000 A 0x9000 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n");
+  return b;
+}
+
+static void test_pcp_decay_vmstat(void **state) {
+  (void)state;
+  static const char *const vm[3] = {"", "3000000000 V 0 0 cpu=0\n", "100 V 0 0 cpu=0\n"};
+  uint64_t drained[4];
+  char decay[4][8];
+  for (int k = 0; k < 4; k++) {
+    char *lines = decay_trace(vm[k < 3 ? k : 1]);
+    char name[32];
+    snprintf(name, sizeof(name), "decay%d.txt", k);
+    bh_replay_config_t cfg;
+    bh_replay_config_init(&cfg);
+    cfg.trace = tt_write_str(name, lines);
+    cfg.pcp_decay_tick = k == 3; /* the one-run trace, told to tick */
+    bh_replay_summary_t s;
+    replay(&cfg, &s);
+    drained[k] = s.arena_stats[BH_STAT_pcp_drain_pages];
+    snprintf(decay[k], sizeof(decay[k]), "%s", s.pcp_decay);
+    assert_int_equal(s.vmstat_events, k == 0 ? 0 : 1);
+    free(lines);
+  }
+  assert_string_equal(decay[0], "tick");
+  assert_string_equal(decay[1], "vmstat");
+  assert_string_equal(decay[2], "vmstat");
+  assert_string_equal(decay[3], "tick");
+  assert_true(drained[0] > drained[1]); /* eight decays against one */
+  assert_true(drained[1] > drained[2]); /* one against none */
+  assert_int_equal(drained[3], drained[0]);
+}
+
+/*
  * Refilled pages taken without an event (--untraced-allocs lists): a refill puts pages at its
  * list's tail in the order it takes them (rmqueue_bulk, mm/page_alloc.c:2376 in 6.12), the
  * list's head goes first (__rmqueue_pcplist, :3095), so where the trace's next allocation
@@ -2355,6 +2408,7 @@ int main(void) {
       cmocka_unit_test(test_untraced_allocs),
       cmocka_unit_test(test_untraced_allocs_lifo),
       cmocka_unit_test(test_locked_frees),
+      cmocka_unit_test(test_pcp_decay_vmstat),
       cmocka_unit_test(test_untraced_allocs_refill),
   };
   return cmocka_run_group_tests(tests, tt_setup, tt_teardown);

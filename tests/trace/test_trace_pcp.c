@@ -189,12 +189,85 @@ static void test_binary_v2_refuses(void **state) {
   bh_trace_close(t);
 }
 
+/*
+ * The vmstat worker's runs (BH_EV_VMSTAT): workqueue_execute_start of vmstat_update in ftrace
+ * text (Linux 6.12 include/trace/events/workqueue.h: "work struct %p: function %ps"), other
+ * work functions other lines; op V in native text, kept by both native formats; returned with
+ * pcp_events or vmstat_events alone.
+ */
+static void test_vmstat(void **state) {
+  (void)state;
+  const char *p = tt_write_str(
+      "vm.txt", "  kworker/1:1-46 [001] ..... 22.016260: workqueue_execute_start: work struct "
+                "0000000009162692: function vmstat_update\n"
+                "  kworker/0:1-10 [000] ..... 22.100000: workqueue_execute_start: work struct "
+                "00000000248229db: function vmstat_shepherd\n"
+                "   memhog-4242 [001] d..1.  22.500000: mm_page_free: page=000000003b8e1cde "
+                "pfn=0x10a2b0 order=0\n");
+  bh_event_t *evs;
+  size_t n;
+  bh_trace_counts_t c = tt_read_counts(p, NULL, &evs, &n);
+  assert_int_equal(n, 1);
+  assert_int_equal(c.other_lines, 2);
+  free(evs);
+  static const bh_trace_opts_t asks[2] = {{.pcp_events = true}, {.vmstat_events = true}};
+  for (int a = 0; a < 2; a++) {
+    c = tt_read_counts(p, &asks[a], &evs, &n);
+    assert_int_equal(n, 2);
+    assert_int_equal(c.other_lines, 1); /* vmstat_shepherd */
+    assert_int_equal(evs[0].op, BH_EV_VMSTAT);
+    assert_int_equal(evs[0].cpu, 1);
+    assert_int_equal(evs[0].pid, 46);
+    assert_int_equal(evs[0].time_ns, 22016260000ull);
+    assert_int_equal(evs[0].pfn, 0);
+    assert_int_equal(evs[1].op, BH_EV_FREE);
+    free(evs);
+  }
+  /* native text: V with pfn 0 and order 0, through both native formats */
+  p = tt_write_str("vm3.txt", "# buddyhint-trace 3\n100 V 0 0 cpu=1\n200 F 0x200 0 cpu=1\n");
+  bh_event_t *in;
+  tt_read_counts(p, &(bh_trace_opts_t){.vmstat_events = true}, &in, &n);
+  assert_int_equal(n, 2);
+  assert_int_equal(in[0].op, BH_EV_VMSTAT);
+  static const int formats[] = {BH_TRACE_NATIVE_TEXT, BH_TRACE_NATIVE_BINARY};
+  for (int f = 0; f < 2; f++) {
+    const char *out = tt_path(f ? "vm.bht" : "vm-out.txt");
+    bh_trace_writer_t *w;
+    assert_int_equal(bh_trace_writer_open2(out, formats[f], BH_TRACE_COMP_NONE, "x 1\n", &w), 0);
+    assert_int_equal(bh_trace_writer_pcp_events(w), 0);
+    bh_event_t bad = in[0];
+    bad.pfn = 1;
+    assert_int_equal(bh_trace_write(w, &bad), BH_EINVAL);
+    for (size_t i = 0; i < n; i++)
+      assert_int_equal(bh_trace_write(w, &in[i]), 0);
+    assert_int_equal(bh_trace_writer_close(w), 0);
+    bh_event_t *back;
+    size_t m;
+    tt_read_counts(out, &(bh_trace_opts_t){.vmstat_events = true}, &back, &m);
+    assert_int_equal(m, 2);
+    tt_assert_event_equal(&back[0], &in[0]);
+    free(back);
+    c = tt_read_counts(out, NULL, &back, &m); /* not asked for */
+    assert_int_equal(m, 1);
+    free(back);
+  }
+  free(in);
+  /* a V line with a pfn is malformed */
+  bh_trace_t *t;
+  bh_event_t ev;
+  bh_trace_opts_t o = {.vmstat_events = true};
+  assert_int_equal(
+      bh_trace_open(tt_write_str("vm-bad.txt", "# buddyhint-trace 3\n100 V 0x8 0\n"), &o, &t), 0);
+  assert_int_equal(bh_trace_next(t, &ev), BH_EFORMAT);
+  assert_non_null(strstr(bh_trace_error(t), "vmstat"));
+  bh_trace_close(t);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_ftrace),
-      cmocka_unit_test(test_native_text),
-      cmocka_unit_test(test_round_trip),
-      cmocka_unit_test(test_binary_v2_refuses),
+      cmocka_unit_test(test_ftrace),     cmocka_unit_test(test_native_text),
+      cmocka_unit_test(test_round_trip), cmocka_unit_test(test_binary_v2_refuses),
+      cmocka_unit_test(test_vmstat),
   };
   return cmocka_run_group_tests(tests, tt_setup, tt_teardown);
 }

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -43,6 +44,29 @@ const char *const bh_cli_kmem_events[NR_PCP_EVENTS] = {"mm_page_alloc",
 
 /* ---- tracefs, through libtracefs ---- */
 
+/* The vmstat worker's runs: each pcp's decay (decay_pcp_high) happens in them, and they are
+ * deferrable work, which an idle CPU does not run (mm/vmstat.c:2003-2015, :2120 in 6.12) */
+#define WQ_SYSTEM "workqueue"
+#define WQ_EVENT "workqueue_execute_start"
+
+/* vmstat_update's address in /proc/kallsyms, 0 if not there or hidden (kptr_restrict). */
+static unsigned long long vmstat_update_addr(void) {
+  FILE *f = fopen("/proc/kallsyms", "re");
+  if (!f)
+    return 0;
+  char line[256];
+  unsigned long long addr = 0;
+  while (!addr && fgets(line, sizeof(line), f)) {
+    char type, name[128];
+    unsigned long long a;
+    if (sscanf(line, "%llx %c %127s", &a, &type, name) == 3 && (type == 't' || type == 'T') &&
+        !strcmp(name, "vmstat_update"))
+      addr = a;
+  }
+  fclose(f);
+  return addr;
+}
+
 /* Finds or mounts tracefs, removes stale instances and makes ours. */
 int bh_cli_tracer_open(bh_cli_tracer_t *tr, const char *verb, bool pcp_events, bool bulk) {
   memset(tr, 0, sizeof(*tr));
@@ -65,6 +89,9 @@ int bh_cli_tracer_open(bh_cli_tracer_t *tr, const char *verb, bool pcp_events, b
   tr->inst = tracefs_instance_create(name);
   tr->dir = tr->inst ? tracefs_instance_get_dir(tr->inst) : NULL;
   if (tr->inst && tr->dir && tracefs_instance_is_new(tr->inst)) {
+    if (pcp_events && !(tr->vmstat_update = vmstat_update_addr()))
+      tmsg(tr, "warning: the vmstat worker's runs are not recorded: no vmstat_update address "
+               "in /proc/kallsyms\n");
     char why[256] = "";
     if (bulk && bh_cli_bulk_probe_add(tr->root, tr->bulk_system, sizeof(tr->bulk_system), why,
                                       sizeof(why))) {
@@ -98,6 +125,8 @@ void bh_cli_tracer_close(bh_cli_tracer_t *tr) {
     tracefs_event_disable(tr->inst, "kmem", bh_cli_kmem_events[i]);
   if (tr->bulk_system[0])
     tracefs_event_disable(tr->inst, tr->bulk_system, NULL);
+  if (tr->vmstat_update)
+    tracefs_event_disable(tr->inst, WQ_SYSTEM, WQ_EVENT);
   if (tracefs_instance_destroy(tr->inst))
     tmsg(tr, "warning: cannot remove the tracefs instance %s: %s\n", tr->dir, strerror(errno));
   if (tr->bulk_system[0] && bh_cli_bulk_probe_remove(tr->root, tr->bulk_system))
@@ -141,6 +170,12 @@ static struct tep_handle *kmem_tep(const bh_cli_tracer_t *tr) {
       free(buf);
     }
   }
+  if (tr->vmstat_update &&
+      (buf = tracefs_instance_file_read(tr->inst, "events/" WQ_SYSTEM "/" WQ_EVENT "/format",
+                                        &size)) != NULL) {
+    tep_parse_event(tep, buf, (unsigned long)size, WQ_SYSTEM);
+    free(buf);
+  }
   static const char *const bulk[] = {BH__KMEM_BULK_CALL, BH__KMEM_BULK_PAGE};
   for (size_t i = 0; tr->bulk_system[0] && i < 2; i++) {
     char rel[128];
@@ -166,6 +201,9 @@ int bh_cli_tracer_formats(bh_cli_tracer_t *tr) {
     ;
   else if (tr->bulk_system[0] &&
            bh__kmem_decoder_add_bulk(tr->dec, tr->bulk_system, why, sizeof(why)))
+    ;
+  else if (tr->vmstat_update &&
+           bh__kmem_decoder_add_vmstat(tr->dec, tr->vmstat_update, why, sizeof(why)))
     ;
   else if (!tep_find_event_by_name(tr->tep, "kmem", bh_cli_kmem_events[0]))
     snprintf(why, sizeof(why), "this kernel has no kmem:%s event", bh_cli_kmem_events[0]);
@@ -202,6 +240,18 @@ int bh_cli_tracer_setup(bh_cli_tracer_t *tr, unsigned buffer_kb, const char *clo
     tmsg(tr, "cannot enable the kprobe events %s: %s\n", tr->bulk_system,
          strerror(errno ? errno : ENOENT));
     return -1;
+  }
+  if (tr->vmstat_update) { /* filtered in the kernel: only vmstat_update's runs reach us */
+    char filter[64];
+    snprintf(filter, sizeof(filter), "function == 0x%llx", tr->vmstat_update);
+    errno = 0;
+    if (tracefs_instance_file_write(tr->inst, "events/" WQ_SYSTEM "/" WQ_EVENT "/filter", filter) <
+            0 ||
+        tracefs_event_enable(tr->inst, WQ_SYSTEM, WQ_EVENT)) {
+      tmsg(tr, "warning: the vmstat worker's runs are not recorded: %s:%s: %s\n", WQ_SYSTEM,
+           WQ_EVENT, strerror(errno ? errno : ENOENT));
+      tr->vmstat_update = 0;
+    }
   }
   return 0;
 }

@@ -36,6 +36,9 @@ typedef struct bh_cli_tracer {
                                                                           unmount it at the end) */
   /* the kprobe events of alloc_pages_bulk's pages (record_bulk.h), if made: their system */
   char bulk_system[48];
+  /* with the pcp events, vmstat_update's address (/proc/kallsyms), whose runs
+   * workqueue:workqueue_execute_start records (filtered on it); 0: not recorded */
+  unsigned long long vmstat_update;
 } bh_cli_tracer_t;
 
 /* Finds or mounts tracefs, removes stale instances and makes ours; with bulk, the probes of
