@@ -968,15 +968,17 @@ static inline __attribute__((always_inline)) int scan_event(void *ctx, const bh_
   struct scan *sc = st->sc;
   struct live_blocks *live = &st->live;
   uint64_t *cur = &st->cur;
-  if (!sc->events++)
+  if (bh__unlikely(ev->op == BH_EV_VMSTAT)) { /* kept and counted, but no page event: it
+                                               * does not start the clock */
+    sc->events++;
+    sc->vmstat_events++;
+    return 0;
+  }
+  if (sc->events++ == sc->vmstat_events) /* the first page event */
     sc->first = ev->time_ns;
   sc->last = ev->time_ns;
   if (ev->cpu >= 0 && (unsigned)ev->cpu > sc->max_cpu)
     sc->max_cpu = (unsigned)ev->cpu;
-  if (bh__unlikely(ev->op == BH_EV_VMSTAT)) {
-    sc->vmstat_events++;
-    return 0;
-  }
   if (bh__unlikely(ev->op >= BH_EV_PCPU_DRAIN)) { /* no page changes hands */
     sc->pcp_events += ev->op != BH_EV_EXTFRAG;    /* the fallbacks alone drain no pcp list */
     first_pass_pcp(st, ev);
@@ -2169,6 +2171,18 @@ COLD static void extfrag_event(struct replay *r, const bh_event_t *ev) {
 }
 
 /*
+ * The vmstat worker ran on the event's CPU: its pcp decay (the kernel's deferrable work runs
+ * where the CPU is awake, mm/vmstat.c:2003-2015, :2120 in 6.12), at the clock of the event
+ * before it (no page event: it moves neither the clock nor the counts, so that a trace with
+ * the runs keeps the clock of one without); with the pcp events applied, the trace's drains
+ * are the decay's.
+ */
+COLD static void vmstat_event(struct replay *r, const bh_event_t *ev) {
+  if (r->vmstat_trace && !r->pcp_trace)
+    bh__vmstat_tick_cpu(r->arena, ev->cpu);
+}
+
+/*
  * One event: the clock first (worker steps, ticks, samples due before the event), then the
  * event.  Everything that is not needed for every event is behind one comparison (clock_due,
  * next_poll): this is most of a replay's time outside the allocator.  Inlined into both
@@ -2176,6 +2190,10 @@ COLD static void extfrag_event(struct replay *r, const bh_event_t *ev) {
  */
 static inline __attribute__((always_inline)) int play_event(void *ctx, const bh_event_t *ev) {
   struct replay *r = ctx;
+  if (bh__unlikely(ev->op == BH_EV_VMSTAT)) {
+    vmstat_event(r, ev);
+    return 0;
+  }
   event_clock(r, ev->time_ns);
   r->events++;
   if (ev->op == BH_EV_ALLOC) {
@@ -2188,12 +2206,6 @@ static inline __attribute__((always_inline)) int play_event(void *ctx, const bh_
     do_free(r, ev);
   } else if (ev->op == BH_EV_EXTFRAG) {
     extfrag_event(r, ev);
-  } else if (ev->op == BH_EV_VMSTAT) {
-    /* the vmstat worker ran on the event's CPU: its pcp decay (the kernel's deferrable work
-     * runs where the CPU is awake, mm/vmstat.c:2003-2015, :2120 in 6.12); with the pcp events
-     * applied, the trace's drains are the decay's */
-    if (r->vmstat_trace && !r->pcp_trace)
-      bh__vmstat_tick_cpu(r->arena, ev->cpu);
   } else {
     pcp_event(r, ev);
   }
