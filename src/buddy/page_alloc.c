@@ -1578,8 +1578,10 @@ void bh__free_pages_zone_locked(bh_zone_t *z, uint64_t pfn, unsigned order, int 
   split_large_buddy(z, pfn, order);
 }
 
+/* pcp_busy: the CPU's pcp lock is known taken for this call (an interrupt's free inside a batched
+ * free, as a trace shows it): free_unref_page's failed trylock, straight to the buddy lists. */
 static inline __attribute__((always_inline)) int free_pfn(bh_arena_t *a, uint64_t pfn,
-                                                          unsigned order, int cpu) {
+                                                          unsigned order, int cpu, bool pcp_busy) {
   /*
    * The check and the state change are not one atomic step: two threads freeing the same
    * block at once is a caller bug we detect only on a best-effort basis, as Linux does with
@@ -1590,7 +1592,7 @@ static inline __attribute__((always_inline)) int free_pfn(bh_arena_t *a, uint64_
     return err;
   bh_zone_t *z = bh__pfn_zone(a, pfn);
   bh__pg_set_flags(&a->pages[pfn], 0);
-  if (bh__likely(pcp_allowed_order(a, order))) {
+  if (bh__likely(pcp_allowed_order(a, order) && !pcp_busy)) {
     int mt = bh__pb_mt(a, pfn);
     if (bh__unlikely(mt > BH_MT_RECLAIMABLE)) {
       if (mt == BH_MT_ISOLATE) {
@@ -1614,16 +1616,13 @@ static inline __attribute__((always_inline)) int free_pfn(bh_arena_t *a, uint64_
 int bh_free_pfn(bh_arena_t *a, uint64_t pfn, unsigned order, int cpu) {
   if (!a)
     return BH_EINVAL;
-  return free_pfn(a, pfn, order, cpu);
+  return free_pfn(a, pfn, order, cpu, false);
 }
 
 int bh__free_pfn_locked(bh_arena_t *a, uint64_t pfn, unsigned order) {
-  int err = a ? check_free(a, pfn, order) : BH_EINVAL;
-  if (err)
-    return err;
-  bh__pg_set_flags(&a->pages[pfn], 0);
-  free_one_page(bh__pfn_zone(a, pfn), pfn, order);
-  return BH_OK;
+  if (!a)
+    return BH_EINVAL;
+  return free_pfn(a, pfn, order, -1, true);
 }
 
 /*
@@ -1704,7 +1703,7 @@ static __attribute__((noinline)) int free_pages_slow(bh_arena_t *a, void *addr, 
     return BH_EFAULT;
   if ((uintptr_t)addr & (BH_PAGE_SIZE - 1))
     return BH_EALIGN;
-  return free_pfn(a, (uint64_t)(off >> BH_PAGE_SHIFT), order, -1);
+  return free_pfn(a, (uint64_t)(off >> BH_PAGE_SHIFT), order, -1, false);
 }
 
 /* The fast free's block reached the pcp list's high mark: drain, then drop the pcp lock. */

@@ -608,7 +608,7 @@ struct lock_watch {
   bool after_batched; /* an mm_page_free_batched seen on the CPU */
   uint32_t nsince;    /* frees since its last one, the first of them the CPU's first-th */
   uint32_t first;
-  uint8_t ncand;           /* those of a pcp order (LW_CANDS + 1: too many to be an interrupt's) */
+  uint8_t ncand;           /* those of a pcp order, the first LW_CANDS */
   uint64_t cand[LW_CANDS]; /* their ordinals among the trace's frees */
 };
 
@@ -630,11 +630,8 @@ lock_watch_free(struct scan_state *st, const bh_event_t *ev, uint64_t ordinal) {
     return 0;
   if (!w->nsince++)
     w->first = n;
-  if (ev->order <= LF_MAX_ORDER && w->ncand <= LW_CANDS) {
-    if (w->ncand < LW_CANDS)
-      w->cand[w->ncand] = ordinal;
-    w->ncand++;
-  }
+  if (ev->order <= LF_MAX_ORDER && w->ncand < LW_CANDS)
+    w->cand[w->ncand++] = ordinal;
   return 0;
 }
 
@@ -645,8 +642,8 @@ COLD static int lock_watch_decide(struct scan_state *st, struct lock_watch *w, u
   uint32_t since = w->nsince;
   w->ncand = 0;
   w->nsince = 0;
-  if (nc > LW_CANDS || since > LW_CANDS)
-    return 0;
+  if (since > LW_CANDS)
+    return 0; /* too many frees since to be an interrupt's */
   /* the CPU's last free of pfn still in the ring */
   uint32_t oldest = w->n > LW_RING ? w->n - LW_RING : 0;
   for (uint32_t k = w->n; k-- > oldest;) {
@@ -1477,20 +1474,23 @@ static inline void touch(struct replay *r, uint64_t pfn, unsigned order) {
       p[i << BH_PAGE_SHIFT] = (uint8_t)(pfn + i);
 }
 
-/* A free: with the trace's pcp events, onto a pcp list without a drain decision of its own. */
+/* arena_free with the trace's pcp events applied (onto a pcp list without a drain decision of
+ * its own), or for a free the trace shows made under its CPU's pcp lock (to the buddy lists). */
+COLD static void arena_free_other(struct replay *r, uint64_t pfn, unsigned order, int cpu) {
+  if (r->pcp_trace && r->start_pcp && pfn < r->nr_pages)
+    r->start_pcp[pfn >> 6] &= ~(1ull << (pfn & 63));
+  if (r->free_locked)
+    bh__free_pfn_locked(r->arena, pfn, order);
+  else
+    bh__pcp_free_nodrain(r->arena, pfn, order, cpu);
+}
+
+/* A free. */
 static inline void arena_free(struct replay *r, uint64_t pfn, unsigned order, int cpu) {
-  if (bh__unlikely(r->pcp_trace)) {
-    if (r->start_pcp && pfn < r->nr_pages)
-      r->start_pcp[pfn >> 6] &= ~(1ull << (pfn & 63));
-    if (bh__unlikely(r->free_locked))
-      bh__free_pfn_locked(r->arena, pfn, order);
-    else
-      bh__pcp_free_nodrain(r->arena, pfn, order, cpu);
-  } else if (bh__unlikely(r->free_locked)) {
-    bh__free_pfn_locked(r->arena, pfn, order); /* the trace's interrupt under a batched free */
-  } else {
+  if (bh__unlikely(r->pcp_trace | r->free_locked))
+    arena_free_other(r, pfn, order, cpu);
+  else
     bh_free_pfn(r->arena, pfn, order, cpu);
-  }
 }
 
 /* A miss of placement agreement, by where the kernel's block was; the first one on each

@@ -126,6 +126,15 @@ static inline void bh__first_event(bh__first_events_t *f, const bh_event_t *ev) 
   }
 }
 
+/* Pageblock b had type mt (a pcp type) as an event shows: the first evidence of a pageblock, in
+ * the trace's order, counts.  Whether it was the first. */
+static inline bool bh__pb_type_first(bh__first_events_t *f, uint64_t b, int mt) {
+  if (f->pb_type[b] || mt < 0 || mt >= BH_MT_PCPTYPES)
+    return false;
+  f->pb_type[b] = (uint8_t)(mt + 1);
+  return true;
+}
+
 /*
  * A pcp drain (mm_page_pcpu_drain) before any other event of its block's pages: at the start
  * the block was on the CPU's pcp list at the drain's order (free_pcppages_bulk drains a block
@@ -150,11 +159,10 @@ static inline void bh__first_drain(bh__first_events_t *f, const bh_event_t *ev) 
   bh__first_alloc_seq(f, ev->pfn);
   /* the drain prints the pageblock's type as free_pcppages_bulk reads it for the drain
    * (get_pfnblock_migratetype, mm/page_alloc.c:1256 and :1264 in 6.12): evidence of that
-   * type, as a refill's is (the first evidence of a pageblock, in the trace's order, counts) */
+   * type, as a refill's is */
   uint64_t b = ev->pfn >> f->pb_order;
-  if (f->pb_type && b < f->nr_pageblocks && !f->pb_type[b] && ev->migratetype >= 0 &&
-      ev->migratetype < BH_MT_PCPTYPES)
-    f->pb_type[b] = (uint8_t)(ev->migratetype + 1);
+  if (f->pb_type && b < f->nr_pageblocks)
+    bh__pb_type_first(f, b, ev->migratetype);
 }
 
 /*
@@ -183,11 +191,7 @@ static inline void bh__refill_evidence(bh__first_events_t *f, const bh_event_t *
   }
   if (ev->op != BH_EV_ALLOC_ZONE_LOCKED)
     return;
-  f->last_refill_pb = 0;
-  if (f->pb_type[b] || ev->migratetype < 0 || ev->migratetype >= BH_MT_PCPTYPES)
-    return;
-  f->pb_type[b] = (uint8_t)(ev->migratetype + 1);
-  f->last_refill_pb = b + 1;
+  f->last_refill_pb = bh__pb_type_first(f, b, ev->migratetype) ? b + 1 : 0;
 }
 
 /*

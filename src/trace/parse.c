@@ -268,8 +268,8 @@ static int event_op(const char *s, size_t n, bool pcp) {
 }
 
 /* workqueue_execute_start of vmstat_update (Linux 6.12 include/trace/events/workqueue.h:
- * "work struct %p: function %ps"): the vmstat worker ran on the line's CPU.  With the pcp
- * events only; the other work functions are other lines. */
+ * "work struct %p: function %ps"): the vmstat worker ran on the line's CPU.  Only when asked
+ * for (bh__tparse_t.vmstat); the other work functions are other lines. */
 static bool vmstat_work(const char *ev, size_t n, const char *args, const char *end) {
   static const char name[] = "workqueue_execute_start", fn[] = "function vmstat_update";
   size_t k = sizeof(fn) - 1;
@@ -1291,7 +1291,7 @@ int bh__parse_native_line(bh__tparse_t *p, const char *s, size_t n, bool nul, bh
     return malformed(p, "gfp= and failed= belong to allocations only");
   if (ev->op == BH_EV_EXTFRAG && p->xf_seen != 3)
     return malformed(p, "missing %s", p->xf_seen & 1 ? "fallback_mt=" : "fallback_order=");
-  if (ev->op == BH_EV_VMSTAT && (ev->pfn || ev->order || ev->migratetype >= 0))
+  if (bh__trace_vmstat_bad(ev))
     return malformed(p, "a vmstat event (V) has pfn 0, order 0 and no mt=");
   if (pcp_op && (ev->op == BH_EV_VMSTAT ? !p->vmstat : !p->pcp))
     return BH__LINE_OTHER; /* not asked for */

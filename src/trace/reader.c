@@ -779,7 +779,7 @@ static const char *pcp_record_problem(const unsigned char *r, bh_event_t *ev) {
   if (ev->gfp || ev->failed || r[30] || r[31] ||
       (r[29] & ~(ev->op == BH_EV_ALLOC_ZONE_LOCKED ? BH__TRACE_BIN_REFILL : 0u)))
     return "pcp event record with gfp, failed or reserved bits set";
-  if (ev->op == BH_EV_VMSTAT && (ev->pfn || ev->order || ev->migratetype >= 0))
+  if (bh__trace_vmstat_bad(ev))
     return "vmstat record with a pfn, order or migratetype";
   if (ev->pid < -1 || ev->cpu < -1 || ev->migratetype < -1)
     return "pid, cpu or migratetype below -1";

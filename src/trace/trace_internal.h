@@ -145,6 +145,12 @@ uint64_t bh__lost_in_line(const char *s, size_t n);
 /* gfp_flags text through the parser's cache; returns bh_gfp_parse's result. */
 int bh__gfp_parse_cached(bh__tparse_t *p, const char *s, size_t n, uint32_t *gfp);
 
+/* A vmstat worker's run (BH_EV_VMSTAT) has no pfn, order or migratetype: else the event is
+ * malformed, in every format. */
+static inline bool bh__trace_vmstat_bad(const bh_event_t *ev) {
+  return ev->op == BH_EV_VMSTAT && (ev->pfn || ev->order || ev->migratetype >= 0);
+}
+
 /* Fills ev->zone from ev->gfp for an alloc (bh_gfp_zone, through the parser's cache), 0
  * otherwise. */
 static inline void bh__trace_set_zone(bh__tparse_t *p, bh_event_t *ev) {

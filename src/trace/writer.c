@@ -240,8 +240,8 @@ static void encode_binary(bh_trace_writer_t *w, const bh_event_t *ev) {
 /* Returns NULL if the format can hold ev, else what is wrong. */
 static const char *check_event(const bh_trace_writer_t *w, const bh_event_t *ev) {
   bool xf = ev->op == BH_EV_EXTFRAG;
-  bool vm = ev->op == BH_EV_VMSTAT;
-  bool pcp = ev->op == BH_EV_PCPU_DRAIN || ev->op == BH_EV_ALLOC_ZONE_LOCKED || xf || vm;
+  bool pcp = ev->op == BH_EV_PCPU_DRAIN || ev->op == BH_EV_ALLOC_ZONE_LOCKED || xf ||
+             ev->op == BH_EV_VMSTAT;
   if ((ev->op < BH_EV_ALLOC || ev->op > BH_EV_FREE_BATCHED) && !pcp)
     return "bad op";
   if (pcp && w->version < 3)
@@ -255,7 +255,7 @@ static const char *check_event(const bh_trace_writer_t *w, const bh_event_t *ev)
     return "bad fallback_order, fallback_migratetype or change_ownership";
   if (ev->order > BH_TRACE_MAX_ORDER)
     return "order above 63";
-  if (vm && (ev->pfn || ev->order || ev->migratetype >= 0))
+  if (bh__trace_vmstat_bad(ev))
     return "a vmstat event has no pfn, order or migratetype";
   if (ev->pid < -1 || ev->cpu < -1 || ev->migratetype < -1)
     return "pid, cpu or migratetype below -1";

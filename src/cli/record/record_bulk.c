@@ -39,6 +39,25 @@ long bh_cli_bulk_return_offset(const uint8_t *code, size_t n, uint64_t func, uin
   return found;
 }
 
+int bh_cli_kallsyms(const char *const *names, uint64_t *addr, size_t n) {
+  FILE *f = fopen("/proc/kallsyms", "re");
+  if (!f)
+    return -1;
+  memset(addr, 0, n * sizeof(*addr));
+  char line[512];
+  while (fgets(line, sizeof(line), f)) {
+    unsigned long long a;
+    char type, name[256];
+    if (sscanf(line, "%llx %c %255s", &a, &type, name) != 3)
+      continue;
+    for (size_t i = 0; i < n; i++)
+      if (!addr[i] && !strcmp(name, names[i]))
+        addr[i] = a;
+  }
+  fclose(f);
+  return 0;
+}
+
 #if BH_HAVE_TRACEFS && defined(__x86_64__)
 
 #include <elf.h>
@@ -60,38 +79,28 @@ struct syms {
 };
 
 static int read_syms(struct syms *s, char *why, size_t why_len) {
-  FILE *f = fopen("/proc/kallsyms", "re");
-  if (!f)
+  /* before 6.10 the function was __alloc_pages_bulk */
+  static const char *const names[] = {"alloc_pages_bulk_noprof", "__alloc_pages_bulk",
+                                      "__rmqueue_pcplist", "vmemmap_base"};
+  uint64_t a[4];
+  if (bh_cli_kallsyms(names, a, 4))
     return fail(why, why_len, "/proc/kallsyms: %s", strerror(errno));
   memset(s, 0, sizeof(*s));
-  uint64_t old = 0; /* before 6.10: __alloc_pages_bulk */
-  char line[512];
+  s->func_name = a[0] ? names[0] : names[1];
+  s->func = a[0] ? a[0] : a[1];
+  s->callee = a[2];
+  s->vmemmap = a[3];
   /* the end is the lowest address above the function's: a second pass once it is known */
-  while (fgets(line, sizeof(line), f)) {
-    unsigned long long a;
-    char type, name[256];
-    if (sscanf(line, "%llx %c %255s", &a, &type, name) != 3 || strchr(name, '['))
-      continue; /* a module's */
-    if (!strcmp(name, "alloc_pages_bulk_noprof"))
-      s->func = a;
-    else if (!strcmp(name, "__alloc_pages_bulk"))
-      old = a;
-    else if (!strcmp(name, "__rmqueue_pcplist"))
-      s->callee = a;
-    else if (!strcmp(name, "vmemmap_base"))
-      s->vmemmap = a;
-  }
-  s->func_name = s->func ? "alloc_pages_bulk_noprof" : "__alloc_pages_bulk";
-  s->func = s->func ? s->func : old;
-  if (s->func) {
-    rewind(f);
+  FILE *f = s->func ? fopen("/proc/kallsyms", "re") : NULL;
+  if (f) {
+    char line[512];
     while (fgets(line, sizeof(line), f)) {
-      unsigned long long a;
-      if (sscanf(line, "%llx", &a) == 1 && a > s->func && (!s->end || a < s->end))
-        s->end = a;
+      unsigned long long x;
+      if (sscanf(line, "%llx", &x) == 1 && x > s->func && (!s->end || x < s->end))
+        s->end = x;
     }
+    fclose(f);
   }
-  fclose(f);
   if (!s->func || !s->callee || !s->vmemmap)
     return fail(why, why_len,
                 "/proc/kallsyms has no %s (or addresses are hidden: kernel.kptr_restrict)",

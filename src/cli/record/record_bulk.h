@@ -20,6 +20,13 @@
  */
 long bh_cli_bulk_return_offset(const uint8_t *code, size_t n, uint64_t func, uint64_t callee);
 
+/*
+ * The addresses /proc/kallsyms gives the n symbols names, into addr (0 for one it does not
+ * have, or for all where kernel.kptr_restrict hides them); the first of a name counts.  0, or
+ * -1 with errno if the file cannot be read.
+ */
+int bh_cli_kallsyms(const char *const *names, uint64_t *addr, size_t n);
+
 #ifndef BH_HAVE_TRACEFS
 #define BH_HAVE_TRACEFS 0
 #endif

@@ -51,20 +51,9 @@ const char *const bh_cli_kmem_events[NR_PCP_EVENTS] = {"mm_page_alloc",
 
 /* vmstat_update's address in /proc/kallsyms, 0 if not there or hidden (kptr_restrict). */
 static unsigned long long vmstat_update_addr(void) {
-  FILE *f = fopen("/proc/kallsyms", "re");
-  if (!f)
-    return 0;
-  char line[256];
-  unsigned long long addr = 0;
-  while (!addr && fgets(line, sizeof(line), f)) {
-    char type, name[128];
-    unsigned long long a;
-    if (sscanf(line, "%llx %c %127s", &a, &type, name) == 3 && (type == 't' || type == 'T') &&
-        !strcmp(name, "vmstat_update"))
-      addr = a;
-  }
-  fclose(f);
-  return addr;
+  static const char *const name[] = {"vmstat_update"};
+  uint64_t addr;
+  return bh_cli_kallsyms(name, &addr, 1) ? 0 : addr;
 }
 
 /* Finds or mounts tracefs, removes stale instances and makes ours. */
