@@ -33,6 +33,7 @@
 #include "common/grow.h"
 #include "common/zmap.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -178,6 +179,9 @@ struct ctx {
   uint64_t *covered;
   uint32_t *evp;        /* the pages with an event (fe != 0), ascending; NULL: not listed yet */
   uint8_t *map_free_pb; /* per pageblock: PB_MAP_FREE, PB_DONE (while types are taken) */
+  /* the lowest order of a free block that the recorded machine's page reporting isolates and
+   * whose isolation retypes its pageblocks (isolation_retypes); UINT_MAX if none */
+  unsigned isolate_order;
   uint64_t nevp;
   size_t nfree, free_cap, npcp, pcp_cap, taken_cap;
 };
@@ -389,6 +393,19 @@ static bool holds_other_head(const struct ctx *c, uint64_t p, uint64_t n) {
 static inline bool bit_at(const uint64_t *m, uint64_t p) { return (m[p / 64] >> (p % 64)) & 1; }
 static inline void set_bit_at(uint64_t *m, uint64_t p) { m[p / 64] |= 1ull << (p % 64); }
 
+/*
+ * The list a block drained before any other event of its pages lay on at the start: the one
+ * free_unref_page chose by its pageblock's type when it was freed (mm/page_alloc.c:2750-2756
+ * in 6.12: HighAtomic pageblocks' pages on the Movable list).  The drain prints the type the
+ * pageblock has at the drain (free_pcppages_bulk, :1256-1264), which is the start state's
+ * pageblock type unless something retyped it in between with no event (page reporting's
+ * isolation, isolation_retypes): the start state's type decides.
+ */
+static int drained_list(const struct ctx *c, uint64_t p) {
+  uint8_t t = c->st->pageblock_mt[p >> c->pbo];
+  return t < BH_MT_PCPTYPES ? t : BH_MT_MOVABLE;
+}
+
 /* The first allocation (or first drain) at head p onto its pcp list's tail, or, if its block
  * holds an earlier one's first page, its other pages as order-0 blocks; *pages: the pages of
  * its block (0 if it was not placed).  0 or BH_ENOMEM. */
@@ -404,6 +421,8 @@ static int place_first(struct ctx *c, uint64_t p, uint64_t *in_pcp, uint64_t *pa
   int mt = (c->fe[p] >> 8) & 7;
   if (c->fes && c->fes->pfn_order)
     mt = -1; /* its pageblock's type's list */
+  else if (c->fe[p] & BH__FE_DRAINED)
+    mt = drained_list(c, p);
   else if (mt >= BH_MT_PCPTYPES)
     mt = BH_MT_MOVABLE;
   uint64_t nb = 1ull << (order - 1);
@@ -927,6 +946,24 @@ static bool free_pageblock(const struct ctx *c, uint64_t b) {
   return (c->placed[b << c->pbo] & 0x7f) == c->pbo + 1;
 }
 
+/*
+ * Does pageblock b hold, at the start, a free block that the recorded machine's page
+ * reporting can isolate, of at least half a pageblock?  Its isolation moves the pageblock to
+ * Movable with no event (__isolate_free_page, mm/page_alloc.c:2916-2927 in 6.12, from
+ * page_reporting_cycle, mm/page_reporting.c:202): Movable evidence of such a pageblock may
+ * follow that retype.  A machine whose start map shows no reported block reports nothing.
+ */
+static bool isolation_retypes(const struct ctx *c, uint64_t b) {
+  uint64_t p = b << c->pbo;
+  for (unsigned o = c->isolate_order; o <= c->maxo; o++) {
+    uint64_t n = 1ull << o;
+    for (uint64_t h = p & ~(n - 1); h < p + (1ull << c->pbo) && h < c->nr_pages; h += n)
+      if ((c->placed[h] & 0x7f) == o + 1)
+        return true;
+  }
+  return false;
+}
+
 /* Pageblock b: of type t, no trace evidence, one free block of the pageblock order that may
  * be retyped, and no event in it: a free pageblock whose type nothing shows. */
 static bool quiet_free_pageblock(const struct ctx *c, uint64_t b, uint8_t t) {
@@ -1039,6 +1076,9 @@ static void type_from_trace(struct ctx *c, uint64_t b) {
   int ev = f->pb_type[b] - 1;
   if (t == ev || (t == BH_MT_HIGHATOMIC && ev == BH_MT_MOVABLE) || keeps_type(c, b))
     return;
+  bool free_pb = free_pageblock(c, b);
+  if (!free_pb && ev == BH_MT_MOVABLE && isolation_retypes(c, b))
+    return; /* it may follow page reporting's retype of the pageblock */
   /* pagetypeinfo's counts of pageblocks by type are the kernel's own: the map gave another
    * pageblock ev's type where it belonged to t.  Which one is unknown; one that nothing in the
    * trace shows takes t, so that the counts hold (the nearest such by pfn).  A free
@@ -1051,7 +1091,6 @@ static void type_from_trace(struct ctx *c, uint64_t b) {
    * unshown_free_pageblock); other evidence is, and a free pageblock with no event (a piece
    * of a larger block of the map, split for the trace) or else a pageblock that holds no free
    * page takes t: the replay is the same either way. */
-  bool free_pb = free_pageblock(c, b);
   uint64_t q = UINT64_MAX;
   if (free_pb && (c->map_free_pb[b] & PB_MAP_FREE))
     q = nearest_pageblock(c, b, (uint8_t)ev, unshown_free_pageblock);
@@ -1494,6 +1533,13 @@ int bh__start_build(bh__start_t *st, int kind, const bh_machine_t *m, uint64_t n
   c.pbo = c.in->pageblock_order;
   c.maxo = c.in->max_order;
   c.npb = nr_pages >> c.pbo;
+  c.isolate_order = UINT_MAX;
+  size_t nrep = 0;
+  if (c.in->page_reporting_order >= 0 && bh__machine_reported_runs(m, BH_SNAP_START, &nrep, NULL) &&
+      nrep)
+    c.isolate_order = (unsigned)c.in->page_reporting_order > c.pbo - 1
+                          ? (unsigned)c.in->page_reporting_order
+                          : c.pbo - 1;
   c.fe = fe && fe->fe && fe->nr_pages >= nr_pages ? fe->fe : NULL;
   c.fes = c.fe ? fe : NULL;
   st->pageblock_mt = malloc(c.npb ? c.npb : 1);

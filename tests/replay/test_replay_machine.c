@@ -1764,6 +1764,84 @@ static void test_start_buddy_order_takes(void **state) {
  * refuses.  Here the lower half of a free block of the highest order is allocated when the
  * map is taken; the trace takes it first, at its order.
  */
+/*
+ * Page reporting isolates a free block of at least half a pageblock through
+ * __isolate_free_page, which moves its pageblock to Movable with no event (mm/page_alloc.c:
+ * 2916-2927 in 6.12; page_reporting_cycle, mm/page_reporting.c:202), so Movable evidence of
+ * a pageblock that holds such a block at the start may follow that retype.  Pageblock W, of
+ * the map's type Unmovable, holds an allocated lower half and a free upper half (order 8);
+ * page W, on CPU 0's pcp list at the start, is drained first (the drain prints Movable) and
+ * an Unmovable request takes it.  Where the recorded machine reports at order 5 (the start
+ * map shows reported blocks), W keeps Unmovable and the drained page lies on the Unmovable
+ * list it was freed to (free_unref_page by the pageblock's type then, :2750-2756): the
+ * request takes it.  At order 9 (the half is not reported) or with nothing reported the
+ * evidence is taken: W is retyped and the page lies on the Movable list.  With earlier
+ * Unmovable evidence (a free and an allocation of W + 1 on CPU 0) the drain's type gives way
+ * at any order, and the page lies on its pageblock's start type's list.
+ */
+static void test_start_drain_after_isolation(void **state) {
+  (void)state;
+  bh_arena_t *a = crafted_arena();
+  bh_zone_t *z = &a->zones[a->nr_zones - 1];
+  uint64_t big = 1ull << a->max_order, w = UINT64_MAX, r = UINT64_MAX;
+  for (uint64_t p = z->zone_start_pfn; p + big <= z->zone_start_pfn + z->zone_spanned_pages;
+       p += big)
+    if ((a->pages[p].flags & BH__PG_BUDDY) && a->pages[p].order == a->max_order &&
+        bh__pb_mt(a, p) == BH_MT_MOVABLE && r == UINT64_MAX) {
+      r = w == UINT64_MAX ? UINT64_MAX : p;
+      w = w == UINT64_MAX ? p : w;
+    }
+  assert_true(w != UINT64_MAX && r != UINT64_MAX);
+  unsigned half = a->pb_order - 1;
+  /* W's lower half allocated; the other pageblock of the order-10 block, and the order-10
+   * block r, stay free (r: the block the map marks reported) */
+  assert_int_equal(bh_alloc_pfn_at(a, BH_GFP_USER_MOVABLE, half, 0, w), BH_OK);
+  bh__move_freepages_block(z, w, BH_MT_MOVABLE, BH_MT_UNMOVABLE);
+  assert_true((a->pages[w + (1ull << half)].flags & BH__PG_BUDDY) &&
+              a->pages[w + (1ull << half)].order == half);
+  char reported[64];
+  snprintf(reported, sizeof(reported), "reported 1\nR %lu %u\n", (unsigned long)r, a->max_order);
+  const struct {
+    int order;    /* the recorded page_reporting_order */
+    bool with_r;  /* the map shows a reported block */
+    bool earlier; /* Unmovable evidence before the drain */
+    uint64_t retyped, same;
+  } want[] = {{5, true, false, 0, 1},
+              {9, true, false, 1, 0},
+              {5, false, false, 1, 0},
+              {9, true, true, 0, 2}};
+  for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+    char *plain = describe_with(a, false, want[i].with_r ? reported : "", NULL);
+    size_t n = strlen(plain) + 64;
+    char *desc = malloc(n);
+    assert_non_null(desc);
+    const char *nl = strchr(plain, '\n');
+    snprintf(desc, n, "%.*s@machine 1\npage_reporting_order %d\n%s", (int)(nl + 1 - plain), plain,
+             want[i].order, nl + 1);
+    char lines[512], pre[160] = "";
+    if (want[i].earlier)
+      snprintf(pre, sizeof(pre), "900 F %#lx 0 cpu=0\n950 A %#lx 0 cpu=0 gfp=GFP_KERNEL\n",
+               (unsigned long)(w + 1), (unsigned long)(w + 1));
+    snprintf(lines, sizeof(lines),
+             "# buddyhint-trace 3\n%s1000 D %#lx 0 cpu=0 mt=1\n"
+             "2000 A %#lx 0 cpu=0 gfp=GFP_KERNEL\n",
+             pre, (unsigned long)w, (unsigned long)w);
+    bh_replay_config_t cfg;
+    bh_replay_config_init(&cfg);
+    cfg.trace = write_trace3("drain-isolation.bht", BH_TRACE_NATIVE_BINARY, desc, lines);
+    bh_replay_summary_t s;
+    replay(&cfg, &s);
+    print_message("order %d reported %d earlier %d: retyped %lu, same %lu of %lu\n", want[i].order,
+                  want[i].with_r, want[i].earlier, (unsigned long)s.start_retyped_pageblocks,
+                  (unsigned long)s.agreement.same, (unsigned long)s.agreement.allocs);
+    assert_int_equal(s.start_retyped_pageblocks, want[i].retyped);
+    assert_int_equal(s.agreement.same, want[i].same);
+    free(desc);
+    free(plain);
+  }
+  bh_arena_destroy(a);
+}
+
 static void test_start_taken(void **state) {
   (void)state;
   bh_arena_t *a = crafted_arena();
@@ -2401,6 +2479,7 @@ int main(void) {
       cmocka_unit_test(test_start_types_free_swap),
       cmocka_unit_test(test_start_buddy_order_takes),
       cmocka_unit_test(test_start_taken),
+      cmocka_unit_test(test_start_drain_after_isolation),
       cmocka_unit_test(test_untraced_allocs_drained),
       cmocka_unit_test(test_start_take_then_free),
       cmocka_unit_test(test_start_pcp_hidden),
