@@ -1142,9 +1142,10 @@ static void rank_first(const struct ctx *c, uint32_t *rank, uint64_t pfn, uint32
  * those of another type fewer, one of the first is retyped to the second, until the counts
  * hold or no block may be retyped: one that keeps its type (keeps_type), or whose type the
  * trace shows, unless by Movable evidence (which may follow an isolation's retype,
- * unshown_free_pageblock); of those, one with no evidence first, then the one whose first
- * take or allocation came latest.  Each swaps with the nearest pageblock of the new type that
- * the trace does not touch, so that the counts of pageblocks by type hold too.
+ * unshown_free_pageblock: on a machine whose page reporting isolates free pageblocks, Movable
+ * evidence of any type's free pageblock); of those, one with no evidence first, then the one
+ * whose first take or allocation came latest.  Each swaps with the nearest pageblock of the new
+ * type that the trace does not touch, so that the counts of pageblocks by type hold too.
  */
 static int fit_free_pageblocks(struct ctx *c, const bh_snapshot_t *s) {
   const bh__first_events_t *f = c->fes;
@@ -1179,9 +1180,11 @@ static int fit_free_pageblocks(struct ctx *c, const bh_snapshot_t *s) {
       uint64_t best = UINT64_MAX;
       for (uint64_t b = lo; b <= hi && b < c->npb; b++) {
         uint8_t e = f->pb_type[b];
+        /* Movable evidence may follow page reporting's isolation (isolation_retypes): on a
+         * reporting machine a free pageblock's says nothing of its start type */
+        bool late = e == BH_MT_MOVABLE + 1 && (over == BH_MT_MOVABLE || c->isolate_order <= c->pbo);
         if (c->st->pageblock_mt[b] != over || !free_pageblock(c, b) || keeps_type(c, b) ||
-            bh_machine_zone_of(c->m, b << c->pbo) != zi ||
-            (e && !(over == BH_MT_MOVABLE && e == BH_MT_MOVABLE + 1)))
+            bh_machine_zone_of(c->m, b << c->pbo) != zi || (e && !late))
           continue;
         if (best == UINT64_MAX || (rank[best] && (!rank[b] || rank[b] > rank[best])))
           best = b;
