@@ -42,6 +42,16 @@ static inline uint64_t bh__hint_next_due(const struct bh_hint *h) {
   return w < s ? w : s;
 }
 
+/*
+ * The virtual clock moved to t, where no step is due before t (the replay's events between
+ * its worker steps): a request made now (a free's notification, bh_hint_request) counts its
+ * delay from the event's time, not from the last step's.  Only forward.
+ */
+static inline void bh__hint_clock(struct bh_hint *h, uint64_t t) {
+  if (t > atomic_load_explicit(&h->now, memory_order_relaxed))
+    atomic_store_explicit(&h->now, t, memory_order_relaxed);
+}
+
 /* "none", the framework's own; the other built-ins are in strategies/strategies.h. */
 BH__INTERNAL extern const bh_strategy_ops_t bh__strategy_none;
 

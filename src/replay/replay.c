@@ -1966,6 +1966,7 @@ COLD static void event_clock_slow(struct replay *r, uint64_t time_ns) {
     t = shorten_gap(r, t);
   if (nothing_due(r, t)) {
     r->vnow = t;
+    bh__hint_clock(r->hint, t);
     return;
   }
   if (r->cfg->speed > 0)
@@ -1984,9 +1985,10 @@ static inline void event_clock(struct replay *r, uint64_t time_ns) {
   if (hint_due < due)
     due = hint_due;
   if (bh__likely(vt < due)) {
-    if (vt > r->vnow)
+    if (vt > r->vnow) {
       r->vnow = vt;
-    else if (bh__unlikely(vt < r->vnow))
+      bh__hint_clock(r->hint, vt);
+    } else if (bh__unlikely(vt < r->vnow))
       r->s->time_reversals++; /* played at vnow, as the slow path does */
     return;
   }

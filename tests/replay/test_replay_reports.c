@@ -27,8 +27,9 @@ typedef struct row {
 } row_t;
 
 /* Replays the trace with strategy into a reports file; returns the rows (n of them). */
-static row_t *replay_reports(const char *strategy, bool hex, bh_replay_summary_t *s, size_t *n) {
-  const char *trace = tt_write_str("reports.txt", trace_text);
+static row_t *replay_text(const char *text, const char *strategy, bool hex, bh_replay_summary_t *s,
+                          size_t *n) {
+  const char *trace = tt_write_str("reports.txt", text);
   const char *csv = tt_path("reports.csv");
   FILE *f = fopen(csv, "w");
   assert_non_null(f);
@@ -68,6 +69,10 @@ static row_t *replay_reports(const char *strategy, bool hex, bh_replay_summary_t
   }
   fclose(f);
   return rows;
+}
+
+static row_t *replay_reports(const char *strategy, bool hex, bh_replay_summary_t *s, size_t *n) {
+  return replay_text(trace_text, strategy, hex, s, n);
 }
 
 static void test_bubble_reports(void **state) {
@@ -125,11 +130,42 @@ static void test_hex(void **state) {
   free(hex);
 }
 
+/*
+ * A free that notifies between the replay's clock steps (its once-a-second vmstat tick,
+ * kcompactd's checks every 500 ms) requests a pass PAGE_REPORTING_DELAY after the free
+ * itself: __page_reporting_request queues the work 2 s from jiffies then
+ * (mm/page_reporting.c:50 and :83-84 in 6.12).  After the first pass (1002 s) every free
+ * block is reported; an order-10 block allocated at 1003.55 s and freed at 1003.95 s notifies
+ * (page_reporting_notify_free from __free_one_page, mm/page_alloc.c:896-897), so the next
+ * pass, the one that reports it again, runs at 1005.95 s, not 2 s after the clock's last
+ * move before the free (the allocation's, at a step) as it did while the hinting clock moved
+ * only at the replay's steps.
+ */
+static void test_request_at_free(void **state) {
+  (void)state;
+  static const char text[] = "# buddyhint-trace 1\n"
+                             "1000000000000 A 0x20000 0 gfp=GFP_KERNEL\n"
+                             "1003550000000 A 0x10000 10 gfp=GFP_HIGHUSER_MOVABLE\n"
+                             "1003950000000 F 0x10000 10\n";
+  bh_replay_summary_t s;
+  size_t n;
+  row_t *rows = replay_text(text, "bubble", false, &s, &n);
+  size_t i = 0;
+  while (i < n && rows[i].t < 1003.0)
+    i++;
+  assert_true(i > 0 && i < n);
+  if (!(rows[i].t > 1005.95 - 1e-6 && rows[i].t < 1005.95 + 1e-6))
+    fail_msg("the pass after the free at 1003.95 s reported at %.6f, expected 1005.950000",
+             rows[i].t);
+  free(rows);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bubble_reports),
       cmocka_unit_test(test_none_reports_nothing),
       cmocka_unit_test(test_hex),
+      cmocka_unit_test(test_request_at_free),
   };
   return cmocka_run_group_tests(tests, tt_setup, tt_teardown);
 }
