@@ -87,6 +87,7 @@ _buddyhint() {
   --untraced-allocs) words="late ignore infer lists" ;;
   --pcp-high) words="auto tuned fixed" ;;
   --pcp-decay) words="vmstat tick" ;;
+  --pcp-refill) words="event alloc" ;;
   --by) words="pid comm callsite" ;;
   --json | --csv | --timeline | --reports | --placements | -o | --start | --end | --dump | --snapshot)
     mapfile -t COMPREPLY < <(compgen -f -- "$cur")

@@ -190,6 +190,13 @@ typedef struct bh_replay_config {
    * default false: where it has them, each CPU's decay runs at its runs only, as the kernel's
    * deferrable vmstat work does (an idle CPU's waits for it to wake) */
   bool pcp_decay_tick;
+  /* under allocator placement, refill a CPU's empty pcp list at the allocation's own event
+   * (--pcp-refill alloc); default false: where the trace has the refill events
+   * (mm_page_alloc_zone_locked with percpu_refill, `record --pcp-events`), at the refill's
+   * event, where the kernel refilled it, with the arena's own blocks (the allocation is
+   * traced after it has zeroed its pages: a huge page's refill comes milliseconds before it,
+   * and two CPUs' refills can be traced in the other order than their allocations) */
+  bool pcp_refill_alloc;
 } bh_replay_config_t;
 
 /* Fills the defaults documented above (the arena defaults of bh_config_init). */
@@ -446,6 +453,12 @@ typedef struct bh_replay_summary {
    * own drains, applied under --placement trace) */
   uint64_t vmstat_events;
   char pcp_decay[8];
+  /* when a pcp list was refilled under allocator placement: "event" (at the trace's refill
+   * events; pcp_refills_at_event of them refilled an empty list), "alloc" (at the allocations:
+   * --pcp-refill alloc, or a trace without those events), "trace" (--placement trace: the
+   * trace's own refills) */
+  char pcp_refill[8];
+  uint64_t pcp_refills_at_event;
 } bh_replay_summary_t;
 
 /*

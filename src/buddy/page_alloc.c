@@ -711,6 +711,29 @@ static int rmqueue_bulk(bh_zone_t *z, bh__pcp_t *pcp, unsigned order, int count,
   return i;
 }
 
+int bh__pcp_refill_empty(bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int cpu) {
+  if (!a || pfn >= a->nr_pages || mt < 0 || mt >= BH_MT_PCPTYPES || !pcp_allowed_order(a, order))
+    return 0;
+  bh_zone_t *z = bh__pfn_zone(a, pfn);
+  if (!z || !z->pcp)
+    return 0;
+  bh__pcp_t *pcp = &z->pcp[(unsigned)(cpu < 0 ? 0 : cpu) % a->cfg.nr_cpus];
+  if (!bh__pcp_trylock(pcp))
+    return 0;
+  uint32_t head = pcp->head + order_to_pindex(a, mt, order);
+  int n = 0;
+  if (bh__list_empty(a, head)) {
+    unsigned flags = BH__ALLOC_WMARK_LOW | BH__ALLOC_KSWAPD;
+    if (z->type == BH_ZONE_NORMAL &&
+        (a->cfg.nr_nodes == 1 || a->node_zone[z->node][BH_ZONE_DMA32] >= 0))
+      flags |= BH__ALLOC_NOFRAGMENT;
+    n = rmqueue_bulk(z, pcp, order, nr_pcp_alloc(pcp, z, order), head, mt, flags);
+    pcp->count += n << order;
+  }
+  bh__pcp_unlock(pcp);
+  return n;
+}
+
 /* Takes the first block of a non-empty pcp list; the caller holds the pcp lock. */
 static inline uint32_t pcp_take(bh_arena_t *a, bh_zone_t *z, bh__pcp_t *pcp, uint32_t head,
                                 unsigned order, const struct alloc_ctx *ac) {

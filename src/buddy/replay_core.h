@@ -137,6 +137,19 @@ BH__INTERNAL int bh__pcp_free_nodrain(bh_arena_t *a, uint64_t pfn, unsigned orde
  * mm/page_alloc.c:2761-2766).  bh_free_pfn's checks and errors. */
 BH__INTERNAL int bh__free_pfn_locked(bh_arena_t *a, uint64_t pfn, unsigned order);
 
+/*
+ * A refill under allocator placement, at the trace's refill event (mm_page_alloc_zone_locked
+ * with percpu_refill): if cpu's pcp list for (mt, order) in pfn's zone is empty, it is filled
+ * as rmqueue_pcplist fills it for the allocation that is under way (nr_pcp_alloc blocks,
+ * rmqueue_bulk, mm/page_alloc.c:3082-3092 in 6.12), with the arena's own blocks; pfn only
+ * names the zone.  That allocation's event, which the kernel traces after it has zeroed the
+ * pages (post_alloc_hook, :1601, before the trace at :4881), then takes the list's head.  The
+ * fast path's alloc_flags (the low watermark, ALLOC_KSWAPD, ALLOC_NOFRAGMENT in a Normal
+ * zone); the watermark is not checked again (the kernel's passed: it refilled).  Returns the
+ * blocks taken, 0 if the list was not empty or nothing could be taken.
+ */
+BH__INTERNAL int bh__pcp_refill_empty(bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int cpu);
+
 /* The vmstat worker's run on one CPU slot (cpu modulo the slots): the pcp decay of each zone's
  * pcp of that slot, as bh_vmstat_tick does for all of them (decay_pcp_high, Linux 6.12
  * mm/page_alloc.c:2412, from refresh_cpu_vm_stats, mm/vmstat.c:839). */

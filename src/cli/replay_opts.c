@@ -116,6 +116,10 @@ const char bh_cli_replay_help[] =
     "                        record --pcp-events, each CPU's pcp decay at its runs, as the\n"
     "                        kernel's deferrable work, which an idle CPU does not run) or\n"
     "                        tick (every CPU every second)\n"
+    "  --pcp-refill KIND     event (default: where the trace has the refill events, record\n"
+    "                        --pcp-events, an empty pcp list is refilled there, before the\n"
+    "                        allocation's own event, which the kernel traces after zeroing\n"
+    "                        the pages) or alloc (at the allocation's event)\n"
     "  --start DIR           the start snapshot from a directory of /proc files (buddyinfo,\n"
     "                        pagetypeinfo, zoneinfo, optionally kpageflags; each may be\n"
     "                        NAME.txt and gzip or zstd compressed, NAME.gz, NAME.zst; a file\n"
@@ -411,6 +415,12 @@ static int shape_opt(int argc, char **argv, int *i, bh_cli_replay_t *c) {
     if (r < 0 || set_enum(verb, "pcp-decay", v, decays, 2, &e))
       return -1;
     cfg->pcp_decay_tick = e == 1;
+    return 1;
+  } else if (OPT("pcp-refill")) {
+    static const char *const refills[] = {"event", "alloc"};
+    if (r < 0 || set_enum(verb, "pcp-refill", v, refills, 2, &e))
+      return -1;
+    cfg->pcp_refill_alloc = e == 1;
     return 1;
   } else if (OPT("pcp-high")) {
     if (r < 0 || set_enum(verb, "pcp-high", v, pcp_highs, 3, &e))

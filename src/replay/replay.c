@@ -82,6 +82,9 @@ struct replay {
   bool free_locked;
   /* the pcp decay runs at the trace's vmstat worker runs (BH_EV_VMSTAT), not every second */
   bool vmstat_trace;
+  /* allocator placement: empty pcp lists are refilled at the trace's refill events
+   * (bh__pcp_refill_empty), not at the allocations that follow them */
+  bool refill_at_event;
   /* the refilled pages an allocation without an event took (struct scan's takes), the next of
    * them, the mm_page_alloc events played so far, and whether one is being played now (not
    * counted as the trace's); takes NULL: none */
@@ -303,7 +306,8 @@ static int open_trace(struct replay *r, bh_trace_t **t) {
   bh_trace_opts_t o = {.lenient = r->cfg->lenient,
                        .origins = r->origins != NULL,
                        .pcp_events = r->cfg->placement == BH_PLACEMENT_TRACE ||
-                                     (!r->read_once && drain_evidence(r)),
+                                     (!r->read_once && drain_evidence(r)) ||
+                                     !r->cfg->pcp_refill_alloc,
                        .vmstat_events = true}; /* counted even when not followed */
   if (!r->read_once) {                         /* cfg->trace_bytes sees the first reading only */
     o.raw_bytes = r->cfg->trace_bytes;
@@ -1098,8 +1102,8 @@ static int first_pass(struct replay *r, struct scan *sc, bool keep_all) {
                           .keep_max = r->cfg->keep_max_bytes,
                           .fe = r->rm.fe.fe ? &r->rm.fe : NULL,
                           .drains = drain_evidence(r),
-                          .pcp_unplayed =
-                              r->cfg->placement != BH_PLACEMENT_TRACE && drain_evidence(r),
+                          .pcp_unplayed = r->cfg->placement != BH_PLACEMENT_TRACE &&
+                                          drain_evidence(r) && r->cfg->pcp_refill_alloc,
                           .pairs_all = r->cfg->untraced_infer,
                           .follow_refills = r->cfg->untraced_lists};
   if (bh__pfnmap_init(&st.live.far, 1 << 10)) {
@@ -2073,8 +2077,12 @@ static bool refill_piece(struct replay *r, const bh_event_t *ev) {
  */
 COLD static void pcp_event(struct replay *r, const bh_event_t *ev) {
   bh_replay_summary_t *s = r->s;
-  if (!r->place_trace) /* not read then; a caller's own events */
+  if (!r->place_trace) { /* allocator placement: a refill is the moment a list was empty */
+    if (r->refill_at_event && ev->op == BH_EV_ALLOC_ZONE_LOCKED && ev->percpu_refill &&
+        bh__pcp_refill_empty(r->arena, ev->pfn, ev->order, ev->migratetype, ev->cpu) > 0)
+      s->pcp_refills_at_event++;
     return;
+  }
   r->pcp_trace = true;
   bool drain = ev->op == BH_EV_PCPU_DRAIN;
   int rc;
@@ -2301,6 +2309,7 @@ static int play(struct replay *r, const struct scan *sc) {
     r->nuntraced = sc->nuntraced;
   }
   r->vmstat_trace = sc->vmstat_events && !r->cfg->pcp_decay_tick;
+  r->refill_at_event = sc->pcp_events && !r->cfg->pcp_refill_alloc && !r->place_trace;
   r->s->vmstat_events = sc->vmstat_events;
   if (r->shape && sc->nlocked) {
     r->locked = sc->locked;
@@ -2455,6 +2464,10 @@ static void finish(struct replay *r) {
            r->pcp_trace      ? "drains"
            : r->vmstat_trace ? "vmstat"
                              : "tick");
+  snprintf(s->pcp_refill, sizeof(s->pcp_refill), "%s",
+           r->place_trace       ? "trace"
+           : r->refill_at_event ? "event"
+                                : "alloc");
   s->wall_seconds = secs_since(&r->wall0);
   s->rss_final_bytes = resident_bytes(r);
   if (s->rss_final_bytes > s->rss_peak_bytes)
@@ -2956,6 +2969,8 @@ int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *f, int indent) {
   ju64(&w, "locked_frees", s->locked_frees);
   ju64(&w, "vmstat_events", s->vmstat_events);
   jstr(&w, "pcp_decay", s->pcp_decay);
+  jstr(&w, "pcp_refill", s->pcp_refill);
+  ju64(&w, "pcp_refills_at_event", s->pcp_refills_at_event);
   ju64(&w, "untraced_takes", s->untraced_takes);
   jdbl(&w, "virtual_seconds", s->virtual_seconds);
   jdbl(&w, "wall_seconds", s->wall_seconds);

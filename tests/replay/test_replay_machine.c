@@ -1783,6 +1783,7 @@ static void test_start_buddy_order_takes(void **state) {
     cfg.arena.backing = BH_BACKING_SIM;
     cfg.hint.strategy = "bubble";
     cfg.start_order_pfn = pfn_order;
+    cfg.pcp_refill_alloc = true; /* the takes are evidence of the start, no allocation's */
     bh_replay_summary_t s;
     char *csv = replay_reports(&cfg, &s);
     long at_lo = -1, at_hi = -2, k = 0;
@@ -2124,6 +2125,7 @@ static void test_start_pcp_hidden(void **state) {
     bh_replay_config_init(&cfg);
     cfg.trace = cases[i].trace;
     cfg.start_pcp_trace = cases[i].trace_only;
+    cfg.pcp_refill_alloc = true; /* the refill is evidence of the start here, no allocation's */
     char dir[64];
     snprintf(dir, sizeof(dir), "dump-hidden%zu", i);
     cfg.dump_dir = tt_path(dir);
@@ -2316,6 +2318,79 @@ static void test_pcp_events(void **state) {
  * a drain_split miss, and the refill of it that follows applies (a 6.12 guest's memhog
  * recording missed 55 such drains and the refills after them).
  */
+/*
+ * A refill under allocator placement happens at the trace's refill event, not at the
+ * allocation's: the kernel traces an allocation after post_alloc_hook has zeroed its pages
+ * (init_on_alloc, mm/page_alloc.c:1601, before trace_mm_page_alloc at :4881 in 6.12), and the
+ * refill (rmqueue_bulk from rmqueue_pcplist, :3082-3092) came before that.  CPU 1's Movable
+ * list is refilled first (its events at 1000), CPU 0's second (1001), and CPU 0's allocation
+ * is traced first (2000): with --pcp-refill event CPU 1 gets the head of the first refill,
+ * the block CPU 0 gets with --pcp-refill alloc, where the allocations order the refills; the
+ * two CPUs' blocks are the other way round.
+ */
+/* The arena's pfn of each CPU's allocation in a replay of path (placement rows, cpu 0 and 1). */
+static void refill_pfns(const char *path, bool at_alloc, unsigned long pfn[2],
+                        bh_replay_summary_t *s) {
+  const char *csv = tt_path(at_alloc ? "refill-alloc.csv" : "refill-event.csv");
+  FILE *f = fopen(csv, "w+");
+  assert_non_null(f);
+  bh_replay_config_t cfg;
+  bh_replay_config_init(&cfg);
+  cfg.trace = path;
+  cfg.pcp_refill_alloc = at_alloc;
+  cfg.placements = f;
+  replay(&cfg, s);
+  rewind(f);
+  char line[256];
+  pfn[0] = pfn[1] = ~0ul;
+  while (fgets(line, sizeof(line), f)) {
+    double t;
+    unsigned cpu, order;
+    unsigned long kernel, arena;
+    char mt[16];
+    if (sscanf(line, "%lf,%u,%u,%15[^,],%lu,%lu", &t, &cpu, &order, mt, &kernel, &arena) == 6 &&
+        cpu < 2)
+      pfn[cpu] = arena;
+  }
+  fclose(f);
+  assert_true(pfn[0] != ~0ul && pfn[1] != ~0ul);
+}
+
+static void test_pcp_refill_at_event(void **state) {
+  (void)state;
+  bh_arena_t *a = crafted_arena();
+  char *desc = describe(a, false);
+  const bh_zone_t *z = &a->zones[a->nr_zones - 1];
+  uint64_t p[2] = {UINT64_MAX, UINT64_MAX};
+  for (uint64_t q = z->start_pfn; q < z->start_pfn + z->spanned_pages && p[1] == UINT64_MAX; q++)
+    if ((a->pages[q].flags & BH__PG_BUDDY) && bh__pb_mt(a, q) == BH_MT_MOVABLE)
+      p[p[0] == UINT64_MAX ? 0 : 1] = q;
+  assert_true(p[1] != UINT64_MAX);
+  char lines[512];
+  snprintf(lines, sizeof(lines),
+           "# buddyhint-trace 3\n"
+           "1000 Z %#lx 0 cpu=1 mt=1 refill=1\n"
+           "1001 Z %#lx 0 cpu=0 mt=1 refill=1\n"
+           "2000 A %#lx 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n"
+           "2001 A %#lx 0 cpu=1 gfp=GFP_HIGHUSER_MOVABLE\n",
+           (unsigned long)p[0], (unsigned long)p[1], (unsigned long)p[1], (unsigned long)p[0]);
+  char *path = strdup(write_trace3("refill-event.bht", BH_TRACE_NATIVE_BINARY, desc, lines));
+  bh_replay_summary_t s;
+  unsigned long ev[2], al[2];
+  refill_pfns(path, false, ev, &s);
+  assert_string_equal(s.pcp_refill, "event");
+  assert_int_equal(s.pcp_refills_at_event, 2);
+  refill_pfns(path, true, al, &s);
+  assert_string_equal(s.pcp_refill, "alloc");
+  assert_int_equal(s.pcp_refills_at_event, 0);
+  print_message("refill at the event: cpu 0 %#lx, cpu 1 %#lx; at the allocation: %#lx, %#lx\n",
+                ev[0], ev[1], al[0], al[1]);
+  assert_true(ev[1] == al[0] && ev[0] == al[1] && ev[0] != ev[1]);
+  free(path);
+  free(desc);
+  bh_arena_destroy(a);
+}
+
 static void test_pcp_drain_pretrace_pieces(void **state) {
   (void)state;
   bh_arena_t *a = crafted_arena();
@@ -2343,13 +2418,24 @@ static void test_pcp_drain_pretrace_pieces(void **state) {
   assert_int_equal(s.pcp_drains_adopted, 1);
   assert_int_equal(s.pcp_events_applied, 3);
   assert_int_equal(s.pcp_events_missed, 0);
-  /* allocator placement: the start state reads the drains too, and the replay plays none */
+  /* allocator placement: the start state reads the drains too; the replay plays the pcp
+   * events only for the refills (at their events, --pcp-refill event: the default), and this
+   * one finds CPU 0's list holding the start's blocks, so it refills nothing; with
+   * --pcp-refill alloc it plays none */
   bh_replay_config_t cfg;
   bh_replay_config_init(&cfg);
   cfg.trace = path;
   replay(&cfg, &s);
   assert_int_equal(s.start_pcp_pages, 4);
+  assert_int_equal(s.events, 4);
+  assert_string_equal(s.pcp_refill, "event");
+  assert_int_equal(s.pcp_refills_at_event, 0);
+  assert_int_equal(s.pcp_events_applied + s.pcp_events_missed, 0);
+  cfg.pcp_refill_alloc = true;
+  replay(&cfg, &s);
+  assert_int_equal(s.start_pcp_pages, 4);
   assert_int_equal(s.events, 1);
+  assert_string_equal(s.pcp_refill, "alloc");
   assert_int_equal(s.pcp_events_applied + s.pcp_events_missed, 0);
   free(path);
   free(desc);
@@ -2520,6 +2606,7 @@ int main(void) {
       cmocka_unit_test(test_start_taken_no_pass),
       cmocka_unit_test(test_pcp_events),
       cmocka_unit_test(test_pcp_drain_pretrace_pieces),
+      cmocka_unit_test(test_pcp_refill_at_event),
       cmocka_unit_test(test_extfrag_events),
       cmocka_unit_test(test_start_pcp_order),
       cmocka_unit_test(test_start_pcp_inner_first),
