@@ -191,7 +191,8 @@ typedef struct bh_replay_config {
    * deferrable vmstat work does (an idle CPU's waits for it to wake) */
   bool pcp_decay_tick;
   /* under allocator placement, refill a CPU's empty pcp list at the allocation's own event
-   * (--pcp-refill alloc); default false: where the trace has the refill events
+   * (--pcp-refill alloc); default false: in a recorded machine's layout, where the trace has
+   * the refill events
    * (mm_page_alloc_zone_locked with percpu_refill, `record --pcp-events`), at the refill's
    * event, where the kernel refilled it, with the arena's own blocks (the allocation is
    * traced after it has zeroed its pages: a huge page's refill comes milliseconds before it,

@@ -300,8 +300,9 @@ static bool drain_evidence(const struct replay *r) {
   return r->rm.fe.fe && !r->cfg->start_order_pfn;
 }
 
-/* The pcp events are of use where the arena's pfns are the kernel's, and to the start state
- * (its first pass reads them under allocator placement too, and plays none of them). */
+/* The pcp events are of use where the arena's pfns are the kernel's, to the start state (its
+ * first pass reads them under allocator placement too), and, under allocator placement, for
+ * the moments of the refills (--pcp-refill event; with alloc the replay plays none of them). */
 static int open_trace(struct replay *r, bh_trace_t **t) {
   bh_trace_opts_t o = {.lenient = r->cfg->lenient,
                        .origins = r->origins != NULL,
@@ -1046,8 +1047,8 @@ static inline __attribute__((always_inline)) int scan_keep_event(void *ctx, cons
   return err;
 }
 
-/* The pcp events read for the start state only (bh__first_drain): not counted, not kept, the
- * replay does not read them. */
+/* The pcp events read for the start state only (bh__first_drain; allocator placement with
+ * --pcp-refill alloc): not counted, not kept, the replay does not read them. */
 static inline __attribute__((always_inline)) bool unplayed(struct scan_state *st,
                                                            const bh_event_t *ev) {
   if (bh__likely(ev->op < BH_EV_PCPU_DRAIN) || ev->op == BH_EV_VMSTAT)
@@ -2065,13 +2066,16 @@ static bool refill_piece(struct replay *r, const bh_event_t *ev) {
 }
 
 /*
- * A pcp event (--placement trace): a refill moves the recorded block from the free lists to
- * the CPU's pcp list, a drain moves it back.  A zone_locked event without percpu_refill, and
- * one for a block that an allocation takes at once (rmqueue_buddy), need nothing: the
- * allocation's bh_alloc_pfn_at takes the block from a pcp list as well as from the free lists.
- * A refill of a block the replay holds on a pcp list moves it to the refilling CPU's list: the
- * kernel freed it to its free lists past the pcp lists (free_unref_page's free_one_page when
- * the pcp lock is taken, Linux 6.12 mm/page_alloc.c:2763, and free_unref_folios), which its
+ * A pcp event.  Under allocator placement only a refill counts, as the moment its CPU's list
+ * was empty: bh__pcp_refill_empty refills it there with the arena's own blocks, before the
+ * allocation that the kernel traces after zeroing its pages (--pcp-refill event, in the
+ * recorded machine's layout).  Under --placement trace a refill moves the recorded block from
+ * the free lists to the CPU's pcp list, a drain moves it back.  A zone_locked event without
+ * percpu_refill, and one for a block that an allocation takes at once (rmqueue_buddy), need
+ * nothing: the allocation's bh_alloc_pfn_at takes the block from a pcp list as well as from the
+ * free lists. A refill of a block the replay holds on a pcp list moves it to the refilling CPU's
+ * list: the kernel freed it to its free lists past the pcp lists (free_unref_page's free_one_page
+ * when the pcp lock is taken, Linux 6.12 mm/page_alloc.c:2763, and free_unref_folios), which its
  * mm_page_free does not say.  An event that does not apply is counted by cause (what the replay
  * holds there).
  */
@@ -2309,7 +2313,7 @@ static int play(struct replay *r, const struct scan *sc) {
     r->nuntraced = sc->nuntraced;
   }
   r->vmstat_trace = sc->vmstat_events && !r->cfg->pcp_decay_tick;
-  r->refill_at_event = sc->pcp_events && !r->cfg->pcp_refill_alloc && !r->place_trace;
+  r->refill_at_event = r->shape && sc->pcp_events && !r->cfg->pcp_refill_alloc && !r->place_trace;
   r->s->vmstat_events = sc->vmstat_events;
   if (r->shape && sc->nlocked) {
     r->locked = sc->locked;
