@@ -91,7 +91,12 @@ unsigned bh__pcp_orders(const bh_arena_t *a) { return a->pcp_orders; }
  *
  * But a block that holds a page freed in the 2 s before the map was read (a recording's
  * start/window_frees: events the trace leaves out, whose result the map holds) was made by a
- * free whose pass had not run by the start, whichever half it is.
+ * free whose pass had not run by the start, whichever half it is.  So was a free of the
+ * reporting order or above there whose block the map holds allocated again (the recorder's
+ * own /proc read buffers, freed and taken again around the map's reading): it notified by
+ * itself (page_reporting_notify_free, mm/page_alloc.c:896-897 in 6.12), and a pass that ran
+ * since would have reported it, had it stayed free; one that lies in a free block (reported:
+ * the scan above would have taken an unreported one) has had its pass.
  *
  * Not a zone whose free pages are below what a pass needs to visit it (its low watermark and
  * a full batch at the reporting order, page_reporting_process_zone, mm/page_reporting.c:
@@ -106,6 +111,18 @@ unsigned bh__pcp_orders(const bh_arena_t *a) { return a->pcp_orders; }
  */
 static bool split_cannot_leave(const bh_arena_t *a, uint64_t pfn, unsigned order) {
   return order >= a->max_order || !(pfn & (1ull << order));
+}
+
+/* Whether page pfn of zone z lies in a free block on its buddy lists (the zone lock held). */
+static bool in_buddy_block(const bh_zone_t *z, uint64_t pfn) {
+  for (unsigned o = 0; o <= z->arena->max_order; o++) {
+    unsigned order;
+    int mt;
+    uint64_t h = pfn & ~((1ull << o) - 1);
+    if (h >= z->zone_start_pfn && bh_zone_free_block(z, h, &order, &mt) && order >= o)
+      return true;
+  }
+  return false;
 }
 
 /* Whether [pfn, pfn + 2^order) overlaps one of the n runs (unseen: a few per start; freed:
@@ -138,6 +155,17 @@ void bh__notify_unreported(bh_arena_t *a, const bh_block_run_t *unseen, size_t n
             a->hint.notify(a->hint.ctx, z, p, o);
             found = true;
           }
+    bh__zone_unlock(z);
+    bh__zone_lock(z);
+    for (size_t k = 0; k < nfreed && !found; k++) { /* a window free that notified by itself */
+      const bh_block_run_t *f = &freed[k];
+      if (f->order >= z->notify_order && f->pfn >= z->zone_start_pfn &&
+          f->pfn < z->zone_start_pfn + z->zone_spanned_pages && !in_buddy_block(z, f->pfn)) {
+        z->ev[BH_STAT_hint_notify]++;
+        a->hint.notify(a->hint.ctx, z, f->pfn, f->order);
+        found = true;
+      }
+    }
     bh__zone_unlock(z);
   }
 }
