@@ -192,11 +192,11 @@ typedef struct bh_replay_config {
   bool pcp_decay_tick;
   /* under allocator placement, refill a CPU's empty pcp list at the allocation's own event
    * (--pcp-refill alloc); default false: in a recorded machine's layout, where the trace has
-   * the refill events
-   * (mm_page_alloc_zone_locked with percpu_refill, `record --pcp-events`), at the refill's
-   * event, where the kernel refilled it, with the arena's own blocks (the allocation is
-   * traced after it has zeroed its pages: a huge page's refill comes milliseconds before it,
-   * and two CPUs' refills can be traced in the other order than their allocations) */
+   * the refill events (mm_page_alloc_zone_locked with percpu_refill, `record --pcp-events`),
+   * at the refill's event, where the kernel refilled it, with the arena's own blocks (the
+   * allocation is traced after it has zeroed its pages: a huge page's refill comes
+   * milliseconds before it, and two CPUs' refills can be traced in the other order than
+   * their allocations) */
   bool pcp_refill_alloc;
 } bh_replay_config_t;
 

@@ -155,8 +155,6 @@ void bh__notify_unreported(bh_arena_t *a, const bh_block_run_t *unseen, size_t n
             a->hint.notify(a->hint.ctx, z, p, o);
             found = true;
           }
-    bh__zone_unlock(z);
-    bh__zone_lock(z);
     for (size_t k = 0; k < nfreed && !found; k++) { /* a window free that notified by itself */
       const bh_block_run_t *f = &freed[k];
       if (f->order >= z->notify_order && f->pfn >= z->zone_start_pfn &&
