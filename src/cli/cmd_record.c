@@ -401,8 +401,9 @@ static void streams_free(stream_t *st, int n) {
 /*
  * The description's section start/window_frees: the frees (mm_page_free, _batched) and the
  * drains to the buddy lists (mm_page_pcpu_drain) of the 2 s before lo, the start snapshot's
- * window, whose events the trace leaves out (the map holds what they did), as "PFN ORDER"
- * lines (hex pfn), the last WINDOW_FREES of them.  One that made a free block at or above
+ * window, whose events the trace leaves out (the map holds what they did), as "PFN ORDER
+ * TIME" lines (hex pfn; the trace clock's nanoseconds, as the events'), the last WINDOW_FREES
+ * of them.  One that made a free block at or above
  * page reporting's order requested a pass that had not run by the start (PAGE_REPORTING_DELAY
  * is 2 s); a replay of a reporting guest starts with it pending (bh__notify_unreported).  The
  * spools are read to their first event after lo and rewound.  0, or -1 after a message.
@@ -413,7 +414,9 @@ static int window_frees(const bh_cli_tracer_t *tr, const drain_t *d, uint64_t lo
     return 0;
   int n, rc;
   stream_t *st = streams_open(tr, d, &n, &rc);
-  uint64_t *ring = st && !rc ? malloc(WINDOW_FREES * sizeof(*ring)) : NULL;
+  struct window_free {
+    uint64_t key, ts; /* pfn << 6 | order, the event's timestamp */
+  } *ring = st && !rc ? malloc(WINDOW_FREES * sizeof(*ring)) : NULL;
   size_t got = 0;
   stream_t *s;
   while (ring && (s = earliest(st, n)) && s->ts <= lo) {
@@ -425,7 +428,7 @@ static int window_frees(const bh_cli_tracer_t *tr, const drain_t *d, uint64_t lo
     if (s->ts + 2000000000ull > lo && bh__kmem_decode(tr->dec, &rec, &ev, &unknown, &why) == 1 &&
         (ev.op == BH_EV_FREE || ev.op == BH_EV_FREE_BATCHED || ev.op == BH_EV_PCPU_DRAIN) &&
         ev.pfn < 1ull << 56 && ev.order < 64)
-      ring[got++ % WINDOW_FREES] = ev.pfn << 6 | ev.order;
+      ring[got++ % WINDOW_FREES] = (struct window_free){ev.pfn << 6 | ev.order, ev.time_ns};
     if (stream_next(s, true))
       rc = -1;
   }
@@ -436,8 +439,9 @@ static int window_frees(const bh_cli_tracer_t *tr, const drain_t *d, uint64_t lo
   size_t len = 0;
   FILE *f = ring && !rc ? open_memstream(&text, &len) : NULL;
   for (size_t i = got > WINDOW_FREES ? got - WINDOW_FREES : 0; f && i < got; i++) {
-    uint64_t v = ring[i % WINDOW_FREES];
-    fprintf(f, "%llx %u\n", (unsigned long long)(v >> 6), (unsigned)(v & 63));
+    const struct window_free *v = &ring[i % WINDOW_FREES];
+    fprintf(f, "%llx %u %llu\n", (unsigned long long)(v->key >> 6), (unsigned)(v->key & 63),
+            (unsigned long long)v->ts);
   }
   if (f && fclose(f)) {
     free(text);

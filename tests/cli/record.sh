@@ -217,6 +217,18 @@ if bounded 120 "record --pcp-events" "$BH" record --pcp-events -o pcp.bht -- "$W
       fail "pcp events: $pcp_alloc of $allocs allocations took their block from a pcp list"
     [ "$(pnum check_violations)" = 0 ] || fail "pcp events: check violations"
   fi
+  # the frees of the 2 s before the start snapshot's window (start/window_frees): PFN ORDER
+  # TIME, each on the trace's clock before the window begins and no more than 2 s before it
+  "$BH" machine pcp.bht --text >pcp.desc 2>/dev/null || fail "machine --text of the pcp trace"
+  wbegin=$(awk '/^@start\/info/ {f = 1; next} /^@/ {f = 0} f && $1 == "window_begin_ns" {print $2}' \
+    pcp.desc)
+  awk -v b="${wbegin:-0}" '/^@start\/window_frees/ {f = 1; next} /^@/ {f = 0}
+    f { n++; if (NF != 3 || $1 !~ /^[0-9a-f]+$/ || $3 + 0 > b + 0 || $3 + 2000000000 < b + 0) bad++ }
+    END { print n + 0, bad + 0 }' pcp.desc >pcp.wf
+  read -r wf_n wf_bad <pcp.wf
+  echo "window frees: $wf_n before the start snapshot's window ($wf_bad malformed or out of it)"
+  [ -n "$wbegin" ] || fail "start/info has no window_begin_ns"
+  [ "$wf_bad" = 0 ] || fail "start/window_frees: $wf_bad of $wf_n lines not PFN ORDER TIME in the 2 s"
 else
   fail "record --pcp-events: $(cat pcp.err)"
 fi
