@@ -402,6 +402,12 @@ BH__INTERNAL void bh__add_to_free_list(bh_zone_t *z, uint64_t pfn, unsigned orde
 /* order_to_pindex: the pcp list of a block of this order and migratetype */
 BH__INTERNAL unsigned bh__pcp_pindex(const bh_arena_t *a, int mt, unsigned order);
 
+/* populate.c: the block that holds pfn (the smallest aligned head at or below it with a
+ * state whose block reaches pfn), its head, flags and order; false inside no block (cannot
+ * happen in a consistent arena).  Flags by relaxed loads. */
+BH__INTERNAL bool bh__container_of_pfn(const bh_arena_t *a, uint64_t pfn, uint64_t *head,
+                                       uint8_t *flags, unsigned *order);
+
 /* hint_core.c */
 BH__INTERNAL uint64_t bh__isolate_free_page(bh_zone_t *z, uint64_t pfn, unsigned order);
 

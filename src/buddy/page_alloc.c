@@ -711,6 +711,23 @@ static int rmqueue_bulk(bh_zone_t *z, bh__pcp_t *pcp, unsigned order, int count,
   return i;
 }
 
+/* alloc_flags_nofragment: a request whose preferred zone is z avoids fallbacks that would
+ * mix pageblocks, if z is Normal and (on more than one node) a DMA32 zone lies below it; on
+ * one node Linux assumes there is one. */
+static inline bool nofragment_zone(const bh_arena_t *a, const bh_zone_t *z) {
+  return z->type == BH_ZONE_NORMAL &&
+         (a->cfg.nr_nodes == 1 || a->node_zone[z->node][BH_ZONE_DMA32] >= 0);
+}
+
+/* rmqueue_pcplist's refill of the empty list at head: nr_pcp_alloc blocks, counted.  The
+ * blocks taken.  The pcp lock held. */
+static inline int pcp_fill(bh_zone_t *z, bh__pcp_t *pcp, unsigned order, uint32_t head, int mt,
+                           unsigned alloc_flags) {
+  int n = rmqueue_bulk(z, pcp, order, nr_pcp_alloc(pcp, z, order), head, mt, alloc_flags);
+  pcp->count += n << order;
+  return n;
+}
+
 int bh__pcp_refill_empty(bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int cpu) {
   if (!a || pfn >= a->nr_pages || mt < 0 || mt >= BH_MT_PCPTYPES || !pcp_allowed_order(a, order))
     return 0;
@@ -722,14 +739,10 @@ int bh__pcp_refill_empty(bh_arena_t *a, uint64_t pfn, unsigned order, int mt, in
     return 0;
   uint32_t head = pcp->head + order_to_pindex(a, mt, order);
   int n = 0;
-  if (bh__list_empty(a, head)) {
-    unsigned flags = BH__ALLOC_WMARK_LOW | BH__ALLOC_KSWAPD;
-    if (z->type == BH_ZONE_NORMAL &&
-        (a->cfg.nr_nodes == 1 || a->node_zone[z->node][BH_ZONE_DMA32] >= 0))
-      flags |= BH__ALLOC_NOFRAGMENT;
-    n = rmqueue_bulk(z, pcp, order, nr_pcp_alloc(pcp, z, order), head, mt, flags);
-    pcp->count += n << order;
-  }
+  if (bh__list_empty(a, head))
+    n = pcp_fill(z, pcp, order, head, mt,
+                 BH__ALLOC_WMARK_LOW | BH__ALLOC_KSWAPD |
+                     (nofragment_zone(a, z) ? BH__ALLOC_NOFRAGMENT : 0));
   bh__pcp_unlock(pcp);
   return n;
 }
@@ -756,8 +769,7 @@ static uint64_t rmqueue_pcplist(bh_zone_t *z, unsigned order, const struct alloc
   pcp->free_count >>= 1; /* every call, refill or not: allocations shrink the next free batch */
   uint32_t head = pcp->head + order_to_pindex(a, mt, order);
   if (bh__list_empty(a, head)) {
-    int n = rmqueue_bulk(z, pcp, order, nr_pcp_alloc(pcp, z, order), head, mt, alloc_flags);
-    pcp->count += n << order;
+    int n = pcp_fill(z, pcp, order, head, mt, alloc_flags);
     if (!n) {
       bh__pcp_unlock(pcp);
       return UINT64_MAX;
@@ -1369,8 +1381,7 @@ int bh__build_gfp_ctx(bh_arena_t *a) {
       uint32_t flags = (gfp & BH_GFP_NOFALLBACK_WMARK) ? BH__ALLOC_WMARK_MIN : BH__ALLOC_WMARK_LOW;
       if (!(gfp & BH_GFP_NO_KSWAPD))
         flags |= BH__ALLOC_KSWAPD;
-      if (pz >= 0 && a->zones[pz].type == BH_ZONE_NORMAL &&
-          (a->cfg.nr_nodes == 1 || a->node_zone[a->zones[pz].node][BH_ZONE_DMA32] >= 0))
+      if (pz >= 0 && nofragment_zone(a, &a->zones[pz]))
         flags |= BH__ALLOC_NOFRAGMENT;
       e |= flags << BH__GC_FLAGS_SHIFT;
       if (gfp_zone_bad(gfp))

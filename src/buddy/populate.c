@@ -660,10 +660,8 @@ int bh__pcp_free_nodrain(bh_arena_t *a, uint64_t pfn, unsigned order, int cpu) {
   return BH_OK;
 }
 
-/* The block that holds pfn: the smallest aligned head at or above it with a state, and that
- * head's flags and order; false inside no block (cannot happen in a consistent arena). */
-static bool container_of_pfn(const bh_arena_t *a, uint64_t pfn, uint64_t *head, uint8_t *flags,
-                             unsigned *order) {
+bool bh__container_of_pfn(const bh_arena_t *a, uint64_t pfn, uint64_t *head, uint8_t *flags,
+                          unsigned *order) {
   for (unsigned o = 0; o <= a->max_order; o++) {
     uint64_t h = pfn & ~((1ull << o) - 1);
     const bh__page_t *p = &a->pages[h];
@@ -686,7 +684,7 @@ enum bh__pcp_at bh__pcp_block_where(const bh_arena_t *a, uint64_t pfn, unsigned 
   uint64_t head;
   uint8_t f;
   unsigned o;
-  if (!container_of_pfn(a, pfn, &head, &f, &o) || (f & BH__PG_NOPAGE))
+  if (!bh__container_of_pfn(a, pfn, &head, &f, &o) || (f & BH__PG_NOPAGE))
     return BH__PCPAT_INVALID;
   /* several order-0 pieces of memory allocated before the trace, which bh__pcp_adopt_at
    * joins into the event's block: a drain of a start pcp block above order 0 */

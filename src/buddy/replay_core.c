@@ -113,16 +113,12 @@ static bool split_cannot_leave(const bh_arena_t *a, uint64_t pfn, unsigned order
   return order >= a->max_order || !(pfn & (1ull << order));
 }
 
-/* Whether page pfn of zone z lies in a free block on its buddy lists (the zone lock held). */
-static bool in_buddy_block(const bh_zone_t *z, uint64_t pfn) {
-  for (unsigned o = 0; o <= z->arena->max_order; o++) {
-    unsigned order;
-    int mt;
-    uint64_t h = pfn & ~((1ull << o) - 1);
-    if (h >= z->zone_start_pfn && bh_zone_free_block(z, h, &order, &mt) && order >= o)
-      return true;
-  }
-  return false;
+/* Whether page pfn lies in a free block on the buddy lists (its zone's lock held). */
+static bool in_buddy_block(const bh_arena_t *a, uint64_t pfn) {
+  uint64_t head;
+  uint8_t flags;
+  unsigned order;
+  return bh__container_of_pfn(a, pfn, &head, &flags, &order) && (flags & BH__PG_BUDDY);
 }
 
 /* Whether [pfn, pfn + 2^order) overlaps one of the n runs (unseen: a few per start; freed:
@@ -158,7 +154,7 @@ void bh__notify_unreported(bh_arena_t *a, const bh_block_run_t *unseen, size_t n
     for (size_t k = 0; k < nfreed && !found; k++) { /* a window free that notified by itself */
       const bh_block_run_t *f = &freed[k];
       if (f->order >= z->notify_order && f->pfn >= z->zone_start_pfn &&
-          f->pfn < z->zone_start_pfn + z->zone_spanned_pages && !in_buddy_block(z, f->pfn)) {
+          f->pfn < z->zone_start_pfn + z->zone_spanned_pages && !in_buddy_block(a, f->pfn)) {
         z->ev[BH_STAT_hint_notify]++;
         a->hint.notify(a->hint.ctx, z, f->pfn, f->order);
         found = true;

@@ -140,6 +140,14 @@ static void test_zone_queries(void **state) {
   bh_arena_destroy(a);
 }
 
+/* The zones bh__notify_unreported notifies (BH_STAT_hint_notify's growth). */
+static uint64_t notified(bh_arena_t *a, const bh_block_run_t *unseen, size_t n,
+                         const bh_block_run_t *freed, size_t nfreed) {
+  uint64_t before = bt_stat(a, BH_STAT_hint_notify);
+  bh__notify_unreported(a, unseen, n, freed, nfreed);
+  return bt_stat(a, BH_STAT_hint_notify) - before;
+}
+
 /* Without hinting no zone notifies; with bubble each zone's reporting order is its
  * pageblock order, and the start's pending notify comes once per zone with an unreported
  * free block at or above it, but for a zone too small for a pass to visit (free pages below
@@ -176,9 +184,7 @@ static void test_notify_unreported(void **state) {
   }
   assert_true(want > 0);
   assert_true(dma_has);
-  uint64_t before = bt_stat(a, BH_STAT_hint_notify);
-  bh__notify_unreported(a, NULL, 0, NULL, 0);
-  EXPECT_U64(bt_stat(a, BH_STAT_hint_notify) - before, want);
+  EXPECT_U64(notified(a, NULL, 0, NULL, 0), want);
   /* with every eligible block of Normal reported, Normal has nothing pending */
   bh_zone_t *z = bh_arena_zone(a, 2);
   bh_zone_lock(z);
@@ -188,29 +194,21 @@ static void test_notify_unreported(void **state) {
            p = bh_free_list_next(z, o, mt, p))
         bh_block_set_reported(z, p);
   bh_zone_unlock(z);
-  before = bt_stat(a, BH_STAT_hint_notify);
-  bh__notify_unreported(a, NULL, 0, NULL, 0);
-  EXPECT_U64(bt_stat(a, BH_STAT_hint_notify) - before, want - 1);
+  EXPECT_U64(notified(a, NULL, 0, NULL, 0), want - 1);
   /* A split notifies nothing: taking the lower order-9 half of a reported top block leaves
    * its upper half free and unreported (expand, mm/page_alloc.c:1441-1467), with no pass
    * requested (only __free_one_page notifies, :896-897), so Normal still has none pending */
   EXPECT_U64(bh_alloc_pfn_at(a, BH_GFP_MOVABLE, TOP - 1, 0, NORMAL_START), BH_OK);
   EXPECT_U64(bh__block_free(a, NORMAL_START + (1u << (TOP - 1)), TOP - 1), 1);
-  before = bt_stat(a, BH_STAT_hint_notify);
-  bh__notify_unreported(a, NULL, 0, NULL, 0);
-  EXPECT_U64(bt_stat(a, BH_STAT_hint_notify) - before, want - 1);
+  EXPECT_U64(notified(a, NULL, 0, NULL, 0), want - 1);
   /* unless a free of the 2 s before the map was read (start/window_frees) made it: then its
    * pass is pending; a free elsewhere says nothing of it */
   const bh_block_run_t in_half = {.pfn = NORMAL_START + (1u << (TOP - 1)) + 4,
                                   .count = 1,
                                   .order = 2},
                        in_taken = {.pfn = NORMAL_START + 4, .count = 1, .order = 2};
-  before = bt_stat(a, BH_STAT_hint_notify);
-  bh__notify_unreported(a, NULL, 0, &in_half, 1);
-  EXPECT_U64(bt_stat(a, BH_STAT_hint_notify) - before, want);
-  before = bt_stat(a, BH_STAT_hint_notify);
-  bh__notify_unreported(a, NULL, 0, &in_taken, 1);
-  EXPECT_U64(bt_stat(a, BH_STAT_hint_notify) - before, want - 1);
+  EXPECT_U64(notified(a, NULL, 0, &in_half, 1), want);
+  EXPECT_U64(notified(a, NULL, 0, &in_taken, 1), want - 1);
   /* a window free of the reporting order or above notified by itself (__free_one_page's
    * page_reporting_notify_free, mm/page_alloc.c:896-897), even where the map holds its block
    * allocated again (the recorder's read buffers): pending; one inside a free block the map
@@ -219,19 +217,13 @@ static void test_notify_unreported(void **state) {
                        had_pass = {
                            .pfn = NORMAL_START + (1u << TOP) + 512, .count = 1, .order = TOP - 1};
   EXPECT_U64(bh__block_free(a, NORMAL_START, TOP - 1), 0);
-  before = bt_stat(a, BH_STAT_hint_notify);
-  bh__notify_unreported(a, NULL, 0, &again, 1);
-  EXPECT_U64(bt_stat(a, BH_STAT_hint_notify) - before, want);
-  before = bt_stat(a, BH_STAT_hint_notify);
-  bh__notify_unreported(a, NULL, 0, &had_pass, 1);
-  EXPECT_U64(bt_stat(a, BH_STAT_hint_notify) - before, want - 1);
+  EXPECT_U64(notified(a, NULL, 0, &again, 1), want);
+  EXPECT_U64(notified(a, NULL, 0, &had_pass, 1), want - 1);
   /* a lower half free on its own was freed (a split never leaves one): its free notified */
   EXPECT_U64(bh_alloc_pfn_at(a, BH_GFP_MOVABLE, TOP - 1, 0, NORMAL_START + (1u << (TOP - 1))),
              BH_OK);
   EXPECT_U64(bh_free_pfn(a, NORMAL_START, TOP - 1, -1), BH_OK);
-  before = bt_stat(a, BH_STAT_hint_notify);
-  bh__notify_unreported(a, NULL, 0, NULL, 0);
-  EXPECT_U64(bt_stat(a, BH_STAT_hint_notify) - before, want);
+  EXPECT_U64(notified(a, NULL, 0, NULL, 0), want);
   /* and so does a top block, even an upper half (no split leaves a top block) */
   EXPECT_U64(bh_free_pfn(a, NORMAL_START + (1u << (TOP - 1)), TOP - 1, -1), BH_OK);
   EXPECT_U64(bh_alloc_pfn_at(a, BH_GFP_MOVABLE, TOP, 0, NORMAL_START + (1u << TOP)), BH_OK);
@@ -244,9 +236,7 @@ static void test_notify_unreported(void **state) {
         if (p != NORMAL_START + (1u << TOP))
           bh_block_set_reported(z, p);
   bh_zone_unlock(z);
-  before = bt_stat(a, BH_STAT_hint_notify);
-  bh__notify_unreported(a, NULL, 0, NULL, 0);
-  EXPECT_U64(bt_stat(a, BH_STAT_hint_notify) - before, want);
+  EXPECT_U64(notified(a, NULL, 0, NULL, 0), want);
   /* but not a block the start map held allocated (placed free because the trace takes it
    * from the buddy lists first): whatever freed it is not recorded, nor whether it notified.
    * An unseen run that only overlaps it counts as one that covers it; one that ends where it
@@ -254,15 +244,9 @@ static void test_notify_unreported(void **state) {
   const bh_block_run_t whole = {.pfn = NORMAL_START + (1u << TOP), .count = 1, .order = TOP},
                        part = {.pfn = NORMAL_START + (1u << TOP) + 8, .count = 1, .order = 3},
                        beside = {.pfn = NORMAL_START, .count = 1, .order = TOP};
-  before = bt_stat(a, BH_STAT_hint_notify);
-  bh__notify_unreported(a, &whole, 1, NULL, 0);
-  EXPECT_U64(bt_stat(a, BH_STAT_hint_notify) - before, want - 1);
-  before = bt_stat(a, BH_STAT_hint_notify);
-  bh__notify_unreported(a, &part, 1, NULL, 0);
-  EXPECT_U64(bt_stat(a, BH_STAT_hint_notify) - before, want - 1);
-  before = bt_stat(a, BH_STAT_hint_notify);
-  bh__notify_unreported(a, &beside, 1, NULL, 0);
-  EXPECT_U64(bt_stat(a, BH_STAT_hint_notify) - before, want);
+  EXPECT_U64(notified(a, &whole, 1, NULL, 0), want - 1);
+  EXPECT_U64(notified(a, &part, 1, NULL, 0), want - 1);
+  EXPECT_U64(notified(a, &beside, 1, NULL, 0), want);
   bh_hint_detach(h);
   bh_arena_destroy(a);
 }
