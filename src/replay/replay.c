@@ -300,15 +300,20 @@ static bool drain_evidence(const struct replay *r) {
   return r->rm.fe.fe && !r->cfg->start_order_pfn;
 }
 
+/* Allocator placement in the recorded machine's layout with --pcp-refill event: the trace's
+ * refill events are played, as the moments its CPUs' lists were empty (pcp_event). */
+static bool refills_followed(const struct replay *r) {
+  return r->shape && r->cfg->placement != BH_PLACEMENT_TRACE && !r->cfg->pcp_refill_alloc;
+}
+
 /* The pcp events are of use where the arena's pfns are the kernel's, to the start state (its
- * first pass reads them under allocator placement too), and, under allocator placement, for
- * the moments of the refills (--pcp-refill event; with alloc the replay plays none of them). */
+ * first pass reads them under allocator placement too), and for the moments of the refills
+ * (refills_followed; else allocator placement plays none of them). */
 static int open_trace(struct replay *r, bh_trace_t **t) {
   bh_trace_opts_t o = {.lenient = r->cfg->lenient,
                        .origins = r->origins != NULL,
                        .pcp_events = r->cfg->placement == BH_PLACEMENT_TRACE ||
-                                     (!r->read_once && drain_evidence(r)) ||
-                                     !r->cfg->pcp_refill_alloc,
+                                     (!r->read_once && drain_evidence(r)) || refills_followed(r),
                        .vmstat_events = true}; /* counted even when not followed */
   if (!r->read_once) {                         /* cfg->trace_bytes sees the first reading only */
     o.raw_bytes = r->cfg->trace_bytes;
@@ -1047,8 +1052,9 @@ static inline __attribute__((always_inline)) int scan_keep_event(void *ctx, cons
   return err;
 }
 
-/* The pcp events read for the start state only (bh__first_drain; allocator placement with
- * --pcp-refill alloc): not counted, not kept, the replay does not read them. */
+/* The pcp events read for the start state only (bh__first_drain; allocator placement where
+ * no refill is followed, refills_followed): not counted, not kept, the replay does not read
+ * them. */
 static inline __attribute__((always_inline)) bool unplayed(struct scan_state *st,
                                                            const bh_event_t *ev) {
   if (bh__likely(ev->op < BH_EV_PCPU_DRAIN) || ev->op == BH_EV_VMSTAT)
@@ -1104,7 +1110,7 @@ static int first_pass(struct replay *r, struct scan *sc, bool keep_all) {
                           .fe = r->rm.fe.fe ? &r->rm.fe : NULL,
                           .drains = drain_evidence(r),
                           .pcp_unplayed = r->cfg->placement != BH_PLACEMENT_TRACE &&
-                                          drain_evidence(r) && r->cfg->pcp_refill_alloc,
+                                          drain_evidence(r) && !refills_followed(r),
                           .pairs_all = r->cfg->untraced_infer,
                           .follow_refills = r->cfg->untraced_lists};
   if (bh__pfnmap_init(&st.live.far, 1 << 10)) {
@@ -2313,7 +2319,7 @@ static int play(struct replay *r, const struct scan *sc) {
     r->nuntraced = sc->nuntraced;
   }
   r->vmstat_trace = sc->vmstat_events && !r->cfg->pcp_decay_tick;
-  r->refill_at_event = r->shape && sc->pcp_events && !r->cfg->pcp_refill_alloc && !r->place_trace;
+  r->refill_at_event = refills_followed(r) && sc->pcp_events;
   r->s->vmstat_events = sc->vmstat_events;
   if (r->shape && sc->nlocked) {
     r->locked = sc->locked;

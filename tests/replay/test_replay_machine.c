@@ -2386,6 +2386,18 @@ static void test_pcp_refill_at_event(void **state) {
   print_message("refill at the event: cpu 0 %#lx, cpu 1 %#lx; at the allocation: %#lx, %#lx\n",
                 ev[0], ev[1], al[0], al[1]);
   assert_true(ev[1] == al[0] && ev[0] == al[1] && ev[0] != ev[1]);
+  /* without the machine's layout the kernel's pfns name no zone of the arena: no refill is
+   * followed, and the pcp events are not played (the two allocations are the events) */
+  char *plain = strdup(write_trace3("refill-plain.bht", BH_TRACE_NATIVE_BINARY, NULL, lines));
+  bh_replay_config_t cfg;
+  bh_replay_config_init(&cfg);
+  cfg.trace = plain;
+  cfg.memory_bytes = 256ull << 20;
+  replay(&cfg, &s);
+  assert_string_equal(s.pcp_refill, "alloc");
+  assert_int_equal(s.pcp_refills_at_event, 0);
+  assert_int_equal(s.events, 2);
+  free(plain);
   free(path);
   free(desc);
   bh_arena_destroy(a);
