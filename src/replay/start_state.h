@@ -203,12 +203,23 @@ static inline void bh__refill_evidence(bh__first_events_t *f, const bh_event_t *
  * where the kernel had it whole.
  */
 static inline void bh__first_take(bh__first_events_t *f, const bh_event_t *ev) {
-  if (ev->op != BH_EV_ALLOC_ZONE_LOCKED || !f->taken || ev->order > 20 || ev->pfn >= f->nr_pages ||
-      (1ull << ev->order) > f->nr_pages - ev->pfn)
+  /* a fallback that claims a block of a pageblock or more (try_to_steal_block, :1975-1980 in
+   * 6.12.117) or steals one (__rmqueue_steal, :2284-2287) takes the head of the fallback
+   * type's list at the fallback's order (get_page_from_free_area, :2251 and :2284) and traces
+   * only mm_page_alloc_extfrag, of the block's first page; a smaller claim's take was traced
+   * before it (__rmqueue_smallest from :2024): taken already */
+  bool fb = ev->op == BH_EV_EXTFRAG;
+  unsigned order = fb ? ev->fallback_order : ev->order;
+  int mt = fb ? ev->fallback_migratetype : ev->migratetype;
+  if ((ev->op != BH_EV_ALLOC_ZONE_LOCKED && !fb) || !f->taken || order > 20 ||
+      ev->pfn >= f->nr_pages || (1ull << order) > f->nr_pages - ev->pfn ||
+      (fb && (ev->pfn & ((1ull << order) - 1))))
     return;
   if (!f->fe[ev->pfn] && !(f->taken[ev->pfn >> 6] & 1ull << (ev->pfn & 63)))
-    bh__first_take_seq(f, bh__take_key(ev->pfn, ev->migratetype, ev->order));
-  for (uint64_t p = ev->pfn, end = p + (1ull << ev->order); p < end; p++)
+    bh__first_take_seq(f, bh__take_key(ev->pfn, mt, order));
+  else if (fb)
+    return;
+  for (uint64_t p = ev->pfn, end = p + (1ull << order); p < end; p++)
     if (!f->fe[p])
       f->taken[p >> 6] |= 1ull << (p & 63);
 }

@@ -1807,6 +1807,67 @@ static void test_start_buddy_order_takes(void **state) {
 }
 
 /*
+ * A fallback that claims a free block of a pageblock or more takes the head of the fallback
+ * type's list at its order and traces only mm_page_alloc_extfrag (try_to_steal_block,
+ * mm/page_alloc.c:1975-1980 in 6.12.117, from __rmqueue_claim's get_page_from_free_area,
+ * :2251; no mm_page_alloc_zone_locked): the highest Movable block of the highest order, which
+ * an Unmovable refill claims first, lay at its list's head at the start.  Page reporting
+ * shows the list's order (its batch, filled from the scatterlist's end, reports the list's
+ * head last, mm/page_reporting.c:208-209): the claimed block last; in pfn order
+ * (--start-order pfn), the lowest.
+ */
+static void test_start_buddy_order_claim(void **state) {
+  (void)state;
+  bh_arena_t *a = crafted_arena();
+  char *desc = describe(a, false);
+  const bh_zone_t *z = &a->zones[a->nr_zones - 2]; /* DMA32, as test_start_buddy_order_takes */
+  uint64_t lo = UINT64_MAX, hi = UINT64_MAX, big = 1ull << a->max_order;
+  for (uint64_t p = z->zone_start_pfn; p + big <= z->zone_start_pfn + z->zone_spanned_pages;
+       p += big)
+    if ((a->pages[p].flags & BH__PG_BUDDY) && a->pages[p].order == a->max_order &&
+        bh__pb_mt(a, p) == BH_MT_MOVABLE) {
+      if (lo == UINT64_MAX)
+        lo = p;
+      hi = p;
+    }
+  assert_true(lo != UINT64_MAX && hi > lo + big);
+  uint64_t d = lo + big; /* taken and given back: page reporting starts */
+  char lines[512];
+  snprintf(lines, sizeof(lines),
+           "# buddyhint-trace 3\n"
+           "1000 X %#lx 0 cpu=0 mt=0 fallback_order=%u fallback_mt=1 claim=1\n"
+           "3000 A %#lx %u cpu=0 gfp=GFP_DMA32|__GFP_MOVABLE\n"
+           "4000 F %#lx %u cpu=0\n",
+           (unsigned long)hi, a->max_order, (unsigned long)d, a->max_order, (unsigned long)d,
+           a->max_order);
+  const char *path = write_trace3("buddyorder-claim.bht", BH_TRACE_NATIVE_BINARY, desc, lines);
+  for (int pfn_order = 0; pfn_order < 2; pfn_order++) {
+    bh_replay_config_t cfg;
+    bh_replay_config_init(&cfg);
+    cfg.trace = path;
+    cfg.arena.backing = BH_BACKING_SIM;
+    cfg.hint.strategy = "bubble";
+    cfg.start_order_pfn = pfn_order;
+    bh_replay_summary_t s;
+    char *csv = replay_reports(&cfg, &s);
+    long at_lo = -1, at_hi = -2, k = 0;
+    unsigned long pfn;
+    unsigned order;
+    for (char *at = csv; next_report(&at, &pfn, &order); k++) {
+      if (pfn == lo && at_lo < 0)
+        at_lo = k;
+      if (pfn == hi && at_hi < 0)
+        at_hi = k;
+    }
+    assert_true(k > 1 && k < 32);
+    assert_int_equal(pfn_order ? at_lo : at_hi, k - 1);
+    free(csv);
+  }
+  free(desc);
+  bh_arena_destroy(a);
+}
+
+/*
  * A block the free map holds allocated whose first event is a take from the buddy lists
  * (mm_page_alloc_zone_locked) was free at the start: the map is read page by page while the
  * kernel runs, and a block allocated as its pages were read and freed before the trace began
@@ -2628,6 +2689,7 @@ int main(void) {
       cmocka_unit_test(test_start_buddy_order_reported),
       cmocka_unit_test(test_start_types_free_swap),
       cmocka_unit_test(test_start_buddy_order_takes),
+      cmocka_unit_test(test_start_buddy_order_claim),
       cmocka_unit_test(test_start_taken),
       cmocka_unit_test(test_start_drain_after_isolation),
       cmocka_unit_test(test_untraced_allocs_drained),
