@@ -399,11 +399,27 @@ static inline void set_bit_at(uint64_t *m, uint64_t p) { m[p / 64] |= 1ull << (p
  * in 6.12: HighAtomic pageblocks' pages on the Movable list).  The drain prints the type the
  * pageblock has at the drain (free_pcppages_bulk, :1256-1264), which is the start state's
  * pageblock type unless something retyped it in between with no event (page reporting's
- * isolation, isolation_retypes): the start state's type decides.
+ * isolation, isolation_retypes): the start state's type decides.  Unless the trace showed
+ * that list refilled before the drain (BH__FE_GONE_SHIFT): rmqueue_bulk refills only an empty
+ * list (__rmqueue_pcplist, mm/page_alloc.c:3082-3092), and every page put on a pcp list after
+ * the start has an event, so the block lay on another type's list, its pageblock having had
+ * that type when it was freed: the drain's type's if that list was not refilled before it,
+ * else Unmovable's, then Reclaimable's (the map's type fitted, or the pageblock retyped
+ * since, isolation_retypes).
  */
 static int drained_list(const struct ctx *c, uint64_t p) {
   uint8_t t = c->st->pageblock_mt[p >> c->pbo];
-  return t < BH_MT_PCPTYPES ? t : BH_MT_MOVABLE;
+  int l = t < BH_MT_PCPTYPES ? t : BH_MT_MOVABLE, dm = (int)(c->fe[p] >> 8) & 7;
+  unsigned gone = (c->fe[p] >> BH__FE_GONE_SHIFT) & 7;
+  if (!((gone >> l) & 1))
+    return l;
+  if (dm < BH_MT_PCPTYPES && !((gone >> dm) & 1))
+    return dm;
+  static const int other[] = {BH_MT_UNMOVABLE, BH_MT_RECLAIMABLE, BH_MT_MOVABLE};
+  for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++)
+    if (!((gone >> other[i]) & 1))
+      return other[i];
+  return l; /* every list refilled before: the evidence disagrees, the map decides */
 }
 
 /* The first allocation (or first drain) at head p onto its pcp list's tail, or, if its block

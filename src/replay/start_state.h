@@ -18,9 +18,12 @@ enum bh__start_kind { BH__START_EMPTY, BH__START_KPAGEFLAGS, BH__START_COUNTS };
  * FE_ALLOC or FE_FREE; for the first page of a first allocation also its order + 1 (bits
  * 2-7), its migratetype (bits 8-10) and its CPU (bits 16-31).  A pcp drain before any page
  * event of its block counts as the block's first allocation (the block was free, on that CPU's
- * pcp list, at the drain's order), with BH__FE_DRAINED (bit 11) on its first page.
+ * pcp list, at the drain's order), with BH__FE_DRAINED (bit 11) on its first page, and in bits
+ * 12-14 a bit per pcp type whose list of that CPU and order the trace had shown refilled
+ * before the drain (BH__FE_GONE_SHIFT): empty then, so not the list the block lay on.
  */
 enum { BH__FE_NONE = 0, BH__FE_ALLOC = 1, BH__FE_FREE = 2, BH__FE_DRAINED = 1u << 11 };
+#define BH__FE_GONE_SHIFT 12
 
 #define BH__EMPTIED_CPUS 1024 /* CPUs whose refilled pcp lists are kept (emptied) */
 
@@ -154,8 +157,11 @@ static inline void bh__first_drain(bh__first_events_t *f, const bh_event_t *ev) 
     f->fe[p] = BH__FE_ALLOC;
   uint32_t mt = ev->migratetype >= 0 && ev->migratetype < BH_MT_PCPTYPES ? (uint32_t)ev->migratetype
                                                                          : BH_MT_MOVABLE;
-  uint32_t cpu = ev->cpu < 0 ? 0 : (uint32_t)ev->cpu & 0xffff;
-  f->fe[ev->pfn] |= (uint32_t)(ev->order + 1) << 2 | mt << 8 | BH__FE_DRAINED | cpu << 16;
+  uint32_t cpu = ev->cpu < 0 ? 0 : (uint32_t)ev->cpu & 0xffff, gone = 0;
+  for (int t = 0; t < BH_MT_PCPTYPES && ev->cpu >= 0 && ev->cpu < BH__EMPTIED_CPUS; t++)
+    gone |= ((f->emptied[ev->cpu][t] >> ev->order) & 1u) << t;
+  f->fe[ev->pfn] |= (uint32_t)(ev->order + 1) << 2 | mt << 8 | BH__FE_DRAINED |
+                    gone << BH__FE_GONE_SHIFT | cpu << 16;
   bh__first_alloc_seq(f, ev->pfn);
   /* the drain prints the pageblock's type as free_pcppages_bulk reads it for the drain
    * (get_pfnblock_migratetype, mm/page_alloc.c:1256 and :1264 in 6.12): evidence of that

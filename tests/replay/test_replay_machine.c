@@ -1868,6 +1868,50 @@ static void test_start_buddy_order_claim(void **state) {
 }
 
 /*
+ * A page drained before any other event of it lay on a pcp list at the start: its pageblock's
+ * type's (free_unref_page, mm/page_alloc.c:2750-2756 in 6.12), unless the trace refilled that
+ * list before the drain: rmqueue_bulk refills only an empty list (__rmqueue_pcplist,
+ * :3082-3092) and whatever goes on a pcp list after the start has an event, so the page lay
+ * on another type's list (its pageblock had that type when the page was freed).  Here CPU 0's
+ * Movable list is refilled with the smallest free Movable block's first page, which the next
+ * allocation takes, before a page of a Movable pageblock is drained.  On the Movable list, the
+ * drained page would have kept the list from being empty and the allocation would have taken
+ * it: the refill, at its event under allocator placement, finds the list empty only when the
+ * page lies on the Unmovable list.
+ */
+static void test_start_drain_refilled(void **state) {
+  (void)state;
+  bh_arena_t *a = crafted_arena();
+  const bh_zone_t *z = &a->zones[a->nr_zones - 1]; /* Normal */
+  uint64_t q = UINT64_MAX, p = UINT64_MAX, end = z->zone_start_pfn + z->zone_spanned_pages;
+  for (uint64_t i = z->zone_start_pfn; i < end; i++) {
+    if ((a->pages[i].flags & BH__PG_BUDDY) && bh__pb_mt(a, i) == BH_MT_MOVABLE &&
+        (q == UINT64_MAX || a->pages[i].order < a->pages[q].order))
+      q = i;
+    if (p == UINT64_MAX && a->pages[i].flags == BH__PG_ALLOC && !a->pages[i].order &&
+        bh__pb_mt(a, i) == BH_MT_MOVABLE)
+      p = i;
+  }
+  assert_true(q != UINT64_MAX && p != UINT64_MAX);
+  char *desc = describe(a, false);
+  char lines[256];
+  snprintf(lines, sizeof(lines),
+           "# buddyhint-trace 3\n1000 Z %#lx 0 cpu=0 mt=1 refill=1\n"
+           "1100 A %#lx 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n2000 D %#lx 0 cpu=0 mt=1\n",
+           (unsigned long)q, (unsigned long)q, (unsigned long)p);
+  bh_replay_config_t cfg;
+  bh_replay_config_init(&cfg);
+  cfg.trace = write_trace3("drain-refilled.bht", BH_TRACE_NATIVE_BINARY, desc, lines);
+  bh_replay_summary_t s;
+  replay(&cfg, &s);
+  assert_int_equal(s.agreement.allocs, 1);
+  assert_int_equal(s.agreement.same, 1);
+  assert_int_equal(s.pcp_refills_at_event, 1);
+  free(desc);
+  bh_arena_destroy(a);
+}
+
+/*
  * A block the free map holds allocated whose first event is a take from the buddy lists
  * (mm_page_alloc_zone_locked) was free at the start: the map is read page by page while the
  * kernel runs, and a block allocated as its pages were read and freed before the trace began
@@ -2690,6 +2734,7 @@ int main(void) {
       cmocka_unit_test(test_start_types_free_swap),
       cmocka_unit_test(test_start_buddy_order_takes),
       cmocka_unit_test(test_start_buddy_order_claim),
+      cmocka_unit_test(test_start_drain_refilled),
       cmocka_unit_test(test_start_taken),
       cmocka_unit_test(test_start_drain_after_isolation),
       cmocka_unit_test(test_untraced_allocs_drained),
