@@ -164,6 +164,17 @@ BH_API int bh_machine_read_snapshot(bh_machine_t *m, int which, const char *dir,
  */
 BH_API int bh_machine_read_counts(bh_machine_t *m, int which, const char *dir, uint64_t begin_ns,
                                   uint64_t end_ns, char *err, size_t errlen);
+/*
+ * bh_machine_read_counts with zoneinfo_read (NULL: none) called as soon as zoneinfo has been
+ * read, before anything else is done: a recorder marks the moment in its trace, so that the
+ * pcp lists' changes between the counts zoneinfo printed and the trace's start can be kept
+ * (record: start/count_events).  Reading a live /proc allocates no page between the two:
+ * the buffer read into is touched before the read.
+ */
+BH_API int bh_machine_read_counts_marked(bh_machine_t *m, int which, const char *dir,
+                                         uint64_t begin_ns, uint64_t end_ns,
+                                         void (*zoneinfo_read)(void *ctx), void *ctx, char *err,
+                                         size_t errlen);
 /* read_done (NULL: none) is called once kpageflags is read, before the map is derived. */
 BH_API int bh_machine_read_freemap(bh_machine_t *m, int which, const char *dir,
                                    void (*read_done)(void *ctx), void *ctx, char *err,

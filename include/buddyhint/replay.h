@@ -368,9 +368,13 @@ typedef struct bh_replay_summary {
    * (ignored); a trace's are not read. */
   uint64_t extfrag_events_applied, extfrag_events_missed, extfrag_events_ignored;
   uint64_t extfrag_claims_applied, extfrag_pageblocks_retyped, extfrag_refills;
-  uint64_t start_pcp_pages;         /* pages the start state put on pcp lists */
-  uint64_t start_pcp_hidden_pages;  /* of those, pages zoneinfo counts that the trace does not
-                                       show (not start_pcp_trace) */
+  uint64_t start_pcp_pages;        /* pages the start state put on pcp lists */
+  uint64_t start_pcp_hidden_pages; /* of those, pages zoneinfo counts that the trace does not
+                                      show (not start_pcp_trace) */
+  /* the recorded events (start/count_events) that changed the pcp lists between zoneinfo's
+   * reading and the trace's start, and the pages they added to its counts (net, all CPUs) */
+  uint64_t start_pcp_count_events;
+  int64_t start_pcp_count_adjust;
   uint64_t start_unplaced_blocks;   /* counts start: free blocks that found no place */
   uint64_t start_unexplained_pages; /* first allocated by the trace, allocated in the start */
   uint64_t start_repaired_pages;    /* free in the free map, but first freed by the trace: the

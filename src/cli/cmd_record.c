@@ -398,26 +398,66 @@ static void streams_free(stream_t *st, int n) {
   free(st);
 }
 
+/* The id of ftrace's print event (trace_marker's writes) in the instance at dir, or -1. */
+static int print_event_id(const char *dir) {
+  char p[512];
+  snprintf(p, sizeof(p), "%s/events/ftrace/print/id", dir);
+  FILE *f = fopen(p, "re");
+  int id = -1;
+  if (f && fscanf(f, "%d", &id) != 1)
+    id = -1;
+  if (f)
+    fclose(f);
+  return id;
+}
+
+/* Whether the record is the start snapshot's mark (BH_CLI_COUNTS_MARK) of a print event id:
+ * common_type, then the ip (8 bytes) at offset 8, then the text at 16. */
+static bool counts_mark(const struct tep_record *rec, int id) {
+  size_t len = sizeof(BH_CLI_COUNTS_MARK) - 1;
+  uint16_t type;
+  if (id < 0 || rec->size < 16 + (int)len)
+    return false;
+  memcpy(&type, rec->data, sizeof(type));
+  return type == id && !memcmp((const char *)rec->data + 16, BH_CLI_COUNTS_MARK, len);
+}
+
+/* A section's lines as the events come: a memstream, NULL after a failure. */
+typedef struct {
+  char *text;
+  size_t len;
+  FILE *f;
+} lines_t;
+
 /*
- * The description's section start/window_frees: the frees (mm_page_free, _batched) and the
- * drains to the buddy lists (mm_page_pcpu_drain) of the 2 s before lo, the start snapshot's
- * window, whose events the trace leaves out (the map holds what they did), as "PFN ORDER
- * TIME" lines (hex pfn; the trace clock's nanoseconds, as the events'), the last WINDOW_FREES
- * of them.  One that made a free block at or above
- * page reporting's order requested a pass that had not run by the start (PAGE_REPORTING_DELAY
- * is 2 s); a replay of a reporting guest starts with it pending (bh__notify_unreported).  The
- * spools are read to their first event after lo and rewound.  0, or -1 after a message.
+ * Two sections of the description from the events before lo, the start snapshot's window,
+ * which the trace leaves out (the map holds what they did):
+ * - start/window_frees: the frees (mm_page_free, _batched) and the drains to the buddy lists
+ *   (mm_page_pcpu_drain) of the 2 s before lo, as "PFN ORDER TIME" lines (hex pfn; the trace
+ *   clock's nanoseconds, as the events'), the last WINDOW_FREES of them.  One that made a free
+ *   block at or above page reporting's order requested a pass that had not run by the start
+ *   (PAGE_REPORTING_DELAY is 2 s); a replay of a reporting guest starts with it pending
+ *   (bh__notify_unreported).
+ * - start/count_events: the events that changed a pcp list's count between zoneinfo's reading
+ *   (the start snapshot's mark, BH_CLI_COUNTS_MARK) and lo: allocations, frees, refills
+ *   (mm_page_alloc_zone_locked with percpu_refill) and drains, as "OP PFN ORDER CPU TIME"
+ *   lines (OP A, F, B, Z or D as in the text format; hex pfn), at most COUNT_EVENTS of them
+ *   (none kept beyond: the section is then left out).  A replay adds what they did to the
+ *   counts zoneinfo printed (docs/START-STATE.md).  Without the mark there is no section.
+ * The spools are read to their first event after lo and rewound.  0, or -1 after a message.
  */
-enum { WINDOW_FREES = 1 << 16 };
+enum { WINDOW_FREES = 1 << 16, COUNT_EVENTS = 1 << 16 };
 static int window_frees(const bh_cli_tracer_t *tr, const drain_t *d, uint64_t lo, bh_machine_t *m) {
   if (!lo || !m)
     return 0;
-  int n, rc;
+  int n, rc, print_id = print_event_id(tr->dir);
   stream_t *st = streams_open(tr, d, &n, &rc);
   struct window_free {
     uint64_t key, ts; /* pfn << 6 | order, the event's timestamp */
   } *ring = st && !rc ? malloc(WINDOW_FREES * sizeof(*ring)) : NULL;
-  size_t got = 0;
+  size_t got = 0, counted = 0;
+  bool marked = false;
+  lines_t ce = {0};
   stream_t *s;
   while (ring && (s = earliest(st, n)) && s->ts <= lo) {
     struct tep_record rec = {
@@ -425,10 +465,25 @@ static int window_frees(const bh_cli_tracer_t *tr, const drain_t *d, uint64_t lo
     bh_event_t ev;
     const char *why;
     uint64_t unknown = 0;
-    if (s->ts + 2000000000ull > lo && bh__kmem_decode(tr->dec, &rec, &ev, &unknown, &why) == 1 &&
-        (ev.op == BH_EV_FREE || ev.op == BH_EV_FREE_BATCHED || ev.op == BH_EV_PCPU_DRAIN) &&
-        ev.pfn < 1ull << 56 && ev.order < 64)
+    int k = bh__kmem_decode(tr->dec, &rec, &ev, &unknown, &why);
+    bool ok = k == 1 && ev.pfn < 1ull << 56 && ev.order < 64;
+    if (ok && s->ts + 2000000000ull > lo &&
+        (ev.op == BH_EV_FREE || ev.op == BH_EV_FREE_BATCHED || ev.op == BH_EV_PCPU_DRAIN))
       ring[got++ % WINDOW_FREES] = (struct window_free){ev.pfn << 6 | ev.order, ev.time_ns};
+    if (k != 1 && !marked && counts_mark(&rec, print_id)) {
+      marked = true;
+      ce.f = open_memstream(&ce.text, &ce.len);
+    }
+    char op = !ok || !marked                                         ? 0
+              : ev.op == BH_EV_ALLOC                                 ? (ev.failed ? 0 : 'A')
+              : ev.op == BH_EV_FREE                                  ? 'F'
+              : ev.op == BH_EV_FREE_BATCHED                          ? 'B'
+              : ev.op == BH_EV_PCPU_DRAIN                            ? 'D'
+              : ev.op == BH_EV_ALLOC_ZONE_LOCKED && ev.percpu_refill ? 'Z'
+                                                                     : 0;
+    if (op && ce.f && counted++ < COUNT_EVENTS)
+      fprintf(ce.f, "%c %llx %u %d %llu\n", op, (unsigned long long)ev.pfn, (unsigned)ev.order,
+              (int)ev.cpu, (unsigned long long)ev.time_ns);
     if (stream_next(s, true))
       rc = -1;
   }
@@ -448,13 +503,18 @@ static int window_frees(const bh_cli_tracer_t *tr, const drain_t *d, uint64_t lo
     text = NULL;
   }
   free(ring);
-  if (!text || rc || bh_machine_set_section(m, "start/window_frees", text)) {
+  bool ce_ok = ce.f && !fclose(ce.f) && ce.text;
+  if (!text || rc || bh_machine_set_section(m, "start/window_frees", text) ||
+      (ce_ok && counted <= COUNT_EVENTS &&
+       bh_machine_set_section(m, "start/count_events", ce.text))) {
     free(text);
+    free(ce.text);
     fprintf(stderr, "buddyhint record: cannot read the frees before the start snapshot: %s\n",
             strerror(errno ? errno : ENOMEM));
     return -1;
   }
   free(text);
+  free(ce.text);
   return 0;
 }
 

@@ -38,6 +38,8 @@ static int slurp(const char *path, size_t max, char **out, size_t *len) {
   size_t cap = 65536, n = 0;
   char *b = malloc(cap + 1);
   int rc = b ? 0 : BH_ENOMEM;
+  if (b)
+    memset(b, 0, cap); /* every page now: a read into it allocates none (see read_text) */
   while (!rc) {
     if (n == cap) {
       if (cap >= max) {
@@ -51,6 +53,7 @@ static int slurp(const char *path, size_t max, char **out, size_t *len) {
         break;
       }
       b = q;
+      memset(b + n, 0, cap - n);
     }
     ssize_t r = read(fd, b + n, cap - n);
     if (r < 0 && errno == EINTR)
@@ -191,9 +194,10 @@ const char *bh_machine_warnings(const bh_machine_t *m) {
   return !m ? NULL : m->warnings ? m->warnings : "";
 }
 
-/* A text file of dir into section "which/name"; *found tells whether it was there. */
+/* A text file of dir into section "which/name"; *found tells whether it was there.  done
+ * (NULL: none) is called right after the file's reading. */
 static int read_text(bh_machine_t *m, int which, const char *dir, const char *name, bool *found,
-                     char *err, size_t errlen) {
+                     void (*done)(void *ctx), void *ctx, char *err, size_t errlen) {
   char path[4096], sec[64], msg[BH__TRACE_MSG_SIZE] = "";
   *found = find_file(dir, name, path, sizeof(path));
   snprintf(sec, sizeof(sec), "%s/%s", bh__snap_name(which), name);
@@ -201,7 +205,13 @@ static int read_text(bh_machine_t *m, int which, const char *dir, const char *na
     return 0;
   char *t;
   size_t n;
-  int rc = read_decompressed(path, MAX_TEXT, &t, &n, msg);
+  /* With done, a live file read plainly into memory touched before the read: no page is
+   * allocated or freed between the kernel's printing it and done (bh_machine_read_counts_marked) */
+  int rc = done ? slurp(path, MAX_TEXT, &t, &n) : read_decompressed(path, MAX_TEXT, &t, &n, msg);
+  if (done)
+    done(ctx);
+  if (done && rc == BH_EFORMAT)
+    snprintf(msg, sizeof(msg), "%.400s: larger than %u bytes", path, (unsigned)MAX_TEXT);
   if (rc == BH_ESYS && (errno == EACCES || errno == EPERM)) {
     *found = false;
     if (strcmp(dir, "/proc"))
@@ -451,15 +461,17 @@ int bh_machine_read_freemap(bh_machine_t *m, int which, const char *dir,
   return rc;
 }
 
-int bh_machine_read_counts(bh_machine_t *m, int which, const char *dir, uint64_t begin_ns,
-                           uint64_t end_ns, char *err, size_t errlen) {
+int bh_machine_read_counts_marked(bh_machine_t *m, int which, const char *dir, uint64_t begin_ns,
+                                  uint64_t end_ns, void (*zoneinfo_read)(void *ctx), void *ctx,
+                                  char *err, size_t errlen) {
   if (!m || !dir || which < 0 || which >= BH_NR_SNAPS)
     return BH_EINVAL;
   bh_machine_drop_snapshot(m, which);
   bool found[3];
   static const char *const files[] = {"zoneinfo", "buddyinfo", "pagetypeinfo"};
   for (int f = 0; f < 3; f++) {
-    int rc = read_text(m, which, dir, files[f], &found[f], err, errlen);
+    int rc =
+        read_text(m, which, dir, files[f], &found[f], f ? NULL : zoneinfo_read, ctx, err, errlen);
     if (rc)
       return rc;
   }
@@ -479,6 +491,11 @@ int bh_machine_read_counts(bh_machine_t *m, int which, const char *dir, uint64_t
   if (rc)
     bh_machine_drop_snapshot(m, which);
   return rc;
+}
+
+int bh_machine_read_counts(bh_machine_t *m, int which, const char *dir, uint64_t begin_ns,
+                           uint64_t end_ns, char *err, size_t errlen) {
+  return bh_machine_read_counts_marked(m, which, dir, begin_ns, end_ns, NULL, NULL, err, errlen);
 }
 
 /* A number from a one-line file; false if it cannot be read. */

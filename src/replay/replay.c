@@ -2896,6 +2896,10 @@ static void ju64(struct jw *w, const char *k, uint64_t v) {
   key(w, k);
   fprintf(w->f, "%lu", (unsigned long)v);
 }
+static void ji64(struct jw *w, const char *k, int64_t v) {
+  key(w, k);
+  fprintf(w->f, "%lld", (long long)v);
+}
 static void jint(struct jw *w, const char *k, int v) {
   key(w, k);
   fprintf(w->f, "%d", v);
@@ -2964,6 +2968,8 @@ int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *f, int indent) {
   ju64(&w, "extfrag_refills", s->extfrag_refills);
   ju64(&w, "start_pcp_pages", s->start_pcp_pages);
   ju64(&w, "start_pcp_hidden_pages", s->start_pcp_hidden_pages);
+  ju64(&w, "start_pcp_count_events", s->start_pcp_count_events);
+  ji64(&w, "start_pcp_count_adjust", s->start_pcp_count_adjust);
   ju64(&w, "start_unplaced_blocks", s->start_unplaced_blocks);
   ju64(&w, "start_unexplained_pages", s->start_unexplained_pages);
   ju64(&w, "start_repaired_pages", s->start_repaired_pages);

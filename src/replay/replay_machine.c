@@ -319,6 +319,8 @@ int bh__rm_populate(bh__rmachine_t *rm, bh_arena_t *a, unsigned pcp_orders, uint
     bh__errf(err, errlen, rc, "start state: %s", why ? why : bh_strerror(rc));
   s->start_pcp_pages = st.pcp_pages;
   s->start_pcp_hidden_pages = st.pcp_hidden_pages;
+  s->start_pcp_count_events = st.pcp_count_events;
+  s->start_pcp_count_adjust = st.pcp_count_adjust;
   s->start_unplaced_blocks = st.unplaced_blocks;
   s->start_unexplained_pages = st.unexplained_pages;
   s->start_repaired_pages = st.repaired_pages;

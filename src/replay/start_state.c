@@ -182,6 +182,8 @@ struct ctx {
   /* the lowest order of a free block that the recorded machine's page reporting isolates and
    * whose isolation retypes its pageblocks (isolation_retypes); UINT_MAX if none */
   unsigned isolate_order;
+  /* per zone and slot: what start/count_events did to the pcp count zoneinfo printed */
+  int64_t *count_adjust;
   uint64_t nevp;
   size_t nfree, free_cap, npcp, pcp_cap, taken_cap;
 };
@@ -582,12 +584,75 @@ void bh__start_pagesets(const bh_machine_t *m, int zi, unsigned cpu, unsigned nr
   }
 }
 
-/* The pages zoneinfo counts on slot cpu's lists in zone zi. */
+/*
+ * The pages on slot cpu's lists in zone zi at the trace's start: zoneinfo's count, with what
+ * the events recorded between zoneinfo's reading and the start did (count_adjust).
+ */
 static uint64_t zoneinfo_pcp(const struct ctx *c, int zi, unsigned cpu) {
   uint64_t count, high_sum;
   unsigned highs;
   bh__start_pagesets(c->m, zi, cpu, c->nr_cpus, &count, &high_sum, &highs);
-  return count;
+  int64_t adj = c->count_adjust ? c->count_adjust[(size_t)zi * c->nr_cpus + cpu] : 0;
+  return adj < 0 && (uint64_t)-adj > count ? 0 : count + (uint64_t)adj;
+}
+
+/*
+ * c->count_adjust from the description's start/count_events ("OP PFN ORDER CPU TIME" lines;
+ * `record` keeps the events between zoneinfo's reading and the start of the trace): what each
+ * did to its CPU's pcp count in its zone, by the recorded kernel's rules (Linux 6.12
+ * mm/page_alloc.c).  An allocation of an order the pcp lists hold came off one
+ * (rmqueue_pcplist, :3122-3150), a free of one went on one (free_unref_page_commit,
+ * :2676-2722: for a batch of folios at its mm_page_free_batched, :2840-2862, so a
+ * batched free counts once: at its mm_page_free, or at the batched event if the plain one
+ * came before zoneinfo was read), a refill (mm_page_alloc_zone_locked with percpu_refill,
+ * rmqueue_bulk :2331-2345) adds, a drain (mm_page_pcpu_drain, free_pcppages_bulk
+ * :1248-1300) takes away.  Frees into an isolated pageblock, which go to the buddy lists, are
+ * not told apart (they are rare in a window of milliseconds).  No section: nothing changes.
+ */
+static int count_adjust(struct ctx *c) {
+  const char *t = bh_machine_section(c->m, "start/count_events");
+  int zones = c->in->nr_zones;
+  if (!t || !c->nr_cpus || zones <= 0)
+    return 0;
+  c->count_adjust = calloc((size_t)zones * c->nr_cpus, sizeof(*c->count_adjust));
+  if (!c->count_adjust)
+    return BH_ENOMEM;
+  enum { RECENT = 64 };
+  uint64_t recent[RECENT]; /* the last frees' pfns: a batched free's twin is among them */
+  unsigned nrecent = 0;
+  for (const char *l = t; *l;) {
+    const char *nl = strchr(l, '\n');
+    char op;
+    unsigned long long pfn;
+    unsigned order;
+    int cpu;
+    if (sscanf(l, "%c %llx %u %d", &op, &pfn, &order, &cpu) == 4 && cpu >= 0 && order < 64) {
+      int zi = bh_machine_zone_of(c->m, pfn);
+      bool pcp = order <= c->maxo && ((c->pcp_orders >> order) & 1);
+      int64_t d = 0;
+      if (op == 'A' && pcp)
+        d = -(int64_t)(1ull << order);
+      else if (op == 'F' && pcp) {
+        d = (int64_t)(1ull << order);
+        recent[nrecent++ % RECENT] = pfn;
+      } else if (op == 'B') {
+        bool twin = false;
+        for (unsigned i = 0; i < RECENT && i < nrecent && !twin; i++)
+          twin = recent[i] == pfn;
+        d = twin ? 0 : 1;
+      } else if (op == 'Z')
+        d = (int64_t)(1ull << order);
+      else if (op == 'D')
+        d = -(int64_t)(1ull << order);
+      if (zi >= 0 && zi < zones) {
+        c->count_adjust[(size_t)zi * c->nr_cpus + (unsigned)cpu % c->nr_cpus] += d;
+        c->st->pcp_count_adjust += d;
+        c->st->pcp_count_events++;
+      }
+    }
+    l = nl ? nl + 1 : l + strlen(l);
+  }
+  return 0;
 }
 
 /*
@@ -1569,12 +1634,15 @@ int bh__start_build(bh__start_t *st, int kind, const bh_machine_t *m, uint64_t n
     memset(st->pageblock_mt, BH_PAGEBLOCK_ABSENT, c.npb);
   const bh_snapshot_t *s = bh_machine_snapshot(m, BH_SNAP_START);
   if (!rc)
+    rc = count_adjust(&c);
+  if (!rc)
     rc = kind == BH__START_KPAGEFLAGS ? build_kpageflags(&c, s, err, errlen)
          : kind == BH__START_COUNTS   ? build_counts(&c, s, err, errlen)
                                       : build_empty(&c);
   bh__zunmap(c.placed, nr_pages);
   bh__zunmap(c.covered, (nr_pages + 63) / 64 * sizeof(uint64_t));
   bh__zunmap(c.evp, nr_pages * sizeof(uint32_t));
+  free(c.count_adjust);
   if (rc) {
     bh__start_free(st);
     return rc;

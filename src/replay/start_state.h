@@ -260,6 +260,8 @@ typedef struct bh__start {
   uint64_t unplaced_blocks, unexplained_pages;
   uint64_t pcp_pages;          /* pages put on pcp lists */
   uint64_t pcp_hidden_pages;   /* of those, pages zoneinfo counts that the trace does not show */
+  uint64_t pcp_count_events;   /* start/count_events read (count_adjust) */
+  int64_t pcp_count_adjust;    /* what they added to zoneinfo's pcp counts, net */
   uint64_t repaired_pages;     /* kpageflags: free in the map, first freed by the trace */
   uint64_t taken_pages;        /* kpageflags: allocated in the map, first taken from the buddy */
   uint64_t retyped_pageblocks; /* kpageflags: of another type than the map's (the trace's) */

@@ -229,6 +229,20 @@ if bounded 120 "record --pcp-events" "$BH" record --pcp-events -o pcp.bht -- "$W
   echo "window frees: $wf_n before the start snapshot's window ($wf_bad malformed or out of it)"
   [ -n "$wbegin" ] || fail "start/info has no window_begin_ns"
   [ "$wf_bad" = 0 ] || fail "start/window_frees: $wf_bad of $wf_n lines not PFN ORDER TIME in the 2 s"
+  # the events between zoneinfo's reading and the window (start/count_events): OP PFN ORDER
+  # CPU TIME, OP one of A F B Z D, in time order, none after the window begins; the section is
+  # there whenever the start snapshot could mark its trace (an instance's trace_marker)
+  grep -q '^@start/count_events ' pcp.desc || fail "no start/count_events section"
+  awk -v b="${wbegin:-0}" '/^@start\/count_events/ {f = 1; next} /^@/ {f = 0}
+    f { n++; if (NF != 5 || $1 !~ /^[AFBZD]$/ || $2 !~ /^[0-9a-f]+$/ || $4 !~ /^[0-9]+$/ ||
+                 $5 + 0 > b + 0 || $5 + 0 < last) bad++; last = $5 + 0 }
+    END { print n + 0, bad + 0 }' pcp.desc >pcp.ce
+  read -r ce_n ce_bad <pcp.ce
+  echo "count events: $ce_n between zoneinfo's reading and the window ($ce_bad malformed)"
+  [ "$ce_bad" = 0 ] || fail "start/count_events: $ce_bad of $ce_n lines not OP PFN ORDER CPU TIME before the window"
+  # a replay reads them: as many as the section has lines, all in the machine's zones
+  ce_read=$(pnum start_pcp_count_events)
+  [ "$ce_read" = "$ce_n" ] || fail "the replay read $ce_read count events of $ce_n"
 else
   fail "record --pcp-events: $(cat pcp.err)"
 fi

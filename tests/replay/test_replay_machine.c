@@ -2171,6 +2171,27 @@ static void quiet_lines(char *buf, size_t len, const uint64_t *pfn, size_t n) {
   }
 }
 
+/* Q lines for 40 allocated Movable and 10 Unmovable order-0 pages of zone z (the pages with
+ * no flag, where the hidden pcp pages hide). */
+static void quiet_pages(bh_arena_t *a, const bh_zone_t *z, char *buf, size_t len) {
+  uint64_t pfn[50], mov = 0, unmov = 0;
+  size_t n = 0;
+  for (uint64_t p = z->zone_start_pfn; p < z->zone_start_pfn + z->zone_spanned_pages; p++) {
+    int mt = bh__pb_mt(a, p);
+    if (a->pages[p].flags != BH__PG_ALLOC || a->pages[p].order)
+      continue;
+    if (mt == BH_MT_MOVABLE && mov < 40) {
+      pfn[n++] = p;
+      mov++;
+    } else if (mt == BH_MT_UNMOVABLE && unmov < 10) {
+      pfn[n++] = p;
+      unmov++;
+    }
+  }
+  assert_int_equal(n, 50);
+  quiet_lines(buf, len, pfn, n);
+}
+
 /*
  * The pcp pages the trace does not show: zoneinfo counts each CPU's (zoneinfo_show_print,
  * mm/vmstat.c:1797-1799 in 6.12), and the map lists the allocated pages with no flag, where
@@ -2186,23 +2207,9 @@ static void test_start_pcp_hidden(void **state) {
   (void)state;
   bh_arena_t *a = crafted_arena();
   const bh_zone_t *z = &a->zones[a->nr_zones - 1]; /* Normal */
-  uint64_t pfn[50], mov = 0, unmov = 0, free_mov = free_movable(a, z->zone_start_pfn, 0);
-  size_t n = 0;
-  for (uint64_t p = z->zone_start_pfn; p < z->zone_start_pfn + z->zone_spanned_pages; p++) {
-    int mt = bh__pb_mt(a, p);
-    if (a->pages[p].flags != BH__PG_ALLOC || a->pages[p].order)
-      continue;
-    if (mt == BH_MT_MOVABLE && mov < 40) {
-      pfn[n++] = p;
-      mov++;
-    } else if (mt == BH_MT_UNMOVABLE && unmov < 10) {
-      pfn[n++] = p;
-      unmov++;
-    }
-  }
-  assert_int_equal(n, 50);
+  uint64_t free_mov = free_movable(a, z->zone_start_pfn, 0);
   char q[4096];
-  quiet_lines(q, sizeof(q), pfn, n);
+  quiet_pages(a, z, q, sizeof(q));
   long count[2] = {12, 20}, high[2] = {0, 0};
   char *zi = zoneinfo_pagesets(a, count, high);
   char *desc = describe_zi(a, false, q, NULL, zi), *plain = describe_zi(a, false, "", NULL, zi);
@@ -2262,6 +2269,83 @@ static void test_start_pcp_hidden(void **state) {
   assert_int_equal(zoneinfo_cpu_field(cfg.dump_dir, 0, "high:"), 170);
   assert_int_equal(zoneinfo_cpu_field(cfg.dump_dir, 1, "high:"), 190);
   free(desc);
+  free(zi);
+  bh_arena_destroy(a);
+}
+
+/* desc with a section of its own added before its @end line (freed; a new string). */
+static char *with_section(char *desc, const char *name, const char *lines) {
+  char *end = strstr(desc, "@end\n");
+  assert_non_null(end);
+  size_t n = 0;
+  for (const char *l = lines; *l; l++)
+    n += *l == '\n';
+  char *out = NULL;
+  assert_true(asprintf(&out, "%.*s@%s %zu\n%s@end\n", (int)(end - desc), desc, name, n, lines) > 0);
+  free(desc);
+  return out;
+}
+
+/*
+ * The pcp pages at the start are zoneinfo's counts with what the recorded events between
+ * zoneinfo's reading and the trace's start did (start/count_events, written by record):
+ * zoneinfo prints pcp->count (mm/vmstat.c:1797-1799 in 6.12); an allocation of a pcp order
+ * took a page off a list (rmqueue_pcplist, mm/page_alloc.c:3122-3150), a free put one on
+ * (free_unref_page_commit, :2676-2722), a batched free once (its mm_page_free and
+ * mm_page_free_batched, :2840-2862; the batched event alone if its plain one came before),
+ * a refill added its block (rmqueue_bulk, :2331-2345), a drain took one away
+ * (free_pcppages_bulk, :1248-1300); an order-4 allocation never touches the pcp lists
+ * (pcp_allowed_order, :555-563).  CPU 0: -1 + 1 + 2 = +2 on its 12; CPU 1: +1 + 1 - 1 = +1
+ * on its 20.  Without the section, zoneinfo's counts as they are.
+ */
+static void test_start_pcp_count_events(void **state) {
+  (void)state;
+  bh_arena_t *a = crafted_arena();
+  const bh_zone_t *z = &a->zones[a->nr_zones - 1]; /* Normal */
+  char q[4096], ev[1024];
+  quiet_pages(a, z, q, sizeof(q));
+  unsigned long b = (unsigned long)z->zone_start_pfn;
+  snprintf(ev, sizeof(ev),
+           "A %lx 0 0 100\n" /* CPU 0 -1 */
+           "F %lx 0 1 200\n" /* CPU 1 +1 */
+           "F %lx 0 1 300\n" /* CPU 1 +1, and its batched twin nothing */
+           "B %lx 0 1 310\n"
+           "B %lx 0 0 400\n"  /* CPU 0 +1: its mm_page_free came before the mark */
+           "Z %lx 1 0 500\n"  /* CPU 0 +2 */
+           "D %lx 0 1 600\n"  /* CPU 1 -1 */
+           "A %lx 4 0 700\n", /* no pcp order: nothing */
+           b + 1, b + 2, b + 3, b + 3, b + 4, b + 6, b + 8, b + 16);
+  long count[2] = {12, 20}, high[2] = {0, 0};
+  char *zi = zoneinfo_pagesets(a, count, high);
+  char *plain = describe_zi(a, false, q, NULL, zi);
+  char *desc = with_section(describe_zi(a, false, q, NULL, zi), "start/count_events", ev);
+  char *with =
+      strdup(write_trace3("counted.bht", BH_TRACE_NATIVE_BINARY, desc, "# buddyhint-trace 3\n"));
+  char *without =
+      strdup(write_trace3("uncounted.bht", BH_TRACE_NATIVE_BINARY, plain, "# buddyhint-trace 3\n"));
+  struct {
+    const char *trace;
+    long events, adjust, cpu0, cpu1;
+  } cases[] = {{with, 8, 3, 14, 21}, {without, 0, 0, 12, 20}};
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    bh_replay_config_t cfg;
+    bh_replay_config_init(&cfg);
+    cfg.trace = cases[i].trace;
+    char dir[64];
+    snprintf(dir, sizeof(dir), "dump-counted%zu", i);
+    cfg.dump_dir = tt_path(dir);
+    bh_replay_summary_t s;
+    replay(&cfg, &s);
+    assert_int_equal(s.start_pcp_count_events, cases[i].events);
+    assert_int_equal(s.start_pcp_count_adjust, cases[i].adjust);
+    assert_int_equal(s.start_pcp_hidden_pages, cases[i].cpu0 + cases[i].cpu1);
+    assert_int_equal(zoneinfo_cpu_field(cfg.dump_dir, 0, "count:"), cases[i].cpu0);
+    assert_int_equal(zoneinfo_cpu_field(cfg.dump_dir, 1, "count:"), cases[i].cpu1);
+  }
+  free(with);
+  free(without);
+  free(desc);
+  free(plain);
   free(zi);
   bh_arena_destroy(a);
 }
@@ -2740,6 +2824,7 @@ int main(void) {
       cmocka_unit_test(test_untraced_allocs_drained),
       cmocka_unit_test(test_start_take_then_free),
       cmocka_unit_test(test_start_pcp_hidden),
+      cmocka_unit_test(test_start_pcp_count_events),
       cmocka_unit_test(test_pcp_refill_piece),
       cmocka_unit_test(test_untraced_allocs),
       cmocka_unit_test(test_untraced_allocs_lifo),

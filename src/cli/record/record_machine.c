@@ -14,8 +14,10 @@
  */
 #include "cli/record/record_machine.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The trace clock now, from the instance's per_cpu/cpu0/stats ("now ts: 1859.349865"). */
 static uint64_t trace_now_ns(const char *tracing_dir) {
@@ -46,6 +48,15 @@ static void read_done(void *ctx) {
   c->done = trace_now_ns(c->dir);
 }
 
+/* The start snapshot's mark in the trace, right after zoneinfo was read: a write to the
+ * instance's trace_marker, which allocates no page (a trace_now_ns would: the stats file's
+ * read allocates a buffer around the time it gives). */
+static void counts_mark(void *ctx) {
+  int fd = *(const int *)ctx;
+  if (fd >= 0 && write(fd, BH_CLI_COUNTS_MARK, sizeof(BH_CLI_COUNTS_MARK) - 1) < 0)
+    return; /* no mark: the trace keeps no start/count_events */
+}
+
 int bh_cli_rec_snapshot(const char *verb, bh_machine_t **m, int which, const char *tracing_dir) {
   if (!*m) {
     *m = bh_machine_new();
@@ -57,8 +68,17 @@ int bh_cli_rec_snapshot(const char *verb, bh_machine_t **m, int which, const cha
   /* the counts first (milliseconds), then kpageflags (about 0.4 s for 24 GiB, seconds on a
    * busy machine), then the free map is derived from it (outside the window) */
   struct clock c = {tracing_dir, 0};
+  int mark = -1;
+  if (which == BH_SNAP_START) {
+    char p[512];
+    snprintf(p, sizeof(p), "%s/trace_marker", tracing_dir);
+    mark = open(p, O_WRONLY | O_CLOEXEC);
+  }
   uint64_t t0 = trace_now_ns(tracing_dir);
-  int rc = bh_machine_read_counts(*m, which, "/proc", 0, 0, err, sizeof(err));
+  int rc = bh_machine_read_counts_marked(*m, which, "/proc", 0, 0, mark >= 0 ? counts_mark : NULL,
+                                         &mark, err, sizeof(err));
+  if (mark >= 0)
+    close(mark);
   uint64_t t1 = trace_now_ns(tracing_dir);
   if (!rc)
     rc = bh_machine_read_freemap(*m, which, "/proc", read_done, &c, err, sizeof(err));

@@ -15,6 +15,12 @@
  */
 int bh_cli_rec_snapshot(const char *verb, bh_machine_t **m, int which, const char *tracing_dir);
 /*
+ * The text the start snapshot writes to the instance's trace_marker (an ftrace print event)
+ * right after reading zoneinfo: the events after it changed the pcp lists zoneinfo counted
+ * before the trace begins (cmd_record.c keeps them as start/count_events).
+ */
+#define BH_CLI_COUNTS_MARK "buddyhint: zoneinfo read\n"
+/*
  * The events to keep: from the beginning of the start snapshot's free map reading (after
  * *lo) to the beginning of the end snapshot's (before *hi); 0 where unknown.
  */
