@@ -480,6 +480,12 @@ static void rows_machine(struct fixture *x) {
       bh_machine_read_counts(NULL, BH_SNAP_START, x->dir, 0, 0, err, sizeof(err)) == BH_EINVAL);
   ROW("bh_machine_read_counts", "snapshot out of range",
       bh_machine_read_counts(m, -1, x->dir, 0, 0, err, sizeof(err)) == BH_EINVAL);
+  ROW("bh_machine_read_counts_marked", "NULL machine",
+      bh_machine_read_counts_marked(NULL, BH_SNAP_START, x->dir, 0, 0, NULL, NULL, err,
+                                    sizeof(err)) == BH_EINVAL);
+  ROW("bh_machine_read_counts_marked", "NULL dir",
+      bh_machine_read_counts_marked(m, BH_SNAP_START, NULL, 0, 0, NULL, NULL, err, sizeof(err)) ==
+          BH_EINVAL);
   ROW("bh_machine_read_freemap", "NULL machine",
       bh_machine_read_freemap(NULL, BH_SNAP_START, x->dir, NULL, NULL, err, sizeof(err)) ==
           BH_EINVAL);
