@@ -43,6 +43,10 @@ typedef struct bh__first_events {
   /* the start pcp lists hold only what the trace shows (bh_replay_config_t.start_pcp_trace),
    * not also the pages zoneinfo counts there beyond it */
   bool pcp_trace_only;
+  /* a pcp event or a fallback has been seen: the trace records the refills, so a block whose
+   * first event is an allocation and that no take gave out came off a pcp list it was on at
+   * the start (bh__first_event) */
+  bool pcp_seen;
   /* Pageblock types as the trace shows them (NULL: not kept).  A free puts a block of a pcp
    * order on the pcp list of its pageblock's type, and an allocation of the request's type
    * takes from that type's list (free_unref_page, __rmqueue_pcplist): a block freed and then
@@ -92,6 +96,24 @@ void bh__first_events_free(bh__first_events_t *f);
 /* *dst, a copy of src's arrays (dst's are freed first): 0 or BH_ENOMEM. */
 int bh__first_events_copy(bh__first_events_t *dst, const bh__first_events_t *src);
 
+/* pb_type: weak evidence (a start pcp page's first allocation, bh__first_event), which any
+ * other evidence replaces; bh__pb_settle makes it evidence like the rest at the end. */
+#define BH__PB_WEAK 0x10
+/* pb_type of a pageblock a claim retyped (bh__refill_evidence): no evidence of its type */
+#define BH__PB_CLAIMED 0xff
+/* Pageblock b's evidence other than weak, or 0. */
+static inline uint8_t bh__pb_firm(const bh__first_events_t *f, uint64_t b) {
+  uint8_t v = f->pb_type[b];
+  return (v & BH__PB_WEAK) && v != BH__PB_CLAIMED ? 0 : v;
+}
+/* The first pass is over: weak evidence counts as any other (the start state reads pb_type
+ * as a type + 1). */
+static inline void bh__pb_settle(bh__first_events_t *f) {
+  for (uint64_t b = 0; f->pb_type && b < f->nr_pageblocks; b++)
+    if (f->pb_type[b] != BH__PB_CLAIMED && (f->pb_type[b] & BH__PB_WEAK))
+      f->pb_type[b] &= (uint8_t)~BH__PB_WEAK;
+}
+
 /* The evidence of pageblock types in one event (bh__first_events_t.pb_type). */
 static inline void bh__pageblock_evidence(bh__first_events_t *f, const bh_event_t *ev) {
   if (ev->order > 3 || ev->op == BH_EV_FREE_BATCHED) /* above the pcp orders but THP's */
@@ -104,9 +126,18 @@ static inline void bh__pageblock_evidence(bh__first_events_t *f, const bh_event_
   }
   uint64_t b = ev->pfn >> f->pb_order;
   int mt = bh_gfp_migratetype(ev->gfp);
-  if (*lf == me && b < f->nr_pageblocks && !f->pb_type[b] && mt < BH_MT_PCPTYPES)
+  if (*lf == me && b < f->nr_pageblocks && !bh__pb_firm(f, b) && mt < BH_MT_PCPTYPES)
     f->pb_type[b] = (uint8_t)(mt + 1);
   *lf = 0;
+}
+
+/* Pageblock b had type mt (a pcp type) as an event shows: the first evidence of a pageblock, in
+ * the trace's order, counts.  Whether it was the first. */
+static inline bool bh__pb_type_first(bh__first_events_t *f, uint64_t b, int mt) {
+  if (bh__pb_firm(f, b) || mt < 0 || mt >= BH_MT_PCPTYPES)
+    return false;
+  f->pb_type[b] = (uint8_t)(mt + 1);
+  return true;
 }
 
 static inline void bh__first_event(bh__first_events_t *f, const bh_event_t *ev) {
@@ -126,16 +157,15 @@ static inline void bh__first_event(bh__first_events_t *f, const bh_event_t *ev) 
     uint32_t cpu = ev->cpu < 0 ? 0 : (uint32_t)ev->cpu & 0xffff;
     f->fe[ev->pfn] |= (uint32_t)(ev->order + 1) << 2 | (uint32_t)mt << 8 | cpu << 16;
     bh__first_alloc_seq(f, ev->pfn);
+    /* taken off a pcp list it lay on at the start, where a free put it by its pageblock's
+     * type then (free_unref_page, mm/page_alloc.c:2750-2756 in 6.12; HighAtomic pageblocks'
+     * pages on the Movable list): weak evidence of that type, since the pageblock may have
+     * been retyped after the free and before the start; any other evidence outranks it */
+    uint64_t b = ev->pfn >> f->pb_order;
+    if (f->pcp_seen && f->pb_type && f->taken && b < f->nr_pageblocks && !f->pb_type[b] &&
+        mt < BH_MT_PCPTYPES && !(f->taken[ev->pfn >> 6] & 1ull << (ev->pfn & 63)))
+      f->pb_type[b] = (uint8_t)(BH__PB_WEAK | (mt + 1));
   }
-}
-
-/* Pageblock b had type mt (a pcp type) as an event shows: the first evidence of a pageblock, in
- * the trace's order, counts.  Whether it was the first. */
-static inline bool bh__pb_type_first(bh__first_events_t *f, uint64_t b, int mt) {
-  if (f->pb_type[b] || mt < 0 || mt >= BH_MT_PCPTYPES)
-    return false;
-  f->pb_type[b] = (uint8_t)(mt + 1);
-  return true;
 }
 
 /*
@@ -182,7 +212,6 @@ static inline void bh__first_drain(bh__first_events_t *f, const bh_event_t *ev) 
  * pageblock gives none (BH__PB_CLAIMED).  f->last_refill_pb: the pageblock of the last
  * zone_locked event + 1, or 0.
  */
-#define BH__PB_CLAIMED 0xff
 static inline void bh__refill_evidence(bh__first_events_t *f, const bh_event_t *ev) {
   if (!f->pb_type || ev->pfn >= f->nr_pages)
     return;
@@ -190,8 +219,8 @@ static inline void bh__refill_evidence(bh__first_events_t *f, const bh_event_t *
   if (b >= f->nr_pageblocks)
     return;
   if (ev->op == BH_EV_EXTFRAG) {
-    if (ev->change_ownership &&
-        (!f->pb_type[b] || (f->last_refill_pb == b + 1 && f->pb_type[b] == ev->migratetype + 1)))
+    if (ev->change_ownership && (!bh__pb_firm(f, b) || (f->last_refill_pb == b + 1 &&
+                                                        f->pb_type[b] == ev->migratetype + 1)))
       f->pb_type[b] = BH__PB_CLAIMED;
     return;
   }
@@ -241,6 +270,7 @@ static inline void bh__first_refill(bh__first_events_t *f, const bh_event_t *ev)
 /* What a pcp event or a fallback tells of the start: the drains, the takes, the refills'
  * pageblock types and lists, the claims. */
 static inline void bh__pcp_evidence(bh__first_events_t *f, const bh_event_t *ev) {
+  f->pcp_seen = true;
   bh__first_drain(f, ev);
   bh__first_take(f, ev);
   bh__refill_evidence(f, ev);

@@ -1543,6 +1543,47 @@ static void test_start_types_from_refills(void **state) {
   bh_arena_destroy(a);
 }
 
+static uint64_t free_movable(bh_arena_t *a, uint64_t from, unsigned min_order);
+
+/*
+ * A page whose first event is an allocation that no take gave out (the trace records the
+ * refills) came off a pcp list it lay on at the start; a free put it there by its pageblock's
+ * type then (free_unref_page, mm/page_alloc.c:2750-2756 in 6.12), so a Movable allocation of
+ * it is evidence that its pageblock was Movable: the map's Unmovable pageblock is retyped.
+ * Weak evidence: the pageblock may have been retyped between that free and the start, so any
+ * other evidence wins, here a drain of another of its pages (a first event) printing
+ * Unmovable.  With no pcp event before it, the trace may not record the refills: none.
+ */
+static void test_start_types_from_pcp_allocs(void **state) {
+  (void)state;
+  bh_arena_t *a = crafted_arena();
+  uint64_t p3[3];
+  three_movable_used(a, p3);
+  uint64_t pb = p3[0] >> a->pb_order << a->pb_order;
+  char extra[64];
+  mistype_pageblock(a, pb, extra, sizeof(extra));
+  char *desc = describe_with(a, false, extra, NULL);
+  uint64_t q = free_movable(a, pb + (1ull << a->pb_order), 0);
+  const struct {
+    bool pcp_first, drain;
+    uint64_t retyped;
+  } want[] = {{true, false, 1}, {true, true, 0}, {false, false, 0}};
+  for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+    char lines[512], first[96] = "";
+    if (want[i].pcp_first) /* a refill elsewhere, of its pageblock's type */
+      snprintf(first, sizeof(first), "500 Z %#lx 0 cpu=1 mt=1 refill=1\n", (unsigned long)q);
+    snprintf(lines, sizeof(lines),
+             "# buddyhint-trace 3\n%s1000 A %#lx 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n", first,
+             (unsigned long)p3[0]);
+    if (want[i].drain)
+      snprintf(lines + strlen(lines), sizeof(lines) - strlen(lines), "2000 D %#lx 0 cpu=0 mt=0\n",
+               (unsigned long)p3[1]);
+    assert_int_equal(retyped_by(desc, lines), want[i].retyped);
+  }
+  free(desc);
+  bh_arena_destroy(a);
+}
+
 /* Free blocks of order o on type's lists in zone (pagetypeinfo's text, "Normal", "Movable"). */
 static long free_count(const char *pagetypeinfo, const char *zone, const char *type, unsigned o) {
   char key[96];
@@ -2814,6 +2855,7 @@ int main(void) {
       cmocka_unit_test(test_start_buddy_order),
       cmocka_unit_test(test_start_pageblock_types),
       cmocka_unit_test(test_start_types_from_refills),
+      cmocka_unit_test(test_start_types_from_pcp_allocs),
       cmocka_unit_test(test_start_buddy_order_reported),
       cmocka_unit_test(test_start_types_free_swap),
       cmocka_unit_test(test_start_buddy_order_takes),
