@@ -88,6 +88,7 @@ _buddyhint() {
   --pcp-high) words="auto tuned fixed" ;;
   --pcp-decay) words="vmstat tick" ;;
   --pcp-refill) words="event alloc" ;;
+  --pass-timer) words="wheel exact" ;;
   --by) words="pid comm callsite" ;;
   --json | --csv | --timeline | --reports | --placements | -o | --start | --end | --dump | --snapshot)
     mapfile -t COMPREPLY < <(compgen -f -- "$cur")

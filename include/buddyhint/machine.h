@@ -76,6 +76,7 @@ typedef struct bh_machine_info {
   bool has_cma;             /* the kernel prints a CMA migratetype */
   int nr_zones;
   bh_machine_zone_t zones[BH_MACHINE_MAX_ZONES]; /* node-major, low to high */
+  unsigned hz; /* the kernel's CONFIG_HZ (its tick: timers, delayed work); 0 if unknown */
 } bh_machine_info_t;
 
 /* One zone in one snapshot (same index as bh_machine_info_t.zones). */

@@ -198,6 +198,13 @@ typedef struct bh_replay_config {
    * milliseconds before it, and two CPUs' refills can be traced in the other order than
    * their allocations) */
   bool pcp_refill_alloc;
+  /* delayed work (page reporting's 2 s, a strategy's requeued passes) fires when it is due
+   * (true), not at the tick the recorded kernel's timer wheel fires it (false, the default
+   * where the machine's hz is known, or kernel_hz given, and the trace has the vmstat
+   * worker's runs to place the wheel's ticks: docs/START-STATE.md) */
+  bool pass_timer_exact;
+  /* the recorded kernel's CONFIG_HZ where the machine description has none (0: none) */
+  unsigned kernel_hz;
 } bh_replay_config_t;
 
 /* Fills the defaults documented above (the arena defaults of bh_config_init). */
@@ -464,6 +471,12 @@ typedef struct bh_replay_summary {
    * trace's own refills) */
   char pcp_refill[8];
   uint64_t pcp_refills_at_event;
+  /* when delayed work fired: "wheel" (at the recorded kernel's timer wheel's ticks, of
+   * pass_timer_hz, placed by the vmstat worker's runs: pass_timer_share of them in one tick
+   * of every 8) or "exact" (when due) */
+  char pass_timer[8];
+  unsigned pass_timer_hz;
+  double pass_timer_share;
 } bh_replay_summary_t;
 
 /*

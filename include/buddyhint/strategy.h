@@ -154,8 +154,15 @@ BH_API bool bh_hint_registered_at_boot(const bh_hint_t *h);
 /* Sets the hook orders for every zone: notify runs for final orders >= notify_order, del for
  * orders >= del_order; UINT8_MAX turns a hook off.  Call from create. */
 BH_API void bh_hint_set_orders(bh_hint_t *h, unsigned notify_order, unsigned del_order);
-/* Asks for a worker step no later than now + delay_ns (from a hook or the worker). */
+/* Asks for a worker step at bh_hint_delay_due(h, delay_ns) (from a hook or the worker). */
 BH_API void bh_hint_request(bh_hint_t *h, uint64_t delay_ns);
+/*
+ * When work delayed by delay_ns from now runs, on the hinting clock: now + delay_ns, or, where
+ * a replay follows a recorded kernel's timer wheel (a virtual clock), the tick the kernel's
+ * delayed work would fire at (kernel/time/timer.c: the expiry rounded up to its wheel level's
+ * granularity, 8 ticks for delays of 63 to 503 ticks).  For a strategy's requeued passes.
+ */
+BH_API uint64_t bh_hint_delay_due(const bh_hint_t *h, uint64_t delay_ns);
 /* Reports ranges to the host (real madvise / punch / none) and marks them discarded.  Call
  * without any zone lock held.  Returns 0 or an error from the reporter. */
 BH_API int bh_hint_report(bh_hint_t *h, const bh_report_range_t *ranges, size_t n);

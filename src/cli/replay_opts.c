@@ -120,6 +120,12 @@ const char bh_cli_replay_help[] =
     "                        --pcp-events, an empty pcp list is refilled there, before the\n"
     "                        allocation's own event, which the kernel traces after zeroing\n"
     "                        the pages) or alloc (at the allocation's event)\n"
+    "  --pass-timer KIND     wheel (default where the machine's hz is known and the trace\n"
+    "                        has the vmstat worker's runs: delayed work, page reporting's\n"
+    "                        2 s, fires on the recorded kernel's timer wheel's ticks) or\n"
+    "                        exact (when due)\n"
+    "  --kernel-hz N         the recorded kernel's CONFIG_HZ, for a machine description\n"
+    "                        without one (recorded before it was kept)\n"
     "  --start DIR           the start snapshot from a directory of /proc files (buddyinfo,\n"
     "                        pagetypeinfo, zoneinfo, optionally kpageflags; each may be\n"
     "                        NAME.txt and gzip or zstd compressed, NAME.gz, NAME.zst; a file\n"
@@ -369,6 +375,7 @@ static int shape_opt(int argc, char **argv, int *i, bh_cli_replay_t *c) {
   const char *verb = argv[0], *v;
   bh_replay_config_t *cfg = &c->cfg;
   int r, e;
+  uint64_t x;
 #define OPT(name) ((r = bh_cli_opt(argc, argv, i, name, &v)) != 0)
   if (OPT("layout")) {
     if (r < 0 || set_enum(verb, "layout", v, layouts, 3, &e))
@@ -421,6 +428,17 @@ static int shape_opt(int argc, char **argv, int *i, bh_cli_replay_t *c) {
     if (r < 0 || set_enum(verb, "pcp-refill", v, refills, 2, &e))
       return -1;
     cfg->pcp_refill_alloc = e == 1;
+    return 1;
+  } else if (OPT("pass-timer")) {
+    static const char *const timers[] = {"wheel", "exact"};
+    if (r < 0 || set_enum(verb, "pass-timer", v, timers, 2, &e))
+      return -1;
+    cfg->pass_timer_exact = e == 1;
+    return 1;
+  } else if (OPT("kernel-hz")) {
+    if (r < 0 || num(verb, "kernel-hz", v, 1, 100000, &x))
+      return -1;
+    cfg->kernel_hz = (unsigned)x;
     return 1;
   } else if (OPT("pcp-high")) {
     if (r < 0 || set_enum(verb, "pcp-high", v, pcp_highs, 3, &e))

@@ -267,11 +267,50 @@ uint64_t bh_hint_now(const bh_hint_t *h) {
 
 uint64_t bh_hint_next_due(const bh_hint_t *h) { return h ? bh__hint_next_due(h) : BH_HINT_IDLE; }
 
+/* floor(a / b) for b > 0 */
+static int64_t floor_div(int64_t a, int64_t b) { return a / b - (a % b != 0 && a < 0); }
+
+/*
+ * The tick a kernel's timer queued at now with delay_ns fires at (kernel/time/timer.c in
+ * 6.12): expires = jiffies + delay (in ticks, rounded up as msecs_to_jiffies does); the
+ * wheel level of the delay (calc_wheel_index, :584-619: level n holds delays from
+ * LVL_START(n) = 63 << 3(n - 1) ticks on, granularity 8^n ticks) rounds the expiry up to the
+ * next multiple of its granularity, strictly after (calc_index, :567-582: "a timer does not
+ * fire early").  At HZ 250 the 2 s of PAGE_REPORTING_DELAY, 500 ticks, is level 1: it fires
+ * 2.000 to 2.032 s after the request, on a tick whose jiffies are a multiple of 8.
+ */
+static int64_t wheel_due(const bh_hint_t *h, int64_t now, uint64_t delay_ns) {
+  int64_t tick = (int64_t)h->wheel_tick;
+  uint64_t d = (delay_ns + (uint64_t)tick - 1) / (uint64_t)tick;
+  if (d > (1ull << 40))
+    return now + (int64_t)delay_ns;
+  int64_t jiffies = floor_div(now - h->wheel_align, tick);
+  int64_t expires = jiffies + (int64_t)d;
+  unsigned lvl = 0;
+  while (lvl < 8 && d >= (63ull << (3 * lvl))) /* LVL_START(lvl + 1) */
+    lvl++;
+  int64_t g = 1ll << (3 * lvl);
+  int64_t bucket = (floor_div(expires, g) + 1) * g;
+  int64_t at = h->wheel_align + bucket * tick;
+  return at > now ? at : now + (int64_t)delay_ns;
+}
+
+uint64_t bh_hint_delay_due(const bh_hint_t *h, uint64_t delay_ns) {
+  if (!h)
+    return 0;
+  uint64_t now = bh_hint_now(h);
+  if (h->clock != BH_CLOCK_VIRTUAL || (!h->wheel_tick && !h->request_at_set) ||
+      now > (uint64_t)INT64_MAX / 2 || delay_ns > (uint64_t)INT64_MAX / 2)
+    return delay_ns > UINT64_MAX - 1 - now ? UINT64_MAX - 1 : now + delay_ns;
+  int64_t base = h->request_at_set ? h->request_at : (int64_t)now;
+  int64_t at = h->wheel_tick ? wheel_due(h, base, delay_ns) : base + (int64_t)delay_ns;
+  return at > (int64_t)now ? (uint64_t)at : now;
+}
+
 void bh_hint_request(bh_hint_t *h, uint64_t delay_ns) {
   if (!h)
     return;
-  uint64_t now = bh_hint_now(h);
-  uint64_t at = delay_ns > UINT64_MAX - 1 - now ? UINT64_MAX - 1 : now + delay_ns;
+  uint64_t at = bh_hint_delay_due(h, delay_ns);
   uint64_t cur = atomic_load(&h->wake_at);
   while (at < cur && !atomic_compare_exchange_weak(&h->wake_at, &cur, at))
     ;

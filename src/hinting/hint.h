@@ -23,6 +23,14 @@ struct bh_hint {
   _Atomic uint64_t wake_at;   /* earliest requested step (BH_HINT_IDLE: none) */
   _Atomic uint64_t step_next; /* the strategy's own next due time */
   _Atomic uint64_t steps;
+  /* the recorded kernel's timer wheel (virtual clock; bh__hint_set_wheel): its tick in ns, 0
+   * for none, and a time on the clock (maybe before 0) of a tick whose jiffies count is a
+   * multiple of 8 */
+  uint64_t wheel_tick;
+  int64_t wheel_align;
+  /* requests count their delay from this time, not now (bh__hint_request_time) */
+  bool request_at_set;
+  int64_t request_at;
   char error[256];
   /* thread mode */
   pthread_t thread;
@@ -50,6 +58,21 @@ static inline uint64_t bh__hint_next_due(const struct bh_hint *h) {
 static inline void bh__hint_clock(struct bh_hint *h, uint64_t t) {
   if (t > atomic_load_explicit(&h->now, memory_order_relaxed))
     atomic_store_explicit(&h->now, t, memory_order_relaxed);
+}
+
+/* Follows a recorded kernel's timer wheel for delayed work (bh_hint_delay_due): ticks of
+ * tick_ns, align_ns a time on the virtual clock of a tick whose jiffies are a multiple of 8
+ * (the replay's estimate, from the vmstat worker's runs).  tick_ns 0: exact delays. */
+static inline void bh__hint_set_wheel(struct bh_hint *h, uint64_t tick_ns, int64_t align_ns) {
+  h->wheel_tick = tick_ns;
+  h->wheel_align = align_ns;
+}
+
+/* Until cleared (set false), requests count their delay from t on the virtual clock (maybe
+ * before 0): a request the recorded kernel made before the trace began. */
+static inline void bh__hint_request_time(struct bh_hint *h, bool set, int64_t t) {
+  h->request_at_set = set;
+  h->request_at = t;
 }
 
 /* "none", the framework's own; the other built-ins are in strategies/strategies.h. */

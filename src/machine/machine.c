@@ -784,6 +784,12 @@ static int parse_settings(bh_machine_t *m, const char *text, size_t len, char *e
       in->page_reporting_order = (int)sv;
       continue;
     }
+    if (word_is(w, we, "hz")) {
+      if (!get_u64(skip_ws(p, le), le, &v) || !v || v > 100000)
+        return bh__errf(err, errlen, BH_EFORMAT, "machine:%d: bad hz", line);
+      in->hz = (unsigned)v;
+      continue;
+    }
     static const char *const keys[] = {
         "max_order",       "pageblock_order",        "nr_cpus",
         "min_free_kbytes", "watermark_scale_factor", "watermark_boost_factor"};
@@ -1038,6 +1044,8 @@ static int settings_text(const bh_machine_t *m, char *buf, size_t cap) {
         in->lowmem_reserve_ratio[1], in->lowmem_reserve_ratio[2], in->lowmem_reserve_ratio[3]);
   if (in->page_reporting_order >= 0)
     PUT("page_reporting_order %d\n", in->page_reporting_order);
+  if (in->hz)
+    PUT("hz %u\n", in->hz);
 #undef PUT
   return n;
 }

@@ -514,6 +514,30 @@ static bool read_number(const char *path, int64_t *v) {
   return ok;
 }
 
+/* CONFIG_HZ of the running kernel, from /boot/config-RELEASE or /proc/config.gz (IKCONFIG);
+ * 0 if neither says. */
+static unsigned config_hz(const char *release) {
+  char path[256], msg[BH__TRACE_MSG_SIZE];
+  snprintf(path, sizeof(path), "/boot/config-%s", release);
+  const char *paths[] = {path, "/proc/config.gz"};
+  for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+    char *t;
+    size_t n;
+    if (!release[0] && i == 0)
+      continue;
+    if (read_decompressed(paths[i], 16u << 20, &t, &n, msg))
+      continue;
+    unsigned hz = 0;
+    for (const char *l = t; l && *l && !hz; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+      if (!strncmp(l, "CONFIG_HZ=", 10))
+        hz = (unsigned)strtoul(l + 10, NULL, 10);
+    free(t);
+    if (hz > 0 && hz <= 100000)
+      return hz;
+  }
+  return 0;
+}
+
 int bh_machine_read_settings(bh_machine_t *m) {
   if (!m)
     return BH_EINVAL;
@@ -522,6 +546,7 @@ int bh_machine_read_settings(bh_machine_t *m) {
   struct utsname u;
   if (!uname(&u))
     snprintf(in->kernel_release, sizeof(in->kernel_release), "%s", u.release);
+  in->hz = config_hz(in->kernel_release);
   if (read_number("/proc/sys/vm/min_free_kbytes", &v) && v > 0)
     in->min_free_kbytes = (uint64_t)v;
   if (read_number("/proc/sys/vm/watermark_scale_factor", &v) && v > 0)

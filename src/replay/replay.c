@@ -199,6 +199,9 @@ struct scan {
   unsigned max_cpu;
   uint64_t pcp_events;    /* mm_page_pcpu_drain and mm_page_alloc_zone_locked events */
   uint64_t vmstat_events; /* the vmstat worker's runs (BH_EV_VMSTAT) */
+  /* their times, the first VMSTAT_TIMES of them (pass_timer), NULL if none */
+  uint64_t *vmstat_times;
+  size_t nvmstat_times, vmstat_times_cap;
   /* a text trace's events as the first pass read them, for the second to play without
    * parsing the text again (NULL: read the trace again), and what the reader counted: the
    * first `spilled` of them in the temporary file spill_fd (unlinked; valid when spilled > 0),
@@ -969,6 +972,17 @@ COLD static struct kept_event *keep_grow(struct scan_state *st) {
   return st->kept_next;
 }
 
+/* A vmstat worker's run at t, kept for pass_timer (the first VMSTAT_TIMES).  0 or BH_ENOMEM. */
+enum { VMSTAT_TIMES = 1 << 16 };
+COLD static int vmstat_time(struct scan *sc, uint64_t t) {
+  if (sc->nvmstat_times >= VMSTAT_TIMES)
+    return 0;
+  if (bh__grow(&sc->vmstat_times, &sc->vmstat_times_cap, sc->nvmstat_times, sizeof(uint64_t)))
+    return BH_ENOMEM;
+  sc->vmstat_times[sc->nvmstat_times++] = t;
+  return 0;
+}
+
 /* One event of the first pass.  Returns 0 or BH_ENOMEM. */
 static inline __attribute__((always_inline)) int scan_event(void *ctx, const bh_event_t *ev) {
   struct scan_state *st = ctx;
@@ -979,7 +993,7 @@ static inline __attribute__((always_inline)) int scan_event(void *ctx, const bh_
                                                * does not start the clock */
     sc->events++;
     sc->vmstat_events++;
-    return 0;
+    return vmstat_time(sc, ev->time_ns);
   }
   if (sc->events++ == sc->vmstat_events) /* the first page event */
     sc->first = ev->time_ns;
@@ -1815,6 +1829,60 @@ static int reporting_order(struct replay *r, bh_hint_config_t *hc, bh_opt_t **op
   return 0;
 }
 
+static int cmp_u64_asc(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/*
+ * The recorded kernel's timer wheel, for the hinting clock (bh__hint_set_wheel): a delayed
+ * work of 63 to 503 ticks, page reporting's 2 s among them, fires on a tick whose jiffies are
+ * a multiple of 8 (kernel/time/timer.c:567-619 in 6.12).  The vmstat worker's runs say where
+ * those ticks fall on the trace's clock: its own delayed work is such a timer (about one
+ * second, round_jiffies_relative in vmstat_update), so on a CPU that is not idle it runs just
+ * after one (an idle CPU's, deferrable, waits for any later tick).  Of the runs' times modulo
+ * 8 ticks, the tick-long window that holds the most starts at the first of them: the wheel's
+ * phase.  Needs the kernel's HZ (the machine's, or cfg->kernel_hz), 8 runs, and a quarter of
+ * them in that window; else delays stay exact.
+ */
+static void pass_timer(struct replay *r, const struct scan *sc) {
+  bh_replay_summary_t *s = r->s;
+  snprintf(s->pass_timer, sizeof(s->pass_timer), "exact");
+  unsigned hz = r->cfg->kernel_hz;
+  if (!hz && r->rm.m)
+    hz = bh_machine_info(r->rm.m)->hz;
+  if (r->cfg->pass_timer_exact || !hz || !r->hint || sc->nvmstat_times < 8)
+    return;
+  uint64_t tick = 1000000000ull / hz, g = 8 * tick;
+  size_t n = sc->nvmstat_times;
+  uint64_t *v = malloc(n * sizeof(*v));
+  if (!v)
+    return;
+  for (size_t i = 0; i < n; i++)
+    v[i] = sc->vmstat_times[i] % g;
+  qsort(v, n, sizeof(*v), cmp_u64_asc);
+  size_t best = 0, at = 0;
+  for (size_t i = 0, j = 0; i < n; i++) { /* [v[i], v[i] + tick), around the circle */
+    while (j < i + n && (v[j % n] + (j >= n ? g : 0)) - v[i] < tick)
+      j++;
+    if (j - i > best) {
+      best = j - i;
+      at = i;
+    }
+  }
+  double share = (double)best / (double)n;
+  uint64_t phase = v[at];
+  free(v);
+  if (share < 0.25)
+    return;
+  /* a tick on the hinting clock (0 = the trace's first event) with jiffies a multiple of 8 */
+  int64_t align = (int64_t)phase - (int64_t)(sc->first % g);
+  bh__hint_set_wheel(r->hint, tick, align);
+  snprintf(s->pass_timer, sizeof(s->pass_timer), "wheel");
+  s->pass_timer_hz = hz;
+  s->pass_timer_share = share;
+}
+
 static int setup(struct replay *r, const struct scan *sc) {
   const bh_replay_config_t *cfg = r->cfg;
   bh_config_t ac = cfg->arena;
@@ -1905,12 +1973,26 @@ static int setup(struct replay *r, const struct scan *sc) {
       return BH_ENOMEM;
     }
   }
+  pass_timer(r, sc);
   /* a recorded machine's reporting has a pass pending for the unreported free blocks only a
    * free can have made, of those the start map shows free */
   if (hc.registered_at_boot && (bh_hint_strategy(r->hint)->flags & BH_STRATEGY_PAGE_REPORTED)) {
     size_t nfreed = 0;
     bh_block_run_t *freed = bh__rm_window_frees(&r->rm, &nfreed);
+    /* requested at the window free that made it, where the free's time is recorded (and
+     * delayed work follows the recorded kernel's timer: else the request is taken at the
+     * trace's start, as before the times were recorded: docs/START-STATE.md) */
+    uint64_t at, tick = r->hint->wheel_tick;
+    int64_t align = r->hint->wheel_align;
+    bool when = tick && bh__rm_window_request(&r->rm, r->arena, &at);
+    if (when)
+      bh__hint_request_time(r->hint, true, (int64_t)at - (int64_t)sc->first);
+    else /* a request of unknown time (a smaller free merged up to the order): due 2 s after
+          * the start, not rounded to a tick it cannot be placed against */
+      bh__hint_set_wheel(r->hint, 0, 0);
     bh__notify_unreported(r->arena, r->rm.unseen, r->rm.nr_unseen, freed, nfreed);
+    bh__hint_request_time(r->hint, false, 0);
+    bh__hint_set_wheel(r->hint, tick, align);
     free(freed);
   }
   if (cfg->placements) /* rows only where agreement is counted */
@@ -2579,6 +2661,7 @@ void bh__replay_shared_free(bh__replay_shared_t *sh) {
     return;
   kept_free(&sh->sc);
   free(sh->sc.untraced);
+  free(sh->sc.vmstat_times);
   free(sh->sc.locked);
   free(sh->sc.takes);
   bh__first_events_free(&sh->fe);
@@ -2680,6 +2763,7 @@ int bh__replay_run_shared(const bh_replay_config_t *cfg, const bh__replay_shared
   if (!borrowed) {
     kept_free(&sc);
     free(sc.untraced);
+    free(sc.vmstat_times);
     free(sc.locked);
     free(sc.takes);
   }
@@ -2986,6 +3070,9 @@ int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *f, int indent) {
   ju64(&w, "vmstat_events", s->vmstat_events);
   jstr(&w, "pcp_decay", s->pcp_decay);
   jstr(&w, "pcp_refill", s->pcp_refill);
+  jstr(&w, "pass_timer", s->pass_timer[0] ? s->pass_timer : "exact");
+  ju64(&w, "pass_timer_hz", s->pass_timer_hz);
+  jdbl(&w, "pass_timer_share", s->pass_timer_share);
   ju64(&w, "pcp_refills_at_event", s->pcp_refills_at_event);
   ju64(&w, "untraced_takes", s->untraced_takes);
   jdbl(&w, "virtual_seconds", s->virtual_seconds);

@@ -680,6 +680,24 @@ int bh__rm_dump(const bh__rmachine_t *rm, bh_arena_t *a, const char *dir, char *
   return 0;
 }
 
+bool bh__rm_window_request(const bh__rmachine_t *rm, bh_arena_t *a, uint64_t *t_ns) {
+  const char *t = rm->m ? bh_machine_section(rm->m, "start/window_frees") : NULL;
+  bool found = false;
+  for (; t && *t; t = strchr(t, '\n') ? strchr(t, '\n') + 1 : t + strlen(t)) {
+    unsigned long long pfn, when;
+    unsigned order;
+    if (sscanf(t, "%llx %u %llu", &pfn, &order, &when) != 3 || pfn >= bh_arena_pages(a))
+      continue;
+    int zi = bh__pfn_zone_id(a, pfn);
+    if (zi < 0 || order < bh__zone_notify_order(bh_arena_zone(a, zi)))
+      continue;
+    if (!found || when < *t_ns)
+      *t_ns = when;
+    found = true;
+  }
+  return found;
+}
+
 bh_block_run_t *bh__rm_window_frees(const bh__rmachine_t *rm, size_t *n) {
   *n = 0;
   const char *t = rm->m ? bh_machine_section(rm->m, "start/window_frees") : NULL;

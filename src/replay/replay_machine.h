@@ -122,6 +122,10 @@ int bh__rm_dump(const bh__rmachine_t *rm, bh_arena_t *a, const char *dir, char *
  * start/window_frees, "PFN ORDER" lines with the pfn in hex), malloc'd, *n of them; NULL if
  * none, or out of memory (a pass that should be pending is then not). */
 bh_block_run_t *bh__rm_window_frees(const bh__rmachine_t *rm, size_t *n);
+/* The trace clock's time of the earliest window free (start/window_frees lines with a TIME)
+ * at or above its zone's notify order in a: the free that requested the pass pending at the
+ * start, in the 2 s before it (page reporting's delay).  false if none carries a time. */
+bool bh__rm_window_request(const bh__rmachine_t *rm, bh_arena_t *a, uint64_t *t_ns);
 void bh__rm_free(bh__rmachine_t *rm);
 
 /* The names of BH_WHERE_* as the summary's misses_by_where and --placements write them. */

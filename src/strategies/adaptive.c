@@ -381,7 +381,7 @@ static uint64_t ad_step(void *state, uint64_t now) {
   struct adaptive *ad = state;
   if (atomic_load(&ad->pr.state) == BH__PR_REQUESTED && now >= atomic_load(&ad->pr.pass_due) &&
       bh__pr_pass(&ad->pr))
-    atomic_store(&ad->pr.pass_due, now + ad->pr.delay_ns); /* requeued */
+    atomic_store(&ad->pr.pass_due, bh_hint_delay_due(ad->pr.h, ad->pr.delay_ns)); /* requeued */
   if (ad->low < ad->pr.order && now >= ad->aging_due)
     ad_age(ad, now);
   uint64_t next = ad->low < ad->pr.order ? ad->aging_due : BH_HINT_IDLE;

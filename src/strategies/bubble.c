@@ -100,7 +100,7 @@ static uint64_t bub_step(void *state, uint64_t now) {
   if (!bh__pr_pass(&b->pr))
     return BH_HINT_IDLE;
   uint64_t t = bh_hint_now(b->pr.h);
-  return t < now ? now + b->pr.delay_ns : t + b->pr.delay_ns;
+  return t < now ? now + b->pr.delay_ns : bh_hint_delay_due(b->pr.h, b->pr.delay_ns);
 }
 
 /* ---- create / destroy / stats ---- */

@@ -35,7 +35,7 @@ bool bh__pr_request(bh__prdev_t *pr) {
   if (atomic_exchange(&pr->state, BH__PR_REQUESTED) != BH__PR_IDLE)
     return false; /* ACTIVE: the worker sees REQUESTED when its pass ends and requeues */
   atomic_fetch_add_explicit(&pr->requests, 1, memory_order_relaxed);
-  atomic_store(&pr->pass_due, bh_hint_now(pr->h) + pr->delay_ns);
+  atomic_store(&pr->pass_due, bh_hint_delay_due(pr->h, pr->delay_ns));
   bh_hint_request(pr->h, pr->delay_ns);
   return true;
 }

@@ -336,6 +336,7 @@ static void rows_strategy(struct fixture *x) {
   ROW("bh_hint_registered_at_boot", "NULL", !bh_hint_registered_at_boot(NULL));
   ROW("bh_hint_set_orders", "NULL", (bh_hint_set_orders(NULL, 0, 0), true));
   ROW("bh_hint_request", "NULL", (bh_hint_request(NULL, 0), true));
+  ROW("bh_hint_delay_due", "NULL", bh_hint_delay_due(NULL, 1) == 0);
   ROW("bh_hint_report", "NULL hint", bh_hint_report(NULL, &rr, 1) == BH_EINVAL);
   ROW("bh_hint_report", "NULL ranges", bh_hint_report(h, NULL, 1) == BH_EINVAL);
   ROW("bh_hint_set_error", "NULL", (bh_hint_set_error(NULL, "%s", "x"), true));

@@ -160,6 +160,7 @@ static void test_parse_errors(void **state) {
                      "zoneinfo:2: bad number");
   expect_parse_error("buddyhint-machine 1\n@start/zoneinfo 1\nNode 0, zone      DMA\n@end\n",
                      "no populated zone");
+  expect_parse_error("buddyhint-machine 1\n@machine 1\nhz 0\n@end\n", "bad hz");
   /* unknown sections and keys are kept */
   const char *ok = "buddyhint-machine 1\n@machine 2\nnr_cpus 4\nfuture_key 1\n@later 1\nx\n@end\n";
   bh_machine_t *m;
@@ -167,6 +168,16 @@ static void test_parse_errors(void **state) {
   assert_int_equal(bh_machine_parse(ok, strlen(ok), &m, err, sizeof(err)), 0);
   assert_int_equal(bh_machine_info(m)->nr_cpus, 4);
   assert_string_equal(bh_machine_section(m, "later"), "x\n");
+  bh_machine_free(m);
+  /* the kernel's HZ (CONFIG_HZ), kept as written */
+  const char *hz = "buddyhint-machine 1\n@machine 2\nnr_cpus 2\nhz 250\n@end\n";
+  assert_int_equal(bh_machine_parse(hz, strlen(hz), &m, err, sizeof(err)), 0);
+  assert_int_equal(bh_machine_info(m)->hz, 250);
+  char *text;
+  size_t len;
+  assert_int_equal(bh_machine_format(m, &text, &len), 0);
+  assert_non_null(strstr(text, "\nhz 250\n"));
+  free(text);
   bh_machine_free(m);
 }
 

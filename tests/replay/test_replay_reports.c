@@ -27,6 +27,9 @@ typedef struct row {
 } row_t;
 
 /* Replays the trace with strategy into a reports file; returns the rows (n of them). */
+/* the kernel's HZ replay_text gives the replay (cfg.kernel_hz; 0: none) */
+static unsigned text_hz;
+
 static row_t *replay_text(const char *text, const char *strategy, bool hex, bh_replay_summary_t *s,
                           size_t *n) {
   const char *trace = tt_write_str("reports.txt", text);
@@ -42,6 +45,7 @@ static row_t *replay_text(const char *text, const char *strategy, bool hex, bh_r
   cfg.hint.strategy = strategy;
   cfg.reports = f;
   cfg.reports_hex = hex;
+  cfg.kernel_hz = text_hz;
   char err[512] = "";
   int rc = bh_replay_run(&cfg, s, err, sizeof(err));
   if (rc)
@@ -160,12 +164,56 @@ static void test_request_at_free(void **state) {
   free(rows);
 }
 
+/*
+ * Delayed work fires on the recorded kernel's timer wheel (kernel/time/timer.c in 6.12): the
+ * 2 s of PAGE_REPORTING_DELAY are 500 ticks at HZ 250, a level-1 timer (LVL_START(1) = 63 to
+ * LVL_START(2) = 504 ticks, :584-596) whose expiry calc_index rounds up to the next multiple
+ * of 8 ticks, strictly after (:579-580).  The vmstat worker's runs, all 5 ms past a multiple
+ * of 32 ms, place the ticks whose jiffies are multiples of 8 (its own delayed work is such a
+ * timer).  The free at 1003.95 s is in tick 986 after the aligned one at 1000.005 s; 986 + 500
+ * = 1486 rounds up to 1488: the pass runs at 1000.005 + 1488 * 0.004 = 1005.957 s, not at
+ * 1005.950 (--pass-timer exact, or no HZ).
+ */
+static void test_request_on_wheel(void **state) {
+  (void)state;
+  char text[2048];
+  int k = snprintf(text, sizeof(text), "# buddyhint-trace 3\n");
+  for (int i = 0; i < 10; i++)
+    k += snprintf(text + k, sizeof(text) - (size_t)k, "%llu V 0x0 0 cpu=0\n",
+                  1000000000000ull + (unsigned long long)i * 992000000ull + 5000000ull);
+  snprintf(text + k, sizeof(text) - (size_t)k,
+           "1000000000000 A 0x20000 0 gfp=GFP_KERNEL\n"
+           "1003550000000 A 0x10000 10 gfp=GFP_HIGHUSER_MOVABLE\n"
+           "1003950000000 F 0x10000 10\n");
+  const struct {
+    unsigned hz;
+    double at;
+    const char *timer;
+  } want[] = {{250, 1005.957, "wheel"}, {0, 1005.950, "exact"}};
+  for (size_t c = 0; c < sizeof(want) / sizeof(want[0]); c++) {
+    bh_replay_summary_t s;
+    size_t n, i = 0;
+    text_hz = want[c].hz;
+    row_t *rows = replay_text(text, "bubble", false, &s, &n);
+    text_hz = 0;
+    assert_string_equal(s.pass_timer, want[c].timer);
+    while (i < n && rows[i].t < 1003.0)
+      i++;
+    assert_true(i < n);
+    if (!(rows[i].t > want[c].at - 1e-6 && rows[i].t < want[c].at + 1e-6))
+      fail_msg("hz %u: the pass after the free at 1003.95 s reported at %.6f, expected %.6f",
+               want[c].hz, rows[i].t, want[c].at);
+    free(rows);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bubble_reports),
       cmocka_unit_test(test_none_reports_nothing),
       cmocka_unit_test(test_hex),
       cmocka_unit_test(test_request_at_free),
+      cmocka_unit_test(test_request_on_wheel),
   };
   return cmocka_run_group_tests(tests, tt_setup, tt_teardown);
 }
