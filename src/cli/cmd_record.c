@@ -422,13 +422,6 @@ static bool counts_mark(const struct tep_record *rec, int id) {
   return type == id && !memcmp((const char *)rec->data + 16, BH_CLI_COUNTS_MARK, len);
 }
 
-/* A section's lines as the events come: a memstream, NULL after a failure. */
-typedef struct {
-  char *text;
-  size_t len;
-  FILE *f;
-} lines_t;
-
 /*
  * Two sections of the description from the events before lo, the start snapshot's window,
  * which the trace leaves out (the map holds what they did):
@@ -457,7 +450,9 @@ static int window_frees(const bh_cli_tracer_t *tr, const drain_t *d, uint64_t lo
   } *ring = st && !rc ? malloc(WINDOW_FREES * sizeof(*ring)) : NULL;
   size_t got = 0, counted = 0;
   bool marked = false;
-  lines_t ce = {0};
+  char *ce_text = NULL; /* start/count_events, written as the events come */
+  size_t ce_len = 0;
+  FILE *ce = NULL;
   stream_t *s;
   while (ring && (s = earliest(st, n)) && s->ts <= lo) {
     struct tep_record rec = {
@@ -472,7 +467,7 @@ static int window_frees(const bh_cli_tracer_t *tr, const drain_t *d, uint64_t lo
       ring[got++ % WINDOW_FREES] = (struct window_free){ev.pfn << 6 | ev.order, ev.time_ns};
     if (k != 1 && !marked && counts_mark(&rec, print_id)) {
       marked = true;
-      ce.f = open_memstream(&ce.text, &ce.len);
+      ce = open_memstream(&ce_text, &ce_len);
     }
     char op = !ok || !marked                                         ? 0
               : ev.op == BH_EV_ALLOC                                 ? (ev.failed ? 0 : 'A')
@@ -481,8 +476,8 @@ static int window_frees(const bh_cli_tracer_t *tr, const drain_t *d, uint64_t lo
               : ev.op == BH_EV_PCPU_DRAIN                            ? 'D'
               : ev.op == BH_EV_ALLOC_ZONE_LOCKED && ev.percpu_refill ? 'Z'
                                                                      : 0;
-    if (op && ce.f && counted++ < COUNT_EVENTS)
-      fprintf(ce.f, "%c %llx %u %d %llu\n", op, (unsigned long long)ev.pfn, (unsigned)ev.order,
+    if (op && ce && counted++ < COUNT_EVENTS)
+      fprintf(ce, "%c %llx %u %d %llu\n", op, (unsigned long long)ev.pfn, (unsigned)ev.order,
               (int)ev.cpu, (unsigned long long)ev.time_ns);
     if (stream_next(s, true))
       rc = -1;
@@ -503,18 +498,18 @@ static int window_frees(const bh_cli_tracer_t *tr, const drain_t *d, uint64_t lo
     text = NULL;
   }
   free(ring);
-  bool ce_ok = ce.f && !fclose(ce.f) && ce.text;
+  bool ce_ok = ce && !fclose(ce) && ce_text;
   if (!text || rc || bh_machine_set_section(m, "start/window_frees", text) ||
       (ce_ok && counted <= COUNT_EVENTS &&
-       bh_machine_set_section(m, "start/count_events", ce.text))) {
+       bh_machine_set_section(m, "start/count_events", ce_text))) {
     free(text);
-    free(ce.text);
+    free(ce_text);
     fprintf(stderr, "buddyhint record: cannot read the frees before the start snapshot: %s\n",
             strerror(errno ? errno : ENOMEM));
     return -1;
   }
   free(text);
-  free(ce.text);
+  free(ce_text);
   return 0;
 }
 

@@ -299,10 +299,11 @@ uint64_t bh_hint_delay_due(const bh_hint_t *h, uint64_t delay_ns) {
   if (!h)
     return 0;
   uint64_t now = bh_hint_now(h);
-  if (h->clock != BH_CLOCK_VIRTUAL || (!h->wheel_tick && !h->request_at_set) ||
-      now > (uint64_t)INT64_MAX / 2 || delay_ns > (uint64_t)INT64_MAX / 2)
+  if (h->clock != BH_CLOCK_VIRTUAL || h->request_from == BH__REQUEST_UNTIMED ||
+      (!h->wheel_tick && h->request_from == BH__REQUEST_NOW) || now > (uint64_t)INT64_MAX / 2 ||
+      delay_ns > (uint64_t)INT64_MAX / 2)
     return delay_ns > UINT64_MAX - 1 - now ? UINT64_MAX - 1 : now + delay_ns;
-  int64_t base = h->request_at_set ? h->request_at : (int64_t)now;
+  int64_t base = h->request_from == BH__REQUEST_AT ? h->request_at : (int64_t)now;
   int64_t at = h->wheel_tick ? wheel_due(h, base, delay_ns) : base + (int64_t)delay_ns;
   return at > (int64_t)now ? (uint64_t)at : now;
 }

@@ -28,8 +28,8 @@ struct bh_hint {
    * multiple of 8 */
   uint64_t wheel_tick;
   int64_t wheel_align;
-  /* requests count their delay from this time, not now (bh__hint_request_time) */
-  bool request_at_set;
+  /* where requests count their delay from (bh__hint_request_from), and request_at's time */
+  int request_from;
   int64_t request_at;
   char error[256];
   /* thread mode */
@@ -68,10 +68,13 @@ static inline void bh__hint_set_wheel(struct bh_hint *h, uint64_t tick_ns, int64
   h->wheel_align = align_ns;
 }
 
-/* Until cleared (set false), requests count their delay from t on the virtual clock (maybe
- * before 0): a request the recorded kernel made before the trace began. */
-static inline void bh__hint_request_time(struct bh_hint *h, bool set, int64_t t) {
-  h->request_at_set = set;
+/* Where a request counts its delay from (virtual clock): now, on the wheel if there is one
+ * (the default); t (maybe before 0), on the wheel: a request the recorded kernel made before
+ * the trace began, at a recorded time; now, exactly: one made at a time nothing records, which
+ * no tick can be placed against. */
+enum { BH__REQUEST_NOW, BH__REQUEST_AT, BH__REQUEST_UNTIMED };
+static inline void bh__hint_request_from(struct bh_hint *h, int from, int64_t t) {
+  h->request_from = from;
   h->request_at = t;
 }
 

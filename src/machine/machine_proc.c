@@ -527,10 +527,8 @@ static unsigned config_hz(const char *release) {
       continue;
     if (read_decompressed(paths[i], 16u << 20, &t, &n, msg))
       continue;
-    unsigned hz = 0;
-    for (const char *l = t; l && *l && !hz; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
-      if (!strncmp(l, "CONFIG_HZ=", 10))
-        hz = (unsigned)strtoul(l + 10, NULL, 10);
+    const char *l = strstr(t, "\nCONFIG_HZ="); /* a line of its own, never the first */
+    unsigned hz = l ? (unsigned)strtoul(l + 11, NULL, 10) : 0;
     free(t);
     if (hz > 0 && hz <= 100000)
       return hz;

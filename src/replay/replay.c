@@ -1829,11 +1829,6 @@ static int reporting_order(struct replay *r, bh_hint_config_t *hc, bh_opt_t **op
   return 0;
 }
 
-static int cmp_u64_asc(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return x < y ? -1 : x > y;
-}
-
 /*
  * The recorded kernel's timer wheel, for the hinting clock (bh__hint_set_wheel): a delayed
  * work of 63 to 503 ticks, page reporting's 2 s among them, fires on a tick whose jiffies are
@@ -1860,7 +1855,7 @@ static void pass_timer(struct replay *r, const struct scan *sc) {
     return;
   for (size_t i = 0; i < n; i++)
     v[i] = sc->vmstat_times[i] % g;
-  qsort(v, n, sizeof(*v), cmp_u64_asc);
+  qsort(v, n, sizeof(*v), cmp_u64);
   size_t best = 0, at = 0;
   for (size_t i = 0, j = 0; i < n; i++) { /* [v[i], v[i] + tick), around the circle */
     while (j < i + n && (v[j % n] + (j >= n ? g : 0)) - v[i] < tick)
@@ -1982,17 +1977,14 @@ static int setup(struct replay *r, const struct scan *sc) {
     /* requested at the window free that made it, where the free's time is recorded (and
      * delayed work follows the recorded kernel's timer: else the request is taken at the
      * trace's start, as before the times were recorded: docs/START-STATE.md) */
-    uint64_t at, tick = r->hint->wheel_tick;
-    int64_t align = r->hint->wheel_align;
-    bool when = tick && bh__rm_window_request(&r->rm, r->arena, &at);
-    if (when)
-      bh__hint_request_time(r->hint, true, (int64_t)at - (int64_t)sc->first);
+    uint64_t at;
+    if (r->hint->wheel_tick && bh__rm_window_request(&r->rm, r->arena, &at))
+      bh__hint_request_from(r->hint, BH__REQUEST_AT, (int64_t)at - (int64_t)sc->first);
     else /* a request of unknown time (a smaller free merged up to the order): due 2 s after
           * the start, not rounded to a tick it cannot be placed against */
-      bh__hint_set_wheel(r->hint, 0, 0);
+      bh__hint_request_from(r->hint, BH__REQUEST_UNTIMED, 0);
     bh__notify_unreported(r->arena, r->rm.unseen, r->rm.nr_unseen, freed, nfreed);
-    bh__hint_request_time(r->hint, false, 0);
-    bh__hint_set_wheel(r->hint, tick, align);
+    bh__hint_request_from(r->hint, BH__REQUEST_NOW, 0);
     free(freed);
   }
   if (cfg->placements) /* rows only where agreement is counted */

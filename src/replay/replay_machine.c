@@ -680,13 +680,26 @@ int bh__rm_dump(const bh__rmachine_t *rm, bh_arena_t *a, const char *dir, char *
   return 0;
 }
 
+/* The next line of start/window_frees at *t ("PFN ORDER [TIME]"), moving *t past it: the
+ * fields read (2, or 3 with a time), 1 for a line that is not one (skipped: the description
+ * was read as it was written), 0 at the end. */
+static int window_free_line(const char **t, unsigned long long *pfn, unsigned *order,
+                            unsigned long long *when) {
+  if (!*t || !**t)
+    return 0;
+  const char *nl = strchr(*t, '\n');
+  int k = sscanf(*t, "%llx %u %llu", pfn, order, when);
+  *t = nl ? nl + 1 : *t + strlen(*t);
+  return k >= 2 && *order <= BH_ORDER_LIMIT ? k : 1;
+}
+
 bool bh__rm_window_request(const bh__rmachine_t *rm, bh_arena_t *a, uint64_t *t_ns) {
   const char *t = rm->m ? bh_machine_section(rm->m, "start/window_frees") : NULL;
   bool found = false;
-  for (; t && *t; t = strchr(t, '\n') ? strchr(t, '\n') + 1 : t + strlen(t)) {
-    unsigned long long pfn, when;
-    unsigned order;
-    if (sscanf(t, "%llx %u %llu", &pfn, &order, &when) != 3 || pfn >= bh_arena_pages(a))
+  unsigned long long pfn, when;
+  unsigned order;
+  for (int k; (k = window_free_line(&t, &pfn, &order, &when));) {
+    if (k != 3 || pfn >= bh_arena_pages(a))
       continue;
     int zi = bh__pfn_zone_id(a, pfn);
     if (zi < 0 || order < bh__zone_notify_order(bh_arena_zone(a, zi)))
@@ -703,11 +716,11 @@ bh_block_run_t *bh__rm_window_frees(const bh__rmachine_t *rm, size_t *n) {
   const char *t = rm->m ? bh_machine_section(rm->m, "start/window_frees") : NULL;
   size_t cap = 0;
   bh_block_run_t *v = NULL;
-  for (; t && *t; t = strchr(t, '\n') ? strchr(t, '\n') + 1 : t + strlen(t)) {
-    unsigned long long pfn;
-    unsigned order;
-    if (sscanf(t, "%llx %u", &pfn, &order) != 2 || order > BH_ORDER_LIMIT)
-      continue; /* not ours to judge: the description was read as it was written */
+  unsigned long long pfn, when;
+  unsigned order;
+  for (int k; (k = window_free_line(&t, &pfn, &order, &when));) {
+    if (k < 2)
+      continue;
     if (bh__grow(&v, &cap, *n, sizeof(*v))) {
       free(v);
       *n = 0;

@@ -1776,6 +1776,58 @@ static void test_start_types_free_swap(void **state) {
   free_swap_in("unreported", MAP_X_UNMOVABLE, false, late_x, 0, false);
 }
 
+/* The lowest and the highest free Movable block of the highest order in DMA32: the zone
+ * where the crafted machine has enough free memory for reporting to visit
+ * (page_reporting_process_zone's watermark, mm/page_reporting.c:268-277). */
+static void dma32_max_order_movable(const bh_arena_t *a, uint64_t *lo, uint64_t *hi) {
+  const bh_zone_t *z = &a->zones[a->nr_zones - 2];
+  uint64_t big = 1ull << a->max_order;
+  *lo = *hi = UINT64_MAX;
+  for (uint64_t p = z->zone_start_pfn; p + big <= z->zone_start_pfn + z->zone_spanned_pages;
+       p += big)
+    if ((a->pages[p].flags & BH__PG_BUDDY) && a->pages[p].order == a->max_order &&
+        bh__pb_mt(a, p) == BH_MT_MOVABLE) {
+      if (*lo == UINT64_MAX)
+        *lo = p;
+      *hi = p;
+    }
+  assert_true(*lo != UINT64_MAX && *hi > *lo + big);
+}
+
+/*
+ * The trace at path replayed with bubble, once inferring the start's list order and once in
+ * pfn order (--start-order pfn): its first pass is one batch (fewer blocks than
+ * PAGE_REPORTING_CAPACITY), which the kernel fills from the end of its scatterlist
+ * (mm/page_reporting.c:208-209) and reports as it lies: the list's head last, which is head
+ * as inferred, and lo in pfn order.
+ */
+static void expect_head_reported_last(const char *path, uint64_t lo, uint64_t head,
+                                      bool refill_alloc) {
+  for (int pfn_order = 0; pfn_order < 2; pfn_order++) {
+    bh_replay_config_t cfg;
+    bh_replay_config_init(&cfg);
+    cfg.trace = path;
+    cfg.arena.backing = BH_BACKING_SIM;
+    cfg.hint.strategy = "bubble";
+    cfg.start_order_pfn = pfn_order;
+    cfg.pcp_refill_alloc = refill_alloc;
+    bh_replay_summary_t s;
+    char *csv = replay_reports(&cfg, &s);
+    long at_lo = -1, at_head = -2, k = 0;
+    unsigned long pfn;
+    unsigned order;
+    for (char *at = csv; next_report(&at, &pfn, &order); k++) {
+      if (pfn == lo && at_lo < 0)
+        at_lo = k;
+      if (pfn == head && at_head < 0)
+        at_head = k;
+    }
+    assert_true(k > 1 && k < 32);
+    assert_int_equal(pfn_order ? at_lo : at_head, k - 1);
+    free(csv);
+  }
+}
+
 /*
  * With the pcp events recorded, the buddy lists' order at the start is the order of the
  * kernel's takes from them (mm_page_alloc_zone_locked, traced in __rmqueue_smallest,
@@ -1791,23 +1843,12 @@ static void test_start_buddy_order_takes(void **state) {
   (void)state;
   bh_arena_t *a = crafted_arena();
   char *desc = describe(a, false);
-  /* DMA32: the zone where the crafted machine has enough free memory for reporting to visit
-   * (page_reporting_process_zone's watermark, mm/page_reporting.c:268-277) */
-  const bh_zone_t *z = &a->zones[a->nr_zones - 2];
-  uint64_t lo = UINT64_MAX, hi = UINT64_MAX, big = 1ull << a->max_order;
-  for (uint64_t p = z->zone_start_pfn; p + big <= z->zone_start_pfn + z->zone_spanned_pages;
-       p += big)
-    if ((a->pages[p].flags & BH__PG_BUDDY) && a->pages[p].order == a->max_order &&
-        bh__pb_mt(a, p) == BH_MT_MOVABLE) {
-      if (lo == UINT64_MAX)
-        lo = p;
-      hi = p;
-    }
-  assert_true(lo != UINT64_MAX && hi > lo + big);
+  uint64_t lo, hi;
+  dma32_max_order_movable(a, &lo, &hi);
   /* and a block of the highest order taken and given back, which starts page reporting
    * (page_reporting_notify_free from __free_one_page): the arena takes its list's head and
    * puts it back there */
-  uint64_t d = lo + big;
+  uint64_t d = lo + (1ull << a->max_order);
   char lines[512];
   snprintf(lines, sizeof(lines),
            "# buddyhint-trace 3\n1000 Z %#lx 0 cpu=0 mt=1 refill=1\n"
@@ -1816,33 +1857,9 @@ static void test_start_buddy_order_takes(void **state) {
            "4000 F %#lx %u cpu=0\n",
            (unsigned long)hi, (unsigned long)lo, (unsigned long)d, a->max_order, (unsigned long)d,
            a->max_order);
-  const char *path = write_trace3("buddyorder-takes.bht", BH_TRACE_NATIVE_BINARY, desc, lines);
-  for (int pfn_order = 0; pfn_order < 2; pfn_order++) {
-    bh_replay_config_t cfg;
-    bh_replay_config_init(&cfg);
-    cfg.trace = path;
-    cfg.arena.backing = BH_BACKING_SIM;
-    cfg.hint.strategy = "bubble";
-    cfg.start_order_pfn = pfn_order;
-    cfg.pcp_refill_alloc = true; /* the takes are evidence of the start, no allocation's */
-    bh_replay_summary_t s;
-    char *csv = replay_reports(&cfg, &s);
-    long at_lo = -1, at_hi = -2, k = 0;
-    unsigned long pfn;
-    unsigned order;
-    for (char *at = csv; next_report(&at, &pfn, &order); k++) {
-      if (pfn == lo && at_lo < 0)
-        at_lo = k;
-      if (pfn == hi && at_hi < 0)
-        at_hi = k;
-    }
-    /* one batch (fewer blocks than PAGE_REPORTING_CAPACITY), which the kernel fills from the
-     * end of its scatterlist (mm/page_reporting.c:208-209) and reports as it lies: the list's
-     * head last */
-    assert_true(k > 1 && k < 32);
-    assert_int_equal(pfn_order ? at_lo : at_hi, k - 1);
-    free(csv);
-  }
+  /* the takes are evidence of the start, no allocation's: refills at the allocations */
+  expect_head_reported_last(
+      write_trace3("buddyorder-takes.bht", BH_TRACE_NATIVE_BINARY, desc, lines), lo, hi, true);
   free(desc);
   bh_arena_destroy(a);
 }
@@ -1861,18 +1878,9 @@ static void test_start_buddy_order_claim(void **state) {
   (void)state;
   bh_arena_t *a = crafted_arena();
   char *desc = describe(a, false);
-  const bh_zone_t *z = &a->zones[a->nr_zones - 2]; /* DMA32, as test_start_buddy_order_takes */
-  uint64_t lo = UINT64_MAX, hi = UINT64_MAX, big = 1ull << a->max_order;
-  for (uint64_t p = z->zone_start_pfn; p + big <= z->zone_start_pfn + z->zone_spanned_pages;
-       p += big)
-    if ((a->pages[p].flags & BH__PG_BUDDY) && a->pages[p].order == a->max_order &&
-        bh__pb_mt(a, p) == BH_MT_MOVABLE) {
-      if (lo == UINT64_MAX)
-        lo = p;
-      hi = p;
-    }
-  assert_true(lo != UINT64_MAX && hi > lo + big);
-  uint64_t d = lo + big; /* taken and given back: page reporting starts */
+  uint64_t lo, hi;
+  dma32_max_order_movable(a, &lo, &hi);
+  uint64_t d = lo + (1ull << a->max_order); /* taken and given back: page reporting starts */
   char lines[512];
   snprintf(lines, sizeof(lines),
            "# buddyhint-trace 3\n"
@@ -1881,29 +1889,8 @@ static void test_start_buddy_order_claim(void **state) {
            "4000 F %#lx %u cpu=0\n",
            (unsigned long)hi, a->max_order, (unsigned long)d, a->max_order, (unsigned long)d,
            a->max_order);
-  const char *path = write_trace3("buddyorder-claim.bht", BH_TRACE_NATIVE_BINARY, desc, lines);
-  for (int pfn_order = 0; pfn_order < 2; pfn_order++) {
-    bh_replay_config_t cfg;
-    bh_replay_config_init(&cfg);
-    cfg.trace = path;
-    cfg.arena.backing = BH_BACKING_SIM;
-    cfg.hint.strategy = "bubble";
-    cfg.start_order_pfn = pfn_order;
-    bh_replay_summary_t s;
-    char *csv = replay_reports(&cfg, &s);
-    long at_lo = -1, at_hi = -2, k = 0;
-    unsigned long pfn;
-    unsigned order;
-    for (char *at = csv; next_report(&at, &pfn, &order); k++) {
-      if (pfn == lo && at_lo < 0)
-        at_lo = k;
-      if (pfn == hi && at_hi < 0)
-        at_hi = k;
-    }
-    assert_true(k > 1 && k < 32);
-    assert_int_equal(pfn_order ? at_lo : at_hi, k - 1);
-    free(csv);
-  }
+  expect_head_reported_last(
+      write_trace3("buddyorder-claim.bht", BH_TRACE_NATIVE_BINARY, desc, lines), lo, hi, false);
   free(desc);
   bh_arena_destroy(a);
 }
