@@ -80,8 +80,10 @@ struct replay {
   const uint64_t *locked;
   size_t nlocked, locked_next;
   bool free_locked;
-  /* the pcp decay runs at the trace's vmstat worker runs (BH_EV_VMSTAT), not every second */
+  /* the pcp decay runs at the trace's vmstat worker runs (BH_EV_VMSTAT), not every second;
+   * the last page event's timestamp (struct scan's last) */
   bool vmstat_trace;
+  uint64_t last_page;
   /* allocator placement: empty pcp lists are refilled at the trace's refill events
    * (bh__pcp_refill_empty), not at the allocations that follow them */
   bool refill_at_event;
@@ -2266,14 +2268,20 @@ COLD static void extfrag_event(struct replay *r, const bh_event_t *ev) {
 
 /*
  * The vmstat worker ran on the event's CPU: its pcp decay (the kernel's deferrable work runs
- * where the CPU is awake, mm/vmstat.c:2003-2015, :2120 in 6.12), at the clock of the event
- * before it (no page event: it moves neither the clock nor the counts, so that a trace with
- * the runs keeps the clock of one without); with the pcp events applied, the trace's drains
- * are the decay's.
+ * where the CPU is awake, mm/vmstat.c:2003-2015, :2120 in 6.12), after the work due by its
+ * time (no page event: it counts as none, and moves the clock only inside the page events'
+ * span); with the pcp events applied, the trace's drains are the decay's.
  */
 COLD static void vmstat_event(struct replay *r, const bh_event_t *ev) {
-  if (r->vmstat_trace && !r->pcp_trace)
-    bh__vmstat_tick_cpu(r->arena, ev->cpu);
+  if (!r->vmstat_trace || r->pcp_trace)
+    return;
+  /* work due by the run's time (a reporting pass, a sample) ran before it: its order against
+   * the decay's drain decides what a pass finds merged.  Within the page events' span and no
+   * gap to cut, so that the clock's span and cuts stay those of the trace without the runs. */
+  if (r->t0 != UINT64_MAX && ev->time_ns > r->t0 + r->vnow && ev->time_ns <= r->last_page &&
+      ev->time_ns - (r->t0 + r->vnow) <= BH_REPLAY_MAX_GAP_NS)
+    event_clock(r, ev->time_ns);
+  bh__vmstat_tick_cpu(r->arena, ev->cpu);
 }
 
 /*
@@ -2393,6 +2401,7 @@ static int play(struct replay *r, const struct scan *sc) {
     r->nuntraced = sc->nuntraced;
   }
   r->vmstat_trace = sc->vmstat_events && !r->cfg->pcp_decay_tick;
+  r->last_page = sc->last;
   r->refill_at_event = refills_followed(r) && sc->pcp_events;
   r->s->vmstat_events = sc->vmstat_events;
   if (r->shape && sc->nlocked) {

@@ -207,6 +207,64 @@ static void test_request_on_wheel(void **state) {
   }
 }
 
+/*
+ * A vmstat worker's run with no page event before it runs after the work due by its time: the
+ * pass, then the pcp decay.  3000 order-0 pages are allocated at 1000 s and freed at 1001 s
+ * onto CPU 0's pcp list, whose high mark follows them up (nr_pcp_high, mm/page_alloc.c:2665-2670
+ * in 6.12.117): nothing drains, and the registration's pass at 1002 s (mm/page_reporting.c:386,
+ * :50) reports what was free before.  Six runs from 1002.5 s decay the high mark by an eighth
+ * each (decay_pcp_high, :2425-2436): the second is the first to drain pages, whose merges
+ * request a pass 2 s later (page_reporting_notify_free, :83-84 of mm/page_reporting.c), at
+ * 1004.6 s.  Played at the clock of the frees before them, the runs drained ahead of the
+ * 1002 s pass, which then reported their blocks, and no pass followed.  The reference is the
+ * trace with only the first run, which drains nothing.
+ */
+static void test_vmstat_run_after_due_pass(void **state) {
+  (void)state;
+  enum { N = 3000 };
+  size_t cap = (size_t)N * 2 * 64 + 1024, k;
+  char *text = malloc(cap), *ref = malloc(cap);
+  assert_non_null(text);
+  assert_non_null(ref);
+  for (int pass = 0; pass < 2; pass++) {
+    char *b = pass ? ref : text;
+    k = (size_t)snprintf(b, cap, "# buddyhint-trace 3\n");
+    for (int i = 0; i < N; i++)
+      k += (size_t)snprintf(b + k, cap - k, "%llu A 0x%x 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n",
+                            1000000000000ull + (unsigned long long)i * 1000, 0x10000 + i);
+    for (int i = 0; i < N; i++)
+      k += (size_t)snprintf(b + k, cap - k, "%llu F 0x%x 0 cpu=0\n",
+                            1001000000000ull + (unsigned long long)i * 1000, 0x10000 + i);
+    for (int v = 0; v < (pass ? 1 : 6); v++)
+      k += (size_t)snprintf(b + k, cap - k, "%llu V 0x0 0 cpu=0\n",
+                            1002500000000ull + (unsigned long long)v * 100000000);
+    snprintf(b + k, cap - k, "1010000000000 A 0x20000 0 cpu=0 gfp=GFP_KERNEL\n");
+  }
+  bh_replay_summary_t s, sr;
+  size_t n, nr;
+  row_t *rows = replay_text(text, "bubble", false, &s, &n);
+  row_t *want = replay_text(ref, "bubble", false, &sr, &nr);
+  free(text);
+  free(ref);
+  assert_int_equal(s.vmstat_events, 6);
+  assert_true(s.arena_stats[BH_STAT_pcp_drain] > 0);
+  assert_int_equal(sr.arena_stats[BH_STAT_pcp_drain], 0);
+  size_t i = 0, j = 0;
+  uint64_t at_pass = 0, want_at_pass = 0;
+  for (; i < n && rows[i].t < 1002.5; i++)
+    at_pass += 4096ull << rows[i].order;
+  for (; j < nr && want[j].t < 1002.5; j++)
+    want_at_pass += 4096ull << want[j].order;
+  assert_true(want_at_pass > 0);
+  assert_int_equal(at_pass, want_at_pass);
+  assert_int_equal(nr, j); /* the reference: nothing after the first pass */
+  assert_true(i < n);
+  if (!(rows[i].t > 1004.6 - 1e-6 && rows[i].t < 1004.6 + 1e-6))
+    fail_msg("the pass after the decay's drain reported at %.6f, expected 1004.600000", rows[i].t);
+  free(rows);
+  free(want);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bubble_reports),
@@ -214,6 +272,7 @@ int main(void) {
       cmocka_unit_test(test_hex),
       cmocka_unit_test(test_request_at_free),
       cmocka_unit_test(test_request_on_wheel),
+      cmocka_unit_test(test_vmstat_run_after_due_pass),
   };
   return cmocka_run_group_tests(tests, tt_setup, tt_teardown);
 }
