@@ -460,6 +460,9 @@ typedef struct bh_replay_summary {
    * batched free's second loop, between two of its mm_page_free_batched events: an interrupt
    * freeing), freed to the buddy lists as the kernel's failed trylock did */
   uint64_t locked_frees;
+  /* of those, the frees the trace shows went to the buddy lists by a take from them
+   * (mm_page_alloc_zone_locked) of the freed block with no drain or allocation between */
+  uint64_t locked_frees_taken;
   /* the vmstat worker's runs in the trace (BH_EV_VMSTAT), and what ran the pcp decay: "vmstat"
    * (each CPU's at its runs), "tick" (every CPU every second) or "drains" (none: the trace's
    * own drains, applied under --placement trace) */

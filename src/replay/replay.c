@@ -220,9 +220,10 @@ struct scan {
   uint64_t *untraced;
   size_t nuntraced;
   /* in a machine's shape, the ordinals (among the mm_page_free events) of the frees made while
-   * their CPU's pcp lock was held (lock_watch_free); sorted, NULL if none */
+   * their CPU's pcp lock was held (lock_watch_free) or that the buddy lists took in (a take
+   * from them followed, direct_free: direct_frees of them); sorted, NULL if none */
   uint64_t *locked;
-  size_t nlocked;
+  size_t nlocked, direct_frees;
   /* the pages a refill put on a pcp list that an allocation without an event took
    * (lifo_alloc), in the order of the allocations they came before; NULL if none */
   struct untraced_take *takes;
@@ -860,6 +861,23 @@ COLD static void untraced_drained(struct scan_state *st, const bh_event_t *ev) {
     bh__pfnmap_hdelete(&st->last_free, e);
 }
 
+/* A take from the buddy lists (mm_page_alloc_zone_locked) of a block freed last at a pcp
+ * order and neither drained nor allocated since: that free went to the buddy lists, not to a
+ * pcp list (free_unref_page's failed trylock, Linux 6.12 mm/page_alloc.c:2760-2766, or an
+ * isolated pageblock, :2751-2754), and the replay makes it there, as a free under the held
+ * lock (sc->locked).  0 or BH_ENOMEM. */
+COLD static int direct_free(struct scan_state *st, const bh_event_t *ev) {
+  bh__pfn_entry_t *e = st->last_free.used ? bh__pfnmap_hfind(&st->last_free, ev->pfn) : NULL;
+  if (!e)
+    return 0;
+  struct scan *sc = st->sc;
+  if (bh__grow(&sc->locked, &st->locked_cap, sc->nlocked, sizeof(*sc->locked)))
+    return BH_ENOMEM;
+  sc->locked[sc->nlocked++] = e->val;
+  sc->direct_frees++;
+  return 0;
+}
+
 /* What a pcp event or a fallback shows of the start (the drains, takes and refills,
  * bh__pcp_evidence) and of allocations without an event (the first pass, with fe). */
 static inline void first_pass_pcp(struct scan_state *st, const bh_event_t *ev) {
@@ -869,6 +887,8 @@ static inline void first_pass_pcp(struct scan_state *st, const bh_event_t *ev) {
     return;
   if (ev->op == BH_EV_EXTFRAG)
     return;
+  if (ev->op == BH_EV_ALLOC_ZONE_LOCKED && direct_free(st, ev))
+    st->oom = true;
   untraced_drained(st, ev);
   if (ev->op == BH_EV_PCPU_DRAIN)
     lifo_drain(st, ev);
@@ -1186,8 +1206,14 @@ static int first_pass(struct replay *r, struct scan *sc, bool keep_all) {
   if (sc->nuntraced) /* found in the order of their second frees */
     qsort(sc->untraced, sc->nuntraced, sizeof(*sc->untraced), cmp_u64);
   free(st.lw);
-  if (sc->nlocked) /* found CPU by CPU */
+  if (sc->nlocked) { /* found CPU by CPU, and a free may be found both ways */
     qsort(sc->locked, sc->nlocked, sizeof(*sc->locked), cmp_u64);
+    size_t k = 1;
+    for (size_t i = 1; i < sc->nlocked; i++)
+      if (sc->locked[i] != sc->locked[k - 1])
+        sc->locked[k++] = sc->locked[i];
+    sc->nlocked = k;
+  }
   bh_trace_close(t);
   return err;
 }
@@ -2407,6 +2433,7 @@ static int play(struct replay *r, const struct scan *sc) {
   if (r->shape && sc->nlocked) {
     r->locked = sc->locked;
     r->nlocked = sc->nlocked;
+    r->s->locked_frees_taken = sc->direct_frees;
   }
   if (r->shape && !r->cfg->untraced_ignore && sc->ntakes) {
     r->takes = sc->takes;
@@ -3068,6 +3095,7 @@ int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *f, int indent) {
   ju64(&w, "untraced_allocs", s->untraced_allocs);
   ju64(&w, "untraced_frees_applied", s->untraced_frees_applied);
   ju64(&w, "locked_frees", s->locked_frees);
+  ju64(&w, "locked_frees_taken", s->locked_frees_taken);
   ju64(&w, "vmstat_events", s->vmstat_events);
   jstr(&w, "pcp_decay", s->pcp_decay);
   jstr(&w, "pcp_refill", s->pcp_refill);

@@ -812,6 +812,54 @@ static void test_locked_frees(void **state) {
 }
 
 /*
+ * A free that went to the buddy lists with no event to say so: free_unref_page frees to the
+ * buddy lists when its trylock fails (an interrupt while the CPU's pcp lock is held) or the
+ * pageblock is isolated (Linux 6.12 mm/page_alloc.c:2751-2754, :2760-2766).  The trace shows it
+ * by a take of the block from the buddy lists (mm_page_alloc_zone_locked, here a refill) with
+ * no drain or allocation of it since its free: a block on a pcp list leaves it only by a drain
+ * (mm_page_pcpu_drain) or an allocation.  y and then x are freed on CPU 0; the kernel's next
+ * allocation takes y, the head of a list x never reached; the refill at 3000 takes x.  Without
+ * the refill (the control) nothing shows where x went: it is the list's head, and the
+ * allocation of y a miss.
+ */
+static const char *write_trace3(const char *name, int fmt, const char *desc, const char *lines);
+
+static void test_locked_frees_taken(void **state) {
+  (void)state;
+  uint64_t p3[3];
+  char *desc;
+  bh_arena_t *a = arena_with_used(&desc, p3);
+  static const char *const fmts[2] = {"# buddyhint-trace 3\n"
+                                      "1000 F Y 0 cpu=0\n"
+                                      "1001 F X 0 cpu=0\n"
+                                      "2000 A Y 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n"
+                                      "3000 Z X 0 cpu=0 mt=1 refill=1\n",
+                                      "# buddyhint-trace 3\n"
+                                      "1000 F Y 0 cpu=0\n"
+                                      "1001 F X 0 cpu=0\n"
+                                      "2000 A Y 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n"};
+  static const struct { uint64_t locked, taken, same; } want[2] = {{1, 1, 1}, {0, 0, 0}};
+  for (int k = 0; k < 2; k++) {
+    char with[600], name[32];
+    with_pfns(fmts[k], p3[0], p3[1], with, sizeof(with));
+    snprintf(name, sizeof(name), "taken%d.bht", k);
+    char *path = strdup(write_trace3(name, BH_TRACE_NATIVE_BINARY, desc, with));
+    bh_replay_config_t cfg;
+    bh_replay_config_init(&cfg);
+    bh_replay_summary_t s;
+    cfg.trace = path;
+    replay(&cfg, &s);
+    assert_int_equal(s.locked_frees, want[k].locked);
+    assert_int_equal(s.locked_frees_taken, want[k].taken);
+    assert_int_equal(s.agreement.allocs, 1);
+    assert_int_equal(s.agreement.same, want[k].same);
+    free(path);
+  }
+  free(desc);
+  bh_arena_destroy(a);
+}
+
+/*
  * The pcp decay where the trace has the vmstat worker's runs (BH_EV_VMSTAT): each CPU's
  * decay_pcp_high runs in vmstat_update (mm/vmstat.c:839 in 6.12), deferrable work that an idle
  * CPU does not run (mm/vmstat.c:2120), so it follows the runs, not the clock.  2,048 pages are
@@ -2382,10 +2430,11 @@ static void test_start_pcp_count_events(void **state) {
  * A block freed past the pcp lists, then refilled in pieces: the kernel frees a block into the
  * free lists directly when the CPU's pcp lock is taken (free_unref_page's trylock,
  * mm/page_alloc.c:2761-2766 in 6.12: an interrupt freeing on a CPU whose task holds it), which
- * no event shows; the replay put the order-1 block on CPU 1's pcp list.  The refills of its
- * two pages (mm_page_alloc_zone_locked at order 0) show it was on the free lists: the block
- * goes there and both refills apply (they missed as refill_split before), and the allocations
- * take them from the list.
+ * no event shows.  The refills of its two pages (mm_page_alloc_zone_locked at order 0) show
+ * it was on the free lists: the first pass finds the take of the freed block with no drain
+ * between, the replay frees it there (locked_frees_taken; before, it put the block on CPU 1's
+ * pcp list and moved it at the first refill, pcp_refills_relisted), both refills apply, and
+ * the allocations take them from the list.
  */
 static void test_pcp_refill_piece(void **state) {
   (void)state;
@@ -2406,7 +2455,8 @@ static void test_pcp_refill_piece(void **state) {
   replay_pcp(write_trace3("piece.bht", BH_TRACE_NATIVE_BINARY, desc, lines), "dump-piece", &s);
   assert_int_equal(s.pcp_events_applied, 2);
   assert_int_equal(s.pcp_events_missed, 0);
-  assert_int_equal(s.pcp_refills_relisted, 1);
+  assert_int_equal(s.locked_frees_taken, 1);
+  assert_int_equal(s.pcp_refills_relisted, 0);
   assert_int_equal(s.placement_conflicts, 0);
   assert_int_equal(s.allocs, 3);
   free(desc);
@@ -2459,8 +2509,8 @@ static void test_pcp_events(void **state) {
            "4000 Z %#lx 0 cpu=1 mt=1 refill=0\n" /* direct */
            "5000 Z %#lx 0 cpu=1 mt=1 refill=1\n" /* refill: applied */
            "6000 A %#lx 0 cpu=1 mt=1 gfp=GFP_HIGHUSER_MOVABLE\n"
-           "7000 F %#lx 0 cpu=1\n"               /* onto cpu 1's pcp list */
-           "7500 Z %#lx 0 cpu=0 mt=1 refill=1\n" /* on a pcp list: relisted to cpu 0 */
+           "7000 F %#lx 0 cpu=1\n"               /* to the free lists, as 7500 shows */
+           "7500 Z %#lx 0 cpu=0 mt=1 refill=1\n" /* taken from them: applied */
            "8000 Z %#lx 0 cpu=0 mt=1 refill=1\n" /* refill: applied, never allocated */
            "8500 A %#lx 0 cpu=0 mt=1 gfp=GFP_HIGHUSER_MOVABLE\n"
            "9000 D %#lx 0 cpu=0 mt=1\n"          /* allocated: drain_allocated */
@@ -2478,8 +2528,9 @@ static void test_pcp_events(void **state) {
   for (int i = 0; i < 2; i++) {
     with[i] = replay_pcp(paths[i], i ? "dump-pcp-bin" : "dump-pcp-txt", &s);
     assert_int_equal(s.pcp_events_applied, 8);
-    assert_int_equal(s.start_taken_pages, 1); /* pb */
-    assert_int_equal(s.pcp_refills_relisted, 1);
+    assert_int_equal(s.start_taken_pages, 1);  /* pb */
+    assert_int_equal(s.locked_frees_taken, 1); /* the free at 7000 */
+    assert_int_equal(s.pcp_refills_relisted, 0);
     assert_int_equal(s.pcp_refills_relisted_start, 0);
     assert_int_equal(s.pcp_drains_adopted, 0); /* pa's drain: on a pcp list from the start */
     assert_int_equal(s.pcp_events_missed, 4);
@@ -2858,6 +2909,7 @@ int main(void) {
       cmocka_unit_test(test_untraced_allocs),
       cmocka_unit_test(test_untraced_allocs_lifo),
       cmocka_unit_test(test_locked_frees),
+      cmocka_unit_test(test_locked_frees_taken),
       cmocka_unit_test(test_pcp_decay_vmstat),
       cmocka_unit_test(test_untraced_allocs_refill),
   };
