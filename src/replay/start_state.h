@@ -180,6 +180,19 @@ static inline void bh__first_drain(bh__first_events_t *f, const bh_event_t *ev) 
       (1ull << ev->order) > f->nr_pages - ev->pfn)
     return;
   uint64_t end = ev->pfn + (1ull << ev->order);
+  if (f->last_free && ev->cpu >= 0 && ev->cpu < BH__EMPTIED_CPUS &&
+      (f->last_free[ev->pfn] & 63) == ev->cpu % 63 + 1) {
+    /* freed in the trace on this CPU, its last page event: a drain takes a list's tail, its
+     * oldest block (free_pcppages_bulk, :1254; frees go on the head, :2692), so every block
+     * the list held at the start has left it, each with an event: the list holds none of
+     * the start's that the trace does not show (emptied, as a refill's list).  (A drain of
+     * another CPU's lists, drain_all_pages, is traced on the CPU that runs it: a block freed
+     * on another CPU says nothing of this one's list.) */
+    int t =
+        ev->migratetype >= 0 && ev->migratetype < BH_MT_PCPTYPES ? ev->migratetype : BH_MT_MOVABLE;
+    if (ev->order < 16)
+      f->emptied[ev->cpu][t] |= (uint16_t)(1u << ev->order);
+  }
   for (uint64_t p = ev->pfn; p < end; p++)
     if (f->fe[p])
       return; /* the block had an event before: not as it was at the start */

@@ -2277,7 +2277,10 @@ static void quiet_pages(bh_arena_t *a, const bh_zone_t *z, char *buf, size_t len
  * --start-pcp trace or a map that does not list them.  A list the trace shows refilled
  * (mm_page_alloc_zone_locked with percpu_refill) was empty then (__rmqueue_pcplist refills
  * only an empty list, mm/page_alloc.c:3082-3092): CPU 0's Movable list gets none, so CPU 0
- * gets the Unmovable pages only.  Each CPU's high mark starts at its own (tuned rule).
+ * gets the Unmovable pages only.  So does a list the trace shows drained down to a page freed
+ * in the trace: a drain takes a list's tail (free_pcppages_bulk, :1254), frees go on its head
+ * (:2692), so every page the list held at the start had left it, with an event.  Each CPU's
+ * high mark starts at its own (tuned rule).
  */
 static void test_start_pcp_hidden(void **state) {
   (void)state;
@@ -2298,6 +2301,15 @@ static void test_start_pcp_hidden(void **state) {
   snprintf(lines, sizeof(lines), "# buddyhint-trace 3\n1000 Z %#lx 0 cpu=0 mt=1 refill=1\n",
            (unsigned long)free_mov);
   char *refilled = strdup(write_trace3("hidden1.bht", BH_TRACE_NATIVE_BINARY, desc, lines));
+  uint64_t m = UINT64_MAX; /* the zone's last allocated Movable page: not one of the quiet */
+  for (uint64_t p = z->zone_start_pfn; p < z->zone_start_pfn + z->zone_spanned_pages; p++)
+    if (a->pages[p].flags == BH__PG_ALLOC && !a->pages[p].order && bh__pb_mt(a, p) == BH_MT_MOVABLE)
+      m = p;
+  assert_true(m != UINT64_MAX);
+  snprintf(lines, sizeof(lines),
+           "# buddyhint-trace 3\n1000 F %#lx 0 cpu=0\n2000 D %#lx 0 cpu=0 mt=1\n", (unsigned long)m,
+           (unsigned long)m);
+  char *drained = strdup(write_trace3("hidden2.bht", BH_TRACE_NATIVE_BINARY, desc, lines));
   struct {
     const char *trace;
     bool trace_only;
@@ -2307,6 +2319,8 @@ static void test_start_pcp_hidden(void **state) {
       {empty, true, 0, 0, 0},        /* --start-pcp trace */
       {old, false, 0, 0, 0},         /* no Q lines: which pages is not known */
       {refilled, false, 30, 10, 20}, /* CPU 0's Movable list was empty: the 10 Unmovable */
+      {drained, false, 30, 11, 20},  /* drained down to m: the same, and m (its drain is the
+                                      * trace's, not played under allocator placement) */
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     bh_replay_config_t cfg;
@@ -2327,6 +2341,7 @@ static void test_start_pcp_hidden(void **state) {
   free(empty);
   free(old);
   free(refilled);
+  free(drained);
   free(desc);
   free(plain);
   free(zi);
