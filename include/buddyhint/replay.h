@@ -463,6 +463,9 @@ typedef struct bh_replay_summary {
   /* of those, the frees the trace shows went to the buddy lists by a take from them
    * (mm_page_alloc_zone_locked) of the freed block with no drain or allocation between */
   uint64_t locked_frees_taken;
+  /* machine shape: frees of a batch (free_unref_folios) played at their mm_page_free_batched
+   * event, where the kernel puts the page on its pcp list, not at their mm_page_free */
+  uint64_t batched_frees_deferred;
   /* the vmstat worker's runs in the trace (BH_EV_VMSTAT), and what ran the pcp decay: "vmstat"
    * (each CPU's at its runs), "tick" (every CPU every second) or "drains" (none: the trace's
    * own drains, applied under --placement trace) */

@@ -67,6 +67,8 @@ void bh_replay_config_init(bh_replay_config_t *cfg) {
 
 /* ---- state ---- */
 
+#define PEND_MAX 128 /* frees waiting for their mm_page_free_batched: two CPUs' batches */
+
 struct replay {
   const bh_replay_config_t *cfg;
   bh_replay_summary_t *s;
@@ -80,6 +82,12 @@ struct replay {
   const uint64_t *locked;
   size_t nlocked, locked_next;
   bool free_locked;
+  /* the frees of a batch played at their mm_page_free_batched (struct scan's batched), the
+   * next of them, and those waiting for it (pend_n of them in pend[]); batched NULL: none */
+  const uint64_t *batched;
+  size_t nbatched, batched_next;
+  unsigned pend_head, pend_n; /* a ring in the frees' order; pfn UINT64_MAX: played */
+  bh_event_t pend[PEND_MAX];
   /* the pcp decay runs at the trace's vmstat worker runs (BH_EV_VMSTAT), not every second;
    * the last page event's timestamp (struct scan's last) */
   bool vmstat_trace;
@@ -224,6 +232,10 @@ struct scan {
    * from them followed, direct_free: direct_frees of them); sorted, NULL if none */
   uint64_t *locked;
   size_t nlocked, direct_frees;
+  /* in a machine's shape, the ordinals (among the mm_page_free events) of the frees of a batch
+   * whose mm_page_free_batched followed on their CPU (batched_free); sorted, NULL if none */
+  uint64_t *batched;
+  size_t nbatched;
   /* the pages a refill put on a pcp list that an allocation without an event took
    * (lifo_alloc), in the order of the allocations they came before; NULL if none */
   struct untraced_take *takes;
@@ -558,7 +570,7 @@ struct scan_state {
   /* with fe, each CPU's batched free as the frees show it (lock_watch_*), NULL until the first
    * free; and sc->locked's room */
   struct lock_watch *lw;
-  size_t locked_cap;
+  size_t locked_cap, batched_cap;
 };
 
 /* ---- allocations without an event ----
@@ -620,9 +632,10 @@ COLD static int untraced_free(struct scan_state *st, const bh_event_t *ev) {
 
 struct lock_watch {
   uint64_t pfn[LW_RING]; /* the CPU's last frees, the n-th at pfn[n % LW_RING] */
-  uint32_t n;
-  bool after_batched; /* an mm_page_free_batched seen on the CPU */
-  uint32_t nsince;    /* frees since its last one, the first of them the CPU's first-th */
+  uint64_t ord[LW_RING]; /* their ordinals among the trace's frees + 1; 0: batched already */
+  uint32_t n, bnext;     /* the free the next mm_page_free_batched likely repeats */
+  bool after_batched;    /* an mm_page_free_batched seen on the CPU */
+  uint32_t nsince;       /* frees since its last one, the first of them the CPU's first-th */
   uint32_t first;
   uint8_t ncand;           /* those of a pcp order, the first LW_CANDS */
   uint64_t cand[LW_CANDS]; /* their ordinals among the trace's frees */
@@ -642,6 +655,7 @@ lock_watch_free(struct scan_state *st, const bh_event_t *ev, uint64_t ordinal) {
   struct lock_watch *w = &st->lw[ev->cpu];
   uint32_t n = w->n++;
   w->pfn[n % LW_RING] = ev->pfn;
+  w->ord[n % LW_RING] = ordinal + 1;
   if (!w->after_batched)
     return 0;
   if (!w->nsince++)
@@ -678,6 +692,33 @@ COLD static int lock_watch_decide(struct scan_state *st, struct lock_watch *w, u
   return 0;
 }
 
+/*
+ * free_unref_folios puts a batch's folios on the pcp list in its second loop, each right
+ * after its mm_page_free_batched (Linux 6.12 mm/page_alloc.c:2857-2859); between its
+ * mm_page_free (free_pages_prepare in the first loop, :2787 and :1097) and then the page is
+ * on no list, and another CPU's refill or drain meanwhile sees the lists without it.  The
+ * first pass lists the frees (their ordinals) that the CPU's mm_page_free_batched of the same
+ * pfn follows (sc->batched); the replay frees those at that event.  0 or BH_ENOMEM.
+ */
+static int batched_free(struct scan_state *st, struct lock_watch *w, uint64_t pfn) {
+  uint32_t oldest = w->n > LW_RING ? w->n - LW_RING : 0, k = w->bnext;
+  /* the second loop goes through the batch in the first loop's order: the free after the
+   * last one repeated, most of the time */
+  if (k < oldest || k >= w->n || w->pfn[k % LW_RING] != pfn)
+    for (k = w->n; k-- > oldest && w->pfn[k % LW_RING] != pfn;)
+      ;
+  uint64_t o = k < oldest || k >= w->n ? 0 : w->ord[k % LW_RING];
+  if (!o)
+    return 0; /* not a free of this CPU's since, or repeated already */
+  w->ord[k % LW_RING] = 0;
+  w->bnext = k + 1;
+  struct scan *sc = st->sc;
+  if (bh__grow(&sc->batched, &st->batched_cap, sc->nbatched, sizeof(*sc->batched)))
+    return BH_ENOMEM;
+  sc->batched[sc->nbatched++] = o - 1;
+  return 0;
+}
+
 /* An mm_page_free_batched of the first pass.  0 or BH_ENOMEM. */
 static inline __attribute__((always_inline)) int lock_watch_batched(struct scan_state *st,
                                                                     const bh_event_t *ev) {
@@ -685,10 +726,12 @@ static inline __attribute__((always_inline)) int lock_watch_batched(struct scan_
     return 0;
   struct lock_watch *w = &st->lw[ev->cpu];
   w->after_batched = true;
+  int rc = 0;
   if (bh__unlikely(w->ncand))
-    return lock_watch_decide(st, w, ev->pfn);
-  w->nsince = 0;
-  return 0;
+    rc = lock_watch_decide(st, w, ev->pfn);
+  else
+    w->nsince = 0;
+  return rc ? rc : batched_free(st, w, ev->pfn);
 }
 
 /* Page pfn left its pcp list with no event (lifo_alloc): its last free is one an allocation
@@ -1206,6 +1249,15 @@ static int first_pass(struct replay *r, struct scan *sc, bool keep_all) {
   if (sc->nuntraced) /* found in the order of their second frees */
     qsort(sc->untraced, sc->nuntraced, sizeof(*sc->untraced), cmp_u64);
   free(st.lw);
+  /* found CPU by CPU, each CPU's in order: an insertion sort moves each past the few of other
+   * CPUs' batches found before it (a sort of them all cost a replay 3 % of its instructions) */
+  for (size_t i = 1; i < sc->nbatched; i++) {
+    uint64_t v = sc->batched[i];
+    size_t j = i;
+    for (; j && sc->batched[j - 1] > v; j--)
+      sc->batched[j] = sc->batched[j - 1];
+    sc->batched[j] = v;
+  }
   if (sc->nlocked) { /* found CPU by CPU, and a free may be found both ways */
     qsort(sc->locked, sc->nlocked, sizeof(*sc->locked), cmp_u64);
     size_t k = 1;
@@ -1750,7 +1802,20 @@ COLD static int untraced_takes(struct replay *r, const bh_event_t *ev) {
 /* Whether this mm_page_free is one an allocation without an event followed (the first pass's
  * untraced list): the block stays allocated, as the kernel's was right after.  Else whether
  * it is one made under its CPU's pcp lock (the first pass's locked list): r->free_locked. */
-COLD static bool listed_free(struct replay *r) {
+/* The waiting frees without those played (one CPU's waiting may hold the ring's head while
+ * another's batches come and go).  Whether there is room then. */
+COLD static bool pending_compact(struct replay *r) {
+  unsigned n = 0;
+  for (unsigned i = 0; i < r->pend_n; i++) {
+    const bh_event_t *p = &r->pend[(r->pend_head + i) % PEND_MAX];
+    if (p->pfn != UINT64_MAX)
+      r->pend[(r->pend_head + n++) % PEND_MAX] = *p;
+  }
+  r->pend_n = n;
+  return n < PEND_MAX;
+}
+
+COLD static bool listed_free(struct replay *r, const bh_event_t *ev) {
   uint64_t k = r->nfrees++;
   if (r->untraced_next < r->nuntraced && r->untraced[r->untraced_next] == k) {
     r->untraced_next++;
@@ -1762,19 +1827,57 @@ COLD static bool listed_free(struct replay *r) {
     r->s->locked_frees++;
     r->free_locked = true;
   }
+  while (r->batched_next < r->nbatched && r->batched[r->batched_next] < k)
+    r->batched_next++;
+  if (r->batched_next < r->nbatched && r->batched[r->batched_next] == k && !r->free_locked &&
+      (r->pend_n < PEND_MAX || pending_compact(r))) { /* played at its mm_page_free_batched */
+    r->batched_next++;
+    r->pend[(r->pend_head + r->pend_n++) % PEND_MAX] = *ev;
+    return true;
+  }
   return false;
 }
 
-static inline void do_free(struct replay *r, const bh_event_t *ev) {
-  if (bh__em_batched_repeat(&r->em, ev))
-    return;
-  if (ev->op == BH_EV_FREE && bh__unlikely(r->untraced != NULL || r->locked != NULL) &&
-      listed_free(r))
-    return;
+static inline void free_block(struct replay *r, const bh_event_t *ev) {
   bh__em_free_block(&r->em, &arena_ops, r, ev);
   r->free_locked = false;
   if (bh__unlikely(r->rm.kfree != NULL))
     bh__rm_kfree_mark(&r->rm, ev->pfn, ev->order, true);
+}
+
+/* An mm_page_free_batched: the free of its page waiting for it, if any, now (on this CPU's
+ * list, as free_unref_page_commit puts it). */
+static bool pending_free(struct replay *r, const bh_event_t *ev) {
+  for (unsigned i = 0; i < r->pend_n; i++) {
+    bh_event_t *p = &r->pend[(r->pend_head + i) % PEND_MAX];
+    if (p->pfn != ev->pfn)
+      continue;
+    bh_event_t f = *p;
+    p->pfn = UINT64_MAX;
+    while (r->pend_n && r->pend[r->pend_head].pfn == UINT64_MAX) {
+      r->pend_head = (r->pend_head + 1) % PEND_MAX;
+      r->pend_n--;
+    }
+    f.cpu = ev->cpu;
+    f.time_ns = ev->time_ns;
+    r->s->batched_frees_deferred++;
+    bh__em_batched_repeat(&r->em, ev); /* the mm_page_free's twin: consumed */
+    free_block(r, &f);
+    return true;
+  }
+  return false;
+}
+
+static inline void do_free(struct replay *r, const bh_event_t *ev) {
+  if (bh__unlikely(r->pend_n) && ev->op == BH_EV_FREE_BATCHED && pending_free(r, ev))
+    return;
+  if (bh__em_batched_repeat(&r->em, ev))
+    return;
+  if (ev->op == BH_EV_FREE &&
+      bh__unlikely(r->untraced != NULL || r->locked != NULL || r->batched != NULL) &&
+      listed_free(r, ev))
+    return;
+  free_block(r, ev);
 }
 
 /* ---- the run ---- */
@@ -2435,6 +2538,10 @@ static int play(struct replay *r, const struct scan *sc) {
     r->nlocked = sc->nlocked;
     r->s->locked_frees_taken = sc->direct_frees;
   }
+  if (r->shape && sc->nbatched) {
+    r->batched = sc->batched;
+    r->nbatched = sc->nbatched;
+  }
   if (r->shape && !r->cfg->untraced_ignore && sc->ntakes) {
     r->takes = sc->takes;
     r->ntakes = sc->ntakes;
@@ -2457,6 +2564,9 @@ static int play(struct replay *r, const struct scan *sc) {
   } else {
     err = play_all_kept(r, sc);
   }
+  for (; r->pend_n; r->pend_n--, r->pend_head = (r->pend_head + 1) % PEND_MAX)
+    if (r->pend[r->pend_head].pfn != UINT64_MAX) /* a batch the trace ended in: as it was */
+      free_block(r, &r->pend[r->pend_head]);
   s->events = r->events;
   if (r->progress)
     fprintf(stderr, "\n");
@@ -2691,6 +2801,7 @@ void bh__replay_shared_free(bh__replay_shared_t *sh) {
   free(sh->sc.untraced);
   free(sh->sc.vmstat_times);
   free(sh->sc.locked);
+  free(sh->sc.batched);
   free(sh->sc.takes);
   bh__first_events_free(&sh->fe);
   bh__origins_free(sh->origins);
@@ -2793,6 +2904,7 @@ int bh__replay_run_shared(const bh_replay_config_t *cfg, const bh__replay_shared
     free(sc.untraced);
     free(sc.vmstat_times);
     free(sc.locked);
+    free(sc.batched);
     free(sc.takes);
   }
   free((void *)r.touched);
@@ -3096,6 +3208,7 @@ int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *f, int indent) {
   ju64(&w, "untraced_frees_applied", s->untraced_frees_applied);
   ju64(&w, "locked_frees", s->locked_frees);
   ju64(&w, "locked_frees_taken", s->locked_frees_taken);
+  ju64(&w, "batched_frees_deferred", s->batched_frees_deferred);
   ju64(&w, "vmstat_events", s->vmstat_events);
   jstr(&w, "pcp_decay", s->pcp_decay);
   jstr(&w, "pcp_refill", s->pcp_refill);

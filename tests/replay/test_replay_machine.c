@@ -822,6 +822,40 @@ static void test_locked_frees(void **state) {
  * the refill (the control) nothing shows where x went: it is the list's head, and the
  * allocation of y a miss.
  */
+/*
+ * A batch's frees reach the pcp list at their mm_page_free_batched, not at their mm_page_free:
+ * free_unref_folios frees every folio first (mm_page_free, Linux 6.12 mm/page_alloc.c:2787,
+ * :1097), then puts each on its CPU's list right after its mm_page_free_batched (:2857-2859).
+ * y is on CPU 1's list; x's batch frees it, an allocation on CPU 1 takes the list's head
+ * (y: x is on no list yet), then x arrives and the next allocation takes it.  Played at its
+ * mm_page_free, x is the head at the first allocation and both miss.
+ */
+static void test_batched_frees_deferred(void **state) {
+  (void)state;
+  uint64_t p3[3];
+  char *desc;
+  bh_arena_t *a = arena_with_used(&desc, p3);
+  char with[600];
+  with_pfns("# buddyhint-trace 1\n"
+            "900 F Y 0 cpu=1\n"
+            "1000 F X 0 cpu=1\n"
+            "1001 A Y 0 cpu=1 gfp=GFP_HIGHUSER_MOVABLE\n"
+            "1002 B X 0 cpu=1\n"
+            "2000 A X 0 cpu=1 gfp=GFP_HIGHUSER_MOVABLE\n",
+            p3[0], p3[1], with, sizeof(with));
+  bh_replay_config_t cfg;
+  bh_replay_config_init(&cfg);
+  bh_replay_summary_t s;
+  cfg.trace = write_trace("deferred.bht", desc, with);
+  replay(&cfg, &s);
+  assert_int_equal(s.batched_frees_deferred, 1);
+  assert_int_equal(s.frees, 2);
+  assert_int_equal(s.agreement.allocs, 2);
+  assert_int_equal(s.agreement.same, 2);
+  free(desc);
+  bh_arena_destroy(a);
+}
+
 static const char *write_trace3(const char *name, int fmt, const char *desc, const char *lines);
 
 static void test_locked_frees_taken(void **state) {
@@ -2925,6 +2959,7 @@ int main(void) {
       cmocka_unit_test(test_untraced_allocs_lifo),
       cmocka_unit_test(test_locked_frees),
       cmocka_unit_test(test_locked_frees_taken),
+      cmocka_unit_test(test_batched_frees_deferred),
       cmocka_unit_test(test_pcp_decay_vmstat),
       cmocka_unit_test(test_untraced_allocs_refill),
   };
