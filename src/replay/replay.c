@@ -1799,9 +1799,6 @@ COLD static int untraced_takes(struct replay *r, const bh_event_t *ev) {
   return err;
 }
 
-/* Whether this mm_page_free is one an allocation without an event followed (the first pass's
- * untraced list): the block stays allocated, as the kernel's was right after.  Else whether
- * it is one made under its CPU's pcp lock (the first pass's locked list): r->free_locked. */
 /* The waiting frees without those played (one CPU's waiting may hold the ring's head while
  * another's batches come and go).  Whether there is room then. */
 COLD static bool pending_compact(struct replay *r) {
@@ -1815,6 +1812,10 @@ COLD static bool pending_compact(struct replay *r) {
   return n < PEND_MAX;
 }
 
+/* Whether this mm_page_free is one an allocation without an event followed (the first pass's
+ * untraced list): the block stays allocated, as the kernel's was right after; or one of a
+ * batch (the batched list): it waits in pend[] for its mm_page_free_batched.  Else whether it
+ * is one made under its CPU's pcp lock (the first pass's locked list): r->free_locked. */
 COLD static bool listed_free(struct replay *r, const bh_event_t *ev) {
   uint64_t k = r->nfrees++;
   if (r->untraced_next < r->nuntraced && r->untraced[r->untraced_next] == k) {
