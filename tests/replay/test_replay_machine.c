@@ -856,6 +856,44 @@ static void test_batched_frees_deferred(void **state) {
   bh_arena_destroy(a);
 }
 
+/*
+ * The frees waiting for their mm_page_free_batched are a ring of 128: one CPU's free whose
+ * second event comes late (x, CPU 1) holds the ring's head while CPU 0 frees 200 pages, each
+ * followed by its own mm_page_free_batched; the played ones behind the head are dropped when
+ * the ring fills, so that every one of the 201 still waits for its second event.
+ */
+static void test_batched_frees_deferred_many(void **state) {
+  (void)state;
+  bh_arena_t *a = crafted_arena();
+  char *desc = describe(a, false);
+  enum { N = 200 };
+  uint64_t pfn[N + 1];
+  size_t n = 0;
+  for (uint64_t p = 0; p < a->nr_pages && n < N + 1; p++)
+    if (a->pages[p].flags == BH__PG_ALLOC && !a->pages[p].order)
+      pfn[n++] = p;
+  assert_int_equal(n, N + 1);
+  size_t cap = 64 * (2 * N + 8), k = 0;
+  char *lines = malloc(cap);
+  assert_non_null(lines);
+  k += (size_t)snprintf(lines + k, cap - k, "# buddyhint-trace 1\n1000 F %#lx 0 cpu=1\n",
+                        (unsigned long)pfn[N]);
+  for (int i = 0; i < N; i++)
+    k += (size_t)snprintf(lines + k, cap - k, "%d F %#lx 0 cpu=0\n%d B %#lx 0 cpu=0\n",
+                          1001 + 2 * i, (unsigned long)pfn[i], 1002 + 2 * i, (unsigned long)pfn[i]);
+  snprintf(lines + k, cap - k, "5000 B %#lx 0 cpu=1\n", (unsigned long)pfn[N]);
+  bh_replay_config_t cfg;
+  bh_replay_config_init(&cfg);
+  bh_replay_summary_t s;
+  cfg.trace = write_trace("deferred-many.bht", desc, lines);
+  replay(&cfg, &s);
+  assert_int_equal(s.batched_frees_deferred, N + 1);
+  assert_int_equal(s.frees, N + 1);
+  free(lines);
+  free(desc);
+  bh_arena_destroy(a);
+}
+
 static const char *write_trace3(const char *name, int fmt, const char *desc, const char *lines);
 
 static void test_locked_frees_taken(void **state) {
@@ -2960,6 +2998,7 @@ int main(void) {
       cmocka_unit_test(test_locked_frees),
       cmocka_unit_test(test_locked_frees_taken),
       cmocka_unit_test(test_batched_frees_deferred),
+      cmocka_unit_test(test_batched_frees_deferred_many),
       cmocka_unit_test(test_pcp_decay_vmstat),
       cmocka_unit_test(test_untraced_allocs_refill),
   };
