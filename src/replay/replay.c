@@ -1816,7 +1816,7 @@ COLD static bool pending_compact(struct replay *r) {
  * untraced list): the block stays allocated, as the kernel's was right after; or one of a
  * batch (the batched list): it waits in pend[] for its mm_page_free_batched.  Else whether it
  * is one made under its CPU's pcp lock (the first pass's locked list): r->free_locked. */
-COLD static bool listed_free(struct replay *r, const bh_event_t *ev) {
+static bool listed_free(struct replay *r, const bh_event_t *ev) {
   uint64_t k = r->nfrees++;
   if (r->untraced_next < r->nuntraced && r->untraced[r->untraced_next] == k) {
     r->untraced_next++;
@@ -1874,9 +1874,7 @@ static inline void do_free(struct replay *r, const bh_event_t *ev) {
     return;
   if (bh__em_batched_repeat(&r->em, ev))
     return;
-  if (ev->op == BH_EV_FREE &&
-      bh__unlikely(r->untraced != NULL || r->locked != NULL || r->batched != NULL) &&
-      listed_free(r, ev))
+  if (ev->op == BH_EV_FREE && (r->untraced || r->locked || r->batched) && listed_free(r, ev))
     return;
   free_block(r, ev);
 }

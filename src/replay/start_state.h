@@ -114,12 +114,15 @@ static inline void bh__pb_settle(bh__first_events_t *f) {
       f->pb_type[b] &= (uint8_t)~BH__PB_WEAK;
 }
 
+/* A CPU's slot in bh__first_events_t.last_free (bits 0-5). */
+static inline uint8_t bh__lf_cpu(int cpu) { return (uint8_t)((cpu < 0 ? 0 : cpu % 63) + 1); }
+
 /* The evidence of pageblock types in one event (bh__first_events_t.pb_type). */
 static inline void bh__pageblock_evidence(bh__first_events_t *f, const bh_event_t *ev) {
   if (ev->order > 3 || ev->op == BH_EV_FREE_BATCHED) /* above the pcp orders but THP's */
     return;
   uint8_t *lf = &f->last_free[ev->pfn];
-  uint8_t me = (uint8_t)((ev->cpu < 0 ? 0 : ev->cpu % 63) + 1) | (uint8_t)(ev->order << 6);
+  uint8_t me = bh__lf_cpu(ev->cpu) | (uint8_t)(ev->order << 6);
   if (ev->op != BH_EV_ALLOC) {
     *lf = me;
     return;
@@ -180,26 +183,24 @@ static inline void bh__first_drain(bh__first_events_t *f, const bh_event_t *ev) 
       (1ull << ev->order) > f->nr_pages - ev->pfn)
     return;
   uint64_t end = ev->pfn + (1ull << ev->order);
+  uint32_t mt = ev->migratetype >= 0 && ev->migratetype < BH_MT_PCPTYPES ? (uint32_t)ev->migratetype
+                                                                         : BH_MT_MOVABLE;
   if (f->last_free && ev->cpu >= 0 && ev->cpu < BH__EMPTIED_CPUS &&
-      (f->last_free[ev->pfn] & 63) == ev->cpu % 63 + 1) {
+      (f->last_free[ev->pfn] & 63) == bh__lf_cpu(ev->cpu)) {
     /* freed in the trace on this CPU, its last page event: a drain takes a list's tail, its
      * oldest block (free_pcppages_bulk, :1254; frees go on the head, :2692), so every block
      * the list held at the start has left it, each with an event: the list holds none of
      * the start's that the trace does not show (emptied, as a refill's list).  (A drain of
      * another CPU's lists, drain_all_pages, is traced on the CPU that runs it: a block freed
      * on another CPU says nothing of this one's list.) */
-    int t =
-        ev->migratetype >= 0 && ev->migratetype < BH_MT_PCPTYPES ? ev->migratetype : BH_MT_MOVABLE;
     if (ev->order < 16)
-      f->emptied[ev->cpu][t] |= (uint16_t)(1u << ev->order);
+      f->emptied[ev->cpu][mt] |= (uint16_t)(1u << ev->order);
   }
   for (uint64_t p = ev->pfn; p < end; p++)
     if (f->fe[p])
       return; /* the block had an event before: not as it was at the start */
   for (uint64_t p = ev->pfn; p < end; p++)
     f->fe[p] = BH__FE_ALLOC;
-  uint32_t mt = ev->migratetype >= 0 && ev->migratetype < BH_MT_PCPTYPES ? (uint32_t)ev->migratetype
-                                                                         : BH_MT_MOVABLE;
   uint32_t cpu = ev->cpu < 0 ? 0 : (uint32_t)ev->cpu & 0xffff, gone = 0;
   for (int t = 0; t < BH_MT_PCPTYPES && ev->cpu >= 0 && ev->cpu < BH__EMPTIED_CPUS; t++)
     gone |= ((f->emptied[ev->cpu][t] >> ev->order) & 1u) << t;

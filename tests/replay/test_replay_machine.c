@@ -1959,29 +1959,42 @@ static void expect_head_reported_last(const char *path, uint64_t lo, uint64_t he
  * (page_reporting_cycle, mm/page_reporting.c:184), takes hi before lo; with --start-order pfn
  * lo goes first.
  */
-static void test_start_buddy_order_takes(void **state) {
-  (void)state;
+/* The first events of a buddy_order_case trace: hi, lo and the highest order in. */
+typedef int (*head_events_fn)(char *b, size_t n, unsigned long hi, unsigned long lo,
+                              unsigned max_order);
+
+/* A crafted arena's two Movable DMA32 blocks of the highest order, lo and hi, the events
+ * head() writes, then a block of that order taken and given back, which starts page reporting
+ * (page_reporting_notify_free from __free_one_page): expect_head_reported_last. */
+static void buddy_order_case(const char *name, head_events_fn head, bool refill_alloc) {
   bh_arena_t *a = crafted_arena();
   char *desc = describe(a, false);
   uint64_t lo, hi;
   dma32_max_order_movable(a, &lo, &hi);
-  /* and a block of the highest order taken and given back, which starts page reporting
-   * (page_reporting_notify_free from __free_one_page): the arena takes its list's head and
-   * puts it back there */
-  uint64_t d = lo + (1ull << a->max_order);
+  unsigned long d = (unsigned long)(lo + (1ull << a->max_order));
   char lines[512];
-  snprintf(lines, sizeof(lines),
-           "# buddyhint-trace 3\n1000 Z %#lx 0 cpu=0 mt=1 refill=1\n"
-           "2000 Z %#lx 0 cpu=0 mt=1 refill=1\n"
-           "3000 A %#lx %u cpu=0 gfp=GFP_DMA32|__GFP_MOVABLE\n"
-           "4000 F %#lx %u cpu=0\n",
-           (unsigned long)hi, (unsigned long)lo, (unsigned long)d, a->max_order, (unsigned long)d,
-           a->max_order);
-  /* the takes are evidence of the start, no allocation's: refills at the allocations */
-  expect_head_reported_last(
-      write_trace3("buddyorder-takes.bht", BH_TRACE_NATIVE_BINARY, desc, lines), lo, hi, true);
+  int k = snprintf(lines, sizeof(lines), "# buddyhint-trace 3\n");
+  k += head(lines + k, sizeof(lines) - (size_t)k, (unsigned long)hi, (unsigned long)lo,
+            a->max_order);
+  snprintf(lines + k, sizeof(lines) - (size_t)k,
+           "3000 A %#lx %u cpu=0 gfp=GFP_DMA32|__GFP_MOVABLE\n4000 F %#lx %u cpu=0\n", d,
+           a->max_order, d, a->max_order);
+  expect_head_reported_last(write_trace3(name, BH_TRACE_NATIVE_BINARY, desc, lines), lo, hi,
+                            refill_alloc);
   free(desc);
   bh_arena_destroy(a);
+}
+
+static int two_takes(char *b, size_t n, unsigned long hi, unsigned long lo, unsigned max_order) {
+  (void)max_order;
+  return snprintf(b, n, "1000 Z %#lx 0 cpu=0 mt=1 refill=1\n2000 Z %#lx 0 cpu=0 mt=1 refill=1\n",
+                  hi, lo);
+}
+
+static void test_start_buddy_order_takes(void **state) {
+  (void)state;
+  /* the takes are evidence of the start, no allocation's: refills at the allocations */
+  buddy_order_case("buddyorder-takes.bht", two_takes, true);
 }
 
 /*
@@ -1994,25 +2007,15 @@ static void test_start_buddy_order_takes(void **state) {
  * head last, mm/page_reporting.c:208-209): the claimed block last; in pfn order
  * (--start-order pfn), the lowest.
  */
+static int one_claim(char *b, size_t n, unsigned long hi, unsigned long lo, unsigned max_order) {
+  (void)lo;
+  return snprintf(b, n, "1000 X %#lx 0 cpu=0 mt=0 fallback_order=%u fallback_mt=1 claim=1\n", hi,
+                  max_order);
+}
+
 static void test_start_buddy_order_claim(void **state) {
   (void)state;
-  bh_arena_t *a = crafted_arena();
-  char *desc = describe(a, false);
-  uint64_t lo, hi;
-  dma32_max_order_movable(a, &lo, &hi);
-  uint64_t d = lo + (1ull << a->max_order); /* taken and given back: page reporting starts */
-  char lines[512];
-  snprintf(lines, sizeof(lines),
-           "# buddyhint-trace 3\n"
-           "1000 X %#lx 0 cpu=0 mt=0 fallback_order=%u fallback_mt=1 claim=1\n"
-           "3000 A %#lx %u cpu=0 gfp=GFP_DMA32|__GFP_MOVABLE\n"
-           "4000 F %#lx %u cpu=0\n",
-           (unsigned long)hi, a->max_order, (unsigned long)d, a->max_order, (unsigned long)d,
-           a->max_order);
-  expect_head_reported_last(
-      write_trace3("buddyorder-claim.bht", BH_TRACE_NATIVE_BINARY, desc, lines), lo, hi, false);
-  free(desc);
-  bh_arena_destroy(a);
+  buddy_order_case("buddyorder-claim.bht", one_claim, false);
 }
 
 /*
