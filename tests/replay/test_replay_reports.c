@@ -215,9 +215,11 @@ static void test_request_on_wheel(void **state) {
  * :50) reports what was free before.  Six runs from 1002.5 s decay the high mark by an eighth
  * each (decay_pcp_high, :2425-2436): the second is the first to drain pages, whose merges
  * request a pass 2 s later (page_reporting_notify_free, :83-84 of mm/page_reporting.c), at
- * 1004.6 s.  Played at the clock of the frees before them, the runs drained ahead of the
- * 1002 s pass, which then reported their blocks, and no pass followed.  The reference is the
- * trace with only the first run, which drains nothing.
+ * 1004.6 s.  Which run drains first follows from the arena's list after the frees, not from
+ * the kernel alone: 3,345 pages under a high mark of 3,945, an eighth off leaves 3,452
+ * (above the count), a second 3,021 (324 drained).  Played at the clock of the frees before them,
+ * the runs drained ahead of the 1002 s pass, which then reported their blocks, and no pass
+ * followed.  The reference is the trace with only the first run, which drains nothing.
  */
 static void test_vmstat_run_after_due_pass(void **state) {
   (void)state;
