@@ -1058,6 +1058,8 @@ static inline __attribute__((always_inline)) int scan_event(void *ctx, const bh_
                                                * does not start the clock */
     sc->events++;
     sc->vmstat_events++;
+    if (st->fe)
+      bh__drain_run(st->fe, ev); /* a decay's drain is a drain of its own */
     return vmstat_time(sc, ev->time_ns);
   }
   if (sc->events++ == sc->vmstat_events) /* the first page event */

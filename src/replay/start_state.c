@@ -117,6 +117,9 @@ int bh__first_events_copy(bh__first_events_t *dst, const bh__first_events_t *src
   dst->nr_pages = src->nr_pages;
   dst->seq_lost = src->seq_lost;
   memcpy(dst->emptied, src->emptied, sizeof(dst->emptied));
+  memcpy(dst->run_first, src->run_first, sizeof(dst->run_first)); /* a run not ended yet */
+  memcpy(dst->run_last, src->run_last, sizeof(dst->run_last));
+  memcpy(dst->run_bad, src->run_bad, sizeof(dst->run_bad));
   if (src->fe && !(dst->fe = malloc((src->nr_pages ? src->nr_pages : 1) * sizeof(uint32_t))))
     return BH_ENOMEM;
   if (src->fe)
@@ -692,7 +695,7 @@ static void known_lists(const struct ctx *c, struct hidden *h, size_t n) {
  * known pages on them are (all on the first of Movable, Unmovable, Reclaimable if none);
  * returns those lists, a bit per type. */
 static unsigned hidden_wanted(const struct ctx *c, const struct hidden *h, int zi, unsigned cpu,
-                              uint64_t *want) {
+                              uint64_t *want, uint64_t *total) {
   const uint64_t *have = h->have[(size_t)zi * c->nr_cpus + cpu];
   const uint16_t *emptied = h->emptied[(size_t)zi * c->nr_cpus + cpu];
   uint64_t all = 0, open_have = 0, count = zoneinfo_pcp(c, zi, cpu);
@@ -705,6 +708,7 @@ static unsigned hidden_wanted(const struct ctx *c, const struct hidden *h, int z
     }
   }
   uint64_t w = count > all ? count - all : 0, given = 0;
+  *total = w;
   static const int pref[BH_MT_PCPTYPES] = {BH_MT_MOVABLE, BH_MT_UNMOVABLE, BH_MT_RECLAIMABLE};
   int most = -1;
   for (int i = 0; i < BH_MT_PCPTYPES; i++) {
@@ -736,6 +740,58 @@ static int rotate_pcp(struct ctx *c, size_t from, size_t mid) {
   return 0;
 }
 
+/*
+ * What the order-0 lists could not take of zoneinfo's count (the trace shows each emptied, or
+ * their pageblock types have too few pages without a flag) was on the lists of orders 1 to 3
+ * that the trace does not show emptied: free_unref_page_commit puts a freed block of those
+ * orders on a list of its own (order_to_pindex, mm/page_alloc.c:537-554 in 6.12) and counts
+ * it in pcp->count in pages (:2692), so a block there that the trace never allocates nor
+ * drains still counts toward the high mark.  Which order it had, nothing tells: the lowest
+ * open one first, Unmovable, Reclaimable, then Movable (the kernel's own allocations are most
+ * of those orders), each block an aligned run of pages without a flag in a pageblock of its
+ * list's type.
+ */
+static void hidden_high(struct ctx *c, struct hidden *h, int zi, unsigned cpu, uint64_t from,
+                        uint64_t to, uint64_t left, int *rc) {
+  const uint16_t *emptied = h->emptied[(size_t)zi * c->nr_cpus + cpu];
+  static const int pref[BH_MT_PCPTYPES] = {BH_MT_UNMOVABLE, BH_MT_RECLAIMABLE, BH_MT_MOVABLE};
+  for (unsigned o = 1; o <= 3 && o <= c->maxo && !*rc; o++) {
+    uint64_t n = 1ull << o;
+    if (!((c->pcp_orders >> o) & 1))
+      continue;
+    for (int i = 0; i < BH_MT_PCPTYPES && left >= n && !*rc; i++) {
+      int t = pref[i];
+      if ((emptied[t] >> o) & 1)
+        continue;
+      for (size_t r = run_after(h->quiet, h->nquiet, from); r < h->nquiet && left >= n; r++) {
+        const bh_page_run_t *q = &h->quiet[r];
+        if (q->pfn >= to)
+          break;
+        uint64_t e = q->pfn + q->count < to ? q->pfn + q->count : to;
+        for (uint64_t p = ((q->pfn > from ? q->pfn : from) + n - 1) & ~(n - 1); p + n <= e;
+             p += n) {
+          if (hidden_list(c, p) != t)
+            continue;
+          uint64_t k = 0;
+          while (k < n && hidden_candidate(c, h, p + k))
+            k++;
+          if (k < n)
+            continue;
+          *rc = add_pcp(c, p, o, cpu, t);
+          for (k = 0; k < n; k++)
+            set_bit_at(h->in_pcp, p + k);
+          c->st->pcp_hidden_pages += n;
+          left -= n;
+          if (*rc || left < n)
+            break;
+        }
+        if (*rc)
+          return;
+      }
+    }
+  }
+}
+
 /* The hidden pages of zone zi for slot cpu (pcp_hidden); cursor: the zone's pfn-order scans,
  * per list and for any list, shared by the slots; known: the known pcp blocks. */
 static int hidden_slot(struct ctx *c, struct hidden *h, int zi, unsigned cpu, uint64_t *cursor,
@@ -743,8 +799,8 @@ static int hidden_slot(struct ctx *c, struct hidden *h, int zi, unsigned cpu, ui
   const bh_machine_zone_t *z = &c->in->zones[zi];
   uint64_t zend =
       z->start_pfn + z->spanned_pages < c->nr_pages ? z->start_pfn + z->spanned_pages : c->nr_pages;
-  uint64_t want[BH_MT_PCPTYPES];
-  unsigned open = hidden_wanted(c, h, zi, cpu, want);
+  uint64_t want[BH_MT_PCPTYPES], total, before = c->st->pcp_hidden_pages;
+  unsigned open = hidden_wanted(c, h, zi, cpu, want, &total);
   int rc = 0;
   /* the pageblocks of the slot's own pcp blocks, in list order, each once */
   uint32_t stamp = (uint32_t)zi * c->nr_cpus + cpu + 1;
@@ -772,6 +828,9 @@ static int hidden_slot(struct ctx *c, struct hidden *h, int zi, unsigned cpu, ui
       cursor[t] =
           hidden_from(c, h, cursor[t], zend, cpu, t < BH_MT_PCPTYPES ? 1u << t : open, left, &rc);
   }
+  uint64_t placed = c->st->pcp_hidden_pages - before;
+  if (!rc && placed < total)
+    hidden_high(c, h, zi, cpu, z->start_pfn, zend, total - placed, &rc);
   return rc;
 }
 

@@ -75,6 +75,12 @@ typedef struct bh__first_events {
    * state's pcp_hidden) */
   uint16_t emptied[BH__EMPTIED_CPUS][BH_MT_PCPTYPES];
   unsigned pb_order;
+  /* Per CPU (below BH__EMPTIED_CPUS): the drain its latest events belong to, a run of
+   * mm_page_pcpu_drain events with no other event of that CPU between (bh__drain_run): its
+   * first and last list (bh__pcp_list + 1; 0: no run), and whether its lists came in
+   * free_pcppages_bulk's round-robin order. */
+  uint8_t run_first[BH__EMPTIED_CPUS], run_last[BH__EMPTIED_CPUS];
+  bool run_bad[BH__EMPTIED_CPUS];
 } bh__first_events_t;
 
 /* A take of bh__first_events_t.takes, one 64-bit key: pfn, the request's migratetype, order. */
@@ -143,7 +149,10 @@ static inline bool bh__pb_type_first(bh__first_events_t *f, uint64_t b, int mt) 
   return true;
 }
 
+static inline void bh__drain_run(bh__first_events_t *f, const bh_event_t *ev);
+
 static inline void bh__first_event(bh__first_events_t *f, const bh_event_t *ev) {
+  bh__drain_run(f, ev);
   if (ev->order > 20 || ev->pfn >= f->nr_pages || (ev->op == BH_EV_ALLOC && ev->failed))
     return;
   if (f->last_free)
@@ -281,10 +290,84 @@ static inline void bh__first_refill(bh__first_events_t *f, const bh_event_t *ev)
     f->emptied[ev->cpu][ev->migratetype] |= (uint16_t)(1u << ev->order);
 }
 
+/*
+ * The pcp lists of a CPU in free_pcppages_bulk's round-robin order (order_to_pindex,
+ * mm/page_alloc.c:537-554 in 6.12): orders 0 to 3 by type, then the THP lists, other types'
+ * and Movable's.  A drain event prints its pageblock's type, which is its list's type but for
+ * a block that a fallback left on another type's list (bh__drain_run checks the order).
+ */
+#define BH__PCP_LISTS (4 * BH_MT_PCPTYPES + 2)
+static inline int bh__pcp_list(unsigned order, int mt, unsigned pb_order) {
+  if (mt < 0 || mt >= BH_MT_PCPTYPES)
+    return -1;
+  if (order <= 3)
+    return (int)order * BH_MT_PCPTYPES + mt;
+  return order == pb_order ? 4 * BH_MT_PCPTYPES + (mt == BH_MT_MOVABLE) : -1;
+}
+
+/*
+ * The end of CPU cpu's drain run: free_pcppages_bulk drains a list until the count it was
+ * asked for is reached or the list is empty, then the next non-empty list in round-robin
+ * order (mm/page_alloc.c:1240-1266 in 6.12), so every list from its first to (not including)
+ * its last was empty when it ended, drained or skipped: emptied, as a refill's list (none of
+ * them held a start page the trace does not show).  A run whose lists did not come in that
+ * order (two drains with no event between, or a block on another type's list) says nothing.
+ */
+static inline void bh__drain_run_end(bh__first_events_t *f, int cpu) {
+  if (cpu < 0 || cpu >= BH__EMPTIED_CPUS || !f->run_first[cpu])
+    return;
+  unsigned first = f->run_first[cpu] - 1u, last = f->run_last[cpu] - 1u;
+  f->run_first[cpu] = 0;
+  if (f->run_bad[cpu])
+    return;
+  for (unsigned k = first; k != last; k = (k + 1) % BH__PCP_LISTS) {
+    unsigned order = k < 4 * BH_MT_PCPTYPES ? k / BH_MT_PCPTYPES : f->pb_order;
+    if (order >= 16)
+      continue;
+    if (k < 4 * BH_MT_PCPTYPES || k == BH__PCP_LISTS - 1)
+      f->emptied[cpu][k < 4 * BH_MT_PCPTYPES ? k % BH_MT_PCPTYPES : BH_MT_MOVABLE] |=
+          (uint16_t)(1u << order);
+    else /* the other types' THP list */
+      for (int t = 0; t < BH_MT_PCPTYPES; t++)
+        if (t != BH_MT_MOVABLE)
+          f->emptied[cpu][t] |= (uint16_t)(1u << order);
+  }
+}
+
+/* An event of CPU ev->cpu: a drain joins or starts its run, any other event ends it. */
+static inline void bh__drain_run(bh__first_events_t *f, const bh_event_t *ev) {
+  int cpu = ev->cpu;
+  if (cpu < 0 || cpu >= BH__EMPTIED_CPUS)
+    return;
+  int l = ev->op == BH_EV_PCPU_DRAIN ? bh__pcp_list(ev->order, ev->migratetype, f->pb_order) : -1;
+  if (l < 0) {
+    bh__drain_run_end(f, cpu);
+    return;
+  }
+  if (!f->run_first[cpu]) {
+    f->run_first[cpu] = f->run_last[cpu] = (uint8_t)(l + 1);
+    f->run_bad[cpu] = false;
+    return;
+  }
+  unsigned first = f->run_first[cpu] - 1u, last = f->run_last[cpu] - 1u;
+  unsigned pos = ((unsigned)l + BH__PCP_LISTS - first) % BH__PCP_LISTS,
+           at = (last + BH__PCP_LISTS - first) % BH__PCP_LISTS;
+  if ((unsigned)l != last && pos <= at)
+    f->run_bad[cpu] = true; /* back to a list already left: not one drain's order */
+  f->run_last[cpu] = (uint8_t)(l + 1);
+}
+
+/* Ends every CPU's drain run (the trace's end). */
+static inline void bh__drain_runs_end(bh__first_events_t *f) {
+  for (int c = 0; c < BH__EMPTIED_CPUS; c++)
+    bh__drain_run_end(f, c);
+}
+
 /* What a pcp event or a fallback tells of the start: the drains, the takes, the refills'
  * pageblock types and lists, the claims. */
 static inline void bh__pcp_evidence(bh__first_events_t *f, const bh_event_t *ev) {
   f->pcp_seen = true;
+  bh__drain_run(f, ev);
   bh__first_drain(f, ev);
   bh__first_take(f, ev);
   bh__refill_evidence(f, ev);

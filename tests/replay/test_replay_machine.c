@@ -2354,8 +2354,12 @@ static void quiet_pages(bh_arena_t *a, const bh_zone_t *z, char *buf, size_t len
  * only an empty list, mm/page_alloc.c:3082-3092): CPU 0's Movable list gets none, so CPU 0
  * gets the Unmovable pages only.  So does a list the trace shows drained down to a page freed
  * in the trace: a drain takes a list's tail (free_pcppages_bulk, :1254), frees go on its head
- * (:2692), so every page the list held at the start had left it, with an event.  Each CPU's
- * high mark starts at its own (tuned rule).
+ * (:2692), so every page the list held at the start had left it, with an event; so do the
+ * lists one drain passes (free_pcppages_bulk's round robin, :1240-1266).  What the order-0
+ * lists cannot hold of the count was on an open list of orders 1 to 3 (free_unref_page_commit
+ * lists a block by its order, order_to_pindex :537-554, and counts it in pages, :2692), as
+ * whole aligned blocks of pages with no flag.  Each CPU's high mark starts at its own (tuned
+ * rule).
  */
 static void test_start_pcp_hidden(void **state) {
   (void)state;
@@ -2376,6 +2380,12 @@ static void test_start_pcp_hidden(void **state) {
   snprintf(lines, sizeof(lines), "# buddyhint-trace 3\n1000 Z %#lx 0 cpu=0 mt=1 refill=1\n",
            (unsigned long)free_mov);
   char *refilled = strdup(write_trace3("hidden1.bht", BH_TRACE_NATIVE_BINARY, desc, lines));
+  uint64_t free_mov2 = free_movable(a, free_mov + 1, 0);
+  snprintf(lines, sizeof(lines),
+           "# buddyhint-trace 3\n1000 Z %#lx 0 cpu=0 mt=1 refill=1\n"
+           "1100 Z %#lx 0 cpu=0 mt=0 refill=1\n",
+           (unsigned long)free_mov, (unsigned long)free_mov2);
+  char *refilled0 = strdup(write_trace3("hidden3.bht", BH_TRACE_NATIVE_BINARY, desc, lines));
   uint64_t m = UINT64_MAX; /* the zone's last allocated Movable page: not one of the quiet */
   for (uint64_t p = z->zone_start_pfn; p < z->zone_start_pfn + z->zone_spanned_pages; p++)
     if (a->pages[p].flags == BH__PG_ALLOC && !a->pages[p].order && bh__pb_mt(a, p) == BH_MT_MOVABLE)
@@ -2385,17 +2395,41 @@ static void test_start_pcp_hidden(void **state) {
            "# buddyhint-trace 3\n1000 F %#lx 0 cpu=0\n2000 D %#lx 0 cpu=0 mt=1\n", (unsigned long)m,
            (unsigned long)m);
   char *drained = strdup(write_trace3("hidden2.bht", BH_TRACE_NATIVE_BINARY, desc, lines));
+  /* the zone's last aligned run of 4 allocated Movable pages (not m, not among the quiet) */
+  uint64_t y = UINT64_MAX;
+  for (uint64_t p = z->zone_start_pfn; p + 4 <= z->zone_start_pfn + z->zone_spanned_pages; p += 4) {
+    unsigned n = 0;
+    while (n < 4 && p + n != m && a->pages[p + n].flags == BH__PG_ALLOC && !a->pages[p + n].order &&
+           bh__pb_mt(a, p + n) == BH_MT_MOVABLE)
+      n++;
+    if (n == 4)
+      y = p;
+  }
+  assert_true(y != UINT64_MAX);
+  snprintf(lines, sizeof(lines),
+           "# buddyhint-trace 3\n1000 Z %#lx 0 cpu=0 mt=1 refill=1\n"
+           "1100 Z %#lx 0 cpu=0 mt=0 refill=1\n1200 D %#lx 0 cpu=0 mt=1\n"
+           "1300 D %#lx 2 cpu=0 mt=1\n",
+           (unsigned long)free_mov, (unsigned long)free_mov2, (unsigned long)m, (unsigned long)y);
+  char *passed = strdup(write_trace3("hidden4.bht", BH_TRACE_NATIVE_BINARY, desc, lines));
   struct {
     const char *trace;
     bool trace_only;
-    long hidden, cpu0, cpu1;
+    long hidden, cpu0, cpu1, known; /* known: the pcp pages the trace shows (drained first) */
   } cases[] = {
-      {empty, false, 32, 12, 20},    /* as zoneinfo counts */
-      {empty, true, 0, 0, 0},        /* --start-pcp trace */
-      {old, false, 0, 0, 0},         /* no Q lines: which pages is not known */
-      {refilled, false, 30, 10, 20}, /* CPU 0's Movable list was empty: the 10 Unmovable */
-      {drained, false, 30, 11, 20},  /* drained down to m: the same, and m (its drain is the
-                                      * trace's, not played under allocator placement) */
+      {empty, false, 32, 12, 20, 0},     /* as zoneinfo counts */
+      {empty, true, 0, 0, 0, 0},         /* --start-pcp trace */
+      {old, false, 0, 0, 0, 0},          /* no Q lines: which pages is not known */
+      {refilled, false, 32, 12, 20, 0},  /* CPU 0's Movable list was empty: the 10 Unmovable,
+                                          * and the 2 its count still lacks as an order-1 block */
+      {refilled0, false, 32, 12, 20, 0}, /* both its order-0 lists were: all 12 at order 1 */
+      {passed, false, 24, 9, 20, 5},     /* and one drain went on from its order-0 Movable list
+                                          * to the order-2 one: the lists between were empty then
+                                          * (free_pcppages_bulk's round robin, :1240-1266), so of
+                                          * the 7 pages the count lacks beyond the drained 1 and
+                                          * 4, one order-2 block */
+      {drained, false, 32, 13, 20, 0},   /* drained down to m: as refilled, and m (its drain is
+                                          * the trace's, not played under allocator placement) */
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     bh_replay_config_t cfg;
@@ -2409,13 +2443,15 @@ static void test_start_pcp_hidden(void **state) {
     bh_replay_summary_t s;
     replay(&cfg, &s);
     assert_int_equal(s.start_pcp_hidden_pages, cases[i].hidden);
-    assert_int_equal(s.start_pcp_pages, cases[i].hidden);
+    assert_int_equal(s.start_pcp_pages, cases[i].hidden + cases[i].known);
     assert_int_equal(zoneinfo_cpu_field(cfg.dump_dir, 0, "count:"), cases[i].cpu0);
     assert_int_equal(zoneinfo_cpu_field(cfg.dump_dir, 1, "count:"), cases[i].cpu1);
   }
   free(empty);
   free(old);
   free(refilled);
+  free(refilled0);
+  free(passed);
   free(drained);
   free(desc);
   free(plain);
