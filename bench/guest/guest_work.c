@@ -22,6 +22,12 @@
  *                                           until all are ready, and exit at the free marker
  *   guest_work thp MIB ROUNDS SLEEP_S       THP-heavy: 8 regions of MIB/8, 2 MiB aligned and
  *                                           madvise(MADV_HUGEPAGE), written, then unmapped
+ *   guest_work threads MIB ROUNDS SLEEP_S   two threads, one on each of the first two CPUs, at
+ *                                           once: each maps MIB/2 (MADV_NOHUGEPAGE) and writes
+ *                                           it page by page, gives back half of each 256 KiB
+ *                                           behind it (MADV_DONTNEED) and frees and mallocs a
+ *                                           small object (16 B .. 8 KiB) per page; at the free
+ *                                           marker both free their objects and unmap
  *
  * Every phase is announced by a marker, written at the same moment to the top-level ftrace
  * buffer (/sys/kernel/tracing/trace_marker, so that it carries the trace clock) and to
@@ -30,8 +36,13 @@
  * Marker text: "bh: NAME ROUND" with NAME one of start, alloc, free, idle, end.
  * Any other program run in the guest (run-guest --workload-bin) follows the same protocol.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sched_setaffinity */
+#endif
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -314,13 +325,88 @@ static int thp_heavy(unsigned long mib, int rounds, double sleep) {
   return 0;
 }
 
+/* One thread of threads(): its CPU, its half and its objects. */
+struct half {
+  int cpu;
+  size_t len;
+  pthread_barrier_t *bar;
+  int rc;
+};
+
+static void *half_run(void *arg) {
+  struct half *h = arg;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(h->cpu, &set);
+  sched_setaffinity(0, sizeof(set), &set); /* one CPU has no second: then where it may */
+  enum { OBJS = 4096 };
+  static __thread void *obj[OBJS];
+  unsigned x = 12345u + (unsigned)h->cpu; /* reproducible run to run */
+  unsigned char *p = mmap(NULL, h->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    perror("guest_work: mmap");
+    h->rc = 1;
+  } else {
+    madvise(p, h->len, MADV_NOHUGEPAGE);
+    for (size_t i = 0; i < h->len / PAGE; i++) {
+      p[i * PAGE] = (unsigned char)(i + 1);
+      if (i % 64 == 63) /* half of the 256 KiB just written goes back */
+        madvise(p + (i - 63) * PAGE, 32 * PAGE, MADV_DONTNEED);
+      x = x * 1103515245u + 12345u;
+      unsigned k = (x >> 8) % OBJS;
+      free(obj[k]);
+      obj[k] = malloc(16 + (x >> 20) % 8192);
+      if (obj[k])
+        memset(obj[k], 2, 16);
+    }
+  }
+  pthread_barrier_wait(h->bar); /* written */
+  pthread_barrier_wait(h->bar); /* the free marker */
+  for (int k = 0; k < OBJS; k++) {
+    free(obj[k]);
+    obj[k] = NULL;
+  }
+  if (p != MAP_FAILED)
+    munmap(p, h->len);
+  return NULL;
+}
+
+static int threads(unsigned long mib, int rounds, double sleep) {
+  for (int r = 1; r <= rounds; r++) {
+    pthread_barrier_t bar;
+    pthread_barrier_init(&bar, NULL, 3);
+    struct half h[2];
+    pthread_t t[2];
+    mark("alloc", r);
+    for (int i = 0; i < 2; i++) {
+      h[i] = (struct half){.cpu = i, .len = mib * MIB / 2, .bar = &bar};
+      if (pthread_create(&t[i], NULL, half_run, &h[i])) {
+        perror("guest_work: pthread_create");
+        return 1;
+      }
+    }
+    pthread_barrier_wait(&bar);
+    mark("free", r);
+    pthread_barrier_wait(&bar);
+    for (int i = 0; i < 2; i++)
+      pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&bar);
+    mark("idle", r);
+    if (h[0].rc || h[1].rc)
+      return 1;
+    sleep_s(sleep);
+  }
+  return 0;
+}
+
 static void usage(void) {
   fprintf(stderr, "usage: guest_work memhog MIB ROUNDS SLEEP_S\n"
                   "       guest_work pagefault1 SECONDS TASKS MIB\n"
                   "       guest_work tmpfs MIB ROUNDS SLEEP_S\n"
                   "       guest_work malloc MIB ROUNDS SLEEP_S\n"
                   "       guest_work fork MIB ROUNDS SLEEP_S [CHILDREN]\n"
-                  "       guest_work thp MIB ROUNDS SLEEP_S\n");
+                  "       guest_work thp MIB ROUNDS SLEEP_S\n"
+                  "       guest_work threads MIB ROUNDS SLEEP_S\n");
   exit(2);
 }
 
@@ -346,6 +432,8 @@ int main(int argc, char **argv) {
                     argc == 6 && atoi(argv[5]) > 0 ? atoi(argv[5]) : 16);
   else if (!strcmp(argv[1], "thp"))
     rc = thp_heavy(strtoul(argv[2], NULL, 10), atoi(argv[3]), atof(argv[4]));
+  else if (!strcmp(argv[1], "threads"))
+    rc = threads(strtoul(argv[2], NULL, 10), atoi(argv[3]), atof(argv[4]));
   else
     usage();
   mark("end", 0);

@@ -82,7 +82,7 @@ echo "guest_compare: windows and totals as expected"
 
 # guest_work: every kind writes start, then per round alloc, free, idle, then end
 # (pagefault1 is left out: it idles 10 s)
-for args in "memhog 2 2 0" "malloc 2 2 0" "fork 2 2 0 3" "thp 4 1 0" "tmpfs 1 1 0"; do
+for args in "memhog 2 2 0" "malloc 2 2 0" "fork 2 2 0 3" "thp 4 1 0" "threads 2 2 0" "tmpfs 1 1 0"; do
   case "$args" in tmpfs*) tmpd=/tmp/bh-files ;; *) tmpd= ;; esac
   [ -n "$tmpd" ] && [ -e "$tmpd" ] && { echo "skipping tmpfs: $tmpd exists"; continue; }
   # shellcheck disable=SC2086
