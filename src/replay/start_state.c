@@ -751,51 +751,58 @@ static int rotate_pcp(struct ctx *c, size_t from, size_t mid) {
  * of those orders), each block an aligned run of pages without a flag in a pageblock of its
  * list's type.
  */
-static void hidden_high(struct ctx *c, struct hidden *h, int zi, unsigned cpu, uint64_t from,
+/* Aligned blocks of 2^o pages without a flag in [from, to), in pageblocks of type t, onto
+ * slot cpu's list of that order and type while *left holds one; returns where it stopped (a
+ * scan of the zone for that list, resumed by the next slot). */
+static uint64_t hidden_blocks(struct ctx *c, struct hidden *h, unsigned cpu, unsigned o, int t,
+                              uint64_t from, uint64_t to, uint64_t *left, int *rc) {
+  uint64_t n = 1ull << o;
+  for (size_t r = run_after(h->quiet, h->nquiet, from); r < h->nquiet && *left >= n; r++) {
+    const bh_page_run_t *q = &h->quiet[r];
+    if (q->pfn >= to)
+      break;
+    uint64_t e = q->pfn + q->count < to ? q->pfn + q->count : to;
+    for (uint64_t p = ((q->pfn > from ? q->pfn : from) + n - 1) & ~(n - 1); p + n <= e; p += n) {
+      if (hidden_list(c, p) != t)
+        continue;
+      uint64_t k = 0;
+      while (k < n && hidden_candidate(c, h, p + k))
+        k++;
+      if (k < n)
+        continue;
+      *rc = add_pcp(c, p, o, cpu, t);
+      for (k = 0; k < n; k++)
+        set_bit_at(h->in_pcp, p + k);
+      c->st->pcp_hidden_pages += n;
+      *left -= n;
+      if (*rc || *left < n)
+        return p + n;
+    }
+  }
+  return to;
+}
+
+static void hidden_high(struct ctx *c, struct hidden *h, int zi, unsigned cpu, uint64_t *cursor,
                         uint64_t to, uint64_t left, int *rc) {
   const uint16_t *emptied = h->emptied[(size_t)zi * c->nr_cpus + cpu];
   static const int pref[BH_MT_PCPTYPES] = {BH_MT_UNMOVABLE, BH_MT_RECLAIMABLE, BH_MT_MOVABLE};
   for (unsigned o = 1; o <= 3 && o <= c->maxo && !*rc; o++) {
-    uint64_t n = 1ull << o;
     if (!((c->pcp_orders >> o) & 1))
       continue;
-    for (int i = 0; i < BH_MT_PCPTYPES && left >= n && !*rc; i++) {
+    for (int i = 0; i < BH_MT_PCPTYPES && left >= 1ull << o && !*rc; i++) {
       int t = pref[i];
-      if ((emptied[t] >> o) & 1)
-        continue;
-      for (size_t r = run_after(h->quiet, h->nquiet, from); r < h->nquiet && left >= n; r++) {
-        const bh_page_run_t *q = &h->quiet[r];
-        if (q->pfn >= to)
-          break;
-        uint64_t e = q->pfn + q->count < to ? q->pfn + q->count : to;
-        for (uint64_t p = ((q->pfn > from ? q->pfn : from) + n - 1) & ~(n - 1); p + n <= e;
-             p += n) {
-          if (hidden_list(c, p) != t)
-            continue;
-          uint64_t k = 0;
-          while (k < n && hidden_candidate(c, h, p + k))
-            k++;
-          if (k < n)
-            continue;
-          *rc = add_pcp(c, p, o, cpu, t);
-          for (k = 0; k < n; k++)
-            set_bit_at(h->in_pcp, p + k);
-          c->st->pcp_hidden_pages += n;
-          left -= n;
-          if (*rc || left < n)
-            break;
-        }
-        if (*rc)
-          return;
-      }
+      uint64_t *at = &cursor[(o - 1) * BH_MT_PCPTYPES + (unsigned)t];
+      if (!((emptied[t] >> o) & 1) && *at < to)
+        *at = hidden_blocks(c, h, cpu, o, t, *at, to, &left, rc);
     }
   }
 }
 
 /* The hidden pages of zone zi for slot cpu (pcp_hidden); cursor: the zone's pfn-order scans,
- * per list and for any list, shared by the slots; known: the known pcp blocks. */
+ * per list and for any list, shared by the slots, and high_cursor those of the lists of orders
+ * 1 to 3 (hidden_high); known: the known pcp blocks. */
 static int hidden_slot(struct ctx *c, struct hidden *h, int zi, unsigned cpu, uint64_t *cursor,
-                       size_t known) {
+                       uint64_t *high_cursor, size_t known) {
   const bh_machine_zone_t *z = &c->in->zones[zi];
   uint64_t zend =
       z->start_pfn + z->spanned_pages < c->nr_pages ? z->start_pfn + z->spanned_pages : c->nr_pages;
@@ -830,7 +837,7 @@ static int hidden_slot(struct ctx *c, struct hidden *h, int zi, unsigned cpu, ui
   }
   uint64_t placed = c->st->pcp_hidden_pages - before;
   if (!rc && placed < total)
-    hidden_high(c, h, zi, cpu, z->start_pfn, zend, total - placed, &rc);
+    hidden_high(c, h, zi, cpu, high_cursor, zend, total - placed, &rc);
   return rc;
 }
 
@@ -855,11 +862,13 @@ static int pcp_hidden(struct ctx *c, uint64_t *in_pcp, size_t first_drained) {
   if (!rc)
     known_lists(c, &h, known);
   for (int zi = 0; !rc && zi < c->in->nr_zones; zi++) {
-    uint64_t cursor[BH_MT_PCPTYPES + 1];
+    uint64_t cursor[BH_MT_PCPTYPES + 1], high_cursor[3 * BH_MT_PCPTYPES];
     for (int t = 0; t <= BH_MT_PCPTYPES; t++)
       cursor[t] = c->in->zones[zi].start_pfn;
+    for (int k = 0; k < 3 * BH_MT_PCPTYPES; k++)
+      high_cursor[k] = c->in->zones[zi].start_pfn;
     for (unsigned cpu = 0; !rc && cpu < c->nr_cpus; cpu++)
-      rc = hidden_slot(c, &h, zi, cpu, cursor, known);
+      rc = hidden_slot(c, &h, zi, cpu, cursor, high_cursor, known);
   }
   if (!rc && first_drained < known)
     rc = rotate_pcp(c, first_drained, known); /* the hidden pages before the drained ones */
