@@ -218,6 +218,11 @@ struct bh_arena {
   /* kcompactd per node: when its next proactive check is due (bh_kcompactd_run) */
   uint64_t kcompactd_next[BH_MAX_NODES];
   bh_split_fn compact_split; /* bh_compact_set_split */
+  /* The order the trace shows the kernel first taking the start's free blocks in
+   * (bh__take_rank_set; NULL: none): per pfn, 1 + a block's rank, 0 for none or once an event
+   * touched it.  Borrowed from the replay. */
+  const uint32_t *take_rank;
+  uint64_t take_rank_n;
   bh__hint_hooks_t hint;
   /* Pages discarded by a report and not touched since: set by the reporter, cleared (and
    * counted as refaults) when allocated.  NULL until a reporter is attached. */

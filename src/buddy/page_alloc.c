@@ -57,6 +57,23 @@ static inline void add_to_free_list(bh_zone_t *z, uint64_t pfn, unsigned order, 
   __atomic_store_n(&z->nr_free[order], z->nr_free[order] + 1, __ATOMIC_RELAXED);
 }
 
+/* A put-back block with a take rank (bh__take_rank_set): on the tail, before the ranked
+ * blocks there that the trace shows taken after it. */
+static void add_ranked_tail(bh_zone_t *z, uint64_t pfn, unsigned order, int mt) {
+  bh_arena_t *a = z->arena;
+  uint32_t head = bh__free_list(z, order, mt), at = a->pages[head].prev, r = a->take_rank[pfn];
+  while (at != head && at < a->take_rank_n && a->take_rank[at] > r)
+    at = a->pages[at].prev;
+  bh__pg_set(bh__pg(a, pfn), BH__PG_BUDDY, (uint8_t)order);
+  bh__list_insert(a, (uint32_t)pfn, at, a->pages[at].next);
+  __atomic_store_n(&z->nr_free[order], z->nr_free[order] + 1, __ATOMIC_RELAXED);
+}
+
+void bh__take_rank_set(bh_arena_t *a, const uint32_t *rank, uint64_t n) {
+  a->take_rank = rank;
+  a->take_rank_n = rank ? n : 0;
+}
+
 /*
  * __del_page_from_free_list: unlink a free block, clearing PageReported (which Linux does for
  * every reason a block leaves a list: allocation, merging as a buddy, isolation).
@@ -235,7 +252,11 @@ void bh__free_one_page(bh_zone_t *z, uint64_t pfn, unsigned order, int mt, int f
     to_tail = buddy_merge_likely(a, z, pfn, order);
   if (to_tail)
     z->ev[BH_STAT_to_tail]++;
-  add_to_free_list(z, pfn, order, mt, to_tail);
+  if (bh__unlikely(a->take_rank != NULL) && (fpi & BH__FPI_TO_TAIL) && pfn < a->take_rank_n &&
+      a->take_rank[pfn])
+    add_ranked_tail(z, pfn, order, mt);
+  else
+    add_to_free_list(z, pfn, order, mt, to_tail);
 
   if (bh__unlikely(order >= z->notify_order) && !(fpi & BH__FPI_SKIP_REPORT_NOTIFY)) {
     z->ev[BH_STAT_hint_notify]++;

@@ -26,6 +26,17 @@
 
 struct bh_zone;
 
+/*
+ * The order the trace shows the kernel first taking the start's free blocks in: rank[pfn], 1 +
+ * the block's place in that order, 0 for none (the caller clears an entry when an event
+ * touches its page, and keeps the array until it calls this again with NULL).  A block that a
+ * hinting strategy puts back on a list's tail (bh_zone_putback) with a rank goes before the
+ * ranked blocks at the tail that were taken later: page reporting puts a batch back last
+ * isolated first (mm/page_reporting.c:106-135), which reverses the order the blocks lay in,
+ * and the takes after it show the order the kernel's put-back left, not the start's.
+ */
+BH__INTERNAL void bh__take_rank_set(bh_arena_t *a, const uint32_t *rank, uint64_t n);
+
 /* ---- the state of a block ---- */
 
 /* Whether every page of the block of 2^order pages at pfn is free (on the buddy or the pcp

@@ -149,6 +149,10 @@ struct replay {
   /* with the pcp events: a bit per pfn for the blocks the start state put on a pcp list, until
    * a traced event puts a block there itself (NULL: none), to tell the start state's misses */
   uint64_t *start_pcp;
+  /* per pfn, 1 + the place of the block's first take in the trace among the start's free
+   * blocks, 0 once an event touched it (bh__take_rank_set), or NULL */
+  uint32_t *take_rank;
+  uint64_t take_rank_n;
   bool agree;           /* counting placement agreement */
   uint64_t *first_miss; /* placement agreement: lists that have had a miss (miss_where) */
   /* events up to this trace time happened while the start snapshot was read (0: none) */
@@ -2010,6 +2014,28 @@ static void pass_timer(struct replay *r, const struct scan *sc) {
   s->pass_timer_share = share;
 }
 
+/*
+ * r->take_rank from the first pass's takes (bh__first_events_t.takes): the start's free blocks
+ * in the order the kernel first took them, which the start state gives their lists
+ * (docs/MACHINE-SHAPE.md) and the core keeps through a hinting strategy's put-backs
+ * (bh__take_rank_set).  None without the takes.  0 or BH_ENOMEM.
+ */
+static int take_ranks(struct replay *r) {
+  const bh__first_events_t *f = &r->rm.fe;
+  if (!f->takes || f->takes_lost || !f->nr_takes || f->nr_takes >= UINT32_MAX || !f->nr_pages)
+    return 0;
+  r->take_rank = calloc(f->nr_pages, sizeof(*r->take_rank));
+  if (!r->take_rank)
+    return BH_ENOMEM;
+  r->take_rank_n = f->nr_pages;
+  for (size_t i = f->nr_takes; i-- > 0;) {
+    uint64_t p = bh__take_pfn(f->takes[i]);
+    if (p < f->nr_pages)
+      r->take_rank[p] = (uint32_t)(i + 1);
+  }
+  return 0;
+}
+
 static int setup(struct replay *r, const struct scan *sc) {
   const bh_replay_config_t *cfg = r->cfg;
   bh_config_t ac = cfg->arena;
@@ -2056,10 +2082,13 @@ static int setup(struct replay *r, const struct scan *sc) {
   if (r->shape) { /* the start state, before hinting is attached */
     r->rm.fe.pfn_order = cfg->start_order_pfn;
     r->rm.fe.pcp_trace_only = cfg->start_pcp_trace;
+    if (!cfg->start_order_pfn && take_ranks(r))
+      return BH_ENOMEM;
     err = bh__rm_populate(&r->rm, r->arena, bh__pcp_orders(r->arena), ac.seed, r->s, r->err,
                           r->errlen);
     if (err)
       return err;
+    bh__take_rank_set(r->arena, r->take_rank, r->take_rank_n);
     r->place_trace = cfg->placement == BH_PLACEMENT_TRACE;
     r->pcp_trace = r->place_trace && sc->pcp_events;
     if (r->pcp_trace && mark_start_pcp(r))
@@ -2422,6 +2451,8 @@ COLD static void vmstat_event(struct replay *r, const bh_event_t *ev) {
  */
 static inline __attribute__((always_inline)) int play_event(void *ctx, const bh_event_t *ev) {
   struct replay *r = ctx;
+  if (bh__unlikely(r->take_rank != NULL) && ev->pfn < r->take_rank_n)
+    r->take_rank[ev->pfn] = 0; /* touched: where it lies no longer follows the start's order */
   if (bh__unlikely(ev->op == BH_EV_VMSTAT)) {
     vmstat_event(r, ev);
     return 0;
@@ -2896,6 +2927,7 @@ int bh__replay_run_shared(const bh_replay_config_t *cfg, const bh__replay_shared
   }
   bh_hint_detach(r.hint);
   bh_arena_destroy(r.arena);
+  free(r.take_rank);
   bh__pfnmap_destroy(&r.em.map);
   bh__rm_free(&r.rm);
   free(r.moves);
@@ -2932,6 +2964,7 @@ static void feed_free(bh__replay_feed_t *f) {
   struct replay *r = &f->r;
   bh_hint_detach(r->hint);
   bh_arena_destroy(r->arena);
+  free(r->take_rank);
   bh__pfnmap_destroy(&r->em.map);
   bh__rm_free(&r->rm);
   free(r->moves);

@@ -292,11 +292,71 @@ static void test_written_pages(void **state) {
   free(touched);
 }
 
+/* The last three blocks of zone z's order-TOP Movable list, in list order. */
+static void list_tail3(bh_zone_t *z, uint64_t out[3]) {
+  out[0] = out[1] = out[2] = BH_PFN_NONE;
+  for (uint64_t p = bh_free_list_first(z, TOP, BH_MT_MOVABLE); p != BH_PFN_NONE;
+       p = bh_free_list_next(z, TOP, BH_MT_MOVABLE, p)) {
+    out[0] = out[1];
+    out[1] = out[2];
+    out[2] = p;
+  }
+}
+
+/*
+ * Page reporting puts a batch back on the lists' tails last isolated first
+ * (page_reporting_drain, mm/page_reporting.c:106-135 in 6.12): three blocks isolated in
+ * address order come back in the reverse one.  With take ranks (bh__take_rank_set: the order
+ * the trace shows the kernel first taking the start's free blocks in), a ranked block goes
+ * before the ranked blocks at the tail taken after it; an unranked one (touched) stays where
+ * it was put and stops the walk.
+ */
+static void test_take_rank_putback(void **state) {
+  (void)state;
+  struct {
+    uint32_t rank[3];
+    int want[3]; /* the tail, as indices of the three blocks */
+  } cases[] = {
+      {{0, 0, 0}, {2, 1, 0}}, /* no ranks: last isolated first */
+      {{1, 2, 3}, {0, 1, 2}}, /* taken in address order: so listed */
+      {{1, 0, 3}, {2, 1, 0}}, /* the middle one touched: the walk stops at it */
+      {{2, 3, 1}, {2, 0, 1}}, /* the third taken first: at the tail, third, first, second */
+  };
+  for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+    bh_arena_t *a = default_sim();
+    bh_zone_t *z = bh_arena_zone(a, 2);
+    uint64_t n = bh_arena_pages(a), t[3];
+    uint32_t *rank = calloc(n, sizeof(*rank));
+    assert_non_null(rank);
+    for (int i = 0; i < 3; i++) {
+      t[i] = NORMAL_START + (uint64_t)(4 + i) * 1024;
+      rank[t[i]] = cases[k].rank[i];
+    }
+    bool any = cases[k].rank[0] || cases[k].rank[1] || cases[k].rank[2];
+    bh__take_rank_set(a, any ? rank : NULL, n);
+    bool head;
+    bh_zone_lock(z);
+    for (int i = 0; i < 3; i++)
+      EXPECT_U64(bh_zone_isolate(z, t[i], TOP), BH_OK);
+    for (int i = 2; i >= 0; i--)
+      EXPECT_U64(bh_zone_putback(z, t[i], TOP, &head), BH_OK);
+    bh_zone_unlock(z);
+    uint64_t tail[3];
+    list_tail3(z, tail);
+    for (int i = 0; i < 3; i++)
+      EXPECT_U64(tail[i], t[cases[k].want[i]]);
+    bh__take_rank_set(a, NULL, 0);
+    free(rank);
+    bh_arena_destroy(a);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_block_free),        cmocka_unit_test(test_pcp_heads),
       cmocka_unit_test(test_page_pretrace),     cmocka_unit_test(test_zone_queries),
       cmocka_unit_test(test_notify_unreported), cmocka_unit_test(test_written_pages),
+      cmocka_unit_test(test_take_rank_putback),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
