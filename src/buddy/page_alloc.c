@@ -44,29 +44,28 @@ static inline void account_freepages(bh_zone_t *z, int64_t nr, int mt) {
     z->nr_free_highatomic += nr;
 }
 
-static inline void add_to_free_list(bh_zone_t *z, uint64_t pfn, unsigned order, int mt, bool tail) {
+/* A free block of order on a free list, right after prev (the list's head or a block). */
+static inline void free_list_insert(bh_zone_t *z, uint64_t pfn, unsigned order, uint32_t prev) {
   bh_arena_t *a = z->arena;
-  bh__page_t *p = bh__pg(a, pfn);
   BH_ASSERT(order <= a->max_order && !(pfn & ((1ull << order) - 1)));
-  bh__pg_set(p, BH__PG_BUDDY, (uint8_t)order);
-  uint32_t head = bh__free_list(z, order, mt);
-  if (tail)
-    bh__list_add_tail(a, (uint32_t)pfn, head);
-  else
-    bh__list_add(a, (uint32_t)pfn, head);
+  bh__pg_set(bh__pg(a, pfn), BH__PG_BUDDY, (uint8_t)order);
+  bh__list_insert(a, (uint32_t)pfn, prev, a->pages[prev].next);
   __atomic_store_n(&z->nr_free[order], z->nr_free[order] + 1, __ATOMIC_RELAXED);
+}
+
+static inline void add_to_free_list(bh_zone_t *z, uint64_t pfn, unsigned order, int mt, bool tail) {
+  uint32_t head = bh__free_list(z, order, mt);
+  free_list_insert(z, pfn, order, tail ? z->arena->pages[head].prev : head);
 }
 
 /* A put-back block with a take rank (bh__take_rank_set): on the tail, before the ranked
  * blocks there that the trace shows taken after it. */
 static void add_ranked_tail(bh_zone_t *z, uint64_t pfn, unsigned order, int mt) {
-  bh_arena_t *a = z->arena;
+  const bh_arena_t *a = z->arena;
   uint32_t head = bh__free_list(z, order, mt), at = a->pages[head].prev, r = a->take_rank[pfn];
   while (at != head && at < a->take_rank_n && a->take_rank[at] > r)
     at = a->pages[at].prev;
-  bh__pg_set(bh__pg(a, pfn), BH__PG_BUDDY, (uint8_t)order);
-  bh__list_insert(a, (uint32_t)pfn, at, a->pages[at].next);
-  __atomic_store_n(&z->nr_free[order], z->nr_free[order] + 1, __ATOMIC_RELAXED);
+  free_list_insert(z, pfn, order, at);
 }
 
 void bh__take_rank_set(bh_arena_t *a, const uint32_t *rank, uint64_t n) {
@@ -243,17 +242,17 @@ void bh__free_one_page(bh_zone_t *z, uint64_t pfn, unsigned order, int mt, int f
     order++;
   }
 
-  bool to_tail;
-  if (fpi & BH__FPI_TO_TAIL)
+  bool to_tail, ranked = false;
+  if (fpi & BH__FPI_TO_TAIL) {
     to_tail = true;
-  else if (a->cfg.shuffle && order >= max_order)
+    ranked = a->take_rank && pfn < a->take_rank_n && a->take_rank[pfn];
+  } else if (a->cfg.shuffle && order >= max_order)
     to_tail = shuffle_pick_tail(a);
   else
     to_tail = buddy_merge_likely(a, z, pfn, order);
   if (to_tail)
     z->ev[BH_STAT_to_tail]++;
-  if (bh__unlikely(a->take_rank != NULL) && (fpi & BH__FPI_TO_TAIL) && pfn < a->take_rank_n &&
-      a->take_rank[pfn])
+  if (bh__unlikely(ranked))
     add_ranked_tail(z, pfn, order, mt);
   else
     add_to_free_list(z, pfn, order, mt, to_tail);

@@ -1245,6 +1245,8 @@ static int first_pass(struct replay *r, struct scan *sc, bool keep_all) {
   sc->map_cap = st.live.max_n;
   sc->groups = live_groups(&st.live);
   live_destroy(&st.live);
+  if (st.fe)
+    bh__drain_runs_end(st.fe); /* the trace's end ends each CPU's last drain */
   bh__pfnmap_destroy(&st.last_free);
   bh__zunmap(st.last_mt, lifo_pages);
   bh__zunmap(st.lifo_where, lifo_pages);
@@ -2451,12 +2453,12 @@ COLD static void vmstat_event(struct replay *r, const bh_event_t *ev) {
  */
 static inline __attribute__((always_inline)) int play_event(void *ctx, const bh_event_t *ev) {
   struct replay *r = ctx;
-  if (bh__unlikely(r->take_rank != NULL) && ev->pfn < r->take_rank_n)
-    r->take_rank[ev->pfn] = 0; /* touched: where it lies no longer follows the start's order */
   if (bh__unlikely(ev->op == BH_EV_VMSTAT)) {
     vmstat_event(r, ev);
     return 0;
   }
+  if (bh__unlikely(r->take_rank != NULL) && ev->pfn < r->take_rank_n)
+    r->take_rank[ev->pfn] = 0; /* touched: where it lies no longer follows the start's order */
   event_clock(r, ev->time_ns);
   r->events++;
   if (ev->op == BH_EV_ALLOC) {

@@ -287,7 +287,6 @@ int bh__rm_populate(bh__rmachine_t *rm, bh_arena_t *a, unsigned pcp_orders, uint
   bh__start_t st;
   char msg[256] = "";
   bh__pb_settle(&rm->fe);
-  bh__drain_runs_end(&rm->fe);
   int rc = bh__start_build(&st, rm->start, rm->m, bh_arena_pages(a), pcp_orders,
                            bh_arena_config(a)->nr_cpus, &rm->fe, seed, msg, sizeof(msg));
   bh__first_events_free(&rm->fe); /* used up */

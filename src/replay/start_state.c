@@ -117,9 +117,6 @@ int bh__first_events_copy(bh__first_events_t *dst, const bh__first_events_t *src
   dst->nr_pages = src->nr_pages;
   dst->seq_lost = src->seq_lost;
   memcpy(dst->emptied, src->emptied, sizeof(dst->emptied));
-  memcpy(dst->run_first, src->run_first, sizeof(dst->run_first)); /* a run not ended yet */
-  memcpy(dst->run_last, src->run_last, sizeof(dst->run_last));
-  memcpy(dst->run_bad, src->run_bad, sizeof(dst->run_bad));
   if (src->fe && !(dst->fe = malloc((src->nr_pages ? src->nr_pages : 1) * sizeof(uint32_t))))
     return BH_ENOMEM;
   if (src->fe)
@@ -740,17 +737,6 @@ static int rotate_pcp(struct ctx *c, size_t from, size_t mid) {
   return 0;
 }
 
-/*
- * What the order-0 lists could not take of zoneinfo's count (the trace shows each emptied, or
- * their pageblock types have too few pages without a flag) was on the lists of orders 1 to 3
- * that the trace does not show emptied: free_unref_page_commit puts a freed block of those
- * orders on a list of its own (order_to_pindex, mm/page_alloc.c:537-554 in 6.12) and counts
- * it in pcp->count in pages (:2692), so a block there that the trace never allocates nor
- * drains still counts toward the high mark.  Which order it had, nothing tells: the lowest
- * open one first, Unmovable, Reclaimable, then Movable (the kernel's own allocations are most
- * of those orders), each block an aligned run of pages without a flag in a pageblock of its
- * list's type.
- */
 /* Aligned blocks of 2^o pages without a flag in [from, to), in pageblocks of type t, onto
  * slot cpu's list of that order and type while *left holds one; returns where it stopped (a
  * scan of the zone for that list, resumed by the next slot). */
@@ -782,6 +768,17 @@ static uint64_t hidden_blocks(struct ctx *c, struct hidden *h, unsigned cpu, uns
   return to;
 }
 
+/*
+ * What the order-0 lists could not take of zoneinfo's count (the trace shows each emptied, or
+ * their pageblock types have too few pages without a flag) was on the lists of orders 1 to 3
+ * that the trace does not show emptied: free_unref_page_commit puts a freed block of those
+ * orders on a list of its own (order_to_pindex, mm/page_alloc.c:537-554 in 6.12) and counts
+ * it in pcp->count in pages (:2692), so a block there that the trace never allocates nor
+ * drains still counts toward the high mark.  Which order it had, nothing tells: the lowest
+ * open one first, Unmovable, Reclaimable, then Movable (the kernel's own allocations are most
+ * of those orders), each block an aligned run of pages without a flag in a pageblock of its
+ * list's type.
+ */
 static void hidden_high(struct ctx *c, struct hidden *h, int zi, unsigned cpu, uint64_t *cursor,
                         uint64_t to, uint64_t left, int *rc) {
   const uint16_t *emptied = h->emptied[(size_t)zi * c->nr_cpus + cpu];

@@ -357,7 +357,7 @@ static inline void bh__drain_run(bh__first_events_t *f, const bh_event_t *ev) {
   f->run_last[cpu] = (uint8_t)(l + 1);
 }
 
-/* Ends every CPU's drain run (the trace's end). */
+/* Ends every CPU's drain run: the first pass's end (bh__first_events_copy copies no run). */
 static inline void bh__drain_runs_end(bh__first_events_t *f) {
   for (int c = 0; c < BH__EMPTIED_CPUS; c++)
     bh__drain_run_end(f, c);
