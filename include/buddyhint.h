@@ -196,6 +196,10 @@ typedef struct bh_config {
    * decay_pcp_high: Linux 6.7+; default true); false: fixed at zone_highsize(), as before 6.7
    * (Linux 6.1's pageset_update) */
   bool pcp_high_tuning;
+  /* a CPU freeing orders 1-3 with no allocation between drains at once (free_high) once its
+   * free_count reaches batch + high_min / 2 (Linux 6.16+); false (default): once it reaches
+   * batch (6.7-6.15, free_unref_page_commit) */
+  bool pcp_free_high_raised;
   bool numa_bind;    /* mbind each node's range to a host node (libnuma), default false */
   bool debug_checks; /* extra consistency checks on every call; default false */
   /* compaction moves allocated blocks above order 0 whole (>0 order folio compaction, Linux

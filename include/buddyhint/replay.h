@@ -135,6 +135,9 @@ typedef struct bh_replay_config {
    * record: -1 (default) the recorded kernel's, 0 and 1 force pcp_high_tuning off or on
    * (bh_config_t; Linux before 6.7 keeps one pcp high mark, 6.7+ tunes it) */
   int pcp_high_tuning;
+  /* the same for pcp_free_high_raised (bh_config_t; Linux 6.16+ waits for free_count to
+   * reach batch + high_min / 2 before a free_high drain, earlier kernels for batch) */
+  int pcp_free_high_raised;
   /* the start state without what the trace shows of it (--start-order pfn): the pcp and buddy
    * lists in pfn order, each pcp block on its pageblock type's list, and the free map's
    * pageblock types, instead of the lists' order the trace's first allocations show and the
@@ -330,21 +333,22 @@ typedef struct bh_replay_summary {
   char trace[512], strategy[64], backing[16], report_mode[16], trace_format[32];
   uint64_t events, allocs, frees, alloc_failures, unknown_frees, skipped_lines;
   uint64_t malformed_lines, trace_failed_allocs, split_frees, orders_too_large;
-  uint64_t lost_frees;      /* a recorded pfn allocated again while still live: freed for it */
-  uint64_t batched_dups;    /* mm_page_free_batched events repeating an mm_page_free */
-  uint64_t gaps_shortened;  /* gaps between events cut to BH_REPLAY_MAX_GAP_NS */
-  uint64_t time_reversals;  /* events timestamped before an earlier event (played at its time) */
-  uint64_t lost_events;     /* events the recording lost, as the trace says (bh_trace_counts_t) */
-  char layout[16];          /* "machine" or "default" */
-  char start_state[16];     /* "kpageflags", "counts" or "empty" */
-  char placement[16];       /* "allocator" or "trace" */
-  bool pcp_high_tuned;      /* the arena's pcp high marks were tuned (6.7+) or fixed (6.1) */
-  bool start_order_pfn;     /* the start state was not inferred from the trace (start_order_pfn) */
-  bool start_pcp_trace;     /* start_pcp_trace: the start pcp lists as the trace shows them */
-  bool start_reported_all;  /* start_reported_all: every large free block started reported */
-  uint64_t pretrace_frees;  /* frees of memory the start state holds allocated before the trace
-                               (played as frees; without a start state they are unknown_frees) */
-  uint64_t start_conflicts; /* allocations of blocks the start state holds allocated */
+  uint64_t lost_frees;       /* a recorded pfn allocated again while still live: freed for it */
+  uint64_t batched_dups;     /* mm_page_free_batched events repeating an mm_page_free */
+  uint64_t gaps_shortened;   /* gaps between events cut to BH_REPLAY_MAX_GAP_NS */
+  uint64_t time_reversals;   /* events timestamped before an earlier event (played at its time) */
+  uint64_t lost_events;      /* events the recording lost, as the trace says (bh_trace_counts_t) */
+  char layout[16];           /* "machine" or "default" */
+  char start_state[16];      /* "kpageflags", "counts" or "empty" */
+  char placement[16];        /* "allocator" or "trace" */
+  bool pcp_high_tuned;       /* the arena's pcp high marks were tuned (6.7+) or fixed (6.1) */
+  bool pcp_free_high_raised; /* free_high from batch + high_min / 2 (6.16+) or from batch */
+  bool start_order_pfn;      /* the start state was not inferred from the trace (start_order_pfn) */
+  bool start_pcp_trace;      /* start_pcp_trace: the start pcp lists as the trace shows them */
+  bool start_reported_all;   /* start_reported_all: every large free block started reported */
+  uint64_t pretrace_frees;   /* frees of memory the start state holds allocated before the trace
+                                (played as frees; without a start state they are unknown_frees) */
+  uint64_t start_conflicts;  /* allocations of blocks the start state holds allocated */
   uint64_t placement_conflicts; /* --placement trace: recorded block not free in the arena */
   /* --placement trace with a trace that has the pcp events (mm_page_pcpu_drain,
    * mm_page_alloc_zone_locked): those that moved a block between the pcp and the free lists,

@@ -48,6 +48,7 @@ void bh_config_init(bh_config_t *cfg) {
   cfg->pcp_high = 0;
   cfg->pcp_thp = true;
   cfg->pcp_high_tuning = true;
+  cfg->pcp_free_high_raised = false;
   cfg->cpu_data_slice_bytes = 2ull << 20;
   cfg->numa_bind = false;
   cfg->debug_checks = false;

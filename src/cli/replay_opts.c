@@ -112,6 +112,9 @@ const char bh_cli_replay_help[] =
     "  --pcp-high KIND       auto (default: the recorded kernel's rule), tuned (Linux 6.7+:\n"
     "                        each pcp's high mark moves between high_min and high_max) or\n"
     "                        fixed (before 6.7: one mark, zone_highsize)\n"
+    "  --pcp-free-high KIND  auto (default: the recorded kernel's rule), raised (Linux\n"
+    "                        6.16+: a CPU freeing orders 1-3 drains at once from\n"
+    "                        free_count batch + high_min / 2) or batch (before 6.16)\n"
     "  --pcp-decay KIND      vmstat (default: where the trace has the vmstat worker's runs,\n"
     "                        record --pcp-events, each CPU's pcp decay at its runs, as the\n"
     "                        kernel's deferrable work, which an idle CPU does not run) or\n"
@@ -371,6 +374,7 @@ static int shape_opt(int argc, char **argv, int *i, bh_cli_replay_t *c) {
   static const char *const starts[] = {"auto", "kpageflags", "counts", "empty"};
   static const char *const placements[] = {"allocator", "trace"};
   static const char *const pcp_highs[] = {"fixed", "tuned", "auto"};
+  static const char *const free_highs[] = {"batch", "raised", "auto"};
   static const char *const start_orders[] = {"trace", "pfn"};
   const char *verb = argv[0], *v;
   bh_replay_config_t *cfg = &c->cfg;
@@ -444,6 +448,11 @@ static int shape_opt(int argc, char **argv, int *i, bh_cli_replay_t *c) {
     if (r < 0 || set_enum(verb, "pcp-high", v, pcp_highs, 3, &e))
       return -1;
     cfg->pcp_high_tuning = e == 2 ? -1 : e;
+    return 1;
+  } else if (OPT("pcp-free-high")) {
+    if (r < 0 || set_enum(verb, "pcp-free-high", v, free_highs, 3, &e))
+      return -1;
+    cfg->pcp_free_high_raised = e == 2 ? -1 : e;
     return 1;
   } else if (OPT("start")) {
     if (r < 0)

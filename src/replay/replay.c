@@ -63,6 +63,7 @@ void bh_replay_config_init(bh_replay_config_t *cfg) {
   cfg->compaction_proactiveness = 20;
   cfg->keep_max_bytes = BH__KEEP_DEFAULT_BYTES;
   cfg->pcp_high_tuning = -1;
+  cfg->pcp_free_high_raised = -1;
 }
 
 /* ---- state ---- */
@@ -2050,11 +2051,14 @@ static int setup(struct replay *r, const struct scan *sc) {
       return e;
     if (cfg->pcp_high_tuning >= 0)
       ac.pcp_high_tuning = cfg->pcp_high_tuning;
+    if (cfg->pcp_free_high_raised >= 0)
+      ac.pcp_free_high_raised = cfg->pcp_free_high_raised;
     mem = bh__rm_pages(&r->rm) << BH_PAGE_SHIFT;
   } else {
     bh_replay_zone_layout(&ac, mem);
   }
   r->s->pcp_high_tuned = ac.pcp_high_tuning && ac.pcp;
+  r->s->pcp_free_high_raised = ac.pcp_free_high_raised && ac.pcp;
   r->s->start_order_pfn = cfg->start_order_pfn;
   r->s->start_pcp_trace = cfg->start_pcp_trace;
   r->s->start_reported_all = cfg->start_reported_all;
@@ -3198,6 +3202,7 @@ int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *f, int indent) {
   ju64(&w, "lost_events", s->lost_events);
   jstr(&w, "layout", s->layout);
   jstr(&w, "pcp_high", s->pcp_high_tuned ? "tuned" : "fixed");
+  jstr(&w, "pcp_free_high", s->pcp_free_high_raised ? "raised" : "batch");
   jstr(&w, "start_order", s->start_order_pfn ? "pfn" : "trace");
   jstr(&w, "start_pcp", s->start_pcp_trace ? "trace" : "zoneinfo");
   jstr(&w, "start_reported", s->start_reported_all ? "all" : "snapshot");

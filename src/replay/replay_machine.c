@@ -242,13 +242,28 @@ bool bh__rm_kernel_tunes_pcp_high(const bh_machine_info_t *in) {
   return in->nr_zones == 0;
 }
 
+/*
+ * free_high, the drain of a CPU that frees orders 1-3 with no allocation between, waits in
+ * Linux 6.16+ for free_count to reach batch + high_min / 2 ("mm: pcp: increase
+ * pcp->free_count threshold to trigger free_high", merged for 6.16); 6.7-6.15 wait for batch
+ * (mm/page_alloc.c:2703 in 6.12.117).  Only by the release: zoneinfo does not show it.
+ */
+bool bh__rm_kernel_raises_free_high(const bh_machine_info_t *in) {
+  unsigned major, minor;
+  if (sscanf(in->kernel_release, "%u.%u", &major, &minor) != 2)
+    return false;
+  return major > 6 || (major == 6 && minor >= 16);
+}
+
 int bh__rm_configure(const bh__rmachine_t *rm, bh_config_t *ac, char *err, size_t errlen) {
   int rc = bh__layout_from_machine(ac, rm->m, err, errlen);
   const bh_machine_info_t *in = bh_machine_info(rm->m);
   if (!rc && !ac->nr_cpus && in->nr_cpus)
     ac->nr_cpus = in->nr_cpus;
-  if (!rc)
+  if (!rc) {
     ac->pcp_high_tuning = bh__rm_kernel_tunes_pcp_high(in);
+    ac->pcp_free_high_raised = bh__rm_kernel_raises_free_high(in);
+  }
   return rc;
 }
 

@@ -92,8 +92,11 @@ uint64_t bh__rm_pages(const bh__rmachine_t *rm);
 int bh__rm_want_first_events(bh__rmachine_t *rm);
 /* Whether the machine's kernel tunes its pcp high marks (6.7+) or keeps them fixed (6.1). */
 bool bh__rm_kernel_tunes_pcp_high(const bh_machine_info_t *in);
+/* Whether the machine's kernel waits for free_count to reach batch + high_min / 2 before a
+ * free_high drain (6.16+); false where its release is not known (the 6.12 rule). */
+bool bh__rm_kernel_raises_free_high(const bh_machine_info_t *in);
 /* The arena's layout and CPUs from the machine, and the rules of its kernel that differ
- * between the kernels users record (pcp_high_tuning). */
+ * between the kernels users record (pcp_high_tuning, pcp_free_high_raised). */
 int bh__rm_configure(const bh__rmachine_t *rm, bh_config_t *ac, char *err, size_t errlen);
 /* Gives the new arena its start state (before hinting is attached). */
 int bh__rm_populate(bh__rmachine_t *rm, bh_arena_t *a, unsigned pcp_orders, uint64_t seed,

@@ -230,6 +230,59 @@ static void test_pcp_free_high_batch(void **state) {
   EXPECT_U64(high_order_burst(13 * 4096, &drained), 2);
 }
 
+/*
+ * When free_high starts, by the recorded kernel.  One CPU, batch 4, high 16 (so high_min 16),
+ * no PCPF_FREE_HIGH_BATCH; eight order-1 blocks allocated, the lists drained, then the eight
+ * freed one by one.  Each free checks free_count before adding its own pages, and free_high
+ * needs the free before it to be of order 1-3 too.  6.12 (free_count >= batch,
+ * mm/page_alloc.c:2703 in 6.12.117): free 3 sees free_count 4, drains all 6 pages
+ * (min(count, batch << 5), :2605-2606), and every free after drains its own 2: the first
+ * drain at free 3, six drains.  6.16+ (free_count >= batch + high_min / 2 = 12, "mm: pcp:
+ * increase pcp->free_count threshold to trigger free_high"): nothing until free 7 sees
+ * free_count 12 with 14 pages listed (high 16 not reached), which it drains; free 8 drains
+ * its 2: two drains.  16 pages either way.
+ */
+static uint64_t free_high_burst(bool raised, int *first_drain) {
+  bh_config_t c = bt_cfg_one_zone(BH_ZONE_NORMAL, 16 * MiB);
+  c.backing = BH_BACKING_SIM;
+  c.nr_cpus = 1;
+  c.pcp_batch = 4;
+  c.pcp_high = 16;
+  c.pcp = true;
+  c.cpu_data_slice_bytes = 0;
+  c.pcp_free_high_raised = raised;
+  bt_cfg_no_wmarks(&c);
+  bh_arena_t *a = bt_create(&c);
+  uint64_t p[8];
+  for (int i = 0; i < 8; i++)
+    p[i] = bt_alloc(a, BH_GFP_MOVABLE, 1, 0);
+  bh_drain_pcp(a);
+  uint64_t d0 = bt_stat(a, BH_STAT_pcp_drain), dp0 = bt_stat(a, BH_STAT_pcp_drain_pages);
+  *first_drain = 0;
+  for (int i = 0; i < 8; i++) {
+    bt_free(a, p[i], 1, 0);
+    if (!*first_drain && bt_stat(a, BH_STAT_pcp_drain) > d0)
+      *first_drain = i + 1;
+  }
+  uint64_t drains = bt_stat(a, BH_STAT_pcp_drain) - d0;
+  EXPECT_U64(bt_stat(a, BH_STAT_pcp_drain_pages) - dp0, 16);
+  bt_expect_all_free(a);
+  bh_arena_destroy(a);
+  return drains;
+}
+
+static void test_pcp_free_high_raised(void **state) {
+  (void)state;
+  int first;
+  EXPECT_U64(free_high_burst(false, &first), 6);
+  assert_int_equal(first, 3);
+  EXPECT_U64(free_high_burst(true, &first), 2);
+  assert_int_equal(first, 7);
+  bh_config_t c;
+  bh_config_init(&c);
+  assert_false(c.pcp_free_high_raised); /* the model follows 6.12 */
+}
+
 /* pcp_thp: pageblock-order (9) blocks use the THP list; order 4 never uses a pcp list. */
 static void test_pcp_orders(void **state) {
   (void)state;
@@ -369,6 +422,7 @@ int main(void) {
       cmocka_unit_test(test_pcp_drain_at_high),
       cmocka_unit_test(test_pcp_free_count_halved_on_alloc),
       cmocka_unit_test(test_pcp_free_high_batch),
+      cmocka_unit_test(test_pcp_free_high_raised),
       cmocka_unit_test(test_pcp_orders),
       cmocka_unit_test(test_pcp_no_drain_without_reclaim),
       cmocka_unit_test(test_pcp_drain_with_reclaim_progress),

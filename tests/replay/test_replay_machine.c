@@ -23,6 +23,7 @@
 #include <buddyhint/strategy.h>
 
 #include "buddy/internal.h"
+#include "replay/replay_machine.h"
 
 #include <sys/stat.h>
 
@@ -231,6 +232,7 @@ static void test_guest_dir(void **state) {
    * zone_highsize() of the low watermark (6.1 mm/page_alloc.c pageset_update): DMA32's CPUs
    * print 1779 (tests/trace/data/machine/guest61/zoneinfo), and so does the replay's dump */
   assert_false(s.pcp_high_tuned);
+  assert_false(s.pcp_free_high_raised); /* 6.1: free_high from batch (before 6.16) */
   snprintf(path, sizeof(path), "%s/zoneinfo", out);
   char *zi = slurp(path), *dma32 = strstr(zi, "zone    DMA32");
   assert_non_null(dma32);
@@ -245,16 +247,51 @@ static void test_guest_dir(void **state) {
   }
   rmdir(out);
   cfg.dump_dir = NULL;
-  cfg.pcp_high_tuning = 1; /* the 6.7+ rule asked for */
+  cfg.pcp_high_tuning = 1;      /* the 6.7+ rule asked for */
+  cfg.pcp_free_high_raised = 1; /* and the 6.16+ one */
   replay(&cfg, &s);
   assert_true(s.pcp_high_tuned);
+  assert_true(s.pcp_free_high_raised);
   cfg.pcp_high_tuning = -1;
+  cfg.pcp_free_high_raised = -1;
   /* kpageflags asked for without one: refused with a reason */
   cfg.dump_dir = NULL;
   cfg.start = BH_START_KPAGEFLAGS;
   char err[512];
   assert_int_equal(bh_replay_run(&cfg, &s, err, sizeof(err)), BH_EINVAL);
   assert_non_null(strstr(err, "no free map"));
+}
+
+/*
+ * The rules that differ between the kernels users record, by the release the machine
+ * description carries: the pcp high mark is tuned from 6.7 (zoneinfo's high_min/high_max
+ * otherwise), free_high waits for batch + high_min / 2 from 6.16 (mm/page_alloc.c:2703 has
+ * batch in 6.12.117); an unknown release gets the 6.12 rule.
+ */
+static void test_kernel_rules_by_release(void **state) {
+  (void)state;
+  static const struct {
+    const char *release;
+    bool tunes, raises;
+  } k[] = {{"6.1.0-28-amd64", false, false},
+           {"6.6.58", false, false},
+           {"6.7.0", true, false},
+           {"6.12.117+deb12-amd64", true, false},
+           {"6.15.11", true, false},
+           {"6.16.0", true, true},
+           {"6.18.44-fc-v1272", true, true},
+           {"7.0.1", true, true},
+           {"5.15.0-91-generic", false, false}};
+  for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++) {
+    bh_machine_info_t in;
+    memset(&in, 0, sizeof(in));
+    snprintf(in.kernel_release, sizeof(in.kernel_release), "%s", k[i].release);
+    assert_int_equal(bh__rm_kernel_tunes_pcp_high(&in), k[i].tunes);
+    assert_int_equal(bh__rm_kernel_raises_free_high(&in), k[i].raises);
+  }
+  bh_machine_info_t none;
+  memset(&none, 0, sizeof(none));
+  assert_false(bh__rm_kernel_raises_free_high(&none));
 }
 
 /*
@@ -3001,6 +3038,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_crafted_snapshot),
       cmocka_unit_test(test_guest_dir),
+      cmocka_unit_test(test_kernel_rules_by_release),
       cmocka_unit_test(test_pretrace_and_placement),
       cmocka_unit_test(test_old_trace),
       cmocka_unit_test(test_start_reported),
