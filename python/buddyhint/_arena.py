@@ -60,7 +60,7 @@ class _Config(ctypes.Structure):
                 ("pcp", ctypes.c_bool), ("nr_cpus", ctypes.c_uint), ("pcp_key", ctypes.c_int),
                 ("pcp_batch", ctypes.c_uint), ("pcp_high", ctypes.c_uint),
                 ("pcp_thp", ctypes.c_bool), ("pcp_high_tuning", ctypes.c_bool),
-                ("numa_bind", ctypes.c_bool),
+                ("pcp_free_high_raised", ctypes.c_bool), ("numa_bind", ctypes.c_bool),
                 ("debug_checks", ctypes.c_bool), ("compact_large_blocks", ctypes.c_bool),
                 ("reclaim_progress", ctypes.c_bool), ("smp", ctypes.c_bool),
                 ("nr_layout_zones", ctypes.c_uint),

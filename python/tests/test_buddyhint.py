@@ -41,6 +41,7 @@ def test_config_struct_matches_the_library():
     assert (c.watermark_scale_factor, c.watermark_boost_factor) == (10, 15000)
     assert list(c.lowmem_reserve_ratio) == [256, 256, 32, 0]
     assert c.pcp and c.nr_cpus == 2 and c.pcp_thp and c.pcp_high_tuning and not c.numa_bind
+    assert not c.pcp_free_high_raised  # the 6.12 rule
     assert c.compact_large_blocks and c.smp and c.nr_layout_zones == 0
     assert c.cpu_data_slice_bytes == 2 << 20 and not c.compact_skip_unsplit  # after layout_zones
     assert bytes(cfg.pad) == bytes(4096)  # nothing written past the mirror's end
