@@ -182,12 +182,18 @@ typedef struct bh_replay_config {
    * (late): the block is taken from the list it lies on right before the free, as that
    * allocation at the latest did, and freed as the kernel freed it (untraced_frees_applied) */
   bool untraced_ignore;
-  /* in a machine's shape, with the pcp events: true (--untraced-allocs lists) also follows
-   * the pages refills put on the order-0 pcp lists, and where the trace's allocation from a
-   * list takes a page below some of them, allocates those right before it, as an allocation
-   * without an event took them (untraced_takes: the kernel stacks a fork takes through
-   * alloc_pages_bulk); default false, late as above */
+  /* in a machine's shape, with the pcp events: true (--untraced-allocs lists) follows the
+   * order-0 pcp lists as the trace shows them (frees on the head, refills at the tail), and
+   * where the trace's allocation from a list takes a page below some of them (or a page that
+   * lay on it at the start, below them all), allocates those right before it, as an
+   * allocation without an event took them (untraced_takes: the kernel stacks a fork takes
+   * through alloc_pages_bulk).  For a recording without record's alloc_pages_bulk probes:
+   * chosen by itself where the recording says so (its "record" section, bulk_probes 0) unless
+   * untraced_late.  Default false, late as above */
   bool untraced_lists;
+  /* late even where the recording says it has no alloc_pages_bulk probes (--untraced-allocs
+   * late) */
+  bool untraced_late;
   /* the pcp decay (decay_pcp_high) on every CPU every second of the trace (--pcp-decay tick),
    * even where the trace has the vmstat worker's runs (BH_EV_VMSTAT, `record --pcp-events`);
    * default false: where it has them, each CPU's decay runs at its runs only, as the kernel's
@@ -454,6 +460,8 @@ typedef struct bh_replay_summary {
    * next allocation from that list shows (it takes a page below them): allocated right
    * before it (untraced_lists only) */
   uint64_t untraced_takes;
+  /* the pcp lists were followed for them (untraced_lists, asked for or by the recording) */
+  bool untraced_lists;
   /* the order a strategy that is the kernel's page reporting (bubble, adaptive) reported at,
    * -1 for another strategy; and where it came from: "option" (its order option), "recorded"
    * (the recorded machine's page_reporting_order, taken where no option gives one) or

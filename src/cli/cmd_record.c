@@ -801,6 +801,14 @@ restore_signals:
             overrun, dropped);
   copy_t cp = {.w = w, .c = &c};
   bh_cli_rec_window(machine, &cp.lo, &cp.hi);
+  /* with the pcp events, whether the pages alloc_pages_bulk takes are in the trace: a replay
+   * infers them from the pcp lists' order where they are not (--untraced-allocs lists) */
+  if (machine && pcp_events &&
+      bh_machine_set_section(machine, "record",
+                             tr.bulk_system[0] ? "bulk_probes 1\n" : "bulk_probes 0\n")) {
+    fprintf(stderr, "buddyhint record: out of memory\n");
+    goto cleanup;
+  }
   if (window_frees(&tr, &drain, cp.lo, machine) || bh_cli_rec_describe(VERB, machine, w))
     goto cleanup;
   int copied = copy_events(&tr, &drain, &cp);

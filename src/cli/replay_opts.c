@@ -100,15 +100,17 @@ const char bh_cli_replay_help[] =
     "                        the reporting order starts reported, as on a machine whose\n"
     "                        reporting ran since boot: a counterfactual from a recording\n"
     "                        made with reporting off)\n"
-    "  --untraced-allocs KIND late (default), ignore, infer or lists: a free of memory the\n"
-    "                        replay holds free (alloc_pages_bulk took it without an event)\n"
-    "                        takes the block right before the free and frees it (late; a\n"
-    "                        block the pcp lists' order shows gone earlier stays allocated\n"
-    "                        from its first free), is dropped (ignore), or every block the\n"
-    "                        trace frees twice with nothing allocated between stays allocated\n"
-    "                        from its first free (infer; the other such frees late); lists:\n"
-    "                        late, and refilled pages the lists' order shows taken unseen\n"
-    "                        (a fork's kernel stack) are allocated where it shows them gone\n"
+    "  --untraced-allocs KIND late, ignore, infer or lists: a free of memory the replay\n"
+    "                        holds free (alloc_pages_bulk took it without an event) takes\n"
+    "                        the block right before the free and frees it (late; a block\n"
+    "                        the pcp lists' order shows gone earlier stays allocated from\n"
+    "                        its first free), is dropped (ignore), or every block the trace\n"
+    "                        frees twice with nothing allocated between stays allocated from\n"
+    "                        its first free (infer; the other such frees late); lists: late,\n"
+    "                        and pages the lists' order shows taken unseen (a fork's kernel\n"
+    "                        stack) are allocated where it shows them gone, for a recording\n"
+    "                        made without record's alloc_pages_bulk probes.  Default: lists\n"
+    "                        where the recording says it had no probes, else late\n"
     "  --pcp-high KIND       auto (default: the recorded kernel's rule), tuned (Linux 6.7+:\n"
     "                        each pcp's high mark moves between high_min and high_max) or\n"
     "                        fixed (before 6.7: one mark, zone_highsize)\n"
@@ -420,6 +422,7 @@ static int shape_opt(int argc, char **argv, int *i, bh_cli_replay_t *c) {
     cfg->untraced_infer = e == 2;
     cfg->untraced_ignore = e == 1;
     cfg->untraced_lists = e == 3;
+    cfg->untraced_late = e == 0;
     return 1;
   } else if (OPT("pcp-decay")) {
     static const char *const decays[] = {"vmstat", "tick"};

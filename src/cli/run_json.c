@@ -169,7 +169,8 @@ static json_t *options(const bh_replay_config_t *cfg) {
       cfg->untraced_infer    ? "infer"
       : cfg->untraced_ignore ? "ignore"
       : cfg->untraced_lists  ? "lists"
-                             : "late");
+      : cfg->untraced_late   ? "late"
+                             : "auto");
 }
 
 /* The arena the run had: its size and CPUs as the replay chose them, its zones' layout. */

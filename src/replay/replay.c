@@ -806,7 +806,7 @@ static int lifo_pop(struct scan_state *st, struct lifo_entry *v, size_t *n, int 
     if (st->lifo_stamp[x.pfn] != (uint32_t)x.stamp)
       continue;                /* gone with an event since */
     st->lifo_stamp[x.pfn] = 0; /* still there: gone unseen */
-    if (!x.refill)
+    if (!x.refill && !st->follow_refills)
       lifo_gone(st, x.pfn);
     else if (lifo_take(st, x.pfn, cpu, mt))
       return BH_ENOMEM;
@@ -847,10 +847,14 @@ static int lifo_refill(struct scan_state *st, const bh_event_t *ev, int mt, stru
  * an event took them (a drain takes the list's tail, and is traced).  A refill shows its list
  * empty (:3082-3092): every page still on it had left the same way.  A page a free put there
  * is then one of a pair of frees (lifo_gone); a page a refill put there (with untraced_lists:
- * lifo_refill) is taken by the replay where the trace shows it gone (lifo_take).  0 or
- * BH_ENOMEM.
+ * lifo_refill) is taken by the replay where the trace shows it gone (lifo_take).  With
+ * untraced_lists, a page freed there is taken so too, and start_page (an order-0 block whose
+ * first event is this allocation, with the pcp events recorded: it lay on this list at the
+ * start, below everything freed onto it since, as no refill came between) shows every page
+ * still on the list gone.  0 or BH_ENOMEM.
  */
-COLD static int lifo_alloc(struct scan_state *st, const bh_event_t *ev, bool refill) {
+COLD static int lifo_alloc(struct scan_state *st, const bh_event_t *ev, bool refill,
+                           bool start_page) {
   if (!st->last_mt || ev->pfn >= st->fe->nr_pages ||
       (1ull << ev->order) > st->fe->nr_pages - ev->pfn)
     return 0;
@@ -873,6 +877,8 @@ COLD static int lifo_alloc(struct scan_state *st, const bh_event_t *ev, bool ref
       lone = st->batch_len[ev->cpu][mt] == 1;
       st->batch_len[ev->cpu][mt] = 0;
     }
+    if (start_page && !stamp && n && st->follow_refills && !lone)
+      return lifo_pop(st, *v, n, ev->cpu, mt, 0, 0);
     if (!stamp || !n || st->lifo_where[ev->pfn] != (uint8_t)(ev->cpu << 2 | mt))
       return 0; /* not a page of this list as the trace shows it */
     if (lone && *n && (uint32_t)(*v)[0].stamp == stamp) {
@@ -940,7 +946,7 @@ static inline void first_pass_pcp(struct scan_state *st, const bh_event_t *ev) {
   untraced_drained(st, ev);
   if (ev->op == BH_EV_PCPU_DRAIN)
     lifo_drain(st, ev);
-  else if (ev->percpu_refill && !ev->order && lifo_alloc(st, ev, true))
+  else if (ev->percpu_refill && !ev->order && lifo_alloc(st, ev, true, false))
     st->oom = true; /* mm_page_alloc_zone_locked */
 }
 
@@ -1078,6 +1084,9 @@ static inline __attribute__((always_inline)) int scan_event(void *ctx, const bh_
     return 0;
   }
   if (bh__unlikely(st->fe != NULL)) {
+    bool start_page = st->follow_refills && ev->op == BH_EV_ALLOC && ev->pfn < st->fe->nr_pages &&
+                      !st->fe->fe[ev->pfn] && st->fe->taken &&
+                      !(st->fe->taken[ev->pfn >> 6] & 1ull << (ev->pfn & 63));
     bh__first_event(st->fe, ev);
     if (ev->op == BH_EV_FREE &&
         (untraced_free(st, ev) || lifo_free(st, ev) || lock_watch_free(st, ev, st->nfrees - 1)))
@@ -1086,7 +1095,7 @@ static inline __attribute__((always_inline)) int scan_event(void *ctx, const bh_
       return BH_ENOMEM;
     else if (ev->op == BH_EV_ALLOC && !ev->failed) {
       untraced_alloc(st, ev);
-      if (lifo_alloc(st, ev, false))
+      if (lifo_alloc(st, ev, false, start_page))
         return BH_ENOMEM;
     }
     st->nallocs += ev->op == BH_EV_ALLOC;
@@ -1185,6 +1194,15 @@ static int lost_check(struct replay *r, uint64_t lost) {
   return BH_EFORMAT;
 }
 
+/* Whether the first pass follows the pcp lists for allocations without an event (lists): as
+ * asked, or where the recording says it has no alloc_pages_bulk probes and no other kind was
+ * asked for. */
+static bool lists_followed(const struct replay *r) {
+  const bh_replay_config_t *c = r->cfg;
+  return c->untraced_lists || (!c->untraced_late && !c->untraced_ignore && !c->untraced_infer &&
+                               r->rm.shape && bh__rm_bulk_unprobed(&r->rm));
+}
+
 /* keep_all: keep the events of a binary trace too (for several replays: bh__replay_share) */
 static int first_pass(struct replay *r, struct scan *sc, bool keep_all) {
   bh_trace_t *t;
@@ -1198,7 +1216,7 @@ static int first_pass(struct replay *r, struct scan *sc, bool keep_all) {
                           .pcp_unplayed = r->cfg->placement != BH_PLACEMENT_TRACE &&
                                           drain_evidence(r) && !refills_followed(r),
                           .pairs_all = r->cfg->untraced_infer,
-                          .follow_refills = r->cfg->untraced_lists};
+                          .follow_refills = lists_followed(r)};
   if (bh__pfnmap_init(&st.live.far, 1 << 10)) {
     bh_trace_close(t);
     return BH_ENOMEM;
@@ -2059,6 +2077,7 @@ static int setup(struct replay *r, const struct scan *sc) {
   }
   r->s->pcp_high_tuned = ac.pcp_high_tuning && ac.pcp;
   r->s->pcp_free_high_raised = ac.pcp_free_high_raised && ac.pcp;
+  r->s->untraced_lists = lists_followed(r);
   r->s->start_order_pfn = cfg->start_order_pfn;
   r->s->start_pcp_trace = cfg->start_pcp_trace;
   r->s->start_reported_all = cfg->start_reported_all;
@@ -3258,6 +3277,7 @@ int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *f, int indent) {
   jdbl(&w, "pass_timer_share", s->pass_timer_share);
   ju64(&w, "pcp_refills_at_event", s->pcp_refills_at_event);
   ju64(&w, "untraced_takes", s->untraced_takes);
+  jint(&w, "untraced_lists", s->untraced_lists);
   jdbl(&w, "virtual_seconds", s->virtual_seconds);
   jdbl(&w, "wall_seconds", s->wall_seconds);
   jdbl(&w, "cpu_seconds", s->cpu_seconds);

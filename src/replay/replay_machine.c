@@ -255,6 +255,16 @@ bool bh__rm_kernel_raises_free_high(const bh_machine_info_t *in) {
   return major > 6 || (major == 6 && minor >= 16);
 }
 
+bool bh__rm_bulk_unprobed(const bh__rmachine_t *rm) {
+  const char *t = rm->m ? bh_machine_section(rm->m, "record") : NULL;
+  for (const char *l = t; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : "") {
+    unsigned v;
+    if (sscanf(l, "bulk_probes %u", &v) == 1)
+      return v == 0;
+  }
+  return false;
+}
+
 int bh__rm_configure(const bh__rmachine_t *rm, bh_config_t *ac, char *err, size_t errlen) {
   int rc = bh__layout_from_machine(ac, rm->m, err, errlen);
   const bh_machine_info_t *in = bh_machine_info(rm->m);

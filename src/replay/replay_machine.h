@@ -92,6 +92,9 @@ uint64_t bh__rm_pages(const bh__rmachine_t *rm);
 int bh__rm_want_first_events(bh__rmachine_t *rm);
 /* Whether the machine's kernel tunes its pcp high marks (6.7+) or keeps them fixed (6.1). */
 bool bh__rm_kernel_tunes_pcp_high(const bh_machine_info_t *in);
+/* Whether the recording says it was made without record's alloc_pages_bulk probes (its
+ * "record" section: bulk_probes 0), so that the allocations they show are not in it. */
+bool bh__rm_bulk_unprobed(const bh__rmachine_t *rm);
 /* Whether the machine's kernel waits for free_count to reach batch + high_min / 2 before a
  * free_high drain (6.16+); false where its release is not known (the 6.12 rule). */
 bool bh__rm_kernel_raises_free_high(const bh_machine_info_t *in);

@@ -1090,6 +1090,94 @@ static void test_untraced_allocs_refill(void **state) {
   bh_arena_destroy(a);
 }
 
+/*
+ * Freed pages taken without an event (--untraced-allocs lists), for a recording without
+ * record's alloc_pages_bulk probes.  A free puts its page on the head of its CPU's list
+ * (free_unref_page_commit, mm/page_alloc.c:2692 in 6.12) and an allocation takes the head
+ * (__rmqueue_pcplist, :3095): W, X, Y freed in that order and then W allocated, X and Y had
+ * left the list unseen.  With lists they are allocated right before it (two takes) and their
+ * later frees are ordinary; late waits for their second frees, which then leave them
+ * allocated from their first (untraced_allocs: a pair of frees with nothing allocated
+ * between, the list having shown them gone).  A page whose first event is an allocation lay
+ * on the list at the start, below everything freed onto it since (no refill came between: a
+ * refill is traced), so W freed and then S allocated shows W gone (late: W's second free
+ * finds it free, untraced_frees); not so where a lone refill event of S comes first (an
+ * allocation that skipped the list, rmqueue_buddy: :3115, :1650).  And the recording's
+ * "record" section (record writes bulk_probes 0 without the probes) chooses lists by itself,
+ * unless late is asked for.
+ */
+static void test_untraced_allocs_freed(void **state) {
+  (void)state;
+  bh_arena_t *a = crafted_arena();
+  char *desc = describe(a, false);
+  const bh_zone_t *z = &a->zones[a->nr_zones - 1];
+  uint64_t p = UINT64_MAX;
+  for (uint64_t q = z->start_pfn; q < z->start_pfn + z->spanned_pages && p == UINT64_MAX; q++)
+    if ((a->pages[q].flags & BH__PG_BUDDY) && a->pages[q].order >= 2 &&
+        (a->pageblock[q >> a->pb_order] & 7) == BH_MT_UNMOVABLE)
+      p = q;
+  assert_true(p != UINT64_MAX);
+  unsigned long w = (unsigned long)p, x = w + 1, y = w + 2, st = w + 3;
+  char lines[3][600];
+  snprintf(lines[0], sizeof(lines[0]),
+           "# buddyhint-trace 3\n"
+           "1000 A %#lx 0 cpu=0 gfp=GFP_KERNEL\n1001 A %#lx 0 cpu=0 gfp=GFP_KERNEL\n"
+           "1002 A %#lx 0 cpu=0 gfp=GFP_KERNEL\n"
+           "2000 F %#lx 0 cpu=0\n2001 F %#lx 0 cpu=0\n2002 F %#lx 0 cpu=0\n"
+           "3000 A %#lx 0 cpu=0 gfp=GFP_KERNEL\n"
+           "4000 F %#lx 0 cpu=0\n4001 F %#lx 0 cpu=0\n",
+           w, x, y, w, x, y, w, x, y);
+  snprintf(lines[1], sizeof(lines[1]),
+           "# buddyhint-trace 3\n"
+           "1000 A %#lx 0 cpu=0 gfp=GFP_KERNEL\n2000 F %#lx 0 cpu=0\n"
+           "3000 A %#lx 0 cpu=0 gfp=GFP_KERNEL\n4000 F %#lx 0 cpu=0\n",
+           w, w, st, w);
+  snprintf(lines[2], sizeof(lines[2]),
+           "# buddyhint-trace 3\n"
+           "1000 A %#lx 0 cpu=0 gfp=GFP_KERNEL\n2000 F %#lx 0 cpu=0\n"
+           "2999 Z %#lx 0 cpu=0 mt=0 refill=1\n3000 A %#lx 0 cpu=0 gfp=GFP_KERNEL\n"
+           "4000 F %#lx 0 cpu=0\n",
+           w, w, st, st, w);
+  size_t dl = strlen(desc);
+  char *unprobed = malloc(dl + 64);
+  assert_non_null(unprobed);
+  char *end = strstr(desc, "@end"); /* the section goes before the description's end */
+  assert_non_null(end);
+  snprintf(unprobed, dl + 64, "%.*s@record 1\nbulk_probes 0\n%s", (int)(end - desc), desc, end);
+  char *paths[4];
+  for (int i = 0; i < 3; i++) {
+    char name[32];
+    snprintf(name, sizeof(name), "freed-takes%d.bht", i);
+    paths[i] = strdup(write_trace3(name, BH_TRACE_NATIVE_BINARY, desc, lines[i]));
+  }
+  paths[3] = strdup(write_trace3("freed-unprobed.bht", BH_TRACE_NATIVE_BINARY, unprobed, lines[0]));
+  static const struct {
+    int path, mode; /* 0 default, 1 lists, 2 late */
+    uint64_t takes, frees, pairs;
+    bool lists;
+  } want[] = {{0, 1, 2, 0, 0, true},  {0, 0, 0, 0, 2, false}, {1, 1, 1, 0, 0, true},
+              {1, 0, 0, 1, 0, false}, {2, 1, 0, 1, 0, true},  {3, 0, 2, 0, 0, true},
+              {3, 2, 0, 0, 2, false}};
+  for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+    bh_replay_config_t cfg;
+    bh_replay_config_init(&cfg);
+    cfg.trace = paths[want[i].path];
+    cfg.untraced_lists = want[i].mode == 1;
+    cfg.untraced_late = want[i].mode == 2;
+    bh_replay_summary_t s;
+    replay(&cfg, &s);
+    assert_int_equal(s.untraced_takes, want[i].takes);
+    assert_int_equal(s.untraced_frees, want[i].frees);
+    assert_int_equal(s.untraced_allocs, want[i].pairs);
+    assert_int_equal(s.untraced_lists, want[i].lists);
+  }
+  for (int i = 0; i < 4; i++)
+    free(paths[i]);
+  free(unprobed);
+  free(desc);
+  bh_arena_destroy(a);
+}
+
 /* A trace recorded before descriptions existed (version 1): the default layout, an empty
  * start, no fidelity; with --start DIR the machine's layout and a counts start. */
 static void test_old_trace(void **state) {
@@ -3078,6 +3166,7 @@ int main(void) {
       cmocka_unit_test(test_batched_frees_deferred_many),
       cmocka_unit_test(test_pcp_decay_vmstat),
       cmocka_unit_test(test_untraced_allocs_refill),
+      cmocka_unit_test(test_untraced_allocs_freed),
   };
   return cmocka_run_group_tests(tests, tt_setup, tt_teardown);
 }
