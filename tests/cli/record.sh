@@ -251,8 +251,14 @@ fi
 # they go when it ends
 kp=$(grep -s 'buddyhint_' /sys/kernel/tracing/kprobe_events || true)
 [ -z "$kp" ] || fail "record --pcp-events left kprobe events behind: $kp"
+# the description's record section says which: bulk_probes 0 with the warning (a replay then
+# infers the takes from the pcp lists' order), 1 without
+probes=$(awk '/^@record/ {f = 1; next} /^@/ {f = 0} f && $1 == "bulk_probes" {print $2}' pcp.desc)
 if grep -q "alloc_pages_bulk takes are not recorded" pcp.err; then
-  echo "note: $(grep -o 'not recorded: .*' pcp.err)"
+  echo "note: $(grep -o 'not recorded.*' pcp.err)"
+  [ "$probes" = 0 ] || fail "record section: bulk_probes '$probes' after the warning, not 0"
+else
+  [ "$probes" = 1 ] || fail "record section: bulk_probes '$probes' with the probes on, not 1"
 fi
 
 # the spool on a small tmpfs, as a guest's initramfs /tmp: an idle command must not fill it.

@@ -85,7 +85,10 @@ int bh_cli_tracer_open(bh_cli_tracer_t *tr, const char *verb, bool pcp_events, b
     if (bulk && bh_cli_bulk_probe_add(tr->root, tr->bulk_system, sizeof(tr->bulk_system), why,
                                       sizeof(why))) {
       tr->bulk_system[0] = '\0';
-      tmsg(tr, "warning: the pages alloc_pages_bulk takes are not recorded: %s\n", why);
+      tmsg(tr,
+           "warning: the pages alloc_pages_bulk takes are not recorded (a replay infers "
+           "them from the pcp lists' order): %s\n",
+           why);
     }
     return 0;
   }
