@@ -446,6 +446,9 @@ typedef struct bh_replay_summary {
   /* kpageflags start: pageblocks whose type the trace shows to differ from the free map's
    * choice (the trace's wins; not with start_order_pfn) */
   uint64_t start_retyped_pageblocks;
+  /* of those, pageblocks a split showed not of the map's type (a take of the head of a larger
+   * free block shows the lists below it empty) */
+  uint64_t start_split_retyped_pageblocks;
   /* frees that an allocation without an event followed (the trace frees the block again with
    * nothing allocated over it between: alloc_pages_bulk takes pcp pages without
    * mm_page_alloc), left allocated; with untraced_infer only */

@@ -3259,6 +3259,7 @@ int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *f, int indent) {
   ju64(&w, "start_repaired_pages", s->start_repaired_pages);
   ju64(&w, "start_taken_pages", s->start_taken_pages);
   ju64(&w, "start_retyped_pageblocks", s->start_retyped_pageblocks);
+  ju64(&w, "start_split_retyped_pageblocks", s->start_split_retyped_pageblocks);
   ju64(&w, "start_reported_blocks", s->start_reported_blocks);
   ju64(&w, "start_reported_marked", s->start_reported_marked);
   ju64(&w, "start_reported_missed", s->start_reported_missed);

@@ -356,6 +356,7 @@ int bh__rm_populate(bh__rmachine_t *rm, bh_arena_t *a, unsigned pcp_orders, uint
   rm->nr_unseen = st.nr_taken;
   st.taken = NULL;
   s->start_retyped_pageblocks = st.retyped_pageblocks;
+  s->start_split_retyped_pageblocks = st.split_retyped_pageblocks;
   bh__start_free(&st);
   return rc;
 }

@@ -392,6 +392,7 @@ typedef struct bh__start {
   uint64_t repaired_pages;     /* kpageflags: free in the map, first freed by the trace */
   uint64_t taken_pages;        /* kpageflags: allocated in the map, first taken from the buddy */
   uint64_t retyped_pageblocks; /* kpageflags: of another type than the map's (the trace's) */
+  uint64_t split_retyped_pageblocks; /* of those, by a split's evidence (types_from_splits) */
   /* the blocks of taken_pages as placed (merged with their free buddies) */
   bh_block_run_t *taken;
   size_t nr_taken;

@@ -1178,6 +1178,61 @@ static void test_untraced_allocs_freed(void **state) {
   bh_arena_destroy(a);
 }
 
+/*
+ * A split shows the lists below it empty (types_from_splits).  In a fresh arena's Normal zone:
+ * H, a free order-1 block (an order-1 allocation at the head of a free max-order block), and
+ * B, a free order-0 page in another pageblock (its buddy allocated), both Movable in the map;
+ * Q, a pageblock with no free page, Unmovable in the map.  The trace's refill takes H and H + 1
+ * at order 0: the kernel split H (__rmqueue_smallest takes the lowest order with a block,
+ * expand() hands out the head, mm/page_alloc.c:1641-1650, :1441 in 6.12.117), so its Movable
+ * order-0 list was empty and B, which the trace never shows, was not Movable.  B's pageblock swaps
+ * types with Q, and the replay's refill splits H as the kernel's did: both allocations take the
+ * kernel's pages.  Without the inference (--start-order pfn) the refill takes B first.
+ */
+static void test_split_shows_types(void **state) {
+  (void)state;
+  bh_arena_t *a = tt_sim_arena(16, 112, 128);
+  const bh_zone_t *z = &a->zones[a->nr_zones - 1];
+  uint64_t big = 1ull << a->max_order, w[3];
+  int n = 0;
+  for (uint64_t p = z->zone_start_pfn;
+       p + big <= z->zone_start_pfn + z->zone_spanned_pages && n < 3; p += big)
+    if ((a->pages[p].flags & BH__PG_BUDDY) && a->pages[p].order == a->max_order &&
+        bh__pb_mt(a, p) == BH_MT_MOVABLE)
+      w[n++] = p;
+  assert_int_equal(n, 3);
+  assert_int_equal(bh_alloc_pfn_at(a, BH_GFP_USER_MOVABLE, 1, 0, w[0]), BH_OK);
+  assert_int_equal(bh_alloc_pfn_at(a, BH_GFP_USER_MOVABLE, 0, 0, w[1] + 1), BH_OK);
+  assert_int_equal(bh_alloc_pfn_at(a, BH_GFP_USER_MOVABLE, a->pb_order, 0, w[2]), BH_OK);
+  bh_drain_pcp(a);
+  uint64_t h = w[0] + 2, b = w[1];
+  assert_true((a->pages[h].flags & BH__PG_BUDDY) && a->pages[h].order == 1);
+  assert_true((a->pages[b].flags & BH__PG_BUDDY) && a->pages[b].order == 0);
+  char extra[64], lines[512];
+  snprintf(extra, sizeof(extra), "P %lx U1\n", (unsigned long)w[2]);
+  char *desc = describe_with(a, false, extra, NULL);
+  snprintf(lines, sizeof(lines),
+           "# buddyhint-trace 3\n"
+           "1000 Z %#lx 0 cpu=0 mt=1 refill=1\n1001 Z %#lx 0 cpu=0 mt=1 refill=1\n"
+           "2000 A %#lx 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n"
+           "2001 A %#lx 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n",
+           (unsigned long)h, (unsigned long)h + 1, (unsigned long)h, (unsigned long)h + 1);
+  const char *path = write_trace3("split-types.bht", BH_TRACE_NATIVE_BINARY, desc, lines);
+  for (int pfn_order = 0; pfn_order < 2; pfn_order++) {
+    bh_replay_config_t cfg;
+    bh_replay_config_init(&cfg);
+    cfg.trace = path;
+    cfg.start_order_pfn = pfn_order;
+    bh_replay_summary_t s;
+    replay(&cfg, &s);
+    assert_int_equal(s.start_split_retyped_pageblocks, pfn_order ? 0 : 1);
+    assert_int_equal(s.agreement.allocs, 2);
+    assert_int_equal(s.agreement.same, pfn_order ? 0 : 2);
+  }
+  free(desc);
+  bh_arena_destroy(a);
+}
+
 /* A trace recorded before descriptions existed (version 1): the default layout, an empty
  * start, no fidelity; with --start DIR the machine's layout and a counts start. */
 static void test_old_trace(void **state) {
@@ -1808,7 +1863,10 @@ static void test_start_types_from_pcp_allocs(void **state) {
   char extra[64];
   mistype_pageblock(a, pb, extra, sizeof(extra));
   char *desc = describe_with(a, false, extra, NULL);
+  /* the last page of a free block: a take of its head would be a split, which shows the lower
+   * Movable lists empty (types_from_splits) where this map holds Movable blocks */
   uint64_t q = free_movable(a, pb + (1ull << a->pb_order), 0);
+  q += (1ull << a->pages[q].order) - 1;
   const struct {
     bool pcp_first, drain;
     uint64_t retyped;
@@ -3167,6 +3225,7 @@ int main(void) {
       cmocka_unit_test(test_pcp_decay_vmstat),
       cmocka_unit_test(test_untraced_allocs_refill),
       cmocka_unit_test(test_untraced_allocs_freed),
+      cmocka_unit_test(test_split_shows_types),
   };
   return cmocka_run_group_tests(tests, tt_setup, tt_teardown);
 }
