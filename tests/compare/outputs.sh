@@ -43,8 +43,10 @@ jqok 'all(.runs[]; (.provenance.version | length > 0) and (.provenance.git_revis
   "$work/c.json" || bad "compare: tool, version, revision, command line or arena missing"
 jqok 'all(.runs[]; .provenance.options.memory_bytes == 0)' "$work/c.json" ||
   bad "compare: the options record a size that was not given"
-jqok 'all(.runs[]; .provenance.options.untraced_allocs == "late")' "$work/c.json" ||
-  bad "compare: the default --untraced-allocs is not recorded"
+# the default: late, or lists where the recording says it has no bulk probes (the run's
+# untraced_lists says which it was)
+jqok 'all(.runs[]; .provenance.options.untraced_allocs == "auto" and .untraced_lists == 0)' \
+  "$work/c.json" || bad "compare: the default --untraced-allocs is not recorded"
 
 # a replay's JSON: the keys of one element of compare's runs, the same figures
 "$bh" replay "$t" --backing sim --quiet --strategy bubble --opt delay=1s --seed 7 --json - \
