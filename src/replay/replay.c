@@ -786,8 +786,9 @@ COLD static int lifo_free(struct scan_state *st, const bh_event_t *ev) {
   return 0;
 }
 
-/* Refilled page pfn was taken from the list (cpu, mt) by an allocation without an event,
- * before the trace's next allocation.  0 or BH_ENOMEM. */
+/* Page pfn, refilled onto the list (cpu, mt) or, with untraced_lists, freed there, was taken
+ * from it by an allocation without an event, before the trace's next allocation.  0 or
+ * BH_ENOMEM. */
 COLD static int lifo_take(struct scan_state *st, uint64_t pfn, int cpu, int mt) {
   struct scan *sc = st->sc;
   if (bh__grow(&sc->takes, &st->takes_cap, sc->ntakes, sizeof(*sc->takes)))
@@ -797,8 +798,8 @@ COLD static int lifo_take(struct scan_state *st, uint64_t pfn, int cpu, int mt) 
 }
 
 /* Pops the entries above the one stamped floor (0: every entry), or, with min, those stamped
- * below min: pages still there had left the list with no event (lifo_gone for a freed page,
- * lifo_take for a refilled one).  0 or BH_ENOMEM. */
+ * below min: pages still there had left the list with no event (lifo_take for a refilled one,
+ * and with untraced_lists for a freed one; else lifo_gone).  0 or BH_ENOMEM. */
 static int lifo_pop(struct scan_state *st, struct lifo_entry *v, size_t *n, int cpu, int mt,
                     uint64_t floor, uint64_t min) {
   while (*n && (uint32_t)v[*n - 1].stamp != floor && !(min && v[*n - 1].stamp >= min)) {
@@ -848,10 +849,10 @@ static int lifo_refill(struct scan_state *st, const bh_event_t *ev, int mt, stru
  * empty (:3082-3092): every page still on it had left the same way.  A page a free put there
  * is then one of a pair of frees (lifo_gone); a page a refill put there (with untraced_lists:
  * lifo_refill) is taken by the replay where the trace shows it gone (lifo_take).  With
- * untraced_lists, a page freed there is taken so too, and start_page (an order-0 block whose
- * first event is this allocation, with the pcp events recorded: it lay on this list at the
- * start, below everything freed onto it since, as no refill came between) shows every page
- * still on the list gone.  0 or BH_ENOMEM.
+ * untraced_lists (which wants the pcp events recorded), a page freed there is taken so too,
+ * and start_page (a block whose first event is this allocation and no take: it lay on this
+ * list at the start, below everything freed onto it since, as no refill came between, a
+ * refill being traced) shows every page still on the list gone.  0 or BH_ENOMEM.
  */
 COLD static int lifo_alloc(struct scan_state *st, const bh_event_t *ev, bool refill,
                            bool start_page) {

@@ -1349,12 +1349,12 @@ static int fit_free_pageblocks(struct ctx *c, const bh_snapshot_t *s) {
 /*
  * A take that splits a free block of the start shows the request type's lists below the
  * block's order empty then: __rmqueue_smallest takes the lowest order that has a block of the
- * request's type and splits it, handing out its first pages (mm/page_alloc.c:1644-1650 and
- * expand() in 6.12.117).  So where the trace's first take from a start block of order k is
- * of its head at an order r < k, the zone's lists of that type and orders r to k - 1 were
- * empty at that moment; a free block of the map on one of them that the trace never shows
- * (nor any event in its pageblock, nor in its buddy, which a free could have merged it with)
- * was not of that type.  Its pageblock takes the first other type whose list of that order
+ * request's type and splits it, handing out its first pages (mm/page_alloc.c:1641-1650,
+ * expand() at :1441 in 6.12.117).  So where the trace's first take from a start block of
+ * order k is of its head at an order r < k, the zone's lists of that type and orders r to
+ * k - 1 were empty at that moment; a free block of the map on one of them whose pageblock no
+ * event touches (nor, then, its buddy, which a free could have merged it with) was not of
+ * that type.  Its pageblock takes the first other type whose list of that order
  * the trace does not show empty, swapped with the nearest pageblock of that type the trace
  * does not touch and that holds no free page, so that pagetypeinfo's counts of pageblocks by
  * type hold.  Only splits of blocks below the pageblock order: the map fitted its free
@@ -1398,13 +1398,10 @@ static int types_from_splits(struct ctx *c) {
       p += len;
       continue;
     }
-    uint64_t pb = b << c->pbo, pe = pb + (1ull << c->pbo), bud = p ^ len;
-    for (q = pb; q < pe && q < n && !c->fe[q]; q++)
+    uint64_t pe = (b + 1) << c->pbo; /* the buddy, of a lower order, is in the pageblock too */
+    for (q = b << c->pbo; q < pe && q < n && !c->fe[q]; q++)
       ;
-    bool quiet = q >= pe || q >= n;
-    for (q = bud; quiet && q < bud + len && q < n; q++)
-      quiet = !c->fe[q];
-    for (int i = 0; quiet && i < BH_MT_PCPTYPES; i++) {
+    for (int i = 0; (q >= pe || q >= n) && i < BH_MT_PCPTYPES; i++) {
       int u = pref[i];
       if (u == t || ((empty[zi][u] >> o) & 1))
         continue;
