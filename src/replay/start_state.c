@@ -1388,6 +1388,10 @@ static int types_from_splits(struct ctx *c) {
   }
   bh__zunmap(touched, words * sizeof(uint64_t));
   static const int pref[BH_MT_PCPTYPES] = {BH_MT_UNMOVABLE, BH_MT_RECLAIMABLE, BH_MT_MOVABLE};
+  /* a zone with no partner of a type has none later either (a swap uses one up): a search
+   * each, not one per block */
+  bool none[BH_MACHINE_MAX_ZONES][BH_MT_PCPTYPES];
+  memset(none, 0, sizeof(none));
   for (uint64_t p = 0, n = c->nr_pages; (p = next_placed(c, p)) < n;) {
     unsigned o = (c->placed[p] & 0x7fu) - 1u;
     uint64_t len = 1ull << o, b = p >> c->pbo, q;
@@ -1403,11 +1407,13 @@ static int types_from_splits(struct ctx *c) {
       ;
     for (int i = 0; (q >= pe || q >= n) && i < BH_MT_PCPTYPES; i++) {
       int u = pref[i];
-      if (u == t || ((empty[zi][u] >> o) & 1))
+      if (u == t || ((empty[zi][u] >> o) & 1) || none[zi][u])
         continue;
       uint64_t partner = nearest_pageblock(c, b, (uint8_t)u, quiet_pageblock);
-      if (partner == UINT64_MAX)
+      if (partner == UINT64_MAX) {
+        none[zi][u] = true;
         continue;
+      }
       retype(c, b, (uint8_t)u, partner);
       c->st->split_retyped_pageblocks++;
       break;
