@@ -363,6 +363,7 @@ static int setup_pcp(bh_arena_t *a, bh_zone_t *z, uint32_t *next_head) {
     pcp->high_min = (int)z->pcp_high_min;
     pcp->high_max = (int)z->pcp_high_max;
     pcp->high = pcp->high_min;
+    pcp->free_high_from = pcp->batch + (a->cfg.pcp_free_high_raised ? pcp->high_min / 2 : 0);
     /* zone_pcp_update_cacheinfo (mm/page_alloc.c:5854-5875) */
     if ((a->cfg.cpu_data_slice_bytes >> BH_PAGE_SHIFT) > 3ull * (uint64_t)pcp->batch)
       pcp->flags |= BH__PCPF_FREE_HIGH_BATCH;

@@ -132,6 +132,7 @@ typedef struct bh__pcp {
   int count;         /* pages on all lists */
   int high, high_min, high_max, batch;
   int free_count;
+  int free_high_from; /* free_count at which free_high may start: batch (+ high_min / 2, 6.16) */
   uint8_t alloc_factor;
   uint8_t flags;            /* PCPF_PREV_FREE_HIGH_ORDER, PCPF_FREE_HIGH_BATCH */
   uint32_t head;            /* first list head index: lists are head + pindex */

@@ -880,8 +880,8 @@ __attribute__((always_inline)) static inline int pcp_add(bh_arena_t *a, bh_zone_
   int batch = pcp->batch;
   bool free_high = false;
   if (order && order <= BH__PAGE_ALLOC_COSTLY_ORDER) {
-    int from = batch + (a->cfg.pcp_free_high_raised ? pcp->high_min / 2 : 0);
-    free_high = pcp->free_count >= from && (pcp->flags & BH__PCPF_PREV_FREE_HIGH_ORDER) &&
+    free_high = pcp->free_count >= pcp->free_high_from &&
+                (pcp->flags & BH__PCPF_PREV_FREE_HIGH_ORDER) &&
                 (!(pcp->flags & BH__PCPF_FREE_HIGH_BATCH) || pcp->count >= batch);
     pcp->flags |= BH__PCPF_PREV_FREE_HIGH_ORDER;
   } else if (pcp->flags & BH__PCPF_PREV_FREE_HIGH_ORDER) {

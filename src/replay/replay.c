@@ -1085,10 +1085,7 @@ static inline __attribute__((always_inline)) int scan_event(void *ctx, const bh_
     return 0;
   }
   if (bh__unlikely(st->fe != NULL)) {
-    bool start_page = st->follow_refills && ev->op == BH_EV_ALLOC && ev->pfn < st->fe->nr_pages &&
-                      !st->fe->fe[ev->pfn] && st->fe->taken &&
-                      !(st->fe->taken[ev->pfn >> 6] & 1ull << (ev->pfn & 63));
-    bh__first_event(st->fe, ev);
+    bool start_page = bh__first_event(st->fe, ev);
     if (ev->op == BH_EV_FREE &&
         (untraced_free(st, ev) || lifo_free(st, ev) || lock_watch_free(st, ev, st->nfrees - 1)))
       return BH_ENOMEM;

@@ -232,10 +232,18 @@ int bh__rm_want_first_events(bh__rmachine_t *rm) {
  * (6.1's pageset_update, zone_highsize() of the low watermark, which is 6.12's high_min).  By
  * its release where the description has one, else by whether its zoneinfo prints high_max.
  */
+/* Whether the machine's kernel_release is at least major.minor: 1 or 0, -1 if not known. */
+static int release_at_least(const bh_machine_info_t *in, unsigned major, unsigned minor) {
+  unsigned x, y;
+  if (sscanf(in->kernel_release, "%u.%u", &x, &y) != 2)
+    return -1;
+  return x > major || (x == major && y >= minor);
+}
+
 bool bh__rm_kernel_tunes_pcp_high(const bh_machine_info_t *in) {
-  unsigned major, minor;
-  if (sscanf(in->kernel_release, "%u.%u", &major, &minor) == 2)
-    return major > 6 || (major == 6 && minor >= 7);
+  int at = release_at_least(in, 6, 7);
+  if (at >= 0)
+    return at;
   for (int i = 0; i < in->nr_zones; i++)
     if (in->zones[i].pcp_high_max)
       return true;
@@ -249,15 +257,12 @@ bool bh__rm_kernel_tunes_pcp_high(const bh_machine_info_t *in) {
  * (mm/page_alloc.c:2703 in 6.12.117).  Only by the release: zoneinfo does not show it.
  */
 bool bh__rm_kernel_raises_free_high(const bh_machine_info_t *in) {
-  unsigned major, minor;
-  if (sscanf(in->kernel_release, "%u.%u", &major, &minor) != 2)
-    return false;
-  return major > 6 || (major == 6 && minor >= 16);
+  return release_at_least(in, 6, 16) == 1;
 }
 
 bool bh__rm_bulk_unprobed(const bh__rmachine_t *rm) {
   const char *t = rm->m ? bh_machine_section(rm->m, "record") : NULL;
-  for (const char *l = t; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : "") {
+  for (const char *l = t; l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
     unsigned v;
     if (sscanf(l, "bulk_probes %u", &v) == 1)
       return v == 0;

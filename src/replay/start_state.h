@@ -151,16 +151,19 @@ static inline bool bh__pb_type_first(bh__first_events_t *f, uint64_t b, int mt) 
 
 static inline void bh__drain_run(bh__first_events_t *f, const bh_event_t *ev);
 
-static inline void bh__first_event(bh__first_events_t *f, const bh_event_t *ev) {
+/* A page event of the trace, for the first events of its pages.  Whether it is the first event
+ * of its block and an allocation of a block no take gave out: one that lay on a pcp list at the
+ * start (with the pcp events recorded). */
+static inline bool bh__first_event(bh__first_events_t *f, const bh_event_t *ev) {
   bh__drain_run(f, ev);
   if (ev->order > 20 || ev->pfn >= f->nr_pages || (ev->op == BH_EV_ALLOC && ev->failed))
-    return;
+    return false;
   if (f->last_free)
     bh__pageblock_evidence(f, ev);
   uint64_t n = 1ull << ev->order, end = ev->pfn + n < f->nr_pages ? ev->pfn + n : f->nr_pages;
   uint32_t kind = ev->op == BH_EV_ALLOC ? BH__FE_ALLOC : BH__FE_FREE, head = f->fe[ev->pfn];
   if (head && n == 1)
-    return; /* the common case: seen */
+    return false; /* the common case: seen */
   for (uint64_t p = ev->pfn; p < end; p++)
     if (!f->fe[p])
       f->fe[p] = kind;
@@ -174,10 +177,13 @@ static inline void bh__first_event(bh__first_events_t *f, const bh_event_t *ev) 
      * pages on the Movable list): weak evidence of that type, since the pageblock may have
      * been retyped after the free and before the start; any other evidence outranks it */
     uint64_t b = ev->pfn >> f->pb_order;
-    if (f->pcp_seen && f->pb_type && f->taken && b < f->nr_pageblocks && !f->pb_type[b] &&
-        mt < BH_MT_PCPTYPES && !(f->taken[ev->pfn >> 6] & 1ull << (ev->pfn & 63)))
+    bool untaken = f->taken && !(f->taken[ev->pfn >> 6] & 1ull << (ev->pfn & 63));
+    if (f->pcp_seen && f->pb_type && untaken && b < f->nr_pageblocks && !f->pb_type[b] &&
+        mt < BH_MT_PCPTYPES)
       f->pb_type[b] = (uint8_t)(BH__PB_WEAK | (mt + 1));
+    return untaken;
   }
+  return false;
 }
 
 /*

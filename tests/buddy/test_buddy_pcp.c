@@ -113,19 +113,35 @@ static void test_pcp_drain_returns_everything(void **state) {
  * with free_count 8 -> drain clamp(8, batch 4, high - batch 12) = 8 pages (count 8); at the
  * 16th free count is 16 again, free_count 16 -> drain 12 (count 4).
  */
-static bh_arena_t *fixed_pcp_arena(void) {
+/* fixed_pcp_arena with its CPU's cache share (cpu_data_slice_bytes) and free_high rule. */
+static bh_arena_t *fixed_pcp_arena_with(uint64_t slice_bytes, bool free_high_raised) {
   bh_config_t c = bt_cfg_one_zone(BH_ZONE_NORMAL, 16 * MiB);
   c.backing = BH_BACKING_SIM;
   c.pcp = true;
   c.nr_cpus = 1;
   c.pcp_batch = 4;
   c.pcp_high = 16;
+  c.cpu_data_slice_bytes = slice_bytes;
+  c.pcp_free_high_raised = free_high_raised;
   bt_cfg_no_wmarks(&c);
   bh_arena_t *a = bt_create(&c);
   bh_zone_info_t zi = bt_zone(a, 0);
   EXPECT_U64(zi.pcp_batch, 4);
   EXPECT_U64(zi.pcp_high, 16);
   return a;
+}
+
+static bh_arena_t *fixed_pcp_arena(void) {
+  bh_config_t d;
+  bh_config_init(&d);
+  return fixed_pcp_arena_with(d.cpu_data_slice_bytes, d.pcp_free_high_raised);
+}
+
+/* n order-1 blocks allocated into p, then the pcp lists drained: the start of a burst of frees. */
+static void order1_blocks(bh_arena_t *a, uint64_t *p, int n) {
+  for (int i = 0; i < n; i++)
+    p[i] = bt_alloc(a, BH_GFP_MOVABLE, 1, 0);
+  bh_drain_pcp(a);
 }
 
 static void test_pcp_drain_at_high(void **state) {
@@ -184,7 +200,7 @@ static void test_pcp_free_count_halved_on_alloc(void **state) {
  * PCPF_FREE_HIGH_BATCH: a pcp whose CPU's share of the last-level cache exceeds 3 * batch
  * pages (zone_pcp_update_cacheinfo, mm/page_alloc.c:5870-5873) keeps batch pages through a
  * burst of order 1..3 frees: free_high needs count >= batch too (mm/page_alloc.c:2699-2703),
- * and free_high drains min(count, batch << 5) (2605-2606).  fixed_pcp_arena (batch 4, high
+ * and free_high drains min(count, batch << 5) (2608-2609).  fixed_pcp_arena (batch 4, high
  * 16): four order-1 blocks allocated, the lists drained, then the four freed one by one.
  * Free 1: no high-order free before it; free 2: free_count 2 < 4; free 3: free_count 4,
  * count 6 >= 4, free_high either way: 6 pages drained.  Free 4: free_count 6, count 2: with
@@ -192,19 +208,9 @@ static void test_pcp_free_count_halved_on_alloc(void **state) {
  * they are drained too.
  */
 static uint64_t high_order_burst(uint64_t slice_bytes, uint64_t *drained) {
-  bh_config_t c = bt_cfg_one_zone(BH_ZONE_NORMAL, 16 * MiB);
-  c.backing = BH_BACKING_SIM;
-  c.nr_cpus = 1;
-  c.pcp_batch = 4;
-  c.pcp_high = 16;
-  c.pcp = true;
-  c.cpu_data_slice_bytes = slice_bytes;
-  bt_cfg_no_wmarks(&c);
-  bh_arena_t *a = bt_create(&c);
+  bh_arena_t *a = fixed_pcp_arena_with(slice_bytes, false);
   uint64_t p[4];
-  for (int i = 0; i < 4; i++)
-    p[i] = bt_alloc(a, BH_GFP_MOVABLE, 1, 0);
-  bh_drain_pcp(a);
+  order1_blocks(a, p, 4);
   uint64_t d0 = bt_stat(a, BH_STAT_pcp_drain), dp0 = bt_stat(a, BH_STAT_pcp_drain_pages);
   for (int i = 0; i < 3; i++)
     bt_free(a, p[i], 1, 0);
@@ -236,27 +242,16 @@ static void test_pcp_free_high_batch(void **state) {
  * freed one by one.  Each free checks free_count before adding its own pages, and free_high
  * needs the free before it to be of order 1-3 too.  6.12 (free_count >= batch,
  * mm/page_alloc.c:2703 in 6.12.117): free 3 sees free_count 4, drains all 6 pages
- * (min(count, batch << 5), :2605-2606), and every free after drains its own 2: the first
+ * (min(count, batch << 5), :2608-2609), and every free after drains its own 2: the first
  * drain at free 3, six drains.  6.16+ (free_count >= batch + high_min / 2 = 12, "mm: pcp:
  * increase pcp->free_count threshold to trigger free_high"): nothing until free 7 sees
  * free_count 12 with 14 pages listed (high 16 not reached), which it drains; free 8 drains
  * its 2: two drains.  16 pages either way.
  */
 static uint64_t free_high_burst(bool raised, int *first_drain) {
-  bh_config_t c = bt_cfg_one_zone(BH_ZONE_NORMAL, 16 * MiB);
-  c.backing = BH_BACKING_SIM;
-  c.nr_cpus = 1;
-  c.pcp_batch = 4;
-  c.pcp_high = 16;
-  c.pcp = true;
-  c.cpu_data_slice_bytes = 0;
-  c.pcp_free_high_raised = raised;
-  bt_cfg_no_wmarks(&c);
-  bh_arena_t *a = bt_create(&c);
+  bh_arena_t *a = fixed_pcp_arena_with(0, raised);
   uint64_t p[8];
-  for (int i = 0; i < 8; i++)
-    p[i] = bt_alloc(a, BH_GFP_MOVABLE, 1, 0);
-  bh_drain_pcp(a);
+  order1_blocks(a, p, 8);
   uint64_t d0 = bt_stat(a, BH_STAT_pcp_drain), dp0 = bt_stat(a, BH_STAT_pcp_drain_pages);
   *first_drain = 0;
   for (int i = 0; i < 8; i++) {

@@ -29,6 +29,9 @@
 
 #define MDATA BH_SOURCE_DIR "/tests/trace/data/machine"
 
+/* The first free block of at least min_order from pfn from in a pageblock of type mt. */
+static uint64_t free_block(bh_arena_t *a, uint64_t from, unsigned min_order, int mt);
+
 /* Not inlined: gcc 12 then takes the text for the local buf itself (-Wdangling-pointer). */
 __attribute__((noinline)) static char *dump(bh_arena_t *a, int (*fn)(bh_arena_t *, FILE *)) {
   char *buf = NULL;
@@ -1036,13 +1039,7 @@ static void test_untraced_allocs_refill(void **state) {
   (void)state;
   bh_arena_t *a = crafted_arena();
   char *desc = describe(a, false);
-  const bh_zone_t *z = &a->zones[a->nr_zones - 1];
-  uint64_t p = UINT64_MAX;
-  for (uint64_t q = z->start_pfn; q < z->start_pfn + z->spanned_pages && p == UINT64_MAX; q++)
-    if ((a->pages[q].flags & BH__PG_BUDDY) && a->pages[q].order >= 2 &&
-        (a->pageblock[q >> a->pb_order] & 7) == BH_MT_UNMOVABLE)
-      p = q;
-  assert_true(p != UINT64_MAX);
+  uint64_t p = free_block(a, a->zones[a->nr_zones - 1].start_pfn, 2, BH_MT_UNMOVABLE);
   static const char fmt[] = "# buddyhint-trace 3\n"
                             "1000 Z X 0 cpu=0 mt=0 refill=1\n"
                             "1001 Z Y 0 cpu=0 mt=0 refill=1\n"
@@ -1110,13 +1107,7 @@ static void test_untraced_allocs_freed(void **state) {
   (void)state;
   bh_arena_t *a = crafted_arena();
   char *desc = describe(a, false);
-  const bh_zone_t *z = &a->zones[a->nr_zones - 1];
-  uint64_t p = UINT64_MAX;
-  for (uint64_t q = z->start_pfn; q < z->start_pfn + z->spanned_pages && p == UINT64_MAX; q++)
-    if ((a->pages[q].flags & BH__PG_BUDDY) && a->pages[q].order >= 2 &&
-        (a->pageblock[q >> a->pb_order] & 7) == BH_MT_UNMOVABLE)
-      p = q;
-  assert_true(p != UINT64_MAX);
+  uint64_t p = free_block(a, a->zones[a->nr_zones - 1].start_pfn, 2, BH_MT_UNMOVABLE);
   unsigned long w = (unsigned long)p, x = w + 1, y = w + 2, st = w + 3;
   char lines[3][600];
   snprintf(lines[0], sizeof(lines[0]),
@@ -2409,13 +2400,17 @@ static void test_untraced_allocs_drained(void **state) {
 
 /* The head of the first free block from pfn from in a Movable pageblock, of order min_order
  * or more (the test fails if there is none). */
-static uint64_t free_movable(bh_arena_t *a, uint64_t from, unsigned min_order) {
+static uint64_t free_block(bh_arena_t *a, uint64_t from, unsigned min_order, int mt) {
   for (uint64_t p = from; p < a->nr_pages; p++)
     if ((a->pages[p].flags & BH__PG_BUDDY) && a->pages[p].order >= min_order &&
-        bh__pb_mt(a, p) == BH_MT_MOVABLE)
+        bh__pb_mt(a, p) == mt)
       return p;
-  fail_msg("no free Movable block of order %u from %#lx", min_order, (unsigned long)from);
+  fail_msg("no free block of order %u and type %d from %#lx", min_order, mt, (unsigned long)from);
   return UINT64_MAX;
+}
+
+static uint64_t free_movable(bh_arena_t *a, uint64_t from, unsigned min_order) {
+  return free_block(a, from, min_order, BH_MT_MOVABLE);
 }
 
 /*
