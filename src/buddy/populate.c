@@ -857,6 +857,32 @@ void bh__where_is(const bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int
 }
 
 /*
+ * A free block the start snapshot shows reported: to its list's tail, where
+ * page_reporting_drain put it back (__putback_isolated_page, mm/page_alloc.c:2950-2951 in
+ * 6.12.117).  Not isolated and put back again: __isolate_free_page's move of the block's
+ * pageblock to Movable, its other free blocks to the Movable lists' tails (:2916-2925, for a
+ * block of pageblock_order - 1 or more), happened when the kernel reported the block, before
+ * the snapshot; the snapshot's pageblock types and the lists' order the start state took from
+ * the trace's takes already hold what came of it.  Flagged PageReported if flag.
+ */
+bool bh__start_block_reported(bh_arena_t *a, uint64_t pfn, unsigned order, bool flag) {
+  bh_zone_t *z = a ? zone_at(a, pfn) : NULL;
+  if (!z || !in_span(z, pfn, 1))
+    return false;
+  bh__zone_lock(z);
+  bh__page_t *p = &a->pages[pfn];
+  bool found = (bh__pg_flags(p) & BH__PG_BUDDY) && bh__pg_order(p) == order;
+  if (found) {
+    bh__list_del(a, (uint32_t)pfn);
+    bh__list_add_tail(a, (uint32_t)pfn, bh__free_list(z, order, bh__pb_mt(a, pfn)));
+    if (flag)
+      bh__pg_set_flags(p, bh__pg_flags(p) | BH__PG_REPORTED);
+  }
+  bh__zone_unlock(z);
+  return found;
+}
+
+/*
  * A claim the kernel's trace reports (mm_page_alloc_extfrag with change_ownership): the
  * pageblocks of the block of 2^order pages at pfn become mt's, each with its free blocks moved
  * to mt's lists, as try_to_steal_block does (Linux 6.12 mm/page_alloc.c:1973-1980 for a block

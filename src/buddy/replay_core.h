@@ -178,6 +178,12 @@ BH__INTERNAL int bh__pcp_adopt_at(bh_arena_t *a, uint64_t pfn, unsigned order, i
 /* whether order has pcp lists (pcp_allowed_order) */
 BH__INTERNAL bool bh__pcp_order(const bh_arena_t *a, unsigned order);
 
+/* populate.c: the free block of `order` at pfn, which the start snapshot shows reported, to
+ * its list's tail (flagged reported if flag), as the kernel's report left it, without the
+ * isolation's effects on its pageblock (they precede the snapshot).  False if pfn heads no
+ * free block of that order. */
+BH__INTERNAL bool bh__start_block_reported(bh_arena_t *a, uint64_t pfn, unsigned order, bool flag);
+
 /*
  * populate.c: a fallback as a kernel's trace reports it (mm_page_alloc_extfrag), for a replay
  * that follows the kernel's own pfns.  bh__claim_block_at: a claim (change_ownership) of the

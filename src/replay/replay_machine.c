@@ -369,28 +369,17 @@ int bh__rm_populate(bh__rmachine_t *rm, bh_arena_t *a, unsigned pcp_orders, uint
 /*
  * Marks the free block pfn of order reported in whichever zone holds it, at the tail of its
  * free list, where page_reporting_drain() put it back (__putback_isolated_page): the
- * allocator takes blocks from the head, unreported ones first.  It goes there as the kernel's
- * reporting moved it, isolated and put back (which counts in the arena's isolate statistics).
- * False if no zone has it as a free block of that order.
+ * allocator takes blocks from the head, unreported ones first.  Only the block moves: what
+ * the kernel's isolation did to its pageblock came before the snapshot
+ * (bh__start_block_reported).  Flagged PageReported if mark.  False if no zone has it as a
+ * free block of that order.
  */
 static bool start_block_reported(bh_arena_t *a, uint64_t pfn, unsigned order, bool mark) {
-  for (int i = 0; i < bh_zone_count(a); i++) {
-    bh_zone_t *z = bh_arena_zone(a, i);
-    unsigned o;
-    bh_zone_lock(z);
-    bool found = bh_zone_free_block(z, pfn, &o, NULL) && o == order;
-    if (found && !bh_zone_isolate(z, pfn, order)) /* else (watermark): where it is */
-      bh_zone_putback(z, pfn, order, &found);
-    if (found && mark)
-      bh_block_set_reported(z, pfn);
-    bh_zone_unlock(z);
-    if (found) {
-      if (*bh__discard_map(a)) /* the host has discarded it: its reuse is a refault */
-        bh__discard_mark(a, pfn, 1ull << order);
-      return true;
-    }
-  }
-  return false;
+  if (!bh__start_block_reported(a, pfn, order, mark))
+    return false;
+  if (*bh__discard_map(a)) /* the host has discarded it: its reuse is a refault */
+    bh__discard_mark(a, pfn, 1ull << order);
+  return true;
 }
 
 static int cmp_u64(const void *x, const void *y) {

@@ -149,6 +149,14 @@ static void replay(bh_replay_config_t *cfg, bh_replay_summary_t *s) {
   assert_int_equal(s->check_violations, 0);
 }
 
+/* Replays the trace at path with the default configuration (sim backing, no idle). */
+static void replay_defaults(const char *path, bh_replay_summary_t *s) {
+  bh_replay_config_t cfg;
+  bh_replay_config_init(&cfg);
+  cfg.trace = path;
+  replay(&cfg, s);
+}
+
 /* A fragmented arena: every mobility, orders 0..4, half freed, the pcp lists drained. */
 static bh_arena_t *crafted_arena(void) {
   bh_arena_t *a = tt_sim_arena(16, 112, 128);
@@ -1169,6 +1177,32 @@ static void test_untraced_allocs_freed(void **state) {
   bh_arena_destroy(a);
 }
 
+/* A version 3 trace with desc: CPU 0 refills its Movable order-0 list with the pages x and y,
+ * in that order, then allocates two pages from it. */
+static const char *refill_then_take(const char *name, const char *desc, uint64_t x, uint64_t y) {
+  char lines[512];
+  snprintf(lines, sizeof(lines),
+           "# buddyhint-trace 3\n"
+           "1000 Z %#lx 0 cpu=0 mt=1 refill=1\n1001 Z %#lx 0 cpu=0 mt=1 refill=1\n"
+           "2000 A %#lx 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n"
+           "2001 A %#lx 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n",
+           (unsigned long)x, (unsigned long)y, (unsigned long)x, (unsigned long)y);
+  return write_trace3(name, BH_TRACE_NATIVE_BINARY, desc, lines);
+}
+
+/* The first n free max-order blocks of the last zone on Movable pageblocks, into w. */
+static void movable_max_blocks(const bh_arena_t *a, uint64_t *w, int n) {
+  const bh_zone_t *z = &a->zones[a->nr_zones - 1];
+  uint64_t big = 1ull << a->max_order;
+  int k = 0;
+  for (uint64_t p = z->zone_start_pfn;
+       p + big <= z->zone_start_pfn + z->zone_spanned_pages && k < n; p += big)
+    if ((a->pages[p].flags & BH__PG_BUDDY) && a->pages[p].order == a->max_order &&
+        bh__pb_mt(a, p) == BH_MT_MOVABLE)
+      w[k++] = p;
+  assert_int_equal(k, n);
+}
+
 /*
  * A split shows the lists below it empty (types_from_splits).  In a fresh arena's Normal zone:
  * H, a free order-1 block (an order-1 allocation at the head of a free max-order block), and
@@ -1183,15 +1217,8 @@ static void test_untraced_allocs_freed(void **state) {
 static void test_split_shows_types(void **state) {
   (void)state;
   bh_arena_t *a = tt_sim_arena(16, 112, 128);
-  const bh_zone_t *z = &a->zones[a->nr_zones - 1];
-  uint64_t big = 1ull << a->max_order, w[3];
-  int n = 0;
-  for (uint64_t p = z->zone_start_pfn;
-       p + big <= z->zone_start_pfn + z->zone_spanned_pages && n < 3; p += big)
-    if ((a->pages[p].flags & BH__PG_BUDDY) && a->pages[p].order == a->max_order &&
-        bh__pb_mt(a, p) == BH_MT_MOVABLE)
-      w[n++] = p;
-  assert_int_equal(n, 3);
+  uint64_t w[3];
+  movable_max_blocks(a, w, 3);
   assert_int_equal(bh_alloc_pfn_at(a, BH_GFP_USER_MOVABLE, 1, 0, w[0]), BH_OK);
   assert_int_equal(bh_alloc_pfn_at(a, BH_GFP_USER_MOVABLE, 0, 0, w[1] + 1), BH_OK);
   assert_int_equal(bh_alloc_pfn_at(a, BH_GFP_USER_MOVABLE, a->pb_order, 0, w[2]), BH_OK);
@@ -1199,16 +1226,10 @@ static void test_split_shows_types(void **state) {
   uint64_t h = w[0] + 2, b = w[1];
   assert_true((a->pages[h].flags & BH__PG_BUDDY) && a->pages[h].order == 1);
   assert_true((a->pages[b].flags & BH__PG_BUDDY) && a->pages[b].order == 0);
-  char extra[64], lines[512];
+  char extra[64];
   snprintf(extra, sizeof(extra), "P %lx U1\n", (unsigned long)w[2]);
   char *desc = describe_with(a, false, extra, NULL);
-  snprintf(lines, sizeof(lines),
-           "# buddyhint-trace 3\n"
-           "1000 Z %#lx 0 cpu=0 mt=1 refill=1\n1001 Z %#lx 0 cpu=0 mt=1 refill=1\n"
-           "2000 A %#lx 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n"
-           "2001 A %#lx 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n",
-           (unsigned long)h, (unsigned long)h + 1, (unsigned long)h, (unsigned long)h + 1);
-  const char *path = write_trace3("split-types.bht", BH_TRACE_NATIVE_BINARY, desc, lines);
+  const char *path = refill_then_take("split-types.bht", desc, h, h + 1);
   for (int pfn_order = 0; pfn_order < 2; pfn_order++) {
     bh_replay_config_t cfg;
     bh_replay_config_init(&cfg);
@@ -1220,6 +1241,39 @@ static void test_split_shows_types(void **state) {
     assert_int_equal(s.agreement.allocs, 2);
     assert_int_equal(s.agreement.same, pfn_order ? 0 : 2);
   }
+  free(desc);
+  bh_arena_destroy(a);
+}
+
+/*
+ * A block the start snapshot shows reported leaves the rest of its pageblock where the start
+ * state put it.  The kernel's isolation of a block of pageblock_order - 1 or more moved the
+ * pageblock's other free blocks to the Movable lists' tails (__isolate_free_page,
+ * mm/page_alloc.c:2916-2925 in 6.12.117) when it reported the block, before the snapshot; the
+ * trace's takes show the lists' order since.  Here the first order-0 block taken shares its
+ * pageblock with a reported order-8 block: both allocations are the kernel's (0 of 2 when the
+ * start isolated that block again, which put the first block behind the second).
+ */
+static void test_start_reported_keeps_order(void **state) {
+  (void)state;
+  bh_arena_t *a = tt_sim_arena(16, 112, 128);
+  uint64_t w[2];
+  movable_max_blocks(a, w, 2);
+  for (int i = 0; i < 2; i++)
+    assert_int_equal(bh_alloc_pfn_at(a, BH_GFP_USER_MOVABLE, 0, 0, w[i] + 1), BH_OK);
+  bh_drain_pcp(a);
+  uint64_t x = w[0], y = w[1], rep = w[0] + (1ull << (a->pb_order - 1));
+  assert_true((a->pages[x].flags & BH__PG_BUDDY) && a->pages[x].order == 0);
+  assert_true((a->pages[y].flags & BH__PG_BUDDY) && a->pages[y].order == 0);
+  assert_true((a->pages[rep].flags & BH__PG_BUDDY) && a->pages[rep].order == a->pb_order - 1);
+  char extra[64];
+  snprintf(extra, sizeof(extra), "R %lu %u\n", (unsigned long)rep, a->pb_order - 1);
+  char *desc = describe_with(a, false, extra, NULL);
+  bh_replay_summary_t s;
+  replay_defaults(refill_then_take("start-reported-order.bht", desc, x, y), &s);
+  assert_int_equal(s.start_reported_blocks, 1);
+  assert_int_equal(s.agreement.allocs, 2);
+  assert_int_equal(s.agreement.same, 2);
   free(desc);
   bh_arena_destroy(a);
 }
@@ -3221,6 +3275,7 @@ int main(void) {
       cmocka_unit_test(test_untraced_allocs_refill),
       cmocka_unit_test(test_untraced_allocs_freed),
       cmocka_unit_test(test_split_shows_types),
+      cmocka_unit_test(test_start_reported_keeps_order),
   };
   return cmocka_run_group_tests(tests, tt_setup, tt_teardown);
 }
