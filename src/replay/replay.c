@@ -757,15 +757,30 @@ static size_t *lifo_list(struct scan_state *st, int cpu, int mt, struct lifo_ent
   return &st->lifo_n[cpu][mt];
 }
 
+/* The pcp list type of a page freed before the trace allocated it: its pageblock's type as
+ * the trace has shown it so far (bh__first_events_t.pb_type, firm evidence: a block freed and
+ * allocated again from that type's list), or -1.  Not the start map's types, which the free
+ * map infers and can get wrong where a pageblock has no free page (free_unref_page puts the
+ * page on its pageblock's type's list, mm/page_alloc.c:2750-2756 in 6.12). */
+static int evidence_list(const struct scan_state *st, uint64_t pfn) {
+  uint64_t b = pfn >> st->fe->pb_order;
+  uint8_t e = st->fe->pb_type && b < st->fe->nr_pageblocks ? bh__pb_firm(st->fe, b) : 0;
+  return e && e != BH__PB_CLAIMED ? e - 1 : -1;
+}
+
 /*
  * An order-0 page freed onto a pcp list: on top of its CPU's list of the type of its last
  * traced allocation (a free puts it on its pageblock's type's list, free_unref_page_commit,
- * mm/page_alloc.c:2689 in 6.12; which the allocation's type is, as a rule).  0 or BH_ENOMEM.
+ * mm/page_alloc.c:2689 in 6.12; which the allocation's type is, as a rule), or for a page
+ * allocated before the trace, of the type the trace has shown its pageblock to have.  0 or
+ * BH_ENOMEM.
  */
 COLD static int lifo_free(struct scan_state *st, const bh_event_t *ev) {
-  if (ev->order || !st->last_mt || ev->pfn >= st->fe->nr_pages || !st->last_mt[ev->pfn])
+  if (ev->order || !st->last_mt || ev->pfn >= st->fe->nr_pages)
     return 0;
-  int mt = st->last_mt[ev->pfn] - 1;
+  int mt = st->last_mt[ev->pfn] ? st->last_mt[ev->pfn] - 1 : evidence_list(st, ev->pfn);
+  if (mt < 0)
+    return 0;
   struct lifo_entry **v;
   size_t *cap, *n = lifo_list(st, ev->cpu, mt, &v, &cap);
   if (!n)

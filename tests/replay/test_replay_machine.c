@@ -1109,7 +1109,10 @@ static void test_untraced_allocs_refill(void **state) {
  * finds it free, untraced_frees); not so where a lone refill event of S comes first (an
  * allocation that skipped the list, rmqueue_buddy: :3115, :1650).  And the recording's
  * "record" section (record writes bulk_probes 0 without the probes) chooses lists by itself,
- * unless late is asked for.
+ * unless late is asked for.  Pages allocated before the trace (U, V) go on the list of the
+ * type the trace has shown their pageblock to have (E freed and allocated again from the
+ * Unmovable list): U, V freed and then U allocated shows V gone (one take; none where their
+ * list was not known).
  */
 static void test_untraced_allocs_freed(void **state) {
   (void)state;
@@ -1143,20 +1146,33 @@ static void test_untraced_allocs_freed(void **state) {
   char *end = strstr(desc, "@end"); /* the section goes before the description's end */
   assert_non_null(end);
   snprintf(unprobed, dl + 64, "%.*s@record 1\nbulk_probes 0\n%s", (int)(end - desc), desc, end);
-  char *paths[4];
+  char *paths[5];
   for (int i = 0; i < 3; i++) {
     char name[32];
     snprintf(name, sizeof(name), "freed-takes%d.bht", i);
     paths[i] = strdup(write_trace3(name, BH_TRACE_NATIVE_BINARY, desc, lines[i]));
   }
   paths[3] = strdup(write_trace3("freed-unprobed.bht", BH_TRACE_NATIVE_BINARY, unprobed, lines[0]));
+  /* E, U, V allocated at the start, in one Unmovable pageblock */
+  unsigned long e = (unsigned long)free_block(a, p + 4, 2, BH_MT_UNMOVABLE), u = e + 1, v = e + 2;
+  for (unsigned long q = e; q < e + 3; q++)
+    assert_int_equal(bh_alloc_pfn_at(a, BH_GFP_KERNEL, 0, 0, q), BH_OK);
+  bh_drain_pcp(a);
+  char *pretrace = describe(a, false), pre_lines[400];
+  snprintf(pre_lines, sizeof(pre_lines),
+           "# buddyhint-trace 3\n"
+           "1000 F %#lx 0 cpu=0\n1001 A %#lx 0 cpu=0 gfp=GFP_KERNEL\n"
+           "2000 F %#lx 0 cpu=0\n2001 F %#lx 0 cpu=0\n3000 A %#lx 0 cpu=0 gfp=GFP_KERNEL\n",
+           e, e, u, v, u);
+  paths[4] =
+      strdup(write_trace3("freed-pretrace.bht", BH_TRACE_NATIVE_BINARY, pretrace, pre_lines));
   static const struct {
     int path, mode; /* 0 default, 1 lists, 2 late */
     uint64_t takes, frees, pairs;
     bool lists;
   } want[] = {{0, 1, 2, 0, 0, true},  {0, 0, 0, 0, 2, false}, {1, 1, 1, 0, 0, true},
               {1, 0, 0, 1, 0, false}, {2, 1, 0, 1, 0, true},  {3, 0, 2, 0, 0, true},
-              {3, 2, 0, 0, 2, false}};
+              {3, 2, 0, 0, 2, false}, {4, 1, 1, 0, 0, true}};
   for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
     bh_replay_config_t cfg;
     bh_replay_config_init(&cfg);
@@ -1170,8 +1186,9 @@ static void test_untraced_allocs_freed(void **state) {
     assert_int_equal(s.untraced_allocs, want[i].pairs);
     assert_int_equal(s.untraced_lists, want[i].lists);
   }
-  for (int i = 0; i < 4; i++)
+  for (int i = 0; i < 5; i++)
     free(paths[i]);
+  free(pretrace);
   free(unprobed);
   free(desc);
   bh_arena_destroy(a);
