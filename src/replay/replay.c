@@ -203,6 +203,7 @@ struct untraced_take {
   uint64_t before, pfn;
   int32_t cpu;
   int32_t mt;
+  uint64_t free_ord; /* the ordinal of the free that put a freed page there; UINT64_MAX else */
 };
 
 struct scan {
@@ -801,14 +802,16 @@ COLD static int lifo_free(struct scan_state *st, const bh_event_t *ev) {
   return 0;
 }
 
-/* Page pfn, refilled onto the list (cpu, mt) or, with untraced_lists, freed there, was taken
- * from it by an allocation without an event, before the trace's next allocation.  0 or
- * BH_ENOMEM. */
-COLD static int lifo_take(struct scan_state *st, uint64_t pfn, int cpu, int mt) {
+/* Page pfn, refilled onto the list (cpu, mt) or, with untraced_lists, freed there (refill
+ * false: by its last free, whose ordinal the take keeps), was taken from it by an allocation
+ * without an event, before the trace's next allocation.  0 or BH_ENOMEM. */
+COLD static int lifo_take(struct scan_state *st, uint64_t pfn, int cpu, int mt, bool refill) {
   struct scan *sc = st->sc;
   if (bh__grow(&sc->takes, &st->takes_cap, sc->ntakes, sizeof(*sc->takes)))
     return BH_ENOMEM;
-  sc->takes[sc->ntakes++] = (struct untraced_take){st->nallocs, pfn, cpu, mt};
+  bh__pfn_entry_t *e = !refill && st->last_free.used ? bh__pfnmap_hfind(&st->last_free, pfn) : NULL;
+  sc->takes[sc->ntakes++] =
+      (struct untraced_take){st->nallocs, pfn, cpu, mt, e ? e->val : UINT64_MAX};
   return 0;
 }
 
@@ -824,7 +827,7 @@ static int lifo_pop(struct scan_state *st, struct lifo_entry *v, size_t *n, int 
     st->lifo_stamp[x.pfn] = 0; /* still there: gone unseen */
     if (!x.refill && !st->follow_refills)
       lifo_gone(st, x.pfn);
-    else if (lifo_take(st, x.pfn, cpu, mt))
+    else if (lifo_take(st, x.pfn, cpu, mt, x.refill))
       return BH_ENOMEM;
   }
   return 0;
@@ -979,6 +982,20 @@ COLD static void untraced_alloc(struct scan_state *st, const bh_event_t *ev) {
 static int cmp_u64(const void *a, const void *b) {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
   return x < y ? -1 : x > y;
+}
+
+/* The takes of freed pages whose free went to the buddy lists, as the trace showed later
+ * (sc->locked, sorted: a take from the buddy lists of the block with no drain between, or a
+ * free under the CPU's held pcp lock): the page was never on the list, and no allocation
+ * took it from there. */
+static void takes_not_locked(struct scan *sc) {
+  size_t k = 0;
+  for (size_t i = 0; i < sc->ntakes; i++) {
+    uint64_t o = sc->takes[i].free_ord;
+    if (o == UINT64_MAX || !bsearch(&o, sc->locked, sc->nlocked, sizeof(*sc->locked), cmp_u64))
+      sc->takes[k++] = sc->takes[i];
+  }
+  sc->ntakes = k;
 }
 
 /* The kept events' memory and spill file, released. */
@@ -1306,6 +1323,8 @@ static int first_pass(struct replay *r, struct scan *sc, bool keep_all) {
         sc->locked[k++] = sc->locked[i];
     sc->nlocked = k;
   }
+  if (sc->nlocked && sc->ntakes)
+    takes_not_locked(sc);
   bh_trace_close(t);
   return err;
 }

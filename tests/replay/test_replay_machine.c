@@ -1112,7 +1112,9 @@ static void test_untraced_allocs_refill(void **state) {
  * unless late is asked for.  Pages allocated before the trace (U, V) go on the list of the
  * type the trace has shown their pageblock to have (E freed and allocated again from the
  * Unmovable list): U, V freed and then U allocated shows V gone (one take; none where their
- * list was not known).
+ * list was not known).  A free the trace later shows made to the buddy lists (X taken by a
+ * refill with no drain between: free_unref_page's failed trylock) put nothing on the list,
+ * so W allocated after it shows nothing gone (no take).
  */
 static void test_untraced_allocs_freed(void **state) {
   (void)state;
@@ -1146,7 +1148,15 @@ static void test_untraced_allocs_freed(void **state) {
   char *end = strstr(desc, "@end"); /* the section goes before the description's end */
   assert_non_null(end);
   snprintf(unprobed, dl + 64, "%.*s@record 1\nbulk_probes 0\n%s", (int)(end - desc), desc, end);
-  char *paths[5];
+  char locked_lines[600];
+  snprintf(locked_lines, sizeof(locked_lines),
+           "# buddyhint-trace 3\n"
+           "1000 A %#lx 0 cpu=0 gfp=GFP_KERNEL\n1001 A %#lx 0 cpu=0 gfp=GFP_KERNEL\n"
+           "2000 F %#lx 0 cpu=0\n2001 F %#lx 0 cpu=0\n"
+           "3000 A %#lx 0 cpu=0 gfp=GFP_KERNEL\n"
+           "4000 Z %#lx 0 cpu=0 mt=0 refill=1\n4001 A %#lx 0 cpu=0 gfp=GFP_KERNEL\n",
+           w, x, w, x, w, x, x);
+  char *paths[6];
   for (int i = 0; i < 3; i++) {
     char name[32];
     snprintf(name, sizeof(name), "freed-takes%d.bht", i);
@@ -1166,13 +1176,14 @@ static void test_untraced_allocs_freed(void **state) {
            e, e, u, v, u);
   paths[4] =
       strdup(write_trace3("freed-pretrace.bht", BH_TRACE_NATIVE_BINARY, pretrace, pre_lines));
+  paths[5] = strdup(write_trace3("freed-locked.bht", BH_TRACE_NATIVE_BINARY, desc, locked_lines));
   static const struct {
     int path, mode; /* 0 default, 1 lists, 2 late */
     uint64_t takes, frees, pairs;
     bool lists;
   } want[] = {{0, 1, 2, 0, 0, true},  {0, 0, 0, 0, 2, false}, {1, 1, 1, 0, 0, true},
               {1, 0, 0, 1, 0, false}, {2, 1, 0, 1, 0, true},  {3, 0, 2, 0, 0, true},
-              {3, 2, 0, 0, 2, false}, {4, 1, 1, 0, 0, true}};
+              {3, 2, 0, 0, 2, false}, {4, 1, 1, 0, 0, true},  {5, 1, 0, 0, 0, true}};
   for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
     bh_replay_config_t cfg;
     bh_replay_config_init(&cfg);
@@ -1186,7 +1197,7 @@ static void test_untraced_allocs_freed(void **state) {
     assert_int_equal(s.untraced_allocs, want[i].pairs);
     assert_int_equal(s.untraced_lists, want[i].lists);
   }
-  for (int i = 0; i < 5; i++)
+  for (int i = 0; i < 6; i++)
     free(paths[i]);
   free(pretrace);
   free(unprobed);
