@@ -14,6 +14,7 @@
  */
 #include "buddy/internal.h"
 
+#include <buddyhint/strategy.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -876,7 +877,7 @@ bool bh__start_block_reported(bh_arena_t *a, uint64_t pfn, unsigned order, bool 
     bh__list_del(a, (uint32_t)pfn);
     bh__list_add_tail(a, (uint32_t)pfn, bh__free_list(z, order, bh__pb_mt(a, pfn)));
     if (flag)
-      bh__pg_set_flags(p, bh__pg_flags(p) | BH__PG_REPORTED);
+      bh_block_set_reported(z, pfn);
   }
   bh__zone_unlock(z);
   return found;

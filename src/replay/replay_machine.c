@@ -226,12 +226,6 @@ int bh__rm_want_first_events(bh__rmachine_t *rm) {
   return 0;
 }
 
-/*
- * Whether the recorded kernel tunes its pcp high marks (Linux 6.7 and later: high_min and
- * high_max in zoneinfo's pagesets, nr_pcp_high and decay_pcp_high) or keeps one fixed mark
- * (6.1's pageset_update, zone_highsize() of the low watermark, which is 6.12's high_min).  By
- * its release where the description has one, else by whether its zoneinfo prints high_max.
- */
 /* Whether the machine's kernel_release is at least major.minor: 1 or 0, -1 if not known. */
 static int release_at_least(const bh_machine_info_t *in, unsigned major, unsigned minor) {
   unsigned x, y;
@@ -240,6 +234,12 @@ static int release_at_least(const bh_machine_info_t *in, unsigned major, unsigne
   return x > major || (x == major && y >= minor);
 }
 
+/*
+ * Whether the recorded kernel tunes its pcp high marks (Linux 6.7 and later: high_min and
+ * high_max in zoneinfo's pagesets, nr_pcp_high and decay_pcp_high) or keeps one fixed mark
+ * (6.1's pageset_update, zone_highsize() of the low watermark, which is 6.12's high_min).  By
+ * its release where the description has one, else by whether its zoneinfo prints high_max.
+ */
 bool bh__rm_kernel_tunes_pcp_high(const bh_machine_info_t *in) {
   int at = release_at_least(in, 6, 7);
   if (at >= 0)

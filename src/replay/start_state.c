@@ -1392,20 +1392,21 @@ static int types_from_splits(struct ctx *c) {
    * each, not one per block */
   bool none[BH_MACHINE_MAX_ZONES][BH_MT_PCPTYPES];
   memset(none, 0, sizeof(none));
-  for (uint64_t p = 0, n = c->nr_pages; (p = next_placed(c, p)) < n;) {
+  for (uint64_t p = 0, n = c->nr_pages, len; (p = next_placed(c, p)) < n; p += len) {
     unsigned o = (c->placed[p] & 0x7fu) - 1u;
-    uint64_t len = 1ull << o, b = p >> c->pbo, q;
+    uint64_t b = p >> c->pbo, q;
+    len = 1ull << o;
     int zi = bh_machine_zone_of(c->m, p);
     uint8_t t = c->st->pageblock_mt[b];
     if (o >= c->pbo || zi < 0 || zi >= c->in->nr_zones || t >= BH_MT_PCPTYPES ||
-        !((empty[zi][t] >> o) & 1) || b >= f->nr_pageblocks || f->pb_type[b]) {
-      p += len;
+        !((empty[zi][t] >> o) & 1) || b >= f->nr_pageblocks || f->pb_type[b])
       continue;
-    }
     uint64_t pe = (b + 1) << c->pbo; /* the buddy, of a lower order, is in the pageblock too */
     for (q = b << c->pbo; q < pe && q < n && !c->fe[q]; q++)
       ;
-    for (int i = 0; (q >= pe || q >= n) && i < BH_MT_PCPTYPES; i++) {
+    if (q < pe && q < n)
+      continue; /* an event touches the pageblock */
+    for (int i = 0; i < BH_MT_PCPTYPES; i++) {
       int u = pref[i];
       if (u == t || ((empty[zi][u] >> o) & 1) || none[zi][u])
         continue;
@@ -1418,7 +1419,6 @@ static int types_from_splits(struct ctx *c) {
       c->st->split_retyped_pageblocks++;
       break;
     }
-    p += len;
   }
   return 0;
 }

@@ -149,11 +149,17 @@ static void replay(bh_replay_config_t *cfg, bh_replay_summary_t *s) {
   assert_int_equal(s->check_violations, 0);
 }
 
-/* Replays the trace at path with the default configuration (sim backing, no idle). */
-static void replay_defaults(const char *path, bh_replay_summary_t *s) {
+/* The default configuration, for the trace at path. */
+static bh_replay_config_t config_of(const char *path) {
   bh_replay_config_t cfg;
   bh_replay_config_init(&cfg);
   cfg.trace = path;
+  return cfg;
+}
+
+/* Replays the trace at path with the default configuration (sim backing, no idle). */
+static void replay_defaults(const char *path, bh_replay_summary_t *s) {
+  bh_replay_config_t cfg = config_of(path);
   replay(&cfg, s);
 }
 
@@ -1111,10 +1117,11 @@ static void test_untraced_allocs_refill(void **state) {
  * "record" section (record writes bulk_probes 0 without the probes) chooses lists by itself,
  * unless late is asked for.  Pages allocated before the trace (U, V) go on the list of the
  * type the trace has shown their pageblock to have (E freed and allocated again from the
- * Unmovable list): U, V freed and then U allocated shows V gone (one take; none where their
- * list was not known).  A free the trace later shows made to the buddy lists (X taken by a
- * refill with no drain between: free_unref_page's failed trylock) put nothing on the list,
- * so W allocated after it shows nothing gone (no take).
+ * Unmovable list; free_unref_page puts a page on its pageblock's type's list, :2750-2756):
+ * U, V freed and then U allocated shows V gone (one take; none where their list was not
+ * known).  A free the trace later shows made to the buddy lists (X taken by a refill with no
+ * drain between: free_unref_page's failed trylock, :2760-2766) put nothing on the list, so W
+ * allocated after it shows nothing gone (no take).
  */
 static void test_untraced_allocs_freed(void **state) {
   (void)state;
@@ -1259,9 +1266,7 @@ static void test_split_shows_types(void **state) {
   char *desc = describe_with(a, false, extra, NULL);
   const char *path = refill_then_take("split-types.bht", desc, h, h + 1);
   for (int pfn_order = 0; pfn_order < 2; pfn_order++) {
-    bh_replay_config_t cfg;
-    bh_replay_config_init(&cfg);
-    cfg.trace = path;
+    bh_replay_config_t cfg = config_of(path);
     cfg.start_order_pfn = pfn_order;
     bh_replay_summary_t s;
     replay(&cfg, &s);
@@ -2466,11 +2471,8 @@ static void test_untraced_allocs_drained(void **state) {
              "2000 A %#lx 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n"
              "3000 F %#lx 0 cpu=0\n",
              u, drain, x, u);
-    const char *p = write_trace3(drained ? "untraced-d.bht" : "untraced-nd.bht",
-                                 BH_TRACE_NATIVE_BINARY, desc, lines);
-    bh_replay_config_t cfg;
-    bh_replay_config_init(&cfg);
-    cfg.trace = p;
+    bh_replay_config_t cfg = config_of(write_trace3(drained ? "untraced-d.bht" : "untraced-nd.bht",
+                                                    BH_TRACE_NATIVE_BINARY, desc, lines));
     cfg.untraced_infer = true;
     bh_replay_summary_t s;
     replay(&cfg, &s);
