@@ -116,6 +116,7 @@ int bh__first_events_copy(bh__first_events_t *dst, const bh__first_events_t *src
   bh__first_events_free(dst);
   dst->nr_pages = src->nr_pages;
   dst->seq_lost = src->seq_lost;
+  dst->pcp_seen = src->pcp_seen; /* (bh__pb_settle reads it) */
   memcpy(dst->emptied, src->emptied, sizeof(dst->emptied));
   if (src->fe && !(dst->fe = malloc((src->nr_pages ? src->nr_pages : 1) * sizeof(uint32_t))))
     return BH_ENOMEM;

@@ -45,7 +45,8 @@ typedef struct bh__first_events {
   bool pcp_trace_only;
   /* a pcp event or a fallback has been seen: the trace records the refills, so a block whose
    * first event is an allocation and that no take gave out came off a pcp list it was on at
-   * the start (bh__first_event) */
+   * the start (bh__first_event; known only at the first pass's end, bh__pb_settle, since a
+   * start's full lists can serve thousands of allocations before the first refill) */
   bool pcp_seen;
   /* Pageblock types as the trace shows them (NULL: not kept).  A free puts a block of a pcp
    * order on the pcp list of its pageblock's type, and an allocation of the request's type
@@ -113,11 +114,12 @@ static inline uint8_t bh__pb_firm(const bh__first_events_t *f, uint64_t b) {
   return (v & BH__PB_WEAK) && v != BH__PB_CLAIMED ? 0 : v;
 }
 /* The first pass is over: weak evidence counts as any other (the start state reads pb_type
- * as a type + 1). */
+ * as a type + 1), where the trace showed a pcp event; without one it was no evidence (every
+ * allocation looks untaken where no refill is recorded). */
 static inline void bh__pb_settle(bh__first_events_t *f) {
   for (uint64_t b = 0; f->pb_type && b < f->nr_pageblocks; b++)
     if (f->pb_type[b] != BH__PB_CLAIMED && (f->pb_type[b] & BH__PB_WEAK))
-      f->pb_type[b] &= (uint8_t)~BH__PB_WEAK;
+      f->pb_type[b] = f->pcp_seen ? (uint8_t)(f->pb_type[b] & ~BH__PB_WEAK) : 0;
 }
 
 /* A CPU's slot in bh__first_events_t.last_free (bits 0-5). */
@@ -178,8 +180,7 @@ static inline bool bh__first_event(bh__first_events_t *f, const bh_event_t *ev) 
      * been retyped after the free and before the start; any other evidence outranks it */
     uint64_t b = ev->pfn >> f->pb_order;
     bool untaken = f->taken && !(f->taken[ev->pfn >> 6] & 1ull << (ev->pfn & 63));
-    if (f->pcp_seen && f->pb_type && untaken && b < f->nr_pageblocks && !f->pb_type[b] &&
-        mt < BH_MT_PCPTYPES)
+    if (f->pb_type && untaken && b < f->nr_pageblocks && !f->pb_type[b] && mt < BH_MT_PCPTYPES)
       f->pb_type[b] = (uint8_t)(BH__PB_WEAK | (mt + 1));
     return untaken;
   }
