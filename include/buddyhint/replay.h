@@ -392,6 +392,10 @@ typedef struct bh_replay_summary {
    * reading and the trace's start, and the pages they added to its counts (net, all CPUs) */
   uint64_t start_pcp_count_events;
   int64_t start_pcp_count_adjust;
+  /* of the hidden pages, those taken off again: a CPU's free reached its pcp high mark before
+   * the trace's first drain on that CPU shows the kernel's did (allocator placement, with the
+   * pcp events): zoneinfo's count held that many too many */
+  uint64_t start_pcp_surplus_pages;
   uint64_t start_unplaced_blocks;   /* counts start: free blocks that found no place */
   uint64_t start_unexplained_pages; /* first allocated by the trace, allocated in the start */
   uint64_t start_repaired_pages;    /* free in the free map, but first freed by the trace: the

@@ -134,9 +134,15 @@ typedef struct bh__pcp {
   int free_count;
   int free_high_from; /* free_count at which free_high may start: batch (+ high_min / 2, 6.16) */
   uint8_t alloc_factor;
-  uint8_t flags;            /* PCPF_PREV_FREE_HIGH_ORDER, PCPF_FREE_HIGH_BATCH */
-  uint32_t head;            /* first list head index: lists are head + pindex */
-  bool smp;                 /* the arena's cfg.smp: false, no locking at all */
+  uint8_t flags; /* PCPF_PREV_FREE_HIGH_ORDER, PCPF_FREE_HIGH_BATCH */
+  uint32_t head; /* first list head index: lists are head + pindex */
+  bool smp;      /* the arena's cfg.smp: false, no locking at all */
+  /* bh__pcp_surplus_set: the start's hidden blocks of this pcp (a stack), and whether the
+   * trace shows that the kernel's count stayed below its high mark at this CPU's frees now
+   * (bh__pcp_calibrating): a free that reaches the mark takes them off instead of draining */
+  bool calibrating;
+  uint32_t nsurplus;
+  uint32_t *surplus;
   uint64_t ev[BH_NR_STATS]; /* event counters updated under this pcp's lock */
   char pad[64];
 } bh__pcp_t;
@@ -224,6 +230,7 @@ struct bh_arena {
    * touched it.  Borrowed from the replay. */
   const uint32_t *take_rank;
   uint64_t take_rank_n;
+  _Atomic uint64_t pcp_surplus_pages; /* taken off by bh__pcp_calibrating's frees */
   bh__hint_hooks_t hint;
   /* Pages discarded by a report and not touched since: set by the reporter, cleared (and
    * counted as refaults) when allocated.  NULL until a reporter is attached. */

@@ -895,6 +895,33 @@ __attribute__((always_inline)) static inline int pcp_add(bh_arena_t *a, bh_zone_
 }
 
 /*
+ * A free reached the high mark of a pcp where the trace shows the kernel's did not
+ * (bh__pcp_calibrating): the start's hidden blocks of this pcp, the latest placed first, go
+ * back to memory allocated before the trace until the count is below the mark.  The high mark
+ * if it is still reached (no hidden block left on the lists), else -1.
+ */
+static __attribute__((noinline, cold)) int pcp_surplus(bh_zone_t *z, bh__pcp_t *pcp, int high) {
+  bh_arena_t *a = z->arena;
+  while (pcp->count >= high && pcp->nsurplus) {
+    uint32_t pfn = pcp->surplus[--pcp->nsurplus];
+    bh__page_t *p = &a->pages[pfn];
+    if (!(bh__pg_flags(p) & BH__PG_PCP) || p->priv != (uint32_t)(pcp - z->pcp))
+      continue; /* allocated, or drained, since */
+    unsigned order = bh__pg_order(p);
+    int mt = bh__pb_mt(a, pfn);
+    uint8_t pmt = mt == BH_MT_RECLAIMABLE ? BH_MT_RECLAIMABLE : BH_MT_UNMOVABLE; /* no flag */
+    bh__list_del(a, pfn);
+    pcp->count -= 1 << order;
+    for (uint64_t q = pfn; q < pfn + (1ull << order); q++) { /* as bh_arena_populate left it */
+      bh__pg_set_mt(&a->pages[q], pmt);
+      bh__pg_set(&a->pages[q], BH__PG_ALLOC | BH__PG_PRETRACE, 0);
+    }
+    atomic_fetch_add_explicit(&a->pcp_surplus_pages, 1ull << order, memory_order_relaxed);
+  }
+  return pcp->count >= high ? high : -1;
+}
+
+/*
  * free_unref_page_commit: onto the head of the pcp list; drain when over the high mark.
  * zone_locked: the caller holds the zone lock already (compaction's frees).
  */
@@ -902,6 +929,8 @@ __attribute__((always_inline)) static inline void
 free_to_pcp(bh_zone_t *z, bh__pcp_t *pcp, uint64_t pfn, unsigned order, int mt, bool zone_locked) {
   bool free_high;
   int high = pcp_add(z->arena, z, pcp, pfn, order, mt, &free_high);
+  if (high >= 0 && !free_high && bh__unlikely(pcp->calibrating))
+    high = pcp_surplus(z, pcp, high);
   if (high >= 0)
     pcp_over_high(z, pcp, order_to_pindex(z->arena, mt, order), high, free_high, zone_locked);
 }

@@ -661,6 +661,49 @@ int bh__pcp_free_nodrain(bh_arena_t *a, uint64_t pfn, unsigned order, int cpu) {
   return BH_OK;
 }
 
+/* The pcp whose list holds the block blocks[i] (a hidden block placed on one), or NULL. */
+static bh__pcp_t *surplus_pcp(bh_arena_t *a, const bh_pcp_block_t *b) {
+  int err;
+  bh_zone_t *z = pcp_zone(a, b->pfn, b->order, &err);
+  return z && (bh__pg_flags(&a->pages[b->pfn]) & BH__PG_PCP) ? pcp_of(z, b->pfn) : NULL;
+}
+
+int bh__pcp_surplus_set(bh_arena_t *a, const bh_pcp_block_t *blocks, size_t n) {
+  if (!a)
+    return BH_EINVAL;
+  for (size_t i = 0; i < n; i++) { /* first the counts, each pcp's stack sized once */
+    bh__pcp_t *pcp = surplus_pcp(a, &blocks[i]);
+    if (pcp)
+      pcp->nsurplus++;
+  }
+  int err = BH_OK;
+  for (int k = 0; k < a->nr_zones; k++)
+    for (unsigned c = 0; a->zones[k].pcp && c < a->cfg.nr_cpus; c++) {
+      bh__pcp_t *pcp = &a->zones[k].pcp[c];
+      free(pcp->surplus);
+      pcp->surplus = pcp->nsurplus && !err ? malloc(pcp->nsurplus * sizeof(uint32_t)) : NULL;
+      err = pcp->nsurplus && !pcp->surplus ? BH_ENOMEM : err;
+      pcp->nsurplus = 0;
+    }
+  for (size_t i = 0; !err && i < n; i++) {
+    bh__pcp_t *pcp = surplus_pcp(a, &blocks[i]);
+    if (pcp && pcp->surplus)
+      pcp->surplus[pcp->nsurplus++] = (uint32_t)blocks[i].pfn;
+  }
+  return err;
+}
+
+void bh__pcp_calibrating(bh_arena_t *a, int cpu, bool on) {
+  unsigned c = cpu < 0 ? 0 : (unsigned)cpu % a->cfg.nr_cpus;
+  for (int k = 0; k < a->nr_zones; k++)
+    if (a->zones[k].pcp)
+      a->zones[k].pcp[c].calibrating = on;
+}
+
+uint64_t bh__pcp_surplus_pages(const bh_arena_t *a) {
+  return atomic_load_explicit(&a->pcp_surplus_pages, memory_order_relaxed);
+}
+
 bool bh__container_of_pfn(const bh_arena_t *a, uint64_t pfn, uint64_t *head, uint8_t *flags,
                           unsigned *order) {
   for (unsigned o = 0; o <= a->max_order; o++) {

@@ -175,6 +175,24 @@ BH__INTERNAL int bh__pcp_relist_at(bh_arena_t *a, uint64_t pfn, unsigned order, 
  * such memory (or its pageblock is isolated). */
 BH__INTERNAL int bh__pcp_adopt_at(bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int cpu);
 
+/*
+ * The start's hidden pcp blocks (the pages zoneinfo counts on a CPU's lists beyond those the
+ * trace shows), n of them, in the order the start state placed them: the blocks a CPU's
+ * free may take off its lists while bh__pcp_calibrating says the kernel did not drain there.
+ * Call after bh_arena_populate.  BH_OK or BH_ENOMEM (then none).
+ */
+BH__INTERNAL int bh__pcp_surplus_set(bh_arena_t *a, const bh_pcp_block_t *blocks, size_t n);
+/*
+ * Whether the trace shows CPU slot cpu's frees now below its pcp high mark (its first
+ * mm_page_pcpu_drain is still to come).  While on, a free of that CPU that brings its pcp count
+ * to the high mark without free_high does not drain: the start's hidden blocks of that pcp
+ * go back to memory allocated before the trace, the latest placed first, until the count is
+ * below the mark (zoneinfo's count, read before the trace began, held that many too many).
+ * Pages so taken: bh__pcp_surplus_pages.
+ */
+BH__INTERNAL void bh__pcp_calibrating(bh_arena_t *a, int cpu, bool on);
+BH__INTERNAL uint64_t bh__pcp_surplus_pages(const bh_arena_t *a);
+
 /* whether order has pcp lists (pcp_allowed_order) */
 BH__INTERNAL bool bh__pcp_order(const bh_arena_t *a, unsigned order);
 

@@ -70,6 +70,8 @@ void bh_replay_config_init(bh_replay_config_t *cfg) {
 
 #define PEND_MAX 128 /* frees waiting for their mm_page_free_batched: two CPUs' batches */
 
+#define LIFO_CPUS 64 /* CPUs whose order-0 pcp lists the first pass follows (lifo_alloc) */
+
 struct replay {
   const bh_replay_config_t *cfg;
   bh_replay_summary_t *s;
@@ -96,6 +98,13 @@ struct replay {
   /* allocator placement: empty pcp lists are refilled at the trace's refill events
    * (bh__pcp_refill_empty), not at the allocations that follow them */
   bool refill_at_event;
+  /* allocator placement with a start state's hidden pcp pages and the pcp events: until each
+   * CPU's first drain in the trace, its frees stay below the high mark (bh__pcp_calibrating,
+   * struct scan's calib_until and drain_seen); calib_on: the CPUs calibrating now; calib_live
+   * until no CPU is left to switch off */
+  bool calib_live;
+  uint64_t calib_on, calib_seen;
+  uint64_t calib_until[LIFO_CPUS];
   /* the refilled pages an allocation without an event took (struct scan's takes), the next of
    * them, the mm_page_alloc events played so far, and whether one is being played now (not
    * counted as the trace's); takes NULL: none */
@@ -187,8 +196,6 @@ static double secs_since(const struct timespec *t0) {
 
 /* ---- first pass: span, CPUs, peak live memory ---- */
 
-#define LIFO_CPUS 64 /* CPUs whose order-0 pcp lists the first pass follows (lifo_alloc) */
-
 /* A page on a pcp list as the first pass follows it: its stamp (the lists are last in, first
  * out for frees), pfn, and whether a refill put it there (else a free). */
 struct lifo_entry {
@@ -246,6 +253,12 @@ struct scan {
    * (lifo_alloc), in the order of the allocations they came before; NULL if none */
   struct untraced_take *takes;
   size_t ntakes;
+  /* in a machine's shape, per CPU (below LIFO_CPUS): a bit for each whose first pcp drain the
+   * trace shows, and the time until which its pcp count stayed below the high mark at every
+   * free (the drain's, or that of the free it directly follows on its CPU: the free that
+   * reached the mark, free_unref_page_commit) */
+  uint64_t drain_seen;
+  uint64_t calib_until[LIFO_CPUS];
 };
 
 /* What the replay uses of an event, in 32 bytes (a bh_event_t takes 48). */
@@ -577,6 +590,9 @@ struct scan_state {
    * free; and sc->locked's room */
   struct lock_watch *lw;
   size_t locked_cap, batched_cap;
+  /* with fe, each CPU's last event (its op + 1 and time), for sc->calib_until */
+  uint8_t last_op[LIFO_CPUS];
+  uint64_t last_t[LIFO_CPUS];
 };
 
 /* ---- allocations without an event ----
@@ -1092,12 +1108,31 @@ COLD static int vmstat_time(struct scan *sc, uint64_t t) {
   return 0;
 }
 
+/* With a start state: ev on its CPU, for the time until which that CPU's frees stayed below
+ * its pcp high mark (sc->calib_until): its first drain, or the free it directly follows. */
+static inline void last_on_cpu(struct scan_state *st, const bh_event_t *ev) {
+  unsigned c = ev->cpu < 0 ? 0 : (unsigned)ev->cpu;
+  if (!st->fe || c >= LIFO_CPUS)
+    return;
+  struct scan *sc = st->sc;
+  if (bh__unlikely(ev->op == BH_EV_PCPU_DRAIN) && !((sc->drain_seen >> c) & 1)) {
+    uint8_t op = st->last_op[c];
+    sc->drain_seen |= 1ull << c;
+    sc->calib_until[c] =
+        op == BH_EV_FREE + 1 || op == BH_EV_FREE_BATCHED + 1 ? st->last_t[c] : ev->time_ns;
+  }
+  st->last_op[c] = (uint8_t)(ev->op + 1);
+  st->last_t[c] = ev->time_ns;
+}
+
 /* One event of the first pass.  Returns 0 or BH_ENOMEM. */
 static inline __attribute__((always_inline)) int scan_event(void *ctx, const bh_event_t *ev) {
   struct scan_state *st = ctx;
   struct scan *sc = st->sc;
   struct live_blocks *live = &st->live;
   uint64_t *cur = &st->cur;
+  if (bh__unlikely(st->fe != NULL))
+    last_on_cpu(st, ev);
   if (bh__unlikely(ev->op == BH_EV_VMSTAT)) { /* kept and counted, but no page event: it
                                                * does not start the clock */
     sc->events++;
@@ -2501,6 +2536,43 @@ COLD static void vmstat_event(struct replay *r, const bh_event_t *ev) {
 }
 
 /*
+ * The start's pcp count against the trace's first drains.  zoneinfo's count of a CPU's pcp
+ * pages is read before the trace begins, and the events between are recorded only in part;
+ * the start state places that many pages (the hidden ones beyond those the trace shows).  The
+ * trace's first drain on a CPU shows when its count first reached the high mark: until then
+ * every free left it below (free_unref_page_commit drains at count >= high,
+ * mm/page_alloc.c:2713-2717 in 6.12).  Where a replay's free reaches the mark before, the
+ * start held too many: hidden pages are taken off (bh__pcp_calibrating).  A count too low is
+ * left as it is (which pages to add, nothing shows).  Allocator placement only, where the
+ * trace has pcp events and the start hidden pages.
+ */
+COLD static void calibrate_setup(struct replay *r, const struct scan *sc) {
+  r->calib_live = r->shape && !r->place_trace && sc->pcp_events && r->s->start_pcp_hidden_pages;
+  r->calib_seen = sc->drain_seen;
+  memcpy(r->calib_until, sc->calib_until, sizeof(r->calib_until));
+  r->calib_on = 0;
+}
+
+/* Before a page event of CPU ev->cpu: whether that CPU calibrates now, switched in the arena
+ * where it changes; once every CPU's first drain has passed, no more. */
+COLD static void calibrate_at(struct replay *r, const bh_event_t *ev) {
+  unsigned c = ev->cpu < 0 ? 0 : (unsigned)ev->cpu;
+  if (c >= LIFO_CPUS || c >= r->nr_cpus)
+    return;
+  bool on = !((r->calib_seen >> c) & 1) || ev->time_ns < r->calib_until[c];
+  if (on != ((r->calib_on >> c) & 1)) {
+    bh__pcp_calibrating(r->arena, (int)c, on);
+    r->calib_on ^= 1ull << c;
+  }
+  if (!r->calib_on) { /* live while a CPU may calibrate yet */
+    bool left = false;
+    for (unsigned k = 0; k < r->nr_cpus && k < LIFO_CPUS && !left; k++)
+      left = !((r->calib_seen >> k) & 1) || ev->time_ns < r->calib_until[k];
+    r->calib_live = left;
+  }
+}
+
+/*
  * One event: the clock first (worker steps, ticks, samples due before the event), then the
  * event.  Everything that is not needed for every event is behind one comparison (clock_due,
  * next_poll): this is most of a replay's time outside the allocator.  Inlined into both
@@ -2514,6 +2586,8 @@ static inline __attribute__((always_inline)) int play_event(void *ctx, const bh_
   }
   if (bh__unlikely(r->take_rank != NULL) && ev->pfn < r->take_rank_n)
     r->take_rank[ev->pfn] = 0; /* touched: where it lies no longer follows the start's order */
+  if (bh__unlikely(r->calib_live))
+    calibrate_at(r, ev);
   event_clock(r, ev->time_ns);
   r->events++;
   if (ev->op == BH_EV_ALLOC) {
@@ -2621,6 +2695,7 @@ static int play(struct replay *r, const struct scan *sc) {
   r->vmstat_trace = sc->vmstat_events && !r->cfg->pcp_decay_tick;
   r->last_page = sc->last;
   r->refill_at_event = refills_followed(r) && sc->pcp_events;
+  calibrate_setup(r, sc);
   r->s->vmstat_events = sc->vmstat_events;
   if (r->shape && sc->nlocked) {
     r->locked = sc->locked;
@@ -2657,6 +2732,7 @@ static int play(struct replay *r, const struct scan *sc) {
     if (r->pend[r->pend_head].pfn != UINT64_MAX) /* a batch the trace ended in: as it was */
       free_block(r, &r->pend[r->pend_head]);
   s->events = r->events;
+  s->start_pcp_surplus_pages = bh__pcp_surplus_pages(r->arena);
   if (r->progress)
     fprintf(stderr, "\n");
   if (err < 0) {
@@ -3286,6 +3362,7 @@ int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *f, int indent) {
   ju64(&w, "start_pcp_hidden_pages", s->start_pcp_hidden_pages);
   ju64(&w, "start_pcp_count_events", s->start_pcp_count_events);
   ji64(&w, "start_pcp_count_adjust", s->start_pcp_count_adjust);
+  ju64(&w, "start_pcp_surplus_pages", s->start_pcp_surplus_pages);
   ju64(&w, "start_unplaced_blocks", s->start_unplaced_blocks);
   ju64(&w, "start_unexplained_pages", s->start_unexplained_pages);
   ju64(&w, "start_repaired_pages", s->start_repaired_pages);

@@ -152,6 +152,7 @@ int bh__first_events_copy(bh__first_events_t *dst, const bh__first_events_t *src
 }
 
 void bh__start_free(bh__start_t *st) {
+  free(st->hidden);
   free(st->free);
   free(st->pcp);
   free(st->pageblock_mt);
@@ -351,6 +352,16 @@ static int add_pcp(struct ctx *c, uint64_t pfn, unsigned order, unsigned cpu, in
   st->pcp[c->npcp++] = (bh_pcp_block_t){pfn, (uint8_t)order, (uint8_t)(list_mt + 1), (uint16_t)cpu};
   st->pcp_pages += 1ull << order;
   return 0;
+}
+
+/* add_pcp of a hidden block, kept in st->hidden too (out of memory: not kept, which only
+ * leaves it out of bh__pcp_surplus_set). */
+static int add_hidden(struct ctx *c, uint64_t pfn, unsigned order, unsigned cpu, int list_mt) {
+  int rc = add_pcp(c, pfn, order, cpu, list_mt);
+  bh__start_t *st = c->st;
+  if (!rc && !bh__grow(&st->hidden, &st->hidden_cap, st->nr_hidden, sizeof(*st->hidden)))
+    st->hidden[st->nr_hidden++] = st->pcp[c->npcp - 1];
+  return rc;
 }
 
 /* The free runs from c->placed, in pfn order. */
@@ -559,7 +570,7 @@ static uint64_t hidden_from(struct ctx *c, struct hidden *h, uint64_t from, uint
       }
       if (!hidden_candidate(c, h, p))
         continue;
-      *rc = add_pcp(c, p, 0, cpu, mt);
+      *rc = add_hidden(c, p, 0, cpu, mt);
       set_bit_at(h->in_pcp, p);
       c->st->pcp_hidden_pages++;
       if (*rc || !--*left)
@@ -757,7 +768,7 @@ static uint64_t hidden_blocks(struct ctx *c, struct hidden *h, unsigned cpu, uns
         k++;
       if (k < n)
         continue;
-      *rc = add_pcp(c, p, o, cpu, t);
+      *rc = add_hidden(c, p, o, cpu, t);
       for (k = 0; k < n; k++)
         set_bit_at(h->in_pcp, p + k);
       c->st->pcp_hidden_pages += n;

@@ -392,8 +392,10 @@ typedef struct bh__start {
   /* what did not fit: free blocks of the counts that found no place, pages whose first event
    * is an allocation but that the state holds allocated */
   uint64_t unplaced_blocks, unexplained_pages;
-  uint64_t pcp_pages;          /* pages put on pcp lists */
-  uint64_t pcp_hidden_pages;   /* of those, pages zoneinfo counts that the trace does not show */
+  uint64_t pcp_pages;        /* pages put on pcp lists */
+  uint64_t pcp_hidden_pages; /* of those, pages zoneinfo counts that the trace does not show */
+  bh_pcp_block_t *hidden;    /* their blocks, in the order placed (NULL: none kept) */
+  size_t nr_hidden, hidden_cap;
   uint64_t pcp_count_events;   /* start/count_events read (count_adjust) */
   int64_t pcp_count_adjust;    /* what they added to zoneinfo's pcp counts, net */
   uint64_t repaired_pages;     /* kpageflags: free in the map, first freed by the trace */

@@ -2742,6 +2742,101 @@ static void test_start_pcp_hidden(void **state) {
   bh_arena_destroy(a);
 }
 
+/*
+ * The start's pcp count against the trace's first drain.  free_unref_page_commit drains a
+ * CPU's lists once a free brings its count to the high mark (mm/page_alloc.c:2713-2717 in
+ * 6.12), so until the trace's first drain on CPU 0 every free left its count below the mark.
+ * zoneinfo counts 12 pages on CPU 0's lists, all hidden (the trace shows none); the mark is
+ * high_min (H) and the trace frees order-0 pages allocated before it on CPU 0.  Where its first
+ * drain follows the (H - 9)th free, the kernel's lists held 3 pages fewer than zoneinfo's
+ * count says: the replay's free that reaches H earlier takes a hidden page off instead of
+ * draining, three times (start_pcp_surplus_pages 3), and drains at the trace's free, what
+ * free_count says (nr_pcp_free: clamp(free_count, batch, high - batch), :2603-2626; one per
+ * free since the start, :2711-2712).  Where the drain follows the (H - 12)th, the count was
+ * right: none taken.  With no drain at all (a refill on CPU 1 shows the trace records the
+ * pcp events), the kernel never reached the mark: every free from the (H - 12)th takes one,
+ * four, and H - 1 pages are left.  --placement trace plays the trace's drains: none taken.
+ */
+static void test_start_pcp_surplus(void **state) {
+  (void)state;
+  bh_arena_t *a = crafted_arena();
+  const bh_zone_t *z = &a->zones[a->nr_zones - 1]; /* Normal */
+  long h = (long)z->pcp_high_min, batch = (long)z->pcp_batch;
+  char q[4096];
+  quiet_pages(a, z, q, sizeof(q));
+  bool *quiet = calloc(a->nr_pages, sizeof(bool)); /* the pages the Q lines name */
+  assert_non_null(quiet);
+  uint64_t at = 0;
+  for (const char *l = strstr(q, "\nQ "); l; l = strstr(l + 1, "\nQ ")) {
+    unsigned long gap, n;
+    assert_int_equal(sscanf(l + 3, "%lu %lu", &gap, &n), 2);
+    for (uint64_t p = at + gap; p < at + gap + n; p++)
+      quiet[p] = true;
+    at += gap + n;
+  }
+  long count[2] = {12, 0}, high[2] = {h, 0};
+  char *zi = zoneinfo_pagesets(a, count, high);
+  char *desc = describe_zi(a, false, q, NULL, zi);
+  size_t nfree = (size_t)(h - 9), k = 0; /* order-0 Movable pages allocated before the trace */
+  assert_true(h > 12 + 3 && h - 9 < batch << 5); /* free_count grows by one a free throughout */
+  uint64_t *pages = calloc(nfree, sizeof(uint64_t));
+  assert_non_null(pages);
+  for (uint64_t p = z->zone_start_pfn + z->zone_spanned_pages;
+       p-- > z->zone_start_pfn && k < nfree;)
+    if (a->pages[p].flags == BH__PG_ALLOC && !a->pages[p].order &&
+        bh__pb_mt(a, p) == BH_MT_MOVABLE && !quiet[p])
+      pages[k++] = p;
+  assert_int_equal(k, nfree);
+  const struct {
+    long drain_after; /* the free the trace's first drain follows; 0: none */
+    bool trace;       /* --placement trace */
+    long surplus, end;
+  } cases[] = {
+      {h - 9, false, 3,
+       h - (h - 9 < batch       ? batch
+            : h - 9 > h - batch ? h - batch
+                                : h - 9)},
+      {h - 12, false, 0, -1},
+      {0, false, 4, h - 1},
+      {h - 9, true, 0, -1},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    size_t len = 128 + 48 * (nfree + 1), n = 0;
+    char *lines = malloc(len);
+    assert_non_null(lines);
+    n += (size_t)snprintf(lines + n, len - n, "# buddyhint-trace 3\n");
+    for (size_t f = 0; f < nfree; f++) {
+      n += (size_t)snprintf(lines + n, len - n, "%zu F %#lx 0 cpu=0\n", 1000 + 10 * f,
+                            (unsigned long)pages[f]);
+      if ((long)f + 1 == cases[i].drain_after) /* the list's tail: the first page freed */
+        n += (size_t)snprintf(lines + n, len - n, "%zu D %#lx 0 cpu=0 mt=1\n", 1005 + 10 * f,
+                              (unsigned long)pages[0]);
+    }
+    if (!cases[i].drain_after) /* a pcp event all the same: the trace records them */
+      n +=
+          (size_t)snprintf(lines + n, len - n, "%zu Z %#lx 0 cpu=1 mt=1 refill=1\n",
+                           1000 + 10 * nfree, (unsigned long)free_movable(a, z->zone_start_pfn, 0));
+    char name[64];
+    snprintf(name, sizeof(name), "surplus%zu.bht", i);
+    bh_replay_config_t cfg = config_of(write_trace3(name, BH_TRACE_NATIVE_BINARY, desc, lines));
+    cfg.placement = cases[i].trace ? BH_PLACEMENT_TRACE : cfg.placement;
+    snprintf(name, sizeof(name), "dump-surplus%zu", i);
+    cfg.dump_dir = tt_path(name);
+    bh_replay_summary_t s;
+    replay(&cfg, &s);
+    assert_int_equal(s.start_pcp_hidden_pages, 12);
+    assert_int_equal(s.start_pcp_surplus_pages, cases[i].surplus);
+    if (cases[i].end >= 0)
+      assert_int_equal(zoneinfo_cpu_field(cfg.dump_dir, 0, "count:"), cases[i].end);
+    free(lines);
+  }
+  free(pages);
+  free(quiet);
+  free(desc);
+  free(zi);
+  bh_arena_destroy(a);
+}
+
 /* desc with a section of its own added before its @end line (freed; a new string). */
 static char *with_section(char *desc, const char *name, const char *lines) {
   char *end = strstr(desc, "@end\n");
@@ -3298,6 +3393,7 @@ int main(void) {
       cmocka_unit_test(test_untraced_allocs_drained),
       cmocka_unit_test(test_start_take_then_free),
       cmocka_unit_test(test_start_pcp_hidden),
+      cmocka_unit_test(test_start_pcp_surplus),
       cmocka_unit_test(test_start_pcp_count_events),
       cmocka_unit_test(test_pcp_refill_piece),
       cmocka_unit_test(test_untraced_allocs),
