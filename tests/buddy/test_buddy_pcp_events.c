@@ -52,7 +52,7 @@ static void test_refill_and_drain(void **state) {
    * order 0 of the order-6 block at +64, leaving one of each order 0..5 there */
   for (unsigned o = 0; o < TOP; o++)
     EXPECT_U64(z.nr_free[o], z0.nr_free[o] + (o < 6 ? 2 : o == 6 ? 0 : 1));
-  uint64_t l[4];
+  uint64_t l[4] = {0};
   EXPECT_U64(list_of(a, 1, BH_MT_MOVABLE, 0, l, 4), 2);
   EXPECT_U64(l[0], pfn); /* tail-added: in the order refilled */
   EXPECT_U64(l[1], p2);
@@ -97,7 +97,7 @@ static void test_free_nodrain(void **state) {
   EXPECT_U64(bt_stat(a, BH_STAT_pcp_drain), drains);
   EXPECT_U64(bt_zone(a, 2).pcp_pages, N);
   EXPECT_U64(bt_zone(a, 2).pcp_high < N, 1);
-  uint64_t l[1];
+  uint64_t l[1] = {0};
   EXPECT_U64(list_of(a, 0, BH_MT_MOVABLE, 0, l, 1), 1);
   EXPECT_U64(l[0], p[N - 1]); /* head-added, as a free */
   /* a double free is bh_free_pfn's error */
@@ -126,7 +126,7 @@ static void test_relist_and_where(void **state) {
   EXPECT_U64(bh__pcp_relist_at(a, pfn, 0, BH_MT_MOVABLE, 1), BH_OK);
   EXPECT_U64(bh__pcp_block_where(a, pfn, 0, &cpu), BH__PCPAT_PCP);
   EXPECT_U64(cpu, 1);
-  uint64_t l[4];
+  uint64_t l[4] = {0};
   EXPECT_U64(list_of(a, 0, BH_MT_MOVABLE, 0, l, 4), 0);
   EXPECT_U64(list_of(a, 1, BH_MT_MOVABLE, 0, l, 4), 2);
   EXPECT_U64(l[0], pfn + 1);

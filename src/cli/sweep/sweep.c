@@ -97,13 +97,20 @@ typedef struct idset {
 } idset_t;
 
 static int add_arg(bh_sweep_job_t *j, size_t *cap, const char *a, const char *b) {
-  char buf[1100];
-  snprintf(buf, sizeof(buf), "%s%s", a, b ? b : "");
-  char **args = bh__sweep_push(j->args, &j->nargs, cap, sizeof(char *));
-  if (!args)
+  size_t na = strlen(a), nb = b ? strlen(b) : 0;
+  char *s = malloc(na + nb + 1);
+  if (!s)
     return BH_ENOMEM;
+  memcpy(s, a, na);
+  memcpy(s + na, b ? b : "", nb + 1);
+  char **args = bh__sweep_push(j->args, &j->nargs, cap, sizeof(char *));
+  if (!args) {
+    free(s);
+    return BH_ENOMEM;
+  }
   j->args = args;
-  return (args[j->nargs - 1] = strdup(buf)) ? 0 : BH_ENOMEM;
+  args[j->nargs - 1] = s;
+  return 0;
 }
 
 /* Builds one job: coordinates, replay arguments and the canonical text its id hashes. */

@@ -206,7 +206,7 @@ static void test_tail(void **state) {
   (void)state;
   bh_arena_t *a = bt_arena(BH_BACKING_SIM, 1 * GiB, false, 128);
   size_t n;
-  uint64_t *p = fill9(a, &n), kept;
+  uint64_t *p = fill9(a, &n), kept = UINT64_MAX;
   bh_hint_t *h = bt_attach(a, BH_CLOCK_VIRTUAL, NULL);
   size_t freed = free_even(a, p, n, 1, &kept);
   assert_int_equal(zone_nr_free(a, ORDER), freed);
@@ -408,7 +408,7 @@ static void test_budget(void **state) {
 static void rotate_case(bool rotate) {
   bh_arena_t *a = bt_arena(BH_BACKING_SIM, 1 * GiB, false, 128);
   size_t n;
-  uint64_t *p = fill9(a, &n), kept;
+  uint64_t *p = fill9(a, &n), kept = UINT64_MAX;
   bh_hint_t *h = bt_attach(a, BH_CLOCK_VIRTUAL, rotate ? NULL : "rotate=0");
   size_t freed = free_even(a, p, n, 1, &kept);
   assert_int_equal(freed, 255);
@@ -630,7 +630,7 @@ static void test_report_error(void **state) {
   (void)state;
   bh_arena_t *a = bt_arena(BH_BACKING_MMAP, 256 * MiB, false, 128);
   size_t n;
-  uint64_t *p = fill9(a, &n), kept;
+  uint64_t *p = fill9(a, &n), kept = UINT64_MAX;
   bh_hint_t *h = bt_attach(a, BH_CLOCK_VIRTUAL, NULL);
   size_t freed = free_even(a, p, n, 1, &kept);
   assert_true(freed > 40);
