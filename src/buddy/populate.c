@@ -661,7 +661,7 @@ int bh__pcp_free_nodrain(bh_arena_t *a, uint64_t pfn, unsigned order, int cpu) {
   return BH_OK;
 }
 
-/* The pcp whose list holds the block blocks[i] (a hidden block placed on one), or NULL. */
+/* The pcp whose list holds block b (a hidden block the start placed on one), or NULL. */
 static bh__pcp_t *surplus_pcp(bh_arena_t *a, const bh_pcp_block_t *b) {
   int err;
   bh_zone_t *z = pcp_zone(a, b->pfn, b->order, &err);
