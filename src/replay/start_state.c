@@ -953,7 +953,21 @@ static bool first_freed(const struct ctx *c, uint64_t p) {
   return fe_kind(c, p) == BH__FE_FREE && !(t && ((t[p >> 6] >> (p & 63)) & 1));
 }
 
-/* The free block in c->placed that holds p, split around the pages the trace first frees. */
+/* Was p, free in the map, out of the buddy lists at the start as the trace shows it?  Its first
+ * event is a free (allocated), or, where the trace records the pcp events, an allocation or a
+ * drain that no take came before (on a pcp list: a refill, traced, is the only way from the
+ * buddy lists onto one, rmqueue_bulk): the map read it at another moment. */
+static bool first_not_buddy(const struct ctx *c, uint64_t p) {
+  const uint64_t *t = c->fes ? c->fes->taken : NULL;
+  int k = fe_kind(c, p);
+  /* (without pcp events every allocation looks untaken: then only a free tells) */
+  return (k == BH__FE_FREE || (k != BH__FE_NONE && c->fes && c->fes->pcp_seen)) &&
+         !(t && ((t[p >> 6] >> (p & 63)) & 1));
+}
+
+/* The free block in c->placed that holds p, split around the pages the trace shows out of the
+ * buddy lists (first_not_buddy): those first freed are allocated at the start (repaired_pages),
+ * the others go on the pcp lists their first events show (pcp_from_trace). */
 static void repair_block(struct ctx *c, uint64_t p) {
   unsigned o;
   uint64_t h;
@@ -962,15 +976,15 @@ static void repair_block(struct ctx *c, uint64_t p) {
   c->placed[h] = 0;
   uint64_t end = h + (1ull << o);
   for (uint64_t a = h; a < end;) {
-    if (first_freed(c, a)) {
-      c->st->repaired_pages++;
+    if (first_not_buddy(c, a)) {
+      c->st->repaired_pages += first_freed(c, a);
       if (c->covered)
         c->covered[a >> 6] &= ~(1ull << (a & 63));
       a++;
       continue;
     }
     uint64_t b = a;
-    while (b < end && !first_freed(c, b))
+    while (b < end && !first_not_buddy(c, b))
       b++;
     for (uint64_t q = a; q < b;) { /* the maximal decomposition of [a, b) */
       unsigned k = 0;
@@ -1145,6 +1159,17 @@ static void retype(struct ctx *c, uint64_t b, uint8_t mt, uint64_t q) {
     c->st->pageblock_mt[q] = t;
 }
 
+/* Whether the map's free block b of order o was in the buddy lists at the start as the trace
+ * shows it: no page of it has a first event other than a take (a drain or an allocation
+ * without a take shows it on a pcp list, a free shows it allocated: the map read it at
+ * another moment). */
+static bool buddy_free(const struct ctx *c, uint64_t b, unsigned o) {
+  for (uint64_t q = b; q < b + (1ull << o); q++)
+    if (first_not_buddy(c, q))
+      return false;
+  return true;
+}
+
 /*
  * A take from the buddy lists (mm_page_alloc_zone_locked) that is the first event of every
  * page of its block was of a block free at the start, even where the free map holds it
@@ -1170,13 +1195,16 @@ static void place_taken(struct ctx *c) {
       continue;
     c->st->taken_pages += n;
     /* merged with free buddies as the kernel keeps them (__free_one_page): the take was of
-     * its order, not necessarily from a block of that order */
+     * its order, not necessarily from a block of that order; a buddy of the map that the trace
+     * shows out of the buddy lists (buddy_free) is not free at the start, and not merged */
     int zi = bh_machine_zone_of(c->m, p);
     for (; o < c->maxo; o++) {
       uint64_t b = p ^ (1ull << o);
       if (b + (1ull << o) > c->nr_pages || (c->placed[b] & 0x7f) != o + 1 ||
           bh_machine_zone_of(c->m, b) != zi)
         break;
+      if (!buddy_free(c, b, o))
+        break; /* (the repair below splits it around those pages) */
       c->placed[b] = 0;
       for (q = b; c->covered && q < b + (1ull << o); q++)
         c->covered[q >> 6] &= ~(1ull << (q & 63));
@@ -1459,7 +1487,7 @@ static int build_kpageflags(struct ctx *c, const bh_snapshot_t *s, char *err, si
   int rc = event_pages(c);
   for (uint64_t i = 0; !rc && i < c->nevp; i++) {
     uint64_t p = c->evp[i];
-    if (first_freed(c, p) && in_placed(c, p))
+    if (first_not_buddy(c, p) && in_placed(c, p))
       repair_block(c, p);
   }
   if (!rc)

@@ -2534,6 +2534,47 @@ static void test_start_take_then_free(void **state) {
   bh_arena_destroy(a);
 }
 
+/*
+ * A page the map holds free whose first event is a drain, or an allocation no take came
+ * before, was on a pcp list at the start, not in the buddy lists: a page reaches a pcp list
+ * from them only by a refill (rmqueue_bulk), which the trace would show, and a drain takes a
+ * pcp page (free_pcppages_bulk, mm/page_alloc.c:1254-1264 in 6.12).  The map read it at
+ * another moment (it is read page by page, before the trace begins).  The start state splits
+ * its free block around it and puts it on the pcp list the event shows: the drain is played
+ * (it used to be missed, drain_start_state), and both make a start pcp page.
+ */
+static void test_start_map_free_on_pcp(void **state) {
+  (void)state;
+  bh_arena_t *a = crafted_arena();
+  /* the first page of a free block of order 1 or more: its block is split around it */
+  uint64_t q = free_movable(a, a->zones[a->nr_zones - 1].zone_start_pfn, 1);
+  char *desc = describe(a, false);
+  /* a refill elsewhere, first: the trace records the pcp events (without them every allocation
+   * looks untaken, and only a free says the map read a page at another moment) */
+  uint64_t r = free_movable(a, q + (1ull << a->pages[q].order), 0);
+  const char *first[] = {"D %#lx 0 cpu=0 mt=1", "A %#lx 0 cpu=1 gfp=GFP_HIGHUSER_MOVABLE"};
+  for (int i = 0; i < 2; i++) {
+    char lines[256], ev[96];
+    snprintf(ev, sizeof(ev), first[i], (unsigned long)q);
+    snprintf(lines, sizeof(lines),
+             "# buddyhint-trace 3\n500 Z %#lx 0 cpu=0 mt=1 refill=1\n1000 %s\n", (unsigned long)r,
+             ev);
+    char name[32];
+    snprintf(name, sizeof(name), "mapfree%d.bht", i);
+    bh_replay_config_t cfg = config_of(write_trace3(name, BH_TRACE_NATIVE_BINARY, desc, lines));
+    cfg.placement = BH_PLACEMENT_TRACE;
+    cfg.start_pcp_trace = true; /* no hidden pages: the start pcp pages are the trace's */
+    bh_replay_summary_t s;
+    replay(&cfg, &s);
+    assert_int_equal(s.start_pcp_pages, 1);
+    assert_int_equal(s.start_repaired_pages, 0);
+    assert_int_equal(s.pcp_events_applied, 1 + (i == 0)); /* the refill, and the drain */
+    assert_int_equal(s.pcp_events_missed, 0);
+  }
+  free(desc);
+  bh_arena_destroy(a);
+}
+
 /* The arena's zoneinfo with the Normal zone's pagesets set: CPU c's "count:" to count[c] and,
  * if high[c], its "high:" to high[c]. */
 static char *zoneinfo_pagesets(bh_arena_t *a, const long *count, const long *high) {
@@ -3394,6 +3435,7 @@ int main(void) {
       cmocka_unit_test(test_start_take_then_free),
       cmocka_unit_test(test_start_pcp_hidden),
       cmocka_unit_test(test_start_pcp_surplus),
+      cmocka_unit_test(test_start_map_free_on_pcp),
       cmocka_unit_test(test_start_pcp_count_events),
       cmocka_unit_test(test_pcp_refill_piece),
       cmocka_unit_test(test_untraced_allocs),
