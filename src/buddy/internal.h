@@ -334,6 +334,13 @@ static inline int bh__pb_mt(const bh_arena_t *a, uint64_t pfn) {
   return __atomic_load_n(&a->pageblock[pfn >> a->pb_order], __ATOMIC_RELAXED) & 7;
 }
 
+/* The pcp of zone z whose list holds the block at pfn (bh__pg_set_pcp keeps its CPU), or NULL;
+ * for a block with PG_PCP set. */
+static inline bh__pcp_t *bh__pcp_owner(const bh_zone_t *z, uint64_t pfn) {
+  uint32_t c = z->arena->pages[pfn].priv;
+  return c < z->arena->cfg.nr_cpus ? &z->pcp[c] : NULL;
+}
+
 static inline uint32_t bh__free_list(const bh_zone_t *z, unsigned order, int mt) {
   return z->free_head + order * BH_MT_TYPES + (unsigned)mt;
 }

@@ -905,7 +905,7 @@ static __attribute__((noinline, cold)) int pcp_surplus(bh_zone_t *z, bh__pcp_t *
   while (pcp->count >= high && pcp->nsurplus) {
     uint32_t pfn = pcp->surplus[--pcp->nsurplus];
     bh__page_t *p = &a->pages[pfn];
-    if (!(bh__pg_flags(p) & BH__PG_PCP) || p->priv != (uint32_t)(pcp - z->pcp))
+    if (!(bh__pg_flags(p) & BH__PG_PCP) || bh__pcp_owner(z, pfn) != pcp)
       continue; /* allocated, or drained, since */
     unsigned order = bh__pg_order(p);
     int mt = bh__pb_mt(a, pfn);

@@ -502,12 +502,6 @@ static bool find_block(const bh_arena_t *a, uint64_t pfn, unsigned order, uint8_
   return false;
 }
 
-/* The pcp whose list holds the block at pfn (bh__pg_set_pcp keeps its CPU). */
-static bh__pcp_t *pcp_of(const bh_zone_t *z, uint64_t pfn) {
-  uint32_t c = z->arena->pages[pfn].priv;
-  return c < z->arena->cfg.nr_cpus ? &z->pcp[c] : NULL;
-}
-
 int bh_alloc_pfn_at(bh_arena_t *a, unsigned gfp, unsigned order, int cpu, uint64_t pfn) {
   (void)cpu;
   if (!a || order > a->max_order || (gfp & ~BH__GFP_VALID))
@@ -531,7 +525,7 @@ int bh_alloc_pfn_at(bh_arena_t *a, unsigned gfp, unsigned order, int cpu, uint64
     mark_allocated(z, pfn, order, mt, z->ev);
     err = BH_OK;
   } else if (z->pcp && find_block(a, pfn, order, BH__PG_PCP, &head, &high)) {
-    bh__pcp_t *pcp = pcp_of(z, head);
+    bh__pcp_t *pcp = bh__pcp_owner(z, head);
     if (pcp && bh__pcp_trylock(pcp)) {
       bh__list_del(a, (uint32_t)head);
       pcp->count -= 1 << high;
@@ -620,7 +614,7 @@ int bh__pcp_drain_at(bh_arena_t *a, uint64_t pfn, unsigned order) {
   bh__page_t *p = &a->pages[pfn];
   if (!(bh__pg_flags(p) & BH__PG_PCP) || bh__pg_order(p) != order)
     return BH_EBUSY;
-  bh__pcp_t *pcp = pcp_of(z, pfn);
+  bh__pcp_t *pcp = bh__pcp_owner(z, pfn);
   if (!pcp)
     return BH_EBUSY;
   bh__pcp_lock(pcp);
@@ -665,7 +659,7 @@ int bh__pcp_free_nodrain(bh_arena_t *a, uint64_t pfn, unsigned order, int cpu) {
 static bh__pcp_t *surplus_pcp(bh_arena_t *a, const bh_pcp_block_t *b) {
   int err;
   bh_zone_t *z = pcp_zone(a, b->pfn, b->order, &err);
-  return z && (bh__pg_flags(&a->pages[b->pfn]) & BH__PG_PCP) ? pcp_of(z, b->pfn) : NULL;
+  return z && (bh__pg_flags(&a->pages[b->pfn]) & BH__PG_PCP) ? bh__pcp_owner(z, b->pfn) : NULL;
 }
 
 int bh__pcp_surplus_set(bh_arena_t *a, const bh_pcp_block_t *blocks, size_t n) {
@@ -737,7 +731,7 @@ enum bh__pcp_at bh__pcp_block_where(const bh_arena_t *a, uint64_t pfn, unsigned 
   if (o < order || ((f & BH__PG_PCP) && (head != pfn || o != order)))
     return BH__PCPAT_SPLIT; /* the event's block is several of the arena's, or part of one */
   if (f & BH__PG_PCP) {
-    const bh__pcp_t *pcp = pcp_of(z, pfn);
+    const bh__pcp_t *pcp = bh__pcp_owner(z, pfn);
     *cpu = pcp ? (int)(pcp - z->pcp) : -1;
     return BH__PCPAT_PCP;
   }
@@ -756,7 +750,8 @@ int bh__pcp_relist_at(bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int c
   bh__page_t *p = &a->pages[pfn];
   if (!(bh__pg_flags(p) & BH__PG_PCP) || bh__pg_order(p) != order)
     return BH_EBUSY;
-  bh__pcp_t *from = pcp_of(z, pfn), *to = &z->pcp[cpu < 0 ? 0 : (unsigned)cpu % a->cfg.nr_cpus];
+  bh__pcp_t *from = bh__pcp_owner(z, pfn),
+            *to = &z->pcp[cpu < 0 ? 0 : (unsigned)cpu % a->cfg.nr_cpus];
   if (!from)
     return BH_EBUSY;
   int list_mt = pcp_mt(bh__pb_mt(a, pfn));
@@ -858,12 +853,12 @@ static void where_pcp(const bh_arena_t *a, uint64_t head, int mt, unsigned order
  * if the block is no longer on that list. */
 static bool where_pcp_locked(const bh_arena_t *a, uint64_t head, unsigned horder, uint64_t pfn,
                              unsigned order, int mt, int cpu, bh__where_t *w) {
-  bh__pcp_t *pcp = pcp_of(bh__pfn_zone(a, head), head);
+  bh__pcp_t *pcp = bh__pcp_owner(bh__pfn_zone(a, head), head);
   if (!pcp)
     return false;
   bh__pcp_lock(pcp);
-  bool on =
-      (bh__pg_flags(&a->pages[head]) & BH__PG_PCP) && pcp_of(bh__pfn_zone(a, head), head) == pcp;
+  bool on = (bh__pg_flags(&a->pages[head]) & BH__PG_PCP) &&
+            bh__pcp_owner(bh__pfn_zone(a, head), head) == pcp;
   if (on) {
     where_pcp(a, head, mt, order, cpu, w);
     if (head != pfn || horder != order)

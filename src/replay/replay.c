@@ -99,11 +99,11 @@ struct replay {
    * (bh__pcp_refill_empty), not at the allocations that follow them */
   bool refill_at_event;
   /* allocator placement with a start state's hidden pcp pages and the pcp events: until each
-   * CPU's first drain in the trace, its frees stay below the high mark (bh__pcp_calibrating,
-   * struct scan's calib_until and drain_seen); calib_on: the CPUs calibrating now; calib_live
-   * until no CPU is left to switch off */
+   * CPU's first drain in the trace (calib_until, UINT64_MAX for a CPU with none), its frees
+   * stay below the high mark (bh__pcp_calibrating); calib_on: the CPUs calibrating now;
+   * calib_live until calib_last, the latest of those times */
   bool calib_live;
-  uint64_t calib_on, calib_seen;
+  uint64_t calib_on, calib_last;
   uint64_t calib_until[LIFO_CPUS];
   /* the refilled pages an allocation without an event took (struct scan's takes), the next of
    * them, the mm_page_alloc events played so far, and whether one is being played now (not
@@ -253,11 +253,10 @@ struct scan {
    * (lifo_alloc), in the order of the allocations they came before; NULL if none */
   struct untraced_take *takes;
   size_t ntakes;
-  /* in a machine's shape, per CPU (below LIFO_CPUS): a bit for each whose first pcp drain the
-   * trace shows, and the time until which its pcp count stayed below the high mark at every
-   * free (the drain's, or that of the free it directly follows on its CPU: the free that
-   * reached the mark, free_unref_page_commit) */
-  uint64_t drain_seen;
+  /* in a machine's shape, per CPU (below LIFO_CPUS): the time until which its pcp count
+   * stayed below the high mark at every free: its first pcp drain's, or that of the free the
+   * drain directly follows on its CPU (the free that reached the mark,
+   * free_unref_page_commit); UINT64_MAX (set by first_pass) where the trace shows none */
   uint64_t calib_until[LIFO_CPUS];
 };
 
@@ -590,9 +589,10 @@ struct scan_state {
    * free; and sc->locked's room */
   struct lock_watch *lw;
   size_t locked_cap, batched_cap;
-  /* with fe, each CPU's last event (its op + 1 and time), for sc->calib_until */
-  uint8_t last_op[LIFO_CPUS];
-  uint64_t last_t[LIFO_CPUS];
+  /* with fe, per CPU: the time of its last event if that was a free, else 0; and a bit per
+   * CPU whose first drain has been seen (sc->calib_until) */
+  uint64_t last_free_t[LIFO_CPUS];
+  uint64_t drain_seen;
 };
 
 /* ---- allocations without an event ----
@@ -1112,17 +1112,13 @@ COLD static int vmstat_time(struct scan *sc, uint64_t t) {
  * its pcp high mark (sc->calib_until): its first drain, or the free it directly follows. */
 static inline void last_on_cpu(struct scan_state *st, const bh_event_t *ev) {
   unsigned c = ev->cpu < 0 ? 0 : (unsigned)ev->cpu;
-  if (!st->fe || c >= LIFO_CPUS)
+  if (c >= LIFO_CPUS)
     return;
-  struct scan *sc = st->sc;
-  if (bh__unlikely(ev->op == BH_EV_PCPU_DRAIN) && !((sc->drain_seen >> c) & 1)) {
-    uint8_t op = st->last_op[c];
-    sc->drain_seen |= 1ull << c;
-    sc->calib_until[c] =
-        op == BH_EV_FREE + 1 || op == BH_EV_FREE_BATCHED + 1 ? st->last_t[c] : ev->time_ns;
+  if (bh__unlikely(ev->op == BH_EV_PCPU_DRAIN) && !((st->drain_seen >> c) & 1)) {
+    st->drain_seen |= 1ull << c;
+    st->sc->calib_until[c] = st->last_free_t[c] ? st->last_free_t[c] : ev->time_ns;
   }
-  st->last_op[c] = (uint8_t)(ev->op + 1);
-  st->last_t[c] = ev->time_ns;
+  st->last_free_t[c] = ev->op == BH_EV_FREE || ev->op == BH_EV_FREE_BATCHED ? ev->time_ns : 0;
 }
 
 /* One event of the first pass.  Returns 0 or BH_ENOMEM. */
@@ -1302,6 +1298,8 @@ static int first_pass(struct replay *r, struct scan *sc, bool keep_all) {
   bool once = sc->once;
   memset(sc, 0, sizeof(*sc));
   sc->pfn_lo = UINT64_MAX;
+  for (unsigned c = 0; c < LIFO_CPUS; c++)
+    sc->calib_until[c] = UINT64_MAX; /* no drain seen */
   /* binary records are read in place about as fast as kept events would be played */
   st.keep = (once || keep_all || bh_trace_format(t) != BH_TRACE_NATIVE_BINARY) && st.keep_max;
   enum { BATCH = 256 };
@@ -2548,9 +2546,10 @@ COLD static void vmstat_event(struct replay *r, const bh_event_t *ev) {
  */
 COLD static void calibrate_setup(struct replay *r, const struct scan *sc) {
   r->calib_live = r->shape && !r->place_trace && sc->pcp_events && r->s->start_pcp_hidden_pages;
-  r->calib_seen = sc->drain_seen;
   memcpy(r->calib_until, sc->calib_until, sizeof(r->calib_until));
-  r->calib_on = 0;
+  r->calib_on = r->calib_last = 0;
+  for (unsigned k = 0; k < r->nr_cpus && k < LIFO_CPUS; k++)
+    r->calib_last = r->calib_until[k] > r->calib_last ? r->calib_until[k] : r->calib_last;
 }
 
 /* Before a page event of CPU ev->cpu: whether that CPU calibrates now, switched in the arena
@@ -2559,17 +2558,12 @@ COLD static void calibrate_at(struct replay *r, const bh_event_t *ev) {
   unsigned c = ev->cpu < 0 ? 0 : (unsigned)ev->cpu;
   if (c >= LIFO_CPUS || c >= r->nr_cpus)
     return;
-  bool on = !((r->calib_seen >> c) & 1) || ev->time_ns < r->calib_until[c];
+  bool on = ev->time_ns < r->calib_until[c];
   if (on != ((r->calib_on >> c) & 1)) {
     bh__pcp_calibrating(r->arena, (int)c, on);
     r->calib_on ^= 1ull << c;
   }
-  if (!r->calib_on) { /* live while a CPU may calibrate yet */
-    bool left = false;
-    for (unsigned k = 0; k < r->nr_cpus && k < LIFO_CPUS && !left; k++)
-      left = !((r->calib_seen >> k) & 1) || ev->time_ns < r->calib_until[k];
-    r->calib_live = left;
-  }
+  r->calib_live = r->calib_on || ev->time_ns < r->calib_last; /* a CPU may calibrate yet */
 }
 
 /*
