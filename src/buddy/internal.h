@@ -126,6 +126,12 @@ enum { BH__ZONE_BOOSTED_WATERMARK = 1u << 0, BH__ZONE_BELOW_HIGH = 1u << 1 };
 #define BH__PAGE_ALLOC_COSTLY_ORDER 3
 #define BH__PCP_BATCH_SCALE_MAX 5
 
+/* A stack of pcp blocks (bh__pcp_entry: pfn, order, list type), the top the last. */
+typedef struct bh__pcp_stack {
+  uint32_t n;
+  uint64_t *e;
+} bh__pcp_stack_t;
+
 /* struct per_cpu_pages (6.12): one per zone and CPU slot. */
 typedef struct bh__pcp {
   atomic_int locked; /* pcp_spin_trylock: a failed trylock falls back to the buddy lists */
@@ -141,8 +147,12 @@ typedef struct bh__pcp {
    * trace shows that the kernel's count stayed below its high mark at this CPU's frees now
    * (bh__pcp_calibrating): a free that reaches the mark takes them off instead of draining */
   bool calibrating;
-  uint32_t nsurplus;
-  uint32_t *surplus;
+  bh__pcp_stack_t surplus;
+  /* bh__pcp_reserve_set: blocks allocated before the trace that may join this pcp's lists,
+   * and whether the next free is the one the trace's first drain of this CPU follows
+   * (bh__pcp_deficit): one that leaves the count below the mark adds them up to it */
+  bool deficit;
+  bh__pcp_stack_t reserve;
   uint64_t ev[BH_NR_STATS]; /* event counters updated under this pcp's lock */
   char pad[64];
 } bh__pcp_t;
@@ -231,6 +241,7 @@ struct bh_arena {
   const uint32_t *take_rank;
   uint64_t take_rank_n;
   _Atomic uint64_t pcp_surplus_pages; /* taken off by bh__pcp_calibrating's frees */
+  _Atomic uint64_t pcp_deficit_pages; /* added by bh__pcp_deficit's frees */
   bh__hint_hooks_t hint;
   /* Pages discarded by a report and not touched since: set by the reporter, cleared (and
    * counted as refaults) when allocated.  NULL until a reporter is attached. */
@@ -293,6 +304,17 @@ static inline void bh__pg_set_pcp(bh__page_t *p, uint8_t order, uint32_t cpu) {
 static inline void bh__pg_set_flags(bh__page_t *p, uint8_t flags) {
   __atomic_store_n(&p->flags, flags, __ATOMIC_RELAXED);
 }
+/* Memory the start holds allocated before the trace, untouched since. */
+static inline bool bh__pg_pretrace_alloc(const bh__page_t *p) {
+  return (bh__pg_flags(p) & (BH__PG_ALLOC | BH__PG_PRETRACE)) == (BH__PG_ALLOC | BH__PG_PRETRACE);
+}
+/* A bh__pcp_stack_t entry: a block's pfn, order and list type. */
+static inline uint64_t bh__pcp_entry(uint64_t pfn, unsigned order, int mt) {
+  return pfn | (uint64_t)order << 40 | (uint64_t)(mt & 0xff) << 48;
+}
+static inline uint32_t bh__pcp_entry_pfn(uint64_t e) { return (uint32_t)(e & ((1ull << 40) - 1)); }
+static inline unsigned bh__pcp_entry_order(uint64_t e) { return (unsigned)(e >> 40) & 0xff; }
+static inline int bh__pcp_entry_mt(uint64_t e) { return (int)((e >> 48) & 0xff); }
 /*
  * An allocated block's request type (`mt`) is written by the allocating thread under the pcp
  * lock and read by compaction and the claim rule under the zone lock.  The allocation stores

@@ -902,8 +902,8 @@ __attribute__((always_inline)) static inline int pcp_add(bh_arena_t *a, bh_zone_
  */
 static __attribute__((noinline, cold)) int pcp_surplus(bh_zone_t *z, bh__pcp_t *pcp, int high) {
   bh_arena_t *a = z->arena;
-  while (pcp->count >= high && pcp->nsurplus) {
-    uint32_t pfn = pcp->surplus[--pcp->nsurplus];
+  while (pcp->count >= high && pcp->surplus.n) {
+    uint32_t pfn = bh__pcp_entry_pfn(pcp->surplus.e[--pcp->surplus.n]);
     bh__page_t *p = &a->pages[pfn];
     if (!(bh__pg_flags(p) & BH__PG_PCP) || bh__pcp_owner(z, pfn) != pcp)
       continue; /* allocated, or drained, since */
@@ -921,6 +921,70 @@ static __attribute__((noinline, cold)) int pcp_surplus(bh_zone_t *z, bh__pcp_t *
   return pcp->count >= high ? high : -1;
 }
 
+/* The pcp list type of an order-0 page at pfn: its pageblock's (free_unref_page: HighAtomic
+ * and CMA pages go on the Movable list). */
+static int pcp_list_mt(const bh_arena_t *a, uint64_t pfn) {
+  int mt = bh__pb_mt(a, pfn);
+  return mt < BH_MT_PCPTYPES ? mt : BH_MT_MOVABLE;
+}
+
+/*
+ * The free the trace's first drain of this CPU follows (bh__pcp_deficit), before it goes on
+ * the lists: if it would leave the count below the high mark (as nr_pcp_high gives it outside
+ * the reclaim and below-high rules), the start held too few pages; reserve blocks join the
+ * lists, the first chosen first, until this free reaches the mark and no further: a block
+ * larger than what is missing gives its first pages alone, as order-0 blocks on the order-0
+ * list of its type (the rest stays allocated).  Each goes next to the latest-placed hidden
+ * block of its list still there (where the start put the pages zoneinfo counts and the trace
+ * does not show), else at the list's tail, where the drain this free brings about starts if
+ * it is the free's list (free_pcppages_bulk, mm/page_alloc.c:1248-1266 in 6.12): a page the
+ * trace never shows.  Order-0 frees only (no free_high).
+ */
+static __attribute__((noinline, cold)) void pcp_deficit(bh_zone_t *z, bh__pcp_t *pcp,
+                                                        unsigned order) {
+  bh_arena_t *a = z->arena;
+  pcp->deficit = false;
+  int high = pcp->high < pcp->high_min   ? pcp->high_min
+             : pcp->high > pcp->high_max ? pcp->high_max
+                                         : pcp->high;
+  if (order || !high ||
+      (atomic_load_explicit(&z->flags, memory_order_relaxed) & BH__ZONE_BELOW_HIGH))
+    return;
+  while (pcp->count + 1 < high && pcp->reserve.n) {
+    uint64_t e = pcp->reserve.e[--pcp->reserve.n];
+    uint32_t pfn = bh__pcp_entry_pfn(e);
+    unsigned o = bh__pcp_entry_order(e);
+    int mt = bh__pcp_entry_mt(e);
+    uint64_t q = pfn;
+    while (q < pfn + (1ull << o) && bh__pg_pretrace_alloc(&a->pages[q]))
+      q++;
+    if (q < pfn + (1ull << o))
+      continue;                             /* freed by the trace since */
+    if (pcp->count + 1 + (1 << o) > high) { /* more than is missing: its first pages alone */
+      int missing = high - 1 - pcp->count;
+      for (int k = missing; k-- > 0;)
+        pcp->reserve.e[pcp->reserve.n++] = bh__pcp_entry(pfn + (unsigned)k, 0, mt);
+      continue;
+    }
+    uint32_t head = pcp->head + order_to_pindex(a, mt, o), at = head;
+    for (uint32_t i = pcp->surplus.n; i-- > 0 && at == head;) {
+      uint32_t h = bh__pcp_entry_pfn(pcp->surplus.e[i]);
+      const bh__page_t *hp = &a->pages[h];
+      if ((bh__pg_flags(hp) & BH__PG_PCP) && bh__pg_order(hp) == o && bh__pcp_owner(z, h) == pcp &&
+          pcp_list_mt(a, h) == mt)
+        at = h;
+    }
+    for (q = pfn + 1; q < pfn + (1ull << o); q++) /* as bh_arena_populate's pcp blocks */
+      bh__pg_set_flags(&a->pages[q], 0);
+    bh__pg_set_pcp(&a->pages[pfn], (uint8_t)o, (uint32_t)(pcp - z->pcp));
+    if (at == head) /* its list's tail: the free's drain starts there (free_pcppages_bulk) */
+      at = a->pages[head].prev;
+    bh__list_insert(a, pfn, at, a->pages[at].next);
+    pcp->count += 1 << o;
+    atomic_fetch_add_explicit(&a->pcp_deficit_pages, 1ull << o, memory_order_relaxed);
+  }
+}
+
 /*
  * free_unref_page_commit: onto the head of the pcp list; drain when over the high mark.
  * zone_locked: the caller holds the zone lock already (compaction's frees).
@@ -928,6 +992,8 @@ static __attribute__((noinline, cold)) int pcp_surplus(bh_zone_t *z, bh__pcp_t *
 __attribute__((always_inline)) static inline void
 free_to_pcp(bh_zone_t *z, bh__pcp_t *pcp, uint64_t pfn, unsigned order, int mt, bool zone_locked) {
   bool free_high;
+  if (bh__unlikely(pcp->deficit))
+    pcp_deficit(z, pcp, order);
   int high = pcp_add(z->arena, z, pcp, pfn, order, mt, &free_high);
   if (high >= 0 && !free_high && bh__unlikely(pcp->calibrating))
     high = pcp_surplus(z, pcp, high);

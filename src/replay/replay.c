@@ -101,9 +101,11 @@ struct replay {
   /* allocator placement with a start state's hidden pcp pages and the pcp events: until each
    * CPU's first drain in the trace (calib_until, UINT64_MAX for a CPU with none), its frees
    * stay below the high mark (bh__pcp_calibrating); calib_on: the CPUs calibrating now;
-   * calib_live until calib_last, the latest of those times */
+   * calib_live until calib_last, the latest of those times; calib_free: a bit per CPU whose
+   * first drain directly follows a free (at calib_until: bh__pcp_deficit), deficit_on those
+   * switched on for the event being played */
   bool calib_live;
-  uint64_t calib_on, calib_last;
+  uint64_t calib_on, calib_last, calib_free, deficit_on;
   uint64_t calib_until[LIFO_CPUS];
   /* the refilled pages an allocation without an event took (struct scan's takes), the next of
    * them, the mm_page_alloc events played so far, and whether one is being played now (not
@@ -256,8 +258,10 @@ struct scan {
   /* in a machine's shape, per CPU (below LIFO_CPUS): the time until which its pcp count
    * stayed below the high mark at every free: its first pcp drain's, or that of the free the
    * drain directly follows on its CPU (the free that reached the mark,
-   * free_unref_page_commit); UINT64_MAX (set by first_pass) where the trace shows none */
+   * free_unref_page_commit); UINT64_MAX (set by first_pass) where the trace shows none;
+   * calib_free: a bit per CPU whose first drain directly follows a free */
   uint64_t calib_until[LIFO_CPUS];
+  uint64_t calib_free;
 };
 
 /* What the replay uses of an event, in 32 bytes (a bh_event_t takes 48). */
@@ -1117,6 +1121,7 @@ static inline void last_on_cpu(struct scan_state *st, const bh_event_t *ev) {
   if (bh__unlikely(ev->op == BH_EV_PCPU_DRAIN) && !((st->drain_seen >> c) & 1)) {
     st->drain_seen |= 1ull << c;
     st->sc->calib_until[c] = st->last_free_t[c] ? st->last_free_t[c] : ev->time_ns;
+    st->sc->calib_free |= (uint64_t)(st->last_free_t[c] != 0) << c;
   }
   st->last_free_t[c] = ev->op == BH_EV_FREE || ev->op == BH_EV_FREE_BATCHED ? ev->time_ns : 0;
 }
@@ -2547,7 +2552,8 @@ COLD static void vmstat_event(struct replay *r, const bh_event_t *ev) {
 COLD static void calibrate_setup(struct replay *r, const struct scan *sc) {
   r->calib_live = r->shape && !r->place_trace && sc->pcp_events && r->s->start_pcp_hidden_pages;
   memcpy(r->calib_until, sc->calib_until, sizeof(r->calib_until));
-  r->calib_on = r->calib_last = 0;
+  r->calib_free = sc->calib_free;
+  r->calib_on = r->calib_last = r->deficit_on = 0;
   for (unsigned k = 0; k < r->nr_cpus && k < LIFO_CPUS; k++)
     r->calib_last = r->calib_until[k] > r->calib_last ? r->calib_until[k] : r->calib_last;
 }
@@ -2555,6 +2561,11 @@ COLD static void calibrate_setup(struct replay *r, const struct scan *sc) {
 /* Before a page event of CPU ev->cpu: whether that CPU calibrates now, switched in the arena
  * where it changes; once every CPU's first drain has passed, no more. */
 COLD static void calibrate_at(struct replay *r, const bh_event_t *ev) {
+  for (unsigned k = 0; r->deficit_on; k++) /* the last event's switch is spent */
+    if ((r->deficit_on >> k) & 1) {
+      bh__pcp_deficit(r->arena, (int)k, false);
+      r->deficit_on &= ~(1ull << k);
+    }
   unsigned c = ev->cpu < 0 ? 0 : (unsigned)ev->cpu;
   if (c >= LIFO_CPUS || c >= r->nr_cpus)
     return;
@@ -2563,7 +2574,13 @@ COLD static void calibrate_at(struct replay *r, const bh_event_t *ev) {
     bh__pcp_calibrating(r->arena, (int)c, on);
     r->calib_on ^= 1ull << c;
   }
-  r->calib_live = r->calib_on || ev->time_ns < r->calib_last; /* a CPU may calibrate yet */
+  if (ev->time_ns == r->calib_until[c] && ((r->calib_free >> c) & 1) &&
+      (ev->op == BH_EV_FREE || ev->op == BH_EV_FREE_BATCHED)) {
+    bh__pcp_deficit(r->arena, (int)c, true); /* the free the kernel's first drain follows */
+    r->deficit_on |= 1ull << c;
+  }
+  /* a CPU may calibrate yet, or a switch is to be spent */
+  r->calib_live = r->calib_on || r->deficit_on || ev->time_ns < r->calib_last;
 }
 
 /*
@@ -2727,6 +2744,7 @@ static int play(struct replay *r, const struct scan *sc) {
       free_block(r, &r->pend[r->pend_head]);
   s->events = r->events;
   s->start_pcp_surplus_pages = bh__pcp_surplus_pages(r->arena);
+  s->start_pcp_deficit_pages = bh__pcp_deficit_pages(r->arena);
   if (r->progress)
     fprintf(stderr, "\n");
   if (err < 0) {
@@ -3357,6 +3375,7 @@ int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *f, int indent) {
   ju64(&w, "start_pcp_count_events", s->start_pcp_count_events);
   ji64(&w, "start_pcp_count_adjust", s->start_pcp_count_adjust);
   ju64(&w, "start_pcp_surplus_pages", s->start_pcp_surplus_pages);
+  ju64(&w, "start_pcp_deficit_pages", s->start_pcp_deficit_pages);
   ju64(&w, "start_unplaced_blocks", s->start_unplaced_blocks);
   ju64(&w, "start_unexplained_pages", s->start_unexplained_pages);
   ju64(&w, "start_repaired_pages", s->start_repaired_pages);

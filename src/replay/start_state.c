@@ -153,6 +153,7 @@ int bh__first_events_copy(bh__first_events_t *dst, const bh__first_events_t *src
 
 void bh__start_free(bh__start_t *st) {
   free(st->hidden);
+  free(st->reserve);
   free(st->free);
   free(st->pcp);
   free(st->pageblock_mt);
@@ -172,6 +173,7 @@ struct ctx {
   uint64_t nr_pages, npb;
   unsigned pbo, maxo, pcp_orders, nr_cpus;
   bool pcp_fill;      /* the pcp pages zoneinfo counts beyond the trace's too (pcp_hidden) */
+  bool reserving;     /* hidden pages chosen go to st->reserve, not on the lists */
   const uint32_t *fe; /* NULL: nothing known */
   const bh__first_events_t *fes; /* fe's owner, with the order of first allocations */
   uint64_t seed;
@@ -357,8 +359,15 @@ static int add_pcp(struct ctx *c, uint64_t pfn, unsigned order, unsigned cpu, in
 /* add_pcp of a hidden block, kept in st->hidden too (out of memory: not kept, which only
  * leaves it out of bh__pcp_surplus_set). */
 static int add_hidden(struct ctx *c, uint64_t pfn, unsigned order, unsigned cpu, int list_mt) {
-  int rc = add_pcp(c, pfn, order, cpu, list_mt);
   bh__start_t *st = c->st;
+  if (c->reserving) {
+    if (bh__grow(&st->reserve, &st->reserve_cap, st->nr_reserve, sizeof(*st->reserve)))
+      return BH_ENOMEM;
+    st->reserve[st->nr_reserve++] =
+        (bh_pcp_block_t){pfn, (uint8_t)order, (uint8_t)(list_mt + 1), (uint16_t)cpu};
+    return 0;
+  }
+  int rc = add_pcp(c, pfn, order, cpu, list_mt);
   if (!rc && !bh__grow(&st->hidden, &st->hidden_cap, st->nr_hidden, sizeof(*st->hidden)))
     st->hidden[st->nr_hidden++] = st->pcp[c->npcp - 1];
   return rc;
@@ -510,6 +519,9 @@ static bool may_start_pcp(const struct ctx *c, const uint64_t *in_pcp, uint64_t 
  * state (docs/MACHINE-SHAPE.md); --start-pcp trace leaves it out.
  */
 _Static_assert(BH_MT_PCPTYPES == 3, "want[0..2] below are the pcp lists' types");
+/* Each slot's reserve (ctx.reserving): as many more pages, chosen as its hidden ones are,
+ * beyond them, that a free the trace's first drain follows may add (bh__pcp_reserve_set). */
+enum { RESERVE_PAGES = 16 };
 struct hidden {
   const bh_page_run_t *quiet; /* the start's pages without a flag (the map's Q lines) */
   size_t nquiet;
@@ -716,7 +728,7 @@ static unsigned hidden_wanted(const struct ctx *c, const struct hidden *h, int z
       open_have += have[t];
     }
   }
-  uint64_t w = count > all ? count - all : 0, given = 0;
+  uint64_t w = c->reserving ? RESERVE_PAGES : count > all ? count - all : 0, given = 0;
   *total = w;
   static const int pref[BH_MT_PCPTYPES] = {BH_MT_MOVABLE, BH_MT_UNMOVABLE, BH_MT_RECLAIMABLE};
   int most = -1;
@@ -878,6 +890,12 @@ static int pcp_hidden(struct ctx *c, uint64_t *in_pcp, size_t first_drained) {
       high_cursor[k] = c->in->zones[zi].start_pfn;
     for (unsigned cpu = 0; !rc && cpu < c->nr_cpus; cpu++)
       rc = hidden_slot(c, &h, zi, cpu, cursor, high_cursor, known);
+    uint64_t hidden_pages = c->st->pcp_hidden_pages; /* then each slot's reserve */
+    c->reserving = true;
+    for (unsigned cpu = 0; !rc && cpu < c->nr_cpus; cpu++)
+      rc = hidden_slot(c, &h, zi, cpu, cursor, high_cursor, known);
+    c->reserving = false;
+    c->st->pcp_hidden_pages = hidden_pages;
   }
   if (!rc && first_drained < known)
     rc = rotate_pcp(c, first_drained, known); /* the hidden pages before the drained ones */

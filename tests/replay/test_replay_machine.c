@@ -2799,6 +2799,12 @@ static void test_start_pcp_hidden(void **state) {
  * right: none taken.  With no drain at all (a refill on CPU 1 shows the trace records the
  * pcp events), the kernel never reached the mark: every free from the (H - 12)th takes one,
  * four, and H - 1 pages are left.  --placement trace plays the trace's drains: none taken.
+ * Where the drain follows the (H - 15)th free, the kernel's lists held 3 pages more than the
+ * replay's: that free would leave the replay's count at H - 3, so the start's reserve (chosen
+ * as the hidden pages are, from the pages without a flag: here order-1 blocks, as the hidden
+ * pages took the order-0 lists' candidates) gives 3 pages first, exactly what is missing: an
+ * order-1 block and the first page of the next one, alone (start_pcp_deficit_pages 3); the
+ * free drains there, as the kernel's did, and the 6 frees after stay below the mark.
  */
 static void test_start_pcp_surplus(void **state) {
   (void)state;
@@ -2828,15 +2834,20 @@ static void test_start_pcp_surplus(void **state) {
   const struct {
     long drain_after; /* the free the trace's first drain follows; 0: none */
     bool trace;       /* --placement trace */
-    long surplus, end;
+    long surplus, deficit, end;
   } cases[] = {
-      {h - 9, false, 3,
+      {h - 9, false, 3, 0,
        h - (h - 9 < batch       ? batch
             : h - 9 > h - batch ? h - batch
                                 : h - 9)},
-      {h - 12, false, 0, -1},
-      {0, false, 4, h - 1},
-      {h - 9, true, 0, -1},
+      {h - 12, false, 0, 0, -1},
+      {0, false, 4, 0, h - 1},
+      {h - 9, true, 0, 0, -1},
+      {h - 15, false, 0, 3,
+       h + 6 -
+           (h - 15 < batch       ? batch
+            : h - 15 > h - batch ? h - batch
+                                 : h - 15)},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     size_t len = 128 + 48 * (nfree + 1), n = 0;
@@ -2864,6 +2875,7 @@ static void test_start_pcp_surplus(void **state) {
     replay(&cfg, &s);
     assert_int_equal(s.start_pcp_hidden_pages, 12);
     assert_int_equal(s.start_pcp_surplus_pages, cases[i].surplus);
+    assert_int_equal(s.start_pcp_deficit_pages, cases[i].deficit);
     if (cases[i].end >= 0)
       assert_int_equal(zoneinfo_cpu_field(cfg.dump_dir, 0, "count:"), cases[i].end);
     free(lines);
