@@ -143,16 +143,14 @@ typedef struct bh__pcp {
   uint8_t flags; /* PCPF_PREV_FREE_HIGH_ORDER, PCPF_FREE_HIGH_BATCH */
   uint32_t head; /* first list head index: lists are head + pindex */
   bool smp;      /* the arena's cfg.smp: false, no locking at all */
-  /* bh__pcp_surplus_set: the start's hidden blocks of this pcp (a stack), and whether the
-   * trace shows that the kernel's count stayed below its high mark at this CPU's frees now
-   * (bh__pcp_calibrating): a free that reaches the mark takes them off instead of draining */
-  bool calibrating;
-  bh__pcp_stack_t surplus;
-  /* bh__pcp_reserve_set: blocks allocated before the trace that may join this pcp's lists,
+  /* bh__pcp_surplus_set: the start's hidden blocks of this pcp, and whether the trace shows
+   * that the kernel's count stayed below its high mark at this CPU's frees now
+   * (bh__pcp_calibrating): a free that reaches the mark takes them off instead of draining.
+   * bh__pcp_reserve_set: blocks allocated before the trace that may join this pcp's lists,
    * and whether the next free is the one the trace's first drain of this CPU follows
-   * (bh__pcp_deficit): one that leaves the count below the mark adds them up to it */
-  bool deficit;
-  bh__pcp_stack_t reserve;
+   * (bh__pcp_deficit): one that leaves the count below the mark adds them up to it. */
+  bool calibrating, deficit;
+  bh__pcp_stack_t surplus, reserve;
   uint64_t ev[BH_NR_STATS]; /* event counters updated under this pcp's lock */
   char pad[64];
 } bh__pcp_t;

@@ -1112,17 +1112,21 @@ COLD static int vmstat_time(struct scan *sc, uint64_t t) {
   return 0;
 }
 
+/* CPU c's first drain at t: its calib_until, the free it directly follows or its own time. */
+COLD static void first_drain(struct scan_state *st, unsigned c, uint64_t t) {
+  st->drain_seen |= 1ull << c;
+  st->sc->calib_until[c] = st->last_free_t[c] ? st->last_free_t[c] : t;
+  st->sc->calib_free |= (uint64_t)(st->last_free_t[c] != 0) << c;
+}
+
 /* With a start state: ev on its CPU, for the time until which that CPU's frees stayed below
  * its pcp high mark (sc->calib_until): its first drain, or the free it directly follows. */
 static inline void last_on_cpu(struct scan_state *st, const bh_event_t *ev) {
   unsigned c = ev->cpu < 0 ? 0 : (unsigned)ev->cpu;
   if (c >= LIFO_CPUS)
     return;
-  if (bh__unlikely(ev->op == BH_EV_PCPU_DRAIN) && !((st->drain_seen >> c) & 1)) {
-    st->drain_seen |= 1ull << c;
-    st->sc->calib_until[c] = st->last_free_t[c] ? st->last_free_t[c] : ev->time_ns;
-    st->sc->calib_free |= (uint64_t)(st->last_free_t[c] != 0) << c;
-  }
+  if (bh__unlikely(ev->op == BH_EV_PCPU_DRAIN) && !((st->drain_seen >> c) & 1))
+    first_drain(st, c, ev->time_ns);
   st->last_free_t[c] = ev->op == BH_EV_FREE || ev->op == BH_EV_FREE_BATCHED ? ev->time_ns : 0;
 }
 
