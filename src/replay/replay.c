@@ -71,6 +71,9 @@ void bh_replay_config_init(bh_replay_config_t *cfg) {
 #define PEND_MAX 128 /* frees waiting for their mm_page_free_batched: two CPUs' batches */
 
 #define LIFO_CPUS 64 /* CPUs whose order-0 pcp lists the first pass follows (lifo_alloc) */
+/* lifo_where's list of a pending page (lifo_free), and an untraced_take's mark of one */
+#define LIFO_PENDING 3
+#define TAKE_PENDING 16
 
 struct replay {
   const bh_replay_config_t *cfg;
@@ -199,10 +202,11 @@ static double secs_since(const struct timespec *t0) {
 /* ---- first pass: span, CPUs, peak live memory ---- */
 
 /* A page on a pcp list as the first pass follows it: its stamp (the lists are last in, first
- * out for frees), pfn, and whether a refill put it there (else a free). */
+ * out for frees), pfn, whether a refill put it there (else a free), and whether its list is
+ * not known yet (pending: on each of its CPU's lists, lifo_free). */
 struct lifo_entry {
   uint64_t stamp, pfn;
-  bool refill;
+  bool refill, pending;
 };
 
 /* An allocation without an event that the order of a pcp list shows (lifo_alloc): page pfn,
@@ -789,21 +793,10 @@ static int evidence_list(const struct scan_state *st, uint64_t pfn) {
   return e && e != BH__PB_CLAIMED ? e - 1 : -1;
 }
 
-/*
- * An order-0 page freed onto a pcp list: on top of its CPU's list of the type of its last
- * traced allocation (a free puts it on its pageblock's type's list, free_unref_page_commit,
- * mm/page_alloc.c:2689 in 6.12; which the allocation's type is, as a rule), or for a page
- * allocated before the trace, of the type the trace has shown its pageblock to have.  0 or
- * BH_ENOMEM.
- */
-COLD static int lifo_free(struct scan_state *st, const bh_event_t *ev) {
-  if (ev->order || !st->last_mt || ev->pfn >= st->fe->nr_pages)
-    return 0;
-  int mt = st->last_mt[ev->pfn] ? st->last_mt[ev->pfn] - 1 : evidence_list(st, ev->pfn);
-  if (mt < 0)
-    return 0;
+/* x on top of the list (cpu, mt), if that list is followed.  0 or BH_ENOMEM. */
+static int lifo_push(struct scan_state *st, int cpu, int mt, struct lifo_entry x) {
   struct lifo_entry **v;
-  size_t *cap, *n = lifo_list(st, ev->cpu, mt, &v, &cap);
+  size_t *cap, *n = lifo_list(st, cpu, mt, &v, &cap);
   if (!n)
     return 0;
   if (*n == *cap && *cap >= 1u << 16) { /* drop the entries of pages gone since (drained) */
@@ -815,11 +808,33 @@ COLD static int lifo_free(struct scan_state *st, const bh_event_t *ev) {
   }
   if (bh__grow(v, cap, *n, sizeof(**v)))
     return BH_ENOMEM;
-  (*v)[(*n)++] = (struct lifo_entry){++st->stamp, ev->pfn, false};
-  st->lifo_stamp[ev->pfn] = (uint32_t)st->stamp;
-  st->lifo_where[ev->pfn] = (uint8_t)(ev->cpu << 2 | mt);
-  st->batch_len[ev->cpu][mt] = 0;
+  (*v)[(*n)++] = x;
+  st->batch_len[cpu][mt] = 0;
   return 0;
+}
+
+/*
+ * An order-0 page freed onto a pcp list: on top of its CPU's list of the type of its last
+ * traced allocation (a free puts it on its pageblock's type's list, free_unref_page_commit,
+ * mm/page_alloc.c:2689 in 6.12; which the allocation's type is, as a rule), or for a page
+ * allocated before the trace, of the type the trace has shown its pageblock to have.  Where
+ * it has not shown it yet (untraced_lists), on each of the CPU's lists, pending: a take from
+ * one of them counts if the trace shows the pageblock of that type by its end (takes_settle).
+ * 0 or BH_ENOMEM.
+ */
+COLD static int lifo_free(struct scan_state *st, const bh_event_t *ev) {
+  if (ev->order || !st->last_mt || ev->pfn >= st->fe->nr_pages)
+    return 0;
+  int mt = st->last_mt[ev->pfn] ? st->last_mt[ev->pfn] - 1 : evidence_list(st, ev->pfn);
+  if (mt < 0 && !st->follow_refills)
+    return 0;
+  struct lifo_entry x = {++st->stamp, ev->pfn, false, mt < 0};
+  int rc = 0;
+  for (int t = mt < 0 ? 0 : mt; !rc && t <= (mt < 0 ? BH_MT_PCPTYPES - 1 : mt); t++)
+    rc = lifo_push(st, ev->cpu, t, x);
+  st->lifo_stamp[ev->pfn] = (uint32_t)st->stamp;
+  st->lifo_where[ev->pfn] = (uint8_t)(ev->cpu << 2 | (mt < 0 ? LIFO_PENDING : mt));
+  return rc;
 }
 
 /* Page pfn, refilled onto the list (cpu, mt) or, with untraced_lists, freed there (refill
@@ -837,13 +852,19 @@ COLD static int lifo_take(struct scan_state *st, uint64_t pfn, int cpu, int mt, 
 
 /* Pops the entries above the one stamped floor (0: every entry), or, with min, those stamped
  * below min: pages still there had left the list with no event (lifo_take for a refilled one,
- * and with untraced_lists for a freed one; else lifo_gone).  0 or BH_ENOMEM. */
+ * and with untraced_lists for a freed one; else lifo_gone).  A pending page's take is a
+ * candidate (TAKE_PENDING), its copies on the other lists stay.  0 or BH_ENOMEM. */
 static int lifo_pop(struct scan_state *st, struct lifo_entry *v, size_t *n, int cpu, int mt,
                     uint64_t floor, uint64_t min) {
   while (*n && (uint32_t)v[*n - 1].stamp != floor && !(min && v[*n - 1].stamp >= min)) {
     struct lifo_entry x = v[--*n];
     if (st->lifo_stamp[x.pfn] != (uint32_t)x.stamp)
-      continue;                /* gone with an event since */
+      continue; /* gone with an event since */
+    if (x.pending) {
+      if (lifo_take(st, x.pfn, cpu, mt | TAKE_PENDING, false))
+        return BH_ENOMEM;
+      continue;
+    }
     st->lifo_stamp[x.pfn] = 0; /* still there: gone unseen */
     if (!x.refill && !st->follow_refills)
       lifo_gone(st, x.pfn);
@@ -872,7 +893,7 @@ static int lifo_refill(struct scan_state *st, const bh_event_t *ev, int mt, stru
   if (bh__grow(v, cap, *n, sizeof(**v)))
     return BH_ENOMEM;
   memmove(*v + 1, *v, *n * sizeof(**v));
-  (*v)[0] = (struct lifo_entry){++st->stamp, ev->pfn, true};
+  (*v)[0] = (struct lifo_entry){++st->stamp, ev->pfn, true, false};
   ++*n;
   st->lifo_stamp[ev->pfn] = (uint32_t)st->stamp;
   st->lifo_where[ev->pfn] = (uint8_t)(cpu << 2 | mt);
@@ -918,7 +939,9 @@ COLD static int lifo_alloc(struct scan_state *st, const bh_event_t *ev, bool ref
     }
     if (start_page && !stamp && n && st->follow_refills && !lone)
       return lifo_pop(st, *v, n, ev->cpu, mt, 0, 0);
-    if (!stamp || !n || st->lifo_where[ev->pfn] != (uint8_t)(ev->cpu << 2 | mt))
+    uint8_t where = st->lifo_where[ev->pfn];
+    if (!stamp || !n ||
+        (where != (uint8_t)(ev->cpu << 2 | mt) && where != (uint8_t)(ev->cpu << 2 | LIFO_PENDING)))
       return 0; /* not a page of this list as the trace shows it */
     if (lone && *n && (uint32_t)(*v)[0].stamp == stamp) {
       memmove(*v, *v + 1, --*n * sizeof(**v)); /* it alone leaves: the rest stays */
@@ -936,6 +959,23 @@ COLD static int lifo_alloc(struct scan_state *st, const bh_event_t *ev, bool ref
   if (!refill && *n)
     --*n; /* the allocated page's own entry */
   return 0;
+}
+
+/* The candidate takes of pending pages (lifo_free) whose list the trace has shown by its end
+ * to be their pageblock's type are takes; the others are dropped. */
+static void takes_settle(struct scan_state *st) {
+  struct scan *sc = st->sc;
+  size_t k = 0;
+  for (size_t i = 0; i < sc->ntakes; i++) {
+    struct untraced_take t = sc->takes[i];
+    if (t.mt & TAKE_PENDING) {
+      t.mt &= ~TAKE_PENDING;
+      if (evidence_list(st, t.pfn) != t.mt)
+        continue;
+    }
+    sc->takes[k++] = t;
+  }
+  sc->ntakes = k;
 }
 
 /* A drain takes a page off its list (to the buddy lists), as the trace shows. */
@@ -1365,6 +1405,8 @@ static int first_pass(struct replay *r, struct scan *sc, bool keep_all) {
         sc->locked[k++] = sc->locked[i];
     sc->nlocked = k;
   }
+  if (st.fe && sc->ntakes)
+    takes_settle(&st);
   if (sc->nlocked && sc->ntakes)
     takes_not_locked(sc);
   bh_trace_close(t);

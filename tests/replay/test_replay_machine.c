@@ -1118,10 +1118,13 @@ static void test_untraced_allocs_refill(void **state) {
  * unless late is asked for.  Pages allocated before the trace (U, V) go on the list of the
  * type the trace has shown their pageblock to have (E freed and allocated again from the
  * Unmovable list; free_unref_page puts a page on its pageblock's type's list, :2750-2756):
- * U, V freed and then U allocated shows V gone (one take; none where their list was not
- * known).  A free the trace later shows made to the buddy lists (X taken by a refill with no
- * drain between: free_unref_page's failed trylock, :2760-2766) put nothing on the list, so W
- * allocated after it shows nothing gone (no take).
+ * U, V freed and then U allocated shows V gone (one take).  Where the trace shows their
+ * pageblock's type only later (U, V freed first, U's allocation from the Unmovable list the
+ * first evidence: a pending take, settled at the first pass's end), one take too; for a page
+ * of a pageblock whose type the trace never shows (G, Movable, freed in place of V), none.  A free
+ * the trace later shows made to the buddy lists (X taken by a refill with no drain between:
+ * free_unref_page's failed trylock, :2760-2766) put nothing on the list, so W allocated after
+ * it shows nothing gone (no take).
  */
 static void test_untraced_allocs_freed(void **state) {
   (void)state;
@@ -1163,7 +1166,7 @@ static void test_untraced_allocs_freed(void **state) {
            "3000 A %#lx 0 cpu=0 gfp=GFP_KERNEL\n"
            "4000 Z %#lx 0 cpu=0 mt=0 refill=1\n4001 A %#lx 0 cpu=0 gfp=GFP_KERNEL\n",
            w, x, w, x, w, x, x);
-  char *paths[6];
+  char *paths[8];
   for (int i = 0; i < 3; i++) {
     char name[32];
     snprintf(name, sizeof(name), "freed-takes%d.bht", i);
@@ -1174,6 +1177,10 @@ static void test_untraced_allocs_freed(void **state) {
   unsigned long e = (unsigned long)free_block(a, p + 4, 2, BH_MT_UNMOVABLE), u = e + 1, v = e + 2;
   for (unsigned long q = e; q < e + 3; q++)
     assert_int_equal(bh_alloc_pfn_at(a, BH_GFP_KERNEL, 0, 0, q), BH_OK);
+  /* G allocated at the start in a Movable pageblock, which no event touches */
+  unsigned long g = (unsigned long)free_block(a, e, 0, BH_MT_MOVABLE);
+  assert_true(g >> a->pb_order != e >> a->pb_order);
+  assert_int_equal(bh_alloc_pfn_at(a, BH_GFP_USER_MOVABLE, 0, 0, g), BH_OK);
   bh_drain_pcp(a);
   char *pretrace = describe(a, false), pre_lines[400];
   snprintf(pre_lines, sizeof(pre_lines),
@@ -1184,13 +1191,23 @@ static void test_untraced_allocs_freed(void **state) {
   paths[4] =
       strdup(write_trace3("freed-pretrace.bht", BH_TRACE_NATIVE_BINARY, pretrace, pre_lines));
   paths[5] = strdup(write_trace3("freed-locked.bht", BH_TRACE_NATIVE_BINARY, desc, locked_lines));
+  for (int i = 0; i < 2; i++) { /* U, then V (same pageblock) or G, freed; U allocated */
+    char later[300], name[32];
+    snprintf(later, sizeof(later),
+             "# buddyhint-trace 3\n"
+             "1000 F %#lx 0 cpu=0\n1001 F %#lx 0 cpu=0\n2000 A %#lx 0 cpu=0 gfp=GFP_KERNEL\n",
+             u, i ? g : v, u);
+    snprintf(name, sizeof(name), "freed-later%d.bht", i);
+    paths[6 + i] = strdup(write_trace3(name, BH_TRACE_NATIVE_BINARY, pretrace, later));
+  }
   static const struct {
     int path, mode; /* 0 default, 1 lists, 2 late */
     uint64_t takes, frees, pairs;
     bool lists;
   } want[] = {{0, 1, 2, 0, 0, true},  {0, 0, 0, 0, 2, false}, {1, 1, 1, 0, 0, true},
               {1, 0, 0, 1, 0, false}, {2, 1, 0, 1, 0, true},  {3, 0, 2, 0, 0, true},
-              {3, 2, 0, 0, 2, false}, {4, 1, 1, 0, 0, true},  {5, 1, 0, 0, 0, true}};
+              {3, 2, 0, 0, 2, false}, {4, 1, 1, 0, 0, true},  {5, 1, 0, 0, 0, true},
+              {6, 1, 1, 0, 0, true},  {7, 1, 0, 0, 0, true}};
   for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
     bh_replay_config_t cfg;
     bh_replay_config_init(&cfg);
@@ -1204,7 +1221,7 @@ static void test_untraced_allocs_freed(void **state) {
     assert_int_equal(s.untraced_allocs, want[i].pairs);
     assert_int_equal(s.untraced_lists, want[i].lists);
   }
-  for (int i = 0; i < 6; i++)
+  for (int i = 0; i < 8; i++)
     free(paths[i]);
   free(pretrace);
   free(unprobed);
