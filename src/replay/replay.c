@@ -787,14 +787,16 @@ static size_t *lifo_list(struct scan_state *st, int cpu, int mt, struct lifo_ent
  * allocated again from that type's list), or -1.  Not the start map's types, which the free
  * map infers and can get wrong where a pageblock has no free page (free_unref_page puts the
  * page on its pageblock's type's list, mm/page_alloc.c:2750-2756 in 6.12). */
-static int evidence_list(const struct scan_state *st, uint64_t pfn) {
+static inline __attribute__((always_inline)) int evidence_list(const struct scan_state *st,
+                                                               uint64_t pfn) {
   uint64_t b = pfn >> st->fe->pb_order;
   uint8_t e = st->fe->pb_type && b < st->fe->nr_pageblocks ? bh__pb_firm(st->fe, b) : 0;
   return e && e != BH__PB_CLAIMED ? e - 1 : -1;
 }
 
 /* x on top of the list (cpu, mt), if that list is followed.  0 or BH_ENOMEM. */
-static int lifo_push(struct scan_state *st, int cpu, int mt, struct lifo_entry x) {
+static inline __attribute__((always_inline)) int lifo_push(struct scan_state *st, int cpu, int mt,
+                                                           struct lifo_entry x) {
   struct lifo_entry **v;
   size_t *cap, *n = lifo_list(st, cpu, mt, &v, &cap);
   if (!n)
@@ -813,6 +815,17 @@ static int lifo_push(struct scan_state *st, int cpu, int mt, struct lifo_entry x
   return 0;
 }
 
+/* lifo_free's page whose list is not known yet: on each of its CPU's lists, pending. */
+COLD static int lifo_free_pending(struct scan_state *st, const bh_event_t *ev) {
+  struct lifo_entry x = {++st->stamp, ev->pfn, false, true};
+  int rc = 0;
+  for (int t = 0; !rc && t < BH_MT_PCPTYPES; t++)
+    rc = lifo_push(st, ev->cpu, t, x);
+  st->lifo_stamp[ev->pfn] = (uint32_t)st->stamp;
+  st->lifo_where[ev->pfn] = (uint8_t)(ev->cpu << 2 | LIFO_PENDING);
+  return rc;
+}
+
 /*
  * An order-0 page freed onto a pcp list: on top of its CPU's list of the type of its last
  * traced allocation (a free puts it on its pageblock's type's list, free_unref_page_commit,
@@ -826,14 +839,11 @@ COLD static int lifo_free(struct scan_state *st, const bh_event_t *ev) {
   if (ev->order || !st->last_mt || ev->pfn >= st->fe->nr_pages)
     return 0;
   int mt = st->last_mt[ev->pfn] ? st->last_mt[ev->pfn] - 1 : evidence_list(st, ev->pfn);
-  if (mt < 0 && !st->follow_refills)
-    return 0;
-  struct lifo_entry x = {++st->stamp, ev->pfn, false, mt < 0};
-  int rc = 0;
-  for (int t = mt < 0 ? 0 : mt; !rc && t <= (mt < 0 ? BH_MT_PCPTYPES - 1 : mt); t++)
-    rc = lifo_push(st, ev->cpu, t, x);
+  if (mt < 0)
+    return st->follow_refills ? lifo_free_pending(st, ev) : 0;
+  int rc = lifo_push(st, ev->cpu, mt, (struct lifo_entry){++st->stamp, ev->pfn, false, false});
   st->lifo_stamp[ev->pfn] = (uint32_t)st->stamp;
-  st->lifo_where[ev->pfn] = (uint8_t)(ev->cpu << 2 | (mt < 0 ? LIFO_PENDING : mt));
+  st->lifo_where[ev->pfn] = (uint8_t)(ev->cpu << 2 | mt);
   return rc;
 }
 
