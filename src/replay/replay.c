@@ -836,9 +836,12 @@ COLD static int lifo_free_pending(struct scan_state *st, const bh_event_t *ev) {
  * 0 or BH_ENOMEM.
  */
 COLD static int lifo_free(struct scan_state *st, const bh_event_t *ev) {
-  if (ev->order || !st->last_mt || ev->pfn >= st->fe->nr_pages)
+  if (ev->order || !st->last_mt || ev->pfn >= st->fe->nr_pages || ev->cpu < 0 ||
+      ev->cpu >= LIFO_CPUS) /* (lists followed for these CPUs only, lifo_list) */
     return 0;
   int mt = st->last_mt[ev->pfn] ? st->last_mt[ev->pfn] - 1 : evidence_list(st, ev->pfn);
+  if (mt >= BH_MT_PCPTYPES)
+    return 0;
   if (mt < 0)
     return st->follow_refills ? lifo_free_pending(st, ev) : 0;
   int rc = lifo_push(st, ev->cpu, mt, (struct lifo_entry){++st->stamp, ev->pfn, false, false});
