@@ -354,6 +354,21 @@ static inline int bh__pb_mt(const bh_arena_t *a, uint64_t pfn) {
   return __atomic_load_n(&a->pageblock[pfn >> a->pb_order], __ATOMIC_RELAXED) & 7;
 }
 
+/* The pcp list type of a block of pageblock type mt, as free_unref_page chooses it: -1 for an
+ * isolated pageblock (its frees bypass the pcp lists). */
+static inline int bh__pcp_list_mt(int mt) {
+  if (mt <= BH_MT_RECLAIMABLE)
+    return mt;
+  return mt == BH_MT_ISOLATE ? -1 : BH_MT_MOVABLE;
+}
+
+/* A pcp's high mark within [high_min, high_max] (nr_pcp_high, nr_pcp_alloc: clamp()). */
+static inline int bh__pcp_high_clamped(const bh__pcp_t *pcp) {
+  return pcp->high < pcp->high_min   ? pcp->high_min
+         : pcp->high > pcp->high_max ? pcp->high_max
+                                     : pcp->high;
+}
+
 /* The pcp of zone z whose list holds the block at pfn (bh__pg_set_pcp keeps its CPU), or NULL;
  * for a block with PG_PCP set. */
 static inline bh__pcp_t *bh__pcp_owner(const bh_zone_t *z, uint64_t pfn) {

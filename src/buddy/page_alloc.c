@@ -685,9 +685,7 @@ static void free_pcppages_bulk(bh_zone_t *z, bh__pcp_t *pcp, int count, unsigned
 /* nr_pcp_alloc (6.12): how many blocks a refill takes; grows while allocations continue. */
 static int nr_pcp_alloc(bh__pcp_t *pcp, bh_zone_t *z, unsigned order) {
   int base = pcp->batch, high_min = pcp->high_min, high_max = pcp->high_max;
-  int high = pcp->high = pcp->high < high_min   ? high_min
-                         : pcp->high > high_max ? high_max
-                                                : pcp->high;
+  int high = pcp->high = bh__pcp_high_clamped(pcp);
   if (high < base)
     return 1;
   int batch = order ? base : base << pcp->alloc_factor;
@@ -804,9 +802,7 @@ static uint64_t rmqueue_pcplist(bh_zone_t *z, unsigned order, const struct alloc
 __attribute__((always_inline)) static inline int nr_pcp_high(bh__pcp_t *pcp, bh_zone_t *z,
                                                              int batch, bool free_high) {
   int high_min = pcp->high_min, high_max = pcp->high_max;
-  int high = pcp->high = pcp->high < high_min   ? high_min
-                         : pcp->high > high_max ? high_max
-                                                : pcp->high;
+  int high = pcp->high = bh__pcp_high_clamped(pcp);
   if (!high)
     return 0;
   if (free_high) {
@@ -921,13 +917,6 @@ static __attribute__((noinline, cold)) int pcp_surplus(bh_zone_t *z, bh__pcp_t *
   return pcp->count >= high ? high : -1;
 }
 
-/* The pcp list type of an order-0 page at pfn: its pageblock's (free_unref_page: HighAtomic
- * and CMA pages go on the Movable list). */
-static int pcp_list_mt(const bh_arena_t *a, uint64_t pfn) {
-  int mt = bh__pb_mt(a, pfn);
-  return mt < BH_MT_PCPTYPES ? mt : BH_MT_MOVABLE;
-}
-
 /*
  * The free the trace's first drain of this CPU follows (bh__pcp_deficit), before it goes on
  * the lists: if it would leave the count below the high mark (as nr_pcp_high gives it outside
@@ -944,9 +933,7 @@ static __attribute__((noinline, cold)) void pcp_deficit(bh_zone_t *z, bh__pcp_t 
                                                         unsigned order) {
   bh_arena_t *a = z->arena;
   pcp->deficit = false;
-  int high = pcp->high < pcp->high_min   ? pcp->high_min
-             : pcp->high > pcp->high_max ? pcp->high_max
-                                         : pcp->high;
+  int high = bh__pcp_high_clamped(pcp);
   if (order || !high ||
       (atomic_load_explicit(&z->flags, memory_order_relaxed) & BH__ZONE_BELOW_HIGH))
     return;
@@ -971,7 +958,7 @@ static __attribute__((noinline, cold)) void pcp_deficit(bh_zone_t *z, bh__pcp_t 
       uint32_t h = bh__pcp_entry_pfn(pcp->surplus.e[i]);
       const bh__page_t *hp = &a->pages[h];
       if ((bh__pg_flags(hp) & BH__PG_PCP) && bh__pg_order(hp) == o && bh__pcp_owner(z, h) == pcp &&
-          pcp_list_mt(a, h) == mt)
+          bh__pcp_list_mt(bh__pb_mt(a, h)) == mt)
         at = h;
     }
     for (q = pfn + 1; q < pfn + (1ull << o); q++) /* as bh_arena_populate's pcp blocks */

@@ -552,14 +552,6 @@ int bh_alloc_pfn_at(bh_arena_t *a, unsigned gfp, unsigned order, int cpu, uint64
 /* The pcp lists as a kernel's pcp events move them                                          */
 /* ---------------------------------------------------------------------------------------- */
 
-/* The pcp list type of a block of pageblock type mt, as free_unref_page chooses it: -1 for an
- * isolated pageblock (its frees bypass the pcp lists). */
-static int pcp_mt(int mt) {
-  if (mt <= BH_MT_RECLAIMABLE)
-    return mt;
-  return mt == BH_MT_ISOLATE ? -1 : BH_MT_MOVABLE;
-}
-
 /* pfn, order: inside the arena, aligned, a zone with pcp lists for that order; else NULL. */
 static bh_zone_t *pcp_zone(const bh_arena_t *a, uint64_t pfn, unsigned order, int *err) {
   uint64_t n = 1ull << order;
@@ -590,7 +582,7 @@ int bh__pcp_refill_at(bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int c
   err = BH_EBUSY;
   if (find_block(a, pfn, order, BH__PG_BUDDY, &head, &high)) {
     int bmt = bh__pb_mt(a, head);
-    int list_mt = pcp_mt(bmt);
+    int list_mt = bh__pcp_list_mt(bmt);
     if (mt < 0 || mt >= BH_MT_PCPTYPES)
       mt = list_mt < 0 ? BH_MT_MOVABLE : list_mt;
     bh__del_from_free_list(z, head, high, bmt, BH__DEL_ALLOC);
@@ -639,7 +631,7 @@ int bh__pcp_free_nodrain(bh_arena_t *a, uint64_t pfn, unsigned order, int cpu) {
   bh__page_t *p = z ? &a->pages[pfn] : NULL;
   /* anything but a plain allocated block of a pcp order in a pcp pageblock: bh_free_pfn's
    * own checks and path (its errors, the buddy lists for an isolated pageblock) */
-  int mt = z ? pcp_mt(bh__pb_mt(a, pfn)) : -1;
+  int mt = z ? bh__pcp_list_mt(bh__pb_mt(a, pfn)) : -1;
   if (!z || (bh__pg_flags(p) & (BH__PG_ALLOC | BH__PG_NOPAGE)) != BH__PG_ALLOC ||
       bh__pg_order(p) != order || mt < 0)
     return bh_free_pfn(a, pfn, order, cpu);
@@ -796,7 +788,7 @@ int bh__pcp_relist_at(bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int c
             *to = &z->pcp[cpu < 0 ? 0 : (unsigned)cpu % a->cfg.nr_cpus];
   if (!from)
     return BH_EBUSY;
-  int list_mt = pcp_mt(bh__pb_mt(a, pfn));
+  int list_mt = bh__pcp_list_mt(bh__pb_mt(a, pfn));
   if (mt < 0 || mt >= BH_MT_PCPTYPES)
     mt = list_mt < 0 ? BH_MT_MOVABLE : list_mt;
   bh__pcp_t *first = from < to ? from : to, *second = from < to ? to : from;
@@ -820,7 +812,7 @@ int bh__pcp_adopt_at(bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int cp
   if (!z)
     return a ? err : BH_EINVAL;
   uint64_t n = 1ull << order;
-  int list_mt = pcp_mt(bh__pb_mt(a, pfn));
+  int list_mt = bh__pcp_list_mt(bh__pb_mt(a, pfn));
   if (!in_span(z, pfn, n) || list_mt < 0)
     return BH_EBUSY;
   if (mt < 0 || mt >= BH_MT_PCPTYPES)

@@ -174,6 +174,7 @@ struct ctx {
   unsigned pbo, maxo, pcp_orders, nr_cpus;
   bool pcp_fill;      /* the pcp pages zoneinfo counts beyond the trace's too (pcp_hidden) */
   bool reserving;     /* hidden pages chosen go to st->reserve, not on the lists */
+  uint64_t chosen;    /* pages add_hidden took, either way */
   const uint32_t *fe; /* NULL: nothing known */
   const bh__first_events_t *fes; /* fe's owner, with the order of first allocations */
   uint64_t seed;
@@ -356,10 +357,11 @@ static int add_pcp(struct ctx *c, uint64_t pfn, unsigned order, unsigned cpu, in
   return 0;
 }
 
-/* add_pcp of a hidden block, kept in st->hidden too (out of memory: not kept, which only
- * leaves it out of bh__pcp_surplus_set). */
+/* add_pcp of a hidden block, counted and kept in st->hidden too (out of memory: not kept,
+ * which only leaves it out of bh__pcp_surplus_set); with ctx.reserving, into st->reserve. */
 static int add_hidden(struct ctx *c, uint64_t pfn, unsigned order, unsigned cpu, int list_mt) {
   bh__start_t *st = c->st;
+  c->chosen += 1ull << order;
   if (c->reserving) {
     if (bh__grow(&st->reserve, &st->reserve_cap, st->nr_reserve, sizeof(*st->reserve)))
       return BH_ENOMEM;
@@ -368,6 +370,7 @@ static int add_hidden(struct ctx *c, uint64_t pfn, unsigned order, unsigned cpu,
     return 0;
   }
   int rc = add_pcp(c, pfn, order, cpu, list_mt);
+  st->pcp_hidden_pages += 1ull << order;
   if (!rc && !bh__grow(&st->hidden, &st->hidden_cap, st->nr_hidden, sizeof(*st->hidden)))
     st->hidden[st->nr_hidden++] = st->pcp[c->npcp - 1];
   return rc;
@@ -584,7 +587,6 @@ static uint64_t hidden_from(struct ctx *c, struct hidden *h, uint64_t from, uint
         continue;
       *rc = add_hidden(c, p, 0, cpu, mt);
       set_bit_at(h->in_pcp, p);
-      c->st->pcp_hidden_pages++;
       if (*rc || !--*left)
         return p + 1;
     }
@@ -783,7 +785,6 @@ static uint64_t hidden_blocks(struct ctx *c, struct hidden *h, unsigned cpu, uns
       *rc = add_hidden(c, p, o, cpu, t);
       for (k = 0; k < n; k++)
         set_bit_at(h->in_pcp, p + k);
-      c->st->pcp_hidden_pages += n;
       *left -= n;
       if (*rc || *left < n)
         return p + n;
@@ -827,7 +828,7 @@ static int hidden_slot(struct ctx *c, struct hidden *h, int zi, unsigned cpu, ui
   const bh_machine_zone_t *z = &c->in->zones[zi];
   uint64_t zend =
       z->start_pfn + z->spanned_pages < c->nr_pages ? z->start_pfn + z->spanned_pages : c->nr_pages;
-  uint64_t want[BH_MT_PCPTYPES], total, before = c->st->pcp_hidden_pages;
+  uint64_t want[BH_MT_PCPTYPES], total, before = c->chosen;
   unsigned open = hidden_wanted(c, h, zi, cpu, want, &total);
   int rc = 0;
   /* the pageblocks of the slot's own pcp blocks, in list order, each once */
@@ -856,7 +857,7 @@ static int hidden_slot(struct ctx *c, struct hidden *h, int zi, unsigned cpu, ui
       cursor[t] =
           hidden_from(c, h, cursor[t], zend, cpu, t < BH_MT_PCPTYPES ? 1u << t : open, left, &rc);
   }
-  uint64_t placed = c->st->pcp_hidden_pages - before;
+  uint64_t placed = c->chosen - before;
   if (!rc && placed < total)
     hidden_high(c, h, zi, cpu, high_cursor, zend, total - placed, &rc);
   return rc;
@@ -890,12 +891,10 @@ static int pcp_hidden(struct ctx *c, uint64_t *in_pcp, size_t first_drained) {
       high_cursor[k] = c->in->zones[zi].start_pfn;
     for (unsigned cpu = 0; !rc && cpu < c->nr_cpus; cpu++)
       rc = hidden_slot(c, &h, zi, cpu, cursor, high_cursor, known);
-    uint64_t hidden_pages = c->st->pcp_hidden_pages; /* then each slot's reserve */
-    c->reserving = true;
+    c->reserving = true; /* then each slot's reserve */
     for (unsigned cpu = 0; !rc && cpu < c->nr_cpus; cpu++)
       rc = hidden_slot(c, &h, zi, cpu, cursor, high_cursor, known);
     c->reserving = false;
-    c->st->pcp_hidden_pages = hidden_pages;
   }
   if (!rc && first_drained < known)
     rc = rotate_pcp(c, first_drained, known); /* the hidden pages before the drained ones */
