@@ -929,14 +929,27 @@ void bh__where_is(const bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int
   }
 }
 
+/* Whether the trace takes from the free block at pfn of order (bh__take_rank_set): a take's
+ * rank is kept at the pfn it took, the block's head where __rmqueue_smallest split it. */
+static bool block_ranked(const bh_arena_t *a, uint64_t pfn, unsigned order) {
+  for (uint64_t q = pfn; a->take_rank && q < pfn + (1ull << order) && q < a->take_rank_n; q++)
+    if (a->take_rank[q])
+      return true;
+  return false;
+}
+
 /*
  * A free block the start snapshot shows reported: to its list's tail, where
  * page_reporting_drain put it back (__putback_isolated_page, mm/page_alloc.c:2950-2951 in
- * 6.12.117).  Not isolated and put back again: __isolate_free_page's move of the block's
- * pageblock to Movable, its other free blocks to the Movable lists' tails (:2916-2925, for a
- * block of pageblock_order - 1 or more), happened when the kernel reported the block, before
- * the snapshot; the snapshot's pageblock types and the lists' order the start state took from
- * the trace's takes already hold what came of it.  Flagged PageReported if flag.
+ * 6.12.117), unless the trace takes from it: the start state put the blocks the trace takes
+ * first on their lists in the order of their takes, which is where the kernel's list held it
+ * (it takes a list's head, get_page_from_free_area :743), and a block put back at the tail
+ * before the snapshot can have come nearer the head since, as the blocks before it were taken.
+ * Not isolated and put back again: __isolate_free_page's move of the block's pageblock to
+ * Movable, its other free blocks to the Movable lists' tails (:2916-2925, for a block of
+ * pageblock_order - 1 or more), happened when the kernel reported the block, before the
+ * snapshot; the snapshot's pageblock types and the lists' order the start state took from the
+ * trace's takes already hold what came of it.  Flagged PageReported if flag.
  */
 bool bh__start_block_reported(bh_arena_t *a, uint64_t pfn, unsigned order, bool flag) {
   bh_zone_t *z = a ? zone_at(a, pfn) : NULL;
@@ -945,9 +958,11 @@ bool bh__start_block_reported(bh_arena_t *a, uint64_t pfn, unsigned order, bool 
   bh__zone_lock(z);
   bh__page_t *p = &a->pages[pfn];
   bool found = (bh__pg_flags(p) & BH__PG_BUDDY) && bh__pg_order(p) == order;
-  if (found) {
+  if (found && !block_ranked(a, pfn, order)) {
     bh__list_del(a, (uint32_t)pfn);
     bh__list_add_tail(a, (uint32_t)pfn, bh__free_list(z, order, bh__pb_mt(a, pfn)));
+  }
+  if (found) {
     if (flag)
       bh_block_set_reported(z, pfn);
   }
