@@ -182,8 +182,9 @@ struct ctx {
   /* per page: inside a placed free block; NULL once two placed blocks overlap (placed_head
    * then answers, as it must where the smallest of them counts) */
   uint64_t *covered;
-  uint32_t *evp;        /* the pages with an event (fe != 0), ascending; NULL: not listed yet */
-  uint8_t *map_free_pb; /* per pageblock: PB_MAP_FREE, PB_DONE (while types are taken) */
+  uint32_t *evp;          /* the pages with an event (fe != 0), ascending; NULL: not listed yet */
+  uint8_t *map_free_pb;   /* per pageblock: PB_MAP_FREE, PB_DONE (while types are taken) */
+  struct pb_shape *shape; /* per pageblock, computed when first asked (partner_pageblock) */
   /* the lowest order of a free block that the recorded machine's page reporting isolates and
    * whose isolation retypes its pageblocks (isolation_retypes); UINT_MAX if none */
   unsigned isolate_order;
@@ -1117,6 +1118,75 @@ static uint64_t nearest_pageblock(const struct ctx *c, uint64_t b, uint8_t t,
   return UINT64_MAX;
 }
 
+/* Pageblock q's free blocks by order (below the pageblock order), and whether it may be the
+ * partner of a retype: no trace evidence of its type, no page with an event, and not inside a
+ * free block of the pageblock order or above. */
+struct pb_shape {
+  uint16_t n[BH_ORDER_LIMIT];
+  uint8_t state; /* 0 not computed yet, 1 a possible partner, 2 not */
+};
+
+static const struct pb_shape *pb_shape(struct ctx *c, uint64_t q) {
+  struct pb_shape *sh = &c->shape[q];
+  if (sh->state)
+    return sh;
+  sh->state = c->fes->pb_type[q] || in_large_free(c, q) ? 2 : 1;
+  uint64_t p = q << c->pbo, end = p + (1ull << c->pbo);
+  for (; p < end && p < c->nr_pages; p++) {
+    unsigned o = c->placed[p] & 0x7fu;
+    if (c->fe[p])
+      sh->state = 2;
+    if (o && o - 1 < c->pbo && sh->n[o - 1] < UINT16_MAX)
+      sh->n[o - 1]++;
+  }
+  if (p < end)
+    sh->state = 2;
+  return sh;
+}
+
+/*
+ * The partner of pageblock b's retype from type t: of type t, whose type nothing in the trace
+ * shows (pb_shape), and whose free blocks are most like b's, order by order (the fewest pages
+ * in free blocks of an order that one of the two has more of), the nearest in pfn of those,
+ * in b's zone; UINT64_MAX if none.  pagetypeinfo's counts of free blocks by type and order are
+ * the kernel's own, read with the free map: where the map gave b the wrong type, the free
+ * blocks on each type's lists were as pagetypeinfo counts them, and a partner holding what b
+ * holds keeps those counts, where one with no free page (the nearest such, as before) would
+ * move b's free blocks to the other type's lists (on the compileall recording, two order-8
+ * blocks the kernel never took for its Reclaimable requests, with their pageblocks typed
+ * Reclaimable in the map, stayed ahead of the ones it took; docs/RESULTS-residuals.md).
+ */
+static uint64_t partner_pageblock(struct ctx *c, uint64_t b, uint8_t t) {
+  if (!c->shape && !(c->shape = calloc(c->npb, sizeof(*c->shape))))
+    return nearest_pageblock(c, b, t, quiet_pageblock); /* out of memory: as before */
+  uint64_t lo = 0, hi = 0, p = b << c->pbo, best = UINT64_MAX, best_cost = UINT64_MAX;
+  for (int i = 0; i < c->in->nr_zones; i++) {
+    const bh_machine_zone_t *z = &c->in->zones[i];
+    if (p >= z->start_pfn && p < z->start_pfn + z->spanned_pages)
+      counted_range(c, z, &lo, &hi);
+  }
+  struct pb_shape own = *pb_shape(c, b);
+  for (uint64_t d = 1; (b + d <= hi || d <= b - lo) && best_cost; d++)
+    for (int side = 0; side < 2; side++) {
+      if (side ? d > b - lo : b + d > hi || b + d >= c->npb)
+        continue;
+      uint64_t q = side ? b - d : b + d;
+      if (c->st->pageblock_mt[q] != t)
+        continue;
+      const struct pb_shape *sh = pb_shape(c, q);
+      if (sh->state != 1)
+        continue;
+      uint64_t cost = 0;
+      for (unsigned o = 0; o < c->pbo; o++)
+        cost += (uint64_t)(own.n[o] > sh->n[o] ? own.n[o] - sh->n[o] : sh->n[o] - own.n[o]) << o;
+      if (cost < best_cost) {
+        best_cost = cost;
+        best = q;
+      }
+    }
+  return best;
+}
+
 /* A wholly free pageblock keeps the map's type if it is part of a larger free block (whose
  * pageblocks are all one type) or if its buddy pageblock is wholly free too (retyped, the two
  * could become mergeable where the kernel kept them apart, __free_one_page's
@@ -1292,8 +1362,9 @@ static void type_from_trace(struct ctx *c, uint64_t b) {
    * __rmqueue_smallest mm/page_alloc.c:1644-1650 in 6.12).  Where there is none, Movable
    * evidence of a free pageblock is not taken (it may follow an isolation's retype, see
    * unshown_free_pageblock); other evidence is, and a free pageblock with no event (a piece
-   * of a larger block of the map, split for the trace) or else a pageblock that holds no free
-   * page takes t: the replay is the same either way. */
+   * of a larger block of the map, split for the trace) takes t, or else the pageblock whose
+   * free blocks are most like b's (partner_pageblock): pagetypeinfo's counts of free blocks by
+   * order and type hold as far as they can. */
   uint64_t q = UINT64_MAX;
   if (free_pb && (c->map_free_pb[b] & PB_MAP_FREE))
     q = nearest_pageblock(c, b, (uint8_t)ev, unshown_free_pageblock);
@@ -1302,7 +1373,7 @@ static void type_from_trace(struct ctx *c, uint64_t b) {
   if (q == UINT64_MAX && free_pb)
     q = nearest_pageblock(c, b, (uint8_t)ev, quiet_free_pageblock);
   if (q == UINT64_MAX)
-    q = nearest_pageblock(c, b, (uint8_t)ev, quiet_pageblock);
+    q = partner_pageblock(c, b, (uint8_t)ev);
   retype(c, b, (uint8_t)ev, q);
   if (q != UINT64_MAX)
     c->map_free_pb[q] |= PB_DONE; /* its own (later) evidence overruled */
@@ -1844,6 +1915,7 @@ int bh__start_build(bh__start_t *st, int kind, const bh_machine_t *m, uint64_t n
   bh__zunmap(c.covered, (nr_pages + 63) / 64 * sizeof(uint64_t));
   bh__zunmap(c.evp, nr_pages * sizeof(uint32_t));
   free(c.count_adjust);
+  free(c.shape);
   if (rc) {
     bh__start_free(st);
     return rc;
