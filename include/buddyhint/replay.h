@@ -396,9 +396,10 @@ typedef struct bh_replay_summary {
    * the trace's first drain on that CPU shows the kernel's did (allocator placement, with the
    * pcp events): zoneinfo's count held that many too many */
   uint64_t start_pcp_surplus_pages;
-  /* pages added to the start's pcp lists: the free the trace's first drain on a CPU follows
-   * left its count below the high mark (allocator placement, with the pcp events): zoneinfo's
-   * count held that many too few */
+  /* pages the pcp high marks were lowered by: the free the trace's first drain on a CPU
+   * follows left its count that far below the mark (allocator placement, with the pcp events;
+   * not below high_min): the kernel's mark was that much lower, or its count higher by pages
+   * the trace never shows */
   uint64_t start_pcp_deficit_pages;
   uint64_t start_unplaced_blocks;   /* counts start: free blocks that found no place */
   uint64_t start_unexplained_pages; /* first allocated by the trace, allocated in the start */

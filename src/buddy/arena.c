@@ -577,10 +577,8 @@ void bh_arena_destroy(bh_arena_t *a) {
   if (a->pages)
     munmap(a->pages, a->pages_bytes);
   for (int i = 0; a->zones && i < a->nr_zones; i++) {
-    for (unsigned c = 0; a->zones[i].pcp && c < a->cfg.nr_cpus; c++) {
+    for (unsigned c = 0; a->zones[i].pcp && c < a->cfg.nr_cpus; c++)
       free(a->zones[i].pcp[c].surplus.e);
-      free(a->zones[i].pcp[c].reserve.e);
-    }
     free(a->zones[i].pcp);
     if (a->zones[i].arena)
       pthread_mutex_destroy(&a->zones[i].lock);

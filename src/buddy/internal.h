@@ -146,11 +146,10 @@ typedef struct bh__pcp {
   /* bh__pcp_surplus_set: the start's hidden blocks of this pcp, and whether the trace shows
    * that the kernel's count stayed below its high mark at this CPU's frees now
    * (bh__pcp_calibrating): a free that reaches the mark takes them off instead of draining.
-   * bh__pcp_reserve_set: blocks allocated before the trace that may join this pcp's lists,
-   * and whether the next free is the one the trace's first drain of this CPU follows
-   * (bh__pcp_deficit): one that leaves the count below the mark adds them up to it. */
+   * And whether the next free is the one the trace's first drain of this CPU follows
+   * (bh__pcp_deficit): one that leaves the count below the mark lowers the mark to it. */
   bool calibrating, deficit;
-  bh__pcp_stack_t surplus, reserve;
+  bh__pcp_stack_t surplus;
   uint64_t ev[BH_NR_STATS]; /* event counters updated under this pcp's lock */
   char pad[64];
 } bh__pcp_t;
@@ -239,7 +238,7 @@ struct bh_arena {
   const uint32_t *take_rank;
   uint64_t take_rank_n;
   _Atomic uint64_t pcp_surplus_pages; /* taken off by bh__pcp_calibrating's frees */
-  _Atomic uint64_t pcp_deficit_pages; /* added by bh__pcp_deficit's frees */
+  _Atomic uint64_t pcp_deficit_pages; /* high marks lowered by bh__pcp_deficit's frees */
   bh__hint_hooks_t hint;
   /* Pages discarded by a report and not touched since: set by the reporter, cleared (and
    * counted as refaults) when allocated.  NULL until a reporter is attached. */

@@ -920,56 +920,28 @@ static __attribute__((noinline, cold)) int pcp_surplus(bh_zone_t *z, bh__pcp_t *
 /*
  * The free the trace's first drain of this CPU follows (bh__pcp_deficit), before it goes on
  * the lists: if it would leave the count below the high mark (as nr_pcp_high gives it outside
- * the reclaim and below-high rules), the start held too few pages; reserve blocks join the
- * lists, the first chosen first, until this free reaches the mark and no further: a block
- * larger than what is missing gives its first pages alone, as order-0 blocks on the order-0
- * list of its type (the rest stays allocated).  Each goes next to the latest-placed hidden
- * block of its list still there (where the start put the pages zoneinfo counts and the trace
- * does not show), else at the list's tail, where the drain this free brings about starts if
- * it is the free's list (free_pcppages_bulk, mm/page_alloc.c:1248-1266 in 6.12): a page the
- * trace never shows.  Order-0 frees only (no free_high).
+ * the reclaim and below-high rules), the kernel's mark was lower, or its count higher, by what
+ * is missing.  Which, the trace does not say, but a page more on the kernel's lists is one the
+ * trace never shows, drained or allocated: that drain (free_pcppages_bulk takes the free's
+ * list's tail first, mm/page_alloc.c:1232-1254 in 6.12) and the lists' next allocations would
+ * have reached it.  The mark is lowered (not below high_min), which the tuning carries on as
+ * it carries the kernel's (nr_pcp_high :2628-2672, nr_pcp_alloc :3044-3045, decay_pcp_high
+ * :2425-2430).  Order-0 frees only (no free_high).
  */
 static __attribute__((noinline, cold)) void pcp_deficit(bh_zone_t *z, bh__pcp_t *pcp,
                                                         unsigned order) {
-  bh_arena_t *a = z->arena;
   pcp->deficit = false;
   int high = bh__pcp_high_clamped(pcp);
   if (order || !high ||
       (atomic_load_explicit(&z->flags, memory_order_relaxed) & BH__ZONE_BELOW_HIGH))
     return;
-  while (pcp->count + 1 < high && pcp->reserve.n) {
-    uint64_t e = pcp->reserve.e[--pcp->reserve.n];
-    uint32_t pfn = bh__pcp_entry_pfn(e);
-    unsigned o = bh__pcp_entry_order(e);
-    int mt = bh__pcp_entry_mt(e);
-    uint64_t q = pfn;
-    while (q < pfn + (1ull << o) && bh__pg_pretrace_alloc(&a->pages[q]))
-      q++;
-    if (q < pfn + (1ull << o))
-      continue;                             /* freed by the trace since */
-    if (pcp->count + 1 + (1 << o) > high) { /* more than is missing: its first pages alone */
-      int missing = high - 1 - pcp->count;
-      for (int k = missing; k-- > 0;)
-        pcp->reserve.e[pcp->reserve.n++] = bh__pcp_entry(pfn + (unsigned)k, 0, mt);
-      continue;
-    }
-    uint32_t head = pcp->head + order_to_pindex(a, mt, o), at = head;
-    for (uint32_t i = pcp->surplus.n; i-- > 0 && at == head;) {
-      uint32_t h = bh__pcp_entry_pfn(pcp->surplus.e[i]);
-      const bh__page_t *hp = &a->pages[h];
-      if ((bh__pg_flags(hp) & BH__PG_PCP) && bh__pg_order(hp) == o && bh__pcp_owner(z, h) == pcp &&
-          bh__pcp_list_mt(bh__pb_mt(a, h)) == mt)
-        at = h;
-    }
-    for (q = pfn + 1; q < pfn + (1ull << o); q++) /* as bh_arena_populate's pcp blocks */
-      bh__pg_set_flags(&a->pages[q], 0);
-    bh__pg_set_pcp(&a->pages[pfn], (uint8_t)o, (uint32_t)(pcp - z->pcp));
-    if (at == head) /* its list's tail: the free's drain starts there (free_pcppages_bulk) */
-      at = a->pages[head].prev;
-    bh__list_insert(a, pfn, at, a->pages[at].next);
-    pcp->count += 1 << o;
-    atomic_fetch_add_explicit(&a->pcp_deficit_pages, 1ull << o, memory_order_relaxed);
-  }
+  int missing = high - 1 - pcp->count, room = high - pcp->high_min;
+  if (missing > room)
+    missing = room;
+  if (missing <= 0)
+    return;
+  pcp->high = high - missing;
+  atomic_fetch_add_explicit(&z->arena->pcp_deficit_pages, (uint64_t)missing, memory_order_relaxed);
 }
 
 /*

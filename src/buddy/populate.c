@@ -654,58 +654,33 @@ static bh__pcp_t *surplus_pcp(bh_arena_t *a, const bh_pcp_block_t *b) {
   return z && (bh__pg_flags(&a->pages[b->pfn]) & BH__PG_PCP) ? bh__pcp_owner(z, b->pfn) : NULL;
 }
 
-/* The pcp of CPU slot b->cpu in the zone of block b, a block of a pcp list's type and order
- * allocated before the trace (the start's reserve), or NULL. */
-static bh__pcp_t *reserve_pcp(bh_arena_t *a, const bh_pcp_block_t *b) {
-  int err;
-  bh_zone_t *z = pcp_zone(a, b->pfn, b->order, &err);
-  if (!z || !b->list || b->list - 1 >= BH_MT_PCPTYPES)
-    return NULL;
-  for (uint64_t q = b->pfn; q < b->pfn + (1ull << b->order); q++)
-    if (!bh__pg_pretrace_alloc(&a->pages[q]))
-      return NULL;
-  return &z->pcp[b->cpu % a->cfg.nr_cpus];
-}
-
-/* The stack at offset off in each pcp (surplus or reserve) from the n blocks, each on the
- * pcp pick gives (or none), the last pushed on top (blocks in order, or reversed); each stack
- * sized once.  BH_OK or BH_ENOMEM (then none). */
-static int stacks_set(bh_arena_t *a, const bh_pcp_block_t *blocks, size_t n, bool reversed,
-                      size_t off, bh__pcp_t *(*pick)(bh_arena_t *, const bh_pcp_block_t *)) {
+/* Each pcp's surplus stack from the n blocks, each on the pcp surplus_pcp gives (or none), the
+ * last pushed on top; each stack sized once.  BH_OK or BH_ENOMEM (then none). */
+int bh__pcp_surplus_set(bh_arena_t *a, const bh_pcp_block_t *blocks, size_t n) {
   if (!a)
     return BH_EINVAL;
-#define STACK(pcp) ((bh__pcp_stack_t *)((char *)(pcp) + off))
   for (size_t i = 0; i < n; i++) {
-    bh__pcp_t *pcp = pick(a, &blocks[i]);
+    bh__pcp_t *pcp = surplus_pcp(a, &blocks[i]);
     if (pcp)
-      STACK(pcp)->n++;
+      pcp->surplus.n++;
   }
   int err = BH_OK;
   for (int k = 0; k < a->nr_zones; k++)
     for (unsigned c = 0; a->zones[k].pcp && c < a->cfg.nr_cpus; c++) {
-      bh__pcp_stack_t *s = STACK(&a->zones[k].pcp[c]);
-      free(s->e);
-      s->e = s->n && !err ? malloc(s->n * sizeof(*s->e)) : NULL;
-      err = s->n && !s->e ? BH_ENOMEM : err;
-      s->n = 0;
+      bh__pcp_stack_t *st = &a->zones[k].pcp[c].surplus;
+      free(st->e);
+      st->e = st->n && !err ? malloc(st->n * sizeof(*st->e)) : NULL;
+      err = st->n && !st->e ? BH_ENOMEM : err;
+      st->n = 0;
     }
   for (size_t j = 0; !err && j < n; j++) {
-    const bh_pcp_block_t *b = &blocks[reversed ? n - 1 - j : j];
-    bh__pcp_t *pcp = pick(a, b);
-    bh__pcp_stack_t *s = pcp ? STACK(pcp) : NULL;
-    if (s && s->e)
-      s->e[s->n++] = bh__pcp_entry(b->pfn, b->order, b->list ? b->list - 1 : -1);
+    const bh_pcp_block_t *b = &blocks[j];
+    bh__pcp_t *pcp = surplus_pcp(a, b);
+    if (pcp && pcp->surplus.e)
+      pcp->surplus.e[pcp->surplus.n++] =
+          bh__pcp_entry(b->pfn, b->order, b->list ? b->list - 1 : -1);
   }
-#undef STACK
   return err;
-}
-
-int bh__pcp_surplus_set(bh_arena_t *a, const bh_pcp_block_t *blocks, size_t n) {
-  return stacks_set(a, blocks, n, false, offsetof(bh__pcp_t, surplus), surplus_pcp);
-}
-
-int bh__pcp_reserve_set(bh_arena_t *a, const bh_pcp_block_t *blocks, size_t n) {
-  return stacks_set(a, blocks, n, true, offsetof(bh__pcp_t, reserve), reserve_pcp);
 }
 
 /* The switch at offset off (calibrating or deficit) of CPU slot cpu's pcp in every zone. */

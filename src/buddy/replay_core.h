@@ -193,19 +193,11 @@ BH__INTERNAL int bh__pcp_surplus_set(bh_arena_t *a, const bh_pcp_block_t *blocks
 BH__INTERNAL void bh__pcp_calibrating(bh_arena_t *a, int cpu, bool on);
 BH__INTERNAL uint64_t bh__pcp_surplus_pages(const bh_arena_t *a);
 /*
- * Pages allocated before the trace with no event of their own (the start's reserve: more of
- * the pages the hidden ones are chosen from), n order-0 blocks, each for the lists of its CPU
- * slot in its zone, in the order the start state chose them.  Call after bh_arena_populate.
- * BH_OK or BH_ENOMEM (then none).
- */
-BH__INTERNAL int bh__pcp_reserve_set(bh_arena_t *a, const bh_pcp_block_t *blocks, size_t n);
-/*
  * Whether CPU slot cpu's next free is the one the trace's first mm_page_pcpu_drain on that CPU
  * directly follows (the free that brought the kernel's count to the high mark).  If that free
- * leaves the pcp's count below the mark, the start held too few: reserve pages join the lists
- * (next to the start's hidden blocks of the same list, else at its tail), the first chosen
- * first, until the count reaches the mark, and the free drains as the kernel's did.  The
- * switch is for one free: that free turns it off.  Pages so added: bh__pcp_deficit_pages.
+ * leaves the pcp's count below the mark, the mark is lowered to the count that free reaches
+ * (not below high_min), and the free drains as the kernel's did.  The switch is for one free:
+ * that free turns it off.  Pages the mark was lowered by: bh__pcp_deficit_pages.
  */
 BH__INTERNAL void bh__pcp_deficit(bh_arena_t *a, int cpu, bool on);
 BH__INTERNAL uint64_t bh__pcp_deficit_pages(const bh_arena_t *a);

@@ -348,8 +348,7 @@ int bh__rm_populate(bh__rmachine_t *rm, bh_arena_t *a, unsigned pcp_orders, uint
   free(high);
   if (rc)
     bh__errf(err, errlen, rc, "start state: %s", why ? why : bh_strerror(rc));
-  else if ((st.nr_hidden && bh__pcp_surplus_set(a, st.hidden, st.nr_hidden)) ||
-           (st.nr_reserve && bh__pcp_reserve_set(a, st.reserve, st.nr_reserve)))
+  else if (st.nr_hidden && bh__pcp_surplus_set(a, st.hidden, st.nr_hidden))
     rc = bh__errf(err, errlen, BH_ENOMEM, "start state: %s", bh_strerror(BH_ENOMEM));
   s->start_pcp_pages = st.pcp_pages;
   s->start_pcp_hidden_pages = st.pcp_hidden_pages;

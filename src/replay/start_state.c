@@ -153,7 +153,6 @@ int bh__first_events_copy(bh__first_events_t *dst, const bh__first_events_t *src
 
 void bh__start_free(bh__start_t *st) {
   free(st->hidden);
-  free(st->reserve);
   free(st->free);
   free(st->pcp);
   free(st->pageblock_mt);
@@ -173,8 +172,7 @@ struct ctx {
   uint64_t nr_pages, npb;
   unsigned pbo, maxo, pcp_orders, nr_cpus;
   bool pcp_fill;      /* the pcp pages zoneinfo counts beyond the trace's too (pcp_hidden) */
-  bool reserving;     /* hidden pages chosen go to st->reserve, not on the lists */
-  uint64_t chosen;    /* pages add_hidden took, either way */
+  uint64_t chosen;    /* pages add_hidden took */
   const uint32_t *fe; /* NULL: nothing known */
   const bh__first_events_t *fes; /* fe's owner, with the order of first allocations */
   uint64_t seed;
@@ -359,17 +357,10 @@ static int add_pcp(struct ctx *c, uint64_t pfn, unsigned order, unsigned cpu, in
 }
 
 /* add_pcp of a hidden block, counted and kept in st->hidden too (out of memory: not kept,
- * which only leaves it out of bh__pcp_surplus_set); with ctx.reserving, into st->reserve. */
+ * which only leaves it out of bh__pcp_surplus_set). */
 static int add_hidden(struct ctx *c, uint64_t pfn, unsigned order, unsigned cpu, int list_mt) {
   bh__start_t *st = c->st;
   c->chosen += 1ull << order;
-  if (c->reserving) {
-    if (bh__grow(&st->reserve, &st->reserve_cap, st->nr_reserve, sizeof(*st->reserve)))
-      return BH_ENOMEM;
-    st->reserve[st->nr_reserve++] =
-        (bh_pcp_block_t){pfn, (uint8_t)order, (uint8_t)(list_mt + 1), (uint16_t)cpu};
-    return 0;
-  }
   int rc = add_pcp(c, pfn, order, cpu, list_mt);
   st->pcp_hidden_pages += 1ull << order;
   if (!rc && !bh__grow(&st->hidden, &st->hidden_cap, st->nr_hidden, sizeof(*st->hidden)))
@@ -523,9 +514,6 @@ static bool may_start_pcp(const struct ctx *c, const uint64_t *in_pcp, uint64_t 
  * state (docs/MACHINE-SHAPE.md); --start-pcp trace leaves it out.
  */
 _Static_assert(BH_MT_PCPTYPES == 3, "want[0..2] below are the pcp lists' types");
-/* Each slot's reserve (ctx.reserving): as many more pages, chosen as its hidden ones are,
- * beyond them, that a free the trace's first drain follows may add (bh__pcp_reserve_set). */
-enum { RESERVE_PAGES = 16 };
 struct hidden {
   const bh_page_run_t *quiet; /* the start's pages without a flag (the map's Q lines) */
   size_t nquiet;
@@ -731,7 +719,7 @@ static unsigned hidden_wanted(const struct ctx *c, const struct hidden *h, int z
       open_have += have[t];
     }
   }
-  uint64_t w = c->reserving ? RESERVE_PAGES : count > all ? count - all : 0, given = 0;
+  uint64_t w = count > all ? count - all : 0, given = 0;
   *total = w;
   static const int pref[BH_MT_PCPTYPES] = {BH_MT_MOVABLE, BH_MT_UNMOVABLE, BH_MT_RECLAIMABLE};
   int most = -1;
@@ -892,10 +880,6 @@ static int pcp_hidden(struct ctx *c, uint64_t *in_pcp, size_t first_drained) {
       high_cursor[k] = c->in->zones[zi].start_pfn;
     for (unsigned cpu = 0; !rc && cpu < c->nr_cpus; cpu++)
       rc = hidden_slot(c, &h, zi, cpu, cursor, high_cursor, known);
-    c->reserving = true; /* then each slot's reserve */
-    for (unsigned cpu = 0; !rc && cpu < c->nr_cpus; cpu++)
-      rc = hidden_slot(c, &h, zi, cpu, cursor, high_cursor, known);
-    c->reserving = false;
   }
   if (!rc && first_drained < known)
     rc = rotate_pcp(c, first_drained, known); /* the hidden pages before the drained ones */
@@ -1154,7 +1138,7 @@ static const struct pb_shape *pb_shape(struct ctx *c, uint64_t q) {
  * holds keeps those counts, where one with no free page (the nearest such, as before) would
  * move b's free blocks to the other type's lists (on the compileall recording, two order-8
  * blocks the kernel never took for its Reclaimable requests, with their pageblocks typed
- * Reclaimable in the map, stayed ahead of the ones it took; docs/RESULTS-residuals.md).
+ * Reclaimable in the map, stayed ahead of the ones it took; docs/RESULTS-hosts.md).
  */
 static uint64_t partner_pageblock(struct ctx *c, uint64_t b, uint8_t t) {
   if (!c->shape && !(c->shape = calloc(c->npb, sizeof(*c->shape))))
@@ -1488,7 +1472,7 @@ static int fit_free_pageblocks(struct ctx *c, const bh_snapshot_t *s) {
  * type hold.  Only splits of blocks below the pageblock order: the map fitted its free
  * pageblock-order blocks to pagetypeinfo's counts (fit_free_pageblocks), and the larger
  * splits, taken as evidence too, changed none of the recordings measured
- * (docs/RESULTS-residuals.md).  Evidence from the order of the lists, a hidden part of the
+ * (docs/RESULTS-hosts.md).  Evidence from the order of the lists, a hidden part of the
  * start state: off with --start-order pfn.
  */
 static int types_from_splits(struct ctx *c) {

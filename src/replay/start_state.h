@@ -396,10 +396,6 @@ typedef struct bh__start {
   uint64_t pcp_hidden_pages; /* of those, pages zoneinfo counts that the trace does not show */
   bh_pcp_block_t *hidden;    /* their blocks, in the order placed (NULL: none kept) */
   size_t nr_hidden, hidden_cap;
-  /* more of the pages the hidden ones are chosen from, not placed: those a CPU's first drain
-   * may show its lists held too (bh__pcp_reserve_set), in the order chosen */
-  bh_pcp_block_t *reserve;
-  size_t nr_reserve, reserve_cap;
   uint64_t pcp_count_events;   /* start/count_events read (count_adjust) */
   int64_t pcp_count_adjust;    /* what they added to zoneinfo's pcp counts, net */
   uint64_t repaired_pages;     /* kpageflags: free in the map, first freed by the trace */

@@ -2933,12 +2933,15 @@ static void test_start_pcp_hidden(void **state) {
  * right: none taken.  With no drain at all (a refill on CPU 1 shows the trace records the
  * pcp events), the kernel never reached the mark: every free from the (H - 12)th takes one,
  * four, and H - 1 pages are left.  --placement trace plays the trace's drains: none taken.
- * Where the drain follows the (H - 15)th free, the kernel's lists held 3 pages more than the
- * replay's: that free would leave the replay's count at H - 3, so the start's reserve (chosen
- * as the hidden pages are, from the pages without a flag: here order-1 blocks, as the hidden
- * pages took the order-0 lists' candidates) gives 3 pages first, exactly what is missing: an
- * order-1 block and the first page of the next one, alone (start_pcp_deficit_pages 3); the
- * free drains there, as the kernel's did, and the 6 frees after stay below the mark.
+ * With zoneinfo's mark 3 above high_min (H + 3, the tuned rule), where the drain follows the
+ * (H - 12)th free, the kernel's mark was 3 lower than the replay's, or its count 3 higher:
+ * that free would leave the replay's count at H, 3 short.  A page more on the kernel's lists
+ * would be one the trace never shows, drained or allocated, where that drain takes the free's
+ * list's tail first (free_pcppages_bulk, :1232-1254): the mark is lowered to H
+ * (start_pcp_deficit_pages 3), the free drains there as the kernel's did, clamp(free_count,
+ * batch, H - batch) pages, and the 3 frees after stay below the mark.  At high_min the mark
+ * cannot be lower: the same trace with zoneinfo's mark H drains at the (H - 12)th free of the
+ * replay's own count (deficit 0: the trace's drain came 3 frees earlier).
  */
 static void test_start_pcp_surplus(void **state) {
   (void)state;
@@ -2965,23 +2968,25 @@ static void test_start_pcp_surplus(void **state) {
         bh__pb_mt(a, p) == BH_MT_MOVABLE && !quiet[p])
       pages[k++] = p;
   assert_int_equal(k, nfree);
+  long high3[2] = {h + 3, 0};
+  char *zi3 = zoneinfo_pagesets(a, count, high3);
+  char *desc3 = describe_zi(a, false, q, NULL, zi3);
+  long after = h - 12 < batch ? batch : h - 12 > h - batch ? h - batch : h - 12;
   const struct {
     long drain_after; /* the free the trace's first drain follows; 0: none */
     bool trace;       /* --placement trace */
+    bool mark3;       /* zoneinfo's mark H + 3, tuned */
     long surplus, deficit, end;
   } cases[] = {
-      {h - 9, false, 3, 0,
+      {h - 9, false, false, 3, 0,
        h - (h - 9 < batch       ? batch
             : h - 9 > h - batch ? h - batch
                                 : h - 9)},
-      {h - 12, false, 0, 0, -1},
-      {0, false, 4, 0, h - 1},
-      {h - 9, true, 0, 0, -1},
-      {h - 15, false, 0, 3,
-       h + 6 -
-           (h - 15 < batch       ? batch
-            : h - 15 > h - batch ? h - batch
-                                 : h - 15)},
+      {h - 12, false, false, 0, 0, -1},
+      {0, false, false, 4, 0, h - 1},
+      {h - 9, true, false, 0, 0, -1},
+      {h - 12, false, true, 0, 3, h - after + 3},
+      {h - 15, false, false, 0, 0, h - after + 3},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     size_t len = 128 + 48 * (nfree + 1), n = 0;
@@ -3001,8 +3006,11 @@ static void test_start_pcp_surplus(void **state) {
                            1000 + 10 * nfree, (unsigned long)free_movable(a, z->zone_start_pfn, 0));
     char name[64];
     snprintf(name, sizeof(name), "surplus%zu.bht", i);
-    bh_replay_config_t cfg = config_of(write_trace3(name, BH_TRACE_NATIVE_BINARY, desc, lines));
+    bh_replay_config_t cfg =
+        config_of(write_trace3(name, BH_TRACE_NATIVE_BINARY, cases[i].mark3 ? desc3 : desc, lines));
     cfg.placement = cases[i].trace ? BH_PLACEMENT_TRACE : cfg.placement;
+    if (cases[i].mark3)
+      cfg.pcp_high_tuning = 1;
     snprintf(name, sizeof(name), "dump-surplus%zu", i);
     cfg.dump_dir = tt_path(name);
     bh_replay_summary_t s;
@@ -3018,6 +3026,8 @@ static void test_start_pcp_surplus(void **state) {
   free(quiet);
   free(desc);
   free(zi);
+  free(desc3);
+  free(zi3);
   bh_arena_destroy(a);
 }
 
