@@ -182,7 +182,9 @@ struct ctx {
   uint64_t *covered;
   uint32_t *evp;          /* the pages with an event (fe != 0), ascending; NULL: not listed yet */
   uint8_t *map_free_pb;   /* per pageblock: PB_MAP_FREE, PB_DONE (while types are taken) */
-  struct pb_shape *shape; /* per pageblock, computed when first asked (partner_pageblock) */
+  struct pb_shape *shape; /* per pageblock, computed when first asked (pb_shapes) */
+  uint32_t *cand;         /* the pageblocks that may be partners, ascending (pb_shapes) */
+  uint64_t ncand;
   /* the lowest order of a free block that the recorded machine's page reporting isolates and
    * whose isolation retypes its pageblocks (isolation_retypes); UINT_MAX if none */
   unsigned isolate_order;
@@ -1107,30 +1109,42 @@ static uint64_t nearest_pageblock(const struct ctx *c, uint64_t b, uint8_t t,
  * free block of the pageblock order or above. */
 struct pb_shape {
   uint16_t n[BH_ORDER_LIMIT];
-  uint8_t state; /* 0 not computed yet, 1 a possible partner, 2 not */
+  uint32_t pages; /* in those blocks */
+  bool partner;
 };
 
-static const struct pb_shape *pb_shape(struct ctx *c, uint64_t q) {
-  struct pb_shape *sh = &c->shape[q];
-  if (sh->state)
-    return sh;
-  sh->state = c->fes->pb_type[q] || in_large_free(c, q) ? 2 : 1;
-  uint64_t p = q << c->pbo, end = p + (1ull << c->pbo);
-  for (; p < end && p < c->nr_pages; p++) {
-    unsigned o = c->placed[p] & 0x7fu;
-    if (c->fe[p])
-      sh->state = 2;
-    if (o && o - 1 < c->pbo && sh->n[o - 1] < UINT16_MAX)
-      sh->n[o - 1]++;
+/* Every pageblock's shape, in one pass over the placed free blocks and the pages with an
+ * event (c->evp).  BH_OK or BH_ENOMEM. */
+static int pb_shapes(struct ctx *c) {
+  if (c->shape)
+    return BH_OK;
+  if (!(c->shape = calloc(c->npb, sizeof(*c->shape))))
+    return BH_ENOMEM;
+  for (uint64_t q = 0; q < c->npb; q++)
+    c->shape[q].partner =
+        !c->fes->pb_type[q] && !in_large_free(c, q) && ((q + 1) << c->pbo) <= c->nr_pages;
+  for (uint64_t i = 0; i < c->nevp; i++)
+    c->shape[c->evp[i] >> c->pbo].partner = false;
+  if (!(c->cand = malloc(c->npb * sizeof(*c->cand))))
+    return BH_ENOMEM;
+  for (uint64_t q = 0; q < c->npb; q++)
+    if (c->shape[q].partner)
+      c->cand[c->ncand++] = (uint32_t)q;
+  for (uint64_t p = 0; (p = next_placed(c, p)) < c->nr_pages;) { /* as runs_from_placed */
+    unsigned o = (c->placed[p] & 0x7fu) - 1u;
+    struct pb_shape *sh = &c->shape[p >> c->pbo];
+    if (o < c->pbo && sh->n[o] < UINT16_MAX) {
+      sh->n[o]++;
+      sh->pages += 1u << o;
+    }
+    p += 1ull << o;
   }
-  if (p < end)
-    sh->state = 2;
-  return sh;
+  return BH_OK;
 }
 
 /*
  * The partner of pageblock b's retype from type t: of type t, whose type nothing in the trace
- * shows (pb_shape), and whose free blocks are most like b's, order by order (the fewest pages
+ * shows (pb_shapes), and whose free blocks are most like b's, order by order (the fewest pages
  * in free blocks of an order that one of the two has more of), the nearest in pfn of those,
  * in b's zone; UINT64_MAX if none.  pagetypeinfo's counts of free blocks by type and order are
  * the kernel's own, read with the free map: where the map gave b the wrong type, the free
@@ -1141,7 +1155,7 @@ static const struct pb_shape *pb_shape(struct ctx *c, uint64_t q) {
  * Reclaimable in the map, stayed ahead of the ones it took; docs/RESULTS-hosts.md).
  */
 static uint64_t partner_pageblock(struct ctx *c, uint64_t b, uint8_t t) {
-  if (!c->shape && !(c->shape = calloc(c->npb, sizeof(*c->shape))))
+  if (pb_shapes(c))
     return nearest_pageblock(c, b, t, quiet_pageblock); /* out of memory: as before */
   uint64_t lo = 0, hi = 0, p = b << c->pbo, best = UINT64_MAX, best_cost = UINT64_MAX;
   for (int i = 0; i < c->in->nr_zones; i++) {
@@ -1149,25 +1163,33 @@ static uint64_t partner_pageblock(struct ctx *c, uint64_t b, uint8_t t) {
     if (p >= z->start_pfn && p < z->start_pfn + z->spanned_pages)
       counted_range(c, z, &lo, &hi);
   }
-  struct pb_shape own = *pb_shape(c, b);
-  for (uint64_t d = 1; (b + d <= hi || d <= b - lo) && best_cost; d++)
-    for (int side = 0; side < 2; side++) {
-      if (side ? d > b - lo : b + d > hi || b + d >= c->npb)
-        continue;
-      uint64_t q = side ? b - d : b + d;
-      if (c->st->pageblock_mt[q] != t)
-        continue;
-      const struct pb_shape *sh = pb_shape(c, q);
-      if (sh->state != 1)
-        continue;
-      uint64_t cost = 0;
-      for (unsigned o = 0; o < c->pbo; o++)
-        cost += (uint64_t)(own.n[o] > sh->n[o] ? own.n[o] - sh->n[o] : sh->n[o] - own.n[o]) << o;
-      if (cost < best_cost) {
-        best_cost = cost;
-        best = q;
-      }
+  const struct pb_shape *own = &c->shape[b];
+  /* the candidates outward from b, the nearer first (above b first at equal distance) */
+  uint64_t r = 0, n = c->ncand;
+  for (uint64_t step = n; step; step /= 2) /* r: the first candidate above b */
+    while (r + step <= n && c->cand[r + step - 1] <= b)
+      r += step;
+  uint64_t l = r; /* candidates below b: cand[l - 1] down */
+  while (best_cost) {
+    bool up = r < n && c->cand[r] <= hi, down = l > 0 && c->cand[l - 1] >= lo;
+    if (!up && !down)
+      break;
+    if (up && down)
+      up = c->cand[r] - b <= b - c->cand[l - 1];
+    uint64_t q = up ? c->cand[r++] : c->cand[--l];
+    const struct pb_shape *sh = &c->shape[q];
+    if (c->st->pageblock_mt[q] != t ||
+        (uint64_t)(own->pages > sh->pages ? own->pages - sh->pages : sh->pages - own->pages) >=
+            best_cost)
+      continue; /* (the cost is at least the difference in free pages) */
+    uint64_t cost = 0;
+    for (unsigned o = 0; o < c->pbo; o++)
+      cost += (uint64_t)(own->n[o] > sh->n[o] ? own->n[o] - sh->n[o] : sh->n[o] - own->n[o]) << o;
+    if (cost < best_cost) {
+      best_cost = cost;
+      best = q;
     }
+  }
   return best;
 }
 
@@ -1900,6 +1922,7 @@ int bh__start_build(bh__start_t *st, int kind, const bh_machine_t *m, uint64_t n
   bh__zunmap(c.evp, nr_pages * sizeof(uint32_t));
   free(c.count_adjust);
   free(c.shape);
+  free(c.cand);
   if (rc) {
     bh__start_free(st);
     return rc;
