@@ -2604,9 +2604,10 @@ COLD static void vmstat_event(struct replay *r, const bh_event_t *ev) {
  * trace's first drain on a CPU shows when its count first reached the high mark: until then
  * every free left it below (free_unref_page_commit drains at count >= high,
  * mm/page_alloc.c:2713-2717 in 6.12).  Where a replay's free reaches the mark before, the
- * start held too many: hidden pages are taken off (bh__pcp_calibrating).  A count too low is
- * left as it is (which pages to add, nothing shows).  Allocator placement only, where the
- * trace has pcp events and the start hidden pages.
+ * start held too many: hidden pages are taken off (bh__pcp_calibrating).  Where the free that
+ * drain directly follows leaves the replay's count below the mark, the mark is lowered to it
+ * (bh__pcp_deficit).  Allocator placement only, where the trace has pcp events and the start
+ * hidden pages.
  */
 COLD static void calibrate_setup(struct replay *r, const struct scan *sc) {
   r->calib_live = r->shape && !r->place_trace && sc->pcp_events && r->s->start_pcp_hidden_pages;
