@@ -122,6 +122,9 @@ static char *describe_with(bh_arena_t *a, bool end, const char *fm_extra, const 
 
 static char *describe(bh_arena_t *a, bool end) { return describe_with(a, end, "", NULL); }
 
+/* A version 3 trace of lines with desc, in format fmt (written further down). */
+static const char *write_trace3(const char *name, int fmt, const char *desc, const char *lines);
+
 /* A trace of these native text lines (version 2, with desc, if given). */
 static const char *write_trace(const char *name, const char *desc, const char *lines) {
   const char *p = tt_path(name);
@@ -578,6 +581,24 @@ static void test_start_buddy_order(void **state) {
   bh_arena_destroy(a);
 }
 
+/* The trace at path replayed under none and under bubble: the start marks `reported` blocks
+ * reported (none missed), and every one of the allocs allocations is the kernel's pfn. */
+static void all_kernel_pfns(const char *path, uint64_t reported, uint64_t allocs) {
+  static const char *const strategies[] = {"none", "bubble"};
+  for (int i = 0; i < 2; i++) {
+    bh_replay_config_t cfg;
+    bh_replay_config_init(&cfg);
+    cfg.trace = path;
+    cfg.hint.strategy = strategies[i];
+    bh_replay_summary_t s;
+    replay(&cfg, &s);
+    assert_int_equal(s.start_reported_blocks, reported);
+    assert_int_equal(s.start_reported_missed, 0);
+    assert_int_equal(s.agreement.allocs, allocs);
+    assert_int_equal(s.agreement.same, allocs);
+  }
+}
+
 /*
  * The same when the kernel had reported both blocks (R lines): reporting put them back at
  * their list's tail in the order it took them from the list's head (page_reporting_cycle walks
@@ -605,21 +626,7 @@ static void test_start_buddy_order_reported(void **state) {
     fprintf(f, "%lu A %#lx 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n", (unsigned long)t, (unsigned long)q);
   fprintf(f, "%lu A %#lx 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n", (unsigned long)t, (unsigned long)lo);
   fclose(f);
-  const char *p = write_trace("buddyorder-reported.bht", desc, lines);
-  uint64_t allocs = (1ull << order) + 1;
-  static const char *const strategies[] = {"none", "bubble"};
-  for (int i = 0; i < 2; i++) {
-    bh_replay_config_t cfg;
-    bh_replay_config_init(&cfg);
-    cfg.trace = p;
-    cfg.hint.strategy = strategies[i];
-    bh_replay_summary_t s;
-    replay(&cfg, &s);
-    assert_int_equal(s.start_reported_blocks, 2);
-    assert_int_equal(s.start_reported_missed, 0);
-    assert_int_equal(s.agreement.allocs, allocs);
-    assert_int_equal(s.agreement.same, allocs);
-  }
+  all_kernel_pfns(write_trace("buddyorder-reported.bht", desc, lines), 2, (1ull << order) + 1);
   free(lines);
   free(desc);
   bh_arena_destroy(a);
@@ -633,8 +640,6 @@ static void test_start_buddy_order_reported(void **state) {
  * take puts it, and every allocation is the kernel's.  Moved to the tail behind the other
  * block, which the trace never takes, the first allocation missed.
  */
-static const char *write_trace3(const char *name, int fmt, const char *desc, const char *lines);
-
 static void test_start_reported_taken(void **state) {
   (void)state;
   bh_arena_t *a = crafted_arena();
@@ -654,20 +659,8 @@ static void test_start_reported_taken(void **state) {
   for (uint64_t q = hi; q < hi + (1ull << order); q++, t += 1000)
     fprintf(f, "%lu A %#lx 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n", (unsigned long)t, (unsigned long)q);
   fclose(f);
-  const char *p = write_trace3("reported-taken.bht", BH_TRACE_NATIVE_BINARY, desc, lines);
-  uint64_t allocs = 1ull << order;
-  static const char *const strategies[] = {"none", "bubble"};
-  for (int i = 0; i < 2; i++) {
-    bh_replay_config_t cfg;
-    bh_replay_config_init(&cfg);
-    cfg.trace = p;
-    cfg.hint.strategy = strategies[i];
-    bh_replay_summary_t s;
-    replay(&cfg, &s);
-    assert_int_equal(s.start_reported_blocks, 1);
-    assert_int_equal(s.agreement.allocs, allocs);
-    assert_int_equal(s.agreement.same, allocs);
-  }
+  all_kernel_pfns(write_trace3("reported-taken.bht", BH_TRACE_NATIVE_BINARY, desc, lines), 1,
+                  1ull << order);
   free(lines);
   free(desc);
   bh_arena_destroy(a);
@@ -996,8 +989,6 @@ static void test_batched_frees_deferred_many(void **state) {
   bh_arena_destroy(a);
 }
 
-static const char *write_trace3(const char *name, int fmt, const char *desc, const char *lines);
-
 static void test_locked_frees_taken(void **state) {
   (void)state;
   uint64_t p3[3];
@@ -1095,8 +1086,6 @@ static void test_pcp_decay_vmstat(void **state) {
  * (untraced_takes), and their later frees are ordinary ones; by default (late) those frees
  * find memory the replay holds free (untraced_frees).
  */
-static const char *write_trace3(const char *name, int fmt, const char *desc, const char *lines);
-
 static void test_untraced_allocs_refill(void **state) {
   (void)state;
   bh_arena_t *a = crafted_arena();
