@@ -2085,20 +2085,24 @@ static void reporting_machine(const bh_arena_t *a, const bh_zone_t *z, char *des
   snprintf(r_lines, rlen, "reported 1\nR %lu %u\n", (unsigned long)r, a->pages[r].order);
 }
 
-static void free_swap_in(const char *name, enum map_xy map, bool reporting, const char *events,
-                         int retyped, bool counts_hold) {
-  bh_arena_t *a = crafted_arena();
-  bh_zone_t *z = &a->zones[a->nr_zones - 1];
-  uint64_t big = 1ull << a->max_order, pb = 1ull << a->pb_order, w = UINT64_MAX;
+/* The first of two free Movable blocks of the top order one after the other in zone z. */
+static uint64_t two_free_movable_max(const bh_arena_t *a, const bh_zone_t *z) {
+  uint64_t big = 1ull << a->max_order;
   for (uint64_t p = z->zone_start_pfn; p + 2 * big <= z->zone_start_pfn + z->zone_spanned_pages;
        p += big)
     if ((a->pages[p].flags & BH__PG_BUDDY) && a->pages[p].order == a->max_order &&
         (a->pages[p + big].flags & BH__PG_BUDDY) && a->pages[p + big].order == a->max_order &&
-        bh__pb_mt(a, p) == BH_MT_MOVABLE && bh__pb_mt(a, p + big) == BH_MT_MOVABLE) {
-      w = p;
-      break;
-    }
-  assert_true(w != UINT64_MAX);
+        bh__pb_mt(a, p) == BH_MT_MOVABLE && bh__pb_mt(a, p + big) == BH_MT_MOVABLE)
+      return p;
+  fail_msg("no two free Movable top-order blocks in a row");
+  return UINT64_MAX;
+}
+
+static void free_swap_in(const char *name, enum map_xy map, bool reporting, const char *events,
+                         int retyped, bool counts_hold) {
+  bh_arena_t *a = crafted_arena();
+  bh_zone_t *z = &a->zones[a->nr_zones - 1];
+  uint64_t big = 1ull << a->max_order, pb = 1ull << a->pb_order, w = two_free_movable_max(a, z);
   /* a page taken from the lower pageblock of each: the upper ones are free order-9 blocks */
   for (int i = 0; i < 2; i++)
     assert_int_equal(bh_alloc_pfn_at(a, BH_GFP_USER_MOVABLE, 0, 0, w + i * big), BH_OK);
@@ -2241,17 +2245,7 @@ static void test_start_types_partner_shape(void **state) {
   (void)state;
   bh_arena_t *a = crafted_arena();
   bh_zone_t *z = &a->zones[a->nr_zones - 1];
-  uint64_t big = 1ull << a->max_order, w = UINT64_MAX;
-  for (uint64_t p = z->zone_start_pfn; p + 2 * big <= z->zone_start_pfn + z->zone_spanned_pages;
-       p += big)
-    if ((a->pages[p].flags & BH__PG_BUDDY) && a->pages[p].order == a->max_order &&
-        (a->pages[p + big].flags & BH__PG_BUDDY) && a->pages[p + big].order == a->max_order &&
-        bh__pb_mt(a, p) == BH_MT_MOVABLE && bh__pb_mt(a, p + big) == BH_MT_MOVABLE) {
-      w = p;
-      break;
-    }
-  assert_true(w != UINT64_MAX);
-  uint64_t x = w, y = w + big;
+  uint64_t x = two_free_movable_max(a, z), y = x + (1ull << a->max_order);
   all_but_order3(a, x, BH_GFP_USER_MOVABLE);
   all_but_order3(a, y, BH_GFP_KERNEL);
   bh__move_freepages_block(z, y, BH_MT_MOVABLE, BH_MT_UNMOVABLE);
