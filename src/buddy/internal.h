@@ -147,8 +147,11 @@ typedef struct bh__pcp {
    * that the kernel's count stayed below its high mark at this CPU's frees now
    * (bh__pcp_calibrating): a free that reaches the mark takes them off instead of draining.
    * And whether the next free is the one the trace's first drain of this CPU follows
-   * (bh__pcp_deficit): one that leaves the count below the mark lowers the mark to it. */
+   * (bh__pcp_deficit): one that leaves the count below the mark lowers the mark to it.
+   * decay_first: the pages the trace's first drain of this CPU took, where the next decay is
+   * that drain's (bh__pcp_decay_first), else -1. */
   bool calibrating, deficit;
+  int decay_first;
   bh__pcp_stack_t surplus;
   uint64_t ev[BH_NR_STATS]; /* event counters updated under this pcp's lock */
   char pad[64];

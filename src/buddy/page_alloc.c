@@ -896,9 +896,11 @@ __attribute__((always_inline)) static inline int pcp_add(bh_arena_t *a, bh_zone_
  * back to memory allocated before the trace until the count is below the mark.  The high mark
  * if it is still reached (no hidden block left on the lists), else -1.
  */
-static __attribute__((noinline, cold)) int pcp_surplus(bh_zone_t *z, bh__pcp_t *pcp, int high) {
+/* The latest-placed of the start's hidden blocks of this pcp still on its lists back to memory
+ * allocated before the trace; false if none is left. */
+static bool surplus_take(bh_zone_t *z, bh__pcp_t *pcp) {
   bh_arena_t *a = z->arena;
-  while (pcp->count >= high && pcp->surplus.n) {
+  while (pcp->surplus.n) {
     uint32_t pfn = bh__pcp_entry_pfn(pcp->surplus.e[--pcp->surplus.n]);
     bh__page_t *p = &a->pages[pfn];
     if (!(bh__pg_flags(p) & BH__PG_PCP) || bh__pcp_owner(z, pfn) != pcp)
@@ -913,7 +915,14 @@ static __attribute__((noinline, cold)) int pcp_surplus(bh_zone_t *z, bh__pcp_t *
       bh__pg_set(&a->pages[q], BH__PG_ALLOC | BH__PG_PRETRACE, 0);
     }
     atomic_fetch_add_explicit(&a->pcp_surplus_pages, 1ull << order, memory_order_relaxed);
+    return true;
   }
+  return false;
+}
+
+static __attribute__((noinline, cold)) int pcp_surplus(bh_zone_t *z, bh__pcp_t *pcp, int high) {
+  while (pcp->count >= high && surplus_take(z, pcp))
+    ;
   return pcp->count >= high ? high : -1;
 }
 
@@ -1892,6 +1901,31 @@ int bh_split_pages(bh_arena_t *a, uint64_t pfn, unsigned order) {
   return BH_OK;
 }
 
+/* The mark decay_pcp_high lowers pcp's to. */
+static int decayed_high(const bh__pcp_t *pcp) {
+  if (pcp->high <= pcp->high_min)
+    return pcp->high;
+  int h = pcp->high - (pcp->high >> 3), k = pcp->count - (pcp->batch << BH__PCP_BATCH_SCALE_MAX);
+  if (h < k)
+    h = k;
+  return h > pcp->high_min ? h : pcp->high_min;
+}
+
+/* The trace's first drain of this pcp's CPU is this decay's, want pages long
+ * (bh__pcp_decay_first): hidden blocks off while the replay's would drain more, then the new
+ * mark, returned, lowered (not below high_min) while it would drain less. */
+static __attribute__((noinline, cold)) int decay_first(bh_zone_t *z, bh__pcp_t *pcp, int want) {
+  while (pcp->count - decayed_high(pcp) > want && surplus_take(z, pcp))
+    ;
+  int h = decayed_high(pcp), l = pcp->count - want;
+  if (l < pcp->high_min)
+    l = pcp->high_min;
+  if (l >= h)
+    return h;
+  atomic_fetch_add_explicit(&z->arena->pcp_deficit_pages, (uint64_t)(h - l), memory_order_relaxed);
+  return l;
+}
+
 /*
  * decay_pcp_high (6.12), run by the vmstat worker every second: lower each pcp's high mark by
  * an eighth (not below high_min, nor more than a scaled batch below the count) and return what
@@ -1899,12 +1933,9 @@ int bh_split_pages(bh_arena_t *a, uint64_t pfn, unsigned order) {
  */
 static void decay_pcp_high(bh_zone_t *z, bh__pcp_t *pcp) {
   bh__pcp_lock(pcp);
-  if (pcp->high > pcp->high_min) {
-    int h = pcp->high - (pcp->high >> 3), k = pcp->count - (pcp->batch << BH__PCP_BATCH_SCALE_MAX);
-    if (h < k)
-      h = k;
-    pcp->high = h > pcp->high_min ? h : pcp->high_min;
-  }
+  int want = pcp->decay_first;
+  pcp->decay_first = -1;
+  pcp->high = bh__unlikely(want >= 0) ? decay_first(z, pcp, want) : decayed_high(pcp);
   /* returned in batch-sized calls, each starting again from list 0 */
   for (int to_drain = pcp->count - pcp->high; to_drain > 0; to_drain -= pcp->batch)
     free_pcppages_bulk(z, pcp, to_drain < pcp->batch ? to_drain : pcp->batch, 0, false);

@@ -15,6 +15,7 @@
 #include "buddy/internal.h"
 
 #include <buddyhint/strategy.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -693,6 +694,15 @@ static void pcp_switch(bh_arena_t *a, int cpu, size_t off, bool on) {
 
 void bh__pcp_deficit(bh_arena_t *a, int cpu, bool on) {
   pcp_switch(a, cpu, offsetof(bh__pcp_t, deficit), on);
+}
+
+void bh__pcp_decay_first(bh_arena_t *a, int cpu, uint64_t lo, uint64_t hi, uint64_t pages) {
+  if (!a || lo > hi || hi >= a->nr_pages || pages > INT_MAX)
+    return;
+  bh_zone_t *z = zone_at(a, lo);
+  if (!z || zone_at(a, hi) != z || !z->pcp)
+    return;
+  z->pcp[(cpu < 0 ? 0 : (unsigned)cpu) % a->cfg.nr_cpus].decay_first = (int)pages;
 }
 
 void bh__pcp_calibrating(bh_arena_t *a, int cpu, bool on) {

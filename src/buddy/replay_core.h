@@ -200,6 +200,17 @@ BH__INTERNAL uint64_t bh__pcp_surplus_pages(const bh_arena_t *a);
  * that free turns it off.  Pages the mark was lowered by: bh__pcp_deficit_pages.
  */
 BH__INTERNAL void bh__pcp_deficit(bh_arena_t *a, int cpu, bool on);
+/*
+ * CPU slot cpu's next pcp decay (bh__vmstat_tick_cpu) is the trace's first mm_page_pcpu_drain
+ * on that CPU, pages long, its blocks between pfns lo and hi (in one zone, else nothing).
+ * decay_pcp_high drains count - high once it has lowered the mark (mm/page_alloc.c:2412-2440
+ * in 6.12), so the kernel's count stood that many above its new mark: where the replay's
+ * would drain more, the start held too many (its hidden pages are taken off first, as
+ * bh__pcp_calibrating's frees take them, bh__pcp_surplus_pages); where less, the new mark is
+ * lowered (bh__pcp_deficit_pages), not below high_min.
+ */
+BH__INTERNAL void bh__pcp_decay_first(bh_arena_t *a, int cpu, uint64_t lo, uint64_t hi,
+                                      uint64_t pages);
 BH__INTERNAL uint64_t bh__pcp_deficit_pages(const bh_arena_t *a);
 
 /* whether order has pcp lists (pcp_allowed_order) */
