@@ -126,10 +126,10 @@ enum { BH__ZONE_BOOSTED_WATERMARK = 1u << 0, BH__ZONE_BELOW_HIGH = 1u << 1 };
 #define BH__PAGE_ALLOC_COSTLY_ORDER 3
 #define BH__PCP_BATCH_SCALE_MAX 5
 
-/* A stack of pcp blocks (bh__pcp_entry: pfn, order, list type), the top the last. */
+/* A stack of pcp blocks' pfns, the top the last. */
 typedef struct bh__pcp_stack {
   uint32_t n;
-  uint64_t *e;
+  uint32_t *e;
 } bh__pcp_stack_t;
 
 /* struct per_cpu_pages (6.12): one per zone and CPU slot. */
@@ -304,17 +304,6 @@ static inline void bh__pg_set_pcp(bh__page_t *p, uint8_t order, uint32_t cpu) {
 static inline void bh__pg_set_flags(bh__page_t *p, uint8_t flags) {
   __atomic_store_n(&p->flags, flags, __ATOMIC_RELAXED);
 }
-/* Memory the start holds allocated before the trace, untouched since. */
-static inline bool bh__pg_pretrace_alloc(const bh__page_t *p) {
-  return (bh__pg_flags(p) & (BH__PG_ALLOC | BH__PG_PRETRACE)) == (BH__PG_ALLOC | BH__PG_PRETRACE);
-}
-/* A bh__pcp_stack_t entry: a block's pfn, order and list type. */
-static inline uint64_t bh__pcp_entry(uint64_t pfn, unsigned order, int mt) {
-  return pfn | (uint64_t)order << 40 | (uint64_t)(mt & 0xff) << 48;
-}
-static inline uint32_t bh__pcp_entry_pfn(uint64_t e) { return (uint32_t)(e & ((1ull << 40) - 1)); }
-static inline unsigned bh__pcp_entry_order(uint64_t e) { return (unsigned)(e >> 40) & 0xff; }
-static inline int bh__pcp_entry_mt(uint64_t e) { return (int)((e >> 48) & 0xff); }
 /*
  * An allocated block's request type (`mt`) is written by the allocating thread under the pcp
  * lock and read by compaction and the claim rule under the zone lock.  The allocation stores
@@ -362,6 +351,11 @@ static inline int bh__pcp_list_mt(int mt) {
   if (mt <= BH_MT_RECLAIMABLE)
     return mt;
   return mt == BH_MT_ISOLATE ? -1 : BH_MT_MOVABLE;
+}
+
+/* The pcp slot of CPU cpu (a negative CPU, one the trace does not name, is slot 0). */
+static inline unsigned bh__cpu_slot(const bh_arena_t *a, int cpu) {
+  return (cpu < 0 ? 0u : (unsigned)cpu) % a->cfg.nr_cpus;
 }
 
 /* A pcp's high mark within [high_min, high_max] (nr_pcp_high, nr_pcp_alloc: clamp()). */

@@ -752,7 +752,7 @@ int bh__pcp_refill_empty(bh_arena_t *a, uint64_t pfn, unsigned order, int mt, in
   bh_zone_t *z = bh__pfn_zone(a, pfn);
   if (!z || !z->pcp)
     return 0;
-  bh__pcp_t *pcp = &z->pcp[(unsigned)(cpu < 0 ? 0 : cpu) % a->cfg.nr_cpus];
+  bh__pcp_t *pcp = &z->pcp[bh__cpu_slot(a, cpu)];
   if (!bh__pcp_trylock(pcp))
     return 0;
   uint32_t head = pcp->head + order_to_pindex(a, mt, order);
@@ -901,7 +901,7 @@ __attribute__((always_inline)) static inline int pcp_add(bh_arena_t *a, bh_zone_
 static bool surplus_take(bh_zone_t *z, bh__pcp_t *pcp) {
   bh_arena_t *a = z->arena;
   while (pcp->surplus.n) {
-    uint32_t pfn = bh__pcp_entry_pfn(pcp->surplus.e[--pcp->surplus.n]);
+    uint32_t pfn = pcp->surplus.e[--pcp->surplus.n];
     bh__page_t *p = &a->pages[pfn];
     if (!(bh__pg_flags(p) & BH__PG_PCP) || bh__pcp_owner(z, pfn) != pcp)
       continue; /* allocated, or drained, since */
@@ -1949,7 +1949,7 @@ void bh_vmstat_tick(bh_arena_t *a) {
 }
 
 void bh__vmstat_tick_cpu(bh_arena_t *a, int cpu) {
-  unsigned c = cpu < 0 ? 0 : (unsigned)cpu % a->cfg.nr_cpus;
+  unsigned c = bh__cpu_slot(a, cpu);
   for (int i = 0; i < a->nr_zones; i++)
     if (a->zones[i].pcp)
       decay_pcp_high(&a->zones[i], &a->zones[i].pcp[c]);

@@ -577,7 +577,7 @@ int bh__pcp_refill_at(bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int c
     return a ? err : BH_EINVAL;
   uint64_t head;
   unsigned high;
-  bh__pcp_t *pcp = &z->pcp[cpu < 0 ? 0 : (unsigned)cpu % a->cfg.nr_cpus];
+  bh__pcp_t *pcp = &z->pcp[bh__cpu_slot(a, cpu)];
   bh__pcp_lock(pcp); /* the pcp lock, then the zone lock, as rmqueue_pcplist/rmqueue_bulk */
   bh__zone_lock(z);
   err = BH_EBUSY;
@@ -636,7 +636,7 @@ int bh__pcp_free_nodrain(bh_arena_t *a, uint64_t pfn, unsigned order, int cpu) {
   if (!z || (bh__pg_flags(p) & (BH__PG_ALLOC | BH__PG_NOPAGE)) != BH__PG_ALLOC ||
       bh__pg_order(p) != order || mt < 0)
     return bh_free_pfn(a, pfn, order, cpu);
-  bh__pcp_t *pcp = &z->pcp[cpu < 0 ? 0 : (unsigned)cpu % a->cfg.nr_cpus];
+  bh__pcp_t *pcp = &z->pcp[bh__cpu_slot(a, cpu)];
   bh__pcp_lock(pcp);
   bh__pg_set_pcp(p, (uint8_t)order, (uint32_t)(pcp - z->pcp));
   bh__list_add(a, (uint32_t)pfn, pcp->head + bh__pcp_pindex(a, mt, order));
@@ -675,18 +675,16 @@ int bh__pcp_surplus_set(bh_arena_t *a, const bh_pcp_block_t *blocks, size_t n) {
       st->n = 0;
     }
   for (size_t j = 0; !err && j < n; j++) {
-    const bh_pcp_block_t *b = &blocks[j];
-    bh__pcp_t *pcp = surplus_pcp(a, b);
+    bh__pcp_t *pcp = surplus_pcp(a, &blocks[j]);
     if (pcp && pcp->surplus.e)
-      pcp->surplus.e[pcp->surplus.n++] =
-          bh__pcp_entry(b->pfn, b->order, b->list ? b->list - 1 : -1);
+      pcp->surplus.e[pcp->surplus.n++] = (uint32_t)blocks[j].pfn;
   }
   return err;
 }
 
 /* The switch at offset off (calibrating or deficit) of CPU slot cpu's pcp in every zone. */
 static void pcp_switch(bh_arena_t *a, int cpu, size_t off, bool on) {
-  unsigned c = cpu < 0 ? 0 : (unsigned)cpu % a->cfg.nr_cpus;
+  unsigned c = bh__cpu_slot(a, cpu);
   for (int k = 0; k < a->nr_zones; k++)
     if (a->zones[k].pcp)
       *(bool *)((char *)&a->zones[k].pcp[c] + off) = on;
@@ -702,7 +700,7 @@ void bh__pcp_decay_first(bh_arena_t *a, int cpu, uint64_t lo, uint64_t hi, uint6
   bh_zone_t *z = zone_at(a, lo);
   if (!z || zone_at(a, hi) != z || !z->pcp)
     return;
-  z->pcp[(cpu < 0 ? 0 : (unsigned)cpu) % a->cfg.nr_cpus].decay_first = (int)pages;
+  z->pcp[bh__cpu_slot(a, cpu)].decay_first = (int)pages;
 }
 
 void bh__pcp_calibrating(bh_arena_t *a, int cpu, bool on) {
@@ -769,8 +767,7 @@ int bh__pcp_relist_at(bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int c
   bh__page_t *p = &a->pages[pfn];
   if (!(bh__pg_flags(p) & BH__PG_PCP) || bh__pg_order(p) != order)
     return BH_EBUSY;
-  bh__pcp_t *from = bh__pcp_owner(z, pfn),
-            *to = &z->pcp[cpu < 0 ? 0 : (unsigned)cpu % a->cfg.nr_cpus];
+  bh__pcp_t *from = bh__pcp_owner(z, pfn), *to = &z->pcp[bh__cpu_slot(a, cpu)];
   if (!from)
     return BH_EBUSY;
   int list_mt = bh__pcp_list_mt(bh__pb_mt(a, pfn));
@@ -802,7 +799,7 @@ int bh__pcp_adopt_at(bh_arena_t *a, uint64_t pfn, unsigned order, int mt, int cp
     return BH_EBUSY;
   if (mt < 0 || mt >= BH_MT_PCPTYPES)
     mt = list_mt;
-  bh__pcp_t *pcp = &z->pcp[cpu < 0 ? 0 : (unsigned)cpu % a->cfg.nr_cpus];
+  bh__pcp_t *pcp = &z->pcp[bh__cpu_slot(a, cpu)];
   bh__pcp_lock(pcp);
   bh__zone_lock(z);
   err = BH_EBUSY;

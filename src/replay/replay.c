@@ -75,6 +75,12 @@ void bh_replay_config_init(bh_replay_config_t *cfg) {
 #define LIFO_PENDING 3
 #define TAKE_PENDING 16
 
+/* A CPU's first pcp drain where it directly follows its vmstat worker's run (a pcp decay):
+ * that run's time (0: none), the drain's pages, and its lowest and highest pfn. */
+struct decay_first {
+  uint64_t at, pages, lo, hi;
+};
+
 struct replay {
   const bh_replay_config_t *cfg;
   bh_replay_summary_t *s;
@@ -110,10 +116,8 @@ struct replay {
   bool calib_live;
   uint64_t calib_on, calib_last, calib_free, deficit_on;
   uint64_t calib_until[LIFO_CPUS];
-  /* where a CPU's first drain is a decay's (struct scan's decay_*): its vmstat run's time
-   * (0: none, or not calibrating), the drain's pages and lowest and highest pfn */
-  uint64_t decay_at[LIFO_CPUS], decay_pages[LIFO_CPUS];
-  uint64_t decay_lo[LIFO_CPUS], decay_hi[LIFO_CPUS];
+  /* where a CPU's first drain is a decay's (struct scan's decay; at 0 where not calibrating) */
+  struct decay_first decay[LIFO_CPUS];
   /* the refilled pages an allocation without an event took (struct scan's takes), the next of
    * them, the mm_page_alloc events played so far, and whether one is being played now (not
    * counted as the trace's); takes NULL: none */
@@ -270,10 +274,7 @@ struct scan {
    * calib_free: a bit per CPU whose first drain directly follows a free */
   uint64_t calib_until[LIFO_CPUS];
   uint64_t calib_free;
-  /* per CPU whose first drain directly follows its vmstat worker's run (a pcp decay): that
-   * run's time (0: none), the pages of the drain, and its lowest and highest pfn */
-  uint64_t decay_at[LIFO_CPUS], decay_pages[LIFO_CPUS];
-  uint64_t decay_lo[LIFO_CPUS], decay_hi[LIFO_CPUS];
+  struct decay_first decay[LIFO_CPUS];
 };
 
 /* What the replay uses of an event, in 32 bytes (a bh_event_t takes 48). */
@@ -605,14 +606,12 @@ struct scan_state {
    * free; and sc->locked's room */
   struct lock_watch *lw;
   size_t locked_cap, batched_cap;
-  /* with fe, per CPU: the time of its last event if that was a free, else 0; and a bit per
-   * CPU whose first drain has been seen (sc->calib_until) */
-  uint64_t last_free_t[LIFO_CPUS];
-  uint64_t drain_seen;
-  /* per CPU: the time of its last event if that was a vmstat run, else 0; and a bit per CPU
-   * whose first drain, a decay's, is being counted (sc->decay_pages) */
-  uint64_t last_vmstat_t[LIFO_CPUS];
-  uint64_t decay_counting;
+  /* with fe, per CPU: the time and kind (bh_event_t.op) of its last event; a bit per CPU
+   * whose first drain has been seen (sc->calib_until), and one per CPU whose first drain, a
+   * decay's, is being counted (sc->decay) */
+  uint64_t last_t[LIFO_CPUS];
+  uint8_t last_op[LIFO_CPUS];
+  uint64_t drain_seen, decay_counting;
 };
 
 /* ---- allocations without an event ----
@@ -1181,19 +1180,22 @@ COLD static int vmstat_time(struct scan *sc, uint64_t t) {
  * if it directly follows the CPU's vmstat run, that run's time, the drain counted from here. */
 COLD static void first_drain(struct scan_state *st, unsigned c, uint64_t t) {
   st->drain_seen |= 1ull << c;
-  st->sc->calib_until[c] = st->last_free_t[c] ? st->last_free_t[c] : t;
-  st->sc->calib_free |= (uint64_t)(st->last_free_t[c] != 0) << c;
-  st->sc->decay_at[c] = st->last_vmstat_t[c];
-  st->decay_counting |= (uint64_t)(st->last_vmstat_t[c] != 0) << c;
+  uint8_t op = st->last_op[c];
+  uint64_t free_t = op == BH_EV_FREE || op == BH_EV_FREE_BATCHED ? st->last_t[c] : 0,
+           vmstat_t = op == BH_EV_VMSTAT ? st->last_t[c] : 0;
+  st->sc->calib_until[c] = free_t ? free_t : t;
+  st->sc->calib_free |= (uint64_t)(free_t != 0) << c;
+  st->sc->decay[c].at = vmstat_t;
+  st->decay_counting |= (uint64_t)(vmstat_t != 0) << c;
 }
 
-/* A drain event of CPU c's first drain, a decay's: its pages and pfns counted. */
-COLD static void decay_drain(struct scan *sc, unsigned c, const bh_event_t *ev) {
-  if (!sc->decay_pages[c] || ev->pfn < sc->decay_lo[c])
-    sc->decay_lo[c] = ev->pfn;
-  if (ev->pfn > sc->decay_hi[c])
-    sc->decay_hi[c] = ev->pfn;
-  sc->decay_pages[c] += 1ull << ev->order;
+/* A drain event of a CPU's first drain, a decay's (d): its pages and pfns counted. */
+COLD static void decay_drain(struct decay_first *d, const bh_event_t *ev) {
+  if (!d->pages || ev->pfn < d->lo)
+    d->lo = ev->pfn;
+  if (ev->pfn > d->hi)
+    d->hi = ev->pfn;
+  d->pages += 1ull << ev->order;
 }
 
 /* With a start state: ev on its CPU, for the time until which that CPU's frees stayed below
@@ -1206,12 +1208,12 @@ static inline void last_on_cpu(struct scan_state *st, const bh_event_t *ev) {
     first_drain(st, c, ev->time_ns);
   if (bh__unlikely((st->decay_counting >> c) & 1)) { /* the drain goes on to its last event */
     if (ev->op == BH_EV_PCPU_DRAIN)
-      decay_drain(st->sc, c, ev);
+      decay_drain(&st->sc->decay[c], ev);
     else
       st->decay_counting &= ~(1ull << c);
   }
-  st->last_free_t[c] = ev->op == BH_EV_FREE || ev->op == BH_EV_FREE_BATCHED ? ev->time_ns : 0;
-  st->last_vmstat_t[c] = ev->op == BH_EV_VMSTAT ? ev->time_ns : 0;
+  st->last_t[c] = ev->time_ns;
+  st->last_op[c] = (uint8_t)ev->op;
 }
 
 /* One event of the first pass.  Returns 0 or BH_ENOMEM. */
@@ -2626,8 +2628,9 @@ COLD static void vmstat_event(struct replay *r, const bh_event_t *ev) {
       ev->time_ns - (r->t0 + r->vnow) <= BH_REPLAY_MAX_GAP_NS)
     event_clock(r, ev->time_ns);
   unsigned c = ev->cpu < 0 ? 0 : (unsigned)ev->cpu;
-  if (c < LIFO_CPUS && r->decay_at[c] && ev->time_ns == r->decay_at[c]) /* its first drain */
-    bh__pcp_decay_first(r->arena, (int)c, r->decay_lo[c], r->decay_hi[c], r->decay_pages[c]);
+  const struct decay_first *d = c < LIFO_CPUS ? &r->decay[c] : NULL;
+  if (d && d->at && ev->time_ns == d->at) /* its first drain */
+    bh__pcp_decay_first(r->arena, (int)c, d->lo, d->hi, d->pages);
   bh__vmstat_tick_cpu(r->arena, ev->cpu);
 }
 
@@ -2646,13 +2649,9 @@ COLD static void vmstat_event(struct replay *r, const bh_event_t *ev) {
 COLD static void calibrate_setup(struct replay *r, const struct scan *sc) {
   r->calib_live = r->shape && !r->place_trace && sc->pcp_events && r->s->start_pcp_hidden_pages;
   memcpy(r->calib_until, sc->calib_until, sizeof(r->calib_until));
-  if (r->calib_live)
-    memcpy(r->decay_at, sc->decay_at, sizeof(r->decay_at));
-  else
-    memset(r->decay_at, 0, sizeof(r->decay_at));
-  memcpy(r->decay_pages, sc->decay_pages, sizeof(r->decay_pages));
-  memcpy(r->decay_lo, sc->decay_lo, sizeof(r->decay_lo));
-  memcpy(r->decay_hi, sc->decay_hi, sizeof(r->decay_hi));
+  memcpy(r->decay, sc->decay, sizeof(r->decay));
+  for (unsigned k = 0; !r->calib_live && k < LIFO_CPUS; k++)
+    r->decay[k].at = 0;
   r->calib_free = sc->calib_free;
   r->calib_on = r->calib_last = r->deficit_on = 0;
   for (unsigned k = 0; k < r->nr_cpus && k < LIFO_CPUS; k++)

@@ -172,7 +172,6 @@ struct ctx {
   uint64_t nr_pages, npb;
   unsigned pbo, maxo, pcp_orders, nr_cpus;
   bool pcp_fill;      /* the pcp pages zoneinfo counts beyond the trace's too (pcp_hidden) */
-  uint64_t chosen;    /* pages add_hidden took */
   const uint32_t *fe; /* NULL: nothing known */
   const bh__first_events_t *fes; /* fe's owner, with the order of first allocations */
   uint64_t seed;
@@ -362,7 +361,6 @@ static int add_pcp(struct ctx *c, uint64_t pfn, unsigned order, unsigned cpu, in
  * which only leaves it out of bh__pcp_surplus_set). */
 static int add_hidden(struct ctx *c, uint64_t pfn, unsigned order, unsigned cpu, int list_mt) {
   bh__start_t *st = c->st;
-  c->chosen += 1ull << order;
   int rc = add_pcp(c, pfn, order, cpu, list_mt);
   st->pcp_hidden_pages += 1ull << order;
   if (!rc && !bh__grow(&st->hidden, &st->hidden_cap, st->nr_hidden, sizeof(*st->hidden)))
@@ -819,7 +817,7 @@ static int hidden_slot(struct ctx *c, struct hidden *h, int zi, unsigned cpu, ui
   const bh_machine_zone_t *z = &c->in->zones[zi];
   uint64_t zend =
       z->start_pfn + z->spanned_pages < c->nr_pages ? z->start_pfn + z->spanned_pages : c->nr_pages;
-  uint64_t want[BH_MT_PCPTYPES], total, before = c->chosen;
+  uint64_t want[BH_MT_PCPTYPES], total, before = c->st->pcp_hidden_pages;
   unsigned open = hidden_wanted(c, h, zi, cpu, want, &total);
   int rc = 0;
   /* the pageblocks of the slot's own pcp blocks, in list order, each once */
@@ -848,7 +846,7 @@ static int hidden_slot(struct ctx *c, struct hidden *h, int zi, unsigned cpu, ui
       cursor[t] =
           hidden_from(c, h, cursor[t], zend, cpu, t < BH_MT_PCPTYPES ? 1u << t : open, left, &rc);
   }
-  uint64_t placed = c->chosen - before;
+  uint64_t placed = c->st->pcp_hidden_pages - before;
   if (!rc && placed < total)
     hidden_high(c, h, zi, cpu, high_cursor, zend, total - placed, &rc);
   return rc;
@@ -1116,17 +1114,20 @@ struct pb_shape {
 /* Every pageblock's shape, in one pass over the placed free blocks and the pages with an
  * event (c->evp).  BH_OK or BH_ENOMEM. */
 static int pb_shapes(struct ctx *c) {
-  if (c->shape)
+  if (c->cand)
     return BH_OK;
-  if (!(c->shape = calloc(c->npb, sizeof(*c->shape))))
+  c->shape = calloc(c->npb, sizeof(*c->shape));
+  c->cand = c->shape ? malloc(c->npb * sizeof(*c->cand)) : NULL;
+  if (!c->cand) {
+    free(c->shape);
+    c->shape = NULL;
     return BH_ENOMEM;
+  }
   for (uint64_t q = 0; q < c->npb; q++)
     c->shape[q].partner =
         !c->fes->pb_type[q] && !in_large_free(c, q) && ((q + 1) << c->pbo) <= c->nr_pages;
   for (uint64_t i = 0; i < c->nevp; i++)
     c->shape[c->evp[i] >> c->pbo].partner = false;
-  if (!(c->cand = malloc(c->npb * sizeof(*c->cand))))
-    return BH_ENOMEM;
   for (uint64_t q = 0; q < c->npb; q++)
     if (c->shape[q].partner)
       c->cand[c->ncand++] = (uint32_t)q;

@@ -3052,9 +3052,15 @@ static void test_start_pcp_decay_first(void **state) {
     n += (size_t)snprintf(lines + n, len - n, "%zu D %#lx 0 cpu=0 mt=1\n",
                           (i < 30 ? 1001 : 5001) + i, (unsigned long)d[i]);
   }
+  /* the new mark: high - high / 8, above count - (batch << 5) and high_min here
+   * (mm/page_alloc.c:2426-2427); the decay drains count - mark (:2432), the trace 30 */
+  long mark = 190, decayed = mark - (mark >> 3), drained = 30;
+  assert_true(decayed > h && decayed > 200 - ((long)z->pcp_batch << 5));
   const struct {
     long count, high, surplus, deficit;
-  } cases[] = {{200, 190, 3, 0}, {196, 190, 0, 1}, {185, 160, 0, 0}};
+  } cases[] = {{decayed + drained + 3, mark, 3, 0},
+               {decayed + drained - 1, mark, 0, 1},
+               {h + drained - 5, h, 0, 0}};
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     long count[2] = {cases[i].count, 0}, high[2] = {cases[i].high, 0};
     char *zi = zoneinfo_pagesets(a, count, high);
