@@ -397,9 +397,9 @@ typedef struct bh_replay_summary {
    * shorter than the replay's would be (allocator placement, with the pcp events): zoneinfo's
    * count held that many too many */
   uint64_t start_pcp_surplus_pages;
-  /* pages the pcp high marks were lowered by: the free the trace's first drain on a CPU
-   * follows left its count that far below the mark, or that drain, a decay's, was that much
-   * longer than the replay's would be (allocator placement, with the pcp events; not below
+  /* pages the pcp high marks were lowered by: the order-0 free the trace's first drain after
+   * one on a CPU follows left its count that far below the mark, or that drain, a decay's, was that
+   * much longer than the replay's would be (allocator placement, with the pcp events; not below
    * high_min): the kernel's mark was that much lower, or its count higher by pages the trace
    * never shows */
   uint64_t start_pcp_deficit_pages;

@@ -146,8 +146,8 @@ typedef struct bh__pcp {
   /* bh__pcp_surplus_set: the start's hidden blocks of this pcp, and whether the trace shows
    * that the kernel's count stayed below its high mark at this CPU's frees now
    * (bh__pcp_calibrating): a free that reaches the mark takes them off instead of draining.
-   * And whether the next free is the one the trace's first drain of this CPU follows
-   * (bh__pcp_deficit): one that leaves the count below the mark lowers the mark to it.
+   * And whether the next free is the order-0 one the trace's first drain after one on this CPU
+   * follows (bh__pcp_deficit): one that leaves the count below the mark lowers the mark to it.
    * decay_first: the pages the trace's first drain of this CPU took, where the next decay is
    * that drain's (bh__pcp_decay_first), else -1. */
   bool calibrating, deficit;

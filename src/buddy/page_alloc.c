@@ -927,15 +927,16 @@ static __attribute__((noinline, cold)) int pcp_surplus(bh_zone_t *z, bh__pcp_t *
 }
 
 /*
- * The free the trace's first drain of this CPU follows (bh__pcp_deficit), before it goes on
- * the lists: if it would leave the count below the high mark (as nr_pcp_high gives it outside
- * the reclaim and below-high rules), the kernel's mark was lower, or its count higher, by what
- * is missing.  Which, the trace does not say, but a page more on the kernel's lists is one the
- * trace never shows, drained or allocated: that drain (free_pcppages_bulk takes the free's
- * list's tail first, mm/page_alloc.c:1232-1254 in 6.12) and the lists' next allocations would
- * have reached it.  The mark is lowered (not below high_min), which the tuning carries on as
- * it carries the kernel's (nr_pcp_high :2628-2672, nr_pcp_alloc :3044-3045, decay_pcp_high
- * :2425-2430).  Order-0 frees only (no free_high).
+ * The order-0 free the trace's first drain after one on this CPU follows (bh__pcp_deficit;
+ * after a high-order free a drain shows only that the count reached the mark within that
+ * block's pages), before it goes on the lists: if it would leave the count below the high mark
+ * (as nr_pcp_high gives it outside the reclaim and below-high rules), the kernel's mark was
+ * lower, or its count higher, by what is missing.  Which, the trace does not say, but a page
+ * more on the kernel's lists is one the trace never shows, drained or allocated: that drain
+ * (free_pcppages_bulk takes the free's list's tail first, mm/page_alloc.c:1232-1254 in 6.12)
+ * and the lists' next allocations would have reached it.  The mark is lowered (not below
+ * high_min), which the tuning carries on as it carries the kernel's (nr_pcp_high :2628-2672,
+ * nr_pcp_alloc :3044-3045, decay_pcp_high :2425-2430).  Order-0 frees only (no free_high).
  */
 static __attribute__((noinline, cold)) void pcp_deficit(bh_zone_t *z, bh__pcp_t *pcp,
                                                         unsigned order) {

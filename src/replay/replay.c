@@ -71,6 +71,7 @@ void bh_replay_config_init(bh_replay_config_t *cfg) {
 #define PEND_MAX 128 /* frees waiting for their mm_page_free_batched: two CPUs' batches */
 
 #define LIFO_CPUS 64 /* CPUs whose order-0 pcp lists the first pass follows (lifo_alloc) */
+#define FREE_RING 32 /* a folio batch's folios (PAGEVEC_SIZE 31) and one more */
 /* lifo_where's list of a pending page (lifo_free), and an untraced_take's mark of one */
 #define LIFO_PENDING 3
 #define TAKE_PENDING 16
@@ -110,12 +111,12 @@ struct replay {
   /* allocator placement with a start state's hidden pcp pages and the pcp events: until each
    * CPU's first drain in the trace (calib_until, UINT64_MAX for a CPU with none), its frees
    * stay below the high mark (bh__pcp_calibrating); calib_on: the CPUs calibrating now;
-   * calib_live until calib_last, the latest of those times; calib_free: a bit per CPU whose
-   * first drain directly follows a free (at calib_until: bh__pcp_deficit), deficit_on those
-   * switched on for the event being played */
+   * calib_live until calib_last, the latest of those times and of deficit_at's; deficit_at:
+   * per CPU, the order-0 free its first drain after an order-0 free directly follows (0:
+   * none; there bh__pcp_deficit), deficit_on those switched on for the event being played */
   bool calib_live;
-  uint64_t calib_on, calib_last, calib_free, deficit_on;
-  uint64_t calib_until[LIFO_CPUS];
+  uint64_t calib_on, calib_last, deficit_on;
+  uint64_t calib_until[LIFO_CPUS], deficit_at[LIFO_CPUS];
   /* where a CPU's first drain is a decay's (struct scan's decay; at 0 where not calibrating) */
   struct decay_first decay[LIFO_CPUS];
   /* the refilled pages an allocation without an event took (struct scan's takes), the next of
@@ -271,9 +272,12 @@ struct scan {
    * stayed below the high mark at every free: its first pcp drain's, or that of the free the
    * drain directly follows on its CPU (the free that reached the mark,
    * free_unref_page_commit); UINT64_MAX (set by first_pass) where the trace shows none;
-   * calib_free: a bit per CPU whose first drain directly follows a free */
+   * deficit_at: the time of the order-0 free that the CPU's first drain following an order-0
+   * free directly follows (0: none).  A drain after a high-order free says only that the
+   * count reached the mark somewhere within that block's pages; after an order-0 free, that
+   * it reached it at that page. */
   uint64_t calib_until[LIFO_CPUS];
-  uint64_t calib_free;
+  uint64_t deficit_at[LIFO_CPUS];
   struct decay_first decay[LIFO_CPUS];
 };
 
@@ -612,6 +616,16 @@ struct scan_state {
   uint64_t last_t[LIFO_CPUS];
   uint8_t last_op[LIFO_CPUS];
   uint64_t drain_seen, decay_counting;
+  /* with fe, per CPU: the pfn of its last event, its last frees' pfns and orders (a batched
+   * free's mm_page_free_batched has no order: free_unref_folios traces its folios'
+   * mm_page_free first, FREE_RING at most), and a bit per CPU whose sc->deficit_at is found */
+  uint64_t last_pfn[LIFO_CPUS];
+  struct {
+    uint64_t pfn;
+    uint8_t order;
+  } free_ring[LIFO_CPUS][FREE_RING];
+  uint64_t free_ring_next[LIFO_CPUS]; /* the CPU's frees so far */
+  uint64_t deficit_seen;
 };
 
 /* ---- allocations without an event ----
@@ -1184,9 +1198,30 @@ COLD static void first_drain(struct scan_state *st, unsigned c, uint64_t t) {
   uint64_t free_t = op == BH_EV_FREE || op == BH_EV_FREE_BATCHED ? st->last_t[c] : 0,
            vmstat_t = op == BH_EV_VMSTAT ? st->last_t[c] : 0;
   st->sc->calib_until[c] = free_t ? free_t : t;
-  st->sc->calib_free |= (uint64_t)(free_t != 0) << c;
   st->sc->decay[c].at = vmstat_t;
   st->decay_counting |= (uint64_t)(vmstat_t != 0) << c;
+}
+
+/* The order of the free of pfn among CPU c's last frees (mm_page_free), or -1. */
+COLD static int ring_order(const struct scan_state *st, unsigned c, uint64_t pfn) {
+  for (uint64_t i = 1; i <= FREE_RING && i <= st->free_ring_next[c]; i++) {
+    uint64_t k = (st->free_ring_next[c] - i) % FREE_RING;
+    if (st->free_ring[c][k].pfn == pfn)
+      return st->free_ring[c][k].order;
+  }
+  return -1;
+}
+
+/* A drain event of CPU c before its deficit_at is found: if it begins a drain that directly
+ * follows an order-0 free, that free is the CPU's deficit_at. */
+COLD static void deficit_drain(struct scan_state *st, unsigned c) {
+  uint8_t op = st->last_op[c];
+  if (op != BH_EV_FREE && op != BH_EV_FREE_BATCHED)
+    return;
+  if (ring_order(st, c, st->last_pfn[c]) != 0)
+    return;
+  st->sc->deficit_at[c] = st->last_t[c];
+  st->deficit_seen |= 1ull << c;
 }
 
 /* A drain event of a CPU's first drain, a decay's (d): its pages and pfns counted. */
@@ -1206,6 +1241,14 @@ static inline void last_on_cpu(struct scan_state *st, const bh_event_t *ev) {
     return;
   if (bh__unlikely(ev->op == BH_EV_PCPU_DRAIN) && !((st->drain_seen >> c) & 1))
     first_drain(st, c, ev->time_ns);
+  if (bh__unlikely(ev->op == BH_EV_PCPU_DRAIN) && !((st->deficit_seen >> c) & 1))
+    deficit_drain(st, c);
+  if (ev->op == BH_EV_FREE) {
+    uint64_t k = st->free_ring_next[c]++ % FREE_RING;
+    st->free_ring[c][k].pfn = ev->pfn;
+    st->free_ring[c][k].order = (uint8_t)ev->order;
+  }
+  st->last_pfn[c] = ev->pfn;
   if (bh__unlikely((st->decay_counting >> c) & 1)) { /* the drain goes on to its last event */
     if (ev->op == BH_EV_PCPU_DRAIN)
       decay_drain(&st->sc->decay[c], ev);
@@ -2652,10 +2695,12 @@ COLD static void calibrate_setup(struct replay *r, const struct scan *sc) {
   memcpy(r->decay, sc->decay, sizeof(r->decay));
   for (unsigned k = 0; !r->calib_live && k < LIFO_CPUS; k++)
     r->decay[k].at = 0;
-  r->calib_free = sc->calib_free;
+  memcpy(r->deficit_at, sc->deficit_at, sizeof(r->deficit_at));
   r->calib_on = r->calib_last = r->deficit_on = 0;
-  for (unsigned k = 0; k < r->nr_cpus && k < LIFO_CPUS; k++)
+  for (unsigned k = 0; k < r->nr_cpus && k < LIFO_CPUS; k++) {
     r->calib_last = r->calib_until[k] > r->calib_last ? r->calib_until[k] : r->calib_last;
+    r->calib_last = r->deficit_at[k] > r->calib_last ? r->deficit_at[k] : r->calib_last;
+  }
 }
 
 /* Before a page event of CPU ev->cpu: whether that CPU calibrates now, switched in the arena
@@ -2674,9 +2719,8 @@ COLD static void calibrate_at(struct replay *r, const bh_event_t *ev) {
     bh__pcp_calibrating(r->arena, (int)c, on);
     r->calib_on ^= 1ull << c;
   }
-  if (ev->time_ns == r->calib_until[c] && ((r->calib_free >> c) & 1) &&
-      (ev->op == BH_EV_FREE || ev->op == BH_EV_FREE_BATCHED)) {
-    bh__pcp_deficit(r->arena, (int)c, true); /* the free the kernel's first drain follows */
+  if (ev->time_ns == r->deficit_at[c] && (ev->op == BH_EV_FREE || ev->op == BH_EV_FREE_BATCHED)) {
+    bh__pcp_deficit(r->arena, (int)c, true); /* the order-0 free a kernel's drain follows */
     r->deficit_on |= 1ull << c;
   }
   /* a CPU may calibrate yet, or a switch is to be spent */

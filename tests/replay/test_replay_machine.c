@@ -2924,7 +2924,17 @@ static void test_start_pcp_hidden(void **state) {
  * (start_pcp_deficit_pages 3), the free drains there as the kernel's did, clamp(free_count,
  * batch, H - batch) pages, and the 3 frees after stay below the mark.  At high_min the mark
  * cannot be lower: the same trace with zoneinfo's mark H drains at the (H - 12)th free of the
- * replay's own count (deficit 0: the trace's drain came 3 frees earlier).
+ * replay's own count (deficit 0: the trace's drain came 3 frees earlier).  Where the first
+ * drain follows an order-1 free (a Movable pair allocated before the trace: two pages on the
+ * count at once), it says only that the count reached the mark within that pair; the first
+ * drain after an order-0 free says at which page.  The pair's drain shows CPU 0's order-1
+ * Movable list emptied, so the 2 hidden pages the start puts there otherwise are not placed
+ * (10 hidden), and allocator placement plays no trace drain: the replay holds the pair.  At
+ * the (H - 14)th order-0 free its count is H - 3, short of the mark H + 3 by more than the
+ * room above high_min: the mark goes to H (deficit 3), reached at the (H - 12)th free, which
+ * drains clamp(free_count H - 10, batch, H - batch); 3 frees follow.  Without that reading the
+ * deficit was spent on the pair's free (order 1: nothing lowered) and the replay drained at
+ * the last free.
  */
 static void test_start_pcp_surplus(void **state) {
   (void)state;
@@ -2954,28 +2964,46 @@ static void test_start_pcp_surplus(void **state) {
   long high3[2] = {h + 3, 0};
   char *zi3 = zoneinfo_pagesets(a, count, high3);
   char *desc3 = describe_zi(a, false, q, NULL, zi3);
-  long after = h - 12 < batch ? batch : h - 12 > h - batch ? h - batch : h - 12;
+  long after = h - 12 < batch       ? batch
+               : h - 12 > h - batch ? h - batch
+                                    : h - 12,
+       after2 = h - 10 < batch       ? batch
+                : h - 10 > h - batch ? h - batch
+                                     : h - 10;
+  uint64_t pair = UINT64_MAX; /* an order-1 Movable block allocated before the trace */
+  for (uint64_t p = z->zone_start_pfn; p < z->zone_start_pfn + z->zone_spanned_pages; p++)
+    if (a->pages[p].flags == BH__PG_ALLOC && a->pages[p].order == 1 &&
+        bh__pb_mt(a, p) == BH_MT_MOVABLE && !quiet[p] && !quiet[p + 1]) {
+      pair = p;
+      break;
+    }
+  assert_true(pair != UINT64_MAX);
   const struct {
     long drain_after; /* the free the trace's first drain follows; 0: none */
     bool trace;       /* --placement trace */
     bool mark3;       /* zoneinfo's mark H + 3, tuned */
+    bool pair_first;  /* the order-1 block freed first, a drain right after it */
     long surplus, deficit, end;
   } cases[] = {
-      {h - 9, false, false, 3, 0,
+      {h - 9, false, false, false, 3, 0,
        h - (h - 9 < batch       ? batch
             : h - 9 > h - batch ? h - batch
                                 : h - 9)},
-      {h - 12, false, false, 0, 0, -1},
-      {0, false, false, 4, 0, h - 1},
-      {h - 9, true, false, 0, 0, -1},
-      {h - 12, false, true, 0, 3, h - after + 3},
-      {h - 15, false, false, 0, 0, h - after + 3},
+      {h - 12, false, false, false, 0, 0, -1},
+      {0, false, false, false, 4, 0, h - 1},
+      {h - 9, true, false, false, 0, 0, -1},
+      {h - 12, false, true, false, 0, 3, h - after + 3},
+      {h - 15, false, false, false, 0, 0, h - after + 3},
+      {h - 14, false, true, true, 0, 3, h - after2 + 3},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-    size_t len = 128 + 48 * (nfree + 1), n = 0;
+    size_t len = 192 + 48 * (nfree + 1), n = 0;
     char *lines = malloc(len);
     assert_non_null(lines);
     n += (size_t)snprintf(lines + n, len - n, "# buddyhint-trace 3\n");
+    if (cases[i].pair_first)
+      n += (size_t)snprintf(lines + n, len - n, "990 F %#lx 1 cpu=0\n995 D %#lx 1 cpu=0 mt=1\n",
+                            (unsigned long)pair, (unsigned long)pair);
     for (size_t f = 0; f < nfree; f++) {
       n += (size_t)snprintf(lines + n, len - n, "%zu F %#lx 0 cpu=0\n", 1000 + 10 * f,
                             (unsigned long)pages[f]);
@@ -2998,7 +3026,7 @@ static void test_start_pcp_surplus(void **state) {
     cfg.dump_dir = tt_path(name);
     bh_replay_summary_t s;
     replay(&cfg, &s);
-    assert_int_equal(s.start_pcp_hidden_pages, 12);
+    assert_int_equal(s.start_pcp_hidden_pages, cases[i].pair_first ? 10 : 12);
     assert_int_equal(s.start_pcp_surplus_pages, cases[i].surplus);
     assert_int_equal(s.start_pcp_deficit_pages, cases[i].deficit);
     if (cases[i].end >= 0)
