@@ -2,9 +2,10 @@
 # guest_compare scores the whole run: on a made-up run folder (markers on both clocks, QEMU's
 # discards, the replay's reports and timeline) it must cut the windows before, round 1,
 # alloc 2, round 2 and after, put each block in its window, and sum blocks and MiB over all of
-# them.  Then guest_work's kinds must announce their phases in the protocol's order.
+# them.  Then guest_work's kinds and the example workloads must announce their phases in the
+# protocol's order.
 #
-#   guest_compare_windows.sh GUEST_COMPARE GUEST_WORK
+#   guest_compare_windows.sh GUEST_COMPARE GUEST_WORK [EXAMPLE...]
 set -euo pipefail
 CMP=$1
 WORK=$2
@@ -96,3 +97,12 @@ for args in "memhog 2 2 0" "malloc 2 2 0" "fork 2 2 0 3" "thp 4 1 0" "threads 2 
   [ "$got" = "$want" ] || fail "guest_work $args: markers '$got', not '$want'"
 done
 echo "guest_work: every kind follows the marker protocol"
+
+# the examples of a user's own workload (bench/guest/examples): the same protocol
+for prog in "${@:3}"; do
+  out=$("$prog" 2 2 0 2>/dev/null) || fail "$prog exited with $?"
+  got=$(grep -o '@@bh: [a-z]* [0-9]*' <<<"$out" | cut -d' ' -f2- | tr '\n' ';')
+  want="start 0;alloc 1;free 1;idle 1;alloc 2;free 2;idle 2;end 0;"
+  [ "$got" = "$want" ] || fail "$prog: markers '$got', not '$want'"
+done
+echo "the examples follow the marker protocol"
