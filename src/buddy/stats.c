@@ -50,6 +50,10 @@ int bh_zone_info(bh_arena_t *a, int i, bh_zone_info_t *o) {
     return BH_EINVAL;
   bh_zone_t *z = &a->zones[i];
   memset(o, 0, sizeof(*o));
+  /* every pcp lock of the zone, then its lock (bh_arena_check's order): one snapshot, so that
+   * no page a refill or a drain is moving counts both free and on a pcp list */
+  for (unsigned c = 0; z->pcp && c < a->cfg.nr_cpus; c++)
+    bh__pcp_lock(&z->pcp[c]);
   bh__zone_lock(z);
   o->node = z->node;
   o->type = z->type;
@@ -81,12 +85,11 @@ int bh_zone_info(bh_arena_t *a, int i, bh_zone_info_t *o) {
   for (uint64_t pfn = z->start_pfn; pfn < z->start_pfn + z->spanned_pages; pfn += pb)
     if (!(a->pageblock[pfn >> a->pb_order] & BH__PB_ABSENT)) /* as pagetypeinfo counts */
       o->pageblocks[bh__pb_mt(a, pfn)]++;
-  bh__zone_unlock(z);
-  for (unsigned c = 0; z->pcp && c < a->cfg.nr_cpus; c++) {
-    bh__pcp_lock(&z->pcp[c]);
+  for (unsigned c = 0; z->pcp && c < a->cfg.nr_cpus; c++)
     o->pcp_pages += (uint64_t)z->pcp[c].count;
+  bh__zone_unlock(z);
+  for (unsigned c = 0; z->pcp && c < a->cfg.nr_cpus; c++)
     bh__pcp_unlock(&z->pcp[c]);
-  }
   return BH_OK;
 }
 
