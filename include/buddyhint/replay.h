@@ -392,16 +392,16 @@ typedef struct bh_replay_summary {
    * reading and the trace's start, and the pages they added to its counts (net, all CPUs) */
   uint64_t start_pcp_count_events;
   int64_t start_pcp_count_adjust;
-  /* of the hidden pages, those taken off again: a CPU's free reached its pcp high mark before
-   * the trace's first drain on that CPU shows the kernel's did, or that drain, a decay's, was
-   * shorter than the replay's would be (allocator placement, with the pcp events): zoneinfo's
-   * count held that many too many */
+  /* of the hidden pages, those taken off again: a CPU's free reached its pcp high mark where
+   * the trace shows no drain, before its first drain after an order-0 free, or the first
+   * drain, a decay's, was shorter than the replay's would be (allocator placement, with the
+   * pcp events): zoneinfo's count held that many too many */
   uint64_t start_pcp_surplus_pages;
   /* pages the pcp high marks were lowered by: the order-0 free the trace's first drain after
-   * one on a CPU follows left its count that far below the mark, or that drain, a decay's, was that
-   * much longer than the replay's would be (allocator placement, with the pcp events; not below
-   * high_min): the kernel's mark was that much lower, or its count higher by pages the trace
-   * never shows */
+   * one on a CPU follows, or a THP free a drain follows before it, left its count that far
+   * below the mark, or the first drain, a decay's, was that much longer than the replay's
+   * would be (allocator placement, with the pcp events; not below high_min): the kernel's mark
+   * was that much lower, or its count higher by pages the trace never shows */
   uint64_t start_pcp_deficit_pages;
   uint64_t start_unplaced_blocks;   /* counts start: free blocks that found no place */
   uint64_t start_unexplained_pages; /* first allocated by the trace, allocated in the start */

@@ -936,16 +936,17 @@ static __attribute__((noinline, cold)) int pcp_surplus(bh_zone_t *z, bh__pcp_t *
  * (free_pcppages_bulk takes the free's list's tail first, mm/page_alloc.c:1232-1254 in 6.12)
  * and the lists' next allocations would have reached it.  The mark is lowered (not below
  * high_min), which the tuning carries on as it carries the kernel's (nr_pcp_high :2628-2672,
- * nr_pcp_alloc :3044-3045, decay_pcp_high :2425-2430).  Order-0 frees only (no free_high).
+ * nr_pcp_alloc :3044-3045, decay_pcp_high :2425-2430).  Order-0 and THP frees (orders 1 to 3
+ * may drain by free_high instead, :2702-2706).
  */
 static __attribute__((noinline, cold)) void pcp_deficit(bh_zone_t *z, bh__pcp_t *pcp,
                                                         unsigned order) {
   pcp->deficit = false;
   int high = bh__pcp_high_clamped(pcp);
-  if (order || !high ||
+  if ((order && order <= BH__PAGE_ALLOC_COSTLY_ORDER) || !high ||
       (atomic_load_explicit(&z->flags, memory_order_relaxed) & BH__ZONE_BELOW_HIGH))
     return;
-  int missing = high - 1 - pcp->count, room = high - pcp->high_min;
+  int missing = high - pcp->count - (1 << order), room = high - pcp->high_min;
   if (missing > room)
     missing = room;
   if (missing <= 0)

@@ -109,14 +109,19 @@ struct replay {
    * (bh__pcp_refill_empty), not at the allocations that follow them */
   bool refill_at_event;
   /* allocator placement with a start state's hidden pcp pages and the pcp events: until each
-   * CPU's first drain in the trace (calib_until, UINT64_MAX for a CPU with none), its frees
-   * stay below the high mark (bh__pcp_calibrating); calib_on: the CPUs calibrating now;
+   * CPU's first drain in the trace, or its deficit_at, or (none) its last drain-free
+   * (calib_until, UINT64_MAX for a CPU with no drain), its frees stay below the high mark
+   * (bh__pcp_calibrating) but those a drain follows; calib_on: the CPUs calibrating now;
    * calib_live until calib_last, the latest of those times and of deficit_at's; deficit_at:
    * per CPU, the order-0 free its first drain after an order-0 free directly follows (0:
    * none; there bh__pcp_deficit), deficit_on those switched on for the event being played */
   bool calib_live;
   uint64_t calib_on, calib_last, deficit_on;
   uint64_t calib_until[LIFO_CPUS], deficit_at[LIFO_CPUS];
+  /* the frees a drain directly follows before each CPU's deficit_at (struct scan's
+   * drain_frees), the next of them */
+  const struct drain_free *drain_frees;
+  size_t ndrain_frees, drain_frees_next;
   /* where a CPU's first drain is a decay's (struct scan's decay; at 0 where not calibrating) */
   struct decay_first decay[LIFO_CPUS];
   /* the refilled pages an allocation without an event took (struct scan's takes), the next of
@@ -279,6 +284,17 @@ struct scan {
   uint64_t calib_until[LIFO_CPUS];
   uint64_t deficit_at[LIFO_CPUS];
   struct decay_first decay[LIFO_CPUS];
+  /* the frees a drain directly follows on their CPU before its deficit_at is found (after a
+   * high-order free, or a first drain no free gives: each says only that the count reached
+   * the mark within the block), in the trace's order; NULL if none */
+  struct drain_free *drain_frees;
+  size_t ndrain_frees;
+};
+
+/* A free on cpu at time that a pcp drain of that CPU directly follows (struct scan). */
+struct drain_free {
+  uint64_t time;
+  unsigned cpu;
 };
 
 /* What the replay uses of an event, in 32 bytes (a bh_event_t takes 48). */
@@ -626,6 +642,7 @@ struct scan_state {
   } free_ring[LIFO_CPUS][FREE_RING];
   uint64_t free_ring_next[LIFO_CPUS]; /* the CPU's frees so far */
   uint64_t deficit_seen;
+  size_t drain_frees_cap;
 };
 
 /* ---- allocations without an event ----
@@ -1214,14 +1231,21 @@ COLD static int ring_order(const struct scan_state *st, unsigned c, uint64_t pfn
 
 /* A drain event of CPU c before its deficit_at is found: if it begins a drain that directly
  * follows an order-0 free, that free is the CPU's deficit_at. */
-COLD static void deficit_drain(struct scan_state *st, unsigned c) {
+COLD static int deficit_drain(struct scan_state *st, unsigned c) {
   uint8_t op = st->last_op[c];
   if (op != BH_EV_FREE && op != BH_EV_FREE_BATCHED)
-    return;
-  if (ring_order(st, c, st->last_pfn[c]) != 0)
-    return;
-  st->sc->deficit_at[c] = st->last_t[c];
+    return 0;
+  struct scan *sc = st->sc;
+  if (ring_order(st, c, st->last_pfn[c]) != 0) { /* a drain-free of its own (drain_frees) */
+    if (bh__grow(&sc->drain_frees, &st->drain_frees_cap, sc->ndrain_frees,
+                 sizeof(*sc->drain_frees)))
+      return BH_ENOMEM;
+    sc->drain_frees[sc->ndrain_frees++] = (struct drain_free){st->last_t[c], c};
+    return 0;
+  }
+  sc->deficit_at[c] = st->last_t[c];
   st->deficit_seen |= 1ull << c;
+  return 0;
 }
 
 /* A drain event of a CPU's first drain, a decay's (d): its pages and pfns counted. */
@@ -1242,7 +1266,7 @@ static inline void last_on_cpu(struct scan_state *st, const bh_event_t *ev) {
   if (bh__unlikely(ev->op == BH_EV_PCPU_DRAIN) && !((st->drain_seen >> c) & 1))
     first_drain(st, c, ev->time_ns);
   if (bh__unlikely(ev->op == BH_EV_PCPU_DRAIN) && !((st->deficit_seen >> c) & 1))
-    deficit_drain(st, c);
+    st->oom |= deficit_drain(st, c) != 0;
   if (ev->op == BH_EV_FREE) {
     uint64_t k = st->free_ring_next[c]++ % FREE_RING;
     st->free_ring[c][k].pfn = ev->pfn;
@@ -2686,8 +2710,11 @@ COLD static void vmstat_event(struct replay *r, const bh_event_t *ev) {
  * mm/page_alloc.c:2713-2717 in 6.12).  Where a replay's free reaches the mark before, the
  * start held too many: hidden pages are taken off (bh__pcp_calibrating).  Where the free that
  * drain directly follows leaves the replay's count below the mark, the mark is lowered to it
- * (bh__pcp_deficit).  Allocator placement only, where the trace has pcp events and the start
- * hidden pages.
+ * (bh__pcp_deficit).  A drain after a THP's free says only that the mark lay within that
+ * block's 512 pages: until its first drain after an order-0 free (deficit_at) a CPU goes on
+ * calibrating, its frees a drain follows (drain_frees) let drain, the mark lowered where the
+ * replay's would not, every other kept below it.  Allocator placement only, where the trace
+ * has pcp events and the start hidden pages.
  */
 COLD static void calibrate_setup(struct replay *r, const struct scan *sc) {
   r->calib_live = r->shape && !r->place_trace && sc->pcp_events && r->s->start_pcp_hidden_pages;
@@ -2696,10 +2723,20 @@ COLD static void calibrate_setup(struct replay *r, const struct scan *sc) {
   for (unsigned k = 0; !r->calib_live && k < LIFO_CPUS; k++)
     r->decay[k].at = 0;
   memcpy(r->deficit_at, sc->deficit_at, sizeof(r->deficit_at));
+  r->drain_frees = r->calib_live ? sc->drain_frees : NULL;
+  r->ndrain_frees = r->calib_live ? sc->ndrain_frees : 0;
+  r->drain_frees_next = 0;
+  /* a CPU calibrates until its deficit_at, or (none) its last drain-free, or its first drain */
+  for (size_t i = 0; i < r->ndrain_frees; i++) {
+    unsigned k = r->drain_frees[i].cpu;
+    if (!r->deficit_at[k] && r->drain_frees[i].time > r->calib_until[k])
+      r->calib_until[k] = r->drain_frees[i].time;
+  }
   r->calib_on = r->calib_last = r->deficit_on = 0;
   for (unsigned k = 0; k < r->nr_cpus && k < LIFO_CPUS; k++) {
+    if (r->deficit_at[k] > r->calib_until[k])
+      r->calib_until[k] = r->deficit_at[k];
     r->calib_last = r->calib_until[k] > r->calib_last ? r->calib_until[k] : r->calib_last;
-    r->calib_last = r->deficit_at[k] > r->calib_last ? r->deficit_at[k] : r->calib_last;
   }
 }
 
@@ -2714,12 +2751,21 @@ COLD static void calibrate_at(struct replay *r, const bh_event_t *ev) {
   unsigned c = ev->cpu < 0 ? 0 : (unsigned)ev->cpu;
   if (c >= LIFO_CPUS || c >= r->nr_cpus)
     return;
-  bool on = ev->time_ns < r->calib_until[c];
+  bool drain_free = false; /* a free the kernel's drain directly follows, before deficit_at */
+  while (r->drain_frees_next < r->ndrain_frees &&
+         r->drain_frees[r->drain_frees_next].time < ev->time_ns)
+    r->drain_frees_next++;
+  for (size_t i = r->drain_frees_next;
+       i < r->ndrain_frees && r->drain_frees[i].time == ev->time_ns && !drain_free; i++)
+    drain_free = r->drain_frees[i].cpu == c;
+  drain_free &= ev->op == BH_EV_FREE || ev->op == BH_EV_FREE_BATCHED;
+  bool on = ev->time_ns < r->calib_until[c] && !drain_free;
   if (on != ((r->calib_on >> c) & 1)) {
     bh__pcp_calibrating(r->arena, (int)c, on);
     r->calib_on ^= 1ull << c;
   }
-  if (ev->time_ns == r->deficit_at[c] && (ev->op == BH_EV_FREE || ev->op == BH_EV_FREE_BATCHED)) {
+  if (drain_free ||
+      (ev->time_ns == r->deficit_at[c] && (ev->op == BH_EV_FREE || ev->op == BH_EV_FREE_BATCHED))) {
     bh__pcp_deficit(r->arena, (int)c, true); /* the order-0 free a kernel's drain follows */
     r->deficit_on |= 1ull << c;
   }
@@ -3124,6 +3170,7 @@ void bh__replay_shared_free(bh__replay_shared_t *sh) {
   free(sh->sc.locked);
   free(sh->sc.batched);
   free(sh->sc.takes);
+  free(sh->sc.drain_frees);
   bh__first_events_free(&sh->fe);
   bh__origins_free(sh->origins);
   free(sh);
@@ -3228,6 +3275,7 @@ int bh__replay_run_shared(const bh_replay_config_t *cfg, const bh__replay_shared
     free(sc.locked);
     free(sc.batched);
     free(sc.takes);
+    free(sc.drain_frees);
   }
   free((void *)r.touched);
   free(r.rev);
