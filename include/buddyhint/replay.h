@@ -403,6 +403,10 @@ typedef struct bh_replay_summary {
    * would be (allocator placement, with the pcp events; not below high_min): the kernel's mark
    * was that much lower, or its count higher by pages the trace never shows */
   uint64_t start_pcp_deficit_pages;
+  /* of those, pages the CPU's first decay after showed the kernel's lists held instead (its
+   * mark as it was, its count that much higher: docs/RESULTS-unseen.md), counted against the
+   * mark from then on */
+  uint64_t start_pcp_ghost_pages;
   uint64_t start_unplaced_blocks;   /* counts start: free blocks that found no place */
   uint64_t start_unexplained_pages; /* first allocated by the trace, allocated in the start */
   uint64_t start_repaired_pages;    /* free in the free map, but first freed by the trace: the

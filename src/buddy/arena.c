@@ -369,6 +369,7 @@ static int setup_pcp(bh_arena_t *a, bh_zone_t *z, uint32_t *next_head) {
       pcp->flags |= BH__PCPF_FREE_HIGH_BATCH;
     pcp->smp = a->cfg.smp;
     pcp->decay_first = -1;
+    pcp->decay_check = -1;
     pcp->head = *next_head;
     for (unsigned i = 0; i < BH__NR_PCP_LISTS; i++)
       bh__list_init(a, pcp->head + i);

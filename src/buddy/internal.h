@@ -152,6 +152,12 @@ typedef struct bh__pcp {
    * that drain's (bh__pcp_decay_first), else -1. */
   bool calibrating, deficit;
   int decay_first;
+  /* lowered: pages bh__pcp_deficit lowered the mark by; decay_check: the pages the trace's
+   * first decay of this CPU after that took (bh__pcp_decay_check), else -1; ghost: pages that
+   * decay showed the kernel's lists held beyond the replay's instead, on none of its lists:
+   * counted against the high mark as the kernel counts them, never drained (the trace never
+   * shows them) */
+  int lowered, decay_check, ghost;
   bh__pcp_stack_t surplus;
   uint64_t ev[BH_NR_STATS]; /* event counters updated under this pcp's lock */
   char pad[64];
@@ -242,6 +248,7 @@ struct bh_arena {
   uint64_t take_rank_n;
   _Atomic uint64_t pcp_surplus_pages; /* taken off by bh__pcp_calibrating's frees */
   _Atomic uint64_t pcp_deficit_pages; /* high marks lowered by bh__pcp_deficit's frees */
+  _Atomic uint64_t pcp_ghost_pages;   /* of those, counted as pages instead (decay_check) */
   bh__hint_hooks_t hint;
   /* Pages discarded by a report and not touched since: set by the reporter, cleared (and
    * counted as refaults) when allocated.  NULL until a reporter is attached. */

@@ -682,6 +682,9 @@ static void free_pcppages_bulk(bh_zone_t *z, bh__pcp_t *pcp, int count, unsigned
   kswapd_revive(z);
 }
 
+/* The count the kernel's rules see: the pages on the lists and the start's ghost pages. */
+static inline int kernel_count(const bh__pcp_t *pcp) { return pcp->count + pcp->ghost; }
+
 /* nr_pcp_alloc (6.12): how many blocks a refill takes; grows while allocations continue. */
 static int nr_pcp_alloc(bh__pcp_t *pcp, bh_zone_t *z, unsigned order) {
   int base = pcp->batch, high_min = pcp->high_min, high_max = pcp->high_max;
@@ -693,7 +696,7 @@ static int nr_pcp_alloc(bh__pcp_t *pcp, bh_zone_t *z, unsigned order) {
   if (high_min != high_max && !(zflags & BH__ZONE_BELOW_HIGH))
     high = pcp->high = high + batch < high_max ? high + batch : high_max;
   if (!order) {
-    int max_nr = high - pcp->count - base;
+    int max_nr = high - kernel_count(pcp) - base;
     if (max_nr < base)
       max_nr = base;
     if (batch <= max_nr && pcp->alloc_factor < BH__PCP_BATCH_SCALE_MAX)
@@ -815,8 +818,8 @@ __attribute__((always_inline)) static inline int nr_pcp_high(bh__pcp_t *pcp, bh_
   if (atomic_load_explicit(&z->flags, memory_order_relaxed) & BH__ZONE_BELOW_HIGH) {
     int fc = pcp->free_count > batch ? pcp->free_count : batch;
     pcp->high = high - fc > high_min ? high - fc : high_min;
-    high = pcp->count > high_min ? pcp->count : high_min;
-  } else if (pcp->count >= high) {
+    high = kernel_count(pcp) > high_min ? kernel_count(pcp) : high_min;
+  } else if (kernel_count(pcp) >= high) {
     int need = pcp->free_count + batch;
     if (pcp->high < need)
       pcp->high = need < high_min ? high_min : need > high_max ? high_max : need;
@@ -878,7 +881,7 @@ __attribute__((always_inline)) static inline int pcp_add(bh_arena_t *a, bh_zone_
   if (order && order <= BH__PAGE_ALLOC_COSTLY_ORDER) {
     free_high = pcp->free_count >= pcp->free_high_from &&
                 (pcp->flags & BH__PCPF_PREV_FREE_HIGH_ORDER) &&
-                (!(pcp->flags & BH__PCPF_FREE_HIGH_BATCH) || pcp->count >= batch);
+                (!(pcp->flags & BH__PCPF_FREE_HIGH_BATCH) || kernel_count(pcp) >= batch);
     pcp->flags |= BH__PCPF_PREV_FREE_HIGH_ORDER;
   } else if (pcp->flags & BH__PCPF_PREV_FREE_HIGH_ORDER) {
     pcp->flags &= (uint8_t)~BH__PCPF_PREV_FREE_HIGH_ORDER;
@@ -887,7 +890,7 @@ __attribute__((always_inline)) static inline int pcp_add(bh_arena_t *a, bh_zone_
     pcp->free_count += 1 << order;
   int high = nr_pcp_high(pcp, z, batch, free_high);
   *free_high_out = free_high;
-  return pcp->count >= high ? high : -1;
+  return kernel_count(pcp) >= high ? high : -1;
 }
 
 /*
@@ -921,9 +924,9 @@ static bool surplus_take(bh_zone_t *z, bh__pcp_t *pcp) {
 }
 
 static __attribute__((noinline, cold)) int pcp_surplus(bh_zone_t *z, bh__pcp_t *pcp, int high) {
-  while (pcp->count >= high && surplus_take(z, pcp))
+  while (kernel_count(pcp) >= high && surplus_take(z, pcp))
     ;
-  return pcp->count >= high ? high : -1;
+  return kernel_count(pcp) >= high ? high : -1;
 }
 
 /*
@@ -946,12 +949,13 @@ static __attribute__((noinline, cold)) void pcp_deficit(bh_zone_t *z, bh__pcp_t 
   if ((order && order <= BH__PAGE_ALLOC_COSTLY_ORDER) || !high ||
       (atomic_load_explicit(&z->flags, memory_order_relaxed) & BH__ZONE_BELOW_HIGH))
     return;
-  int missing = high - pcp->count - (1 << order), room = high - pcp->high_min;
+  int missing = high - kernel_count(pcp) - (1 << order), room = high - pcp->high_min;
   if (missing > room)
     missing = room;
   if (missing <= 0)
     return;
   pcp->high = high - missing;
+  pcp->lowered += missing;
   atomic_fetch_add_explicit(&z->arena->pcp_deficit_pages, (uint64_t)missing, memory_order_relaxed);
 }
 
@@ -1907,7 +1911,8 @@ int bh_split_pages(bh_arena_t *a, uint64_t pfn, unsigned order) {
 static int decayed_high(const bh__pcp_t *pcp) {
   if (pcp->high <= pcp->high_min)
     return pcp->high;
-  int h = pcp->high - (pcp->high >> 3), k = pcp->count - (pcp->batch << BH__PCP_BATCH_SCALE_MAX);
+  int h = pcp->high - (pcp->high >> 3),
+      k = kernel_count(pcp) - (pcp->batch << BH__PCP_BATCH_SCALE_MAX);
   if (h < k)
     h = k;
   return h > pcp->high_min ? h : pcp->high_min;
@@ -1917,9 +1922,9 @@ static int decayed_high(const bh__pcp_t *pcp) {
  * (bh__pcp_decay_first): hidden blocks off while the replay's would drain more, then the new
  * mark, returned, lowered (not below high_min) while it would drain less. */
 static __attribute__((noinline, cold)) int decay_first(bh_zone_t *z, bh__pcp_t *pcp, int want) {
-  while (pcp->count - decayed_high(pcp) > want && surplus_take(z, pcp))
+  while (kernel_count(pcp) - decayed_high(pcp) > want && surplus_take(z, pcp))
     ;
-  int h = decayed_high(pcp), l = pcp->count - want;
+  int h = decayed_high(pcp), l = kernel_count(pcp) - want;
   if (l < pcp->high_min)
     l = pcp->high_min;
   if (l >= h)
@@ -1929,17 +1934,46 @@ static __attribute__((noinline, cold)) int decay_first(bh_zone_t *z, bh__pcp_t *
 }
 
 /*
+ * The trace's first decay of this pcp's CPU after its mark was lowered (bh__pcp_decay_check),
+ * want pages long.  pcp_deficit lowered the mark where the kernel's count stood higher than
+ * the replay's against it: either its mark was lower or its count higher by pages the trace
+ * never shows.  A decay tells them apart: it lowers the mark by an eighth of the mark itself
+ * (mm/page_alloc.c:2425-2430 in 6.12), so the two drain differently.  Where the count's drains
+ * want pages and the mark's do not, the mark goes back up and the pages are counted as the
+ * kernel's (ghost: on no list, never drained).
+ */
+static __attribute__((noinline, cold)) void decay_check(bh_zone_t *z, bh__pcp_t *pcp) {
+  int want = pcp->decay_check, m = pcp->lowered, high = pcp->high;
+  pcp->decay_check = -1;
+  if (m <= 0)
+    return;
+  int by_mark = kernel_count(pcp) - decayed_high(pcp);
+  pcp->high = high + m < pcp->high_max ? high + m : pcp->high_max;
+  pcp->ghost += m;
+  int by_count = kernel_count(pcp) - decayed_high(pcp);
+  if (by_count == want && by_mark != want) {
+    pcp->lowered = 0;
+    atomic_fetch_add_explicit(&z->arena->pcp_ghost_pages, (uint64_t)m, memory_order_relaxed);
+    return;
+  }
+  pcp->high = high;
+  pcp->ghost -= m;
+}
+
+/*
  * decay_pcp_high (6.12), run by the vmstat worker every second: lower each pcp's high mark by
  * an eighth (not below high_min, nor more than a scaled batch below the count) and return what
  * is above it, so idle pcp lists give their pages back to the buddy lists.
  */
 static void decay_pcp_high(bh_zone_t *z, bh__pcp_t *pcp) {
   bh__pcp_lock(pcp);
+  if (bh__unlikely(pcp->decay_check >= 0))
+    decay_check(z, pcp);
   int want = pcp->decay_first;
   pcp->decay_first = -1;
   pcp->high = bh__unlikely(want >= 0) ? decay_first(z, pcp, want) : decayed_high(pcp);
   /* returned in batch-sized calls, each starting again from list 0 */
-  for (int to_drain = pcp->count - pcp->high; to_drain > 0; to_drain -= pcp->batch)
+  for (int to_drain = kernel_count(pcp) - pcp->high; to_drain > 0; to_drain -= pcp->batch)
     free_pcppages_bulk(z, pcp, to_drain < pcp->batch ? to_drain : pcp->batch, 0, false);
   bh__pcp_unlock(pcp);
 }

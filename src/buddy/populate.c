@@ -694,13 +694,28 @@ void bh__pcp_deficit(bh_arena_t *a, int cpu, bool on) {
   pcp_switch(a, cpu, offsetof(bh__pcp_t, deficit), on);
 }
 
-void bh__pcp_decay_first(bh_arena_t *a, int cpu, uint64_t lo, uint64_t hi, uint64_t pages) {
-  if (!a || lo > hi || hi >= a->nr_pages || pages > INT_MAX)
-    return;
+/* CPU slot cpu's pcp of the zone holding pfns lo to hi (one zone), or NULL. */
+static bh__pcp_t *pcp_of_range(bh_arena_t *a, int cpu, uint64_t lo, uint64_t hi) {
+  if (!a || lo > hi || hi >= a->nr_pages)
+    return NULL;
   bh_zone_t *z = zone_at(a, lo);
-  if (!z || zone_at(a, hi) != z || !z->pcp)
-    return;
-  z->pcp[bh__cpu_slot(a, cpu)].decay_first = (int)pages;
+  return z && zone_at(a, hi) == z && z->pcp ? &z->pcp[bh__cpu_slot(a, cpu)] : NULL;
+}
+
+void bh__pcp_decay_first(bh_arena_t *a, int cpu, uint64_t lo, uint64_t hi, uint64_t pages) {
+  bh__pcp_t *pcp = pcp_of_range(a, cpu, lo, hi);
+  if (pcp && pages <= INT_MAX)
+    pcp->decay_first = (int)pages;
+}
+
+void bh__pcp_decay_check(bh_arena_t *a, int cpu, uint64_t lo, uint64_t hi, uint64_t pages) {
+  bh__pcp_t *pcp = pcp_of_range(a, cpu, lo, hi);
+  if (pcp && pages <= INT_MAX)
+    pcp->decay_check = (int)pages;
+}
+
+uint64_t bh__pcp_ghost_pages(const bh_arena_t *a) {
+  return atomic_load_explicit(&a->pcp_ghost_pages, memory_order_relaxed);
 }
 
 void bh__pcp_calibrating(bh_arena_t *a, int cpu, bool on) {

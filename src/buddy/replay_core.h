@@ -212,6 +212,16 @@ BH__INTERNAL void bh__pcp_deficit(bh_arena_t *a, int cpu, bool on);
 BH__INTERNAL void bh__pcp_decay_first(bh_arena_t *a, int cpu, uint64_t lo, uint64_t hi,
                                       uint64_t pages);
 BH__INTERNAL uint64_t bh__pcp_deficit_pages(const bh_arena_t *a);
+/*
+ * CPU slot cpu's next pcp decay is the trace's first on that CPU after bh__pcp_deficit
+ * lowered its mark, pages long, its blocks between pfns lo and hi (one zone, else nothing):
+ * where the kernel's count being that much higher (the mark as it was) gives that drain and
+ * the lowered mark does not, the mark goes back up and the pages count as the kernel's, on no
+ * list (bh__pcp_ghost_pages).
+ */
+BH__INTERNAL void bh__pcp_decay_check(bh_arena_t *a, int cpu, uint64_t lo, uint64_t hi,
+                                      uint64_t pages);
+BH__INTERNAL uint64_t bh__pcp_ghost_pages(const bh_arena_t *a);
 
 /* whether order has pcp lists (pcp_allowed_order) */
 BH__INTERNAL bool bh__pcp_order(const bh_arena_t *a, unsigned order);

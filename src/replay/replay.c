@@ -122,8 +122,9 @@ struct replay {
    * drain_frees), the next of them */
   const struct drain_free *drain_frees;
   size_t ndrain_frees, drain_frees_next;
-  /* where a CPU's first drain is a decay's (struct scan's decay; at 0 where not calibrating) */
-  struct decay_first decay[LIFO_CPUS];
+  /* where a CPU's first drain is a decay's (struct scan's decay; at 0 where not calibrating),
+   * and its first decay after its deficit_at (struct scan's check) */
+  struct decay_first decay[LIFO_CPUS], check[LIFO_CPUS];
   /* the refilled pages an allocation without an event took (struct scan's takes), the next of
    * them, the mm_page_alloc events played so far, and whether one is being played now (not
    * counted as the trace's); takes NULL: none */
@@ -284,6 +285,9 @@ struct scan {
   uint64_t calib_until[LIFO_CPUS];
   uint64_t deficit_at[LIFO_CPUS];
   struct decay_first decay[LIFO_CPUS];
+  /* per CPU, its first decay drain (a vmstat run and the drain right after it) after its
+   * deficit_at (bh__pcp_decay_check); at 0: none */
+  struct decay_first check[LIFO_CPUS];
   /* the frees a drain directly follows on their CPU before its deficit_at is found (after a
    * high-order free, or a first drain no free gives: each says only that the count reached
    * the mark within the block), in the trace's order; NULL if none */
@@ -643,6 +647,9 @@ struct scan_state {
   uint64_t free_ring_next[LIFO_CPUS]; /* the CPU's frees so far */
   uint64_t deficit_seen;
   size_t drain_frees_cap;
+  /* a bit per CPU whose check's vmstat run was its last event, one whose check drain is
+   * being counted, one whose check is done */
+  uint64_t check_run, check_counting, check_done;
 };
 
 /* ---- allocations without an event ----
@@ -1257,6 +1264,29 @@ COLD static void decay_drain(struct decay_first *d, const bh_event_t *ev) {
   d->pages += 1ull << ev->order;
 }
 
+/* An event of CPU c after its deficit_at, until its first decay drain (sc->check) is read: a
+ * vmstat run, the drain events right after it, then whatever comes next ends it. */
+COLD static void check_event(struct scan_state *st, unsigned c, const bh_event_t *ev) {
+  uint64_t bit = 1ull << c;
+  struct decay_first *d = &st->sc->check[c];
+  if (ev->op == BH_EV_PCPU_DRAIN && (st->check_run & bit || st->check_counting & bit)) {
+    st->check_run &= ~bit;
+    st->check_counting |= bit;
+    decay_drain(d, ev);
+    return;
+  }
+  if (st->check_counting & bit) {
+    st->check_counting &= ~bit;
+    st->check_done |= bit;
+    return;
+  }
+  st->check_run &= ~bit;
+  if (ev->op == BH_EV_VMSTAT) {
+    st->check_run |= bit;
+    *d = (struct decay_first){.at = ev->time_ns};
+  }
+}
+
 /* With a start state: ev on its CPU, for the time until which that CPU's frees stayed below
  * its pcp high mark (sc->calib_until): its first drain, or the free it directly follows. */
 static inline void last_on_cpu(struct scan_state *st, const bh_event_t *ev) {
@@ -1273,6 +1303,8 @@ static inline void last_on_cpu(struct scan_state *st, const bh_event_t *ev) {
     st->free_ring[c][k].order = (uint8_t)ev->order;
   }
   st->last_pfn[c] = ev->pfn;
+  if (bh__unlikely((st->deficit_seen >> c) & 1) && !((st->check_done >> c) & 1))
+    check_event(st, c, ev);
   if (bh__unlikely((st->decay_counting >> c) & 1)) { /* the drain goes on to its last event */
     if (ev->op == BH_EV_PCPU_DRAIN)
       decay_drain(&st->sc->decay[c], ev);
@@ -2698,6 +2730,9 @@ COLD static void vmstat_event(struct replay *r, const bh_event_t *ev) {
   const struct decay_first *d = c < LIFO_CPUS ? &r->decay[c] : NULL;
   if (d && d->at && ev->time_ns == d->at) /* its first drain */
     bh__pcp_decay_first(r->arena, (int)c, d->lo, d->hi, d->pages);
+  const struct decay_first *k = c < LIFO_CPUS ? &r->check[c] : NULL;
+  if (k && k->at && ev->time_ns == k->at) /* its first decay after its mark was lowered */
+    bh__pcp_decay_check(r->arena, (int)c, k->lo, k->hi, k->pages);
   bh__vmstat_tick_cpu(r->arena, ev->cpu);
 }
 
@@ -2720,8 +2755,12 @@ COLD static void calibrate_setup(struct replay *r, const struct scan *sc) {
   r->calib_live = r->shape && !r->place_trace && sc->pcp_events && r->s->start_pcp_hidden_pages;
   memcpy(r->calib_until, sc->calib_until, sizeof(r->calib_until));
   memcpy(r->decay, sc->decay, sizeof(r->decay));
+  memcpy(r->check, sc->check, sizeof(r->check));
   for (unsigned k = 0; !r->calib_live && k < LIFO_CPUS; k++)
-    r->decay[k].at = 0;
+    r->decay[k].at = r->check[k].at = 0;
+  for (unsigned k = 0; k < LIFO_CPUS; k++)
+    if (!r->check[k].pages) /* a run with no drain after it, the trace's last */
+      r->check[k].at = 0;
   memcpy(r->deficit_at, sc->deficit_at, sizeof(r->deficit_at));
   r->drain_frees = r->calib_live ? sc->drain_frees : NULL;
   r->ndrain_frees = r->calib_live ? sc->ndrain_frees : 0;
@@ -2935,6 +2974,7 @@ static int play(struct replay *r, const struct scan *sc) {
   s->events = r->events;
   s->start_pcp_surplus_pages = bh__pcp_surplus_pages(r->arena);
   s->start_pcp_deficit_pages = bh__pcp_deficit_pages(r->arena);
+  s->start_pcp_ghost_pages = bh__pcp_ghost_pages(r->arena);
   if (r->progress)
     fprintf(stderr, "\n");
   if (err < 0) {
@@ -3568,6 +3608,7 @@ int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *f, int indent) {
   ji64(&w, "start_pcp_count_adjust", s->start_pcp_count_adjust);
   ju64(&w, "start_pcp_surplus_pages", s->start_pcp_surplus_pages);
   ju64(&w, "start_pcp_deficit_pages", s->start_pcp_deficit_pages);
+  ju64(&w, "start_pcp_ghost_pages", s->start_pcp_ghost_pages);
   ju64(&w, "start_unplaced_blocks", s->start_unplaced_blocks);
   ju64(&w, "start_unexplained_pages", s->start_unexplained_pages);
   ju64(&w, "start_repaired_pages", s->start_repaired_pages);

@@ -2902,6 +2902,20 @@ static void test_start_pcp_hidden(void **state) {
   bh_arena_destroy(a);
 }
 
+/* n order-0 Movable pages of zone z allocated before the trace and not quiet, from the top. */
+static uint64_t *allocated_movable(const bh_arena_t *a, const bh_zone_t *z, const bool *quiet,
+                                   size_t n) {
+  uint64_t *pages = calloc(n, sizeof(uint64_t));
+  assert_non_null(pages);
+  size_t k = 0;
+  for (uint64_t p = z->zone_start_pfn + z->zone_spanned_pages; p-- > z->zone_start_pfn && k < n;)
+    if (a->pages[p].flags == BH__PG_ALLOC && !a->pages[p].order &&
+        bh__pb_mt(a, p) == BH_MT_MOVABLE && !quiet[p])
+      pages[k++] = p;
+  assert_int_equal(k, n);
+  return pages;
+}
+
 /* nr_pcp_free's clamp of free_count outside free_high (mm/page_alloc.c:2603-2626 in 6.12). */
 static long nr_free(long free_count, long batch, long high) {
   return free_count < batch ? batch : free_count > high - batch ? high - batch : free_count;
@@ -2960,16 +2974,9 @@ static void test_start_pcp_surplus(void **state) {
   long count[2] = {12, 0}, high[2] = {h, 0};
   char *zi = zoneinfo_pagesets(a, count, high);
   char *desc = describe_zi(a, false, q, NULL, zi);
-  size_t nfree = (size_t)(h - 9), k = 0; /* order-0 Movable pages allocated before the trace */
+  size_t nfree = (size_t)(h - 9); /* order-0 Movable pages allocated before the trace */
   assert_true(h > 12 + 3 && h - 9 < batch << 5); /* free_count grows by one a free throughout */
-  uint64_t *pages = calloc(nfree, sizeof(uint64_t));
-  assert_non_null(pages);
-  for (uint64_t p = z->zone_start_pfn + z->zone_spanned_pages;
-       p-- > z->zone_start_pfn && k < nfree;)
-    if (a->pages[p].flags == BH__PG_ALLOC && !a->pages[p].order &&
-        bh__pb_mt(a, p) == BH_MT_MOVABLE && !quiet[p])
-      pages[k++] = p;
-  assert_int_equal(k, nfree);
+  uint64_t *pages = allocated_movable(a, z, quiet, nfree);
   long high3[2] = {h + 3, 0};
   char *zi3 = zoneinfo_pagesets(a, count, high3);
   char *desc3 = describe_zi(a, false, q, NULL, zi3);
@@ -3042,6 +3049,81 @@ static void test_start_pcp_surplus(void **state) {
   free(zi);
   free(desc3);
   free(zi3);
+  bh_arena_destroy(a);
+}
+
+/*
+ * Mark or count, told apart by a decay.  zoneinfo's mark for CPU 0 is H + 16 (tuned; H =
+ * high_min), its count 12, all hidden; the trace's first drain follows the (H - 12)th order-0
+ * free, where the replay's count is H: 16 short, so the mark is lowered to H (item 10's rule,
+ * start_pcp_deficit_pages 16) and the free drains clamp(H - 12, batch, H - batch) pages
+ * (nr_pcp_free, mm/page_alloc.c:2603-2626 in 6.12).  Then enough frees bring the count to 155
+ * and the vmstat worker runs.  At the mark H (high_min) decay_pcp_high changes nothing and
+ * drains nothing (:2425-2435); had the kernel's count been 16 higher instead, its mark H + 16
+ * would decay to max(H + 16 - (H + 16) / 8, high_min) = H and drain 155 + 16 - H pages.  The
+ * trace's run drains that many: the mark goes back to H + 16 and the 16 pages count as the
+ * kernel's (start_pcp_ghost_pages 16); the replay drains as the kernel did, and its lists end
+ * that much shorter.  Where the run drains nothing, the lowered mark stays.
+ */
+static void test_start_pcp_decay_check(void **state) {
+  (void)state;
+  bh_arena_t *a = crafted_arena();
+  const bh_zone_t *z = &a->zones[a->nr_zones - 1]; /* Normal */
+  long h = (long)z->pcp_high_min, batch = (long)z->pcp_batch, mark = h + 16, end_count = 155;
+  assert_true((long)z->pcp_high_max >= mark && mark - mark / 8 <= h && end_count < h);
+  char q[4096];
+  uint64_t qp[50];
+  quiet_pages(a, z, q, sizeof(q), qp);
+  bool *quiet = calloc(a->nr_pages, sizeof(bool));
+  assert_non_null(quiet);
+  for (int i = 0; i < 50; i++)
+    quiet[qp[i]] = true;
+  long first = nr_free(h - 12, batch, h); /* the first drain, at the (H - 12)th free */
+  size_t nfree = (size_t)(h - 12 + end_count - (12 - first + h - 12));
+  uint64_t *pages = allocated_movable(a, z, quiet, nfree);
+  long count[2] = {12, 0}, high[2] = {mark, 0};
+  char *zi = zoneinfo_pagesets(a, count, high);
+  char *desc = describe_zi(a, false, q, NULL, zi);
+  long drained = end_count + 16 - h; /* the decay's drain had the count been 16 higher */
+  for (int run_drains = 0; run_drains < 2; run_drains++) {
+    size_t len = 256 + 48 * (nfree + (size_t)drained + 2), n = 0;
+    char *lines = malloc(len);
+    assert_non_null(lines);
+    n += (size_t)snprintf(lines + n, len - n, "# buddyhint-trace 3\n");
+    for (size_t f = 0; f < nfree; f++) {
+      n += (size_t)snprintf(lines + n, len - n, "%zu F %#lx 0 cpu=0\n", 1000 + 10 * f,
+                            (unsigned long)pages[f]);
+      if ((long)f + 1 == h - 12) /* the first drain: the list's tail, the first page freed */
+        n += (size_t)snprintf(lines + n, len - n, "%zu D %#lx 0 cpu=0 mt=1\n", 1005 + 10 * f,
+                              (unsigned long)pages[0]);
+    }
+    size_t t = 1000 + 10 * nfree;
+    n += (size_t)snprintf(lines + n, len - n, "%zu V 0x0 0 cpu=0\n", t);
+    for (long d = 0; run_drains && d < drained; d++) /* the oldest pages left on the list */
+      n += (size_t)snprintf(lines + n, len - n, "%zu D %#lx 0 cpu=0 mt=1\n", t + 1 + (size_t)d,
+                            (unsigned long)pages[first - 12 + d]);
+    n += (size_t)snprintf(lines + n, len - n, "%zu Z %#lx 0 cpu=1 mt=1 refill=1\n", t + 100,
+                          (unsigned long)free_movable(a, z->zone_start_pfn, 0));
+    char name[64];
+    snprintf(name, sizeof(name), "check%d.bht", run_drains);
+    bh_replay_config_t cfg = config_of(write_trace3(name, BH_TRACE_NATIVE_BINARY, desc, lines));
+    cfg.pcp_high_tuning = 1;
+    snprintf(name, sizeof(name), "dump-check%d", run_drains);
+    cfg.dump_dir = tt_path(name);
+    bh_replay_summary_t s;
+    replay(&cfg, &s);
+    assert_int_equal(s.start_pcp_hidden_pages, 12);
+    assert_int_equal(s.start_pcp_deficit_pages, 16);
+    assert_int_equal(s.start_pcp_ghost_pages, run_drains ? 16 : 0);
+    assert_int_equal(zoneinfo_cpu_field(cfg.dump_dir, 0, "count:"),
+                     run_drains ? end_count - drained : end_count);
+    assert_int_equal(zoneinfo_cpu_field(cfg.dump_dir, 0, "high:"), h);
+    free(lines);
+  }
+  free(pages);
+  free(quiet);
+  free(desc);
+  free(zi);
   bh_arena_destroy(a);
 }
 
@@ -3672,6 +3754,7 @@ int main(void) {
       cmocka_unit_test(test_start_pcp_hidden),
       cmocka_unit_test(test_start_pcp_surplus),
       cmocka_unit_test(test_start_pcp_decay_first),
+      cmocka_unit_test(test_start_pcp_decay_check),
       cmocka_unit_test(test_start_map_free_on_pcp),
       cmocka_unit_test(test_start_pcp_count_events),
       cmocka_unit_test(test_pcp_refill_piece),
