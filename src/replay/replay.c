@@ -1303,7 +1303,10 @@ static inline void last_on_cpu(struct scan_state *st, const bh_event_t *ev) {
     st->free_ring[c][k].order = (uint8_t)ev->order;
   }
   st->last_pfn[c] = ev->pfn;
-  if (bh__unlikely((st->deficit_seen >> c) & 1) && !((st->check_done >> c) & 1))
+  /* after deficit_at, until its check is read: a vmstat run, a drain, or the event after */
+  if (bh__unlikely((st->deficit_seen & ~st->check_done) >> c & 1) &&
+      (ev->op == BH_EV_VMSTAT || ev->op == BH_EV_PCPU_DRAIN ||
+       (st->check_run | st->check_counting) >> c & 1))
     check_event(st, c, ev);
   if (bh__unlikely((st->decay_counting >> c) & 1)) { /* the drain goes on to its last event */
     if (ev->op == BH_EV_PCPU_DRAIN)
