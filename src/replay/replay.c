@@ -1289,7 +1289,8 @@ COLD static void check_event(struct scan_state *st, unsigned c, const bh_event_t
 
 /* With a start state: ev on its CPU, for the time until which that CPU's frees stayed below
  * its pcp high mark (sc->calib_until): its first drain, or the free it directly follows. */
-static inline void last_on_cpu(struct scan_state *st, const bh_event_t *ev) {
+static inline __attribute__((always_inline)) void last_on_cpu(struct scan_state *st,
+                                                              const bh_event_t *ev) {
   unsigned c = ev->cpu < 0 ? 0 : (unsigned)ev->cpu;
   if (c >= LIFO_CPUS)
     return;
