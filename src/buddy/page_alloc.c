@@ -893,12 +893,6 @@ __attribute__((always_inline)) static inline int pcp_add(bh_arena_t *a, bh_zone_
   return kernel_count(pcp) >= high ? high : -1;
 }
 
-/*
- * A free reached the high mark of a pcp where the trace shows the kernel's did not
- * (bh__pcp_calibrating): the start's hidden blocks of this pcp, the latest placed first, go
- * back to memory allocated before the trace until the count is below the mark.  The high mark
- * if it is still reached (no hidden block left on the lists), else -1.
- */
 /* The latest-placed of the start's hidden blocks of this pcp still on its lists back to memory
  * allocated before the trace; false if none is left. */
 static bool surplus_take(bh_zone_t *z, bh__pcp_t *pcp) {
@@ -923,6 +917,12 @@ static bool surplus_take(bh_zone_t *z, bh__pcp_t *pcp) {
   return false;
 }
 
+/*
+ * A free reached the high mark of a pcp where the trace shows the kernel's did not
+ * (bh__pcp_calibrating): the start's hidden blocks of this pcp, the latest placed first, go
+ * back to memory allocated before the trace until the count is below the mark.  The high mark
+ * if it is still reached (no hidden block left on the lists), else -1.
+ */
 static __attribute__((noinline, cold)) int pcp_surplus(bh_zone_t *z, bh__pcp_t *pcp, int high) {
   while (kernel_count(pcp) >= high && surplus_take(z, pcp))
     ;
@@ -1907,15 +1907,19 @@ int bh_split_pages(bh_arena_t *a, uint64_t pfn, unsigned order) {
   return BH_OK;
 }
 
-/* The mark decay_pcp_high lowers pcp's to. */
-static int decayed_high(const bh__pcp_t *pcp) {
-  if (pcp->high <= pcp->high_min)
-    return pcp->high;
-  int h = pcp->high - (pcp->high >> 3),
-      k = kernel_count(pcp) - (pcp->batch << BH__PCP_BATCH_SCALE_MAX);
+/* The mark decay_pcp_high lowers a mark high to, the count the kernel's rules see count. */
+static int decayed_mark(const bh__pcp_t *pcp, int high, int count) {
+  if (high <= pcp->high_min)
+    return high;
+  int h = high - (high >> 3), k = count - (pcp->batch << BH__PCP_BATCH_SCALE_MAX);
   if (h < k)
     h = k;
   return h > pcp->high_min ? h : pcp->high_min;
+}
+
+/* The mark decay_pcp_high lowers pcp's to. */
+static int decayed_high(const bh__pcp_t *pcp) {
+  return decayed_mark(pcp, pcp->high, kernel_count(pcp));
 }
 
 /* The trace's first drain of this pcp's CPU is this decay's, want pages long
@@ -1943,21 +1947,16 @@ static __attribute__((noinline, cold)) int decay_first(bh_zone_t *z, bh__pcp_t *
  * kernel's (ghost: on no list, never drained).
  */
 static __attribute__((noinline, cold)) void decay_check(bh_zone_t *z, bh__pcp_t *pcp) {
-  int want = pcp->decay_check, m = pcp->lowered, high = pcp->high;
+  int want = pcp->decay_check, m = pcp->lowered, count = kernel_count(pcp);
+  int high = pcp->high + m < pcp->high_max ? pcp->high + m : pcp->high_max; /* as it was */
   pcp->decay_check = -1;
-  if (m <= 0)
+  if (m <= 0 || count - decayed_high(pcp) == want ||
+      count + m - decayed_mark(pcp, high, count + m) != want)
     return;
-  int by_mark = kernel_count(pcp) - decayed_high(pcp);
-  pcp->high = high + m < pcp->high_max ? high + m : pcp->high_max;
-  pcp->ghost += m;
-  int by_count = kernel_count(pcp) - decayed_high(pcp);
-  if (by_count == want && by_mark != want) {
-    pcp->lowered = 0;
-    atomic_fetch_add_explicit(&z->arena->pcp_ghost_pages, (uint64_t)m, memory_order_relaxed);
-    return;
-  }
   pcp->high = high;
-  pcp->ghost -= m;
+  pcp->ghost += m;
+  pcp->lowered = 0;
+  atomic_fetch_add_explicit(&z->arena->pcp_ghost_pages, (uint64_t)m, memory_order_relaxed);
 }
 
 /*

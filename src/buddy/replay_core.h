@@ -193,11 +193,13 @@ BH__INTERNAL int bh__pcp_surplus_set(bh_arena_t *a, const bh_pcp_block_t *blocks
 BH__INTERNAL void bh__pcp_calibrating(bh_arena_t *a, int cpu, bool on);
 BH__INTERNAL uint64_t bh__pcp_surplus_pages(const bh_arena_t *a);
 /*
- * Whether CPU slot cpu's next free is the one the trace's first mm_page_pcpu_drain on that CPU
- * directly follows (the free that brought the kernel's count to the high mark).  If that free
- * leaves the pcp's count below the mark, the mark is lowered to the count that free reaches
- * (not below high_min), and the free drains as the kernel's did.  The switch is for one free:
- * that free turns it off.  Pages the mark was lowered by: bh__pcp_deficit_pages.
+ * Whether CPU slot cpu's next free is one a mm_page_pcpu_drain of the trace on that CPU
+ * directly follows (a free that brought the kernel's count to the high mark), while the start
+ * calibrates: the CPU's first drain after an order-0 free, or one after a THP free before it.
+ * If that free leaves the pcp's count below the mark (order 0 and THP frees; orders 1 to 3
+ * may drain by free_high), the mark is lowered to the count that free reaches (not below
+ * high_min), and the free drains as the kernel's did.  The switch is for one free: that free
+ * turns it off.  Pages the mark was lowered by: bh__pcp_deficit_pages.
  */
 BH__INTERNAL void bh__pcp_deficit(bh_arena_t *a, int cpu, bool on);
 /*

@@ -109,21 +109,19 @@ struct replay {
    * (bh__pcp_refill_empty), not at the allocations that follow them */
   bool refill_at_event;
   /* allocator placement with a start state's hidden pcp pages and the pcp events: until each
-   * CPU's first drain in the trace, or its deficit_at, or (none) its last drain-free
-   * (calib_until, UINT64_MAX for a CPU with no drain), its frees stay below the high mark
-   * (bh__pcp_calibrating) but those a drain follows; calib_on: the CPUs calibrating now;
-   * calib_live until calib_last, the latest of those times and of deficit_at's; deficit_at:
-   * per CPU, the order-0 free its first drain after an order-0 free directly follows (0:
-   * none; there bh__pcp_deficit), deficit_on those switched on for the event being played */
+   * CPU's first drain in the trace, or its last drain-free if later (calib_until, UINT64_MAX
+   * for a CPU with no drain), its frees stay below the high mark (bh__pcp_calibrating) but
+   * those a drain follows, where bh__pcp_deficit is switched on; calib_on: the CPUs
+   * calibrating now; calib_live until calib_last, the latest of those times; deficit_on the
+   * CPUs switched on for the event being played */
   bool calib_live;
   uint64_t calib_on, calib_last, deficit_on;
-  uint64_t calib_until[LIFO_CPUS], deficit_at[LIFO_CPUS];
-  /* the frees a drain directly follows before each CPU's deficit_at (struct scan's
-   * drain_frees), the next of them */
+  uint64_t calib_until[LIFO_CPUS];
+  /* struct scan's drain_frees, the next of them */
   const struct drain_free *drain_frees;
   size_t ndrain_frees, drain_frees_next;
   /* where a CPU's first drain is a decay's (struct scan's decay; at 0 where not calibrating),
-   * and its first decay after its deficit_at (struct scan's check) */
+   * and its first decay after its last drain-free (struct scan's check) */
   struct decay_first decay[LIFO_CPUS], check[LIFO_CPUS];
   /* the refilled pages an allocation without an event took (struct scan's takes), the next of
    * them, the mm_page_alloc events played so far, and whether one is being played now (not
@@ -277,20 +275,16 @@ struct scan {
   /* in a machine's shape, per CPU (below LIFO_CPUS): the time until which its pcp count
    * stayed below the high mark at every free: its first pcp drain's, or that of the free the
    * drain directly follows on its CPU (the free that reached the mark,
-   * free_unref_page_commit); UINT64_MAX (set by first_pass) where the trace shows none;
-   * deficit_at: the time of the order-0 free that the CPU's first drain following an order-0
-   * free directly follows (0: none).  A drain after a high-order free says only that the
-   * count reached the mark somewhere within that block's pages; after an order-0 free, that
-   * it reached it at that page. */
+   * free_unref_page_commit); UINT64_MAX (set by first_pass) where the trace shows none */
   uint64_t calib_until[LIFO_CPUS];
-  uint64_t deficit_at[LIFO_CPUS];
   struct decay_first decay[LIFO_CPUS];
   /* per CPU, its first decay drain (a vmstat run and the drain right after it) after its
-   * deficit_at (bh__pcp_decay_check); at 0: none */
+   * last drain-free (bh__pcp_decay_check); at 0: none */
   struct decay_first check[LIFO_CPUS];
-  /* the frees a drain directly follows on their CPU before its deficit_at is found (after a
-   * high-order free, or a first drain no free gives: each says only that the count reached
-   * the mark within the block), in the trace's order; NULL if none */
+  /* the frees a drain directly follows on their CPU up to its first drain after an order-0
+   * free, in the trace's order; NULL if none.  A drain after a high-order free says only that
+   * the count reached the mark somewhere within that block's pages; after an order-0 free,
+   * that it reached it at that page: that is the CPU's last. */
   struct drain_free *drain_frees;
   size_t ndrain_frees;
 };
@@ -638,7 +632,8 @@ struct scan_state {
   uint64_t drain_seen, decay_counting;
   /* with fe, per CPU: the pfn of its last event, its last frees' pfns and orders (a batched
    * free's mm_page_free_batched has no order: free_unref_folios traces its folios'
-   * mm_page_free first, FREE_RING at most), and a bit per CPU whose sc->deficit_at is found */
+   * mm_page_free first, FREE_RING at most), and a bit per CPU whose drain after an order-0
+   * free is found (its last sc->drain_frees) */
   uint64_t last_pfn[LIFO_CPUS];
   struct {
     uint64_t pfn;
@@ -1236,22 +1231,18 @@ COLD static int ring_order(const struct scan_state *st, unsigned c, uint64_t pfn
   return -1;
 }
 
-/* A drain event of CPU c before its deficit_at is found: if it begins a drain that directly
- * follows an order-0 free, that free is the CPU's deficit_at. */
+/* A drain event of CPU c before its drain after an order-0 free is found: if it begins a
+ * drain that directly follows a free, that free is one of sc->drain_frees, the CPU's last if
+ * it is an order-0 free. */
 COLD static int deficit_drain(struct scan_state *st, unsigned c) {
   uint8_t op = st->last_op[c];
   if (op != BH_EV_FREE && op != BH_EV_FREE_BATCHED)
     return 0;
   struct scan *sc = st->sc;
-  if (ring_order(st, c, st->last_pfn[c]) != 0) { /* a drain-free of its own (drain_frees) */
-    if (bh__grow(&sc->drain_frees, &st->drain_frees_cap, sc->ndrain_frees,
-                 sizeof(*sc->drain_frees)))
-      return BH_ENOMEM;
-    sc->drain_frees[sc->ndrain_frees++] = (struct drain_free){st->last_t[c], c};
-    return 0;
-  }
-  sc->deficit_at[c] = st->last_t[c];
-  st->deficit_seen |= 1ull << c;
+  if (bh__grow(&sc->drain_frees, &st->drain_frees_cap, sc->ndrain_frees, sizeof(*sc->drain_frees)))
+    return BH_ENOMEM;
+  sc->drain_frees[sc->ndrain_frees++] = (struct drain_free){st->last_t[c], c};
+  st->deficit_seen |= (uint64_t)(ring_order(st, c, st->last_pfn[c]) == 0) << c;
   return 0;
 }
 
@@ -1264,8 +1255,8 @@ COLD static void decay_drain(struct decay_first *d, const bh_event_t *ev) {
   d->pages += 1ull << ev->order;
 }
 
-/* An event of CPU c after its deficit_at, until its first decay drain (sc->check) is read: a
- * vmstat run, the drain events right after it, then whatever comes next ends it. */
+/* An event of CPU c after its last drain-free, until its first decay drain (sc->check) is
+ * read: a vmstat run, the drain events right after it, then whatever comes next ends it. */
 COLD static void check_event(struct scan_state *st, unsigned c, const bh_event_t *ev) {
   uint64_t bit = 1ull << c;
   struct decay_first *d = &st->sc->check[c];
@@ -1304,7 +1295,7 @@ static inline __attribute__((always_inline)) void last_on_cpu(struct scan_state 
     st->free_ring[c][k].order = (uint8_t)ev->order;
   }
   st->last_pfn[c] = ev->pfn;
-  /* after deficit_at, until its check is read: a vmstat run, a drain, or the event after */
+  /* after its last drain-free, until its check is read: a vmstat run, a drain, the one after */
   if (bh__unlikely((st->deficit_seen & ~st->check_done) >> c & 1) &&
       (ev->op == BH_EV_VMSTAT || ev->op == BH_EV_PCPU_DRAIN ||
        (st->check_run | st->check_counting) >> c & 1))
@@ -2750,10 +2741,10 @@ COLD static void vmstat_event(struct replay *r, const bh_event_t *ev) {
  * start held too many: hidden pages are taken off (bh__pcp_calibrating).  Where the free that
  * drain directly follows leaves the replay's count below the mark, the mark is lowered to it
  * (bh__pcp_deficit).  A drain after a THP's free says only that the mark lay within that
- * block's 512 pages: until its first drain after an order-0 free (deficit_at) a CPU goes on
- * calibrating, its frees a drain follows (drain_frees) let drain, the mark lowered where the
- * replay's would not, every other kept below it.  Allocator placement only, where the trace
- * has pcp events and the start hidden pages.
+ * block's 512 pages: until its first drain after an order-0 free a CPU goes on calibrating,
+ * its frees a drain follows (drain_frees) let drain, the mark lowered where the replay's
+ * would not, every other kept below it.  Allocator placement only, where the trace has pcp
+ * events and the start hidden pages.
  */
 COLD static void calibrate_setup(struct replay *r, const struct scan *sc) {
   r->calib_live = r->shape && !r->place_trace && sc->pcp_events && r->s->start_pcp_hidden_pages;
@@ -2763,24 +2754,20 @@ COLD static void calibrate_setup(struct replay *r, const struct scan *sc) {
   for (unsigned k = 0; !r->calib_live && k < LIFO_CPUS; k++)
     r->decay[k].at = r->check[k].at = 0;
   for (unsigned k = 0; k < LIFO_CPUS; k++)
-    if (!r->check[k].pages) /* a run with no drain after it, the trace's last */
+    if (!r->check[k].pages) /* the last vmstat run seen had no drain after it */
       r->check[k].at = 0;
-  memcpy(r->deficit_at, sc->deficit_at, sizeof(r->deficit_at));
   r->drain_frees = r->calib_live ? sc->drain_frees : NULL;
   r->ndrain_frees = r->calib_live ? sc->ndrain_frees : 0;
   r->drain_frees_next = 0;
-  /* a CPU calibrates until its deficit_at, or (none) its last drain-free, or its first drain */
+  /* a CPU calibrates until its first drain or, if later, its last drain-free */
   for (size_t i = 0; i < r->ndrain_frees; i++) {
     unsigned k = r->drain_frees[i].cpu;
-    if (!r->deficit_at[k] && r->drain_frees[i].time > r->calib_until[k])
+    if (r->drain_frees[i].time > r->calib_until[k])
       r->calib_until[k] = r->drain_frees[i].time;
   }
   r->calib_on = r->calib_last = r->deficit_on = 0;
-  for (unsigned k = 0; k < r->nr_cpus && k < LIFO_CPUS; k++) {
-    if (r->deficit_at[k] > r->calib_until[k])
-      r->calib_until[k] = r->deficit_at[k];
+  for (unsigned k = 0; k < r->nr_cpus && k < LIFO_CPUS; k++)
     r->calib_last = r->calib_until[k] > r->calib_last ? r->calib_until[k] : r->calib_last;
-  }
 }
 
 /* Before a page event of CPU ev->cpu: whether that CPU calibrates now, switched in the arena
@@ -2794,7 +2781,7 @@ COLD static void calibrate_at(struct replay *r, const bh_event_t *ev) {
   unsigned c = ev->cpu < 0 ? 0 : (unsigned)ev->cpu;
   if (c >= LIFO_CPUS || c >= r->nr_cpus)
     return;
-  bool drain_free = false; /* a free the kernel's drain directly follows, before deficit_at */
+  bool drain_free = false; /* a free the kernel's drain directly follows (drain_frees) */
   while (r->drain_frees_next < r->ndrain_frees &&
          r->drain_frees[r->drain_frees_next].time < ev->time_ns)
     r->drain_frees_next++;
@@ -2807,9 +2794,8 @@ COLD static void calibrate_at(struct replay *r, const bh_event_t *ev) {
     bh__pcp_calibrating(r->arena, (int)c, on);
     r->calib_on ^= 1ull << c;
   }
-  if (drain_free ||
-      (ev->time_ns == r->deficit_at[c] && (ev->op == BH_EV_FREE || ev->op == BH_EV_FREE_BATCHED))) {
-    bh__pcp_deficit(r->arena, (int)c, true); /* the order-0 free a kernel's drain follows */
+  if (drain_free) {
+    bh__pcp_deficit(r->arena, (int)c, true); /* the free a kernel's drain follows */
     r->deficit_on |= 1ull << c;
   }
   /* a CPU may calibrate yet, or a switch is to be spent */

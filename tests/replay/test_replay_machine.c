@@ -2902,6 +2902,17 @@ static void test_start_pcp_hidden(void **state) {
   bh_arena_destroy(a);
 }
 
+/* The Q lines of quiet_pages into buf, and a map of the pages they name (a->nr_pages long). */
+static bool *quiet_map(bh_arena_t *a, const bh_zone_t *z, char *buf, size_t len) {
+  uint64_t qp[50];
+  quiet_pages(a, z, buf, len, qp);
+  bool *quiet = calloc(a->nr_pages, sizeof(bool));
+  assert_non_null(quiet);
+  for (int i = 0; i < 50; i++)
+    quiet[qp[i]] = true;
+  return quiet;
+}
+
 /* n order-0 Movable pages of zone z allocated before the trace and not quiet, from the top. */
 static uint64_t *allocated_movable(const bh_arena_t *a, const bh_zone_t *z, const bool *quiet,
                                    size_t n) {
@@ -2965,12 +2976,7 @@ static void test_start_pcp_surplus(void **state) {
   const bh_zone_t *z = &a->zones[a->nr_zones - 1]; /* Normal */
   long h = (long)z->pcp_high_min, batch = (long)z->pcp_batch;
   char q[4096];
-  uint64_t qp[50]; /* the pages the Q lines name */
-  quiet_pages(a, z, q, sizeof(q), qp);
-  bool *quiet = calloc(a->nr_pages, sizeof(bool));
-  assert_non_null(quiet);
-  for (int i = 0; i < 50; i++)
-    quiet[qp[i]] = true;
+  bool *quiet = quiet_map(a, z, q, sizeof(q));
   long count[2] = {12, 0}, high[2] = {h, 0};
   char *zi = zoneinfo_pagesets(a, count, high);
   char *desc = describe_zi(a, false, q, NULL, zi);
@@ -3072,12 +3078,7 @@ static void test_start_pcp_decay_check(void **state) {
   long h = (long)z->pcp_high_min, batch = (long)z->pcp_batch, mark = h + 16, end_count = 155;
   assert_true((long)z->pcp_high_max >= mark && mark - mark / 8 <= h && end_count < h);
   char q[4096];
-  uint64_t qp[50];
-  quiet_pages(a, z, q, sizeof(q), qp);
-  bool *quiet = calloc(a->nr_pages, sizeof(bool));
-  assert_non_null(quiet);
-  for (int i = 0; i < 50; i++)
-    quiet[qp[i]] = true;
+  bool *quiet = quiet_map(a, z, q, sizeof(q));
   long first = nr_free(h - 12, batch, h); /* the first drain, at the (H - 12)th free */
   size_t nfree = (size_t)(h - 12 + end_count - (12 - first + h - 12));
   uint64_t *pages = allocated_movable(a, z, quiet, nfree);
