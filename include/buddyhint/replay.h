@@ -335,6 +335,22 @@ typedef struct bh_replay_agreement {
                                              list of each (zone, migratetype, order) */
 } bh_replay_agreement_t;
 
+/*
+ * The pcp drains compared (allocator placement, a trace with the pcp events): a moment is an
+ * event of a CPU (a free, a vmstat run, ...) after which the kernel's trace shows that CPU's
+ * pcp lists drained (its mm_page_pcpu_drain events up to the CPU's next other event) or the
+ * replay drained them while playing it.  kernel and replay count the moments each drained,
+ * same those where both drained as many pages; the first moment where they differ (first_*,
+ * first_time_s < 0: none), in the trace's clock.  Where the pcp model and the kernel part.
+ */
+typedef struct bh_replay_drains {
+  bool present;
+  uint64_t kernel, replay, same;
+  double first_time_s;
+  int first_cpu;
+  uint64_t first_kernel_pages, first_replay_pages;
+} bh_replay_drains_t;
+
 typedef struct bh_replay_summary {
   char trace[512], strategy[64], backing[16], report_mode[16], trace_format[32];
   uint64_t events, allocs, frees, alloc_failures, unknown_frees, skipped_lines;
@@ -513,6 +529,7 @@ typedef struct bh_replay_summary {
   char pass_timer[8];
   unsigned pass_timer_hz;
   double pass_timer_share;
+  bh_replay_drains_t drains;
 } bh_replay_summary_t;
 
 /*

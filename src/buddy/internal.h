@@ -249,6 +249,7 @@ struct bh_arena {
   _Atomic uint64_t pcp_surplus_pages; /* taken off by bh__pcp_calibrating's frees */
   _Atomic uint64_t pcp_deficit_pages; /* high marks lowered by bh__pcp_deficit's frees */
   _Atomic uint64_t pcp_ghost_pages;   /* of those, counted as pages instead (decay_check) */
+  _Atomic uint64_t pcp_drained_pages; /* pages free_pcppages_bulk returned, ever */
   bh__hint_hooks_t hint;
   /* Pages discarded by a report and not touched since: set by the reporter, cleared (and
    * counted as refaults) when allocated.  NULL until a reporter is attached. */

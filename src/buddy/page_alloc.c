@@ -658,6 +658,7 @@ static void free_pcppages_bulk(bh_zone_t *z, bh__pcp_t *pcp, int count, unsigned
   if (!zone_locked)
     bh__zone_lock(z);
   z->ev[BH_STAT_pcp_drain]++;
+  uint64_t drained = 0;
   while (count > 0) {
     uint32_t head;
     do {
@@ -673,10 +674,12 @@ static void free_pcppages_bulk(bh_zone_t *z, bh__pcp_t *pcp, int count, unsigned
       bh__pg_set_flags(&a->pages[pfn], 0);
       count -= nr;
       pcp->count -= nr;
-      z->ev[BH_STAT_pcp_drain_pages] += (uint64_t)nr;
+      drained += (uint64_t)nr;
       bh__free_one_page(z, pfn, order, bh__pb_mt(a, pfn), BH__FPI_NONE);
     } while (count > 0 && !bh__list_empty(a, head));
   }
+  z->ev[BH_STAT_pcp_drain_pages] += drained;
+  atomic_fetch_add_explicit(&a->pcp_drained_pages, drained, memory_order_relaxed);
   if (!zone_locked)
     bh__zone_unlock(z);
   kswapd_revive(z);

@@ -718,6 +718,10 @@ uint64_t bh__pcp_ghost_pages(const bh_arena_t *a) {
   return atomic_load_explicit(&a->pcp_ghost_pages, memory_order_relaxed);
 }
 
+uint64_t bh__pcp_drained_pages(const bh_arena_t *a) {
+  return atomic_load_explicit(&a->pcp_drained_pages, memory_order_relaxed);
+}
+
 void bh__pcp_calibrating(bh_arena_t *a, int cpu, bool on) {
   pcp_switch(a, cpu, offsetof(bh__pcp_t, calibrating), on);
 }

@@ -224,6 +224,9 @@ BH__INTERNAL uint64_t bh__pcp_deficit_pages(const bh_arena_t *a);
 BH__INTERNAL void bh__pcp_decay_check(bh_arena_t *a, int cpu, uint64_t lo, uint64_t hi,
                                       uint64_t pages);
 BH__INTERNAL uint64_t bh__pcp_ghost_pages(const bh_arena_t *a);
+/* Pages the pcp lists have returned to the buddy lists since the arena was made (every drain:
+ * a free over the high mark, a decay, a drain of all). */
+BH__INTERNAL uint64_t bh__pcp_drained_pages(const bh_arena_t *a);
 
 /* whether order has pcp lists (pcp_allowed_order) */
 BH__INTERNAL bool bh__pcp_order(const bh_arena_t *a, unsigned order);

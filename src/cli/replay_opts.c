@@ -744,6 +744,16 @@ void bh_cli_print_summary(FILE *f, const bh_replay_summary_t *s) {
             s->agreement.allocs ? 100.0 * (double)s->agreement.same / (double)s->agreement.allocs
                                 : 0.0,
             (unsigned long)s->agreement.allocs);
+  if (s->drains.present) {
+    const bh_replay_drains_t *d = &s->drains;
+    fprintf(f, "pcp drains   %lu of %lu of the kernel's alike (the replay drained at %lu moments)",
+            (unsigned long)d->same, (unsigned long)d->kernel, (unsigned long)d->replay);
+    if (d->first_time_s >= 0)
+      fprintf(f, "; first apart at %.6f s, cpu %d: %lu pages drained, %lu by the replay",
+              d->first_time_s, d->first_cpu, (unsigned long)d->first_kernel_pages,
+              (unsigned long)d->first_replay_pages);
+    fprintf(f, "\n");
+  }
   if (s->fidelity.present)
     fprintf(f,
             "fidelity     %.1f %% of free memory in the wrong order; order >= %u: %.1f MiB "

@@ -123,6 +123,14 @@ struct replay {
   /* where a CPU's first drain is a decay's (struct scan's decay; at 0 where not calibrating),
    * and its first decay after its last drain-free (struct scan's check) */
   struct decay_first decay[LIFO_CPUS], check[LIFO_CPUS];
+  /* allocator placement with the pcp events: the drains compared (bh_replay_drains_t), each
+   * CPU's moment, and the arena's drained pages before the event being played */
+  bool drains_on;
+  struct drain_moment {
+    uint64_t time_ns, kernel, replay;
+    bool open;
+  } moment[LIFO_CPUS];
+  uint64_t drained_before;
   /* the refilled pages an allocation without an event took (struct scan's takes), the next of
    * them, the mm_page_alloc events played so far, and whether one is being played now (not
    * counted as the trace's); takes NULL: none */
@@ -2802,14 +2810,69 @@ COLD static void calibrate_at(struct replay *r, const bh_event_t *ev) {
   r->calib_live = r->calib_on || r->deficit_on || ev->time_ns < r->calib_last;
 }
 
+/* A moment ends (bh_replay_drains_t): counted where the kernel or the replay drained. */
+COLD static void drains_close(struct replay *r, unsigned c) {
+  struct drain_moment *d = &r->moment[c];
+  bh_replay_drains_t *g = &r->s->drains;
+  d->open = false;
+  g->kernel += d->kernel != 0;
+  g->replay += d->replay != 0;
+  if (d->kernel == d->replay) {
+    g->same += d->kernel != 0;
+    return;
+  }
+  if (g->first_time_s < 0) {
+    g->first_time_s = (double)d->time_ns / 1e9;
+    g->first_cpu = (int)c;
+    g->first_kernel_pages = d->kernel;
+    g->first_replay_pages = d->replay;
+  }
+}
+
+/* Before an event of CPU c: a drain event adds to the kernel's side of c's open moment; any
+ * other ends it, and the arena's drained pages are read for the moment it opens. */
+COLD static void drains_before(struct replay *r, const bh_event_t *ev) {
+  unsigned c = ev->cpu < 0 ? 0 : (unsigned)ev->cpu;
+  if (c >= LIFO_CPUS)
+    return;
+  struct drain_moment *d = &r->moment[c];
+  if (ev->op == BH_EV_PCPU_DRAIN) {
+    if (!d->open) /* after an event of another kind's moment was closed: its own */
+      *d = (struct drain_moment){.time_ns = ev->time_ns, .open = true};
+    d->kernel += 1ull << ev->order;
+    return;
+  }
+  if (d->open)
+    drains_close(r, c);
+  r->drained_before = bh__pcp_drained_pages(r->arena);
+}
+
+/* After an event of CPU c other than a drain: the moment it opens, with what the replay
+ * drained while playing it. */
+COLD static void drains_after(struct replay *r, const bh_event_t *ev) {
+  unsigned c = ev->cpu < 0 ? 0 : (unsigned)ev->cpu;
+  if (c >= LIFO_CPUS || ev->op == BH_EV_PCPU_DRAIN)
+    return;
+  r->moment[c] =
+      (struct drain_moment){.time_ns = ev->time_ns,
+                            .replay = bh__pcp_drained_pages(r->arena) - r->drained_before,
+                            .open = true};
+}
+
+/* The trace's end: every open moment ends. */
+COLD static void drains_end(struct replay *r) {
+  for (unsigned c = 0; r->drains_on && c < LIFO_CPUS; c++)
+    if (r->moment[c].open)
+      drains_close(r, c);
+}
+
 /*
  * One event: the clock first (worker steps, ticks, samples due before the event), then the
  * event.  Everything that is not needed for every event is behind one comparison (clock_due,
  * next_poll): this is most of a replay's time outside the allocator.  Inlined into both
  * loops of each_event, where a decoded record is a local the compiler keeps in registers.
  */
-static inline __attribute__((always_inline)) int play_event(void *ctx, const bh_event_t *ev) {
-  struct replay *r = ctx;
+static inline __attribute__((always_inline)) int play_one(struct replay *r, const bh_event_t *ev) {
   if (bh__unlikely(ev->op == BH_EV_VMSTAT)) {
     vmstat_event(r, ev);
     return 0;
@@ -2836,6 +2899,19 @@ static inline __attribute__((always_inline)) int play_event(void *ctx, const bh_
   if (bh__unlikely(r->events == r->next_poll))
     poll(r);
   return 0;
+}
+
+/* One event with the drains compared (drains_before, drains_after). */
+__attribute__((noinline)) static int play_compared(struct replay *r, const bh_event_t *ev) {
+  drains_before(r, ev);
+  int err = play_one(r, ev);
+  drains_after(r, ev);
+  return err;
+}
+
+static inline __attribute__((always_inline)) int play_event(void *ctx, const bh_event_t *ev) {
+  struct replay *r = ctx;
+  return bh__likely(!r->drains_on) ? play_one(r, ev) : play_compared(r, ev);
 }
 
 /* The next events of t, played: how many, 0 at the end, or a negative BH_E* code. */
@@ -2925,6 +3001,8 @@ static int play(struct replay *r, const struct scan *sc) {
   r->vmstat_trace = sc->vmstat_events && !r->cfg->pcp_decay_tick;
   r->last_page = sc->last;
   r->refill_at_event = refills_followed(r) && sc->pcp_events;
+  r->drains_on = !r->place_trace && sc->pcp_events;
+  r->s->drains = (bh_replay_drains_t){.present = r->drains_on, .first_time_s = -1, .first_cpu = -1};
   calibrate_setup(r, sc);
   r->s->vmstat_events = sc->vmstat_events;
   if (r->shape && sc->nlocked) {
@@ -2961,6 +3039,7 @@ static int play(struct replay *r, const struct scan *sc) {
   for (; r->pend_n; r->pend_n--, r->pend_head = (r->pend_head + 1) % PEND_MAX)
     if (r->pend[r->pend_head].pfn != UINT64_MAX) /* a batch the trace ended in: as it was */
       free_block(r, &r->pend[r->pend_head]);
+  drains_end(r);
   s->events = r->events;
   s->start_pcp_surplus_pages = bh__pcp_surplus_pages(r->arena);
   s->start_pcp_deficit_pages = bh__pcp_deficit_pages(r->arena);

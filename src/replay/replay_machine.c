@@ -815,6 +815,22 @@ void bh__rm_json(FILE *f, const bh_replay_summary_t *s, const char *nl, int inde
     where_json(f, g->first_miss_where);
     fprintf(f, "}");
   }
+  const bh_replay_drains_t *d = &s->drains;
+  fprintf(f, ",%s%*s\"pcp_drains\": ", nl, indent, "");
+  if (!d->present) {
+    fprintf(f, "null");
+  } else {
+    fprintf(f, "{\"kernel\": %lu, \"replay\": %lu, \"same\": %lu, \"first_differ\": ",
+            (unsigned long)d->kernel, (unsigned long)d->replay, (unsigned long)d->same);
+    if (d->first_time_s < 0)
+      fprintf(f, "null}");
+    else
+      fprintf(f,
+              "{\"trace_time_s\": %.6f, \"cpu\": %d, \"kernel_pages\": %lu, "
+              "\"replay_pages\": %lu}}",
+              d->first_time_s, d->first_cpu, (unsigned long)d->first_kernel_pages,
+              (unsigned long)d->first_replay_pages);
+  }
   const bh_replay_fidelity_t *fi = &s->fidelity;
   fprintf(f, ",%s%*s\"fidelity\": ", nl, indent, "");
   if (!fi->present) {

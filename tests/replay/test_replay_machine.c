@@ -3116,6 +3116,13 @@ static void test_start_pcp_decay_check(void **state) {
     assert_int_equal(s.start_pcp_hidden_pages, 12);
     assert_int_equal(s.start_pcp_deficit_pages, 16);
     assert_int_equal(s.start_pcp_ghost_pages, run_drains ? 16 : 0);
+    /* the drains compared: the first drain is written as its first page only (first pages
+     * in the replay); the decay's, where the trace has one, alike */
+    assert_int_equal(s.drains.kernel, run_drains ? 2 : 1);
+    assert_int_equal(s.drains.replay, run_drains ? 2 : 1);
+    assert_int_equal(s.drains.same, run_drains ? 1 : 0);
+    assert_int_equal(s.drains.first_kernel_pages, 1);
+    assert_int_equal(s.drains.first_replay_pages, first);
     assert_int_equal(zoneinfo_cpu_field(cfg.dump_dir, 0, "count:"),
                      run_drains ? end_count - drained : end_count);
     assert_int_equal(zoneinfo_cpu_field(cfg.dump_dir, 0, "high:"), h);
@@ -3517,6 +3524,65 @@ static void test_pcp_refill_at_event(void **state) {
   bh_arena_destroy(a);
 }
 
+/*
+ * The drains compared (pcp_drains): CPU 0's list refilled at the trace's event, a page of it
+ * allocated and freed.  The replay's count stays below its high mark (high_min after one
+ * refill of batch pages; free_unref_page_commit drains at count >= high, mm/page_alloc.c:
+ * 2713-2717 in 6.12), so it drains nothing where the trace shows the kernel's drain of that
+ * page: the first moment that differs, at the free.  Without that drain nothing differs; with
+ * the kernel's blocks (--placement trace) nothing is compared.
+ */
+static void test_pcp_drains_compared(void **state) {
+  (void)state;
+  bh_arena_t *a = crafted_arena();
+  char *desc = describe(a, false);
+  const bh_zone_t *z = &a->zones[a->nr_zones - 1];
+  uint64_t p = free_movable(a, z->zone_start_pfn, 0);
+  for (int drain = 0; drain < 2; drain++) {
+    char lines[512];
+    snprintf(lines, sizeof(lines),
+             "# buddyhint-trace 3\n"
+             "1000 Z %#lx 0 cpu=0 mt=1 refill=1\n"
+             "2000 A %#lx 0 cpu=0 gfp=GFP_HIGHUSER_MOVABLE\n"
+             "3000 F %#lx 0 cpu=0\n"
+             "%s"
+             "4000 V 0x0 0 cpu=0\n",
+             (unsigned long)p, (unsigned long)p, (unsigned long)p,
+             drain ? "3001 D PFN 0 cpu=0 mt=1\n" : "");
+    char *d = strstr(lines, "PFN");
+    if (d) { /* the drained page's pfn, as long as the placeholder */
+      char pfn[16];
+      snprintf(pfn, sizeof(pfn), "%#lx", (unsigned long)p);
+      memmove(d + strlen(pfn), d + 3, strlen(d + 3) + 1);
+      memcpy(d, pfn, strlen(pfn));
+    }
+    char name[64];
+    snprintf(name, sizeof(name), "drains%d.bht", drain);
+    char *path = strdup(write_trace3(name, BH_TRACE_NATIVE_BINARY, desc, lines));
+    bh_replay_config_t cfg = config_of(path);
+    bh_replay_summary_t s;
+    replay(&cfg, &s);
+    assert_true(s.drains.present);
+    assert_int_equal(s.drains.kernel, drain ? 1 : 0);
+    assert_int_equal(s.drains.replay, 0);
+    assert_int_equal(s.drains.same, 0);
+    if (drain) {
+      assert_true(s.drains.first_time_s > 2.9e-6 && s.drains.first_time_s < 3.1e-6);
+      assert_int_equal(s.drains.first_cpu, 0);
+      assert_int_equal(s.drains.first_kernel_pages, 1);
+      assert_int_equal(s.drains.first_replay_pages, 0);
+    } else {
+      assert_true(s.drains.first_time_s < 0);
+    }
+    cfg.placement = BH_PLACEMENT_TRACE;
+    replay(&cfg, &s);
+    assert_false(s.drains.present);
+    free(path);
+  }
+  free(desc);
+  bh_arena_destroy(a);
+}
+
 static void test_pcp_drain_pretrace_pieces(void **state) {
   (void)state;
   bh_arena_t *a = crafted_arena();
@@ -3734,6 +3800,7 @@ int main(void) {
       cmocka_unit_test(test_pcp_events),
       cmocka_unit_test(test_pcp_drain_pretrace_pieces),
       cmocka_unit_test(test_pcp_refill_at_event),
+      cmocka_unit_test(test_pcp_drains_compared),
       cmocka_unit_test(test_extfrag_events),
       cmocka_unit_test(test_start_pcp_order),
       cmocka_unit_test(test_start_pcp_inner_first),
