@@ -86,6 +86,10 @@ typedef struct bh_event {
   uint8_t fallback_order;
   int8_t fallback_migratetype;
   uint8_t change_ownership;
+  /* BH_EV_ALLOC only, else 0: 1 for a page alloc_pages_bulk took (a recording's bulk probe;
+   * the kernel traces no mm_page_alloc for it): it came off a pcp list without
+   * rmqueue_pcplist, whose free_count halving it does not do */
+  uint8_t bulk;
 } bh_event_t;
 
 /* ---------------------------------------------------------------------------------------- */

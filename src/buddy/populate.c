@@ -718,6 +718,28 @@ uint64_t bh__pcp_ghost_pages(const bh_arena_t *a) {
   return atomic_load_explicit(&a->pcp_ghost_pages, memory_order_relaxed);
 }
 
+void bh__pcp_free_counts_keep(bh_arena_t *a, int cpu, bh__pcp_free_counts_t *k) {
+  unsigned c = bh__cpu_slot(a, cpu);
+  for (int i = 0; i < a->nr_zones; i++)
+    if (a->zones[i].pcp) {
+      bh__pcp_t *pcp = &a->zones[i].pcp[c];
+      bh__pcp_lock(pcp);
+      k->fc[i] = pcp->free_count;
+      bh__pcp_unlock(pcp);
+    }
+}
+
+void bh__pcp_free_counts_put(bh_arena_t *a, int cpu, const bh__pcp_free_counts_t *k) {
+  unsigned c = bh__cpu_slot(a, cpu);
+  for (int i = 0; i < a->nr_zones; i++)
+    if (a->zones[i].pcp) {
+      bh__pcp_t *pcp = &a->zones[i].pcp[c];
+      bh__pcp_lock(pcp);
+      pcp->free_count = k->fc[i];
+      bh__pcp_unlock(pcp);
+    }
+}
+
 uint64_t bh__pcp_drained_pages(const bh_arena_t *a) {
   return atomic_load_explicit(&a->pcp_drained_pages, memory_order_relaxed);
 }

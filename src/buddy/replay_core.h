@@ -224,6 +224,18 @@ BH__INTERNAL uint64_t bh__pcp_deficit_pages(const bh_arena_t *a);
 BH__INTERNAL void bh__pcp_decay_check(bh_arena_t *a, int cpu, uint64_t lo, uint64_t hi,
                                       uint64_t pages);
 BH__INTERNAL uint64_t bh__pcp_ghost_pages(const bh_arena_t *a);
+/*
+ * alloc_pages_bulk's pages (mm/page_alloc.c:4659-4818 in 6.12) come off a pcp list by
+ * __rmqueue_pcplist without rmqueue_pcplist, whose free_count halving (:3126) they do not do.
+ * The replay allocates such a page by the ordinary path between these two: the free_count of
+ * every zone's pcp of cpu, kept, and put back.
+ */
+typedef struct bh__pcp_free_counts {
+  int fc[BH_MAX_NODES * BH_NR_ZONE_TYPES];
+} bh__pcp_free_counts_t;
+BH__INTERNAL void bh__pcp_free_counts_keep(bh_arena_t *a, int cpu, bh__pcp_free_counts_t *k);
+BH__INTERNAL void bh__pcp_free_counts_put(bh_arena_t *a, int cpu, const bh__pcp_free_counts_t *k);
+
 /* Pages the pcp lists have returned to the buddy lists since the arena was made (every drain:
  * a free over the high mark, a decay, a drain of all). */
 BH__INTERNAL uint64_t bh__pcp_drained_pages(const bh_arena_t *a);

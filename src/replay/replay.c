@@ -2062,6 +2062,16 @@ static inline int do_alloc(struct replay *r, const bh_event_t *ev) {
   return bh__em_alloc(&r->em, &arena_ops, r, ev);
 }
 
+/* A page alloc_pages_bulk took (ev->bulk, or an untraced take): allocated as any other, but
+ * without rmqueue_pcplist's free_count halving (bh__pcp_free_counts_keep). */
+COLD static int bulk_alloc(struct replay *r, const bh_event_t *ev) {
+  bh__pcp_free_counts_t k;
+  bh__pcp_free_counts_keep(r->arena, ev->cpu, &k);
+  int err = do_alloc(r, ev);
+  bh__pcp_free_counts_put(r->arena, ev->cpu, &k);
+  return err;
+}
+
 /* Before the trace's allocation ev: the refilled pages an allocation without an event took
  * from a pcp list's head first (the first pass's takes, lifo_alloc), allocated as the
  * kernel's allocation of them would be: from the head of that CPU's list of their type,
@@ -2083,7 +2093,7 @@ COLD static int untraced_takes(struct replay *r, const bh_event_t *ev) {
                        .cpu = x->cpu,
                        .gfp = gfp_of[x->mt],
                        .migratetype = (int8_t)x->mt};
-    err = do_alloc(r, &take);
+    err = bulk_alloc(r, &take);
     r->s->untraced_takes++;
   }
   r->taking = false;
@@ -2886,7 +2896,7 @@ static inline __attribute__((always_inline)) int play_one(struct replay *r, cons
   if (ev->op == BH_EV_ALLOC) {
     int err = bh__unlikely(r->takes != NULL) ? untraced_takes(r, ev) : 0;
     if (!err)
-      err = do_alloc(r, ev);
+      err = bh__likely(!ev->bulk) ? do_alloc(r, ev) : bulk_alloc(r, ev);
     if (bh__unlikely(err))
       return err;
   } else if (bh__likely(ev->op <= BH_EV_FREE_BATCHED)) {

@@ -293,6 +293,7 @@ static int decode_bulk(bh__kmem_decoder_t *d, const struct kind *k, struct tep_r
   ev->gfp = known ? d->bulk_gfp[cpu].bits : 0;
   ev->zone = known ? d->bulk_gfp[cpu].zone : (uint8_t)bh_gfp_zone(0);
   ev->migratetype = (int8_t)(known ? bh_gfp_migratetype(ev->gfp) : -1);
+  ev->bulk = 1;
   return 1;
 }
 

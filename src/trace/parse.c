@@ -1172,6 +1172,11 @@ static int parse_native_key(bh__tparse_t *p, const char *c, const char *e, bh_ev
     if (!field_end(q = scan_int(v, e, 0, 1, &y), e))
       return bad_value(p, "refill", v, e);
     ev->percpu_refill = (uint8_t)y;
+  } else if (ev->op == BH_EV_ALLOC && p->version >= BH__TRACE_TEXT_VERSION3 &&
+             (v = KEY(c, e, "bulk="))) {
+    if (!field_end(q = scan_int(v, e, 0, 1, &y), e))
+      return bad_value(p, "bulk", v, e);
+    ev->bulk = (uint8_t)y;
   } else if (ev->op == BH_EV_EXTFRAG && (v = KEY(c, e, "fallback_order="))) {
     if (!field_end(q = scan_int(v, e, 0, BH_TRACE_MAX_ORDER, &y), e))
       return bad_value(p, "fallback_order", v, e);

@@ -788,6 +788,20 @@ static const char *pcp_record_problem(const unsigned char *r, bh_event_t *ev) {
   return NULL;
 }
 
+/* What is wrong with an allocation record of an alloc_pages_bulk page (version 3: flags just
+ * BH__TRACE_BIN_BULK), or NULL; ev->bulk set. */
+static const char *bulk_record_problem(const unsigned char *r, bh_event_t *ev) {
+  if (r[29] != BH__TRACE_BIN_BULK || r[30] || r[31])
+    return "reserved bits set";
+  if (ev->order > BH_TRACE_MAX_ORDER)
+    return "order above 63";
+  if (ev->pid < -1 || ev->cpu < -1 || ev->migratetype < -1)
+    return "pid, cpu or migratetype below -1";
+  ev->failed = 0;
+  ev->bulk = 1;
+  return NULL;
+}
+
 /* What is wrong with a lost-events record (version 2), or NULL. */
 static const char *lost_record_problem(const unsigned char *r, const bh_event_t *ev) {
   if (ev->order || ev->gfp || ev->failed || r[30] || r[31] || (r[29] & ~BH__TRACE_BIN_FAILED))
@@ -822,6 +836,12 @@ static int next_binary(bh_trace_t *t, bh_event_t *ev) {
     t->counts.lines++;
     const char *why = NULL;
     if (bh__trace_likely(decode_record(r, ev, &why))) {
+      bh__trace_set_zone(&t->tp, ev);
+      ev->origin = t->origins ? bh__origin_intern(t->origins, ev->pid, NULL, 0, NULL, 0) : 0;
+      return event_out(t, ev);
+    }
+    if (t->version >= BH__TRACE_BIN_VERSION3 && ev->op == BH_EV_ALLOC &&
+        !(why = bulk_record_problem(r, ev))) {
       bh__trace_set_zone(&t->tp, ev);
       ev->origin = t->origins ? bh__origin_intern(t->origins, ev->pid, NULL, 0, NULL, 0) : 0;
       return event_out(t, ev);

@@ -48,6 +48,7 @@ static inline void bh__trace_decode_record(const unsigned char *r, bh_event_t *e
   ev->fallback_order = 0; /* and a fallback's */
   ev->fallback_migratetype = 0;
   ev->change_ownership = 0;
+  ev->bulk = 0; /* a bulk page's (version 3) is read by the reader's slow path */
 }
 
 /*

@@ -44,6 +44,7 @@
 #define BH__TRACE_BIN_VERSION3 3
 #define BH__TRACE_BIN_REFILL 0x02u
 #define BH__TRACE_BIN_CLAIM 0x04u
+#define BH__TRACE_BIN_BULK 0x08u /* version 3, an allocation's: an alloc_pages_bulk page */
 /* The op of a lost-events marker in the version 2 native formats (never returned as an event). */
 #define BH__EV_LOST 4
 /* The longest machine description a reader accepts. */

@@ -201,6 +201,8 @@ static int encode_text(bh_trace_writer_t *w, const bh_event_t *ev) {
     p = put_str(p, " failed=1");
   if (ev->percpu_refill)
     p = put_str(p, " refill=1");
+  if (ev->bulk && w->version >= 3) /* before version 3, an allocation like any other */
+    p = put_str(p, " bulk=1");
   if (ev->op == BH_EV_EXTFRAG) {
     p = put_i64(put_str(p, " fallback_order="), ev->fallback_order);
     p = put_i64(put_str(p, " fallback_mt="), ev->fallback_migratetype);
@@ -226,7 +228,8 @@ static void encode_binary(bh_trace_writer_t *w, const bh_event_t *ev) {
   r[27] = ev->order;
   r[28] = (uint8_t)ev->migratetype;
   r[29] = (uint8_t)((ev->failed ? BH__TRACE_BIN_FAILED : 0) |
-                    (ev->percpu_refill ? BH__TRACE_BIN_REFILL : 0));
+                    (ev->percpu_refill ? BH__TRACE_BIN_REFILL : 0) |
+                    (ev->bulk && w->version >= 3 ? BH__TRACE_BIN_BULK : 0));
   r[30] = 0;
   r[31] = 0;
   if (ev->op == BH_EV_EXTFRAG) {
@@ -248,6 +251,8 @@ static const char *check_event(const bh_trace_writer_t *w, const bh_event_t *ev)
     return "a pcp event needs a version 3 writer (bh_trace_writer_pcp_events)";
   if (ev->percpu_refill > 1 || (ev->percpu_refill && ev->op != BH_EV_ALLOC_ZONE_LOCKED))
     return "percpu_refill set on another event than mm_page_alloc_zone_locked";
+  if (ev->bulk > 1 || (ev->bulk && (ev->op != BH_EV_ALLOC || ev->failed)))
+    return "bulk set on another event than a successful allocation";
   if (!xf && (ev->fallback_order || ev->fallback_migratetype || ev->change_ownership))
     return "fallback fields set on another event than mm_page_alloc_extfrag";
   if (xf && (ev->fallback_order > BH_TRACE_MAX_ORDER || ev->fallback_migratetype < -1 ||

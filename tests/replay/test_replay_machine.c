@@ -3136,6 +3136,70 @@ static void test_start_pcp_decay_check(void **state) {
 }
 
 /*
+ * A page alloc_pages_bulk took (bulk=1, a recording's bulk probe) comes off the pcp list
+ * without rmqueue_pcplist's free_count halving (mm/page_alloc.c:3126 in 6.12; the bulk path,
+ * :4659-4818, calls __rmqueue_pcplist directly).  CPU 0 frees H - 1 pages (free_count H - 1),
+ * allocates one (halved: (H - 1) / 2) and one bulk page (not halved), then frees 3: the third
+ * brings the count to the mark H and drains nr_pcp_free's clamp(free_count, batch, H - batch)
+ * (:2603-2626), (H - 1) / 2 + 3 pages as the trace shows.  Read as an ordinary allocation
+ * the bulk page would halve it again: the replay would drain (H - 1) / 4 + 3 (pcp_drains).
+ */
+static void test_bulk_alloc_keeps_free_count(void **state) {
+  (void)state;
+  bh_arena_t *a = crafted_arena();
+  const bh_zone_t *z = &a->zones[a->nr_zones - 1]; /* Normal */
+  long h = (long)z->pcp_high_min, batch = (long)z->pcp_batch;
+  long kept = nr_free((h - 1) / 2 + 3, batch, h), halved = nr_free((h - 1) / 4 + 3, batch, h);
+  assert_true(kept != halved);
+  char q[4096];
+  bool *quiet = quiet_map(a, z, q, sizeof(q));
+  size_t nfree = (size_t)h + 2;
+  uint64_t *pages = allocated_movable(a, z, quiet, nfree);
+  long count[2] = {0, 0}, high[2] = {h, 0};
+  char *zi = zoneinfo_pagesets(a, count, high);
+  char *desc = describe_zi(a, false, q, NULL, zi);
+  for (int bulk = 0; bulk < 2; bulk++) {
+    size_t len = 256 + 64 * (nfree + (size_t)kept + 4), n = 0, t = 1000;
+    char *lines = malloc(len);
+    assert_non_null(lines);
+    n += (size_t)snprintf(lines + n, len - n, "# buddyhint-trace 3\n");
+    for (long f = 0; f < h - 1; f++)
+      n += (size_t)snprintf(lines + n, len - n, "%zu F %#lx 0 cpu=0\n", t++,
+                            (unsigned long)pages[f]);
+    n += (size_t)snprintf(lines + n, len - n, "%zu A %#lx 0 cpu=0 mt=1 gfp=GFP_HIGHUSER_MOVABLE\n",
+                          t++, (unsigned long)pages[h - 2]);
+    n +=
+        (size_t)snprintf(lines + n, len - n, "%zu A %#lx 0 cpu=0 mt=1 gfp=GFP_HIGHUSER_MOVABLE%s\n",
+                         t++, (unsigned long)pages[h - 3], bulk ? " bulk=1" : "");
+    for (long f = h - 1; f < h + 2; f++)
+      n += (size_t)snprintf(lines + n, len - n, "%zu F %#lx 0 cpu=0\n", t++,
+                            (unsigned long)pages[f]);
+    for (long d = 0; d < kept; d++) /* the list's tail first: the oldest frees */
+      n += (size_t)snprintf(lines + n, len - n, "%zu D %#lx 0 cpu=0 mt=1\n", t++,
+                            (unsigned long)pages[d]);
+    char name[64];
+    snprintf(name, sizeof(name), "bulk%d.bht", bulk);
+    bh_replay_config_t cfg = config_of(write_trace3(name, BH_TRACE_NATIVE_BINARY, desc, lines));
+    bh_replay_summary_t s;
+    replay(&cfg, &s);
+    assert_true(s.drains.present);
+    assert_int_equal(s.drains.kernel, 1);
+    assert_int_equal(s.drains.replay, 1);
+    assert_int_equal(s.drains.same, bulk ? 1 : 0);
+    if (!bulk) {
+      assert_int_equal(s.drains.first_kernel_pages, kept);
+      assert_int_equal(s.drains.first_replay_pages, halved);
+    }
+    free(lines);
+  }
+  free(pages);
+  free(quiet);
+  free(desc);
+  free(zi);
+  bh_arena_destroy(a);
+}
+
+/*
  * The start's pcp count against the trace's first drain where it is a decay's: the vmstat
  * worker's run on CPU 0 (mm_page_pcpu_drain right after it) drains count - high once it has
  * lowered the mark, high - high / 8 (decay_pcp_high, mm/page_alloc.c:2425-2430 in 6.12), so
@@ -3801,6 +3865,7 @@ int main(void) {
       cmocka_unit_test(test_pcp_drain_pretrace_pieces),
       cmocka_unit_test(test_pcp_refill_at_event),
       cmocka_unit_test(test_pcp_drains_compared),
+      cmocka_unit_test(test_bulk_alloc_keeps_free_count),
       cmocka_unit_test(test_extfrag_events),
       cmocka_unit_test(test_start_pcp_order),
       cmocka_unit_test(test_start_pcp_inner_first),

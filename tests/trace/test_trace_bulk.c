@@ -84,6 +84,7 @@ static void test_bulk_decode(void **state) {
   assert_int_equal(ev.order, 0);
   assert_int_equal(ev.migratetype, -1);
   assert_int_equal(ev.pid, 77);
+  assert_int_equal(ev.bulk, 1); /* no mm_page_alloc: no free_count halving either */
   /* the call's mask, GFP_KERNEL | __GFP_MOVABLE in 6.12's bits (0xcc0 | 0x8:
    * include/linux/gfp_types.h:30, :68, :378), is no event; the pages taken on its CPU are
    * allocations of it, Movable (gfp_migratetype) */

@@ -158,6 +158,89 @@ static void test_round_trip(void **state) {
   free(in);
 }
 
+/* Writes in[0..n) to out in format (a version 3 writer if v3), after bad, which it refuses. */
+static void write_refusing(const char *out, int format, bool v3, const bh_event_t *bad,
+                           const bh_event_t *in, size_t n) {
+  bh_trace_writer_t *w;
+  assert_int_equal(bh_trace_writer_open2(out, format, BH_TRACE_COMP_NONE, "x 1\n", &w), 0);
+  if (v3)
+    assert_int_equal(bh_trace_writer_pcp_events(w), 0);
+  assert_int_equal(bh_trace_write(w, bad), BH_EINVAL);
+  for (size_t i = 0; i < n; i++)
+    assert_int_equal(bh_trace_write(w, &in[i]), 0);
+  assert_int_equal(bh_trace_writer_close(w), 0);
+}
+
+/*
+ * A page alloc_pages_bulk took (bulk=1, from a recording's bulk probe): an allocation read
+ * with or without the pcp events, kept by both native formats at version 3 and written as an
+ * ordinary allocation before it; bulk= on an allocation only, 0 or 1, from version 3.
+ */
+static void test_bulk_flag(void **state) {
+  (void)state;
+  static const char bulk3[] = "# buddyhint-trace 3\n"
+                              "100 A 0x200 0 cpu=1 mt=0 gfp=__GFP_HIGHMEM|__GFP_ZERO bulk=1\n"
+                              "200 A 0x201 0 cpu=1 mt=0\n"
+                              "300 F 0x200 0 cpu=1\n";
+  const char *p = tt_write_str("bulk.txt", bulk3);
+  bh_event_t *in;
+  size_t n;
+  tt_read_counts(p, NULL, &in, &n);
+  assert_int_equal(n, 3);
+  assert_int_equal(in[0].bulk, 1);
+  assert_int_equal(in[1].bulk, 0);
+  static const int formats[] = {BH_TRACE_NATIVE_TEXT, BH_TRACE_NATIVE_BINARY};
+  for (int f = 0; f < 2; f++) {
+    for (int v3 = 0; v3 < 2; v3++) {
+      const char *out = tt_path(f ? "bulk.bht" : "bulk2.txt");
+      bh_event_t bad = in[2];
+      bad.bulk = 1; /* on a free */
+      write_refusing(out, formats[f], v3, &bad, in, n);
+      bh_event_t *back;
+      size_t m;
+      tt_read_counts(out, &(bh_trace_opts_t){.pcp_events = true}, &back, &m);
+      assert_int_equal(m, n);
+      for (size_t i = 0; i < n; i++) {
+        tt_assert_event_equal(&back[i], &in[i]);
+        assert_int_equal(back[i].bulk, v3 ? in[i].bulk : 0);
+      }
+      free(back);
+    }
+  }
+  free(in);
+  /* a binary free record with the bulk flag: malformed */
+  const char *out = tt_path("bulkfree.bht");
+  bh_trace_writer_t *w;
+  assert_int_equal(bh_trace_writer_open2(out, BH_TRACE_NATIVE_BINARY, BH_TRACE_COMP_NONE, NULL, &w),
+                   0);
+  assert_int_equal(bh_trace_writer_pcp_events(w), 0);
+  bh_event_t fr = {
+      .time_ns = 5, .pfn = 0x40, .pid = -1, .cpu = 0, .op = BH_EV_FREE, .migratetype = -1};
+  assert_int_equal(bh_trace_write(w, &fr), 0);
+  assert_int_equal(bh_trace_writer_close(w), 0);
+  size_t len;
+  unsigned char *b = tt_read(out, &len);
+  b[len - 32 + 29] = 0x08; /* the record's flags: BH__TRACE_BIN_BULK */
+  const char *bad_bin = tt_write("bulkfree2.bht", b, len);
+  free(b);
+  bh_trace_t *t;
+  bh_event_t ev;
+  assert_int_equal(bh_trace_open(bad_bin, NULL, &t), 0);
+  assert_int_equal(bh_trace_next(t, &ev), BH_EFORMAT);
+  assert_non_null(strstr(bh_trace_error(t), "reserved bits"));
+  bh_trace_close(t);
+  static const char *const bad[] = {"# buddyhint-trace 3\n300 F 0x208 0 bulk=1\n",
+                                    "# buddyhint-trace 3\n300 A 0x208 0 bulk=2\n",
+                                    "# buddyhint-trace 2\n300 A 0x208 0 bulk=1\n"};
+  static const char *const why[] = {"unknown key 'bulk'", "bad bulk '2'", "unknown key 'bulk'"};
+  for (int i = 0; i < 3; i++) {
+    assert_int_equal(bh_trace_open(tt_write_str("badbulk.txt", bad[i]), NULL, &t), 0);
+    assert_int_equal(bh_trace_next(t, &ev), BH_EFORMAT);
+    assert_non_null(strstr(bh_trace_error(t), why[i]));
+    bh_trace_close(t);
+  }
+}
+
 /* A version 2 binary trace with a pcp record: malformed, as any unknown op. */
 static void test_binary_v2_refuses(void **state) {
   (void)state;
@@ -232,15 +315,9 @@ static void test_vmstat(void **state) {
   static const int formats[] = {BH_TRACE_NATIVE_TEXT, BH_TRACE_NATIVE_BINARY};
   for (int f = 0; f < 2; f++) {
     const char *out = tt_path(f ? "vm.bht" : "vm-out.txt");
-    bh_trace_writer_t *w;
-    assert_int_equal(bh_trace_writer_open2(out, formats[f], BH_TRACE_COMP_NONE, "x 1\n", &w), 0);
-    assert_int_equal(bh_trace_writer_pcp_events(w), 0);
     bh_event_t bad = in[0];
     bad.pfn = 1;
-    assert_int_equal(bh_trace_write(w, &bad), BH_EINVAL);
-    for (size_t i = 0; i < n; i++)
-      assert_int_equal(bh_trace_write(w, &in[i]), 0);
-    assert_int_equal(bh_trace_writer_close(w), 0);
+    write_refusing(out, formats[f], true, &bad, in, n);
     bh_event_t *back;
     size_t m;
     tt_read_counts(out, &(bh_trace_opts_t){.vmstat_events = true}, &back, &m);
@@ -265,8 +342,11 @@ static void test_vmstat(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_ftrace),     cmocka_unit_test(test_native_text),
-      cmocka_unit_test(test_round_trip), cmocka_unit_test(test_binary_v2_refuses),
+      cmocka_unit_test(test_ftrace),
+      cmocka_unit_test(test_native_text),
+      cmocka_unit_test(test_round_trip),
+      cmocka_unit_test(test_bulk_flag),
+      cmocka_unit_test(test_binary_v2_refuses),
       cmocka_unit_test(test_vmstat),
   };
   return cmocka_run_group_tests(tests, tt_setup, tt_teardown);
