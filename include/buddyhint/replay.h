@@ -423,6 +423,9 @@ typedef struct bh_replay_summary {
    * mark as it was, its count that much higher: docs/RESULTS-unseen.md), counted against the
    * mark from then on */
   uint64_t start_pcp_ghost_pages;
+  /* a recording whose zoneinfo does not print high_max (Linux 6.7-6.12): pages the zones' pcp
+   * caps were lowered by where a calibration found the kernel's cap below the arena's */
+  uint64_t pcp_high_max_lowered;
   uint64_t start_unplaced_blocks;   /* counts start: free blocks that found no place */
   uint64_t start_unexplained_pages; /* first allocated by the trace, allocated in the start */
   uint64_t start_repaired_pages;    /* free in the free map, but first freed by the trace: the

@@ -250,6 +250,11 @@ struct bh_arena {
   _Atomic uint64_t pcp_deficit_pages; /* high marks lowered by bh__pcp_deficit's frees */
   _Atomic uint64_t pcp_ghost_pages;   /* of those, counted as pages instead (decay_check) */
   _Atomic uint64_t pcp_drained_pages; /* pages free_pcppages_bulk returned, ever */
+  /* the recorded kernel tunes its pcp marks but its zoneinfo does not print high_max
+   * (bh__pcp_high_max_unknown): a calibration at the cap tells the cap; the pages it lowered
+   * the zones' caps by */
+  bool pcp_cap_unknown;
+  _Atomic uint64_t pcp_cap_lowered;
   bh__hint_hooks_t hint;
   /* Pages discarded by a report and not touched since: set by the reporter, cleared (and
    * counted as refaults) when allocated.  NULL until a reporter is attached. */

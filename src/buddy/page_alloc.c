@@ -933,6 +933,31 @@ static __attribute__((noinline, cold)) int pcp_surplus(bh_zone_t *z, bh__pcp_t *
 }
 
 /*
+ * A calibration lowered pcp's mark, which stood at its cap, to cap (bh__pcp_high_max_unknown):
+ * the kernel's zone_highsize() gave the zone's high_max once, when its pcp lists were set up
+ * (zone_set_pageset_high_and_batch, mm/page_alloc.c:5793-5822 in 6.12; the same for every CPU
+ * of the zone), so the cap is every CPU's.  Not below high_min.  pcp is locked; another CPU's
+ * lock is only tried (taken by nobody else in a replay).
+ */
+static void lower_cap(bh_zone_t *z, bh__pcp_t *pcp, int cap) {
+  bh_arena_t *a = z->arena;
+  if (!a->pcp_cap_unknown || cap >= pcp->high_max || cap < pcp->high_min)
+    return;
+  atomic_fetch_add_explicit(&a->pcp_cap_lowered, (uint64_t)(pcp->high_max - cap),
+                            memory_order_relaxed);
+  for (unsigned c = 0; c < a->cfg.nr_cpus; c++) {
+    bh__pcp_t *p = &z->pcp[c];
+    if (p != pcp && !bh__pcp_trylock(p))
+      continue;
+    p->high_max = cap;
+    if (p->high > cap)
+      p->high = cap;
+    if (p != pcp)
+      bh__pcp_unlock(p);
+  }
+}
+
+/*
  * The order-0 free the trace's first drain after one on this CPU follows (bh__pcp_deficit;
  * after a high-order free a drain shows only that the count reached the mark within that
  * block's pages), before it goes on the lists: if it would leave the count below the high mark
@@ -957,6 +982,8 @@ static __attribute__((noinline, cold)) void pcp_deficit(bh_zone_t *z, bh__pcp_t 
     missing = room;
   if (missing <= 0)
     return;
+  if (high == pcp->high_max) /* at the cap: it is the cap that is lower */
+    lower_cap(z, pcp, high - missing);
   pcp->high = high - missing;
   pcp->lowered += missing;
   atomic_fetch_add_explicit(&z->arena->pcp_deficit_pages, (uint64_t)missing, memory_order_relaxed);
@@ -1936,6 +1963,14 @@ static __attribute__((noinline, cold)) int decay_first(bh_zone_t *z, bh__pcp_t *
     l = pcp->high_min;
   if (l >= h)
     return h;
+  if (pcp->high == pcp->high_max) { /* the cap the kernel's mark decayed from: the least whose
+                                     * decay gives l (decayed_mark) */
+    int cap = l;
+    while (cap - (cap >> 3) < l)
+      cap++;
+    if (decayed_mark(pcp, cap, kernel_count(pcp)) == l)
+      lower_cap(z, pcp, cap);
+  }
   atomic_fetch_add_explicit(&z->arena->pcp_deficit_pages, (uint64_t)(h - l), memory_order_relaxed);
   return l;
 }

@@ -740,6 +740,12 @@ void bh__pcp_free_counts_put(bh_arena_t *a, int cpu, const bh__pcp_free_counts_t
     }
 }
 
+void bh__pcp_high_max_unknown(bh_arena_t *a) { a->pcp_cap_unknown = true; }
+
+uint64_t bh__pcp_high_max_lowered(const bh_arena_t *a) {
+  return atomic_load_explicit(&a->pcp_cap_lowered, memory_order_relaxed);
+}
+
 uint64_t bh__pcp_drained_pages(const bh_arena_t *a) {
   return atomic_load_explicit(&a->pcp_drained_pages, memory_order_relaxed);
 }

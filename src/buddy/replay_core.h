@@ -236,6 +236,18 @@ typedef struct bh__pcp_free_counts {
 BH__INTERNAL void bh__pcp_free_counts_keep(bh_arena_t *a, int cpu, bh__pcp_free_counts_t *k);
 BH__INTERNAL void bh__pcp_free_counts_put(bh_arena_t *a, int cpu, const bh__pcp_free_counts_t *k);
 
+/*
+ * The recorded kernel tunes its pcp high marks, but its zoneinfo does not print high_max
+ * (Linux 6.7 to 6.12 print "high:" alone): the arena's cap is zone_highsize() of the managed
+ * pages now, while the kernel's was computed when its pcp lists were set up, before the init
+ * memory and the initrd were freed, a few hundred pages lower.  From this call on, a
+ * calibration of the start's pcp (bh__pcp_deficit, bh__pcp_decay_first) that lowers a mark
+ * standing at the cap lowers the zone's cap, every CPU's, to it.  Pages it lowered the caps
+ * by: bh__pcp_high_max_lowered.
+ */
+BH__INTERNAL void bh__pcp_high_max_unknown(bh_arena_t *a);
+BH__INTERNAL uint64_t bh__pcp_high_max_lowered(const bh_arena_t *a);
+
 /* Pages the pcp lists have returned to the buddy lists since the arena was made (every drain:
  * a free over the high mark, a decay, a drain of all). */
 BH__INTERNAL uint64_t bh__pcp_drained_pages(const bh_arena_t *a);

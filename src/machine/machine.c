@@ -3,7 +3,7 @@
  * files a snapshot holds, which the kernel prints in mm/vmstat.c: buddyinfo (frag_show_print),
  * pagetypeinfo (pagetypeinfo_showfree_print, pagetypeinfo_showblockcount_print) and zoneinfo
  * (zoneinfo_show_print).  The parsers take the formats of Linux 5.x to 6.18: zoneinfo's
- * "promo" line (6.0+), the pagesets' high_min/high_max (6.7+), pagetypeinfo with or without a
+ * "promo" line (6.0+), the pagesets' high_min/high_max (after 6.12), pagetypeinfo with or without a
  * CMA column, several nodes (pagetypeinfo repeats its header per node).
  */
 #include "machine/machine_internal.h"

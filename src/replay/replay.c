@@ -2370,6 +2370,8 @@ static int setup(struct replay *r, const struct scan *sc) {
     return err;
   }
   const bh_config_t *made = bh_arena_config(r->arena);
+  if (r->shape && made->pcp_high_tuning && !made->pcp_high && !bh__rm_high_max_printed(&r->rm))
+    bh__pcp_high_max_unknown(r->arena); /* the cap, zoneinfo's high_max, is the arena's guess */
   r->nr_pages = bh_arena_pages(r->arena);
   r->nr_cpus = made->nr_cpus;
   r->sim = made->backing == BH_BACKING_SIM;
@@ -2762,10 +2764,11 @@ COLD static void vmstat_event(struct replay *r, const bh_event_t *ev) {
  * block's 512 pages: until its first drain after an order-0 free a CPU goes on calibrating,
  * its frees a drain follows (drain_frees) let drain, the mark lowered where the replay's
  * would not, every other kept below it.  Allocator placement only, where the trace has pcp
- * events and the start hidden pages.
+ * events and the start's pcp lists come from zoneinfo: with hidden pages or without, for
+ * zoneinfo's mark may be off from the kernel's at the trace's first drain all the same.
  */
 COLD static void calibrate_setup(struct replay *r, const struct scan *sc) {
-  r->calib_live = r->shape && !r->place_trace && sc->pcp_events && r->s->start_pcp_hidden_pages;
+  r->calib_live = r->shape && !r->place_trace && sc->pcp_events && !r->s->start_pcp_trace;
   memcpy(r->calib_until, sc->calib_until, sizeof(r->calib_until));
   memcpy(r->decay, sc->decay, sizeof(r->decay));
   memcpy(r->check, sc->check, sizeof(r->check));
@@ -3054,6 +3057,7 @@ static int play(struct replay *r, const struct scan *sc) {
   s->start_pcp_surplus_pages = bh__pcp_surplus_pages(r->arena);
   s->start_pcp_deficit_pages = bh__pcp_deficit_pages(r->arena);
   s->start_pcp_ghost_pages = bh__pcp_ghost_pages(r->arena);
+  s->pcp_high_max_lowered = bh__pcp_high_max_lowered(r->arena);
   if (r->progress)
     fprintf(stderr, "\n");
   if (err < 0) {
@@ -3688,6 +3692,7 @@ int bh_replay_summary_json(const bh_replay_summary_t *s, FILE *f, int indent) {
   ju64(&w, "start_pcp_surplus_pages", s->start_pcp_surplus_pages);
   ju64(&w, "start_pcp_deficit_pages", s->start_pcp_deficit_pages);
   ju64(&w, "start_pcp_ghost_pages", s->start_pcp_ghost_pages);
+  ju64(&w, "pcp_high_max_lowered", s->pcp_high_max_lowered);
   ju64(&w, "start_unplaced_blocks", s->start_unplaced_blocks);
   ju64(&w, "start_unexplained_pages", s->start_unexplained_pages);
   ju64(&w, "start_repaired_pages", s->start_repaired_pages);

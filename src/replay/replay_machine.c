@@ -235,10 +235,11 @@ static int release_at_least(const bh_machine_info_t *in, unsigned major, unsigne
 }
 
 /*
- * Whether the recorded kernel tunes its pcp high marks (Linux 6.7 and later: high_min and
- * high_max in zoneinfo's pagesets, nr_pcp_high and decay_pcp_high) or keeps one fixed mark
- * (6.1's pageset_update, zone_highsize() of the low watermark, which is 6.12's high_min).  By
- * its release where the description has one, else by whether its zoneinfo prints high_max.
+ * Whether the recorded kernel tunes its pcp high marks (Linux 6.7 and later: nr_pcp_high and
+ * decay_pcp_high between high_min and high_max, which zoneinfo prints after 6.12) or keeps one
+ * fixed mark (6.1's pageset_update, zone_highsize() of the low watermark, which is 6.12's
+ * high_min).  By its release where the description has one, else by whether its zoneinfo prints
+ * high_max.
  */
 bool bh__rm_kernel_tunes_pcp_high(const bh_machine_info_t *in) {
   int at = release_at_least(in, 6, 7);
@@ -258,6 +259,14 @@ bool bh__rm_kernel_tunes_pcp_high(const bh_machine_info_t *in) {
  */
 bool bh__rm_kernel_raises_free_high(const bh_machine_info_t *in) {
   return release_at_least(in, 6, 16) == 1;
+}
+
+bool bh__rm_high_max_printed(const bh__rmachine_t *rm) {
+  const bh_machine_info_t *in = rm->m ? bh_machine_info(rm->m) : NULL;
+  for (int i = 0; in && i < in->nr_zones; i++)
+    if (in->zones[i].pcp_high_max)
+      return true;
+  return false;
 }
 
 bool bh__rm_bulk_unprobed(const bh__rmachine_t *rm) {

@@ -3058,6 +3058,178 @@ static void test_start_pcp_surplus(void **state) {
   bh_arena_destroy(a);
 }
 
+/* A crafted arena's Normal zone (pcp_open); then n of its Movable pages allocated before the
+ * trace, as the quiet map leaves them, and the machine description with no pcp page counted
+ * and CPU 0's and 1's high mark as given (pcp_pages). */
+struct pcp_fixture {
+  bh_arena_t *a;
+  const bh_zone_t *z;
+  char q[4096];
+  bool *quiet;
+  uint64_t *pages;
+  char *zi, *desc;
+};
+
+static void pcp_open(struct pcp_fixture *f) {
+  memset(f, 0, sizeof(*f));
+  f->a = crafted_arena();
+  f->z = &f->a->zones[f->a->nr_zones - 1];
+  f->quiet = quiet_map(f->a, f->z, f->q, sizeof(f->q));
+}
+
+static void pcp_pages(struct pcp_fixture *f, long n, long high0, long high1) {
+  f->pages = allocated_movable(f->a, f->z, f->quiet, (size_t)n);
+  long count[2] = {0, 0}, high[2] = {high0, high1};
+  f->zi = zoneinfo_pagesets(f->a, count, high);
+  f->desc = describe_zi(f->a, false, f->q, NULL, f->zi);
+}
+
+static void pcp_close(struct pcp_fixture *f) {
+  free(f->pages);
+  free(f->quiet);
+  free(f->desc);
+  free(f->zi);
+  bh_arena_destroy(f->a);
+}
+
+/*
+ * The mark calibrated with no hidden page: zoneinfo counts none on CPU 0 (the trace shows
+ * none either) and gives its mark as H + 3 (tuned; H = high_min); the trace's first drain
+ * follows the H-th order-0 free, so the kernel's mark was H or its count 3 higher (item 10's
+ * rule: start_pcp_deficit_pages 3), and that free drains clamp(H, batch, H - batch) pages
+ * (nr_pcp_free, mm/page_alloc.c:2603-2626 in 6.12), the oldest first: the drains alike
+ * (pcp_drains).  Not calibrated, the replay's count stays 3 short of its mark: no drain.
+ */
+static void test_start_pcp_deficit_unhidden(void **state) {
+  (void)state;
+  struct pcp_fixture x;
+  pcp_open(&x);
+  long h = (long)x.z->pcp_high_min, batch = (long)x.z->pcp_batch, drained = nr_free(h, batch, h);
+  assert_true((long)x.z->pcp_high_max >= h + 3 && h < batch << 5);
+  pcp_pages(&x, h, h + 3, 0);
+  const uint64_t *pages = x.pages;
+  size_t len = 256 + 48 * (size_t)(h + drained), n = 0;
+  char *lines = malloc(len);
+  assert_non_null(lines);
+  n += (size_t)snprintf(lines + n, len - n, "# buddyhint-trace 3\n");
+  for (long f = 0; f < h; f++)
+    n += (size_t)snprintf(lines + n, len - n, "%ld F %#lx 0 cpu=0\n", 1000 + 10 * f,
+                          (unsigned long)pages[f]);
+  for (long d = 0; d < drained; d++)
+    n += (size_t)snprintf(lines + n, len - n, "%ld D %#lx 0 cpu=0 mt=1\n", 1000 + 10 * h + d,
+                          (unsigned long)pages[d]);
+  bh_replay_config_t cfg =
+      config_of(write_trace3("unhidden.bht", BH_TRACE_NATIVE_BINARY, x.desc, lines));
+  cfg.pcp_high_tuning = 1;
+  bh_replay_summary_t s;
+  replay(&cfg, &s);
+  assert_int_equal(s.start_pcp_hidden_pages, 0);
+  assert_int_equal(s.start_pcp_deficit_pages, 3);
+  assert_int_equal(s.drains.kernel, 1);
+  assert_int_equal(s.drains.same, 1);
+  assert_true(s.drains.first_time_s < 0);
+  free(lines);
+  pcp_close(&x);
+}
+
+/*
+ * The cap, where zoneinfo does not print it (6.12 prints "high:" alone, mm/vmstat.c:1795-1805).
+ * Both CPUs' marks stand at the arena's cap C (zone_highsize() of the managed pages now), no
+ * page counted.  Each CPU frees C - 100 pages and the trace's first drain follows the last:
+ * the kernel's mark was 100 lower.  At the cap that is the cap: the kernel set high_max once
+ * for the zone, every CPU's (zone_set_pageset_high_and_batch, mm/page_alloc.c:5793-5822), so
+ * CPU 0's drain lowers it for CPU 1 too (pcp_high_max_lowered 100), whose drain then needs no
+ * lowering of its own (start_pcp_deficit_pages 100).  Where zoneinfo prints high_max, the cap
+ * is known: each CPU's mark is lowered, the cap stays (deficit 200, lowered 0).
+ */
+static void test_start_pcp_cap(void **state) {
+  (void)state;
+  struct pcp_fixture x;
+  pcp_open(&x);
+  long cap = (long)x.z->pcp_high_max, k = cap - 100;
+  assert_true(k > (long)x.z->pcp_high_min);
+  pcp_pages(&x, 2 * k, cap, cap);
+  const uint64_t *pages = x.pages;
+  const char *zi = x.zi;
+  /* the same with the pagesets' high_min and high_max after CPU 0's batch (as 6.18 prints) */
+  const char *normal = strstr(zi, "zone   Normal"),
+             *b = normal ? strstr(normal, "\n              batch:") : NULL;
+  assert_non_null(b);
+  b = strchr(b + 1, '\n');
+  size_t zl = strlen(zi) + 128;
+  char *zi_max = malloc(zl);
+  assert_non_null(zi_max);
+  snprintf(zi_max, zl, "%.*s\n              high_min: %u\n              high_max: %ld%s",
+           (int)(b - zi), zi, x.z->pcp_high_min, cap, b);
+  size_t len = 256 + 48 * (size_t)(2 * k + 2);
+  char *lines = malloc(len);
+  assert_non_null(lines);
+  size_t n = (size_t)snprintf(lines, len, "# buddyhint-trace 3\n");
+  for (int c = 0; c < 2; c++) {
+    for (long f = 0; f < k; f++)
+      n += (size_t)snprintf(lines + n, len - n, "%ld F %#lx 0 cpu=%d\n", 1000 + 10 * (f + c * k),
+                            (unsigned long)pages[f + c * k], c);
+    n += (size_t)snprintf(lines + n, len - n, "%ld D %#lx 0 cpu=%d mt=1\n",
+                          1005 + 10 * (c * k + k - 1), (unsigned long)pages[c * k],
+                          c); /* the list's tail */
+  }
+  for (int printed = 0; printed < 2; printed++) {
+    char *desc = describe_zi(x.a, false, x.q, NULL, printed ? zi_max : zi);
+    bh_replay_config_t cfg = config_of(
+        write_trace3(printed ? "cap1.bht" : "cap0.bht", BH_TRACE_NATIVE_BINARY, desc, lines));
+    cfg.pcp_high_tuning = 1;
+    bh_replay_summary_t s;
+    replay(&cfg, &s);
+    assert_int_equal(s.start_pcp_hidden_pages, 0);
+    assert_int_equal(s.pcp_high_max_lowered, printed ? 0 : 100);
+    assert_int_equal(s.start_pcp_deficit_pages, printed ? 200 : 100);
+    free(desc);
+  }
+  free(lines);
+  free(zi_max);
+  pcp_close(&x);
+}
+
+/*
+ * The cap told by a decay: CPU 0's mark stands at the arena's cap C, and its first drain is
+ * the vmstat worker's decay, which lowers the mark to high - high / 8 and drains the count
+ * above it (decay_pcp_high, mm/page_alloc.c:2425-2440 in 6.12).  The count is that of the
+ * kernel's cap C' = C - 100 decayed, plus 50, and the decay drains 50: the replay's would
+ * drain nothing.  The least mark that decays to the kernel's is the cap: pcp_high_max_lowered
+ * C - C' (item 15's lowering, told as the zone's cap).
+ */
+static void test_start_pcp_cap_decay(void **state) {
+  (void)state;
+  struct pcp_fixture x;
+  pcp_open(&x);
+  long cap = (long)x.z->pcp_high_max, kcap = cap - 100, l = kcap - (kcap >> 3), nfree = l + 50;
+  while (kcap - 1 - ((kcap - 1) >> 3) >= l) /* the least mark that decays to l */
+    kcap--;
+  assert_true(l > (long)x.z->pcp_high_min && nfree < cap);
+  pcp_pages(&x, nfree, cap, 0);
+  const uint64_t *pages = x.pages;
+  size_t len = 256 + 48 * (size_t)(nfree + 52), n = 0;
+  char *lines = malloc(len);
+  assert_non_null(lines);
+  n += (size_t)snprintf(lines + n, len - n, "# buddyhint-trace 3\n");
+  for (long f = 0; f < nfree; f++)
+    n += (size_t)snprintf(lines + n, len - n, "%ld F %#lx 0 cpu=0\n", 1000 + 10 * f,
+                          (unsigned long)pages[f]);
+  n += (size_t)snprintf(lines + n, len - n, "%ld V 0x0 0 cpu=0\n", 1000 + 10 * nfree);
+  for (long d = 0; d < 50; d++) /* the oldest first */
+    n += (size_t)snprintf(lines + n, len - n, "%ld D %#lx 0 cpu=0 mt=1\n", 1001 + 10 * nfree + d,
+                          (unsigned long)pages[d]);
+  bh_replay_config_t cfg =
+      config_of(write_trace3("capdecay.bht", BH_TRACE_NATIVE_BINARY, x.desc, lines));
+  cfg.pcp_high_tuning = 1;
+  bh_replay_summary_t s;
+  replay(&cfg, &s);
+  assert_int_equal(s.pcp_high_max_lowered, cap - kcap);
+  assert_int_equal(s.drains.same, 1);
+  free(lines);
+  pcp_close(&x);
+}
+
 /*
  * Mark or count, told apart by a decay.  zoneinfo's mark for CPU 0 is H + 16 (tuned; H =
  * high_min), its count 12, all hidden; the trace's first drain follows the (H - 12)th order-0
@@ -3146,18 +3318,14 @@ static void test_start_pcp_decay_check(void **state) {
  */
 static void test_bulk_alloc_keeps_free_count(void **state) {
   (void)state;
-  bh_arena_t *a = crafted_arena();
-  const bh_zone_t *z = &a->zones[a->nr_zones - 1]; /* Normal */
-  long h = (long)z->pcp_high_min, batch = (long)z->pcp_batch;
+  struct pcp_fixture x;
+  pcp_open(&x);
+  long h = (long)x.z->pcp_high_min, batch = (long)x.z->pcp_batch;
   long kept = nr_free((h - 1) / 2 + 3, batch, h), halved = nr_free((h - 1) / 4 + 3, batch, h);
   assert_true(kept != halved);
-  char q[4096];
-  bool *quiet = quiet_map(a, z, q, sizeof(q));
   size_t nfree = (size_t)h + 2;
-  uint64_t *pages = allocated_movable(a, z, quiet, nfree);
-  long count[2] = {0, 0}, high[2] = {h, 0};
-  char *zi = zoneinfo_pagesets(a, count, high);
-  char *desc = describe_zi(a, false, q, NULL, zi);
+  pcp_pages(&x, (long)nfree, h, 0);
+  const uint64_t *pages = x.pages;
   for (int bulk = 0; bulk < 2; bulk++) {
     size_t len = 256 + 64 * (nfree + (size_t)kept + 4), n = 0, t = 1000;
     char *lines = malloc(len);
@@ -3179,7 +3347,7 @@ static void test_bulk_alloc_keeps_free_count(void **state) {
                             (unsigned long)pages[d]);
     char name[64];
     snprintf(name, sizeof(name), "bulk%d.bht", bulk);
-    bh_replay_config_t cfg = config_of(write_trace3(name, BH_TRACE_NATIVE_BINARY, desc, lines));
+    bh_replay_config_t cfg = config_of(write_trace3(name, BH_TRACE_NATIVE_BINARY, x.desc, lines));
     bh_replay_summary_t s;
     replay(&cfg, &s);
     assert_true(s.drains.present);
@@ -3192,11 +3360,7 @@ static void test_bulk_alloc_keeps_free_count(void **state) {
     }
     free(lines);
   }
-  free(pages);
-  free(quiet);
-  free(desc);
-  free(zi);
-  bh_arena_destroy(a);
+  pcp_close(&x);
 }
 
 /*
@@ -3865,6 +4029,9 @@ int main(void) {
       cmocka_unit_test(test_pcp_drain_pretrace_pieces),
       cmocka_unit_test(test_pcp_refill_at_event),
       cmocka_unit_test(test_pcp_drains_compared),
+      cmocka_unit_test(test_start_pcp_deficit_unhidden),
+      cmocka_unit_test(test_start_pcp_cap),
+      cmocka_unit_test(test_start_pcp_cap_decay),
       cmocka_unit_test(test_bulk_alloc_keeps_free_count),
       cmocka_unit_test(test_extfrag_events),
       cmocka_unit_test(test_start_pcp_order),
