@@ -243,9 +243,10 @@ if bounded 120 "record --pcp-events" "$BH" record --pcp-events -o pcp.bht -- "$W
   # a replay reads them: as many as the section has lines, all in the machine's zones
   ce_read=$(pnum start_pcp_count_events)
   [ "$ce_read" = "$ce_n" ] || fail "the replay read $ce_read count events of $ce_n"
-  # the kernel's blocks compare no drains; the arena's compare its drains with the kernel's:
-  # the workload's frees drained (its 128 MiB pass every pcp list's high mark), and no more
-  # moments alike than either side drained at
+  # the kernel's blocks compare no drains; the arena's compare its drains with the kernel's
+  # (how many there are depends on the machine's pcp marks and on what else runs: a large
+  # machine's marks take more than the workload's 128 MiB), no more moments alike than
+  # either side drained at
   grep -q '"pcp_drains": null' pcp.json || fail "placement trace: pcp_drains not null"
   bounded 180 "replay of the pcp trace" "$BH" replay pcp.bht --backing sim --check-every 1000000 \
     --json pcpa.json >pcpa.out || fail "replay of the pcp trace: exit $?"
@@ -253,7 +254,7 @@ if bounded 120 "record --pcp-events" "$BH" record --pcp-events -o pcp.bht -- "$W
     grep -o '[0-9][0-9]*' | tr '\n' ' ')
   read -r dk dr ds <<<"$drains"
   echo "pcp drains: kernel $dk, replay $dr, alike $ds; $(grep '^pcp drains' pcpa.out)"
-  [ -n "$ds" ] && [ "$dk" -gt 0 ] && [ "$ds" -le "$dk" ] && [ "$ds" -le "$dr" ] ||
+  [ -n "$ds" ] && [ "$ds" -le "$dk" ] && [ "$ds" -le "$dr" ] ||
     fail "pcp_drains: kernel '$dk', replay '$dr', same '$ds'"
   grep -q '^pcp drains   ' pcpa.out || fail "no pcp drains line in the summary"
 else
