@@ -309,6 +309,42 @@ static unsigned rounddown_pow2(unsigned x) {
   return r;
 }
 
+/* zone_highsize's nr_split_cpus: the CPUs local to the zone's node (slot s belongs to node
+ * s % nr_nodes) plus cpu_online (0) */
+static unsigned zone_cpus(const bh_arena_t *a, const bh_zone_t *z) {
+  unsigned cpus = 0;
+  for (unsigned c = 0; c < a->cfg.nr_cpus; c++)
+    cpus += (int)(c % a->cfg.nr_nodes) == z->node;
+  return cpus ? cpus : a->cfg.nr_cpus;
+}
+
+void bh__pcp_boot_cap(bh_arena_t *a, uint64_t freed_pages) {
+  bh_zone_t *z = NULL;
+  for (int t = BH_ZONE_DMA32; !z && t <= BH_ZONE_NORMAL; t++)
+    for (int i = 0; !z && i < a->nr_zones; i++)
+      if (a->zones[i].node == 0 && a->zones[i].type == t && a->zones[i].pcp)
+        z = &a->zones[i];
+  if (!a->pcp_cap_unknown || !z || freed_pages >= z->managed_pages)
+    return;
+  uint64_t cap = (z->managed_pages - freed_pages) / 8 / zone_cpus(a, z);
+  if (cap < 4ull * z->pcp_batch)
+    cap = 4ull * z->pcp_batch;
+  for (unsigned c = 0; c < a->cfg.nr_cpus; c++) /* not below a mark the start shows */
+    if (z->pcp[c].high > 0 && (uint64_t)z->pcp[c].high > cap)
+      cap = (uint64_t)z->pcp[c].high;
+  if (cap >= z->pcp_high_max || cap < z->pcp_high_min)
+    return;
+  atomic_fetch_add_explicit(&a->pcp_cap_lowered, z->pcp_high_max - cap, memory_order_relaxed);
+  for (unsigned c = 0; c < a->cfg.nr_cpus; c++) {
+    bh__pcp_t *pcp = &z->pcp[c];
+    bh__pcp_lock(pcp);
+    pcp->high_max = (int)cap;
+    if (pcp->high > (int)cap)
+      pcp->high = (int)cap;
+    bh__pcp_unlock(pcp);
+  }
+}
+
 /* zone_batchsize, and zone_highsize for high_min (low watermark) and high_max (managed/8). */
 static void setup_pcp_sizes(bh_arena_t *a, bh_zone_t *z) {
   unsigned batch = a->cfg.pcp_batch;
@@ -323,12 +359,7 @@ static void setup_pcp_sizes(bh_arena_t *a, bh_zone_t *z) {
     if (batch < 1)
       batch = 1;
   }
-  /* CPUs local to the node (slot s belongs to node s % nr_nodes) + cpu_online adjust (0) */
-  unsigned cpus = 0;
-  for (unsigned c = 0; c < a->cfg.nr_cpus; c++)
-    cpus += (int)(c % a->cfg.nr_nodes) == z->node;
-  if (!cpus)
-    cpus = a->cfg.nr_cpus;
+  unsigned cpus = zone_cpus(a, z);
   uint64_t hmin = z->watermark[BH__WMARK_LOW] / cpus, hmax = z->managed_pages / 8 / cpus;
   if (hmin < 4ull * batch)
     hmin = 4ull * batch;

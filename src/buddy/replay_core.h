@@ -246,6 +246,14 @@ BH__INTERNAL void bh__pcp_free_counts_put(bh_arena_t *a, int cpu, const bh__pcp_
  * by: bh__pcp_high_max_lowered.
  */
 BH__INTERNAL void bh__pcp_high_max_unknown(bh_arena_t *a);
+/*
+ * The cap from the recording's kernel log (its "record" section's boot_freed_kb): the pages
+ * freed after the pcp lists were set up, taken off the managed pages of the zone that holds
+ * the kernel image and the initrd (DMA32 where there is one, else Normal; node 0) before
+ * zone_highsize() (mm/page_alloc.c:5680-5723 in 6.12), not below a mark the start shows.
+ * After the start state is populated; with bh__pcp_high_max_unknown only.
+ */
+BH__INTERNAL void bh__pcp_boot_cap(bh_arena_t *a, uint64_t freed_pages);
 BH__INTERNAL uint64_t bh__pcp_high_max_lowered(const bh_arena_t *a);
 
 /* Pages the pcp lists have returned to the buddy lists since the arena was made (every drain:

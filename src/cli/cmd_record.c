@@ -803,9 +803,16 @@ restore_signals:
   bh_cli_rec_window(machine, &cp.lo, &cp.hi);
   /* with the pcp events, whether the pages alloc_pages_bulk takes are in the trace: a replay
    * infers them from the pcp lists' order where they are not (--untraced-allocs lists) */
-  if (machine && pcp_events &&
-      bh_machine_set_section(machine, "record",
-                             tr.bulk_system[0] ? "bulk_probes 1\n" : "bulk_probes 0\n")) {
+  /* and what the kernel freed after its pcp lists were set up (a 6.12 zoneinfo does not
+   * print high_max, which a replay computes from it) */
+  char rec_section[96] = "";
+  long long boot_kb = machine ? bh_cli_rec_boot_freed_kb() : -1;
+  if (pcp_events)
+    snprintf(rec_section, sizeof(rec_section), "bulk_probes %d\n", tr.bulk_system[0] ? 1 : 0);
+  if (boot_kb >= 0)
+    snprintf(rec_section + strlen(rec_section), sizeof(rec_section) - strlen(rec_section),
+             "boot_freed_kb %lld\n", boot_kb);
+  if (machine && rec_section[0] && bh_machine_set_section(machine, "record", rec_section)) {
     fprintf(stderr, "buddyhint record: out of memory\n");
     goto cleanup;
   }

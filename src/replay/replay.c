@@ -2389,6 +2389,9 @@ static int setup(struct replay *r, const struct scan *sc) {
                           r->errlen);
     if (err)
       return err;
+    long long boot_kb = bh__rm_boot_freed_kb(&r->rm);
+    if (boot_kb >= 0) /* the cap as the recorded kernel set it, where zoneinfo does not say */
+      bh__pcp_boot_cap(r->arena, (uint64_t)boot_kb >> (BH_PAGE_SHIFT - 10));
     bh__take_rank_set(r->arena, r->take_rank, r->take_rank_n);
     r->place_trace = cfg->placement == BH_PLACEMENT_TRACE;
     r->pcp_trace = r->place_trace && sc->pcp_events;

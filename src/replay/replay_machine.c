@@ -269,6 +269,16 @@ bool bh__rm_high_max_printed(const bh__rmachine_t *rm) {
   return false;
 }
 
+long long bh__rm_boot_freed_kb(const bh__rmachine_t *rm) {
+  const char *t = rm->m ? bh_machine_section(rm->m, "record") : NULL;
+  for (const char *l = t; l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+    long long v;
+    if (sscanf(l, "boot_freed_kb %lld", &v) == 1 && v >= 0)
+      return v;
+  }
+  return -1;
+}
+
 bool bh__rm_bulk_unprobed(const bh__rmachine_t *rm) {
   const char *t = rm->m ? bh_machine_section(rm->m, "record") : NULL;
   for (const char *l = t; l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {

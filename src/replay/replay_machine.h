@@ -95,6 +95,9 @@ bool bh__rm_kernel_tunes_pcp_high(const bh_machine_info_t *in);
 /* Whether the recording says it was made without record's alloc_pages_bulk probes (its
  * "record" section: bulk_probes 0), so that the allocations they show are not in it. */
 bool bh__rm_bulk_unprobed(const bh__rmachine_t *rm);
+/* The record section's boot_freed_kb (record: the KiB the kernel's log freed after mem_init),
+ * or -1. */
+long long bh__rm_boot_freed_kb(const bh__rmachine_t *rm);
 /* Whether the recording's zoneinfo prints the pagesets' high_max (6.12's does not,
  * mm/vmstat.c:1795-1805; 6.18's does). */
 bool bh__rm_high_max_printed(const bh__rmachine_t *rm);

@@ -3231,6 +3231,50 @@ static void test_start_pcp_cap_decay(void **state) {
 }
 
 /*
+ * The cap from the kernel's log: the recording's "record" section says how many KiB the
+ * kernel freed after mem_init (record's boot_freed_kb), after its pcp lists were set up; the
+ * kernel's zone_highsize() saw the managed pages without them (mm/page_alloc.c:5680-5723 in
+ * 6.12).  They come off the zone that holds the kernel image and the initrd, DMA32: its cap is
+ * ((managed - freed) / 8) / CPUs, 100 pages below the arena's (pcp_high_max_lowered 100).  No
+ * such line: the cap stays.
+ */
+static void test_start_pcp_boot_cap(void **state) {
+  (void)state;
+  struct pcp_fixture x;
+  pcp_open(&x);
+  pcp_pages(&x, 1, 0, 0);
+  const bh_zone_t *z32 = NULL;
+  for (int i = 0; i < x.a->nr_zones; i++)
+    if (x.a->zones[i].type == BH_ZONE_DMA32)
+      z32 = &x.a->zones[i];
+  assert_non_null(z32);
+  uint64_t cpus = bh_arena_config(x.a)->nr_cpus, freed = 800 * cpus; /* pages */
+  uint64_t cap = (z32->managed_pages - freed) / 8 / cpus;
+  assert_true(z32->pcp_high_max == z32->managed_pages / 8 / cpus && cap > z32->pcp_high_min);
+  char lines[128];
+  snprintf(lines, sizeof(lines), "# buddyhint-trace 3\n1000 F %#lx 0 cpu=0\n",
+           (unsigned long)x.pages[0]);
+  const char *end = strstr(x.desc, "@end");
+  assert_non_null(end);
+  size_t dl = strlen(x.desc) + 128;
+  char *withlog = malloc(dl);
+  assert_non_null(withlog);
+  snprintf(withlog, dl, "%.*s@record 1\nboot_freed_kb %lu\n%s", (int)(end - x.desc), x.desc,
+           (unsigned long)(freed * 4), end);
+  for (int variant = 0; variant < 2; variant++) {
+    bh_replay_config_t cfg =
+        config_of(write_trace3(variant ? "bootcap1.bht" : "bootcap0.bht", BH_TRACE_NATIVE_BINARY,
+                               variant ? withlog : x.desc, lines));
+    cfg.pcp_high_tuning = 1;
+    bh_replay_summary_t s;
+    replay(&cfg, &s);
+    assert_int_equal(s.pcp_high_max_lowered, variant ? z32->pcp_high_max - cap : 0);
+  }
+  free(withlog);
+  pcp_close(&x);
+}
+
+/*
  * Mark or count, told apart by a decay.  zoneinfo's mark for CPU 0 is H + 16 (tuned; H =
  * high_min), its count 12, all hidden; the trace's first drain follows the (H - 12)th order-0
  * free, where the replay's count is H: 16 short, so the mark is lowered to H (item 10's rule,
@@ -4032,6 +4076,7 @@ int main(void) {
       cmocka_unit_test(test_start_pcp_deficit_unhidden),
       cmocka_unit_test(test_start_pcp_cap),
       cmocka_unit_test(test_start_pcp_cap_decay),
+      cmocka_unit_test(test_start_pcp_boot_cap),
       cmocka_unit_test(test_bulk_alloc_keeps_free_count),
       cmocka_unit_test(test_extfrag_events),
       cmocka_unit_test(test_start_pcp_order),

@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/klog.h>
 #include <unistd.h>
 
 /* The trace clock now, from the instance's per_cpu/cpu0/stats ("now ts: 1859.349865"). */
@@ -116,6 +117,43 @@ int bh_cli_rec_describe(const char *verb, const bh_machine_t *m, bh_trace_writer
     fprintf(stderr, "buddyhint %s: cannot store the machine description: %s\n", verb,
             bh_strerror(rc));
   return rc ? -1 : 0;
+}
+
+long long bh_cli_rec_boot_freed_kb_of(const char *log, size_t len) {
+  long long kb = -1;
+  for (size_t at = 0; at < len;) {
+    const char *l = log + at, *nl = memchr(l, '\n', len - at);
+    size_t n = nl ? (size_t)(nl - l) : len - at;
+    at += n + 1;
+    char line[512];
+    if (n >= sizeof(line))
+      continue;
+    memcpy(line, l, n);
+    line[n] = '\0';
+    if (strstr(line, "] Memory: ")) { /* mem_init: the count starts after it */
+      kb = 0;
+      continue;
+    }
+    const char *f = strstr(line, "] Freeing "), *m = f ? strstr(f, " memory: ") : NULL;
+    char *end;
+    long long v = m ? strtoll(m + 9, &end, 10) : -1;
+    if (kb >= 0 && m && v >= 0 && end > m + 9 && *end == 'K')
+      kb += v;
+  }
+  return kb;
+}
+
+long long bh_cli_rec_boot_freed_kb(void) {
+  int size = klogctl(10, NULL, 0); /* SYSLOG_ACTION_SIZE_BUFFER */
+  if (size <= 0)
+    return -1;
+  char *buf = malloc((size_t)size);
+  if (!buf)
+    return -1;
+  int n = klogctl(3, buf, size); /* SYSLOG_ACTION_READ_ALL: the buffer as it is, unread */
+  long long kb = n > 0 ? bh_cli_rec_boot_freed_kb_of(buf, (size_t)n) : -1;
+  free(buf);
+  return kb;
 }
 
 void bh_cli_rec_window(const bh_machine_t *m, uint64_t *lo, uint64_t *hi) {

@@ -28,4 +28,16 @@ void bh_cli_rec_window(const bh_machine_t *m, uint64_t *lo, uint64_t *hi);
 /* Stores m in the writer's header (before its first event).  0, or -1 after a message. */
 int bh_cli_rec_describe(const char *verb, const bh_machine_t *m, bh_trace_writer_t *w);
 
+/*
+ * The KiB the kernel's log says it freed after its "Memory:" line (mem_init's): its
+ * "Freeing ... memory: NK" lines (SMP alternatives, the initrd, the init sections), freed
+ * after the pcp lists were set up, when zone_highsize() fixed each zone's high_max from the
+ * managed pages of then.  -1 where the log cannot be read (no CAP_SYSLOG) or no longer holds
+ * the boot's lines.
+ */
+long long bh_cli_rec_boot_freed_kb(void);
+
+/* The same from a log's text (len bytes, lines as klogctl gives them), for the tests. */
+long long bh_cli_rec_boot_freed_kb_of(const char *log, size_t len);
+
 #endif
