@@ -332,17 +332,8 @@ void bh__pcp_boot_cap(bh_arena_t *a, uint64_t freed_pages) {
   for (unsigned c = 0; c < a->cfg.nr_cpus; c++) /* not below a mark the start shows */
     if (z->pcp[c].high > 0 && (uint64_t)z->pcp[c].high > cap)
       cap = (uint64_t)z->pcp[c].high;
-  if (cap >= z->pcp_high_max || cap < z->pcp_high_min)
-    return;
-  atomic_fetch_add_explicit(&a->pcp_cap_lowered, z->pcp_high_max - cap, memory_order_relaxed);
-  for (unsigned c = 0; c < a->cfg.nr_cpus; c++) {
-    bh__pcp_t *pcp = &z->pcp[c];
-    bh__pcp_lock(pcp);
-    pcp->high_max = (int)cap;
-    if (pcp->high > (int)cap)
-      pcp->high = (int)cap;
-    bh__pcp_unlock(pcp);
-  }
+  if (cap < (uint64_t)z->pcp[0].high_max && cap >= z->pcp_high_min)
+    bh__zone_cap_lower(z, NULL, (int)cap);
 }
 
 /* zone_batchsize, and zone_highsize for high_min (low watermark) and high_max (managed/8). */

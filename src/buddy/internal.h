@@ -447,6 +447,10 @@ enum {
 /* page_alloc.c */
 BH__INTERNAL int bh__build_gfp_ctx(bh_arena_t *a);
 BH__INTERNAL void bh__free_one_page(bh_zone_t *z, uint64_t pfn, unsigned order, int mt, int fpi);
+/* The zone's pcp cap (every CPU's high_max, marks above it lowered to it) lowered to cap, below
+ * high_max and not below high_min, counted in pcp_cap_lowered.  held: a pcp whose lock the
+ * caller holds, or NULL; another CPU's lock is only tried (taken by nobody else in a replay). */
+BH__INTERNAL void bh__zone_cap_lower(bh_zone_t *z, bh__pcp_t *held, int cap);
 BH__INTERNAL void bh__del_from_free_list(bh_zone_t *z, uint64_t pfn, unsigned order, int mt,
                                          int reason);
 BH__INTERNAL bool bh__zone_watermark_ok(bh_zone_t *z, unsigned order, uint64_t mark,

@@ -936,23 +936,26 @@ static __attribute__((noinline, cold)) int pcp_surplus(bh_zone_t *z, bh__pcp_t *
  * A calibration lowered pcp's mark, which stood at its cap, to cap (bh__pcp_high_max_unknown):
  * the kernel's zone_highsize() gave the zone's high_max once, when its pcp lists were set up
  * (zone_set_pageset_high_and_batch, mm/page_alloc.c:5793-5822 in 6.12; the same for every CPU
- * of the zone), so the cap is every CPU's.  Not below high_min.  pcp is locked; another CPU's
- * lock is only tried (taken by nobody else in a replay).
+ * of the zone), so the cap is every CPU's (bh__zone_cap_lower).  Not below high_min; pcp is
+ * locked.
  */
 static void lower_cap(bh_zone_t *z, bh__pcp_t *pcp, int cap) {
+  if (z->arena->pcp_cap_unknown && cap < pcp->high_max && cap >= pcp->high_min)
+    bh__zone_cap_lower(z, pcp, cap);
+}
+
+void bh__zone_cap_lower(bh_zone_t *z, bh__pcp_t *held, int cap) {
   bh_arena_t *a = z->arena;
-  if (!a->pcp_cap_unknown || cap >= pcp->high_max || cap < pcp->high_min)
-    return;
-  atomic_fetch_add_explicit(&a->pcp_cap_lowered, (uint64_t)(pcp->high_max - cap),
+  atomic_fetch_add_explicit(&a->pcp_cap_lowered, (uint64_t)(z->pcp[0].high_max - cap),
                             memory_order_relaxed);
   for (unsigned c = 0; c < a->cfg.nr_cpus; c++) {
     bh__pcp_t *p = &z->pcp[c];
-    if (p != pcp && !bh__pcp_trylock(p))
+    if (p != held && !bh__pcp_trylock(p))
       continue;
     p->high_max = cap;
     if (p->high > cap)
       p->high = cap;
-    if (p != pcp)
+    if (p != held)
       bh__pcp_unlock(p);
   }
 }

@@ -124,13 +124,13 @@ struct replay {
    * and its first decay after its last drain-free (struct scan's check) */
   struct decay_first decay[LIFO_CPUS], check[LIFO_CPUS];
   /* allocator placement with the pcp events: the drains compared (bh_replay_drains_t), each
-   * CPU's moment, and the arena's drained pages before the event being played */
+   * CPU's moment, and the arena's drained pages after the last event played */
   bool drains_on;
   struct drain_moment {
     uint64_t time_ns, kernel, replay;
     bool open;
   } moment[LIFO_CPUS];
-  uint64_t drained_before;
+  uint64_t drained_seen;
   /* the refilled pages an allocation without an event took (struct scan's takes), the next of
    * them, the mm_page_alloc events played so far, and whether one is being played now (not
    * counted as the trace's); takes NULL: none */
@@ -2845,10 +2845,13 @@ COLD static void drains_close(struct replay *r, unsigned c) {
   }
 }
 
-/* Before an event of CPU c: a drain event adds to the kernel's side of c's open moment; any
- * other ends it, and the arena's drained pages are read for the moment it opens. */
-COLD static void drains_before(struct replay *r, const bh_event_t *ev) {
+/* An event of CPU c, played: a drain event adds to the kernel's side of c's open moment; any
+ * other ends it and opens the next, with the pages the replay drained while playing it (the
+ * arena's drained pages since the event before: nothing else moves them between events). */
+static inline void drains_event(struct replay *r, const bh_event_t *ev) {
+  uint64_t now = bh__pcp_drained_pages(r->arena), drained = now - r->drained_seen;
   unsigned c = ev->cpu < 0 ? 0 : (unsigned)ev->cpu;
+  r->drained_seen = now;
   if (c >= LIFO_CPUS)
     return;
   struct drain_moment *d = &r->moment[c];
@@ -2860,19 +2863,7 @@ COLD static void drains_before(struct replay *r, const bh_event_t *ev) {
   }
   if (d->open)
     drains_close(r, c);
-  r->drained_before = bh__pcp_drained_pages(r->arena);
-}
-
-/* After an event of CPU c other than a drain: the moment it opens, with what the replay
- * drained while playing it. */
-COLD static void drains_after(struct replay *r, const bh_event_t *ev) {
-  unsigned c = ev->cpu < 0 ? 0 : (unsigned)ev->cpu;
-  if (c >= LIFO_CPUS || ev->op == BH_EV_PCPU_DRAIN)
-    return;
-  r->moment[c] =
-      (struct drain_moment){.time_ns = ev->time_ns,
-                            .replay = bh__pcp_drained_pages(r->arena) - r->drained_before,
-                            .open = true};
+  *d = (struct drain_moment){.time_ns = ev->time_ns, .replay = drained, .open = true};
 }
 
 /* The trace's end: every open moment ends. */
@@ -2917,11 +2908,10 @@ static inline __attribute__((always_inline)) int play_one(struct replay *r, cons
   return 0;
 }
 
-/* One event with the drains compared (drains_before, drains_after). */
+/* One event with the drains compared (drains_event). */
 __attribute__((noinline)) static int play_compared(struct replay *r, const bh_event_t *ev) {
-  drains_before(r, ev);
   int err = play_one(r, ev);
-  drains_after(r, ev);
+  drains_event(r, ev);
   return err;
 }
 
@@ -3018,6 +3008,7 @@ static int play(struct replay *r, const struct scan *sc) {
   r->last_page = sc->last;
   r->refill_at_event = refills_followed(r) && sc->pcp_events;
   r->drains_on = !r->place_trace && sc->pcp_events;
+  r->drained_seen = bh__pcp_drained_pages(r->arena); /* the start's own drains are no event's */
   r->s->drains = (bh_replay_drains_t){.present = r->drains_on, .first_time_s = -1, .first_cpu = -1};
   calibrate_setup(r, sc);
   r->s->vmstat_events = sc->vmstat_events;
